@@ -1,0 +1,82 @@
+/*
+ * libshard — common definitions: export macro, error codes, error reports and the
+ * allocator hook. Every other public header includes this one.
+ */
+#ifndef SHARD_COMMON_H
+#define SHARD_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define SHARD_API __declspec(dllexport)
+#elif defined(__GNUC__)
+#define SHARD_API __attribute__((visibility("default")))
+#else
+#define SHARD_API
+#endif
+
+/**
+ * Return codes. Functions return 0 on success or one of these negative values.
+ * shard_strerror() names a code; the handle's error function (or a ShardError filled
+ * by a function that has no handle yet) says what failed and where: the file or URL,
+ * the byte offset and the member.
+ */
+enum {
+    SHARD_OK = 0,
+    SHARD_ERR_INVALID = -1,     /**< a bad argument or setting */
+    SHARD_ERR_NOMEM = -2,       /**< out of memory */
+    SHARD_ERR_IO = -3,          /**< a read, write, open or rename failed */
+    SHARD_ERR_NOSPACE = -4,     /**< the disk (or quota) is full */
+    SHARD_ERR_FORMAT = -5,      /**< malformed input: tar, zstd, index, manifest, list */
+    SHARD_ERR_NOT_FOUND = -6,   /**< a file, shard, member or key does not exist */
+    SHARD_ERR_CHECKSUM = -7,    /**< content does not match its recorded checksum */
+    SHARD_ERR_DECODE = -8,      /**< an image does not decode */
+    SHARD_ERR_UNSUPPORTED = -9, /**< a feature this build or this input lacks */
+    SHARD_ERR_NOCUDA = -10,     /**< built without CUDA, or no CUDA device */
+    SHARD_ERR_STATE = -11,      /**< a call out of order, or on a handle that failed */
+    SHARD_EOS = -100,           /**< end of stream: not an error */
+};
+
+/** Longest message a ShardError holds, including the terminating NUL. */
+#define SHARD_ERROR_MAX 1024
+
+/**
+ * An error report for calls that fail before a handle exists (open, read).
+ * Callers own it, usually on the stack; pass NULL when the message is not wanted.
+ */
+typedef struct ShardError {
+    int code;                      /**< the return code, 0 when nothing failed */
+    char message[SHARD_ERROR_MAX]; /**< what and where, NUL-terminated */
+} ShardError;
+
+/**
+ * @return a static, human-readable name for a return code (never NULL).
+ */
+SHARD_API const char *shard_strerror(int code);
+
+/**
+ * Memory hook for large buffers (batch rings, read buffers). CUDA pinned memory is one
+ * implementation; the default is aligned malloc. Every function may be called from any
+ * of the library's threads at once, so implementations must be thread-safe.
+ */
+typedef struct ShardAllocator {
+    void *cookie; /**< passed back to both functions; borrowed, must outlive the user */
+    /** @return size bytes aligned to align (a power of two), or NULL on failure */
+    void *(*alloc)(void *cookie, size_t size, size_t align);
+    /** Releases a block from alloc; ptr may be NULL. */
+    void (*free)(void *cookie, void *ptr, size_t size);
+} ShardAllocator;
+
+/** @return the library version as "MAJOR.MINOR.PATCH" (static string). */
+SHARD_API const char *shard_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SHARD_COMMON_H */

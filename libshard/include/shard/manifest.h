@@ -1,0 +1,106 @@
+/*
+ * libshard — dataset manifests (formats/manifest.md): the shard list of a dataset with
+ * sample counts, sizes and checksums, in the wids shard-index form plus libshard's own
+ * fields (class names, packing options).
+ *
+ * A ShardManifest is not safe to use from several threads at once.
+ */
+#ifndef SHARD_MANIFEST_H
+#define SHARD_MANIFEST_H
+
+#include "common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** What is known of one written shard. */
+typedef struct ShardFileInfo {
+    /** Path or URL of the shard. In a manifest read from disk, already resolved against
+     *  the manifest's folder. Owned by whoever owns the struct (writer or manifest). */
+    const char *url;
+    uint64_t nsamples; /**< samples in the shard */
+    uint64_t filesize; /**< bytes of the file as stored (compressed for .tar.zst) */
+    uint64_t tarsize;  /**< bytes of the uncompressed tar; 0 if unknown */
+    char md5[33];      /**< hex MD5 of the stored file, "" if unknown */
+    char sha256[65];   /**< hex SHA-256 of the stored file, "" if unknown */
+} ShardFileInfo;
+
+typedef struct ShardManifest ShardManifest;
+
+/**
+ * Creates an empty manifest.
+ * @param out receives the new handle, owned by the caller (shard_manifest_free)
+ * @param name dataset name stored in the manifest; copied; may be NULL
+ */
+SHARD_API int shard_manifest_new(ShardManifest **out, const char *name);
+
+/**
+ * Reads a manifest file. Shard urls that are relative are resolved against the folder of
+ * path, so they can be opened directly.
+ * @param out receives the handle, owned by the caller; NULL on failure
+ * @param path the manifest; borrowed
+ * @param err optional; filled with what failed and where (file, field)
+ */
+SHARD_API int shard_manifest_read(ShardManifest **out, const char *path, ShardError *err);
+
+/**
+ * Writes the manifest to path atomically (temporary name, fsync, rename). Shard urls are
+ * written relative to the folder of path where they lie under it.
+ * @param err optional; filled on failure
+ */
+SHARD_API int shard_manifest_write(const ShardManifest *m, const char *path, ShardError *err);
+
+/**
+ * Appends a shard. The struct and its url are copied.
+ */
+SHARD_API int shard_manifest_add(ShardManifest *m, const ShardFileInfo *info);
+
+/**
+ * Sets the class names, in label order (name of class i at names[i]). Copied.
+ */
+SHARD_API int shard_manifest_set_classes(ShardManifest *m, const char *const *names, size_t n);
+
+/**
+ * Sets the packing options, a JSON object as text (for example
+ * "{\"maxcount\": 1000}"); copied. @return SHARD_ERR_FORMAT if it is not a JSON object.
+ */
+SHARD_API int shard_manifest_set_options(ShardManifest *m, const char *json_object);
+
+/** @return the number of shards */
+SHARD_API size_t shard_manifest_count(const ShardManifest *m);
+
+/** @return shard i (borrowed, valid until the manifest changes or is freed), NULL if out of range */
+SHARD_API const ShardFileInfo *shard_manifest_shard(const ShardManifest *m, size_t i);
+
+/** @return the number of class names */
+SHARD_API size_t shard_manifest_class_count(const ShardManifest *m);
+
+/** @return class name i (borrowed), NULL if out of range */
+SHARD_API const char *shard_manifest_class(const ShardManifest *m, size_t i);
+
+/** @return the total number of samples over all shards */
+SHARD_API uint64_t shard_manifest_samples(const ShardManifest *m);
+
+/** @return the packing options as compact JSON text (borrowed), "{}" if none */
+SHARD_API const char *shard_manifest_options(const ShardManifest *m);
+
+/**
+ * Joins the manifests of the parts of one dataset (shardpack --part) into one: shards
+ * are merged in url order; a url present twice, or parts whose class names or options
+ * differ, are errors.
+ * @param out receives the new manifest, owned by the caller
+ * @param parts borrowed, n of them
+ * @param err optional; filled on failure
+ */
+SHARD_API int shard_manifest_join(ShardManifest **out, const ShardManifest *const *parts, size_t n,
+                                  ShardError *err);
+
+/** Frees a manifest and sets *m to NULL; accepts NULL and a pointer to NULL. */
+SHARD_API void shard_manifest_free(ShardManifest **m);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SHARD_MANIFEST_H */

@@ -1,0 +1,21 @@
+/*
+ * libshard — WebDataset-style sharded datasets: pack, inspect and stream.
+ *
+ * Include this header for the whole public API. Tiers:
+ *   common.h    error codes, error reports, the allocator hook, version
+ *   names.h     keys and fields of WebDataset members
+ *   writer.h    the shard writer (tar and tar.zst, index, rotation)
+ *   manifest.h  dataset manifests (wids shard-index form)
+ *   image.h     image identification and checks
+ */
+#ifndef SHARD_SHARD_H
+#define SHARD_SHARD_H
+
+#include "common.h"
+#include "image.h"
+#include "manifest.h"
+#include "names.h"
+#include "shard/version.h"
+#include "writer.h"
+
+#endif /* SHARD_SHARD_H */

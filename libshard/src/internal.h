@@ -1,0 +1,68 @@
+/*
+ * Private helpers shared by the library's modules. Not installed.
+ */
+#ifndef SHARD_INTERNAL_H
+#define SHARD_INTERNAL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "shard/common.h"
+
+#define SHARD_HIDDEN __attribute__((visibility("hidden")))
+#define SHARD_PRINTF(f, a) __attribute__((format(printf, f, a)))
+
+/* Formats a message into buf (SHARD_ERROR_MAX bytes) and returns code, so a failure
+ * reads `return shard_fail(w->err, SHARD_ERR_IO, "...", ...);`. */
+SHARD_HIDDEN int shard_fail(char *buf, int code, const char *fmt, ...) SHARD_PRINTF(3, 4);
+
+/* Copies a message into an optional ShardError and returns code. */
+SHARD_HIDDEN int shard_report(ShardError *err, int code, const char *msg);
+
+/* The return code for an errno value: full disk and quota become SHARD_ERR_NOSPACE,
+ * a missing file SHARD_ERR_NOT_FOUND, the rest SHARD_ERR_IO. */
+SHARD_HIDDEN int shard_errno_code(int e);
+
+/* A growable byte buffer. */
+typedef struct ShardBuf {
+    unsigned char *data;
+    size_t len, cap;
+} ShardBuf;
+
+SHARD_HIDDEN int shard_buf_reserve(ShardBuf *b, size_t extra);
+SHARD_HIDDEN int shard_buf_append(ShardBuf *b, const void *p, size_t n);
+SHARD_HIDDEN int shard_buf_printf(ShardBuf *b, const char *fmt, ...) SHARD_PRINTF(2, 3);
+SHARD_HIDDEN void shard_buf_free(ShardBuf *b);
+
+SHARD_HIDDEN char *shard_strdup(const char *s);
+
+/* A file written under a hidden temporary name in its final folder and renamed into
+ * place by commit, so readers never see it incomplete. Writes are buffered; MD5 and
+ * SHA-256 of the bytes are computed on the way when asked. */
+typedef struct ShardAtomicFile {
+    int fd;
+    int sync;
+    char *final_path;
+    char *tmp_path;
+    unsigned char *buf;
+    size_t len, cap;
+    uint64_t written;
+    void *md5;    /* EVP_MD_CTX, NULL without checksums */
+    void *sha256; /* EVP_MD_CTX, NULL without checksums */
+} ShardAtomicFile;
+
+SHARD_HIDDEN int shard_afile_open(ShardAtomicFile *f, const char *final_path, int sync,
+                                  int checksums, char *err);
+SHARD_HIDDEN int shard_afile_write(ShardAtomicFile *f, const void *p, size_t n, char *err);
+/* Flushes, fsyncs (when sync), renames into place and fsyncs the folder. Hex digests
+ * go to md5/sha256 (33 and 65 bytes) when checksums were asked for; either may be NULL. */
+SHARD_HIDDEN int shard_afile_commit(ShardAtomicFile *f, char *md5, char *sha256, char *err);
+/* Closes and removes the temporary file; safe to call on a committed or zeroed file. */
+SHARD_HIDDEN void shard_afile_abort(ShardAtomicFile *f);
+
+/* Hex digests of a whole file (md5: 33 bytes, sha256: 65 bytes; either may be NULL). */
+SHARD_HIDDEN int shard_file_digests(const char *path, char *md5, char *sha256, uint64_t *size,
+                                    char *err);
+
+#endif /* SHARD_INTERNAL_H */

@@ -1,0 +1,479 @@
+/*
+ * Dataset manifests (formats/manifest.md), read and written with jansson. Objects keep
+ * insertion order in jansson, which makes the output byte-for-byte reproducible.
+ */
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "internal.h"
+#include "shard/manifest.h"
+
+#define WIDS_KIND "wids-shard-index-v1"
+
+struct ShardManifest {
+    char *name;
+    ShardFileInfo *shards;
+    size_t n, cap;
+    char **classes;
+    size_t nclasses;
+    char *options; /* compact JSON object text */
+};
+
+int shard_manifest_new(ShardManifest **out, const char *name)
+{
+    *out = NULL;
+    ShardManifest *m = calloc(1, sizeof *m);
+    if (!m)
+        return SHARD_ERR_NOMEM;
+    m->name = shard_strdup(name ? name : "");
+    m->options = shard_strdup("{}");
+    if (!m->name || !m->options) {
+        shard_manifest_free(&m);
+        return SHARD_ERR_NOMEM;
+    }
+    *out = m;
+    return 0;
+}
+
+int shard_manifest_add(ShardManifest *m, const ShardFileInfo *info)
+{
+    if (!info || !info->url)
+        return SHARD_ERR_INVALID;
+    if (m->n == m->cap) {
+        size_t cap = m->cap ? m->cap * 2 : 64;
+        ShardFileInfo *p = realloc(m->shards, cap * sizeof *p);
+        if (!p)
+            return SHARD_ERR_NOMEM;
+        m->shards = p;
+        m->cap = cap;
+    }
+    ShardFileInfo copy = *info;
+    copy.url = shard_strdup(info->url);
+    if (!copy.url)
+        return SHARD_ERR_NOMEM;
+    m->shards[m->n++] = copy;
+    return 0;
+}
+
+static void free_classes(ShardManifest *m)
+{
+    for (size_t i = 0; i < m->nclasses; i++)
+        free(m->classes[i]);
+    free(m->classes);
+    m->classes = NULL;
+    m->nclasses = 0;
+}
+
+int shard_manifest_set_classes(ShardManifest *m, const char *const *names, size_t n)
+{
+    char **c = calloc(n ? n : 1, sizeof *c);
+    if (!c)
+        return SHARD_ERR_NOMEM;
+    for (size_t i = 0; i < n; i++) {
+        if (!(c[i] = shard_strdup(names[i]))) {
+            while (i--)
+                free(c[i]);
+            free(c);
+            return SHARD_ERR_NOMEM;
+        }
+    }
+    free_classes(m);
+    m->classes = c;
+    m->nclasses = n;
+    return 0;
+}
+
+int shard_manifest_set_options(ShardManifest *m, const char *json_object)
+{
+    json_t *o = json_loads(json_object, JSON_REJECT_DUPLICATES, NULL);
+    if (!o || !json_is_object(o)) {
+        json_decref(o);
+        return SHARD_ERR_FORMAT;
+    }
+    char *text = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    if (!text)
+        return SHARD_ERR_NOMEM;
+    free(m->options);
+    m->options = text;
+    return 0;
+}
+
+size_t shard_manifest_count(const ShardManifest *m) { return m->n; }
+
+const ShardFileInfo *shard_manifest_shard(const ShardManifest *m, size_t i)
+{
+    return i < m->n ? &m->shards[i] : NULL;
+}
+
+size_t shard_manifest_class_count(const ShardManifest *m) { return m->nclasses; }
+
+const char *shard_manifest_class(const ShardManifest *m, size_t i)
+{
+    return i < m->nclasses ? m->classes[i] : NULL;
+}
+
+uint64_t shard_manifest_samples(const ShardManifest *m)
+{
+    uint64_t t = 0;
+    for (size_t i = 0; i < m->n; i++)
+        t += m->shards[i].nsamples;
+    return t;
+}
+
+const char *shard_manifest_options(const ShardManifest *m) { return m->options; }
+
+static char *dir_of(const char *path)
+{
+    char *tmp = shard_strdup(path);
+    if (!tmp)
+        return NULL;
+    char *d = shard_strdup(dirname(tmp));
+    free(tmp);
+    return d;
+}
+
+static int has_scheme(const char *url)
+{
+    const char *p = strstr(url, "://");
+    return (p && p > url) || !strncmp(url, "pipe:", 5);
+}
+
+/* The url as the manifest at mdir_real should record it: relative when the shard lies
+ * in that folder or below it, otherwise as given. */
+static char *relative_url(const char *url, const char *mdir_real)
+{
+    if (has_scheme(url) || !mdir_real)
+        return shard_strdup(url);
+    char *sdir = dir_of(url);
+    char *copy = shard_strdup(url);
+    char real[PATH_MAX];
+    char *out = NULL;
+    if (sdir && copy && realpath(sdir, real)) {
+        size_t k = strlen(mdir_real);
+        const char *base = basename(copy);
+        const char *rest = NULL;
+        if (!strcmp(real, mdir_real))
+            rest = "";
+        else if (!strncmp(real, mdir_real, k) && (real[k] == '/' || !strcmp(mdir_real, "/")))
+            rest = real + k + (real[k] == '/');
+        if (rest) {
+            size_t n = strlen(rest) + strlen(base) + 2;
+            if ((out = malloc(n)))
+                snprintf(out, n, "%s%s%s", rest, *rest ? "/" : "", base);
+        } else {
+            size_t n = strlen(real) + strlen(base) + 2;
+            if ((out = malloc(n)))
+                snprintf(out, n, "%s/%s", real, base);
+        }
+    }
+    if (!out)
+        out = shard_strdup(url);
+    free(sdir);
+    free(copy);
+    return out;
+}
+
+static json_t *to_json(const ShardManifest *m, const char *mdir_real)
+{
+    json_t *root = json_object();
+    json_t *list = json_array();
+    json_t *lib = json_object();
+    json_t *classes = json_array();
+    json_t *options = json_loads(m->options, 0, NULL);
+    if (!root || !list || !lib || !classes || !options)
+        goto fail;
+    json_object_set_new(root, "__kind__", json_string(WIDS_KIND));
+    json_object_set_new(root, "wids_version", json_integer(1));
+    json_object_set_new(root, "name", json_string(m->name));
+    for (size_t i = 0; i < m->n; i++) {
+        const ShardFileInfo *s = &m->shards[i];
+        char *url = relative_url(s->url, mdir_real);
+        json_t *o = json_object();
+        if (!url || !o) {
+            free(url);
+            json_decref(o);
+            goto fail;
+        }
+        json_object_set_new(o, "url", json_string(url));
+        free(url);
+        json_object_set_new(o, "nsamples", json_integer((json_int_t)s->nsamples));
+        json_object_set_new(o, "filesize", json_integer((json_int_t)s->filesize));
+        json_object_set_new(o, "md5sum", json_string(s->md5));
+        json_object_set_new(o, "sha256", json_string(s->sha256));
+        json_object_set_new(o, "tarsize", json_integer((json_int_t)s->tarsize));
+        json_array_append_new(list, o);
+    }
+    json_object_set_new(root, "shardlist", list);
+    list = NULL;
+    for (size_t i = 0; i < m->nclasses; i++)
+        json_array_append_new(classes, json_string(m->classes[i]));
+    json_object_set_new(lib, "version", json_integer(1));
+    json_object_set_new(lib, "classes", classes);
+    classes = NULL;
+    json_object_set_new(lib, "nsamples", json_integer((json_int_t)shard_manifest_samples(m)));
+    json_object_set_new(lib, "options", options);
+    options = NULL;
+    json_object_set_new(root, "libshard", lib);
+    return root;
+fail:
+    json_decref(root);
+    json_decref(list);
+    json_decref(lib);
+    json_decref(classes);
+    json_decref(options);
+    return NULL;
+}
+
+int shard_manifest_write(const ShardManifest *m, const char *path, ShardError *err)
+{
+    char msg[SHARD_ERROR_MAX];
+    char *mdir = dir_of(path);
+    char real[PATH_MAX];
+    const char *mdir_real = mdir && realpath(mdir, real) ? real : NULL;
+    free(mdir);
+    if (!mdir_real) {
+        int e = errno;
+        shard_fail(msg, shard_errno_code(e), "%s: the manifest's folder is not usable: %s",
+                   path, strerror(e));
+        return shard_report(err, shard_errno_code(e), msg);
+    }
+    json_t *root = to_json(m, mdir_real);
+    char *text = root ? json_dumps(root, JSON_INDENT(2) | JSON_ENSURE_ASCII) : NULL;
+    json_decref(root);
+    if (!text)
+        return shard_report(err, SHARD_ERR_NOMEM, "manifest: out of memory");
+    ShardAtomicFile f;
+    int rc = shard_afile_open(&f, path, 1, 0, msg);
+    if (!rc) {
+        rc = shard_afile_write(&f, text, strlen(text), msg);
+        if (!rc)
+            rc = shard_afile_write(&f, "\n", 1, msg);
+        if (!rc)
+            rc = shard_afile_commit(&f, NULL, NULL, msg);
+        else
+            shard_afile_abort(&f);
+    }
+    free(text);
+    return rc ? shard_report(err, rc, msg) : 0;
+}
+
+static int bad(ShardError *err, const char *path, const char *what)
+{
+    char msg[SHARD_ERROR_MAX];
+    shard_fail(msg, SHARD_ERR_FORMAT, "%s: not a libshard/wids manifest: %s", path, what);
+    return shard_report(err, SHARD_ERR_FORMAT, msg);
+}
+
+static int get_u64(json_t *o, const char *key, uint64_t *v, int required)
+{
+    json_t *x = json_object_get(o, key);
+    if (!x)
+        return required ? -1 : 0;
+    if (!json_is_integer(x) || json_integer_value(x) < 0)
+        return -1;
+    *v = (uint64_t)json_integer_value(x);
+    return 0;
+}
+
+static int get_hex(json_t *o, const char *key, char *out, size_t len)
+{
+    json_t *x = json_object_get(o, key);
+    out[0] = 0;
+    if (!x)
+        return 0;
+    const char *s = json_string_value(x);
+    if (!s || strlen(s) != len - 1)
+        return -1;
+    for (const char *p = s; *p; p++)
+        if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f') || (*p >= 'A' && *p <= 'F')))
+            return -1;
+    memcpy(out, s, len);
+    return 0;
+}
+
+int shard_manifest_read(ShardManifest **out, const char *path, ShardError *err)
+{
+    char msg[SHARD_ERROR_MAX];
+    *out = NULL;
+    json_error_t je;
+    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+    if (!root) {
+        FILE *f = fopen(path, "rb");
+        if (!f) {
+            int e = errno;
+            shard_fail(msg, shard_errno_code(e), "%s: cannot open: %s", path, strerror(e));
+            return shard_report(err, shard_errno_code(e), msg);
+        }
+        fclose(f);
+        shard_fail(msg, SHARD_ERR_FORMAT, "%s: line %d, column %d (byte %d): %s", path,
+                   je.line, je.column, je.position, je.text);
+        return shard_report(err, SHARD_ERR_FORMAT, msg);
+    }
+    int rc = SHARD_ERR_FORMAT;
+    ShardManifest *m = NULL;
+    char *mdir = dir_of(path);
+    json_t *list = json_object_get(root, "shardlist");
+    const char *kind = json_string_value(json_object_get(root, "__kind__"));
+    if (!json_is_object(root) || !json_is_array(list)) {
+        rc = bad(err, path, "no \"shardlist\" array");
+        goto out;
+    }
+    if (kind && strcmp(kind, WIDS_KIND)) {
+        rc = bad(err, path, "\"__kind__\" is not \"" WIDS_KIND "\"");
+        goto out;
+    }
+    if (!mdir || shard_manifest_new(&m, json_string_value(json_object_get(root, "name")))) {
+        rc = shard_report(err, SHARD_ERR_NOMEM, "manifest: out of memory");
+        goto out;
+    }
+    size_t i;
+    json_t *o;
+    json_array_foreach(list, i, o) {
+        const char *url = json_string_value(json_object_get(o, "url"));
+        ShardFileInfo info = {0};
+        if (!json_is_object(o) || !url || !*url || get_u64(o, "nsamples", &info.nsamples, 1) ||
+            get_u64(o, "filesize", &info.filesize, 0) || get_u64(o, "tarsize", &info.tarsize, 0) ||
+            get_hex(o, "md5sum", info.md5, sizeof info.md5) ||
+            get_hex(o, "sha256", info.sha256, sizeof info.sha256)) {
+            snprintf(msg, sizeof msg, "shardlist[%zu] lacks a valid url or nsamples, or has a "
+                                      "malformed filesize, md5sum or sha256", i);
+            rc = bad(err, path, msg);
+            goto out;
+        }
+        char *full = NULL;
+        if (url[0] != '/' && !has_scheme(url) && strcmp(mdir, ".")) {
+            size_t n = strlen(mdir) + strlen(url) + 2;
+            if ((full = malloc(n)))
+                snprintf(full, n, "%s/%s", mdir, url);
+        } else {
+            full = shard_strdup(url);
+        }
+        info.url = full;
+        int arc = full ? shard_manifest_add(m, &info) : SHARD_ERR_NOMEM;
+        free(full);
+        if (arc) {
+            rc = shard_report(err, arc, "manifest: out of memory");
+            goto out;
+        }
+    }
+    json_t *lib = json_object_get(root, "libshard");
+    if (lib) {
+        json_t *classes = json_object_get(lib, "classes");
+        json_t *options = json_object_get(lib, "options");
+        if (classes) {
+            if (!json_is_array(classes)) {
+                rc = bad(err, path, "\"libshard.classes\" is not an array");
+                goto out;
+            }
+            size_t n = json_array_size(classes);
+            const char **names = calloc(n ? n : 1, sizeof *names);
+            if (!names) {
+                rc = shard_report(err, SHARD_ERR_NOMEM, "manifest: out of memory");
+                goto out;
+            }
+            json_t *c;
+            int ok = 1;
+            json_array_foreach(classes, i, c) {
+                if (!(names[i] = json_string_value(c)))
+                    ok = 0;
+            }
+            int crc = ok ? shard_manifest_set_classes(m, names, n) : SHARD_ERR_FORMAT;
+            free(names);
+            if (crc) {
+                rc = crc == SHARD_ERR_FORMAT ? bad(err, path, "a class name is not a string")
+                                             : shard_report(err, crc, "manifest: out of memory");
+                goto out;
+            }
+        }
+        if (options) {
+            char *text = json_is_object(options) ? json_dumps(options, JSON_COMPACT) : NULL;
+            if (!text) {
+                rc = bad(err, path, "\"libshard.options\" is not an object");
+                goto out;
+            }
+            free(m->options);
+            m->options = text;
+        }
+    }
+    rc = 0;
+    *out = m;
+    m = NULL;
+out:
+    shard_manifest_free(&m);
+    free(mdir);
+    json_decref(root);
+    return rc;
+}
+
+static int url_cmp(const void *a, const void *b)
+{
+    return strcmp(((const ShardFileInfo *)a)->url, ((const ShardFileInfo *)b)->url);
+}
+
+int shard_manifest_join(ShardManifest **out, const ShardManifest *const *parts, size_t n,
+                        ShardError *err)
+{
+    char msg[SHARD_ERROR_MAX];
+    *out = NULL;
+    if (n == 0)
+        return shard_report(err, SHARD_ERR_INVALID, "join: no manifests given");
+    ShardManifest *m;
+    if (shard_manifest_new(&m, parts[0]->name))
+        return shard_report(err, SHARD_ERR_NOMEM, "join: out of memory");
+    int rc = shard_manifest_set_classes(m, (const char *const *)parts[0]->classes,
+                                        parts[0]->nclasses);
+    if (!rc)
+        rc = shard_manifest_set_options(m, parts[0]->options);
+    for (size_t p = 0; p < n && !rc; p++) {
+        const ShardManifest *q = parts[p];
+        int same = q->nclasses == m->nclasses && !strcmp(q->options, m->options);
+        for (size_t i = 0; same && i < q->nclasses; i++)
+            same = !strcmp(q->classes[i], m->classes[i]);
+        if (!same) {
+            shard_fail(msg, SHARD_ERR_FORMAT,
+                       "join: part %zu has other class names or packing options than part 0",
+                       p);
+            shard_manifest_free(&m);
+            return shard_report(err, SHARD_ERR_FORMAT, msg);
+        }
+        for (size_t i = 0; i < q->n && !rc; i++)
+            rc = shard_manifest_add(m, &q->shards[i]);
+    }
+    if (rc) {
+        shard_manifest_free(&m);
+        return shard_report(err, rc, "join: out of memory");
+    }
+    qsort(m->shards, m->n, sizeof *m->shards, url_cmp);
+    for (size_t i = 1; i < m->n; i++) {
+        if (!strcmp(m->shards[i - 1].url, m->shards[i].url)) {
+            shard_fail(msg, SHARD_ERR_FORMAT, "join: shard %s is listed by more than one part",
+                       m->shards[i].url);
+            shard_manifest_free(&m);
+            return shard_report(err, SHARD_ERR_FORMAT, msg);
+        }
+    }
+    *out = m;
+    return 0;
+}
+
+void shard_manifest_free(ShardManifest **pm)
+{
+    if (!pm || !*pm)
+        return;
+    ShardManifest *m = *pm;
+    for (size_t i = 0; i < m->n; i++)
+        free((char *)m->shards[i].url);
+    free(m->shards);
+    free_classes(m);
+    free(m->name);
+    free(m->options);
+    free(m);
+    *pm = NULL;
+}

@@ -1,0 +1,133 @@
+/*
+ * WebDataset's naming rule and the key rules of formats/shard.md.
+ */
+#include <string.h>
+
+#include "internal.h"
+#include "shard/names.h"
+
+int shard_utf8_valid(const char *str, size_t size)
+{
+    const unsigned char *s = (const unsigned char *)str, *end = s + size;
+    while (s < end) {
+        unsigned c = *s;
+        size_t n;
+        unsigned min;
+        if (c < 0x80) {
+            s++;
+            continue;
+        } else if ((c & 0xe0) == 0xc0) {
+            n = 1, min = 0x80, c &= 0x1f;
+        } else if ((c & 0xf0) == 0xe0) {
+            n = 2, min = 0x800, c &= 0x0f;
+        } else if ((c & 0xf8) == 0xf0) {
+            n = 3, min = 0x10000, c &= 0x07;
+        } else {
+            return 0;
+        }
+        if ((size_t)(end - s) <= n)
+            return 0;
+        for (size_t i = 1; i <= n; i++) {
+            if ((s[i] & 0xc0) != 0x80)
+                return 0;
+            c = (c << 6) | (s[i] & 0x3f);
+        }
+        if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+            return 0;
+        s += n + 1;
+    }
+    return 1;
+}
+
+int shard_name_split(const char *member, size_t *key_start, size_t *key_len, const char **field)
+{
+    size_t start = 0;
+    while (member[start] == '.' && member[start + 1] == '/')
+        start += 2;
+    const char *name = member + start;
+    const char *slash = strrchr(name, '/');
+    const char *base = slash ? slash + 1 : name;
+    const char *dot = strchr(base, '.');
+    if (!dot || dot == base || (base[0] == '_' && base[1] == '_'))
+        return SHARD_ERR_NOT_FOUND;
+    *key_start = start;
+    *key_len = (size_t)(dot - name);
+    *field = dot + 1;
+    return 0;
+}
+
+static int is_space(unsigned char c)
+{
+    return c == ' ' || (c >= '\t' && c <= '\r');
+}
+
+int shard_key_check(const char *key)
+{
+    size_t n = strlen(key);
+    if (!n || key[0] == '/' || key[n - 1] == '/' || !shard_utf8_valid(key, n))
+        return SHARD_ERR_INVALID;
+    const char *comp = key;
+    for (const char *p = key;; p++) {
+        if (*p == '/' || *p == 0) {
+            size_t len = (size_t)(p - comp);
+            if (len == 0 || (len == 1 && comp[0] == '.') ||
+                (len == 2 && comp[0] == '.' && comp[1] == '.'))
+                return SHARD_ERR_INVALID;
+            if (*p == 0)
+                break;
+            comp = p + 1;
+            continue;
+        }
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            return SHARD_ERR_INVALID;
+    }
+    const char *base = strrchr(key, '/');
+    base = base ? base + 1 : key;
+    if (base[0] == '_' && base[1] == '_')
+        return SHARD_ERR_INVALID;
+    for (const char *p = base; *p; p++)
+        if (*p == '.' || is_space((unsigned char)*p))
+            return SHARD_ERR_INVALID;
+    return 0;
+}
+
+int shard_key_from_path(const char *path, char *out, size_t outsize)
+{
+    size_t n = strlen(path);
+    if (!shard_utf8_valid(path, n))
+        return SHARD_ERR_FORMAT;
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    const char *dot = strrchr(base, '.');
+    if (dot && dot > base)
+        n = (size_t)(dot - path);
+    if (n + 1 > outsize)
+        return SHARD_ERR_INVALID;
+    const char *comp = path;
+    for (size_t i = 0; i <= n; i++) {
+        char c = i < n ? path[i] : 0;
+        if (c == '/' || c == 0) {
+            size_t len = (size_t)(path + i - comp);
+            if (len == 0 || (len == 1 && comp[0] == '.') ||
+                (len == 2 && comp[0] == '.' && comp[1] == '.'))
+                return SHARD_ERR_FORMAT;
+            comp = path + i + 1;
+            out[i] = c;
+            continue;
+        }
+        if (c == '.' || is_space((unsigned char)c) || (unsigned char)c < 0x20 || c == 0x7f)
+            c = '_';
+        out[i] = c;
+    }
+    /* A basename starting with "__" is reserved for metadata; keep it a sample. */
+    char *b = strrchr(out, '/');
+    b = b ? b + 1 : out;
+    if (b[0] == '_' && b[1] == '_') {
+        if (n + 2 > outsize)
+            return SHARD_ERR_INVALID;
+        memmove(b + 1, b, strlen(b) + 1);
+        b[0] = 'x';
+        n++;
+    }
+    return (int)n;
+}

@@ -1,0 +1,100 @@
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <shard/names.h>
+
+#include "cli.h"
+
+int cli_parse_u64(const char *s, uint64_t *out)
+{
+    if (!s || !isdigit((unsigned char)*s))
+        return -1;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int cli_parse_size(const char *s, uint64_t *out)
+{
+    if (!s || !(isdigit((unsigned char)*s) || *s == '.'))
+        return -1;
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || v < 0)
+        return -1;
+    double mult = 1;
+    if (*end) {
+        static const char units[] = "KMGT";
+        const char *u = strchr(units, toupper((unsigned char)*end));
+        if (!u)
+            return -1;
+        int power = (int)(u - units) + 1;
+        const char *rest = end + 1;
+        double base = 1024;
+        if (!strcmp(rest, "B") || !strcmp(rest, "b"))
+            base = 1000;
+        else if (*rest && strcmp(rest, "iB") && strcmp(rest, "ib"))
+            return -1;
+        mult = pow(base, power);
+    }
+    double bytes = v * mult;
+    if (bytes >= 18446744073709551615.0 || bytes != floor(bytes))
+        return -1;
+    *out = (uint64_t)bytes;
+    return 0;
+}
+
+const char *cli_human_bytes(double b, char *buf, size_t size)
+{
+    static const char *units[] = {"B", "kB", "MB", "GB", "TB", "PB"};
+    int i = 0;
+    while (b >= 1000 && i < 5) {
+        b /= 1000;
+        i++;
+    }
+    snprintf(buf, size, i ? "%.1f %s" : "%.0f %s", b, units[i]);
+    return buf;
+}
+
+double cli_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+const char *cli_escape_path(const char *path, char *buf, size_t size)
+{
+    size_t o = 0;
+    const unsigned char *p = (const unsigned char *)path;
+    while (*p && o + 5 < size) {
+        size_t n = *p < 0x80 ? 1 : (*p & 0xe0) == 0xc0 ? 2 : (*p & 0xf0) == 0xe0 ? 3 : 4;
+        size_t avail = strnlen((const char *)p, n);
+        if (*p >= 0x20 && *p != 0x7f && *p != '\\' && avail == n &&
+            shard_utf8_valid((const char *)p, n) && o + n < size) {
+            memcpy(buf + o, p, n);
+            o += n;
+            p += n;
+        } else {
+            o += (size_t)snprintf(buf + o, size - o, "\\x%02x", *p);
+            p++;
+        }
+    }
+    buf[o] = 0;
+    return buf;
+}
+
+void cli_print_path(FILE *f, const char *path)
+{
+    char buf[4096];
+    fputs(cli_escape_path(path, buf, sizeof buf), f);
+}

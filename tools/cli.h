@@ -1,0 +1,29 @@
+/*
+ * Helpers shared by the command-line tools (not installed, not part of the API).
+ */
+#ifndef SHARD_TOOLS_CLI_H
+#define SHARD_TOOLS_CLI_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+/* Parses "1000", "3e9", "512K", "64M", "1.5G", "2T" (K/M/G/T and KiB/MiB/GiB/TiB are
+ * powers of 1024; KB/MB/GB/TB powers of 1000). Returns 0 on success, -1 otherwise. */
+int cli_parse_size(const char *s, uint64_t *out);
+
+/* Parses a non-negative decimal integer that fits in uint64_t. Returns 0 or -1. */
+int cli_parse_u64(const char *s, uint64_t *out);
+
+/* Writes a byte count as "12.3 MB" into buf. */
+const char *cli_human_bytes(double bytes, char *buf, size_t size);
+
+/* Seconds from a monotonic clock. */
+double cli_now(void);
+
+/* Prints a path so that control bytes and invalid UTF-8 show as \xNN escapes. */
+void cli_print_path(FILE *f, const char *path);
+
+/* The same into buf (truncated to size). */
+const char *cli_escape_path(const char *path, char *buf, size_t size);
+
+#endif /* SHARD_TOOLS_CLI_H */
