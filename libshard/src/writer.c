@@ -2,8 +2,8 @@
  * The shard writer: tar members through libarchive's pax-restricted (ustar) writer with
  * no record blocking, so every byte libarchive emits reaches write_cb at once and the
  * running count is the exact tar offset (which the .idx needs). For .tar.zst the tar
- * bytes collect in a frame buffer that is compressed as one zstd frame once it passes
- * frame_size at a sample boundary; the seek table goes at the end.
+ * bytes collect in a frame buffer; a sample that takes it past frame_size closes the frame
+ * before it (formats/zstd.md, 2.1), and the seek table goes at the end.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -20,6 +20,7 @@
 #include "zstdseek.h"
 
 #define MAX_FRAME_SIZE (1u << 30)
+#define MAX_FRAME_CONTENT 0x80000000u /* ZSTD_SEEKABLE_MAX_FRAME_DECOMPRESSED_SIZE */
 
 struct ShardWriter {
     ShardWriterSettings s;
@@ -203,24 +204,26 @@ static la_ssize_t write_cb(struct archive *a, void *cookie, const void *buf, siz
     return (la_ssize_t)n;
 }
 
-/* Compresses the frame buffer as one frame and appends it to the file. */
-static int flush_frame(ShardWriter *w)
+/* Compresses the first len bytes of the frame buffer as one frame, appends it to the file
+ * and keeps the rest of the buffer for the next frame. */
+static int flush_frame(ShardWriter *w, size_t len)
 {
-    if (!w->frame.len)
+    if (!len)
         return 0;
-    size_t bound = ZSTD_compressBound(w->frame.len);
+    size_t bound = ZSTD_compressBound(len);
     w->zout.len = 0;
     int rc = shard_buf_reserve(&w->zout, bound);
     if (rc)
         return shard_fail(w->err, rc, "%s: out of memory", cur_path(w));
-    size_t z = ZSTD_compress2(w->cctx, w->zout.data, bound, w->frame.data, w->frame.len);
+    size_t z = ZSTD_compress2(w->cctx, w->zout.data, bound, w->frame.data, len);
     if (ZSTD_isError(z))
         return shard_fail(w->err, SHARD_ERR_IO, "%s: zstd compression failed: %s",
                           cur_path(w), ZSTD_getErrorName(z));
-    if (w->frame.len > UINT32_MAX || z > UINT32_MAX)
+    if (len > MAX_FRAME_CONTENT || z > UINT32_MAX)
         return shard_fail(w->err, SHARD_ERR_UNSUPPORTED,
-                          "%s: a frame of %zu bytes exceeds the seek table's 4 GiB limit",
-                          cur_path(w), w->frame.len);
+                          "%s: a frame of %zu bytes exceeds the seekable format's 2 GiB limit "
+                          "(a single sample this large cannot go into a .tar.zst)",
+                          cur_path(w), len);
     if (w->nseek == w->capseek) {
         size_t cap = w->capseek ? w->capseek * 2 : 64;
         ShardSeekEntry *p = realloc(w->seek, cap * sizeof *p);
@@ -234,9 +237,10 @@ static int flush_frame(ShardWriter *w)
     const unsigned char *c = w->zout.data + z - 4;
     ShardSeekEntry *e = &w->seek[w->nseek++];
     e->csize = (uint32_t)z;
-    e->dsize = (uint32_t)w->frame.len;
+    e->dsize = (uint32_t)len;
     e->checksum = (uint32_t)c[0] | (uint32_t)c[1] << 8 | (uint32_t)c[2] << 16 | (uint32_t)c[3] << 24;
-    w->frame.len = 0;
+    memmove(w->frame.data, w->frame.data + len, w->frame.len - len);
+    w->frame.len -= len;
     return shard_afile_write(&w->file, w->zout.data, z, w->err);
 }
 
@@ -330,7 +334,7 @@ static int finish_shard(ShardWriter *w)
     archive_write_free(w->ar);
     w->ar = NULL;
     if (w->zstd) {
-        if ((rc = flush_frame(w)))
+        if ((rc = flush_frame(w, w->frame.len)))
             return rc;
         ShardBuf table = {0};
         rc = shard_seek_table_encode(w->seek, w->nseek, &table);
@@ -484,6 +488,7 @@ int shard_writer_add(ShardWriter *w, const ShardSample *sample)
     }
     if (!w->open && (rc = start_shard(w)))
         goto fail;
+    size_t frame_before = w->frame.len;
     for (size_t i = 0; i < sample->nfields; i++)
         if ((rc = write_member(w, sample->key, w->sorted[i])))
             goto fail;
@@ -493,7 +498,10 @@ int shard_writer_add(ShardWriter *w, const ShardSample *sample)
     }
     w->count++;
     w->size_est += est;
-    if (w->zstd && w->frame.len >= w->s.frame_size && (rc = flush_frame(w)))
+    /* A frame never splits a sample: when this sample took the frame past frame_size,
+     * the frame is what came before it, and the sample starts the next one. */
+    if (w->zstd && frame_before && w->frame.len > w->s.frame_size &&
+        (rc = flush_frame(w, frame_before)))
         goto fail;
     return 0;
 fail:
