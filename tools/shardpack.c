@@ -49,6 +49,7 @@ typedef struct Options {
     uint64_t part, nparts;
     int have_part;
     int fsync;
+    int checksums;
     int quiet;
     int64_t mtime;
 } Options;
@@ -126,6 +127,7 @@ static void usage(FILE *f)
           "      --part I/N         pack only part I (0-based) of N: a disjoint share of the shards\n"
           "      --manifest PATH    manifest path (default: the pattern's stem + .json)\n"
           "      --no-fsync         do not fsync shards before renaming them into place\n"
+          "      --no-checksum      leave MD5 and SHA-256 out of the manifest (faster)\n"
           "  -q, --quiet            no progress bar and no summary\n"
           "      --join             join part manifests into -o MANIFEST\n"
           "  -h, --help             this help\n",
@@ -873,6 +875,7 @@ static int pack_shard(Run *run, size_t j, unsigned char **buf, size_t *cap)
     s.frame_size = o->frame_size;
     s.mtime = o->mtime;
     s.sync = o->fsync;
+    s.checksums = o->checksums;
     ShardWriter *w;
     ShardError err;
     if (shard_writer_open(&w, &s, &err)) {
@@ -1100,13 +1103,14 @@ int main(int argc, char **argv)
     o.compress = -1;
     o.jobs = 1;
     o.fsync = 1;
+    o.checksums = 1;
     int join = 0;
     const char *sde = getenv("SOURCE_DATE_EPOCH");
     if (sde && *sde)
         o.mtime = strtoll(sde, NULL, 10);
 
     enum { OPT_COMPRESS = 256, OPT_FRAME, OPT_SHUFFLE, OPT_VERIFY, OPT_ON_ERROR, OPT_LIST,
-           OPT_PART, OPT_MANIFEST, OPT_NO_FSYNC, OPT_JOIN };
+           OPT_PART, OPT_MANIFEST, OPT_NO_FSYNC, OPT_NO_CHECKSUM, OPT_JOIN };
     static const struct option longopts[] = {
         {"output", required_argument, NULL, 'o'},   {"maxcount", required_argument, NULL, 'c'},
         {"maxsize", required_argument, NULL, 's'},  {"compress", required_argument, NULL, OPT_COMPRESS},
@@ -1115,7 +1119,7 @@ int main(int argc, char **argv)
         {"verify", no_argument, NULL, OPT_VERIFY},  {"on-error", required_argument, NULL, OPT_ON_ERROR},
         {"list", no_argument, NULL, OPT_LIST},      {"part", required_argument, NULL, OPT_PART},
         {"manifest", required_argument, NULL, OPT_MANIFEST},
-        {"no-fsync", no_argument, NULL, OPT_NO_FSYNC}, {"quiet", no_argument, NULL, 'q'},
+        {"no-fsync", no_argument, NULL, OPT_NO_FSYNC}, {"no-checksum", no_argument, NULL, OPT_NO_CHECKSUM}, {"quiet", no_argument, NULL, 'q'},
         {"join", no_argument, NULL, OPT_JOIN},      {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -1183,6 +1187,7 @@ int main(int argc, char **argv)
         }
         case OPT_MANIFEST: o.manifest = optarg; break;
         case OPT_NO_FSYNC: o.fsync = 0; break;
+        case OPT_NO_CHECKSUM: o.checksums = 0; break;
         case 'q': o.quiet = 1; break;
         case OPT_JOIN: join = 1; break;
         case 'h': usage(stdout); return 0;

@@ -2,9 +2,19 @@
  * Files that appear complete or not at all: written under a hidden temporary name in the
  * destination folder (so the rename stays on one filesystem), fsynced, renamed, and the
  * folder fsynced so the rename itself survives a crash.
+ *
+ * DESIGN: checksums. MD5 and SHA-256 together cost about as much CPU as reading and writing
+ * the bytes, so they run on one hasher thread per open file. The file has two buffers:
+ * when the one being filled is full, the caller waits until the hasher is done with the
+ * other, hands the full one over, writes it to the file itself, and fills the other. The
+ * hasher only reads a buffer the caller no longer touches until the next hand-over, so the
+ * only shared state is the hand-over slot under one mutex. Order of hashing is the order
+ * of writing, so the digests are those of the file.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,6 +73,99 @@ static char *dir_of(const char *path)
     return d;
 }
 
+struct ShardHasher {
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    const unsigned char *job; /* NULL when idle */
+    size_t job_len;
+    int quit;
+    void *md5, *sha256;
+};
+
+static void *hasher_main(void *arg)
+{
+    ShardHasher *h = arg;
+    pthread_mutex_lock(&h->lock);
+    for (;;) {
+        while (!h->job && !h->quit)
+            pthread_cond_wait(&h->cond, &h->lock);
+        if (!h->job)
+            break;
+        const unsigned char *p = h->job;
+        size_t n = h->job_len;
+        pthread_mutex_unlock(&h->lock);
+        EVP_DigestUpdate(h->md5, p, n);
+        EVP_DigestUpdate(h->sha256, p, n);
+        pthread_mutex_lock(&h->lock);
+        h->job = NULL;
+        pthread_cond_broadcast(&h->cond);
+    }
+    pthread_mutex_unlock(&h->lock);
+    return NULL;
+}
+
+static void hasher_wait(ShardHasher *h)
+{
+    pthread_mutex_lock(&h->lock);
+    while (h->job)
+        pthread_cond_wait(&h->cond, &h->lock);
+    pthread_mutex_unlock(&h->lock);
+}
+
+static void hasher_give(ShardHasher *h, const unsigned char *p, size_t n)
+{
+    pthread_mutex_lock(&h->lock);
+    h->job = p;
+    h->job_len = n;
+    pthread_cond_broadcast(&h->cond);
+    pthread_mutex_unlock(&h->lock);
+}
+
+static void hasher_free(ShardHasher *h)
+{
+    if (!h)
+        return;
+    pthread_mutex_lock(&h->lock);
+    h->quit = 1;
+    pthread_cond_broadcast(&h->cond);
+    pthread_mutex_unlock(&h->lock);
+    pthread_join(h->thread, NULL);
+    pthread_mutex_destroy(&h->lock);
+    pthread_cond_destroy(&h->cond);
+    EVP_MD_CTX_free(h->md5);
+    EVP_MD_CTX_free(h->sha256);
+    free(h);
+}
+
+static ShardHasher *hasher_new(void)
+{
+    ShardHasher *h = calloc(1, sizeof *h);
+    if (!h)
+        return NULL;
+    if (digests_new(&h->md5, &h->sha256)) {
+        free(h);
+        return NULL;
+    }
+    pthread_mutex_init(&h->lock, NULL);
+    pthread_cond_init(&h->cond, NULL);
+    /* Signals belong to the application's threads, not ours. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(&h->thread, NULL, hasher_main, h);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc) {
+        pthread_mutex_destroy(&h->lock);
+        pthread_cond_destroy(&h->cond);
+        EVP_MD_CTX_free(h->md5);
+        EVP_MD_CTX_free(h->sha256);
+        free(h);
+        return NULL;
+    }
+    return h;
+}
+
 int shard_afile_open(ShardAtomicFile *f, const char *final_path, int sync, int checksums,
                      char *err)
 {
@@ -77,7 +180,7 @@ int shard_afile_open(ShardAtomicFile *f, const char *final_path, int sync, int c
     int rc = SHARD_ERR_NOMEM;
     if (!f->final_path || !base_copy || !dir || !f->buf)
         goto fail;
-    if (checksums && digests_new(&f->md5, &f->sha256))
+    if (checksums && (!(f->spare = malloc(AFILE_BUFSIZE)) || !(f->hasher = hasher_new())))
         goto fail;
     const char *base = basename(base_copy);
     size_t n = strlen(dir) + strlen(base) + 40;
@@ -129,29 +232,49 @@ static int flush_buf(ShardAtomicFile *f, const unsigned char *p, size_t n, char 
     return 0;
 }
 
+/* Writes out the filled buffer; with checksums, hashes it meanwhile on the hasher. */
+static int flush_filled(ShardAtomicFile *f, char *err)
+{
+    if (!f->len)
+        return 0;
+    if (f->hasher) {
+        hasher_wait(f->hasher);
+        hasher_give(f->hasher, f->buf, f->len);
+        unsigned char *t = f->buf;
+        f->buf = f->spare;
+        f->spare = t;
+        size_t n = f->len;
+        f->len = 0;
+        return flush_buf(f, f->spare, n, err);
+    }
+    int rc = flush_buf(f, f->buf, f->len, err);
+    f->len = 0;
+    return rc;
+}
+
 int shard_afile_write(ShardAtomicFile *f, const void *p, size_t n, char *err)
 {
-    if (f->md5) {
-        EVP_DigestUpdate(f->md5, p, n);
-        EVP_DigestUpdate(f->sha256, p, n);
+    const unsigned char *src = p;
+    while (n) {
+        if (f->len == f->cap) {
+            int rc = flush_filled(f, err);
+            if (rc)
+                return rc;
+        }
+        size_t k = f->cap - f->len < n ? f->cap - f->len : n;
+        memcpy(f->buf + f->len, src, k);
+        f->len += k;
+        src += k;
+        n -= k;
     }
-    if (f->len + n > f->cap) {
-        int rc = flush_buf(f, f->buf, f->len, err);
-        f->len = 0;
-        if (rc)
-            return rc;
-        if (n >= f->cap)
-            return flush_buf(f, p, n, err);
-    }
-    memcpy(f->buf + f->len, p, n);
-    f->len += n;
     return 0;
 }
 
 int shard_afile_commit(ShardAtomicFile *f, char *md5, char *sha256, char *err)
 {
-    int rc = flush_buf(f, f->buf, f->len, err);
-    f->len = 0;
+    int rc = flush_filled(f, err);
+    if (f->hasher)
+        hasher_wait(f->hasher);
     if (rc)
         goto fail;
     if (f->sync && fsync(f->fd) != 0) {
@@ -185,9 +308,9 @@ int shard_afile_commit(ShardAtomicFile *f, char *md5, char *sha256, char *err)
         }
         free(dir);
     }
-    if (f->md5) {
-        digest_final(f->md5, md5);
-        digest_final(f->sha256, sha256);
+    if (f->hasher) {
+        digest_final(f->hasher->md5, md5);
+        digest_final(f->hasher->sha256, sha256);
     } else {
         if (md5)
             md5[0] = 0;
@@ -210,12 +333,12 @@ void shard_afile_abort(ShardAtomicFile *f)
         unlink(f->tmp_path);
     free(f->tmp_path);
     free(f->final_path);
+    hasher_free(f->hasher); /* joins it, so neither buffer is in use after this */
     free(f->buf);
-    EVP_MD_CTX_free(f->md5);
-    EVP_MD_CTX_free(f->sha256);
+    free(f->spare);
     f->tmp_path = f->final_path = NULL;
-    f->buf = NULL;
-    f->md5 = f->sha256 = NULL;
+    f->buf = f->spare = NULL;
+    f->hasher = NULL;
 }
 
 int shard_file_digests(const char *path, char *md5, char *sha256, uint64_t *size, char *err)

@@ -37,19 +37,22 @@ SHARD_HIDDEN void shard_buf_free(ShardBuf *b);
 
 SHARD_HIDDEN char *shard_strdup(const char *s);
 
+typedef struct ShardHasher ShardHasher;
+
 /* A file written under a hidden temporary name in its final folder and renamed into
  * place by commit, so readers never see it incomplete. Writes are buffered; MD5 and
- * SHA-256 of the bytes are computed on the way when asked. */
+ * SHA-256 of the bytes are computed on the way when asked, on a thread of their own that
+ * hashes one buffer while the caller fills the other. */
 typedef struct ShardAtomicFile {
     int fd;
     int sync;
     char *final_path;
     char *tmp_path;
-    unsigned char *buf;
+    unsigned char *buf;   /* being filled */
+    unsigned char *spare; /* being hashed (with checksums), else NULL */
     size_t len, cap;
     uint64_t written;
-    void *md5;    /* EVP_MD_CTX, NULL without checksums */
-    void *sha256; /* EVP_MD_CTX, NULL without checksums */
+    ShardHasher *hasher; /* NULL without checksums */
 } ShardAtomicFile;
 
 SHARD_HIDDEN int shard_afile_open(ShardAtomicFile *f, const char *final_path, int sync,

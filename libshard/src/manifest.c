@@ -205,8 +205,10 @@ static json_t *to_json(const ShardManifest *m, const char *mdir_real)
         free(url);
         json_object_set_new(o, "nsamples", json_integer((json_int_t)s->nsamples));
         json_object_set_new(o, "filesize", json_integer((json_int_t)s->filesize));
-        json_object_set_new(o, "md5sum", json_string(s->md5));
-        json_object_set_new(o, "sha256", json_string(s->sha256));
+        if (s->md5[0])
+            json_object_set_new(o, "md5sum", json_string(s->md5));
+        if (s->sha256[0])
+            json_object_set_new(o, "sha256", json_string(s->sha256));
         json_object_set_new(o, "tarsize", json_integer((json_int_t)s->tarsize));
         json_array_append_new(list, o);
     }

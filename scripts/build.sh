@@ -1,0 +1,8 @@
+#!/bin/bash
+# Configures (once) and builds libshard in ./build with warnings as errors.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ ! -f build/build.ninja ]; then
+  meson setup build -Dwerror=true >/dev/null
+fi
+ninja -C build >/dev/null

@@ -1,0 +1,37 @@
+#!/usr/bin/python3
+"""Adds up the test cases of every meson test (criterion and pytest report their own counts)
+and prints one closing line: 'N passed, N failed, N skipped'."""
+import json
+import re
+import sys
+
+passed = failed = skipped = 0
+with open(sys.argv[1]) as f:
+    for line in f:
+        t = json.loads(line)
+        out = (t.get("stdout") or "") + (t.get("stderr") or "")
+        m = re.search(r"Synthesis: Tested: (\d+) \| Passing: (\d+) \| Failing: (\d+) \| Crashing: (\d+)", out)
+        py = re.findall(r"(\d+) (passed|failed|skipped|error|errors)\b", out.splitlines()[-1] if out.strip() else "")
+        if m:
+            tested, ok, bad, crash = map(int, m.groups())
+            passed += ok
+            failed += bad + crash
+            skipped += max(0, tested - ok - bad - crash)
+        elif py:
+            for n, what in py:
+                n = int(n)
+                if what == "passed":
+                    passed += n
+                elif what == "skipped":
+                    skipped += n
+                else:
+                    failed += n
+        elif t.get("result") == "OK":
+            passed += 1
+        elif t.get("result") == "SKIP":
+            skipped += 1
+        else:
+            failed += 1
+        if t.get("result") not in ("OK", "SKIP", "EXPECTEDFAIL") and not (m and (int(m.group(3)) or int(m.group(4)))) and not any(w in ("failed", "error", "errors") for _, w in py):
+            failed += 1  # the runner failed without counting a failed case (crash, timeout)
+print(f"{passed} passed, {failed} failed, {skipped} skipped")
