@@ -1,0 +1,31 @@
+#!/bin/bash
+# `meson install` into a staging folder, then build examples/pack_minimal.c outside the tree
+# against the installed headers and library with `pkg-config --cflags --libs libshard`,
+# and run it, linked with the shared library and with the static archive.
+set -euo pipefail
+build=$1
+src=$2
+stage=$(mktemp -d "${TMPDIR:-/tmp}/libshard-install.XXXXXX")
+trap 'rm -rf "$stage"' EXIT
+meson install -C "$build" --no-rebuild --destdir "$stage" >/dev/null
+pc=$(dirname "$(find "$stage" -name libshard.pc | head -1)")
+test -n "$pc" || { echo "libshard.pc was not installed"; exit 1; }
+for h in shard.h common.h writer.h manifest.h names.h image.h version.h; do
+  test -f "$(find "$stage" -path "*/include/shard/$h" | head -1)" || { echo "header $h not installed"; exit 1; }
+done
+export PKG_CONFIG_PATH=$pc PKG_CONFIG_SYSROOT_DIR=$stage
+mkdir "$stage/app" "$stage/out"
+cp "$src/examples/pack_minimal.c" "$stage/app/"
+cd "$stage/app"
+cc -std=c11 -Wall -Wextra -Werror pack_minimal.c $(pkg-config --cflags --libs libshard) -o app_shared
+libdir=$(pkg-config --variable=libdir libshard)
+LD_LIBRARY_PATH=$libdir ./app_shared "$stage/out" | tee "$stage/log"
+grep -q "wrote 1 shard(s), 3 samples" "$stage/log"
+tar tf "$stage/out/mini-000000.tar" | grep -qx "sample002.txt"
+# The static archive, with its dependencies linked as the system provides them.
+cc -std=c11 pack_minimal.c $(pkg-config --cflags libshard) -o app_static "$libdir/libshard.a" \
+  $(pkg-config --libs libarchive libzstd libjpeg jansson libcrypto) -pthread -lm
+rm -rf "$stage/out"/*
+./app_static "$stage/out" >/dev/null
+test -f "$stage/out/mini.json"
+echo "install test: headers, libshard.pc, shared and static linking work"
