@@ -51,6 +51,7 @@ typedef struct Options {
     int fsync;
     int checksums;
     int quiet;
+    int tty; /* stderr is a terminal: progress bar, and lines start with \r over it */
     int64_t mtime;
 } Options;
 
@@ -334,6 +335,11 @@ static void walk(ScanCtx *c, Run *run, const char *root, const char *rel, long l
     free(dir);
 }
 
+static int item_cmp(const void *a, const void *b)
+{
+    return strcmp(((const Item *)a)->rel, ((const Item *)b)->rel);
+}
+
 static int scan_folder(ScanCtx *c, Run *run, const char *root)
 {
     size_t n;
@@ -368,6 +374,8 @@ static int scan_folder(ScanCtx *c, Run *run, const char *root)
     }
     for (size_t k = 0; k < it->nclasses; k++)
         walk(c, run, root, it->classes[k], (long)k, it->classes[k], 0);
+    /* formats/shard.md 1.6: samples in byte-wise order of their relative paths. */
+    qsort(it->v, it->n, sizeof *it->v, item_cmp);
     return c->failed ? -1 : 0;
 }
 
@@ -423,7 +431,7 @@ static int read_list(ScanCtx *c, Run *run, const char *file)
     size_t linecap = 0;
     char **cols = NULL;
     size_t ncols = 0;
-    int jsonl = -1, rc = 0, path_col = -1, label_col = -1;
+    int jsonl = -1, rc = 0, path_col = -1, label_col = -1, class_col = 0;
     while (getline(&line, &linecap, f) >= 0) {
         lineno++;
         strip_eol(line);
@@ -455,6 +463,11 @@ static int read_list(ScanCtx *c, Run *run, const char *file)
                 rc = list_fail(file, lineno, "no \"path\" string");
                 break;
             }
+            if (json_object_get(o, "class")) {
+                json_decref(o);
+                rc = list_fail(file, lineno, "\"class\" is reserved: give class names as \"label\"");
+                break;
+            }
             row.path = xstrdup(path);
             row.label = json_incref(json_object_get(o, "label"));
             json_object_del(o, "path");
@@ -477,9 +490,15 @@ static int read_list(ScanCtx *c, Run *run, const char *file)
                         path_col = (int)i;
                     if (!strcmp(fields[i], "label"))
                         label_col = (int)i;
+                    if (!strcmp(fields[i], "class"))
+                        class_col = 1;
                 }
                 ncols = n;
                 free(fields);
+                if (class_col) {
+                    rc = list_fail(file, lineno, "the 'class' column is reserved: give class names as 'label'");
+                    break;
+                }
                 if (path_col < 0) {
                     rc = list_fail(file, lineno, "the header row names no 'path' column");
                     break;
@@ -817,7 +836,7 @@ static int bad_input(Run *run, const Item *x, int reason, const char *what)
     atomic_fetch_add(&run->skipped[reason], 1);
     if (!run->o->quiet) {
         pthread_mutex_lock(&run->lock);
-        fprintf(stderr, "\rshardpack: skipping %s: %s\n", path, what);
+        fprintf(stderr, "%sshardpack: skipping %s: %s\n", run->o->tty ? "\r" : "", path, what);
         pthread_mutex_unlock(&run->lock);
     }
     return 1;
@@ -1055,6 +1074,15 @@ static int do_join(const char *out, char **parts, int n)
         fprintf(stderr, "shardpack: %s\n", err.message);
         rc = 1;
     }
+    if (!rc) {
+        char *stem = xstrdup(out);
+        char *b = basename(stem);
+        char *dot = strrchr(b, '.');
+        if (dot && dot != b)
+            *dot = 0;
+        shard_manifest_set_name(joined, b);
+        free(stem);
+    }
     if (!rc && shard_manifest_write(joined, out, &err)) {
         fprintf(stderr, "shardpack: %s\n", err.message);
         rc = 1;
@@ -1075,10 +1103,8 @@ static char *options_json(const Options *o, int zstd)
     json_object_set_new(j, "maxcount", json_integer((json_int_t)o->maxcount));
     json_object_set_new(j, "maxsize", json_integer((json_int_t)o->maxsize));
     json_object_set_new(j, "compression", json_string(zstd ? "zstd" : "none"));
-    if (zstd) {
-        json_object_set_new(j, "level", json_integer(o->level));
-        json_object_set_new(j, "frame_size", json_integer((json_int_t)o->frame_size));
-    }
+    json_object_set_new(j, "level", json_integer(o->level));
+    json_object_set_new(j, "frame_size", json_integer((json_int_t)o->frame_size));
     json_object_set_new(j, "shuffle_seed", o->have_shuffle ? json_integer((json_int_t)o->seed) : json_null());
     json_object_set_new(j, "verify", json_boolean(o->verify));
     json_object_set_new(j, "mtime", json_integer(o->mtime));
@@ -1201,7 +1227,9 @@ int main(int argc, char **argv)
     o.src = argv[optind];
     if (!o.pattern)
         die_usage("no output pattern: -o out/train-%06d.tar");
-    int zstd = ends_with(o.pattern, ".zst");
+    if (!ends_with(o.pattern, ".tar") && !ends_with(o.pattern, ".tar.zst"))
+        die_usage("the output pattern must end in .tar or .tar.zst");
+    int zstd = ends_with(o.pattern, ".tar.zst");
     if (o.compress == SHARD_COMPRESSION_ZSTD && !zstd)
         die_usage("--compress zstd wants a pattern ending in .tar.zst");
     if (o.compress == SHARD_COMPRESSION_NONE && zstd)
@@ -1269,7 +1297,7 @@ int main(int argc, char **argv)
             total_bytes += items.v[i].size;
         }
 
-    int tty = !o.quiet && isatty(2);
+    int tty = o.tty = !o.quiet && isatty(2);
     int nthreads = o.jobs;
     if ((size_t)nthreads > run.shard_hi - run.shard_lo)
         nthreads = (int)(run.shard_hi - run.shard_lo);

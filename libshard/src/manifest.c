@@ -41,6 +41,18 @@ int shard_manifest_new(ShardManifest **out, const char *name)
     return 0;
 }
 
+int shard_manifest_set_name(ShardManifest *m, const char *name)
+{
+    char *copy = shard_strdup(name ? name : "");
+    if (!copy)
+        return SHARD_ERR_NOMEM;
+    free(m->name);
+    m->name = copy;
+    return 0;
+}
+
+const char *shard_manifest_name(const ShardManifest *m) { return m->name; }
+
 int shard_manifest_add(ShardManifest *m, const ShardFileInfo *info)
 {
     if (!info || !info->url)
@@ -145,8 +157,8 @@ static int has_scheme(const char *url)
     return (p && p > url) || !strncmp(url, "pipe:", 5);
 }
 
-/* The url as the manifest at mdir_real should record it: relative when the shard lies
- * in that folder or below it, otherwise as given. */
+/* The url as the manifest in folder mdir_real records it: relative to that folder (with
+ * "../" where the shard lies elsewhere), so a dataset can be moved as a whole. */
 static char *relative_url(const char *url, const char *mdir_real)
 {
     if (has_scheme(url) || !mdir_real)
@@ -156,21 +168,36 @@ static char *relative_url(const char *url, const char *mdir_real)
     char real[PATH_MAX];
     char *out = NULL;
     if (sdir && copy && realpath(sdir, real)) {
-        size_t k = strlen(mdir_real);
         const char *base = basename(copy);
-        const char *rest = NULL;
-        if (!strcmp(real, mdir_real))
-            rest = "";
-        else if (!strncmp(real, mdir_real, k) && (real[k] == '/' || !strcmp(mdir_real, "/")))
-            rest = real + k + (real[k] == '/');
-        if (rest) {
-            size_t n = strlen(rest) + strlen(base) + 2;
-            if ((out = malloc(n)))
-                snprintf(out, n, "%s%s%s", rest, *rest ? "/" : "", base);
-        } else {
-            size_t n = strlen(real) + strlen(base) + 2;
-            if ((out = malloc(n)))
-                snprintf(out, n, "%s/%s", real, base);
+        /* The longest common prefix of whole components. */
+        size_t common = 0;
+        for (size_t i = 0;; i++) {
+            char a = mdir_real[i], b = real[i];
+            if ((a == '/' || !a) && (b == '/' || !b))
+                common = i;
+            if (!a || !b || a != b)
+                break;
+        }
+        if (!strcmp(mdir_real, "/") || !strcmp(real, "/"))
+            common = 0;
+        size_t ups = 0;
+        for (const char *p = mdir_real + common; *p; p++)
+            ups += *p == '/';
+        if (!strcmp(mdir_real, "/"))
+            ups = 0;
+        const char *rest = real + common;
+        while (*rest == '/')
+            rest++;
+        size_t n = 3 * ups + strlen(rest) + strlen(base) + 2;
+        if ((out = malloc(n))) {
+            out[0] = 0;
+            for (size_t i = 0; i < ups; i++)
+                strcat(out, "../");
+            if (*rest) {
+                strcat(out, rest);
+                strcat(out, "/");
+            }
+            strcat(out, base);
         }
     }
     if (!out)

@@ -56,9 +56,25 @@ int shard_name_split(const char *member, size_t *key_start, size_t *key_len, con
     return 0;
 }
 
-static int is_space(unsigned char c)
+/* Bytes of the Unicode White_Space code point at p (UTF-8), or 0: ASCII and the rest of
+ * the set (U+0085, U+00A0, U+1680, U+2000-200A, U+2028-2029, U+202F, U+205F, U+3000),
+ * since readers that split index lines on Unicode whitespace would break on any of them. */
+static size_t space_len(const unsigned char *p)
 {
-    return c == ' ' || (c >= '\t' && c <= '\r');
+    if (p[0] == ' ' || (p[0] >= '\t' && p[0] <= '\r'))
+        return 1;
+    if (p[0] == 0xc2 && (p[1] == 0x85 || p[1] == 0xa0))
+        return 2;
+    if (p[0] == 0xe1 && p[1] == 0x9a && p[2] == 0x80)
+        return 3;
+    if (p[0] == 0xe2 && p[1] == 0x80 &&
+        ((p[2] >= 0x80 && p[2] <= 0x8a) || p[2] == 0xa8 || p[2] == 0xa9 || p[2] == 0xaf))
+        return 3;
+    if (p[0] == 0xe2 && p[1] == 0x81 && p[2] == 0x9f)
+        return 3;
+    if (p[0] == 0xe3 && p[1] == 0x80 && p[2] == 0x80)
+        return 3;
+    return 0;
 }
 
 int shard_key_check(const char *key)
@@ -86,7 +102,7 @@ int shard_key_check(const char *key)
     if (base[0] == '_' && base[1] == '_')
         return SHARD_ERR_INVALID;
     for (const char *p = base; *p; p++)
-        if (*p == '.' || is_space((unsigned char)*p))
+        if (*p == '.' || space_len((const unsigned char *)p))
             return SHARD_ERR_INVALID;
     return 0;
 }
@@ -104,7 +120,8 @@ int shard_key_from_path(const char *path, char *out, size_t outsize)
     if (n + 1 > outsize)
         return SHARD_ERR_INVALID;
     const char *comp = path;
-    for (size_t i = 0; i <= n; i++) {
+    size_t o = 0;
+    for (size_t i = 0; i <= n;) {
         char c = i < n ? path[i] : 0;
         if (c == '/' || c == 0) {
             size_t len = (size_t)(path + i - comp);
@@ -112,13 +129,22 @@ int shard_key_from_path(const char *path, char *out, size_t outsize)
                 (len == 2 && comp[0] == '.' && comp[1] == '.'))
                 return SHARD_ERR_FORMAT;
             comp = path + i + 1;
-            out[i] = c;
+            out[o++] = c;
+            i++;
             continue;
         }
-        if (c == '.' || is_space((unsigned char)c) || (unsigned char)c < 0x20 || c == 0x7f)
+        size_t sp = space_len((const unsigned char *)path + i);
+        if (sp && i + sp <= n) {
+            out[o++] = '_';
+            i += sp;
+            continue;
+        }
+        if (c == '.' || (unsigned char)c < 0x20 || c == 0x7f)
             c = '_';
-        out[i] = c;
+        out[o++] = c;
+        i++;
     }
+    n = o - 1;
     /* A basename starting with "__" is reserved for metadata; keep it a sample. */
     char *b = strrchr(out, '/');
     b = b ? b + 1 : out;

@@ -6,6 +6,7 @@
  * before it (formats/zstd.md, 2.1), and the seek table goes at the end.
  */
 #include <errno.h>
+#include <locale.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,6 +54,12 @@ struct ShardWriter {
     /* completed shards */
     ShardFileInfo *infos;
     size_t ninfos, capinfos;
+
+    /* libarchive converts names through the calling thread's locale (nl_langinfo), and its
+     * pax writer fails on non-ASCII names under "C": headers are written under C.UTF-8,
+     * set for this thread only with uselocale, so output never depends on the process's
+     * locale. */
+    locale_t utf8;
 
     /* scratch reused across samples */
     ShardBuf name;
@@ -175,6 +182,9 @@ int shard_writer_open(ShardWriter **out, const ShardWriterSettings *s, ShardErro
         }
     }
     w->entry = archive_entry_new();
+    w->utf8 = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
+    if (!w->utf8)
+        w->utf8 = newlocale(LC_CTYPE_MASK, "en_US.UTF-8", (locale_t)0);
     if (!w->pattern || !w->entry || (zstd && !w->cctx)) {
         shard_writer_free(&w);
         return shard_report(err, SHARD_ERR_NOMEM, "writer: out of memory");
@@ -431,7 +441,7 @@ static int write_member(ShardWriter *w, const char *key, const ShardField *f)
     const char *name = (const char *)w->name.data;
     struct archive_entry *e = w->entry;
     archive_entry_clear(e);
-    archive_entry_set_pathname_utf8(e, name);
+    archive_entry_copy_pathname(e, name); /* UTF-8, as the locale below says */
     archive_entry_set_filetype(e, AE_IFREG);
     archive_entry_set_perm(e, 0644);
     archive_entry_set_size(e, (la_int64_t)f->size);
@@ -439,8 +449,18 @@ static int write_member(ShardWriter *w, const char *key, const ShardField *f)
     archive_entry_set_uid(e, 0);
     archive_entry_set_gid(e, 0);
     uint64_t header_off = w->tar_off;
+    if (!w->utf8) {
+        for (const unsigned char *q = (const unsigned char *)name; *q; q++)
+            if (*q >= 0x80)
+                return shard_fail(w->err, SHARD_ERR_UNSUPPORTED,
+                                  "%s: member '%s': non-ASCII names need the C.UTF-8 locale, "
+                                  "which this system lacks", w->path, name);
+    }
+    locale_t old = w->utf8 ? uselocale(w->utf8) : (locale_t)0;
     int r = archive_write_header(w->ar, e);
-    if (r < ARCHIVE_WARN || w->cb_rc)
+    if (w->utf8)
+        uselocale(old);
+    if (r != ARCHIVE_OK || w->cb_rc)
         goto fail;
     uint64_t data_off = w->tar_off;
     const unsigned char *p = f->data;
@@ -550,6 +570,8 @@ void shard_writer_free(ShardWriter **pw)
         archive_write_free(w->ar);
     shard_afile_abort(&w->file);
     archive_entry_free(w->entry);
+    if (w->utf8)
+        freelocale(w->utf8);
     ZSTD_freeCCtx(w->cctx);
     for (size_t i = 0; i < w->ninfos; i++)
         free((char *)w->infos[i].url);

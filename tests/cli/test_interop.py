@@ -1,7 +1,5 @@
 """shardpack's output read by other tools: GNU tar, bsdtar, Python tarfile, the zstd CLI;
 the DALI index checked against the bytes; the zstd seek table parsed by hand."""
-import io
-import json
 import os
 import re
 import shutil

@@ -3,13 +3,12 @@ manifest. Every check runs the real tool on images made here with PIL."""
 import json
 import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from conftest import (BASE_ENV, all_keys_in_order, expected_keys, group_samples, hidden_files,
+from conftest import (all_keys_in_order, expected_keys, group_samples, hidden_files,
                       idx_path, image_bytes, is_root, load_manifest, make_tree, md5, ok, out_text,
                       parse_idx, read_members, sample_json, sha256, shard_paths, snapshot,
                       spec_order, summary_line, tar_bytes, bulk_tree)

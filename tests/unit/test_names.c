@@ -79,3 +79,15 @@ Test(names, utf8)
     cr_assert(!shard_utf8_valid("\xe2\x82", 2), "truncated");
     cr_assert(!shard_utf8_valid("\xff", 1));
 }
+
+Test(names, unicode_whitespace)
+{
+    char out[256];
+    /* U+00A0 no-break space, U+3000 ideographic space, U+2009 thin space */
+    cr_assert_gt(shard_key_from_path("a\xc2\xa0" "b\xe3\x80\x80" "c\xe2\x80\x89" "d.jpg", out, sizeof out), 0);
+    cr_assert_str_eq(out, "a_b_c_d");
+    cr_assert_eq(shard_key_check(out), 0);
+    cr_assert_eq(shard_key_check("a\xc2\xa0" "b"), SHARD_ERR_INVALID);
+    cr_assert_gt(shard_key_from_path("caf\xc3\xa9/na\xc3\xafve.jpg", out, sizeof out), 0);
+    cr_assert_str_eq(out, "caf\xc3\xa9/na\xc3\xafve", "other non-ASCII letters stay");
+}

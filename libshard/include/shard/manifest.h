@@ -45,11 +45,18 @@ SHARD_API int shard_manifest_new(ShardManifest **out, const char *name);
 SHARD_API int shard_manifest_read(ShardManifest **out, const char *path, ShardError *err);
 
 /**
- * Writes the manifest to path atomically (temporary name, fsync, rename). Shard urls are
- * written relative to the folder of path where they lie under it.
+ * Writes the manifest to path atomically (temporary name, fsync, rename). Local shard paths
+ * are written relative to the folder of path ("../" where needed); urls with a scheme as
+ * they are.
  * @param err optional; filled on failure
  */
 SHARD_API int shard_manifest_write(const ShardManifest *m, const char *path, ShardError *err);
+
+/** Sets the dataset name (copied; NULL for none). */
+SHARD_API int shard_manifest_set_name(ShardManifest *m, const char *name);
+
+/** @return the dataset name (borrowed), "" if none */
+SHARD_API const char *shard_manifest_name(const ShardManifest *m);
 
 /**
  * Appends a shard. The struct and its url are copied.
