@@ -3,13 +3,13 @@
  * destination folder (so the rename stays on one filesystem), fsynced, renamed, and the
  * folder fsynced so the rename itself survives a crash.
  *
- * DESIGN: checksums. MD5 and SHA-256 together cost about as much CPU as reading and writing
- * the bytes, so they run on one hasher thread per open file. The file has two buffers:
- * when the one being filled is full, the caller waits until the hasher is done with the
- * other, hands the full one over, writes it to the file itself, and fills the other. The
- * hasher only reads a buffer the caller no longer touches until the next hand-over, so the
- * only shared state is the hand-over slot under one mutex. Order of hashing is the order
- * of writing, so the digests are those of the file.
+ * DESIGN: checksums. MD5 and SHA-256 together cost more CPU than reading and writing the
+ * bytes, so each digest runs on a hasher thread of its own per open file. The file has two
+ * buffers: when the one being filled is full, the caller waits until both hashers are done
+ * with the other, hands the full one to both, writes it to the file itself, and fills the
+ * other. A hasher only reads a buffer the caller no longer touches until the next
+ * hand-over, so the only shared state is each hasher's hand-over slot under its mutex.
+ * Order of hashing is the order of writing, so the digests are those of the file.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -80,7 +80,7 @@ struct ShardHasher {
     const unsigned char *job; /* NULL when idle */
     size_t job_len;
     int quit;
-    void *md5, *sha256;
+    void *ctx; /* EVP_MD_CTX */
 };
 
 static void *hasher_main(void *arg)
@@ -95,8 +95,7 @@ static void *hasher_main(void *arg)
         const unsigned char *p = h->job;
         size_t n = h->job_len;
         pthread_mutex_unlock(&h->lock);
-        EVP_DigestUpdate(h->md5, p, n);
-        EVP_DigestUpdate(h->sha256, p, n);
+        EVP_DigestUpdate(h->ctx, p, n);
         pthread_mutex_lock(&h->lock);
         h->job = NULL;
         pthread_cond_broadcast(&h->cond);
@@ -133,17 +132,18 @@ static void hasher_free(ShardHasher *h)
     pthread_join(h->thread, NULL);
     pthread_mutex_destroy(&h->lock);
     pthread_cond_destroy(&h->cond);
-    EVP_MD_CTX_free(h->md5);
-    EVP_MD_CTX_free(h->sha256);
+    EVP_MD_CTX_free(h->ctx);
     free(h);
 }
 
-static ShardHasher *hasher_new(void)
+static ShardHasher *hasher_new(const EVP_MD *md)
 {
     ShardHasher *h = calloc(1, sizeof *h);
     if (!h)
         return NULL;
-    if (digests_new(&h->md5, &h->sha256)) {
+    h->ctx = EVP_MD_CTX_new();
+    if (!h->ctx || !EVP_DigestInit_ex(h->ctx, md, NULL)) {
+        EVP_MD_CTX_free(h->ctx);
         free(h);
         return NULL;
     }
@@ -158,8 +158,7 @@ static ShardHasher *hasher_new(void)
     if (rc) {
         pthread_mutex_destroy(&h->lock);
         pthread_cond_destroy(&h->cond);
-        EVP_MD_CTX_free(h->md5);
-        EVP_MD_CTX_free(h->sha256);
+        EVP_MD_CTX_free(h->ctx);
         free(h);
         return NULL;
     }
@@ -180,7 +179,8 @@ int shard_afile_open(ShardAtomicFile *f, const char *final_path, int sync, int c
     int rc = SHARD_ERR_NOMEM;
     if (!f->final_path || !base_copy || !dir || !f->buf)
         goto fail;
-    if (checksums && (!(f->spare = malloc(AFILE_BUFSIZE)) || !(f->hasher = hasher_new())))
+    if (checksums && (!(f->spare = malloc(AFILE_BUFSIZE)) || !(f->md5 = hasher_new(EVP_md5())) ||
+                      !(f->sha256 = hasher_new(EVP_sha256()))))
         goto fail;
     const char *base = basename(base_copy);
     size_t n = strlen(dir) + strlen(base) + 40;
@@ -237,9 +237,11 @@ static int flush_filled(ShardAtomicFile *f, char *err)
 {
     if (!f->len)
         return 0;
-    if (f->hasher) {
-        hasher_wait(f->hasher);
-        hasher_give(f->hasher, f->buf, f->len);
+    if (f->md5) {
+        hasher_wait(f->md5);
+        hasher_wait(f->sha256);
+        hasher_give(f->md5, f->buf, f->len);
+        hasher_give(f->sha256, f->buf, f->len);
         unsigned char *t = f->buf;
         f->buf = f->spare;
         f->spare = t;
@@ -273,8 +275,10 @@ int shard_afile_write(ShardAtomicFile *f, const void *p, size_t n, char *err)
 int shard_afile_commit(ShardAtomicFile *f, char *md5, char *sha256, char *err)
 {
     int rc = flush_filled(f, err);
-    if (f->hasher)
-        hasher_wait(f->hasher);
+    if (f->md5) {
+        hasher_wait(f->md5);
+        hasher_wait(f->sha256);
+    }
     if (rc)
         goto fail;
     if (f->sync && fsync(f->fd) != 0) {
@@ -308,9 +312,9 @@ int shard_afile_commit(ShardAtomicFile *f, char *md5, char *sha256, char *err)
         }
         free(dir);
     }
-    if (f->hasher) {
-        digest_final(f->hasher->md5, md5);
-        digest_final(f->hasher->sha256, sha256);
+    if (f->md5) {
+        digest_final(f->md5->ctx, md5);
+        digest_final(f->sha256->ctx, sha256);
     } else {
         if (md5)
             md5[0] = 0;
@@ -333,12 +337,13 @@ void shard_afile_abort(ShardAtomicFile *f)
         unlink(f->tmp_path);
     free(f->tmp_path);
     free(f->final_path);
-    hasher_free(f->hasher); /* joins it, so neither buffer is in use after this */
+    hasher_free(f->md5); /* joins them, so neither buffer is in use after this */
+    hasher_free(f->sha256);
     free(f->buf);
     free(f->spare);
     f->tmp_path = f->final_path = NULL;
     f->buf = f->spare = NULL;
-    f->hasher = NULL;
+    f->md5 = f->sha256 = NULL;
 }
 
 int shard_file_digests(const char *path, char *md5, char *sha256, uint64_t *size, char *err)

@@ -41,7 +41,7 @@ typedef struct ShardHasher ShardHasher;
 
 /* A file written under a hidden temporary name in its final folder and renamed into
  * place by commit, so readers never see it incomplete. Writes are buffered; MD5 and
- * SHA-256 of the bytes are computed on the way when asked, on a thread of their own that
+ * SHA-256 of the bytes are computed on the way when asked, each on a thread of its own that
  * hashes one buffer while the caller fills the other. */
 typedef struct ShardAtomicFile {
     int fd;
@@ -52,7 +52,8 @@ typedef struct ShardAtomicFile {
     unsigned char *spare; /* being hashed (with checksums), else NULL */
     size_t len, cap;
     uint64_t written;
-    ShardHasher *hasher; /* NULL without checksums */
+    ShardHasher *md5;    /* NULL without checksums */
+    ShardHasher *sha256; /* NULL without checksums */
 } ShardAtomicFile;
 
 SHARD_HIDDEN int shard_afile_open(ShardAtomicFile *f, const char *final_path, int sync,
