@@ -94,16 +94,15 @@ int shard_key_check(const char *key)
             comp = p + 1;
             continue;
         }
-        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f || space_len((const unsigned char *)p))
             return SHARD_ERR_INVALID;
     }
     const char *base = strrchr(key, '/');
     base = base ? base + 1 : key;
     if (base[0] == '_' && base[1] == '_')
         return SHARD_ERR_INVALID;
-    for (const char *p = base; *p; p++)
-        if (*p == '.' || space_len((const unsigned char *)p))
-            return SHARD_ERR_INVALID;
+    if (strchr(base, '.'))
+        return SHARD_ERR_INVALID;
     return 0;
 }
 

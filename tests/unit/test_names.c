@@ -50,6 +50,7 @@ Test(names, key_check)
     cr_assert_eq(shard_key_check("a/__x"), SHARD_ERR_INVALID);
     cr_assert_eq(shard_key_check("bad\xff"), SHARD_ERR_INVALID);
     cr_assert_eq(shard_key_check("tab\there"), SHARD_ERR_INVALID);
+    cr_assert_eq(shard_key_check("my dir/x"), SHARD_ERR_INVALID, "a space anywhere breaks .idx lines");
 }
 
 Test(names, key_from_path)

@@ -28,8 +28,8 @@ SHARD_API int shard_name_split(const char *member, size_t *key_start, size_t *ke
 
 /**
  * Checks that a key can be written: non-empty UTF-8, no empty, "." or ".." path component,
- * no leading '/', no '.' and no whitespace in the basename, no control characters, and
- * a basename not starting with "__".
+ * no leading '/', no '.' in the basename, no whitespace (which would break index lines) and
+ * no control characters anywhere, and a basename not starting with "__".
  * @return 0, or SHARD_ERR_INVALID
  */
 SHARD_API int shard_key_check(const char *key);
