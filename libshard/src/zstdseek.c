@@ -1,6 +1,8 @@
 /*
  * Encoding (and later decoding) of the seek table of zstd's seekable format.
  */
+#include <stdlib.h>
+
 #include "zstdseek.h"
 
 static void put_le32(unsigned char *p, uint32_t v)
@@ -32,5 +34,63 @@ int shard_seek_table_encode(const ShardSeekEntry *e, size_t n, ShardBuf *out)
     p[4] = SHARD_SEEK_CHECKSUM_FLAG;
     put_le32(p + 5, SHARD_SEEK_FOOTER_MAGIC);
     out->len += 8 + payload;
+    return 0;
+}
+
+static uint32_t get_le32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+int shard_seek_table_decode(const unsigned char *data, uint64_t size, const char *url,
+                            ShardSeekEntry **e, size_t *n, uint64_t *table_bytes, char *err)
+{
+    *e = NULL;
+    *n = 0;
+    if (size < 8 + SHARD_SEEK_FOOTER_SIZE ||
+        get_le32(data + size - 4) != SHARD_SEEK_FOOTER_MAGIC)
+        return SHARD_ERR_NOT_FOUND;
+    const unsigned char *foot = data + size - SHARD_SEEK_FOOTER_SIZE;
+    uint32_t frames = get_le32(foot);
+    unsigned desc = foot[4];
+    size_t esize = (desc & SHARD_SEEK_CHECKSUM_FLAG) ? 12 : 8;
+    uint64_t payload = (uint64_t)frames * esize + SHARD_SEEK_FOOTER_SIZE;
+    uint64_t total = payload + 8;
+    if (desc & 0x7c)
+        return shard_fail(err, SHARD_ERR_FORMAT,
+                          "%s: seek table at offset %llu: reserved descriptor bits are set", url,
+                          (unsigned long long)(size - SHARD_SEEK_FOOTER_SIZE));
+    if (total > size)
+        return shard_fail(err, SHARD_ERR_FORMAT,
+                          "%s: seek table: %u frames do not fit in a file of %llu bytes", url,
+                          frames, (unsigned long long)size);
+    const unsigned char *t = data + size - total;
+    if (get_le32(t) != SHARD_SEEK_SKIPPABLE_MAGIC || get_le32(t + 4) != payload)
+        return shard_fail(err, SHARD_ERR_FORMAT,
+                          "%s: seek table at offset %llu: no skippable frame of %llu bytes "
+                          "holds it",
+                          url, (unsigned long long)(size - total), (unsigned long long)payload);
+    ShardSeekEntry *v = malloc((frames ? frames : 1) * sizeof *v);
+    if (!v)
+        return shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", url);
+    uint64_t csum = 0;
+    for (uint32_t i = 0; i < frames; i++) {
+        const unsigned char *p = t + 8 + (size_t)i * esize;
+        v[i].csize = get_le32(p);
+        v[i].dsize = get_le32(p + 4);
+        v[i].checksum = esize == 12 ? get_le32(p + 8) : 0;
+        csum += v[i].csize;
+    }
+    if (csum != size - total) {
+        free(v);
+        return shard_fail(err, SHARD_ERR_FORMAT,
+                          "%s: seek table at offset %llu: its frames add up to %llu bytes, the "
+                          "file has %llu before the table",
+                          url, (unsigned long long)(size - total), (unsigned long long)csum,
+                          (unsigned long long)(size - total));
+    }
+    *e = v;
+    *n = frames;
+    *table_bytes = total;
     return 0;
 }

@@ -23,4 +23,12 @@ typedef struct ShardSeekEntry {
 /* Appends the seek table frame for n entries (with checksums) to out. */
 SHARD_HIDDEN int shard_seek_table_encode(const ShardSeekEntry *e, size_t n, ShardBuf *out);
 
+/* Reads the seek table at the end of the size bytes at data. On success *e (malloc'd,
+ * *n entries) and *table_bytes (the skippable frame's size) are set; returns
+ * SHARD_ERR_NOT_FOUND when the data does not end in a seek table, SHARD_ERR_FORMAT (with
+ * a message naming url and offset) when it ends in a broken one. */
+SHARD_HIDDEN int shard_seek_table_decode(const unsigned char *data, uint64_t size, const char *url,
+                                         ShardSeekEntry **e, size_t *n, uint64_t *table_bytes,
+                                         char *err);
+
 #endif /* SHARD_ZSTDSEEK_H */

@@ -7,15 +7,19 @@
  *   writer.h    the shard writer (tar and tar.zst, index, rotation)
  *   manifest.h  dataset manifests (wids shard-index form)
  *   image.h     image identification and checks
+ *   file.h      reading one shard: samples in order or by index; shard lists
+ *   verify.h    checking shards; indexing shards made elsewhere
  */
 #ifndef SHARD_SHARD_H
 #define SHARD_SHARD_H
 
 #include "common.h"
+#include "file.h"
 #include "image.h"
 #include "manifest.h"
 #include "names.h"
 #include "shard/version.h"
+#include "verify.h"
 #include "writer.h"
 
 #endif /* SHARD_SHARD_H */

@@ -1,0 +1,67 @@
+/*
+ * libshard — checking shards, and indexing shards made elsewhere.
+ */
+#ifndef SHARD_VERIFY_H
+#define SHARD_VERIFY_H
+
+#include "common.h"
+#include "manifest.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ShardVerifySettings {
+    int decode;      /**< decode every JPEG fully with libjpeg-turbo (default 0) */
+    int check_index; /**< compare the shard's .idx, when present, member by member (default 1) */
+    /** What a manifest says of this shard (size, checksums, counts); NULL when none.
+     *  Borrowed for the call. */
+    const ShardFileInfo *expect;
+    /** Called once per defect with a message naming the shard, the byte offset and the
+     *  member; NULL to only count them. Called on the calling thread. */
+    void (*on_defect)(void *cookie, const char *message);
+    void *cookie;           /**< passed to on_defect; borrowed */
+    unsigned max_defects;   /**< stop after this many defects in one shard (default 20) */
+} ShardVerifySettings;
+
+typedef struct ShardVerifyResult {
+    uint64_t samples;  /**< samples read */
+    uint64_t members;  /**< members taken into samples */
+    uint64_t tarsize;  /**< uncompressed tar bytes */
+    uint64_t filesize; /**< bytes as stored */
+    uint64_t frames;   /**< zstd frames listed in the seek table (0: none) */
+    uint64_t jpegs;    /**< JPEGs decoded (with decode) */
+    int has_index;     /**< a .idx was found and compared */
+    uint64_t defects;  /**< defects found */
+} ShardVerifyResult;
+
+/** Fills s with the defaults written beside each field. */
+SHARD_API void shard_verify_default_settings(ShardVerifySettings *s);
+
+/**
+ * Reads a whole shard and checks it: tar structure and WebDataset grouping, every zstd
+ * frame against its checksum and the seek table, the .idx against the members, the
+ * manifest's size, checksums and counts, and with decode every JPEG.
+ * @param r optional; filled with what was read and found
+ * @param err optional; filled when the shard cannot be read at all (missing file)
+ * @return 0 when no defect was found; SHARD_ERR_FORMAT or SHARD_ERR_CHECKSUM when defects
+ *         were found (each reported through on_defect); another error when it could not
+ *         check (the shard is missing or unreadable)
+ */
+SHARD_API int shard_verify(const char *url, const ShardVerifySettings *s, ShardVerifyResult *r,
+                           ShardError *err);
+
+/**
+ * Writes the index of a shard made by any tool (formats/index.md, DALI's v1.2), atomically.
+ * @param idx_path where to write it; NULL for the shard's own index path
+ * @param nsamples optional; receives the number of samples
+ * @param err optional; what failed and where
+ */
+SHARD_API int shard_index_build(const char *url, const char *idx_path, uint64_t *nsamples,
+                                ShardError *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SHARD_VERIFY_H */

@@ -1,0 +1,395 @@
+/*
+ * shard_verify: every check a shard allows, each defect reported with where it is; and
+ * shard_index_build for shards made elsewhere.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <zstd.h>
+
+#include "index.h"
+#include "internal.h"
+#include "shard/file.h"
+#include "shard/image.h"
+#include "shard/verify.h"
+#include "zstdseek.h"
+
+void shard_verify_default_settings(ShardVerifySettings *s)
+{
+    memset(s, 0, sizeof *s);
+    s->decode = 0;
+    s->check_index = 1;
+    s->expect = NULL;
+    s->on_defect = NULL;
+    s->cookie = NULL;
+    s->max_defects = 20;
+}
+
+typedef struct Ctx {
+    const ShardVerifySettings *s;
+    ShardVerifyResult *r;
+    const char *url;
+} Ctx;
+
+static void defect(Ctx *c, const char *fmt, ...) SHARD_PRINTF(2, 3);
+static void defect(Ctx *c, const char *fmt, ...)
+{
+    c->r->defects++;
+    if (!c->s->on_defect)
+        return;
+    char msg[SHARD_ERROR_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    c->s->on_defect(c->s->cookie, msg);
+}
+
+static int full(const Ctx *c)
+{
+    return c->s->max_defects && c->r->defects >= c->s->max_defects;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Each frame alone: it decompresses, its content checksum holds, its size and checksum
+ * agree with the seek table. Returns the frame boundaries (tar offsets) in *bounds. */
+static void check_frames(Ctx *c, const unsigned char *map, uint64_t size, uint64_t **bounds,
+                         size_t *nbounds)
+{
+    ShardSeekEntry *e = NULL;
+    size_t n = 0;
+    uint64_t tb;
+    char msg[SHARD_ERROR_MAX];
+    *bounds = NULL;
+    *nbounds = 0;
+    int rc = shard_seek_table_decode(map, size, c->url, &e, &n, &tb, msg);
+    if (rc == SHARD_ERR_NOT_FOUND) {
+        defect(c, "%s: no seek table at the end (not written by libshard, or truncated)", c->url);
+        return;
+    }
+    if (rc) {
+        defect(c, "%s", msg);
+        return;
+    }
+    c->r->frames = n;
+    ZSTD_DCtx *d = ZSTD_createDCtx();
+    ShardBuf out = {0};
+    uint64_t coff = 0, doff = 0;
+    *bounds = malloc((n + 1) * sizeof **bounds);
+    for (size_t i = 0; i < n && d && *bounds && !full(c); i++) {
+        const unsigned char *fr = map + coff;
+        out.len = 0;
+        if (shard_buf_reserve(&out, e[i].dsize ? e[i].dsize : 1))
+            break;
+        size_t got = ZSTD_decompressDCtx(d, out.data, e[i].dsize, fr, e[i].csize);
+        if (ZSTD_isError(got))
+            defect(c, "%s: zstd frame %zu at offset %llu (tar bytes %llu..%llu): %s", c->url, i,
+                   (unsigned long long)coff, (unsigned long long)doff,
+                   (unsigned long long)(doff + e[i].dsize), ZSTD_getErrorName(got));
+        else if (got != e[i].dsize)
+            defect(c, "%s: zstd frame %zu at offset %llu: %zu bytes, the seek table says %u",
+                   c->url, i, (unsigned long long)coff, got, e[i].dsize);
+        else if (e[i].csize >= 4) {
+            const unsigned char *t = fr + e[i].csize - 4;
+            uint32_t ck = (uint32_t)t[0] | (uint32_t)t[1] << 8 | (uint32_t)t[2] << 16 | (uint32_t)t[3] << 24;
+            if (ck != e[i].checksum)
+                defect(c, "%s: seek table entry %zu (frame at offset %llu): checksum %08x, the "
+                          "frame's is %08x",
+                       c->url, i, (unsigned long long)coff, e[i].checksum, ck);
+        }
+        (*bounds)[(*nbounds)++] = doff;
+        coff += e[i].csize;
+        doff += e[i].dsize;
+    }
+    shard_buf_free(&out);
+    ZSTD_freeDCtx(d);
+    free(e);
+}
+
+static int map_file(const char *url, const unsigned char **map, uint64_t *size, char *err)
+{
+    *map = NULL;
+    *size = 0;
+    int fd = open(url, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        int e = errno;
+        return shard_fail(err, shard_errno_code(e), "%s: cannot open: %s", url, strerror(e));
+    }
+    struct stat st;
+    if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return shard_fail(err, SHARD_ERR_IO, "%s: not a regular file", url);
+    }
+    *size = (uint64_t)st.st_size;
+    if (*size) {
+        void *m = mmap(NULL, *size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (m == MAP_FAILED) {
+            close(fd);
+            return shard_fail(err, SHARD_ERR_IO, "%s: mmap: %s", url, strerror(errno));
+        }
+        *map = m;
+    }
+    close(fd);
+    return 0;
+}
+
+static void check_manifest(Ctx *c)
+{
+    const ShardFileInfo *x = c->s->expect;
+    char md5[33], sha[65], msg[SHARD_ERROR_MAX];
+    uint64_t size = 0;
+    if (shard_file_digests(c->url, md5, sha, &size, msg)) {
+        defect(c, "%s", msg);
+        return;
+    }
+    if (x->filesize && x->filesize != size)
+        defect(c, "%s: %llu bytes, the manifest says %llu", c->url, (unsigned long long)size,
+               (unsigned long long)x->filesize);
+    if (x->md5[0] && strcasecmp(x->md5, md5))
+        defect(c, "%s: MD5 %s, the manifest says %s (content changed somewhere in bytes 0..%llu)",
+               c->url, md5, x->md5, (unsigned long long)size);
+    if (x->sha256[0] && strcasecmp(x->sha256, sha))
+        defect(c, "%s: SHA-256 %s, the manifest says %s", c->url, sha, x->sha256);
+}
+
+int shard_verify(const char *url, const ShardVerifySettings *s, ShardVerifyResult *r,
+                 ShardError *err)
+{
+    ShardVerifySettings defaults;
+    if (!s) {
+        shard_verify_default_settings(&defaults);
+        s = &defaults;
+    }
+    ShardVerifyResult local;
+    if (!r)
+        r = &local;
+    memset(r, 0, sizeof *r);
+    Ctx c = {s, r, url};
+    char msg[SHARD_ERROR_MAX];
+    int is_pipe = !strncmp(url, "pipe:", 5);
+
+    const unsigned char *map = NULL;
+    uint64_t size = 0;
+    if (!is_pipe) {
+        int rc = map_file(url, &map, &size, msg);
+        if (rc)
+            return shard_report(err, rc, msg);
+        r->filesize = size;
+    }
+    ShardFileSettings fs;
+    shard_file_default_settings(&fs);
+    fs.load_index = 0;
+    fs.lowercase = 0;
+    ShardFile *f;
+    ShardError ferr;
+    int rc = shard_file_open(&f, url, &fs, &ferr);
+    if (rc) {
+        if (map)
+            munmap((void *)map, size);
+        if (rc == SHARD_ERR_FORMAT) {
+            defect(&c, "%s", ferr.message);
+            return SHARD_ERR_FORMAT;
+        }
+        return shard_report(err, rc, ferr.message);
+    }
+    int zstd = !strcmp(shard_file_compression(f), "zstd");
+
+    uint64_t *bounds = NULL;
+    size_t nbounds = 0;
+    if (zstd && map)
+        check_frames(&c, map, size, &bounds, &nbounds);
+
+    ShardIndex idx;
+    int have_idx = 0;
+    char *ipath = (!is_pipe && s->check_index) ? shard_index_path(url) : NULL;
+    if (ipath && access(ipath, F_OK) == 0) {
+        if (shard_index_load(&idx, ipath, msg))
+            defect(&c, "%s", msg);
+        else
+            have_idx = r->has_index = 1;
+    }
+
+    uint64_t *starts = NULL;
+    size_t nstarts = 0, capstarts = 0;
+    const ShardSampleView *v;
+    uint64_t tar_end = 0;
+    while (!full(&c) && (rc = shard_file_next(f, &v)) == 0) {
+        r->samples++;
+        r->members += v->nfields;
+        if (nbounds) {
+            if (nstarts == capstarts) {
+                capstarts = capstarts ? capstarts * 2 : 1024;
+                uint64_t *p = realloc(starts, capstarts * sizeof *p);
+                if (!p)
+                    break;
+                starts = p;
+            }
+            starts[nstarts++] = v->offset;
+        }
+        const ShardFieldView *last = &v->fields[v->nfields - 1];
+        tar_end = last->offset + ((last->size + 511) & ~(uint64_t)511);
+        if (have_idx) {
+            uint64_t i = v->index;
+            if (i >= idx.nsamples) {
+                if (i == idx.nsamples)
+                    defect(&c, "%s: the index lists %llu samples, the shard has more (sample '%s' "
+                               "at offset %llu is not in it)",
+                           ipath, (unsigned long long)idx.nsamples, v->key,
+                           (unsigned long long)v->offset);
+            } else {
+                uint64_t a = idx.first[i], b = idx.first[i + 1];
+                if (b - a != v->nfields)
+                    defect(&c, "%s: line %llu: %llu members, sample '%s' at offset %llu has %zu",
+                           ipath, (unsigned long long)i + 2, (unsigned long long)(b - a), v->key,
+                           (unsigned long long)v->offset, v->nfields);
+                else
+                    for (uint64_t k = a; k < b; k++) {
+                        const ShardIndexEntry *e = &idx.entries[k];
+                        const ShardFieldView *fv = &v->fields[k - a];
+                        if (e->offset != fv->offset || e->size != fv->size ||
+                            strcmp(e->ext, fv->name) || (e->name && strcmp(e->name, fv->member))) {
+                            defect(&c, "%s: line %llu: '%s %llu %llu %s', the shard has member '%s' "
+                                       "with data at offset %llu, size %llu",
+                                   ipath, (unsigned long long)i + 2, e->ext,
+                                   (unsigned long long)e->offset, (unsigned long long)e->size,
+                                   e->name ? e->name : "", fv->member,
+                                   (unsigned long long)fv->offset, (unsigned long long)fv->size);
+                            break;
+                        }
+                    }
+            }
+        }
+        if (s->decode)
+            for (size_t k = 0; k < v->nfields; k++) {
+                const ShardFieldView *fv = &v->fields[k];
+                const char *fmt = shard_image_format(fv->data, fv->size);
+                if (!fmt || strcmp(fmt, "jpeg"))
+                    continue;
+                r->jpegs++;
+                char why[256];
+                if (shard_image_verify(fv->data, fv->size, why, sizeof why))
+                    defect(&c, "%s: offset %llu: member '%s': %s", url,
+                           (unsigned long long)fv->offset, fv->member, why);
+            }
+    }
+    if (rc != 0 && rc != SHARD_EOS && !full(&c))
+        defect(&c, "%s", shard_file_error(f));
+    r->tarsize = tar_end ? tar_end + 1024 : 0;
+    if (rc == SHARD_EOS && have_idx && r->samples < idx.nsamples)
+        defect(&c, "%s: the index lists %llu samples, the shard has %llu", ipath,
+               (unsigned long long)idx.nsamples, (unsigned long long)r->samples);
+    /* Frames end on sample boundaries: every frame start is a sample start (or the end). */
+    if (rc == SHARD_EOS && nbounds) {
+        qsort(starts, nstarts, sizeof *starts, cmp_u64);
+        for (size_t i = 1; i < nbounds && !full(&c); i++) {
+            uint64_t b = bounds[i];
+            if (b >= tar_end)
+                continue;
+            if (!bsearch(&b, starts, nstarts, sizeof *starts, cmp_u64))
+                defect(&c, "%s: zstd frame %zu starts at tar offset %llu, inside a sample (frames "
+                           "must end on sample boundaries)",
+                       url, i, (unsigned long long)b);
+        }
+    }
+    if (s->expect && !is_pipe && !full(&c)) {
+        if (rc == SHARD_EOS && s->expect->nsamples != r->samples)
+            defect(&c, "%s: %llu samples, the manifest says %llu", url,
+                   (unsigned long long)r->samples, (unsigned long long)s->expect->nsamples);
+        check_manifest(&c);
+    }
+    free(starts);
+    free(bounds);
+    free(ipath);
+    if (have_idx)
+        shard_index_clear(&idx);
+    shard_file_free(&f);
+    if (map)
+        munmap((void *)map, size);
+    return r->defects ? SHARD_ERR_FORMAT : 0;
+}
+
+int shard_index_build(const char *url, const char *idx_path, uint64_t *nsamples, ShardError *err)
+{
+    ShardFileSettings fs;
+    shard_file_default_settings(&fs);
+    fs.load_index = 0;
+    fs.lowercase = 0; /* DALI lower-cases at load time; the index keeps the tar's names */
+    ShardFile *f;
+    int rc = shard_file_open(&f, url, &fs, err);
+    if (rc)
+        return rc;
+    ShardBuf lines = {0};
+    const ShardSampleView *v;
+    uint64_t n = 0;
+    char msg[SHARD_ERROR_MAX];
+    while ((rc = shard_file_next(f, &v)) == 0) {
+        for (size_t k = 0; k < v->nfields && !rc; k++) {
+            const ShardFieldView *fv = &v->fields[k];
+            for (const char *p = fv->member; *p; p++)
+                if (*p == ' ' || (*p >= '\t' && *p <= '\r')) {
+                    shard_fail(msg, SHARD_ERR_UNSUPPORTED,
+                               "%s: offset %llu: member '%s' has whitespace in its name, which "
+                               "the index format cannot hold",
+                               url, (unsigned long long)fv->offset, fv->member);
+                    rc = SHARD_ERR_UNSUPPORTED;
+                    break;
+                }
+            if (!rc)
+                rc = shard_buf_printf(&lines, "%s%s %llu %llu %s", k ? " " : "", fv->name,
+                                      (unsigned long long)fv->offset,
+                                      (unsigned long long)fv->size, fv->member);
+        }
+        if (rc || (rc = shard_buf_append(&lines, "\n", 1)))
+            break;
+        n++;
+    }
+    if (rc == SHARD_EOS && n == 0) {
+        shard_fail(msg, SHARD_ERR_FORMAT, "%s: no samples (DALI's index needs at least one)", url);
+        rc = SHARD_ERR_FORMAT;
+    } else if (rc == SHARD_EOS) {
+        rc = 0;
+    } else if (rc == SHARD_ERR_NOMEM) {
+        shard_fail(msg, rc, "out of memory");
+    } else if (rc != SHARD_ERR_UNSUPPORTED) {
+        snprintf(msg, sizeof msg, "%s", shard_file_error(f));
+    }
+    shard_file_free(&f);
+    char *path = NULL;
+    if (!rc) {
+        path = idx_path ? shard_strdup(idx_path) : shard_index_path(url);
+        ShardAtomicFile af;
+        char head[64];
+        int k = snprintf(head, sizeof head, "v1.2 %llu\n", (unsigned long long)n);
+        if (!path)
+            rc = shard_fail(msg, SHARD_ERR_NOMEM, "out of memory");
+        else if (!(rc = shard_afile_open(&af, path, 1, 0, msg))) {
+            rc = shard_afile_write(&af, head, (size_t)k, msg);
+            if (!rc)
+                rc = shard_afile_write(&af, lines.data, lines.len, msg);
+            if (!rc)
+                rc = shard_afile_commit(&af, NULL, NULL, msg);
+            else
+                shard_afile_abort(&af);
+        }
+    }
+    free(path);
+    shard_buf_free(&lines);
+    if (rc)
+        return shard_report(err, rc, msg);
+    if (nsamples)
+        *nsamples = n;
+    return 0;
+}

@@ -1,0 +1,584 @@
+/*
+ * shardcat — see inside shards, check them, index them, extract them.
+ *
+ * Every command takes shards as paths, brace patterns ("train-{000000..000099}.tar") or
+ * manifests. Data goes to stdout, errors to stderr. Exit status: 0 success, 1 a defect or
+ * failure was found, 2 bad usage.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+#include <shard/shard.h>
+
+#include "cli.h"
+
+static void usage(FILE *f)
+{
+    fputs("usage: shardcat COMMAND [options] SHARD...\n"
+          "\n"
+          "  ls [--json] SHARD...          one line per sample: key and fields with sizes\n"
+          "  cat SHARD KEY.FIELD           the member's bytes to stdout\n"
+          "  info [--json] SHARD...        samples, bytes, fields, compression, index\n"
+          "  verify [--decode] SHARD...    structure, index, seek table, manifest checksums;\n"
+          "                                with --decode every JPEG decodes\n"
+          "  index SHARD...                write SHARD's .idx (DALI v1.2) for shards made elsewhere\n"
+          "  extract SHARD... -C DIR       extract sample members into DIR, safely\n"
+          "\n"
+          "SHARD is a path, a brace pattern (train-{000000..000099}.tar), a manifest (.json)\n"
+          "or pipe:COMMAND. Exit status: 0 success, 1 a defect or failure, 2 bad usage.\n",
+          f);
+}
+
+static int die_usage(const char *msg)
+{
+    fprintf(stderr, "shardcat: %s\nTry 'shardcat --help'.\n", msg);
+    return 2;
+}
+
+/* A shard to work on and, when it came from a manifest, what the manifest says of it. */
+typedef struct Target {
+    char *url;
+    ShardFileInfo expect;
+    int has_expect;
+} Target;
+
+typedef struct Targets {
+    Target *v;
+    size_t n;
+    ShardManifest **manifests;
+    size_t nmanifests;
+} Targets;
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && !strcmp(s + n - k, suffix);
+}
+
+static int add_target(Targets *t, const char *url, const ShardFileInfo *expect)
+{
+    Target *v = realloc(t->v, (t->n + 1) * sizeof *v);
+    if (!v)
+        return -1;
+    t->v = v;
+    Target *x = &t->v[t->n++];
+    memset(x, 0, sizeof *x);
+    x->url = strdup(url);
+    if (expect) {
+        x->expect = *expect;
+        x->has_expect = 1;
+    }
+    return x->url ? 0 : -1;
+}
+
+/* Expands every argument; returns 0, or 1 after printing why an argument is unusable. */
+static int collect(Targets *t, char **args, int n)
+{
+    for (int i = 0; i < n; i++) {
+        ShardError err;
+        if (ends_with(args[i], ".json") && strncmp(args[i], "pipe:", 5)) {
+            ShardManifest *m;
+            if (shard_manifest_read(&m, args[i], &err)) {
+                fprintf(stderr, "shardcat: %s\n", err.message);
+                return 1;
+            }
+            for (size_t k = 0; k < shard_manifest_count(m); k++) {
+                const ShardFileInfo *info = shard_manifest_shard(m, k);
+                add_target(t, info->url, info);
+            }
+            ShardManifest **p = realloc(t->manifests, (t->nmanifests + 1) * sizeof *p);
+            if (!p)
+                return 1;
+            t->manifests = p;
+            t->manifests[t->nmanifests++] = m;
+            continue;
+        }
+        char **urls;
+        size_t nurls;
+        if (shard_urls_expand(args[i], &urls, &nurls, &err)) {
+            fprintf(stderr, "shardcat: %s\n", err.message);
+            return 1;
+        }
+        for (size_t k = 0; k < nurls; k++)
+            add_target(t, urls[k], NULL);
+        shard_urls_free(urls, nurls);
+    }
+    return 0;
+}
+
+static void free_targets(Targets *t)
+{
+    for (size_t i = 0; i < t->n; i++)
+        free(t->v[i].url);
+    free(t->v);
+    for (size_t i = 0; i < t->nmanifests; i++)
+        shard_manifest_free(&t->manifests[i]);
+    free(t->manifests);
+}
+
+static ShardFile *open_shard(const char *url, const ShardFileSettings *s)
+{
+    ShardFile *f;
+    ShardError err;
+    if (shard_file_open(&f, url, s, &err)) {
+        fprintf(stderr, "shardcat: %s\n", err.message);
+        return NULL;
+    }
+    return f;
+}
+
+/* ---- ls ------------------------------------------------------------------------------ */
+
+static int cmd_ls(Targets *t, int json)
+{
+    int status = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        ShardFileSettings s;
+        shard_file_default_settings(&s);
+        s.load_index = 0;
+        ShardFile *f = open_shard(t->v[i].url, &s);
+        if (!f) {
+            status = 1;
+            continue;
+        }
+        const ShardSampleView *v;
+        int rc;
+        while ((rc = shard_file_next(f, &v)) == 0) {
+            if (json) {
+                json_t *o = json_object(), *fields = json_object();
+                json_object_set_new(o, "__key__", json_string(v->key));
+                json_object_set_new(o, "__url__", json_string(v->url));
+                for (size_t k = 0; k < v->nfields; k++)
+                    json_object_set_new(fields, v->fields[k].name,
+                                        json_integer((json_int_t)v->fields[k].size));
+                json_object_set_new(o, "fields", fields);
+                char *line = json_dumps(o, JSON_COMPACT);
+                if (line)
+                    puts(line);
+                free(line);
+                json_decref(o);
+            } else {
+                fputs(v->key, stdout);
+                for (size_t k = 0; k < v->nfields; k++)
+                    printf("%s%s:%llu", k ? " " : "  ", v->fields[k].name,
+                           (unsigned long long)v->fields[k].size);
+                putchar('\n');
+            }
+        }
+        if (rc != SHARD_EOS) {
+            fflush(stdout);
+            fprintf(stderr, "shardcat: %s\n", shard_file_error(f));
+            status = 1;
+        }
+        shard_file_free(&f);
+    }
+    return status;
+}
+
+/* ---- cat ----------------------------------------------------------------------------- */
+
+static int cmd_cat(const char *url, const char *member)
+{
+    const char *slash = strrchr(member, '/');
+    const char *dot = strchr(slash ? slash + 1 : member, '.');
+    if (!dot)
+        return die_usage("cat wants KEY.FIELD, e.g. n01440764/img_0001.jpg");
+    size_t klen = (size_t)(dot - member);
+    ShardFileSettings s;
+    shard_file_default_settings(&s);
+    ShardFile *f = open_shard(url, &s);
+    if (!f)
+        return 1;
+    const ShardSampleView *v;
+    int rc;
+    while ((rc = shard_file_next(f, &v)) == 0) {
+        if (strlen(v->key) != klen || strncmp(v->key, member, klen))
+            continue;
+        for (size_t k = 0; k < v->nfields; k++) {
+            if (strcasecmp(v->fields[k].name, dot + 1))
+                continue;
+            size_t n = fwrite(v->fields[k].data, 1, v->fields[k].size, stdout);
+            int bad = n != v->fields[k].size || fflush(stdout) != 0;
+            shard_file_free(&f);
+            if (bad) {
+                fprintf(stderr, "shardcat: writing to stdout: %s\n", strerror(errno));
+                return 1;
+            }
+            return 0;
+        }
+        fprintf(stderr, "shardcat: %s: sample '%.*s' has no field '%s'\n", url, (int)klen, member,
+                dot + 1);
+        shard_file_free(&f);
+        return 1;
+    }
+    if (rc == SHARD_EOS)
+        fprintf(stderr, "shardcat: %s: no sample '%.*s'\n", url, (int)klen, member);
+    else
+        fprintf(stderr, "shardcat: %s\n", shard_file_error(f));
+    shard_file_free(&f);
+    return 1;
+}
+
+/* ---- info ---------------------------------------------------------------------------- */
+
+static int cmd_info(Targets *t, int json)
+{
+    int status = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        const char *url = t->v[i].url;
+        ShardFileSettings s;
+        shard_file_default_settings(&s);
+        ShardFile *f = open_shard(url, &s);
+        if (!f) {
+            status = 1;
+            continue;
+        }
+        json_t *hist = json_object();
+        uint64_t samples = 0, members = 0, payload = 0, tarsize = 0;
+        const ShardSampleView *v;
+        int rc;
+        while ((rc = shard_file_next(f, &v)) == 0) {
+            samples++;
+            members += v->nfields;
+            for (size_t k = 0; k < v->nfields; k++) {
+                const ShardFieldView *fv = &v->fields[k];
+                json_t *c = json_object_get(hist, fv->name);
+                json_object_set_new(hist, fv->name, json_integer(c ? json_integer_value(c) + 1 : 1));
+                payload += fv->size;
+                tarsize = fv->offset + ((fv->size + 511) & ~(uint64_t)511) + 1024;
+            }
+        }
+        if (rc != SHARD_EOS) {
+            fprintf(stderr, "shardcat: %s\n", shard_file_error(f));
+            status = 1;
+            json_decref(hist);
+            shard_file_free(&f);
+            continue;
+        }
+        char *ipath = shard_index_path(url);
+        int has_index = ipath && access(ipath, F_OK) == 0;
+        json_t *o = json_object();
+        json_object_set_new(o, "url", json_string(url));
+        json_object_set_new(o, "samples", json_integer((json_int_t)samples));
+        json_object_set_new(o, "members", json_integer((json_int_t)members));
+        json_object_set_new(o, "payload_bytes", json_integer((json_int_t)payload));
+        json_object_set_new(o, "tar_bytes", json_integer((json_int_t)tarsize));
+        json_object_set_new(o, "file_bytes", json_integer((json_int_t)shard_file_size(f)));
+        json_object_set_new(o, "compression", json_string(shard_file_compression(f)));
+        json_object_set_new(o, "index", has_index ? json_string(ipath) : json_null());
+        json_object_set_new(o, "index_samples", json_integer((json_int_t)shard_file_count(f)));
+        json_object_set_new(o, "fields", hist);
+        if (json) {
+            char *line = json_dumps(o, JSON_COMPACT);
+            if (line)
+                puts(line);
+            free(line);
+        } else {
+            char hb[32], ht[32];
+            printf("%s\n  samples      %llu (%llu members)\n  bytes        %s stored, %s as tar "
+                   "(%s)\n  index        %s\n  fields      ",
+                   url, (unsigned long long)samples, (unsigned long long)members,
+                   cli_human_bytes((double)shard_file_size(f), hb, sizeof hb),
+                   cli_human_bytes((double)tarsize, ht, sizeof ht), shard_file_compression(f),
+                   has_index ? ipath : "none");
+            const char *name;
+            json_t *val;
+            json_object_foreach(hist, name, val) printf(" %s:%lld", name, (long long)json_integer_value(val));
+            putchar('\n');
+        }
+        json_decref(o);
+        free(ipath);
+        shard_file_free(&f);
+    }
+    return status;
+}
+
+/* ---- verify -------------------------------------------------------------------------- */
+
+static void print_defect(void *cookie, const char *msg)
+{
+    (void)cookie;
+    fprintf(stderr, "shardcat: %s\n", msg);
+}
+
+static int cmd_verify(Targets *t, int decode)
+{
+    int status = 0;
+    uint64_t bad = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        ShardVerifySettings s;
+        shard_verify_default_settings(&s);
+        s.decode = decode;
+        s.expect = t->v[i].has_expect ? &t->v[i].expect : NULL;
+        s.on_defect = print_defect;
+        ShardVerifyResult r;
+        ShardError err;
+        int rc = shard_verify(t->v[i].url, &s, &r, &err);
+        if (rc == 0) {
+            printf("%s: ok: %llu samples, %llu members%s", t->v[i].url, (unsigned long long)r.samples,
+                   (unsigned long long)r.members, r.has_index ? ", index matches" : ", no index");
+            if (r.frames)
+                printf(", %llu zstd frames checked", (unsigned long long)r.frames);
+            if (decode)
+                printf(", %llu JPEGs decode", (unsigned long long)r.jpegs);
+            if (s.expect)
+                printf(", manifest size and checksums match");
+            putchar('\n');
+        } else {
+            if (rc != SHARD_ERR_FORMAT && rc != SHARD_ERR_CHECKSUM)
+                fprintf(stderr, "shardcat: %s\n", err.message);
+            printf("%s: FAILED (%llu defects)\n", t->v[i].url, (unsigned long long)(r.defects ? r.defects : 1));
+            status = 1;
+            bad++;
+        }
+        fflush(stdout);
+    }
+    if (t->n > 1)
+        printf("%zu shards, %llu failed\n", t->n, (unsigned long long)bad);
+    return status;
+}
+
+/* ---- index --------------------------------------------------------------------------- */
+
+static int cmd_index(Targets *t)
+{
+    int status = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        ShardError err;
+        uint64_t n;
+        if (shard_index_build(t->v[i].url, NULL, &n, &err)) {
+            fprintf(stderr, "shardcat: %s\n", err.message);
+            status = 1;
+            continue;
+        }
+        char *ipath = shard_index_path(t->v[i].url);
+        printf("%s: %llu samples\n", ipath, (unsigned long long)n);
+        free(ipath);
+    }
+    return status;
+}
+
+/* ---- extract ------------------------------------------------------------------------- */
+
+typedef struct Extract {
+    const char *url;
+    int refused;
+} Extract;
+
+static void on_skip(void *cookie, const char *member, uint64_t offset, const char *why)
+{
+    Extract *x = cookie;
+    if (!strstr(why, "link"))
+        return;
+    fprintf(stderr, "shardcat: %s: offset %llu: member '%s' is %s: refused\n", x->url,
+            (unsigned long long)offset, member, why);
+    x->refused++;
+}
+
+/* Whether a member path stays inside the destination: relative, no "..", no empty part. */
+static int safe_path(const char *p)
+{
+    while (p[0] == '.' && p[1] == '/')
+        p += 2;
+    if (!*p || *p == '/')
+        return 0;
+    const char *comp = p;
+    for (const char *q = p;; q++) {
+        if (*q == '/' || !*q) {
+            size_t n = (size_t)(q - comp);
+            if (n == 0 || (n == 2 && comp[0] == '.' && comp[1] == '.'))
+                return 0;
+            if (!*q)
+                return 1;
+            comp = q + 1;
+        }
+    }
+}
+
+/* Creates the file below dirfd, making folders on the way, never following a link that
+ * is already there (O_NOFOLLOW on every component). */
+static int write_member(int dirfd, const char *path, const unsigned char *data, uint64_t size)
+{
+    while (path[0] == '.' && path[1] == '/')
+        path += 2;
+    char *copy = strdup(path);
+    if (!copy)
+        return ENOMEM;
+    int fd = dup(dirfd);
+    char *comp = copy, *slash;
+    int e = 0;
+    while ((slash = strchr(comp, '/'))) {
+        *slash = 0;
+        if (strcmp(comp, ".") && mkdirat(fd, comp, 0755) != 0 && errno != EEXIST) {
+            e = errno;
+            break;
+        }
+        int next = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (next < 0) {
+            e = errno;
+            break;
+        }
+        close(fd);
+        fd = next;
+        comp = slash + 1;
+    }
+    if (!e) {
+        int out = openat(fd, comp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (out < 0)
+            e = errno;
+        else {
+            uint64_t done = 0;
+            while (done < size) {
+                ssize_t k = write(out, data + done, size - done);
+                if (k < 0 && errno == EINTR)
+                    continue;
+                if (k < 0) {
+                    e = errno;
+                    break;
+                }
+                done += (uint64_t)k;
+            }
+            if (close(out) != 0 && !e)
+                e = errno;
+        }
+    }
+    close(fd);
+    free(copy);
+    return e;
+}
+
+static int cmd_extract(Targets *t, const char *dir)
+{
+    int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dirfd < 0) {
+        fprintf(stderr, "shardcat: %s: %s\n", dir, strerror(errno));
+        return 1;
+    }
+    int status = 0;
+    uint64_t files = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        Extract x = {t->v[i].url, 0};
+        ShardFileSettings s;
+        shard_file_default_settings(&s);
+        s.lowercase = 0;
+        s.load_index = 0;
+        s.on_skip = on_skip;
+        s.cookie = &x;
+        ShardFile *f = open_shard(t->v[i].url, &s);
+        if (!f) {
+            status = 1;
+            continue;
+        }
+        const ShardSampleView *v;
+        int rc;
+        while ((rc = shard_file_next(f, &v)) == 0) {
+            for (size_t k = 0; k < v->nfields; k++) {
+                const ShardFieldView *fv = &v->fields[k];
+                if (!safe_path(fv->member)) {
+                    fprintf(stderr, "shardcat: %s: offset %llu: member '%s' would land outside %s: "
+                                    "refused\n",
+                            x.url, (unsigned long long)fv->offset, fv->member, dir);
+                    x.refused++;
+                    continue;
+                }
+                int e = write_member(dirfd, fv->member, fv->data, fv->size);
+                if (e) {
+                    fprintf(stderr, "shardcat: %s/%s: %s\n", dir, fv->member, strerror(e));
+                    status = 1;
+                } else {
+                    files++;
+                }
+            }
+        }
+        if (rc != SHARD_EOS) {
+            fprintf(stderr, "shardcat: %s\n", shard_file_error(f));
+            status = 1;
+        }
+        if (x.refused)
+            status = 1;
+        shard_file_free(&f);
+    }
+    close(dirfd);
+    fprintf(stderr, "shardcat: extracted %llu files into %s\n", (unsigned long long)files, dir);
+    return status;
+}
+
+/* ---- main ---------------------------------------------------------------------------- */
+
+int main(int argc, char **argv)
+{
+    if (argc < 2)
+        return usage(stderr), 2;
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help"))
+        return usage(stdout), 0;
+    int json = 0, decode = 0;
+    const char *dir = NULL;
+    static const struct option longopts[] = {
+        {"json", no_argument, NULL, 'J'}, {"decode", no_argument, NULL, 'D'},
+        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
+    };
+    optind = 2;
+    int c;
+    while ((c = getopt_long(argc, argv, "C:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'J': json = 1; break;
+        case 'D': decode = 1; break;
+        case 'C': dir = optarg; break;
+        case 'h': usage(stdout); return 0;
+        default: return die_usage("unknown option");
+        }
+    }
+    char **args = argv + optind;
+    int nargs = argc - optind;
+    if (json && strcmp(cmd, "ls") && strcmp(cmd, "info"))
+        return die_usage("--json goes with ls and info");
+    if (decode && strcmp(cmd, "verify"))
+        return die_usage("--decode goes with verify");
+    if (dir && strcmp(cmd, "extract"))
+        return die_usage("-C goes with extract");
+    if (!strcmp(cmd, "cat")) {
+        if (nargs != 2)
+            return die_usage("cat wants SHARD KEY.FIELD");
+        return cmd_cat(args[0], args[1]);
+    }
+    if (strcmp(cmd, "ls") && strcmp(cmd, "info") && strcmp(cmd, "verify") && strcmp(cmd, "index") &&
+        strcmp(cmd, "extract")) {
+        fprintf(stderr, "shardcat: unknown command '%s'\n", cmd);
+        usage(stderr);
+        return 2;
+    }
+    if (nargs < 1)
+        return die_usage("no SHARD given");
+    if (!strcmp(cmd, "extract") && !dir)
+        return die_usage("extract wants -C DIR");
+    Targets t = {0};
+    int status = collect(&t, args, nargs);
+    if (!status) {
+        if (!strcmp(cmd, "ls"))
+            status = cmd_ls(&t, json);
+        else if (!strcmp(cmd, "info"))
+            status = cmd_info(&t, json);
+        else if (!strcmp(cmd, "verify"))
+            status = cmd_verify(&t, decode);
+        else if (!strcmp(cmd, "index"))
+            status = cmd_index(&t);
+        else
+            status = cmd_extract(&t, dir);
+    }
+    free_targets(&t);
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        if (errno != EPIPE)
+            fprintf(stderr, "shardcat: writing to stdout: %s\n", strerror(errno));
+        return 1;
+    }
+    return status;
+}
