@@ -1,0 +1,301 @@
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <shard/shard.h>
+
+#include "testutil.h"
+
+static char *dir;
+static void setup(void) { dir = tu_mkdtemp(); }
+static void teardown(void)
+{
+    tu_rmtree(dir);
+    free(dir);
+}
+TestSuite(file, .init = setup, .fini = teardown, .timeout = 60);
+
+/* Writes n samples with the library's writer; returns the first shard's path. */
+static char *write_shard(const char *name, int n, size_t frame_size)
+{
+    ShardWriterSettings s;
+    shard_writer_default_settings(&s);
+    char *pattern = tu_path(dir, name);
+    s.pattern = pattern;
+    s.sync = 0;
+    if (frame_size)
+        s.frame_size = frame_size;
+    ShardWriter *w;
+    ShardError err;
+    cr_assert_eq(shard_writer_open(&w, &s, &err), 0, "%s", err.message);
+    static char text[8192];
+    for (int i = 0; i < n; i++) {
+        char key[64], cls[16];
+        snprintf(key, sizeof key, "d%d/s%05d", i % 4, i);
+        snprintf(cls, sizeof cls, "%d", i % 10);
+        size_t len = 50 + (size_t)(i * 131) % 3000;
+        for (size_t k = 0; k < len; k++)
+            text[k] = (char)('A' + (i + (int)k) % 26);
+        ShardField f[] = {{"txt", text, len}, {"cls", cls, strlen(cls)}};
+        ShardSample smp = {key, f, 2};
+        cr_assert_eq(shard_writer_add(w, &smp), 0, "%s", shard_writer_error(w));
+    }
+    cr_assert_eq(shard_writer_finish(w), 0);
+    char *path = strdup(shard_writer_shard(w, 0)->url);
+    shard_writer_free(&w);
+    free(pattern);
+    return path;
+}
+
+typedef struct Seen {
+    char key[64];
+    size_t nfields;
+    uint64_t size[4];
+    unsigned char first[4];
+    uint64_t offset[4];
+} Seen;
+
+static int read_all(const char *url, Seen *out, int max, int check_views)
+{
+    ShardFile *f;
+    ShardError err;
+    cr_assert_eq(shard_file_open(&f, url, NULL, &err), 0, "%s", err.message);
+    const ShardSampleView *v;
+    int n = 0, rc;
+    const unsigned char *prev = NULL;
+    uint64_t prev_off = 0;
+    while ((rc = shard_file_next(f, &v)) == 0) {
+        cr_assert_lt(n, max);
+        cr_assert_eq(v->index, (uint64_t)n);
+        snprintf(out[n].key, sizeof out[n].key, "%s", v->key);
+        out[n].nfields = v->nfields;
+        for (size_t k = 0; k < v->nfields && k < 4; k++) {
+            out[n].size[k] = v->fields[k].size;
+            out[n].first[k] = v->fields[k].size ? v->fields[k].data[0] : 0;
+            out[n].offset[k] = v->fields[k].offset;
+            /* Zero copy: in a plain local tar, data pointers are as far apart as offsets. */
+            if (check_views && prev)
+                cr_assert_eq((uint64_t)(v->fields[k].data - prev), v->fields[k].offset - prev_off);
+            prev = v->fields[k].data;
+            prev_off = v->fields[k].offset;
+        }
+        n++;
+    }
+    cr_assert_eq(rc, SHARD_EOS, "%s", shard_file_error(f));
+    cr_assert_eq(shard_file_next(f, &v), SHARD_EOS, "stays at the end");
+    shard_file_free(&f);
+    return n;
+}
+
+Test(file, sequential_tar_is_zero_copy_and_matches_the_index)
+{
+    char *path = write_shard("a-%06d.tar", 40, 0);
+    Seen s[64];
+    cr_assert_eq(read_all(path, s, 64, 1), 40);
+    cr_assert_str_eq(s[7].key, "d3/s00007");
+    cr_assert_eq(s[7].nfields, 2);
+    cr_assert_eq(s[7].size[1], 50 + (7 * 131) % 3000, "fields in tar order: cls, txt");
+    cr_assert_eq(s[7].first[1], 'A' + 7);
+    free(path);
+}
+
+Test(file, seek_by_index_tar_and_zst)
+{
+    const char *names[] = {"b-%06d.tar", "c-%06d.tar.zst"};
+    for (int z = 0; z < 2; z++) {
+        char *path = write_shard(names[z], 60, 2000);
+        Seen s[64];
+        cr_assert_eq(read_all(path, s, 64, 0), 60);
+        ShardFile *f;
+        ShardError err;
+        cr_assert_eq(shard_file_open(&f, path, NULL, &err), 0, "%s", err.message);
+        cr_assert_eq(shard_file_count(f), 60);
+        cr_assert_str_eq(shard_file_compression(f), z ? "zstd" : "none");
+        uint64_t order[] = {59, 0, 31, 30, 7, 58};
+        for (size_t q = 0; q < 6; q++) {
+            uint64_t i = order[q];
+            cr_assert_eq(shard_file_seek(f, i), 0, "%s", shard_file_error(f));
+            const ShardSampleView *v;
+            cr_assert_eq(shard_file_next(f, &v), 0, "%s", shard_file_error(f));
+            cr_assert_eq(v->index, i);
+            cr_assert_str_eq(v->key, s[i].key);
+            cr_assert_eq(v->nfields, s[i].nfields);
+            for (size_t k = 0; k < v->nfields; k++) {
+                cr_assert_eq(v->fields[k].size, s[i].size[k]);
+                cr_assert_eq(v->fields[k].offset, s[i].offset[k]);
+                cr_assert_eq(v->fields[k].data[0], s[i].first[k]);
+            }
+            if (i + 1 < 60) { /* reading on after a seek continues in order */
+                cr_assert_eq(shard_file_next(f, &v), 0);
+                cr_assert_str_eq(v->key, s[i + 1].key);
+            }
+        }
+        cr_assert_eq(shard_file_seek(f, 60), SHARD_ERR_NOT_FOUND);
+        shard_file_free(&f);
+        free(path);
+    }
+}
+
+Test(file, seek_needs_an_index)
+{
+    char *path = write_shard("e-%06d.tar", 3, 0);
+    char *idx = tu_path(dir, "e-000000.idx");
+    cr_assert_eq(unlink(idx), 0);
+    ShardFile *f;
+    ShardError err;
+    cr_assert_eq(shard_file_open(&f, path, NULL, &err), 0);
+    cr_assert_eq(shard_file_count(f), -1);
+    cr_assert_eq(shard_file_seek(f, 1), SHARD_ERR_UNSUPPORTED);
+    cr_assert(strstr(shard_file_error(f), "shardcat index"), "%s", shard_file_error(f));
+    shard_file_free(&f);
+    uint64_t n = 0;
+    cr_assert_eq(shard_index_build(path, NULL, &n, &err), 0, "%s", err.message);
+    cr_assert_eq(n, 3);
+    cr_assert_eq(shard_file_open(&f, path, NULL, &err), 0);
+    cr_assert_eq(shard_file_seek(f, 2), 0);
+    shard_file_free(&f);
+    free(idx);
+    free(path);
+}
+
+Test(file, pipe_source)
+{
+    char *path = write_shard("p-%06d.tar.zst", 12, 0);
+    char url[8192];
+    snprintf(url, sizeof url, "pipe:cat '%s'", path);
+    Seen s[16];
+    cr_assert_eq(read_all(url, s, 16, 0), 12);
+    snprintf(url, sizeof url, "pipe:cat '%s'; exit 3", path);
+    ShardFile *f;
+    ShardError err;
+    cr_assert_eq(shard_file_open(&f, url, NULL, &err), 0);
+    const ShardSampleView *v;
+    int rc;
+    while ((rc = shard_file_next(f, &v)) == 0)
+        ;
+    cr_assert_eq(rc, SHARD_ERR_IO, "a failing command is an error, not a short shard");
+    cr_assert(strstr(shard_file_error(f), "status 3"), "%s", shard_file_error(f));
+    shard_file_free(&f);
+    free(path);
+}
+
+/* A raw tar with the members in the given order. */
+static char *raw_tar(const char *name, const char *const *members, int n)
+{
+    char *path = tu_path(dir, name);
+    struct archive *a = archive_write_new();
+    archive_write_set_format_pax_restricted(a);
+    cr_assert_eq(archive_write_open_filename(a, path), ARCHIVE_OK);
+    struct archive_entry *e = archive_entry_new();
+    for (int i = 0; i < n; i++) {
+        archive_entry_clear(e);
+        archive_entry_set_pathname(e, members[i]);
+        archive_entry_set_filetype(e, AE_IFREG);
+        archive_entry_set_perm(e, 0644);
+        archive_entry_set_size(e, 3);
+        archive_write_header(a, e);
+        archive_write_data(a, "abc", 3);
+    }
+    archive_entry_free(e);
+    archive_write_free(a);
+    return path;
+}
+
+static int read_until_error(const char *path, char *msg, size_t msgsize)
+{
+    ShardFile *f;
+    ShardError err;
+    cr_assert_eq(shard_file_open(&f, path, NULL, &err), 0, "%s", err.message);
+    const ShardSampleView *v;
+    int rc;
+    while ((rc = shard_file_next(f, &v)) == 0)
+        ;
+    snprintf(msg, msgsize, "%s", shard_file_error(f));
+    shard_file_free(&f);
+    return rc;
+}
+
+Test(file, grouping_rules)
+{
+    char msg[SHARD_ERROR_MAX];
+    const char *split[] = {"a/x.jpg", "b/y.jpg", "a/x.cls"};
+    char *p = raw_tar("split.tar", split, 3);
+    cr_assert_eq(read_until_error(p, msg, sizeof msg), SHARD_ERR_FORMAT);
+    cr_assert(strstr(msg, "appears again") && strstr(msg, "a/x.cls") && strstr(msg, "offset 2048"),
+              "%s", msg);
+    free(p);
+
+    const char *twice[] = {"k.jpg", "k.JPG"};
+    p = raw_tar("twice.tar", twice, 2);
+    cr_assert_eq(read_until_error(p, msg, sizeof msg), SHARD_ERR_FORMAT);
+    cr_assert(strstr(msg, "twice"), "%s", msg);
+    free(p);
+
+    /* Skipped as WebDataset skips them: no dot, hidden, __meta__; ./ is not in the key. */
+    const char *skips[] = {"README", ".hidden.txt", "__meta__.json", "./k.TXT", "./k.cls"};
+    p = raw_tar("skips.tar", skips, 5);
+    ShardFile *f;
+    ShardError err;
+    cr_assert_eq(shard_file_open(&f, p, NULL, &err), 0);
+    const ShardSampleView *v;
+    cr_assert_eq(shard_file_next(f, &v), 0, "%s", shard_file_error(f));
+    cr_assert_str_eq(v->key, "k");
+    cr_assert_eq(v->nfields, 2);
+    cr_assert_str_eq(v->fields[0].name, "txt", "lower-cased");
+    cr_assert_str_eq(v->fields[0].member, "./k.TXT");
+    cr_assert_eq(shard_file_next(f, &v), SHARD_EOS);
+    shard_file_free(&f);
+    free(p);
+}
+
+Test(file, missing_and_truncated)
+{
+    ShardFile *f = (ShardFile *)1;
+    ShardError err;
+    char *missing = tu_path(dir, "nope.tar");
+    cr_assert_eq(shard_file_open(&f, missing, NULL, &err), SHARD_ERR_NOT_FOUND);
+    cr_assert_null(f);
+    cr_assert(strstr(err.message, "nope.tar"), "%s", err.message);
+    free(missing);
+
+    char *path = write_shard("t-%06d.tar", 20, 0);
+    size_t n;
+    unsigned char *bytes = tu_read(path, &n);
+    char *cut = tu_path(dir, "cut.tar");
+    FILE *o = fopen(cut, "wb");
+    fwrite(bytes, 1, n / 2 + 100, o);
+    fclose(o);
+    char msg[SHARD_ERROR_MAX];
+    cr_assert_eq(read_until_error(cut, msg, sizeof msg), SHARD_ERR_FORMAT);
+    cr_assert(strstr(msg, "cut.tar: offset ") && strstr(msg, "member '"), "%s", msg);
+    free(bytes);
+    free(cut);
+    free(path);
+}
+
+Test(file, urls_expand)
+{
+    char **u;
+    size_t n;
+    ShardError err;
+    cr_assert_eq(shard_urls_expand("a-{008..011}.tar", &u, &n, &err), 0);
+    cr_assert_eq(n, 4);
+    cr_assert_str_eq(u[0], "a-008.tar");
+    cr_assert_str_eq(u[3], "a-011.tar");
+    shard_urls_free(u, n);
+    cr_assert_eq(shard_urls_expand("{x,y}/p-{1..2}.tar", &u, &n, &err), 0);
+    cr_assert_eq(n, 4);
+    cr_assert_str_eq(u[1], "x/p-2.tar");
+    cr_assert_str_eq(u[2], "y/p-1.tar");
+    shard_urls_free(u, n);
+    cr_assert_eq(shard_urls_expand("plain.tar", &u, &n, &err), 0);
+    cr_assert_eq(n, 1);
+    shard_urls_free(u, n);
+    cr_assert_eq(shard_urls_expand("a-{3..1}.tar", &u, &n, &err), SHARD_ERR_FORMAT);
+    cr_assert_eq(shard_urls_expand("a-{1..2.tar", &u, &n, &err), SHARD_ERR_FORMAT);
+    cr_assert(strstr(err.message, "unmatched"), "%s", err.message);
+    cr_assert_eq(shard_urls_expand("a-{1..x}.tar", &u, &n, &err), SHARD_ERR_FORMAT);
+}
