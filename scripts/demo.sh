@@ -13,10 +13,15 @@ mkdir -p "$work/shards"
   --manifest "$work/shards/demo-zst.json"
 echo "--- shards"
 ls -l "$work/shards"
-echo "--- first members of demo-000000.tar (GNU tar)"
-tar tvf "$work/shards/demo-000000.tar" | sed -n 1,6p
-echo "--- zstd frames of demo-000000.tar.zst"
-zstd -lv "$work/shards/demo-000000.tar.zst" 2>/dev/null | grep -E "Frames|Skippable|Compressed|Decompressed"
-echo "--- read back"
+echo "--- shardcat info demo-000000.tar.zst"
+./build/tools/shardcat info "$work/shards/demo-000000.tar.zst"
+echo "--- shardcat ls (first samples)"
+./build/tools/shardcat ls "$work/shards/demo-{000000..000002}.tar" | sed -n 1,4p
+echo "--- GNU tar and zstd read the same shards"
+tar tvf "$work/shards/demo-000000.tar" | sed -n 1,3p
+zstd -dc "$work/shards/demo-000000.tar.zst" | tar t | wc -l | sed 's/$/ members in demo-000000.tar.zst/'
+echo "--- shardcat verify --decode (structure, index, seek tables, manifest checksums, every JPEG)"
+./build/tools/shardcat verify --decode "$work/shards/demo.json" "$work/shards/demo-zst.json"
+echo "--- read back with Python's tarfile, image bytes against the sources"
 /usr/bin/python3 examples/readback.py "$work/shards/demo.json" "$work/shards/demo-zst.json" --images "$work/images"
 echo "demo files are in $work"
