@@ -281,8 +281,10 @@ int shard_file_open(ShardFile **out, const char *url, const ShardFileSettings *s
     archive_read_support_filter_all(f->ar);
     archive_read_support_format_tar(f->ar);
     if (archive_read_open2(f->ar, f, NULL, read_cb, NULL, NULL) != ARCHIVE_OK)
-        return fail_open(f, err, shard_fail(f->err, SHARD_ERR_FORMAT, "%s: %s", f->url,
-                                            archive_error_string(f->ar)));
+        return fail_open(f, err, shard_fail(f->err, SHARD_ERR_FORMAT,
+                                            "%s: offset 0: not a tar archive, or its first "
+                                            "header is damaged: %s",
+                                            f->url, archive_error_string(f->ar)));
     switch (archive_filter_code(f->ar, 0)) {
     case ARCHIVE_FILTER_NONE: f->compression = "none"; break;
     case ARCHIVE_FILTER_GZIP: f->compression = "gzip"; break;
@@ -684,6 +686,12 @@ int shard_file_seek(ShardFile *f, uint64_t i)
     f->indexed = 1;
     f->next_index = i;
     return 0;
+}
+
+int shard_file_in_map(const ShardFile *f, const void *p, uint64_t n)
+{
+    const unsigned char *q = p;
+    return f->map && q >= f->map && n <= f->size && (uint64_t)(q - f->map) <= f->size - n;
 }
 
 int64_t shard_file_count(const ShardFile *f)

@@ -69,4 +69,9 @@ SHARD_HIDDEN void shard_afile_abort(ShardAtomicFile *f);
 SHARD_HIDDEN int shard_file_digests(const char *path, char *md5, char *sha256, uint64_t *size,
                                     char *err);
 
+/* Whether n bytes at p lie in the mapping of a local shard opened as f, so that they stay
+ * valid as long as f is open (shard/file.h views otherwise last until the next call). */
+struct ShardFile;
+SHARD_HIDDEN int shard_file_in_map(const struct ShardFile *f, const void *p, uint64_t n);
+
 #endif /* SHARD_INTERNAL_H */

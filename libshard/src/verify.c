@@ -192,7 +192,6 @@ int shard_verify(const char *url, const ShardVerifySettings *s, ShardVerifyResul
     ShardFileSettings fs;
     shard_file_default_settings(&fs);
     fs.load_index = 0;
-    fs.lowercase = 0;
     ShardFile *f;
     ShardError ferr;
     int rc = shard_file_open(&f, url, &fs, &ferr);
@@ -260,7 +259,7 @@ int shard_verify(const char *url, const ShardVerifySettings *s, ShardVerifyResul
                         const ShardIndexEntry *e = &idx.entries[k];
                         const ShardFieldView *fv = &v->fields[k - a];
                         if (e->offset != fv->offset || e->size != fv->size ||
-                            strcmp(e->ext, fv->name) || (e->name && strcmp(e->name, fv->member))) {
+                            strcasecmp(e->ext, fv->name) || (e->name && strcmp(e->name, fv->member))) {
                             defect(&c, "%s: line %llu: '%s %llu %llu %s', the shard has member '%s' "
                                        "with data at offset %llu, size %llu",
                                    ipath, (unsigned long long)i + 2, e->ext,
@@ -288,6 +287,13 @@ int shard_verify(const char *url, const ShardVerifySettings *s, ShardVerifyResul
     if (rc != 0 && rc != SHARD_EOS && !full(&c))
         defect(&c, "%s", shard_file_error(f));
     r->tarsize = tar_end ? tar_end + 1024 : 0;
+    /* A plain tar cut right after a member reads as complete: only the missing
+     * end-of-archive blocks tell. */
+    if (rc == SHARD_EOS && map && !strcmp(shard_file_compression(f), "none") && tar_end &&
+        size < tar_end + 1024)
+        defect(&c, "%s: offset %llu: the file ends without the tar's end-of-archive blocks "
+                   "(truncated at a member boundary?)",
+               url, (unsigned long long)size);
     if (rc == SHARD_EOS && have_idx && r->samples < idx.nsamples)
         defect(&c, "%s: the index lists %llu samples, the shard has %llu", ipath,
                (unsigned long long)idx.nsamples, (unsigned long long)r->samples);

@@ -9,6 +9,7 @@
  *   image.h     image identification and checks
  *   file.h      reading one shard: samples in order or by index; shard lists
  *   verify.h    checking shards; indexing shards made elsewhere
+ *   reader.h    the streaming reader: epoch plans, shuffling, rank/worker split, resume
  */
 #ifndef SHARD_SHARD_H
 #define SHARD_SHARD_H
@@ -18,6 +19,7 @@
 #include "image.h"
 #include "manifest.h"
 #include "names.h"
+#include "reader.h"
 #include "shard/version.h"
 #include "verify.h"
 #include "writer.h"

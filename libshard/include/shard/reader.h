@@ -1,0 +1,169 @@
+/*
+ * libshard — the streaming reader: a shard list in, an endless, well-mixed, correctly
+ * partitioned stream of samples out, for one consumer of a distributed training job.
+ *
+ * An epoch's plan (shard shuffle, split by rank, then by worker) depends only on the seed
+ * and the epoch, so every consumer computes the same plan on its own. A consumer reads
+ * several of its shards at once, interleaves them sample by sample, and mixes them through
+ * a shuffle buffer. The sequence it yields is a pure function of (seed, epoch, rank, world
+ * size, worker, worker count) and the data, whatever the thread timing, and its state is
+ * two numbers (epoch, position) from which a new reader continues the same sequence.
+ *
+ * Threads: one fetch thread per stream reads shards ahead into bounded queues; everything
+ * else runs on the thread that calls shard_reader_next. Memory is bounded by the settings:
+ * (streams x queue_depth + shuffle_buffer) samples.
+ */
+#ifndef SHARD_READER_H
+#define SHARD_READER_H
+
+#include "common.h"
+#include "file.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** How an epoch's samples are split between consumers. */
+typedef enum ShardMode {
+    /** Each sample of the epoch goes to exactly one consumer; counts differ by at most one
+     *  sample between consumers when sample counts are known. */
+    SHARD_MODE_EXACT = 0,
+    /** Every rank gets the same number of samples (needs sample counts): the remainder is
+     *  dropped, or padded by repeating samples from the start of the epoch (pad). */
+    SHARD_MODE_EQUAL = 1,
+    /** Shards drawn with replacement, endless or epoch_samples long per consumer. */
+    SHARD_MODE_RESAMPLED = 2,
+} ShardMode;
+
+/** Where a sample count comes from. */
+#define SHARD_COUNT_UNKNOWN UINT64_MAX
+
+/** A run of consecutive samples of one shard, as an epoch plan lists them. */
+typedef struct ShardSegment {
+    uint32_t shard;  /**< index into the shard list */
+    uint64_t first;  /**< first sample */
+    uint64_t count;  /**< samples, SHARD_COUNT_UNKNOWN for "to the end of the shard" */
+} ShardSegment;
+
+typedef struct ShardReaderSettings {
+    /** Shard list specs: paths, brace patterns, manifests, "pipe:" urls, in order; they are
+     *  expanded and concatenated. Borrowed for shard_reader_open (copied). */
+    const char *const *urls;
+    size_t nurls;
+    uint64_t seed;     /**< seed of every random choice */
+    int have_seed;     /**< 0: a fresh random seed (shard_reader_seed tells it) (default 0) */
+    uint64_t epoch;    /**< the epoch to start at (default 0) */
+    int rank;          /**< -1: from $RANK, else 0 (default -1) */
+    int world_size;    /**< -1: from $WORLD_SIZE, else 1 (default -1) */
+    int worker;        /**< this consumer's worker within its rank (default 0) */
+    int num_workers;   /**< workers per rank (default 1) */
+    ShardMode mode;    /**< default SHARD_MODE_EXACT */
+    int pad;           /**< equal mode: pad the remainder instead of dropping it (default 0) */
+    uint64_t epoch_samples; /**< resampled mode: samples per consumer and epoch, 0 endless */
+    int shuffle_shards;     /**< shuffle the shard order each epoch (default 1) */
+    size_t shuffle_buffer;  /**< sample shuffle buffer size, 0 for none (default 0) */
+    size_t shuffle_initial; /**< samples in the buffer before the first is yielded;
+                                 0 for the whole buffer (default 0) */
+    size_t streams;         /**< shards read at once and interleaved (default 4) */
+    size_t queue_depth;     /**< samples read ahead per stream (default 64) */
+    int skip_errors;        /**< 0: fail on the first bad shard or member; 1: skip, count and
+                                 keep the first errors for a report (default 0) */
+} ShardReaderSettings;
+
+typedef struct ShardReaderStats {
+    uint64_t samples;        /**< samples yielded */
+    uint64_t bytes;          /**< member bytes yielded */
+    uint64_t shards_opened;  /**< shard opens by the fetch threads */
+    double wait_seconds;     /**< time shard_reader_next waited for data from the fetch threads */
+    uint64_t skipped_shards; /**< shards (or their rest) skipped after an error */
+    uint64_t skipped_samples;/**< samples known to be lost with them, when counts are known */
+    uint64_t errors;         /**< errors seen (skip_errors) */
+} ShardReaderStats;
+
+typedef struct ShardReader ShardReader;
+
+/** Fills s with the defaults written beside each field. */
+SHARD_API void shard_reader_default_settings(ShardReaderSettings *s);
+
+/**
+ * Expands the shard list, reads sample counts (manifests, or the .idx headers of local
+ * shards), and starts the fetch threads on the first epoch.
+ * @param out receives the reader, owned by the caller (shard_reader_free); NULL on failure
+ * @param err optional; what failed and where
+ */
+SHARD_API int shard_reader_open(ShardReader **out, const ShardReaderSettings *s, ShardError *err);
+
+/**
+ * The next sample of this consumer's stream.
+ * @param key, url receive the sample's key and shard (borrowed, valid until the next call)
+ * @param fields, nfields receive its fields (borrowed, valid until the next call)
+ * @return 0; SHARD_EOS at the end of the epoch (call shard_reader_set_epoch to go on); or
+ *         an error (shard_reader_error says which shard, offset and member)
+ */
+SHARD_API int shard_reader_next(ShardReader *r, const char **key, const char **url,
+                                const ShardFieldView **fields, size_t *nfields);
+
+/** Starts epoch e from its beginning (threads and buffers are kept). */
+SHARD_API int shard_reader_set_epoch(ShardReader *r, uint64_t e);
+
+/**
+ * The reader's state: "v1:EPOCH:POSITION:SEED" in hex-free decimal, at most 80 bytes.
+ * @param buf receives the NUL-terminated state; caller-owned, size bytes
+ */
+SHARD_API int shard_reader_state(const ShardReader *r, char *buf, size_t size);
+
+/**
+ * Continues from a state taken by shard_reader_state on a reader with the same settings:
+ * the samples it yields next are exactly those the other reader would have yielded next.
+ * Skipped samples are not read where an index allows seeking.
+ * @return 0; SHARD_ERR_INVALID for a malformed state or one taken with another seed
+ */
+SHARD_API int shard_reader_restore(ShardReader *r, const char *state);
+
+/** @return the seed in use (the given one or the fresh random one) */
+SHARD_API uint64_t shard_reader_seed(const ShardReader *r);
+
+/** @return the number of samples this consumer gets per epoch, -1 if unknown (no counts,
+ *  or endless resampling) */
+SHARD_API int64_t shard_reader_epoch_length(const ShardReader *r);
+
+/** Fills st with the counters so far. */
+SHARD_API void shard_reader_stats(const ShardReader *r, ShardReaderStats *st);
+
+/**
+ * The errors kept in skip mode, oldest first: i from 0; NULL past the last (at most 16 kept).
+ */
+SHARD_API const char *shard_reader_kept_error(const ShardReader *r, size_t i);
+
+/** @return the message of the last failure (borrowed), "" if none */
+SHARD_API const char *shard_reader_error(const ShardReader *r);
+
+/** Stops the threads, frees the reader and sets *r to NULL; accepts NULL. */
+SHARD_API void shard_reader_free(ShardReader **r);
+
+/** The inputs of an epoch plan (shard_epoch_plan). */
+typedef struct ShardPlanSettings {
+    uint64_t seed, epoch;
+    int rank, world_size, worker, num_workers;
+    ShardMode mode; /**< EXACT or EQUAL (resampled epochs are drawn, not planned) */
+    int pad;
+    int shuffle_shards;
+} ShardPlanSettings;
+
+/**
+ * Plans one consumer's epoch: the segments of shards it reads, in order. Pure: every
+ * consumer computes its own part of the same plan.
+ * @param counts samples per shard (SHARD_COUNT_UNKNOWN allowed in exact mode only: then
+ *        whole shards are dealt round-robin); borrowed
+ * @param out receives a malloc'd array of *nseg segments, owned by the caller (free)
+ * @return 0, SHARD_ERR_INVALID (bad rank/worker) or SHARD_ERR_UNSUPPORTED (equal mode
+ *         without counts)
+ */
+SHARD_API int shard_epoch_plan(const uint64_t *counts, size_t nshards, const ShardPlanSettings *p,
+                               ShardSegment **out, size_t *nseg);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SHARD_READER_H */

@@ -1,0 +1,156 @@
+/*
+ * Epoch plans. The epoch's sample sequence is the concatenation of the shards in a shuffled
+ * order that depends only on (seed, epoch). Consumers are numbered rank-major
+ * (c = rank * num_workers + worker) and each takes a contiguous range of that sequence:
+ * in exact mode the ranges partition it (sizes differ by at most one sample per rank, then
+ * per worker); in equal mode every rank's range has the same size (the remainder dropped,
+ * or padded by wrapping around to the start). A range is cut at shard boundaries into
+ * segments, so a consumer opens few shards and starts mid-shard at most at both ends.
+ * Without sample counts (exact mode only) whole shards are dealt round-robin instead.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "rng.h"
+#include "shard/reader.h"
+
+typedef struct SegList {
+    ShardSegment *v;
+    size_t n, cap;
+} SegList;
+
+static int push(SegList *l, uint32_t shard, uint64_t first, uint64_t count)
+{
+    if (count == 0)
+        return 0;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 16;
+        ShardSegment *p = realloc(l->v, cap * sizeof *p);
+        if (!p)
+            return SHARD_ERR_NOMEM;
+        l->v = p;
+        l->cap = cap;
+    }
+    l->v[l->n++] = (ShardSegment){shard, first, count};
+    return 0;
+}
+
+static uint32_t *shard_order(size_t n, const ShardPlanSettings *p)
+{
+    uint32_t *order = malloc((n ? n : 1) * sizeof *order);
+    if (!order)
+        return NULL;
+    for (size_t i = 0; i < n; i++)
+        order[i] = (uint32_t)i;
+    if (p->shuffle_shards) {
+        ShardRng r;
+        shard_rng_init(&r, p->seed, SHARD_RNG_SHARDS, p->epoch, 0, 0);
+        for (size_t i = n; i > 1; i--) {
+            size_t j = (size_t)shard_rng_below(&r, i);
+            uint32_t t = order[i - 1];
+            order[i - 1] = order[j];
+            order[j] = t;
+        }
+    }
+    return order;
+}
+
+/* Appends the segments covering [a, b) of the sequence with prefix sums pre[]. */
+static int cover(SegList *l, const uint32_t *order, const uint64_t *pre, size_t n, uint64_t a,
+                 uint64_t b)
+{
+    if (a >= b)
+        return 0;
+    size_t lo = 0, hi = n; /* last i with pre[i] <= a */
+    while (hi - lo > 1) {
+        size_t mid = (lo + hi) / 2;
+        if (pre[mid] <= a)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    for (size_t i = lo; i < n && pre[i] < b; i++) {
+        uint64_t s = a > pre[i] ? a : pre[i];
+        uint64_t e = b < pre[i + 1] ? b : pre[i + 1];
+        int rc = push(l, order[i], s - pre[i], e > s ? e - s : 0);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+/* The part [lo, hi) of [0, total) that piece k of m gets, sizes differing by at most one. */
+static void split(uint64_t total, uint64_t m, uint64_t k, uint64_t *lo, uint64_t *hi)
+{
+    uint64_t q = total / m, r = total % m;
+    *lo = k * q + (k < r ? k : r);
+    *hi = *lo + q + (k < r);
+}
+
+int shard_epoch_plan(const uint64_t *counts, size_t n, const ShardPlanSettings *p,
+                     ShardSegment **out, size_t *nseg)
+{
+    *out = NULL;
+    *nseg = 0;
+    if (p->world_size < 1 || p->rank < 0 || p->rank >= p->world_size || p->num_workers < 1 ||
+        p->worker < 0 || p->worker >= p->num_workers || n > UINT32_MAX ||
+        (p->mode != SHARD_MODE_EXACT && p->mode != SHARD_MODE_EQUAL))
+        return SHARD_ERR_INVALID;
+    int known = 1;
+    for (size_t i = 0; i < n; i++)
+        if (counts[i] == SHARD_COUNT_UNKNOWN)
+            known = 0;
+    if (!known && p->mode == SHARD_MODE_EQUAL)
+        return SHARD_ERR_UNSUPPORTED;
+    uint32_t *order = shard_order(n, p);
+    if (!order)
+        return SHARD_ERR_NOMEM;
+    SegList l = {0};
+    int rc = 0;
+    uint64_t consumers = (uint64_t)p->world_size * (uint64_t)p->num_workers;
+    uint64_t me = (uint64_t)p->rank * (uint64_t)p->num_workers + (uint64_t)p->worker;
+    if (!known) {
+        for (size_t i = me; i < n && !rc; i += consumers)
+            rc = push(&l, order[i], 0, SHARD_COUNT_UNKNOWN);
+    } else {
+        uint64_t *pre = malloc((n + 1) * sizeof *pre);
+        if (!pre) {
+            free(order);
+            return SHARD_ERR_NOMEM;
+        }
+        pre[0] = 0;
+        for (size_t i = 0; i < n; i++)
+            pre[i + 1] = pre[i] + counts[order[i]];
+        uint64_t total = pre[n];
+        uint64_t rlo, rhi;
+        if (p->mode == SHARD_MODE_EXACT) {
+            split(total, (uint64_t)p->world_size, (uint64_t)p->rank, &rlo, &rhi);
+        } else {
+            uint64_t per = total / (uint64_t)p->world_size;
+            if (p->pad && total % (uint64_t)p->world_size)
+                per++;
+            rlo = (uint64_t)p->rank * per;
+            rhi = rlo + per;
+        }
+        uint64_t wlo, whi;
+        split(rhi - rlo, (uint64_t)p->num_workers, (uint64_t)p->worker, &wlo, &whi);
+        uint64_t a = rlo + wlo, b = rlo + whi;
+        /* Padding wraps around to the start of the epoch's sequence. */
+        while (!rc && a < b && total) {
+            uint64_t sa = a % total, len = b - a;
+            uint64_t take = len < total - sa ? len : total - sa;
+            rc = cover(&l, order, pre, n, sa, sa + take);
+            a += take;
+        }
+        free(pre);
+    }
+    free(order);
+    if (rc) {
+        free(l.v);
+        return rc;
+    }
+    *out = l.v;
+    *nseg = l.n;
+    return 0;
+}
