@@ -31,6 +31,13 @@ static void usage(FILE *f)
           "                                with --decode every JPEG decodes\n"
           "  index SHARD...                write SHARD's .idx (DALI v1.2) for shards made elsewhere\n"
           "  extract SHARD... -C DIR       extract sample members into DIR, safely\n"
+          "  stream URLS [--shuffle N[:INITIAL]] [--seed S] [--epoch E] [--rank R --world-size W]\n"
+          "         [--worker I --workers N] [--mode exact|equal|resampled] [--pad]\n"
+          "         [--epoch-samples N] [--streams N] [--skip-errors] [--samples N]\n"
+          "         [--state STATE] [--json] [--stats]\n"
+          "                                the streaming reader's samples, one line each (key, url);\n"
+          "                                with --samples N it stops after N and prints the state\n"
+          "                                to resume from on stderr\n"
           "\n"
           "SHARD is a path, a brace pattern (train-{000000..000099}.tar), a manifest (.json)\n"
           "or pipe:COMMAND. Exit status: 0 success, 1 a defect or failure, 2 bad usage.\n",
@@ -511,6 +518,82 @@ static int cmd_extract(Targets *t, const char *dir)
     return status;
 }
 
+/* ---- stream -------------------------------------------------------------------------- */
+
+typedef struct StreamOpts {
+    ShardReaderSettings s;
+    uint64_t samples;
+    int have_samples;
+    const char *state;
+    int json;
+    int stats;
+} StreamOpts;
+
+static int cmd_stream(StreamOpts *o, char **args, int nargs)
+{
+    o->s.urls = (const char *const *)args;
+    o->s.nurls = (size_t)nargs;
+    ShardReader *r;
+    ShardError err;
+    if (shard_reader_open(&r, &o->s, &err)) {
+        fprintf(stderr, "shardcat: %s\n", err.message);
+        return 1;
+    }
+    if (!o->s.have_seed)
+        fprintf(stderr, "shardcat: seed %llu (random; pass --seed to repeat this order)\n",
+                (unsigned long long)shard_reader_seed(r));
+    if (o->state && shard_reader_restore(r, o->state)) {
+        fprintf(stderr, "shardcat: %s\n", shard_reader_error(r));
+        shard_reader_free(&r);
+        return 1;
+    }
+    int status = 0, rc = 0;
+    uint64_t n = 0;
+    const char *key, *url;
+    const ShardFieldView *fields;
+    size_t nfields;
+    while ((!o->have_samples || n < o->samples) &&
+           (rc = shard_reader_next(r, &key, &url, &fields, &nfields)) == 0) {
+        if (o->json) {
+            json_t *j = json_object();
+            json_object_set_new(j, "__key__", json_string(key));
+            json_object_set_new(j, "__url__", json_string(url));
+            char *line = json_dumps(j, JSON_COMPACT);
+            if (line)
+                puts(line);
+            free(line);
+            json_decref(j);
+        } else {
+            printf("%s\t%s\n", key, url);
+        }
+        n++;
+    }
+    fflush(stdout);
+    if (rc && rc != SHARD_EOS) {
+        fprintf(stderr, "shardcat: %s\n", shard_reader_error(r));
+        status = 1;
+    }
+    if (o->have_samples) {
+        char state[128];
+        shard_reader_state(r, state, sizeof state);
+        fprintf(stderr, "state: %s\n", state);
+    }
+    for (size_t i = 0; shard_reader_kept_error(r, i); i++)
+        fprintf(stderr, "shardcat: skipped: %s\n", shard_reader_kept_error(r, i));
+    if (o->stats) {
+        ShardReaderStats st;
+        shard_reader_stats(r, &st);
+        fprintf(stderr,
+                "shardcat: %llu samples, %llu bytes, %llu shard opens, %.3f s waiting for data, "
+                "%llu errors skipped (%llu shards, %llu samples lost)\n",
+                (unsigned long long)st.samples, (unsigned long long)st.bytes,
+                (unsigned long long)st.shards_opened, st.wait_seconds, (unsigned long long)st.errors,
+                (unsigned long long)st.skipped_shards, (unsigned long long)st.skipped_samples);
+    }
+    shard_reader_free(&r);
+    return status;
+}
+
 /* ---- main ---------------------------------------------------------------------------- */
 
 int main(int argc, char **argv)
@@ -522,25 +605,116 @@ int main(int argc, char **argv)
         return usage(stdout), 0;
     int json = 0, decode = 0;
     const char *dir = NULL;
+    StreamOpts so;
+    memset(&so, 0, sizeof so);
+    shard_reader_default_settings(&so.s);
+    int stream_opt = 0;
+    enum { O_SHUFFLE = 256, O_SEED, O_EPOCH, O_RANK, O_WORLD, O_WORKER, O_WORKERS, O_MODE, O_PAD,
+           O_EPOCH_SAMPLES, O_STREAMS, O_SKIP, O_SAMPLES, O_STATE, O_STATS };
     static const struct option longopts[] = {
-        {"json", no_argument, NULL, 'J'}, {"decode", no_argument, NULL, 'D'},
-        {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
+        {"json", no_argument, NULL, 'J'},         {"decode", no_argument, NULL, 'D'},
+        {"help", no_argument, NULL, 'h'},         {"shuffle", required_argument, NULL, O_SHUFFLE},
+        {"seed", required_argument, NULL, O_SEED}, {"epoch", required_argument, NULL, O_EPOCH},
+        {"rank", required_argument, NULL, O_RANK}, {"world-size", required_argument, NULL, O_WORLD},
+        {"worker", required_argument, NULL, O_WORKER}, {"workers", required_argument, NULL, O_WORKERS},
+        {"mode", required_argument, NULL, O_MODE}, {"pad", no_argument, NULL, O_PAD},
+        {"epoch-samples", required_argument, NULL, O_EPOCH_SAMPLES},
+        {"streams", required_argument, NULL, O_STREAMS}, {"skip-errors", no_argument, NULL, O_SKIP},
+        {"samples", required_argument, NULL, O_SAMPLES}, {"state", required_argument, NULL, O_STATE},
+        {"stats", no_argument, NULL, O_STATS},     {NULL, 0, NULL, 0},
     };
     optind = 2;
     int c;
+    uint64_t v;
     while ((c = getopt_long(argc, argv, "C:h", longopts, NULL)) != -1) {
+        if (c >= O_SHUFFLE)
+            stream_opt = 1;
         switch (c) {
         case 'J': json = 1; break;
         case 'D': decode = 1; break;
         case 'C': dir = optarg; break;
         case 'h': usage(stdout); return 0;
+        case O_SHUFFLE: {
+            char *colon = strchr(optarg, ':');
+            if (colon)
+                *colon = 0;
+            if (cli_parse_u64(optarg, &v))
+                return die_usage("--shuffle wants N or N:INITIAL");
+            so.s.shuffle_buffer = (size_t)v;
+            if (colon) {
+                if (cli_parse_u64(colon + 1, &v))
+                    return die_usage("--shuffle wants N or N:INITIAL");
+                so.s.shuffle_initial = (size_t)v;
+            }
+            break;
+        }
+        case O_SEED:
+            if (cli_parse_u64(optarg, &so.s.seed))
+                return die_usage("--seed wants a whole number");
+            so.s.have_seed = 1;
+            break;
+        case O_EPOCH:
+            if (cli_parse_u64(optarg, &so.s.epoch))
+                return die_usage("--epoch wants a whole number");
+            break;
+        case O_RANK:
+        case O_WORLD:
+        case O_WORKER:
+        case O_WORKERS:
+        case O_STREAMS:
+            if (cli_parse_u64(optarg, &v) || v > (1u << 30))
+                return die_usage("rank, world size, worker, workers and streams want whole numbers");
+            if (c == O_RANK)
+                so.s.rank = (int)v;
+            else if (c == O_WORLD)
+                so.s.world_size = (int)v;
+            else if (c == O_WORKER)
+                so.s.worker = (int)v;
+            else if (c == O_WORKERS)
+                so.s.num_workers = (int)v;
+            else
+                so.s.streams = (size_t)v;
+            break;
+        case O_MODE:
+            if (!strcmp(optarg, "exact"))
+                so.s.mode = SHARD_MODE_EXACT;
+            else if (!strcmp(optarg, "equal"))
+                so.s.mode = SHARD_MODE_EQUAL;
+            else if (!strcmp(optarg, "resampled"))
+                so.s.mode = SHARD_MODE_RESAMPLED;
+            else
+                return die_usage("--mode wants exact, equal or resampled");
+            break;
+        case O_PAD: so.s.pad = 1; break;
+        case O_EPOCH_SAMPLES:
+            if (cli_parse_u64(optarg, &so.s.epoch_samples))
+                return die_usage("--epoch-samples wants a whole number");
+            break;
+        case O_SKIP: so.s.skip_errors = 1; break;
+        case O_SAMPLES:
+            if (cli_parse_u64(optarg, &so.samples))
+                return die_usage("--samples wants a whole number");
+            so.have_samples = 1;
+            break;
+        case O_STATE: so.state = optarg; break;
+        case O_STATS: so.stats = 1; break;
         default: return die_usage("unknown option");
         }
     }
     char **args = argv + optind;
     int nargs = argc - optind;
+    if (stream_opt && strcmp(cmd, "stream"))
+        return die_usage("that option goes with stream");
+    if (!strcmp(cmd, "stream")) {
+        if (nargs < 1)
+            return die_usage("no shards given");
+        if (decode || dir)
+            return die_usage("--decode and -C do not go with stream");
+        so.json = json;
+        return cmd_stream(&so, args, nargs);
+    }
     if (json && strcmp(cmd, "ls") && strcmp(cmd, "info"))
-        return die_usage("--json goes with ls and info");
+        return die_usage("--json goes with ls, info and stream");
     if (decode && strcmp(cmd, "verify"))
         return die_usage("--decode goes with verify");
     if (dir && strcmp(cmd, "extract"))

@@ -696,10 +696,10 @@ static Item *pull_sim(ShardReader *r, int *rc)
 static int load_buffer(ShardReader *r)
 {
     for (size_t i = 0; i < r->nbuf; i++) {
-        Item *id = r->buf[i];
-        if (id->block)
+        if (r->buf[i]->block)
             continue;
-        const char *url = r->urls[id->shard];
+        uint32_t shard = r->buf[i]->shard; /* buf[i] is replaced (freed) below */
+        const char *url = r->urls[shard];
         ShardFile *f;
         ShardError err;
         if (shard_file_open(&f, url, NULL, &err))
@@ -708,7 +708,7 @@ static int load_buffer(ShardReader *r)
         /* Every identity of this shard in one pass, in buffer order. */
         for (size_t j = i; j < r->nbuf; j++) {
             Item *x = r->buf[j];
-            if (x->block || x->shard != id->shard)
+            if (x->block || x->shard != shard)
                 continue;
             const ShardSampleView *v = NULL;
             int rc = shard_file_seek(f, x->index);
