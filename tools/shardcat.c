@@ -142,6 +142,38 @@ static ShardFile *open_shard(const char *url, const ShardFileSettings *s)
     return f;
 }
 
+/* A JSON string of s; bytes that are not UTF-8 become U+FFFD, as JSON cannot hold them
+ * (shardcat cat still gives the member's exact bytes). */
+static json_t *json_text(const char *s)
+{
+    size_t n = strlen(s);
+    if (shard_utf8_valid(s, n))
+        return json_string(s);
+    char *out = malloc(3 * n + 1);
+    if (!out)
+        return NULL;
+    size_t o = 0;
+    for (size_t i = 0; i < n;) {
+        size_t len = 1;
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0xc0)
+            len = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
+        if (i + len <= n && shard_utf8_valid(s + i, len)) {
+            memcpy(out + o, s + i, len);
+            o += len;
+            i += len;
+        } else {
+            memcpy(out + o, "\xef\xbf\xbd", 3);
+            o += 3;
+            i++;
+        }
+    }
+    out[o] = 0;
+    json_t *j = json_string(out);
+    free(out);
+    return j;
+}
+
 /* ---- ls ------------------------------------------------------------------------------ */
 
 static int cmd_ls(Targets *t, int json)
@@ -161,11 +193,14 @@ static int cmd_ls(Targets *t, int json)
         while ((rc = shard_file_next(f, &v)) == 0) {
             if (json) {
                 json_t *o = json_object(), *fields = json_object();
-                json_object_set_new(o, "__key__", json_string(v->key));
-                json_object_set_new(o, "__url__", json_string(v->url));
-                for (size_t k = 0; k < v->nfields; k++)
-                    json_object_set_new(fields, v->fields[k].name,
+                json_object_set_new(o, "__key__", json_text(v->key));
+                json_object_set_new(o, "__url__", json_text(v->url));
+                for (size_t k = 0; k < v->nfields; k++) {
+                    json_t *name = json_text(v->fields[k].name);
+                    json_object_set_new(fields, json_string_value(name),
                                         json_integer((json_int_t)v->fields[k].size));
+                    json_decref(name);
+                }
                 json_object_set_new(o, "fields", fields);
                 char *line = json_dumps(o, JSON_COMPACT);
                 if (line)
@@ -257,8 +292,11 @@ static int cmd_info(Targets *t, int json)
             members += v->nfields;
             for (size_t k = 0; k < v->nfields; k++) {
                 const ShardFieldView *fv = &v->fields[k];
-                json_t *c = json_object_get(hist, fv->name);
-                json_object_set_new(hist, fv->name, json_integer(c ? json_integer_value(c) + 1 : 1));
+                json_t *name = json_text(fv->name);
+                json_t *c = json_object_get(hist, json_string_value(name));
+                json_object_set_new(hist, json_string_value(name),
+                                    json_integer(c ? json_integer_value(c) + 1 : 1));
+                json_decref(name);
                 payload += fv->size;
                 tarsize = fv->offset + ((fv->size + 511) & ~(uint64_t)511) + 1024;
             }
@@ -273,14 +311,14 @@ static int cmd_info(Targets *t, int json)
         char *ipath = shard_index_path(url);
         int has_index = ipath && access(ipath, F_OK) == 0;
         json_t *o = json_object();
-        json_object_set_new(o, "url", json_string(url));
+        json_object_set_new(o, "url", json_text(url));
         json_object_set_new(o, "samples", json_integer((json_int_t)samples));
         json_object_set_new(o, "members", json_integer((json_int_t)members));
         json_object_set_new(o, "payload_bytes", json_integer((json_int_t)payload));
         json_object_set_new(o, "tar_bytes", json_integer((json_int_t)tarsize));
         json_object_set_new(o, "file_bytes", json_integer((json_int_t)shard_file_size(f)));
         json_object_set_new(o, "compression", json_string(shard_file_compression(f)));
-        json_object_set_new(o, "index", has_index ? json_string(ipath) : json_null());
+        json_object_set_new(o, "index", has_index ? json_text(ipath) : json_null());
         json_object_set_new(o, "index_samples", json_integer((json_int_t)shard_file_count(f)));
         json_object_set_new(o, "fields", hist);
         if (json) {
@@ -556,8 +594,8 @@ static int cmd_stream(StreamOpts *o, char **args, int nargs)
            (rc = shard_reader_next(r, &key, &url, &fields, &nfields)) == 0) {
         if (o->json) {
             json_t *j = json_object();
-            json_object_set_new(j, "__key__", json_string(key));
-            json_object_set_new(j, "__url__", json_string(url));
+            json_object_set_new(j, "__key__", json_text(key));
+            json_object_set_new(j, "__url__", json_text(url));
             char *line = json_dumps(j, JSON_COMPACT);
             if (line)
                 puts(line);

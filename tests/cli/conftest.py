@@ -1,7 +1,8 @@
-"""Shared fixtures and helpers for the shardpack CLI tests.
+"""Shared fixtures and helpers for the shardpack and shardcat CLI tests.
 
 Run with Debian's interpreter:  /usr/bin/python3 -m pytest tests/cli -q
-The tool is found through $SHARDPACK (default: build/tools/shardpack under the repo root).
+The tools are found through $SHARDPACK and $SHARDCAT (default: build/tools/shardpack and
+build/tools/shardcat under the repo root).
 Everything is real: shardpack, GNU tar, bsdtar, Python's tarfile and the zstd CLI.
 """
 import hashlib
@@ -32,16 +33,20 @@ BASE_ENV["LC_ALL"] = "C.UTF-8"
 # ---- locating the tool ----------------------------------------------------------------
 
 
-def _shardpack_path():
-    p = os.environ.get("SHARDPACK")
-    path = Path(p).resolve() if p else REPO / "build" / "tools" / "shardpack"
+def _tool_path(var, name):
+    p = os.environ.get(var)
+    path = Path(p).resolve() if p else REPO / "build" / "tools" / name
     # Another engineer may be rebuilding the tree: give the binary a moment to reappear.
     deadline = time.monotonic() + 120
     while not (path.is_file() and os.access(path, os.X_OK)):
         if time.monotonic() > deadline:
-            pytest.fail(f"shardpack not found at {path} (set SHARDPACK or build the project)")
+            pytest.fail(f"{name} not found at {path} (set {var} or build the project)")
         time.sleep(2)
     return path
+
+
+def _shardpack_path():
+    return _tool_path("SHARDPACK", "shardpack")
 
 
 @pytest.fixture(scope="session")
@@ -49,8 +54,14 @@ def shardpack():
     return _shardpack_path()
 
 
+@pytest.fixture(scope="session")
+def shardcat():
+    """The shardcat binary: $SHARDCAT, default build/tools/shardcat."""
+    return _tool_path("SHARDCAT", "shardcat")
+
+
 class Runner:
-    """Runs shardpack; returns CompletedProcess with text stdout/stderr."""
+    """Runs a tool (shardpack or shardcat); returns CompletedProcess with text stdout/stderr."""
 
     def __init__(self, exe):
         self.exe = str(exe)
@@ -70,6 +81,12 @@ class Runner:
 @pytest.fixture(scope="session")
 def run_sp(shardpack):
     return Runner(shardpack)
+
+
+@pytest.fixture(scope="session")
+def run_sc(shardcat):
+    """Runs shardcat (same interface as run_sp)."""
+    return Runner(shardcat)
 
 
 def out_text(cp):
