@@ -191,6 +191,14 @@ static Item *item_from_view(const ShardSampleView *v, uint32_t shard, FileRef *r
     memcpy(p, v->key, k);
     it->key = p;
     if (views) {
+        /* Fault the viewed pages in here, on the fetch thread, rather than on the consumer's
+         * thread later, where the shuffle buffer makes the order random. */
+        unsigned acc = 0;
+        for (size_t i = 0; i < v->nfields; i++)
+            if (viewable(v, i, ref))
+                for (uint64_t off = 0; off < v->fields[i].size; off += 4096)
+                    acc += ((const volatile unsigned char *)v->fields[i].data)[off];
+        (void)acc;
         atomic_fetch_add(&ref->refs, 1);
         it->ref = ref;
     }

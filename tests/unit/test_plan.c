@@ -1,0 +1,118 @@
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <shard/reader.h>
+
+/* Marks every sample each consumer's plan covers; returns per-rank counts in per_rank. */
+static void cover_all(const uint64_t *counts, size_t n, ShardMode mode, int pad, int world,
+                      int workers, uint64_t epoch, unsigned *seen, uint64_t *per_rank)
+{
+    uint64_t *base = malloc((n + 1) * sizeof *base);
+    base[0] = 0;
+    for (size_t i = 0; i < n; i++)
+        base[i + 1] = base[i] + counts[i];
+    for (int r = 0; r < world; r++) {
+        per_rank[r] = 0;
+        for (int w = 0; w < workers; w++) {
+            ShardPlanSettings p = {42, epoch, r, world, w, workers, mode, pad, 1};
+            ShardSegment *segs;
+            size_t nseg;
+            cr_assert_eq(shard_epoch_plan(counts, n, &p, &segs, &nseg), 0);
+            for (size_t k = 0; k < nseg; k++) {
+                cr_assert_lt(segs[k].shard, n);
+                cr_assert_leq(segs[k].first + segs[k].count, counts[segs[k].shard]);
+                for (uint64_t j = 0; j < segs[k].count; j++)
+                    seen[base[segs[k].shard] + segs[k].first + j]++;
+                per_rank[r] += segs[k].count;
+            }
+            free(segs);
+        }
+    }
+    free(base);
+}
+
+Test(plan, exact_partitions_every_split)
+{
+    uint64_t counts[23];
+    uint64_t total = 0;
+    for (int i = 0; i < 23; i++)
+        total += counts[i] = (uint64_t)(i * 7 % 13 + (i == 5 ? 40 : 1)); /* uneven, one big */
+    unsigned *seen = calloc(total, sizeof *seen);
+    uint64_t per[8];
+    for (int world = 1; world <= 5; world++)
+        for (int workers = 1; workers <= 3; workers++) {
+            memset(seen, 0, total * sizeof *seen);
+            cover_all(counts, 23, SHARD_MODE_EXACT, 0, world, workers, 3, seen, per);
+            for (uint64_t i = 0; i < total; i++)
+                cr_assert_eq(seen[i], 1, "world %d workers %d: sample %llu seen %u times", world,
+                             workers, (unsigned long long)i, seen[i]);
+            uint64_t lo = per[0], hi = per[0];
+            for (int r = 1; r < world; r++) {
+                lo = per[r] < lo ? per[r] : lo;
+                hi = per[r] > hi ? per[r] : hi;
+            }
+            cr_assert_leq(hi - lo, 1);
+        }
+    free(seen);
+}
+
+Test(plan, equal_drops_or_pads)
+{
+    uint64_t counts[] = {10, 3, 7, 1, 9}; /* 30 samples */
+    unsigned seen[30];
+    uint64_t per[4];
+    memset(seen, 0, sizeof seen);
+    cover_all(counts, 5, SHARD_MODE_EQUAL, 0, 4, 2, 0, seen, per);
+    for (int r = 0; r < 4; r++)
+        cr_assert_eq(per[r], 7, "30 / 4 ranks, remainder dropped");
+    unsigned total = 0;
+    for (int i = 0; i < 30; i++) {
+        cr_assert_leq(seen[i], 1);
+        total += seen[i];
+    }
+    cr_assert_eq(total, 28);
+    memset(seen, 0, sizeof seen);
+    cover_all(counts, 5, SHARD_MODE_EQUAL, 1, 4, 2, 0, seen, per);
+    for (int r = 0; r < 4; r++)
+        cr_assert_eq(per[r], 8, "padded to ceil(30 / 4)");
+    total = 0;
+    for (int i = 0; i < 30; i++) {
+        cr_assert_geq(seen[i], 1, "padding repeats, never loses");
+        total += seen[i];
+    }
+    cr_assert_eq(total, 32);
+}
+
+Test(plan, epochs_reorder_and_unknown_counts_deal_shards)
+{
+    uint64_t counts[50];
+    for (int i = 0; i < 50; i++)
+        counts[i] = 4;
+    ShardPlanSettings p = {9, 0, 0, 1, 0, 1, SHARD_MODE_EXACT, 0, 1};
+    ShardSegment *a, *b;
+    size_t na, nb;
+    cr_assert_eq(shard_epoch_plan(counts, 50, &p, &a, &na), 0);
+    p.epoch = 1;
+    cr_assert_eq(shard_epoch_plan(counts, 50, &p, &b, &nb), 0);
+    cr_assert_eq(na, 50);
+    int same = 1;
+    for (size_t i = 0; i < na; i++)
+        same &= a[i].shard == b[i].shard;
+    cr_assert(!same, "another epoch, another shard order");
+    free(a);
+    free(b);
+    counts[7] = SHARD_COUNT_UNKNOWN;
+    p.mode = SHARD_MODE_EQUAL;
+    cr_assert_eq(shard_epoch_plan(counts, 50, &p, &a, &na), SHARD_ERR_UNSUPPORTED);
+    p.mode = SHARD_MODE_EXACT;
+    p.world_size = 3;
+    p.rank = 2;
+    cr_assert_eq(shard_epoch_plan(counts, 50, &p, &a, &na), 0);
+    cr_assert_eq(na, 16, "shards 2, 5, ... 47 of the shuffled order");
+    for (size_t i = 0; i < na; i++)
+        cr_assert_eq(a[i].count, SHARD_COUNT_UNKNOWN);
+    free(a);
+    p.rank = 3;
+    cr_assert_eq(shard_epoch_plan(counts, 50, &p, &a, &na), SHARD_ERR_INVALID);
+}
