@@ -5,10 +5,11 @@
 set -euo pipefail
 pkgs=(
   build-essential meson ninja-build pkg-config
-  libarchive-dev libzstd-dev libjpeg62-turbo-dev libcurl4-openssl-dev libjansson-dev libssl-dev
+  libarchive-dev libzstd-dev libjpeg62-turbo-dev libpng-dev libcurl4-openssl-dev libjansson-dev libssl-dev
   libcriterion-dev
   tar libarchive-tools zstd libjpeg-turbo-progs
-  python3 python3-pytest python3-numpy python3-pil
+  python3 python3-dev python3-pytest python3-numpy python3-pil python3-torch python3-torchvision
+  python3-mesonpy python3-venv python3-pip
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -280,11 +280,25 @@ int shard_file_open(ShardFile **out, const char *url, const ShardFileSettings *s
         return fail_open(f, err, shard_fail(f->err, SHARD_ERR_NOMEM, "out of memory"));
     archive_read_support_filter_all(f->ar);
     archive_read_support_format_tar(f->ar);
-    if (archive_read_open2(f->ar, f, NULL, read_cb, NULL, NULL) != ARCHIVE_OK)
+    if (archive_read_open2(f->ar, f, NULL, read_cb, NULL, NULL) != ARCHIVE_OK) {
+        int compressed = f->map && f->size >= 4 &&
+                         ((f->map[0] == 0x28 && f->map[1] == 0xb5 && f->map[2] == 0x2f &&
+                           f->map[3] == 0xfd) ||
+                          (f->map[0] == 0x1f && f->map[1] == 0x8b));
+        const char *why = archive_error_string(f->ar);
+        if (compressed) /* libarchive decompresses ahead: the first tar header never came */
+            return fail_open(f, err, shard_fail(f->err, SHARD_ERR_FORMAT,
+                                                "%s: offset %llu: the compressed stream %s "
+                                                "before the first tar header could be read: %s",
+                                                f->url,
+                                                (unsigned long long)(why && strstr(why, "runcated") ? f->size : 0),
+                                                why && strstr(why, "runcated") ? "ends" : "breaks",
+                                                why ? why : "damaged"));
         return fail_open(f, err, shard_fail(f->err, SHARD_ERR_FORMAT,
                                             "%s: offset 0: not a tar archive, or its first "
                                             "header is damaged: %s",
                                             f->url, archive_error_string(f->ar)));
+    }
     switch (archive_filter_code(f->ar, 0)) {
     case ARCHIVE_FILTER_NONE: f->compression = "none"; break;
     case ARCHIVE_FILTER_GZIP: f->compression = "gzip"; break;

@@ -74,4 +74,14 @@ SHARD_HIDDEN int shard_file_digests(const char *path, char *md5, char *sha256, u
 struct ShardFile;
 SHARD_HIDDEN int shard_file_in_map(const struct ShardFile *f, const void *p, uint64_t n);
 
+/* The reader handing a sample over for good (the batch loader keeps samples past the next
+ * call): *item is freed with shard_reader_item_free; *position is the sample's number in
+ * the epoch for this consumer. Same returns as shard_reader_next. */
+struct ShardReader;
+struct ShardFieldView;
+SHARD_HIDDEN int shard_reader_take(struct ShardReader *r, void **item, const char **key,
+                                   const char **url, const struct ShardFieldView **fields,
+                                   size_t *nfields, uint64_t *position);
+SHARD_HIDDEN void shard_reader_item_free(void *item);
+
 #endif /* SHARD_INTERNAL_H */

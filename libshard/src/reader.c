@@ -386,9 +386,11 @@ static int fetch_segment(ShardReader *r, Stream *st, const ShardSegment *seg, ui
     int stop = 0;
     if (rc == SHARD_EOS && count != SHARD_COUNT_UNKNOWN && got < count) {
         char msg[SHARD_ERROR_MAX];
-        snprintf(msg, sizeof msg, "%s: ends after %llu samples, %llu were expected (manifest "
-                                  "or index out of date?)",
-                 url, (unsigned long long)(first + got), (unsigned long long)(first + count));
+        snprintf(msg, sizeof msg, "%s: offset %lld: the shard ends after %llu samples, %llu "
+                                  "were expected (truncated, or the manifest or index is out of "
+                                  "date)",
+                 url, (long long)shard_file_size(f), (unsigned long long)(first + got),
+                 (unsigned long long)(first + count));
         rc = SHARD_ERR_FORMAT;
         snprintf(err.message, sizeof err.message, "%s", msg);
     } else if (rc && rc != SHARD_EOS && rc != SHARD_ERR_NOMEM) {
@@ -650,6 +652,24 @@ int shard_reader_next(ShardReader *r, const char **key, const char **url,
     return 0;
 }
 
+int shard_reader_take(ShardReader *r, void **item, const char **key, const char **url,
+                      const ShardFieldView **fields, size_t *nfields, uint64_t *position)
+{
+    *item = NULL;
+    *position = r->position;
+    int rc = shard_reader_next(r, key, url, fields, nfields);
+    if (rc == 0) {
+        *item = r->last;
+        r->last = NULL;
+    }
+    return rc;
+}
+
+void shard_reader_item_free(void *item)
+{
+    item_free(item);
+}
+
 /* ---- replay on identities -------------------------------------------------------------- */
 
 static uint64_t stream_seg_count(ShardReader *r, size_t k, size_t n, ShardSegment *seg, int *ok)
@@ -757,8 +777,9 @@ static int restore_to(ShardReader *r, uint64_t epoch, uint64_t position)
     int rc = plan_epoch(r, epoch);
     if (rc)
         return rc;
-    if (!r->counts_known) {
-        /* No counts to replay on: read and drop. */
+    if (!r->counts_known || r->s.skip_errors) {
+        /* No counts to replay on, or errors may have changed them: read and drop, which
+         * meets the same errors at the same places. */
         if ((rc = start_threads(r)))
             return rc;
         const char *k, *u;

@@ -7,16 +7,20 @@
  *   writer.h    the shard writer (tar and tar.zst, index, rotation)
  *   manifest.h  dataset manifests (wids shard-index form)
  *   image.h     image identification and checks
+ *   decode.h    decoding images into training tensors (crop, resize, flip, normalize)
  *   file.h      reading one shard: samples in order or by index; shard lists
  *   verify.h    checking shards; indexing shards made elsewhere
  *   reader.h    the streaming reader: epoch plans, shuffling, rank/worker split, resume
+ *   loader.h    batches: the reader, a decode pool and a ring of batch buffers
  */
 #ifndef SHARD_SHARD_H
 #define SHARD_SHARD_H
 
 #include "common.h"
+#include "decode.h"
 #include "file.h"
 #include "image.h"
+#include "loader.h"
 #include "manifest.h"
 #include "names.h"
 #include "reader.h"

@@ -1,0 +1,104 @@
+/*
+ * libshard — the batch loader: the streaming reader, a pool of decode threads and a ring
+ * of reusable batch buffers. Batches hold decoded images (one contiguous buffer), labels
+ * and keys, in the reader's deterministic order whatever the decode timing.
+ *
+ * Threads: one producer thread takes samples from the reader and deals them to batch
+ * slots; `threads` decode threads decode each into its place in the batch buffer; the
+ * caller's thread only waits for the next complete batch. Memory: `batches` batch buffers,
+ * allocated once (through the allocator hook) and reused: no allocation per sample in
+ * steady state beyond the reader's.
+ */
+#ifndef SHARD_LOADER_H
+#define SHARD_LOADER_H
+
+#include "common.h"
+#include "decode.h"
+#include "reader.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ShardLoaderSettings {
+    ShardReaderSettings reader; /**< what to read and how to split and shuffle it */
+    ShardTransform transform;   /**< decode and augmentation */
+    size_t batch_size;          /**< samples per batch (default 256) */
+    int drop_last;              /**< drop the epoch's partial last batch (default 0: keep) */
+    int threads;                /**< decode threads; 0: one per core (default 0) */
+    size_t batches;             /**< batch buffers in the ring (default 4): prefetch depth
+                                     plus the batches the caller holds */
+    /** Field names tried in order for the image, ';'-separated (default "jpg;jpeg;png") */
+    const char *image_fields;
+    const char *label_field;    /**< decimal class index (default "cls"); NULL for none */
+    /** Memory for batch buffers (pinned host memory, for instance); NULL for malloc.
+     *  Borrowed: must outlive the loader. */
+    const ShardAllocator *allocator;
+} ShardLoaderSettings;
+
+typedef struct ShardBatch {
+    size_t size;              /**< samples in the batch (the last may be short) */
+    void *images;             /**< size images of image_bytes each, as the transform says */
+    size_t image_bytes;       /**< bytes per image */
+    int64_t *labels;          /**< size labels; -1 where a sample has no label */
+    const char *const *keys;  /**< size sample keys */
+    const char *const *urls;  /**< size shard urls */
+    uint64_t epoch;           /**< epoch of the batch */
+    uint64_t index;           /**< batch number within the epoch */
+} ShardBatch;
+
+typedef struct ShardLoader ShardLoader;
+
+/** Fills s with the defaults written beside each field (and the reader's and transform's). */
+SHARD_API void shard_loader_default_settings(ShardLoaderSettings *s);
+
+/**
+ * Opens the reader and starts the threads.
+ * @param out receives the loader, owned by the caller (shard_loader_free)
+ * @param s borrowed; copied
+ * @param err optional; what failed and where
+ */
+SHARD_API int shard_loader_open(ShardLoader **out, const ShardLoaderSettings *s, ShardError *err);
+
+/**
+ * Waits for the next batch of the epoch.
+ * @param out receives the batch, valid until shard_batch_release (or the loader is freed)
+ * @return 0; SHARD_EOS at the end of the epoch; SHARD_ERR_STATE when every batch buffer is
+ *         held by the caller; another error with shard_loader_error saying which sample,
+ *         shard and member failed (unless the reader skips errors: then bad samples are
+ *         left out of their batch and counted)
+ */
+SHARD_API int shard_loader_next(ShardLoader *l, const ShardBatch **out);
+
+/** Gives a batch buffer back to the ring. */
+SHARD_API void shard_batch_release(ShardLoader *l, const ShardBatch *b);
+
+/** Starts epoch e from its beginning (held batches stay valid until released). */
+SHARD_API int shard_loader_set_epoch(ShardLoader *l, uint64_t e);
+
+/** The state after the last batch returned ("v1:EPOCH:POSITION:SEED"), for restore. */
+SHARD_API int shard_loader_state(const ShardLoader *l, char *buf, size_t size);
+
+/** Continues after the batch a state was taken at, on a loader with the same settings. */
+SHARD_API int shard_loader_restore(ShardLoader *l, const char *state);
+
+/** @return batches per epoch for this consumer, -1 if unknown */
+SHARD_API int64_t shard_loader_epoch_batches(const ShardLoader *l);
+
+/** @return the reader's seed */
+SHARD_API uint64_t shard_loader_seed(const ShardLoader *l);
+
+/** @return samples left out of batches because they failed to decode (skip mode) */
+SHARD_API uint64_t shard_loader_skipped(const ShardLoader *l);
+
+/** @return the message of the last failure (borrowed), "" if none */
+SHARD_API const char *shard_loader_error(const ShardLoader *l);
+
+/** Stops the threads and frees everything; accepts NULL; sets *l to NULL. */
+SHARD_API void shard_loader_free(ShardLoader **l);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SHARD_LOADER_H */

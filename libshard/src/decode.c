@@ -1,0 +1,381 @@
+/*
+ * Decoding and transforms (shard/decode.h).
+ *
+ * The JPEG fast path decides the crop box first (from the header's size), then asks
+ * libjpeg-turbo for only that: the smallest DCT scale M/8 at which the box still covers
+ * the output, jpeg_crop_scanline for the columns, jpeg_skip_scanlines for the rows above,
+ * and stops after the box's last row. The resampler then maps the box (in scaled pixels,
+ * fractions kept) onto the output, so the geometry is the same as a full decode's.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jpeglib.h>
+#include <png.h>
+
+#include "internal.h"
+#include "rng.h"
+#include "shard/decode.h"
+#include "shard/image.h"
+
+void shard_transform_default(ShardTransform *t)
+{
+    memset(t, 0, sizeof *t);
+    t->width = 224;
+    t->height = 224;
+    t->crop = SHARD_CROP_RANDOM_RESIZED;
+    t->scale_min = 0.08;
+    t->scale_max = 1.0;
+    t->ratio_min = 3.0 / 4.0;
+    t->ratio_max = 4.0 / 3.0;
+    t->center_fraction = 0.875;
+    t->flip = 0;
+    t->fast = 1;
+    t->layout = SHARD_LAYOUT_NCHW;
+    t->dtype = SHARD_DTYPE_UINT8;
+    t->mean[0] = 0.485f, t->mean[1] = 0.456f, t->mean[2] = 0.406f;
+    t->std[0] = 0.229f, t->std[1] = 0.224f, t->std[2] = 0.225f;
+}
+
+size_t shard_transform_output_size(const ShardTransform *t)
+{
+    return (size_t)t->width * (size_t)t->height * 3 * (t->dtype == SHARD_DTYPE_FLOAT32 ? 4 : 1);
+}
+
+static double uniform(ShardRng *r)
+{
+    return (double)(shard_rng_next(r) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+typedef struct Box {
+    double x, y, w, h; /* in full-size pixels */
+} Box;
+
+/* torchvision's RandomResizedCrop.get_params, and the evaluation crop. */
+static Box crop_box(const ShardTransform *t, int W, int H, ShardRng *r)
+{
+    Box b = {0, 0, W, H};
+    if (t->crop == SHARD_CROP_NONE)
+        return b;
+    if (t->crop == SHARD_CROP_CENTER) {
+        /* Resize(size / fraction) of the shorter side, then CenterCrop(size). */
+        int out_short = t->width < t->height ? t->width : t->height;
+        double resized = floor(out_short / t->center_fraction);
+        double s = resized / (W < H ? W : H);
+        b.w = t->width / s;
+        b.h = t->height / s;
+        if (b.w > W)
+            b.w = W;
+        if (b.h > H)
+            b.h = H;
+        b.x = (W - b.w) / 2;
+        b.y = (H - b.h) / 2;
+        return b;
+    }
+    double area = (double)W * H;
+    double lr0 = log(t->ratio_min), lr1 = log(t->ratio_max);
+    for (int i = 0; i < 10; i++) {
+        double target = area * (t->scale_min + (t->scale_max - t->scale_min) * uniform(r));
+        double aspect = exp(lr0 + (lr1 - lr0) * uniform(r));
+        int w = (int)lround(sqrt(target * aspect));
+        int h = (int)lround(sqrt(target / aspect));
+        if (w > 0 && h > 0 && w <= W && h <= H) {
+            b.x = (double)shard_rng_below(r, (uint64_t)(W - w + 1));
+            b.y = (double)shard_rng_below(r, (uint64_t)(H - h + 1));
+            b.w = w;
+            b.h = h;
+            return b;
+        }
+    }
+    double in_ratio = (double)W / H;
+    int w = W, h = H;
+    if (in_ratio < t->ratio_min)
+        h = (int)lround(w / t->ratio_min);
+    else if (in_ratio > t->ratio_max)
+        w = (int)lround(h * t->ratio_max);
+    b.w = w;
+    b.h = h;
+    b.x = (W - w) / 2;
+    b.y = (H - h) / 2;
+    return b;
+}
+
+/* ---- JPEG ------------------------------------------------------------------------------ */
+
+typedef struct JErr {
+    struct jpeg_error_mgr mgr;
+    jmp_buf jump;
+    char msg[JMSG_LENGTH_MAX];
+    int warned;
+} JErr;
+
+static void j_error(j_common_ptr c)
+{
+    JErr *e = (JErr *)c->err;
+    (*c->err->format_message)(c, e->msg);
+    longjmp(e->jump, 1);
+}
+
+static void j_message(j_common_ptr c, int level)
+{
+    JErr *e = (JErr *)c->err;
+    if (level < 0 && !e->warned) {
+        e->warned = 1;
+        (*c->err->format_message)(c, e->msg);
+    }
+}
+
+/* CMYK (Adobe-inverted when the marker says so) to RGB, as PIL converts it. */
+static void cmyk_row_to_rgb(const unsigned char *in, unsigned char *out, size_t n, int inverted)
+{
+    for (size_t i = 0; i < n; i++) {
+        int c = in[4 * i], m = in[4 * i + 1], y = in[4 * i + 2], k = in[4 * i + 3];
+        if (inverted)
+            c = 255 - c, m = 255 - m, y = 255 - y, k = 255 - k;
+        int r = 255 - c - k, g = 255 - m - k, b = 255 - y - k;
+        out[3 * i] = (unsigned char)(r < 0 ? 0 : r);
+        out[3 * i + 1] = (unsigned char)(g < 0 ? 0 : g);
+        out[3 * i + 2] = (unsigned char)(b < 0 ? 0 : b);
+    }
+}
+
+/* Decodes the box of a JPEG (fast: at a reduced scale) into an RGB buffer; box is
+ * rewritten in the returned buffer's pixels. With box NULL the whole image at full size. */
+static int jpeg_decode(const void *data, size_t size, const ShardTransform *t, ShardRng *rng,
+                       Box *box_out, unsigned char **rgb, int *rw, int *rh, char *msg, size_t msgsize)
+{
+    struct jpeg_decompress_struct ci;
+    JErr err;
+    memset(&err, 0, sizeof err);
+    ci.err = jpeg_std_error(&err.mgr);
+    err.mgr.error_exit = j_error;
+    err.mgr.emit_message = j_message;
+    unsigned char *volatile buf = NULL;
+    unsigned char *volatile row = NULL;
+    if (setjmp(err.jump)) {
+        free(buf);
+        free(row);
+        jpeg_destroy_decompress(&ci);
+        if (msg)
+            snprintf(msg, msgsize, "corrupt JPEG: %s", err.msg);
+        return SHARD_ERR_DECODE;
+    }
+    jpeg_create_decompress(&ci);
+    jpeg_mem_src(&ci, data, (unsigned long)size);
+    jpeg_read_header(&ci, TRUE);
+    int W = (int)ci.image_width, H = (int)ci.image_height;
+    int cmyk = ci.jpeg_color_space == JCS_CMYK || ci.jpeg_color_space == JCS_YCCK;
+    ci.out_color_space = cmyk ? JCS_CMYK : JCS_RGB;
+    Box b = {0, 0, W, H};
+    if (box_out) {
+        b = crop_box(t, W, H, rng);
+    }
+    int num = 8;
+    if (box_out && t->fast) {
+        /* the smallest M/8 at which the box still has at least the output's pixels */
+        for (num = 1; num < 8; num++)
+            if (b.w * num / 8 >= t->width && b.h * num / 8 >= t->height)
+                break;
+    }
+    ci.scale_num = (unsigned)num;
+    ci.scale_denom = 8;
+    jpeg_start_decompress(&ci);
+    int sw = (int)ci.output_width, sh = (int)ci.output_height;
+    double fx = (double)sw / W, fy = (double)sh / H;
+    /* The rows and columns of the scaled image the resampler will read: the box plus the
+     * filter's reach (support grows with the shrink factor). */
+    int x0 = 0, x1 = sw, y0 = 0, y1 = sh;
+    if (box_out && t->fast) {
+        double rx = b.w * fx / t->width, ry = b.h * fy / t->height;
+        double mx = (rx < 1 ? 1 : rx) + 1, my = (ry < 1 ? 1 : ry) + 1;
+        x0 = (int)floor(b.x * fx - mx);
+        x1 = (int)ceil((b.x + b.w) * fx + mx);
+        y0 = (int)floor(b.y * fy - my);
+        y1 = (int)ceil((b.y + b.h) * fy + my);
+        x0 = x0 < 0 ? 0 : x0;
+        y0 = y0 < 0 ? 0 : y0;
+        x1 = x1 > sw ? sw : x1;
+        y1 = y1 > sh ? sh : y1;
+    }
+    JDIMENSION cx = (JDIMENSION)x0, cw = (JDIMENSION)(x1 - x0);
+    if (cw < (JDIMENSION)sw)
+        jpeg_crop_scanline(&ci, &cx, &cw); /* widens to iMCU boundaries */
+    int comps = cmyk ? 4 : 3;
+    int out_w = (int)cw, out_h = y1 - y0;
+    buf = malloc((size_t)out_w * (size_t)out_h * 3);
+    row = malloc((size_t)ci.output_width * (size_t)comps);
+    if (!buf || !row) {
+        free(buf);
+        free(row);
+        jpeg_destroy_decompress(&ci);
+        if (msg)
+            snprintf(msg, msgsize, "out of memory");
+        return SHARD_ERR_NOMEM;
+    }
+    if (y0 > 0)
+        jpeg_skip_scanlines(&ci, (JDIMENSION)y0);
+    for (int y = 0; y < out_h; y++) {
+        JSAMPROW rows[1] = {cmyk ? row : buf + (size_t)y * (size_t)out_w * 3};
+        if (jpeg_read_scanlines(&ci, rows, 1) != 1)
+            break;
+        if (cmyk)
+            cmyk_row_to_rgb(row, buf + (size_t)y * (size_t)out_w * 3, (size_t)out_w,
+                            ci.saw_Adobe_marker);
+    }
+    if (ci.output_scanline < ci.output_height)
+        jpeg_abort_decompress(&ci); /* the rows below the box are not needed */
+    else
+        jpeg_finish_decompress(&ci);
+    free(row);
+    jpeg_destroy_decompress(&ci);
+    if (err.warned) {
+        free(buf);
+        if (msg)
+            snprintf(msg, msgsize, "corrupt JPEG: %s", err.msg);
+        return SHARD_ERR_DECODE;
+    }
+    if (box_out) {
+        /* the box in the pixels of buf */
+        box_out->x = b.x * fx - (double)cx;
+        box_out->y = b.y * fy - (double)y0;
+        box_out->w = b.w * fx;
+        box_out->h = b.h * fy;
+        if (box_out->x < 0)
+            box_out->x = 0;
+        if (box_out->y < 0)
+            box_out->y = 0;
+        if (box_out->x + box_out->w > out_w)
+            box_out->w = out_w - box_out->x;
+        if (box_out->y + box_out->h > out_h)
+            box_out->h = out_h - box_out->y;
+    }
+    *rgb = buf;
+    *rw = out_w;
+    *rh = out_h;
+    return 0;
+}
+
+/* ---- PNG ------------------------------------------------------------------------------- */
+
+static int png_decode(const void *data, size_t size, unsigned char **rgb, int *w, int *h, char *msg,
+                      size_t msgsize)
+{
+    png_image img;
+    memset(&img, 0, sizeof img);
+    img.version = PNG_IMAGE_VERSION;
+    if (!png_image_begin_read_from_memory(&img, data, size)) {
+        if (msg)
+            snprintf(msg, msgsize, "corrupt PNG: %s", img.message);
+        return SHARD_ERR_DECODE;
+    }
+    img.format = PNG_FORMAT_RGB; /* alpha composited on black, grey expanded */
+    unsigned char *buf = malloc(PNG_IMAGE_SIZE(img));
+    if (!buf) {
+        png_image_free(&img);
+        return SHARD_ERR_NOMEM;
+    }
+    if (!png_image_finish_read(&img, NULL, buf, 0, NULL)) {
+        if (msg)
+            snprintf(msg, msgsize, "corrupt PNG: %s", img.message);
+        free(buf);
+        png_image_free(&img);
+        return SHARD_ERR_DECODE;
+    }
+    *rgb = buf;
+    *w = (int)img.width;
+    *h = (int)img.height;
+    return 0;
+}
+
+int shard_decode_rgb(const void *data, size_t size, unsigned char **out, int *width, int *height,
+                     char *msg, size_t msgsize)
+{
+    *out = NULL;
+    const char *fmt = shard_image_format(data, size);
+    if (fmt && !strcmp(fmt, "jpeg"))
+        return jpeg_decode(data, size, NULL, NULL, NULL, out, width, height, msg, msgsize);
+    if (fmt && !strcmp(fmt, "png"))
+        return png_decode(data, size, out, width, height, msg, msgsize);
+    if (msg)
+        snprintf(msg, msgsize, "%s images are not decoded (JPEG and PNG are)",
+                 fmt ? fmt : "unknown");
+    return SHARD_ERR_UNSUPPORTED;
+}
+
+/* ---- output ---------------------------------------------------------------------------- */
+
+static void store(const ShardTransform *t, const unsigned char *rgb, int flip, void *out)
+{
+    int W = t->width, H = t->height;
+    size_t plane = (size_t)W * H;
+    if (t->dtype == SHARD_DTYPE_UINT8 && t->layout == SHARD_LAYOUT_NHWC && !flip) {
+        memcpy(out, rgb, plane * 3);
+        return;
+    }
+    float scale[3], bias[3];
+    for (int c = 0; c < 3; c++) {
+        scale[c] = 1.0f / (255.0f * t->std[c]);
+        bias[c] = -t->mean[c] / t->std[c];
+    }
+    for (int y = 0; y < H; y++) {
+        const unsigned char *src = rgb + (size_t)y * W * 3;
+        for (int x = 0; x < W; x++) {
+            int sx = flip ? W - 1 - x : x;
+            const unsigned char *p = src + (size_t)sx * 3;
+            for (int c = 0; c < 3; c++) {
+                size_t o = t->layout == SHARD_LAYOUT_NHWC ? ((size_t)y * W + x) * 3 + c
+                                                           : c * plane + (size_t)y * W + x;
+                if (t->dtype == SHARD_DTYPE_UINT8)
+                    ((unsigned char *)out)[o] = p[c];
+                else
+                    ((float *)out)[o] = p[c] * scale[c] + bias[c];
+            }
+        }
+    }
+}
+
+int shard_decode_transform(const void *data, size_t size, const ShardTransform *t, uint64_t seed,
+                           void *out, char *msg, size_t msgsize)
+{
+    if (t->width <= 0 || t->height <= 0 || t->width > 16384 || t->height > 16384) {
+        if (msg)
+            snprintf(msg, msgsize, "output size %dx%d is not valid", t->width, t->height);
+        return SHARD_ERR_INVALID;
+    }
+    ShardRng rng;
+    shard_rng_init(&rng, seed, 0x5eed, 0, 0, 0);
+    const char *fmt = shard_image_format(data, size);
+    unsigned char *rgb = NULL;
+    int w = 0, h = 0, rc;
+    Box box;
+    if (fmt && !strcmp(fmt, "jpeg")) {
+        rc = jpeg_decode(data, size, t, &rng, &box, &rgb, &w, &h, msg, msgsize);
+    } else {
+        rc = shard_decode_rgb(data, size, &rgb, &w, &h, msg, msgsize);
+        if (!rc)
+            box = crop_box(t, w, h, &rng);
+    }
+    if (rc)
+        return rc;
+    int flip = t->flip && (shard_rng_next(&rng) >> 63);
+    unsigned char *resized = rgb;
+    int same = box.x == 0 && box.y == 0 && box.w == w && box.h == h && w == t->width && h == t->height;
+    if (!same) {
+        resized = malloc((size_t)t->width * t->height * 3);
+        if (!resized || shard_resize_rgb(rgb, w, h, box.x, box.y, box.w, box.h, resized, t->width,
+                                         t->height)) {
+            free(resized);
+            free(rgb);
+            if (msg)
+                snprintf(msg, msgsize, "out of memory");
+            return SHARD_ERR_NOMEM;
+        }
+        free(rgb);
+    }
+    store(t, resized, flip, out);
+    free(resized);
+    return 0;
+}

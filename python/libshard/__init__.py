@@ -1,0 +1,12 @@
+"""libshard: WebDataset-style sharded datasets, read and decoded in C.
+
+    from libshard import Reader, Loader
+    for sample in Reader("shards/train-{000000..000009}.tar", shuffle=1000, seed=0):
+        sample["__key__"], sample["jpg"]        # raw bytes, WebDataset's sample dicts
+
+    from libshard.torch import ShardDataset    # batches as torch tensors
+"""
+from ._libshard import Batch, Loader, Reader, ShardError, decode, decode_rgb, resize_rgb, version
+
+__all__ = ["Reader", "Loader", "Batch", "ShardError", "decode", "decode_rgb", "resize_rgb", "version"]
+__version__ = version

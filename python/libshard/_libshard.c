@@ -1,0 +1,780 @@
+/*
+ * libshard._libshard — the CPython binding: Reader (raw WebDataset-style samples), Loader
+ * (decoded batches whose buffers are exported without a copy), and the decode functions.
+ *
+ * The GIL is released around every call that waits or decodes. A Batch object owns one of
+ * the loader's batch buffers until it is garbage: tensors made from its buffers keep it
+ * alive, and its buffer goes back to the ring when the last of them is gone.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <string.h>
+
+#include <shard/shard.h>
+
+static PyObject *ShardErrorType;
+
+static PyObject *raise_shard(int code, const char *msg)
+{
+    PyObject *type = code == SHARD_ERR_INVALID ? PyExc_ValueError
+                     : code == SHARD_ERR_NOT_FOUND ? PyExc_FileNotFoundError
+                     : code == SHARD_ERR_NOMEM    ? PyExc_MemoryError
+                                                  : ShardErrorType;
+    PyErr_SetString(type, msg && *msg ? msg : shard_strerror(code));
+    return NULL;
+}
+
+/* A list or str of urls into a C array of borrowed char pointers (kept alive by *keep). */
+static const char **url_array(PyObject *urls, size_t *n, PyObject **keep)
+{
+    *keep = NULL;
+    if (PyUnicode_Check(urls) || PyBytes_Check(urls) || PyObject_HasAttrString(urls, "__fspath__")) {
+        *keep = PyList_New(1);
+        if (!*keep)
+            return NULL;
+        PyObject *p = PyOS_FSPath(urls);
+        if (!p)
+            return NULL;
+        PyList_SET_ITEM(*keep, 0, p);
+    } else {
+        *keep = PySequence_List(urls);
+        if (!*keep)
+            return NULL;
+    }
+    Py_ssize_t len = PyList_GET_SIZE(*keep);
+    const char **v = PyMem_Calloc((size_t)(len ? len : 1), sizeof *v);
+    if (!v)
+        return (const char **)PyErr_NoMemory();
+    for (Py_ssize_t i = 0; i < len; i++) {
+        PyObject *o = PyList_GET_ITEM(*keep, i);
+        if (!PyUnicode_Check(o)) {
+            PyObject *p = PyOS_FSPath(o);
+            if (!p) {
+                PyMem_Free(v);
+                return NULL;
+            }
+            PyList_SET_ITEM(*keep, i, p);
+            Py_DECREF(o);
+            o = p;
+        }
+        v[i] = PyUnicode_AsUTF8(o);
+        if (!v[i]) {
+            PyMem_Free(v);
+            return NULL;
+        }
+    }
+    *n = (size_t)len;
+    return v;
+}
+
+static int parse_mode(const char *m, ShardMode *out)
+{
+    if (!strcmp(m, "exact"))
+        *out = SHARD_MODE_EXACT;
+    else if (!strcmp(m, "equal"))
+        *out = SHARD_MODE_EQUAL;
+    else if (!strcmp(m, "resampled"))
+        *out = SHARD_MODE_RESAMPLED;
+    else {
+        PyErr_Format(PyExc_ValueError, "mode must be 'exact', 'equal' or 'resampled', not '%s'", m);
+        return -1;
+    }
+    return 0;
+}
+
+/* Reader settings shared by Reader and Loader keyword arguments. */
+typedef struct ReaderArgs {
+    PyObject *urls;
+    PyObject *seed;
+    unsigned long long epoch;
+    int rank, world_size, worker, num_workers;
+    const char *mode;
+    int pad;
+    unsigned long long epoch_samples;
+    int shuffle_shards;
+    Py_ssize_t shuffle, shuffle_initial, streams, queue_depth;
+    int skip_errors;
+} ReaderArgs;
+
+static void reader_args_default(ReaderArgs *a)
+{
+    memset(a, 0, sizeof *a);
+    a->seed = Py_None;
+    a->rank = -1;
+    a->world_size = -1;
+    a->num_workers = 1;
+    a->mode = "exact";
+    a->shuffle_shards = 1;
+    a->streams = 4;
+    a->queue_depth = 64;
+}
+
+static int reader_settings(const ReaderArgs *a, ShardReaderSettings *s, const char ***urls,
+                           PyObject **keep)
+{
+    shard_reader_default_settings(s);
+    size_t n = 0;
+    *urls = url_array(a->urls, &n, keep);
+    if (!*urls)
+        return -1;
+    s->urls = *urls;
+    s->nurls = n;
+    if (a->seed != Py_None) {
+        s->seed = PyLong_AsUnsignedLongLongMask(a->seed);
+        if (PyErr_Occurred())
+            return -1;
+        s->have_seed = 1;
+    }
+    s->epoch = a->epoch;
+    s->rank = a->rank;
+    s->world_size = a->world_size;
+    s->worker = a->worker;
+    s->num_workers = a->num_workers;
+    if (parse_mode(a->mode, &s->mode))
+        return -1;
+    s->pad = a->pad;
+    s->epoch_samples = a->epoch_samples;
+    s->shuffle_shards = a->shuffle_shards;
+    if (a->shuffle < 0 || a->shuffle_initial < 0 || a->streams < 1 || a->queue_depth < 1) {
+        PyErr_SetString(PyExc_ValueError, "shuffle sizes must be >= 0, streams and queue_depth >= 1");
+        return -1;
+    }
+    s->shuffle_buffer = (size_t)a->shuffle;
+    s->shuffle_initial = (size_t)a->shuffle_initial;
+    s->streams = (size_t)a->streams;
+    s->queue_depth = (size_t)a->queue_depth;
+    s->skip_errors = a->skip_errors;
+    return 0;
+}
+
+#define READER_KWLIST                                                                       \
+    "urls", "seed", "epoch", "rank", "world_size", "worker", "num_workers", "mode", "pad",  \
+        "epoch_samples", "shuffle_shards", "shuffle", "shuffle_initial", "streams",          \
+        "queue_depth", "skip_errors"
+#define READER_FMT_KW "O|$OKiiiispKpnnnnp"
+#define READER_PTRS(a)                                                                      \
+    &(a).urls, &(a).seed, &(a).epoch, &(a).rank, &(a).world_size, &(a).worker,             \
+        &(a).num_workers, &(a).mode, &(a).pad, &(a).epoch_samples, &(a).shuffle_shards,    \
+        &(a).shuffle, &(a).shuffle_initial, &(a).streams, &(a).queue_depth, &(a).skip_errors
+
+/* ---- Reader ---------------------------------------------------------------------------- */
+
+typedef struct {
+    PyObject_HEAD ShardReader *r;
+} ReaderObject;
+
+static int Reader_init(ReaderObject *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {READER_KWLIST, NULL};
+    ReaderArgs a;
+    reader_args_default(&a);
+    if (!PyArg_ParseTupleAndKeywords(args, kw, READER_FMT_KW, kwlist, READER_PTRS(a)))
+        return -1;
+    ShardReaderSettings s;
+    const char **urls = NULL;
+    PyObject *keep = NULL;
+    if (reader_settings(&a, &s, &urls, &keep)) {
+        PyMem_Free(urls);
+        Py_XDECREF(keep);
+        return -1;
+    }
+    ShardError err;
+    int rc;
+    shard_reader_free(&self->r);
+    Py_BEGIN_ALLOW_THREADS rc = shard_reader_open(&self->r, &s, &err);
+    Py_END_ALLOW_THREADS PyMem_Free(urls);
+    Py_XDECREF(keep);
+    if (rc) {
+        raise_shard(rc, err.message);
+        return -1;
+    }
+    return 0;
+}
+
+static void Reader_dealloc(ReaderObject *self)
+{
+    ShardReader *r = self->r;
+    self->r = NULL;
+    Py_BEGIN_ALLOW_THREADS shard_reader_free(&r);
+    Py_END_ALLOW_THREADS Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *Reader_next(ReaderObject *self)
+{
+    if (!self->r)
+        return raise_shard(SHARD_ERR_STATE, "reader is closed");
+    const char *key, *url;
+    const ShardFieldView *f;
+    size_t n;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS rc = shard_reader_next(self->r, &key, &url, &f, &n);
+    Py_END_ALLOW_THREADS if (rc == SHARD_EOS) return NULL; /* StopIteration */
+    if (rc)
+        return raise_shard(rc, shard_reader_error(self->r));
+    PyObject *d = PyDict_New();
+    if (!d)
+        return NULL;
+    PyObject *k = PyUnicode_DecodeUTF8(key, (Py_ssize_t)strlen(key), "surrogateescape");
+    PyObject *u = PyUnicode_DecodeUTF8(url, (Py_ssize_t)strlen(url), "surrogateescape");
+    if (!k || !u || PyDict_SetItemString(d, "__key__", k) || PyDict_SetItemString(d, "__url__", u)) {
+        Py_XDECREF(k);
+        Py_XDECREF(u);
+        Py_DECREF(d);
+        return NULL;
+    }
+    Py_DECREF(k);
+    Py_DECREF(u);
+    for (size_t i = 0; i < n; i++) {
+        PyObject *b = PyBytes_FromStringAndSize((const char *)f[i].data, (Py_ssize_t)f[i].size);
+        if (!b || PyDict_SetItemString(d, f[i].name, b)) {
+            Py_XDECREF(b);
+            Py_DECREF(d);
+            return NULL;
+        }
+        Py_DECREF(b);
+    }
+    return d;
+}
+
+static PyObject *Reader_state(ReaderObject *self, PyObject *unused)
+{
+    (void)unused;
+    char buf[128];
+    shard_reader_state(self->r, buf, sizeof buf);
+    return PyUnicode_FromString(buf);
+}
+
+static PyObject *Reader_restore(ReaderObject *self, PyObject *arg)
+{
+    const char *st = PyUnicode_AsUTF8(arg);
+    if (!st)
+        return NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS rc = shard_reader_restore(self->r, st);
+    Py_END_ALLOW_THREADS if (rc) return raise_shard(rc, shard_reader_error(self->r));
+    Py_RETURN_NONE;
+}
+
+static PyObject *Reader_set_epoch(ReaderObject *self, PyObject *arg)
+{
+    unsigned long long e = PyLong_AsUnsignedLongLong(arg);
+    if (PyErr_Occurred())
+        return NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS rc = shard_reader_set_epoch(self->r, e);
+    Py_END_ALLOW_THREADS if (rc) return raise_shard(rc, shard_reader_error(self->r));
+    Py_RETURN_NONE;
+}
+
+static PyObject *Reader_seed(ReaderObject *self, void *c)
+{
+    (void)c;
+    return PyLong_FromUnsignedLongLong(shard_reader_seed(self->r));
+}
+
+static PyObject *Reader_epoch_length(ReaderObject *self, void *c)
+{
+    (void)c;
+    int64_t n = shard_reader_epoch_length(self->r);
+    if (n < 0)
+        Py_RETURN_NONE;
+    return PyLong_FromLongLong(n);
+}
+
+static PyObject *Reader_stats(ReaderObject *self, PyObject *unused)
+{
+    (void)unused;
+    ShardReaderStats st;
+    shard_reader_stats(self->r, &st);
+    PyObject *errors = PyList_New(0);
+    for (size_t i = 0; errors && shard_reader_kept_error(self->r, i); i++) {
+        PyObject *e = PyUnicode_FromString(shard_reader_kept_error(self->r, i));
+        if (!e || PyList_Append(errors, e)) {
+            Py_XDECREF(e);
+            Py_CLEAR(errors);
+            break;
+        }
+        Py_DECREF(e);
+    }
+    if (!errors)
+        return NULL;
+    return Py_BuildValue("{s:K,s:K,s:K,s:d,s:K,s:K,s:K,s:N}", "samples", st.samples, "bytes",
+                         st.bytes, "shards_opened", st.shards_opened, "wait_seconds",
+                         st.wait_seconds, "skipped_shards", st.skipped_shards, "skipped_samples",
+                         st.skipped_samples, "errors", st.errors, "kept_errors", errors);
+}
+
+static PyMethodDef Reader_methods[] = {
+    {"state", (PyCFunction)Reader_state, METH_NOARGS, "The state to resume from."},
+    {"restore", (PyCFunction)Reader_restore, METH_O, "Continue from a state."},
+    {"set_epoch", (PyCFunction)Reader_set_epoch, METH_O, "Start an epoch."},
+    {"stats", (PyCFunction)Reader_stats, METH_NOARGS, "Counters and kept errors."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef Reader_getset[] = {
+    {"seed", (getter)Reader_seed, NULL, "the seed in use", NULL},
+    {"epoch_length", (getter)Reader_epoch_length, NULL, "samples per epoch or None", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyObject *self_iter(PyObject *self)
+{
+    Py_INCREF(self);
+    return self;
+}
+
+static PyTypeObject ReaderType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "libshard._libshard.Reader",
+    .tp_basicsize = sizeof(ReaderObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Raw samples as WebDataset dicts: {'__key__', '__url__', field: bytes}.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Reader_init,
+    .tp_dealloc = (destructor)Reader_dealloc,
+    .tp_iter = self_iter,
+    .tp_iternext = (iternextfunc)Reader_next,
+    .tp_methods = Reader_methods,
+    .tp_getset = Reader_getset,
+};
+
+/* ---- Loader and Batch ------------------------------------------------------------------- */
+
+typedef struct {
+    PyObject_HEAD ShardLoader *l;
+    int layout, dtype, width, height;
+} LoaderObject;
+
+typedef struct {
+    PyObject_HEAD LoaderObject *loader; /* strong reference */
+    const ShardBatch *b;
+    Py_ssize_t shape[4];
+    Py_ssize_t lshape[1];
+} BatchObject;
+
+static PyTypeObject BatchType;
+
+static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {READER_KWLIST, "batch_size", "image_size", "crop", "flip", "fast",
+                             "layout", "dtype", "mean", "std", "scale", "ratio", "drop_last",
+                             "threads", "batches", "image_fields", "label_field", NULL};
+    ReaderArgs a;
+    reader_args_default(&a);
+    Py_ssize_t batch_size = 256, threads = 0, batches = 4;
+    PyObject *image_size = NULL, *mean = NULL, *std = NULL, *scale = NULL, *ratio = NULL;
+    const char *crop = "random_resized", *layout = "nchw", *dtype = "uint8";
+    const char *image_fields = "jpg;jpeg;png", *label_field = "cls";
+    int flip = 0, fast = 1, drop_last = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, READER_FMT_KW "nOsppssOOOOpnnsz", kwlist,
+                                     READER_PTRS(a), &batch_size, &image_size, &crop, &flip, &fast,
+                                     &layout, &dtype, &mean, &std, &scale, &ratio, &drop_last,
+                                     &threads, &batches, &image_fields, &label_field))
+        return -1;
+    ShardLoaderSettings s;
+    shard_loader_default_settings(&s);
+    const char **urls = NULL;
+    PyObject *keep = NULL;
+    if (reader_settings(&a, &s.reader, &urls, &keep))
+        goto fail;
+    if (batch_size < 1 || threads < 0 || batches < 2) {
+        PyErr_SetString(PyExc_ValueError, "batch_size >= 1, threads >= 0, batches >= 2");
+        goto fail;
+    }
+    s.batch_size = (size_t)batch_size;
+    s.threads = (int)threads;
+    s.batches = (size_t)batches;
+    s.drop_last = drop_last;
+    s.image_fields = image_fields;
+    s.label_field = label_field;
+    ShardTransform *t = &s.transform;
+    if (image_size) {
+        if (PyLong_Check(image_size)) {
+            t->width = t->height = (int)PyLong_AsLong(image_size);
+        } else if (!PyArg_ParseTuple(image_size, "ii", &t->height, &t->width)) {
+            goto fail;
+        }
+    }
+    if (!strcmp(crop, "random_resized"))
+        t->crop = SHARD_CROP_RANDOM_RESIZED;
+    else if (!strcmp(crop, "center"))
+        t->crop = SHARD_CROP_CENTER;
+    else if (!strcmp(crop, "none") || !strcmp(crop, "resize"))
+        t->crop = SHARD_CROP_NONE;
+    else {
+        PyErr_Format(PyExc_ValueError, "crop must be 'random_resized', 'center' or 'none', not '%s'", crop);
+        goto fail;
+    }
+    t->flip = flip;
+    t->fast = fast;
+    if (!strcmp(layout, "nchw"))
+        t->layout = SHARD_LAYOUT_NCHW;
+    else if (!strcmp(layout, "nhwc"))
+        t->layout = SHARD_LAYOUT_NHWC;
+    else {
+        PyErr_SetString(PyExc_ValueError, "layout must be 'nchw' or 'nhwc'");
+        goto fail;
+    }
+    if (!strcmp(dtype, "uint8"))
+        t->dtype = SHARD_DTYPE_UINT8;
+    else if (!strcmp(dtype, "float32"))
+        t->dtype = SHARD_DTYPE_FLOAT32;
+    else {
+        PyErr_SetString(PyExc_ValueError, "dtype must be 'uint8' or 'float32'");
+        goto fail;
+    }
+    if (mean && !PyArg_ParseTuple(mean, "fff", &t->mean[0], &t->mean[1], &t->mean[2]))
+        goto fail;
+    if (std && !PyArg_ParseTuple(std, "fff", &t->std[0], &t->std[1], &t->std[2]))
+        goto fail;
+    if (scale && !PyArg_ParseTuple(scale, "dd", &t->scale_min, &t->scale_max))
+        goto fail;
+    if (ratio && !PyArg_ParseTuple(ratio, "dd", &t->ratio_min, &t->ratio_max))
+        goto fail;
+    self->layout = t->layout;
+    self->dtype = t->dtype;
+    self->width = t->width;
+    self->height = t->height;
+    ShardError err;
+    int rc;
+    shard_loader_free(&self->l);
+    Py_BEGIN_ALLOW_THREADS rc = shard_loader_open(&self->l, &s, &err);
+    Py_END_ALLOW_THREADS PyMem_Free(urls);
+    Py_XDECREF(keep);
+    if (rc) {
+        raise_shard(rc, err.message);
+        return -1;
+    }
+    return 0;
+fail:
+    PyMem_Free(urls);
+    Py_XDECREF(keep);
+    return -1;
+}
+
+static void Loader_dealloc(LoaderObject *self)
+{
+    ShardLoader *l = self->l;
+    self->l = NULL;
+    Py_BEGIN_ALLOW_THREADS shard_loader_free(&l);
+    Py_END_ALLOW_THREADS Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *Loader_next(LoaderObject *self)
+{
+    const ShardBatch *b;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS rc = shard_loader_next(self->l, &b);
+    Py_END_ALLOW_THREADS if (rc == SHARD_EOS) return NULL;
+    if (rc)
+        return raise_shard(rc, shard_loader_error(self->l));
+    BatchObject *o = PyObject_New(BatchObject, &BatchType);
+    if (!o) {
+        shard_batch_release(self->l, b);
+        return NULL;
+    }
+    Py_INCREF(self);
+    o->loader = self;
+    o->b = b;
+    return (PyObject *)o;
+}
+
+static PyObject *Loader_state(LoaderObject *self, PyObject *u)
+{
+    (void)u;
+    char buf[128];
+    shard_loader_state(self->l, buf, sizeof buf);
+    return PyUnicode_FromString(buf);
+}
+
+static PyObject *Loader_restore(LoaderObject *self, PyObject *arg)
+{
+    const char *st = PyUnicode_AsUTF8(arg);
+    if (!st)
+        return NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS rc = shard_loader_restore(self->l, st);
+    Py_END_ALLOW_THREADS if (rc) return raise_shard(rc, shard_loader_error(self->l));
+    Py_RETURN_NONE;
+}
+
+static PyObject *Loader_set_epoch(LoaderObject *self, PyObject *arg)
+{
+    unsigned long long e = PyLong_AsUnsignedLongLong(arg);
+    if (PyErr_Occurred())
+        return NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS rc = shard_loader_set_epoch(self->l, e);
+    Py_END_ALLOW_THREADS if (rc) return raise_shard(rc, shard_loader_error(self->l));
+    Py_RETURN_NONE;
+}
+
+static PyObject *Loader_epoch_batches(LoaderObject *self, void *c)
+{
+    (void)c;
+    int64_t n = shard_loader_epoch_batches(self->l);
+    if (n < 0)
+        Py_RETURN_NONE;
+    return PyLong_FromLongLong(n);
+}
+
+static PyObject *Loader_seed(LoaderObject *self, void *c)
+{
+    (void)c;
+    return PyLong_FromUnsignedLongLong(shard_loader_seed(self->l));
+}
+
+static PyObject *Loader_skipped(LoaderObject *self, void *c)
+{
+    (void)c;
+    return PyLong_FromUnsignedLongLong(shard_loader_skipped(self->l));
+}
+
+static PyMethodDef Loader_methods[] = {
+    {"state", (PyCFunction)Loader_state, METH_NOARGS, "The state after the last batch."},
+    {"restore", (PyCFunction)Loader_restore, METH_O, "Continue from a state."},
+    {"set_epoch", (PyCFunction)Loader_set_epoch, METH_O, "Start an epoch."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef Loader_getset[] = {
+    {"epoch_batches", (getter)Loader_epoch_batches, NULL, "batches per epoch or None", NULL},
+    {"seed", (getter)Loader_seed, NULL, "the seed in use", NULL},
+    {"skipped", (getter)Loader_skipped, NULL, "samples left out after decode errors", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject LoaderType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "libshard._libshard.Loader",
+    .tp_basicsize = sizeof(LoaderObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Decoded batches from shards: iterate for Batch objects.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Loader_init,
+    .tp_dealloc = (destructor)Loader_dealloc,
+    .tp_iter = self_iter,
+    .tp_iternext = (iternextfunc)Loader_next,
+    .tp_methods = Loader_methods,
+    .tp_getset = Loader_getset,
+};
+
+static void Batch_dealloc(BatchObject *self)
+{
+    if (self->loader && self->loader->l)
+        shard_batch_release(self->loader->l, self->b);
+    Py_XDECREF(self->loader);
+    PyObject_Free(self);
+}
+
+/* The images, as a buffer of shape (n, C, H, W) or (n, H, W, C), uint8 or float32. */
+static int Batch_getbuffer(BatchObject *self, Py_buffer *view, int flags)
+{
+    LoaderObject *l = self->loader;
+    const ShardBatch *b = self->b;
+    int f32 = l->dtype == SHARD_DTYPE_FLOAT32;
+    self->shape[0] = (Py_ssize_t)b->size;
+    if (l->layout == SHARD_LAYOUT_NCHW) {
+        self->shape[1] = 3, self->shape[2] = l->height, self->shape[3] = l->width;
+    } else {
+        self->shape[1] = l->height, self->shape[2] = l->width, self->shape[3] = 3;
+    }
+    view->obj = (PyObject *)self;
+    Py_INCREF(self);
+    view->buf = b->images;
+    view->len = (Py_ssize_t)(b->size * b->image_bytes);
+    view->readonly = 0;
+    view->itemsize = f32 ? 4 : 1;
+    view->format = (flags & PyBUF_FORMAT) ? (f32 ? "f" : "B") : NULL;
+    view->ndim = 4;
+    view->shape = (flags & PyBUF_ND) ? self->shape : NULL;
+    view->strides = NULL;
+    view->suboffsets = NULL;
+    view->internal = NULL;
+    return 0;
+}
+
+static PyBufferProcs Batch_as_buffer = {(getbufferproc)Batch_getbuffer, NULL};
+
+static PyObject *Batch_labels(BatchObject *self, void *c)
+{
+    (void)c;
+    return PyBytes_FromStringAndSize((const char *)self->b->labels,
+                                     (Py_ssize_t)(self->b->size * sizeof(int64_t)));
+}
+
+static PyObject *Batch_keys(BatchObject *self, void *c)
+{
+    (void)c;
+    PyObject *list = PyList_New((Py_ssize_t)self->b->size);
+    for (size_t i = 0; list && i < self->b->size; i++) {
+        PyObject *k = PyUnicode_DecodeUTF8(self->b->keys[i], (Py_ssize_t)strlen(self->b->keys[i]),
+                                           "surrogateescape");
+        if (!k) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, k);
+    }
+    return list;
+}
+
+static PyObject *Batch_size(BatchObject *self, void *c)
+{
+    (void)c;
+    return PyLong_FromSize_t(self->b->size);
+}
+
+static PyObject *Batch_index(BatchObject *self, void *c)
+{
+    (void)c;
+    return PyLong_FromUnsignedLongLong(self->b->index);
+}
+
+static PyGetSetDef Batch_getset[] = {
+    {"labels", (getter)Batch_labels, NULL, "int64 labels as bytes (-1: none)", NULL},
+    {"keys", (getter)Batch_keys, NULL, "sample keys", NULL},
+    {"size", (getter)Batch_size, NULL, "samples in the batch", NULL},
+    {"index", (getter)Batch_index, NULL, "batch number in the epoch", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject BatchType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "libshard._libshard.Batch",
+    .tp_basicsize = sizeof(BatchObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A decoded batch; its images are exported with the buffer protocol.",
+    .tp_dealloc = (destructor)Batch_dealloc,
+    .tp_as_buffer = &Batch_as_buffer,
+    .tp_getset = Batch_getset,
+};
+
+/* ---- functions ------------------------------------------------------------------------- */
+
+static PyObject *py_decode_rgb(PyObject *m, PyObject *arg)
+{
+    (void)m;
+    Py_buffer in;
+    if (PyObject_GetBuffer(arg, &in, PyBUF_SIMPLE))
+        return NULL;
+    unsigned char *out;
+    int w, h, rc;
+    char msg[256] = "";
+    Py_BEGIN_ALLOW_THREADS rc = shard_decode_rgb(in.buf, (size_t)in.len, &out, &w, &h, msg, sizeof msg);
+    Py_END_ALLOW_THREADS PyBuffer_Release(&in);
+    if (rc)
+        return raise_shard(rc, msg);
+    PyObject *b = PyBytes_FromStringAndSize((const char *)out, (Py_ssize_t)w * h * 3);
+    free(out);
+    if (!b)
+        return NULL;
+    return Py_BuildValue("(Nii)", b, w, h);
+}
+
+static PyObject *py_decode(PyObject *m, PyObject *args, PyObject *kw)
+{
+    (void)m;
+    static char *kwlist[] = {"data", "width", "height", "crop", "fast", "flip", "seed", "layout",
+                             "scale", "ratio", NULL};
+    Py_buffer in;
+    int width = 224, height = 224, fast = 1, flip = 0;
+    unsigned long long seed = 0;
+    const char *crop = "random_resized", *layout = "nhwc";
+    PyObject *scale = NULL, *ratio = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "y*|iisppKsOO", kwlist, &in, &width, &height, &crop,
+                                     &fast, &flip, &seed, &layout, &scale, &ratio))
+        return NULL;
+    ShardTransform t;
+    shard_transform_default(&t);
+    t.width = width;
+    t.height = height;
+    t.fast = fast;
+    t.flip = flip;
+    t.layout = !strcmp(layout, "nchw") ? SHARD_LAYOUT_NCHW : SHARD_LAYOUT_NHWC;
+    t.crop = !strcmp(crop, "center") ? SHARD_CROP_CENTER
+             : !strcmp(crop, "none") ? SHARD_CROP_NONE
+                                     : SHARD_CROP_RANDOM_RESIZED;
+    if ((scale && !PyArg_ParseTuple(scale, "dd", &t.scale_min, &t.scale_max)) ||
+        (ratio && !PyArg_ParseTuple(ratio, "dd", &t.ratio_min, &t.ratio_max))) {
+        PyBuffer_Release(&in);
+        return NULL;
+    }
+    PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)shard_transform_output_size(&t));
+    if (!out) {
+        PyBuffer_Release(&in);
+        return NULL;
+    }
+    char msg[256] = "";
+    int rc;
+    char *dst = PyBytes_AS_STRING(out);
+    Py_BEGIN_ALLOW_THREADS rc = shard_decode_transform(in.buf, (size_t)in.len, &t, seed, dst, msg, sizeof msg);
+    Py_END_ALLOW_THREADS PyBuffer_Release(&in);
+    if (rc) {
+        Py_DECREF(out);
+        return raise_shard(rc, msg);
+    }
+    return out;
+}
+
+static PyObject *py_resize_rgb(PyObject *m, PyObject *args)
+{
+    (void)m;
+    Py_buffer in;
+    int w, h, ow, oh;
+    double x0, y0, bw, bh;
+    if (!PyArg_ParseTuple(args, "y*ii(dddd)ii", &in, &w, &h, &x0, &y0, &bw, &bh, &ow, &oh))
+        return NULL;
+    if (in.len != (Py_ssize_t)w * h * 3) {
+        PyBuffer_Release(&in);
+        PyErr_SetString(PyExc_ValueError, "data is not w * h * 3 bytes");
+        return NULL;
+    }
+    PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)ow * oh * 3);
+    if (!out) {
+        PyBuffer_Release(&in);
+        return NULL;
+    }
+    int rc = shard_resize_rgb(in.buf, w, h, x0, y0, bw, bh, (unsigned char *)PyBytes_AS_STRING(out), ow, oh);
+    PyBuffer_Release(&in);
+    if (rc) {
+        Py_DECREF(out);
+        return raise_shard(rc, "resize: bad box or sizes");
+    }
+    return out;
+}
+
+static PyMethodDef module_methods[] = {
+    {"decode_rgb", py_decode_rgb, METH_O, "decode_rgb(data) -> (bytes, width, height): full RGB decode"},
+    {"decode", (PyCFunction)(void (*)(void))py_decode, METH_VARARGS | METH_KEYWORDS,
+     "decode(data, width=224, height=224, crop='random_resized', fast=True, flip=False, seed=0, "
+     "layout='nhwc') -> bytes"},
+    {"resize_rgb", py_resize_rgb, METH_VARARGS,
+     "resize_rgb(data, w, h, (x0, y0, bw, bh), out_w, out_h) -> bytes (PIL BILINEAR)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_libshard", "libshard's C core.", -1, module_methods,
+    NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__libshard(void);
+PyMODINIT_FUNC PyInit__libshard(void)
+{
+    if (PyType_Ready(&ReaderType) < 0 || PyType_Ready(&LoaderType) < 0 || PyType_Ready(&BatchType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (!m)
+        return NULL;
+    ShardErrorType = PyErr_NewException("libshard.ShardError", PyExc_RuntimeError, NULL);
+    Py_INCREF(ShardErrorType);
+    PyModule_AddObject(m, "ShardError", ShardErrorType);
+    Py_INCREF(&ReaderType);
+    PyModule_AddObject(m, "Reader", (PyObject *)&ReaderType);
+    Py_INCREF(&LoaderType);
+    PyModule_AddObject(m, "Loader", (PyObject *)&LoaderType);
+    Py_INCREF(&BatchType);
+    PyModule_AddObject(m, "Batch", (PyObject *)&BatchType);
+    PyModule_AddStringConstant(m, "version", shard_version());
+    return m;
+}

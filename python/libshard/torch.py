@@ -1,0 +1,144 @@
+"""libshard.torch: a torch IterableDataset over shards, decoded and batched in C.
+
+    from libshard.torch import ShardDataset
+    ds = ShardDataset("shards/train.json", shuffle=5000, seed=0, image_size=224,
+                      crop="random_resized", flip=True, batch_size=256)
+    for images, labels in torch.utils.data.DataLoader(ds, batch_size=None):
+        ...   # images: uint8 (256, 3, 224, 224), labels: int64 (256,)
+
+The fast way is num_workers=0: libshard's own threads fetch, decode and batch, with the GIL
+released. With num_workers > 0 every DataLoader worker runs its own reader on its share of
+the shards (the reader starts inside the worker, so fork is safe). Rank and world size come
+from torch.distributed when it is initialized (else $RANK / $WORLD_SIZE).
+"""
+import os
+
+import torch
+import torch.utils.data
+
+from . import _libshard
+
+_READER_KEYS = ("seed", "mode", "pad", "epoch_samples", "shuffle_shards", "shuffle",
+                "shuffle_initial", "streams", "queue_depth", "skip_errors")
+_LOADER_KEYS = ("batch_size", "image_size", "crop", "flip", "fast", "layout", "dtype", "mean",
+                "std", "scale", "ratio", "drop_last", "threads", "batches", "image_fields",
+                "label_field")
+
+
+def _rank_world(rank, world_size):
+    if rank is not None and world_size is not None:
+        return rank, world_size
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        return torch.distributed.get_rank(), torch.distributed.get_world_size()
+    return int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
+
+
+class ShardDataset(torch.utils.data.IterableDataset):
+    """Batches of (images, labels) tensors, or raw sample dicts with decode=False.
+
+    Reader settings: shuffle (buffer size), shuffle_initial, seed (None: a fresh one, same
+    for every rank only if given), mode ("exact", "equal", "resampled"), pad, epoch_samples,
+    shuffle_shards, streams, queue_depth, skip_errors, rank, world_size.
+    Batch settings: batch_size, decode, image_size (int or (h, w)), crop ("random_resized",
+    "center", "none"), flip, fast, layout ("nchw", "nhwc"), dtype ("uint8", "float32":
+    normalized with mean and std), scale, ratio, drop_last, threads, batches, image_fields
+    ("jpg;jpeg;png"), label_field ("cls"), device ("cpu" or "cuda").
+    """
+
+    def __init__(self, urls, *, decode=True, device="cpu", rank=None, world_size=None, **settings):
+        super().__init__()
+        unknown = set(settings) - set(_READER_KEYS) - set(_LOADER_KEYS)
+        if unknown:
+            raise TypeError(f"ShardDataset: unknown settings {sorted(unknown)}")
+        if settings.get("seed") is None and settings.get("mode", "exact") != "resampled":
+            settings["seed"] = int.from_bytes(os.urandom(8), "little") >> 1
+        self.urls = [os.fspath(u) for u in ([urls] if isinstance(urls, (str, os.PathLike)) else urls)]
+        self.decode = decode
+        self.device = torch.device(device)
+        self.rank, self.world_size = rank, world_size
+        self.settings = settings
+        self.epoch = 0
+        self._resume = None
+        self._source = None
+
+    @property
+    def seed(self):
+        return self.settings["seed"]
+
+    def set_epoch(self, epoch):
+        """Use epoch's shard order and shuffle next time the dataset is iterated."""
+        self.epoch = int(epoch)
+        self._resume = None
+
+    def _split(self):
+        rank, world = _rank_world(self.rank, self.world_size)
+        info = torch.utils.data.get_worker_info()
+        worker, workers = (info.id, info.num_workers) if info else (0, 1)
+        return dict(rank=rank, world_size=world, worker=worker, num_workers=workers)
+
+    def _reader_args(self):
+        return {k: v for k, v in self.settings.items() if k in _READER_KEYS}
+
+    def __iter__(self):
+        split = self._split()
+        if not self.decode:
+            reader = _libshard.Reader(self.urls, epoch=self.epoch, **split, **self._reader_args())
+            self._source = reader
+            if self._resume:
+                reader.restore(self._resume)
+                self._resume = None
+            yield from reader
+            return
+        loader = _libshard.Loader(self.urls, epoch=self.epoch, **split,
+                                  **{k: v for k, v in self.settings.items()})
+        self._source = loader
+        if self._resume:
+            loader.restore(self._resume)
+            self._resume = None
+        float32 = self.settings.get("dtype", "uint8") == "float32"
+        cuda = self.device.type == "cuda"
+        for batch in loader:
+            images = torch.frombuffer(batch, dtype=torch.float32 if float32 else torch.uint8)
+            view = memoryview(batch)
+            images = images.view(view.shape)
+            labels = torch.frombuffer(bytearray(batch.labels), dtype=torch.int64)
+            if cuda:
+                images = images.to(self.device, non_blocking=False)
+                labels = labels.to(self.device, non_blocking=False)
+            yield images, labels
+
+    def __len__(self):
+        """Batches per epoch for this rank (samples with decode=False); needs sample counts."""
+        rank, world = _rank_world(self.rank, self.world_size)
+        info = torch.utils.data.get_worker_info()
+        workers = info.num_workers if info else getattr(self, "num_workers_hint", 1)
+        total = 0
+        for w in range(workers):
+            r = _libshard.Reader(self.urls, epoch=self.epoch, rank=rank, world_size=world, worker=w,
+                                 num_workers=workers, streams=1, queue_depth=1, **{
+                                     k: v for k, v in self._reader_args().items()
+                                     if k not in ("streams", "queue_depth")})
+            n = r.epoch_length
+            del r
+            if n is None:
+                raise TypeError("len() needs sample counts: a manifest, or a .idx beside every shard")
+            if not self.decode:
+                total += n
+            else:
+                bs = self.settings.get("batch_size", 256)
+                total += n // bs if self.settings.get("drop_last") else -(-n // bs)
+        return total
+
+    def state_dict(self):
+        """Where iteration stands (num_workers=0): pass to load_state_dict to continue."""
+        if self._source is None:
+            return {"epoch": self.epoch, "state": None, "seed": self.settings.get("seed")}
+        return {"epoch": self.epoch, "state": self._source.state(), "seed": self.settings.get("seed")}
+
+    def load_state_dict(self, state):
+        """Continue, on the next iteration, after the last batch the state was taken at."""
+        if state.get("seed") is not None and state["seed"] != self.settings.get("seed"):
+            raise ValueError(f"the state was taken with seed {state['seed']}, this dataset has "
+                             f"{self.settings.get('seed')}")
+        self.epoch = state["epoch"]
+        self._resume = state["state"]

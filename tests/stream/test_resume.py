@@ -1,0 +1,183 @@
+"""Resume: stop `shardcat stream` after N samples (--samples N prints the state on stderr),
+start a new process with --state, and the two outputs concatenated must be exactly the
+uninterrupted sequence."""
+import re
+
+import pytest
+
+from .conftest import split_args
+
+SEED = 7
+
+SHUFFLES = [None, "30", "100:10"]
+SPLITS = [(0, 1, 0, 1), (1, 3, 1, 2), (3, 4, 2, 3)]
+
+
+def stop_points(n):
+    """0, 1, a middle, last-1, last (and two arbitrary ones)."""
+    pts = {0, 1, n // 2, max(n - 1, 0), n, n // 3, (2 * n) // 3 + 1}
+    return sorted(p for p in pts if 0 <= p <= n)
+
+
+def check_resume(stream, args, expect_len=None, points=None):
+    """Runs args uninterrupted, then stopped and resumed at several points."""
+    full = stream(*args).ok()
+    seq = full.samples
+    assert seq, f"empty sequence for {args}"
+    if expect_len is not None:
+        assert len(seq) == expect_len, (len(seq), expect_len)
+    for n in points if points is not None else stop_points(len(seq)):
+        head = stream(*args, "--samples", str(n)).ok()
+        assert head.samples == seq[:n], f"--samples {n} is not a prefix of the sequence ({args})"
+        state = head.state
+        parts = state.split(":")
+        assert parts[0] == "v1" and len(parts) == 4, state
+        assert int(parts[2]) == n, f"state {state} after {n} samples"
+        assert parts[3] == str(SEED), state
+        tail = stream(*args, "--state", state).ok()
+        assert head.samples + tail.samples == seq, (
+            f"resume at {n} of {len(seq)} ({state}) differs from the uninterrupted run "
+            f"for {args}: first difference at {first_diff(head.samples + tail.samples, seq)}")
+    return seq
+
+
+def first_diff(a, b):
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            return i, x, y
+    return min(len(a), len(b)), len(a), len(b)
+
+
+@pytest.mark.parametrize("split", SPLITS, ids=lambda s: "r{}w{}-k{}n{}".format(*s))
+@pytest.mark.parametrize("mode", ["exact", "equal"])
+@pytest.mark.parametrize("shuffle", SHUFFLES, ids=lambda s: f"buf{s}")
+def test_resume_counts_known(stream, ds, shuffle, mode, split):
+    args = [ds.manifest, "--seed", str(SEED), "--mode", mode, *split_args(*split)]
+    if shuffle:
+        args += ["--shuffle", shuffle]
+    check_resume(stream, args)
+
+
+@pytest.mark.parametrize("shuffle", SHUFFLES, ids=lambda s: f"buf{s}")
+def test_resume_equal_pad(stream, ds, shuffle):
+    # The last rank's range wraps around to the start of the epoch's sequence.
+    args = [ds.manifest, "--seed", str(SEED), "--mode", "equal", "--pad",
+            *split_args(3, 4, 1, 2)]
+    if shuffle:
+        args += ["--shuffle", shuffle]
+    check_resume(stream, args)
+
+
+@pytest.mark.parametrize("split", SPLITS, ids=lambda s: "r{}w{}-k{}n{}".format(*s))
+@pytest.mark.parametrize("shuffle", SHUFFLES, ids=lambda s: f"buf{s}")
+def test_resume_counts_unknown(stream, ds_nocount, shuffle, split):
+    args = [ds_nocount.pattern, "--seed", str(SEED), *split_args(*split)]
+    if shuffle:
+        args += ["--shuffle", shuffle]
+    check_resume(stream, args)
+
+
+@pytest.mark.parametrize("shuffle", SHUFFLES, ids=lambda s: f"buf{s}")
+@pytest.mark.parametrize("source", ["manifest", "pattern", "unknown"])
+def test_resume_zst(stream, ds_zst, ds_zst_nocount, source, shuffle):
+    src = {"manifest": ds_zst.manifest, "pattern": ds_zst.pattern,
+           "unknown": ds_zst_nocount.pattern}[source]
+    for split in [(0, 1, 0, 1), (1, 2, 1, 2)]:
+        args = [src, "--seed", str(SEED), *split_args(*split)]
+        if shuffle:
+            args += ["--shuffle", shuffle]
+        seq = check_resume(stream, args)
+        if split == (0, 1, 0, 1):
+            assert sorted(k for k, _ in seq) == sorted(ds_zst.all_keys)
+
+
+@pytest.mark.parametrize("streams", ["1", "3"])
+def test_resume_other_epoch(stream, ds, streams):
+    """The state carries the epoch: resuming continues epoch 2, not epoch 0."""
+    args = [ds.manifest, "--seed", str(SEED), "--shuffle", "30", "--streams", streams]
+    full = stream(*args, "--epoch", "2").ok().samples
+    assert full != stream(*args).ok().samples
+    head = stream(*args, "--epoch", "2", "--samples", "41").ok()
+    assert head.state.split(":")[1] == "2"
+    tail = stream(*args, "--state", head.state).ok()
+    assert head.samples + tail.samples == full
+
+
+def test_state_with_another_seed_is_refused(stream, ds):
+    head = stream(ds.manifest, "--seed", str(SEED), "--samples", "10").ok()
+    r = stream(ds.manifest, "--seed", str(SEED + 1), "--state", head.state)
+    assert r.rc == 1, r
+    assert "seed" in r.err, r.err
+    assert r.lines == []
+
+
+@pytest.mark.parametrize("bad", ["v1:0:5", "v2:0:5:7", "v1:0:x:7", "v1:0:5:7:9", "", "v1:0:100000:7"])
+def test_malformed_or_impossible_state_is_refused(stream, ds, bad):
+    r = stream(ds.manifest, "--seed", str(SEED), "--state", bad)
+    assert r.rc == 1, (bad, r)
+    assert r.lines == [], bad
+    assert r.err.strip(), bad
+
+
+@pytest.mark.parametrize("shuffle", [None, "30"], ids=lambda s: f"buf{s}")
+@pytest.mark.parametrize("split", [(0, 1, 0, 1), (2, 3, 1, 2)], ids=lambda s: "r{}w{}-k{}n{}".format(*s))
+def test_resume_resampled(stream, ds, split, shuffle):
+    args = [ds.manifest, "--seed", str(SEED), "--mode", "resampled", "--epoch-samples", "90",
+            *split_args(*split)]
+    if shuffle:
+        args += ["--shuffle", shuffle]
+    seq = check_resume(stream, args, expect_len=90)
+    assert set(k for k, _ in seq) <= set(ds.all_keys)
+
+
+def test_resume_resampled_counts_unknown(stream, ds_nocount):
+    args = [ds_nocount.pattern, "--seed", str(SEED), "--mode", "resampled",
+            "--epoch-samples", "70", "--shuffle", "20"]
+    check_resume(stream, args, expect_len=70, points=[0, 1, 33, 69, 70])
+
+
+def test_resampled_draws_with_replacement(stream, ds):
+    """Resampled epochs: the length asked for, consumers differ, shards drawn with replacement."""
+    n = 3 * ds.total
+    a = stream(ds.manifest, "--seed", "9", "--mode", "resampled", "--epoch-samples", str(n),
+               "--streams", "1").ok()
+    assert len(a.keys) == n
+    # Three epochs' worth of whole-shard draws from ~20 shards: some shard comes twice.
+    assert len(set(a.keys)) < len(a.keys)
+    b = stream(ds.manifest, "--seed", "9", "--mode", "resampled", "--epoch-samples", str(n),
+               "--streams", "1", "--rank", "1", "--world-size", "2").ok()
+    assert len(b.keys) == n and b.keys != a.keys
+
+
+@pytest.mark.parametrize("shuffle", [None, "25"], ids=lambda s: f"buf{s}")
+def test_resume_resampled_endless(stream, ds, shuffle):
+    """No --epoch-samples: an endless stream; --samples cuts it, the state continues it."""
+    args = [ds.manifest, "--seed", str(SEED), "--mode", "resampled", "--rank", "1",
+            "--world-size", "2"]
+    if shuffle:
+        args += ["--shuffle", shuffle]
+    full = stream(*args, "--samples", "400").ok()
+    assert len(full.samples) == 400  # more than the data set: it goes on
+    for n in (0, 1, 150, 399):
+        head = stream(*args, "--samples", str(n)).ok()
+        tail = stream(*args, "--state", head.state, "--samples", str(400 - n)).ok()
+        assert head.samples + tail.samples == full.samples, n
+
+
+def opens(err):
+    m = re.search(r"(\d+) shard opens", err)
+    assert m, err
+    return int(m.group(1))
+
+
+def test_resume_seeks_instead_of_reading(stream, ds):
+    """With counts known, restoring skips the consumed samples by index: resuming at the
+    epoch's last sample opens only the shard that holds it."""
+    args = [ds.manifest, "--seed", str(SEED), "--streams", "1"]
+    last = stream(*args).ok().samples[-1]
+    r = stream(*args, "--state", f"v1:0:{ds.total - 1}:{SEED}", "--stats").ok()
+    assert r.samples == [last]
+    assert opens(r.err) == 1, r.err
+    r = stream(*args, "--shuffle", "30", "--state", f"v1:0:{ds.total - 40}:{SEED}", "--stats").ok()
+    assert len(r.samples) == 40
+    assert re.search(r"\b40 samples", r.err), r.err
