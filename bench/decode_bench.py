@@ -1,0 +1,129 @@
+#!/usr/bin/python3
+"""Training batches from the same shards: libshard against a reference Python pipeline.
+
+Reference (what users run today): tarfile reading the shards, WebDataset's grouping, PIL
+decode, torchvision RandomResizedCrop(224) + RandomHorizontalFlip + PILToTensor, a torch
+DataLoader with 2 worker processes (shards split between them) and batch size 256.
+libshard: libshard.torch.ShardDataset, same crop, flip and batch size, DataLoader with
+num_workers=0 (libshard's own decode threads, one per core), full decode (fast=False) and
+the fast path (crop-only partial decode at a reduced DCT scale). libjpeg-turbo's own rate
+(bench/jpeg_rate.c: full decode of every image, one core) is measured in the same run.
+
+Each pipeline runs in its own process, one epoch, ROUNDS times interleaved; medians and
+each process's peak RSS are reported.
+
+    /usr/bin/python3 bench/decode_bench.py /tmp/imagefolder [--rounds 2]
+"""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+WORKER = r'''
+import json, os, resource, sys, tarfile, time, io
+sys.path.insert(0, sys.argv[1])
+import torch
+which, manifest, cores = sys.argv[2], sys.argv[3], int(sys.argv[4])
+m = json.load(open(manifest))
+base = os.path.dirname(manifest)
+shards = [os.path.join(base, s["url"]) for s in m["shardlist"]]
+n = 0
+t = time.perf_counter()
+if which == "reference":
+    import torchvision.transforms as T
+    from PIL import Image
+    tf = T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(), T.PILToTensor()])
+
+    class Ref(torch.utils.data.IterableDataset):
+        def __iter__(self):
+            info = torch.utils.data.get_worker_info()
+            mine = shards[info.id::info.num_workers] if info else shards
+            for s in mine:
+                with tarfile.open(s) as tf_:
+                    sample, key = {}, None
+                    for mem in tf_:
+                        k, _, ext = mem.name.partition(".")
+                        if key is not None and k != key:
+                            yield sample
+                            sample = {}
+                        key = k
+                        sample[ext.lower()] = tf_.extractfile(mem).read()
+                    if sample:
+                        yield sample
+
+    def prep(s):
+        img = Image.open(io.BytesIO(s["jpg"])).convert("RGB")
+        return tf(img), int(s["cls"])
+
+    class Mapped(torch.utils.data.IterableDataset):
+        def __iter__(self):
+            return (prep(s) for s in Ref())
+
+    dl = torch.utils.data.DataLoader(Mapped(), batch_size=256, num_workers=2)
+    for images, labels in dl:
+        n += images.shape[0]
+else:
+    from libshard.torch import ShardDataset
+    ds = ShardDataset(manifest, seed=0, batch_size=256, image_size=224, crop="random_resized",
+                      flip=True, fast=(which == "libshard-fast"), threads=cores)
+    for images, labels in torch.utils.data.DataLoader(ds, batch_size=None, num_workers=0):
+        n += images.shape[0]
+dt = time.perf_counter() - t
+rss = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+          resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+print(json.dumps({"samples": n, "seconds": dt, "maxrss_mb": rss / 1024}))
+'''
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("src")
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--build", default="build")
+    a = ap.parse_args()
+    build = os.path.abspath(a.build)
+    cores = os.cpu_count()
+    work = tempfile.mkdtemp(prefix="libshard-decodebench-")
+    try:
+        subprocess.run([f"{build}/tools/shardpack", a.src, "-o", f"{work}/t-%06d.tar", "-c", "500",
+                        "-q", "-j", "2", "--no-fsync"], check=True)
+        manifest = f"{work}/t.json"
+        script = f"{work}/worker.py"
+        open(script, "w").write(WORKER)
+        for f in os.listdir(work):
+            if f.endswith(".tar"):
+                with open(os.path.join(work, f), "rb") as fh:
+                    while fh.read(1 << 20):
+                        pass
+        runs = {"reference": [], "libshard-full": [], "libshard-fast": [], "jpeg_rate": []}
+        rss = {k: 0.0 for k in runs}
+        for _ in range(a.rounds):
+            out = subprocess.run([f"{build}/bench/jpeg_rate", a.src], check=True,
+                                 capture_output=True, text=True).stdout.split()
+            runs["jpeg_rate"].append(float(out[out.index("images_per_s") + 1]))
+            for which in ("reference", "libshard-full", "libshard-fast"):
+                r = json.loads(subprocess.run([sys.executable, script, f"{build}/python", which, manifest,
+                                               str(cores)], check=True, capture_output=True,
+                                              text=True).stdout.strip().splitlines()[-1])
+                runs[which].append(r["samples"] / r["seconds"])
+                rss[which] = max(rss[which], r["maxrss_mb"])
+        med = {k: statistics.median(v) for k, v in runs.items()}
+        print(f"{cores} cores, medians of {a.rounds} interleaved rounds, one epoch each:")
+        print(f"  libjpeg-turbo full decode, 1 core       {med['jpeg_rate']:8.0f} images/s "
+              f"(x {cores} cores = {med['jpeg_rate'] * cores:.0f})")
+        for k in ("reference", "libshard-full", "libshard-fast"):
+            print(f"  {k:40} {med[k]:8.0f} samples/s   peak RSS {rss[k]:6.0f} MB")
+        print("ratios:")
+        print(f"  libshard fast / reference                 = {med['libshard-fast'] / med['reference']:.2f}  (target >= 3)")
+        print(f"  libshard full / (libjpeg-turbo x cores)   = {med['libshard-full'] / (med['jpeg_rate'] * cores):.2f}  (target >= 0.85)")
+        print(f"  libshard fast / (libjpeg-turbo x cores)   = {med['libshard-fast'] / (med['jpeg_rate'] * cores):.2f}")
+    finally:
+        shutil.rmtree(work)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
