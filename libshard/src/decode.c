@@ -175,8 +175,10 @@ static int jpeg_decode(const void *data, size_t size, const ShardTransform *t, S
     }
     int num = 8;
     if (box_out && t->fast) {
-        /* the smallest M/8 at which the box still has at least the output's pixels */
-        for (num = 1; num < 8; num++)
+        /* The smallest of 1/8, 1/4, 1/2 at which the box still has at least the output's
+         * pixels: libjpeg-turbo has SIMD IDCTs for these; the other M/8 scales run plain C
+         * IDCTs (and chroma at odd sizes) that cost more than they save. */
+        for (num = 1; num < 8; num *= 2)
             if (b.w * num / 8 >= t->width && b.h * num / 8 >= t->height)
                 break;
     }
@@ -307,12 +309,31 @@ int shard_decode_rgb(const void *data, size_t size, unsigned char **out, int *wi
 
 /* ---- output ---------------------------------------------------------------------------- */
 
+/* From interleaved RGB to the transform's layout and type, mirrored when flip. */
 static void store(const ShardTransform *t, const unsigned char *rgb, int flip, void *out)
 {
     int W = t->width, H = t->height;
     size_t plane = (size_t)W * H;
     if (t->dtype == SHARD_DTYPE_UINT8 && t->layout == SHARD_LAYOUT_NHWC && !flip) {
         memcpy(out, rgb, plane * 3);
+        return;
+    }
+    if (t->dtype == SHARD_DTYPE_UINT8 && t->layout == SHARD_LAYOUT_NCHW) {
+        unsigned char *r = out, *g = r + plane, *b = g + plane;
+        for (int y = 0; y < H; y++) {
+            const unsigned char *src = rgb + (size_t)y * W * 3;
+            size_t o = (size_t)y * W;
+            if (flip)
+                for (int x = 0; x < W; x++) {
+                    const unsigned char *p = src + (size_t)(W - 1 - x) * 3;
+                    r[o + x] = p[0], g[o + x] = p[1], b[o + x] = p[2];
+                }
+            else
+                for (int x = 0; x < W; x++) {
+                    const unsigned char *p = src + (size_t)x * 3;
+                    r[o + x] = p[0], g[o + x] = p[1], b[o + x] = p[2];
+                }
+        }
         return;
     }
     float scale[3], bias[3];
@@ -323,8 +344,7 @@ static void store(const ShardTransform *t, const unsigned char *rgb, int flip, v
     for (int y = 0; y < H; y++) {
         const unsigned char *src = rgb + (size_t)y * W * 3;
         for (int x = 0; x < W; x++) {
-            int sx = flip ? W - 1 - x : x;
-            const unsigned char *p = src + (size_t)sx * 3;
+            const unsigned char *p = src + (size_t)(flip ? W - 1 - x : x) * 3;
             for (int c = 0; c < 3; c++) {
                 size_t o = t->layout == SHARD_LAYOUT_NHWC ? ((size_t)y * W + x) * 3 + c
                                                            : c * plane + (size_t)y * W + x;
@@ -361,20 +381,17 @@ int shard_decode_transform(const void *data, size_t size, const ShardTransform *
     if (rc)
         return rc;
     int flip = t->flip && (shard_rng_next(&rng) >> 63);
-    unsigned char *resized = rgb;
-    int same = box.x == 0 && box.y == 0 && box.w == w && box.h == h && w == t->width && h == t->height;
-    if (!same) {
-        resized = malloc((size_t)t->width * t->height * 3);
-        if (!resized || shard_resize_rgb(rgb, w, h, box.x, box.y, box.w, box.h, resized, t->width,
-                                         t->height)) {
-            free(resized);
-            free(rgb);
-            if (msg)
-                snprintf(msg, msgsize, "out of memory");
-            return SHARD_ERR_NOMEM;
-        }
+    unsigned char *resized = malloc((size_t)t->width * t->height * 3);
+    /* The vertical-first resampler: within 1 of PIL (shard_resize_rgb is PIL's bytes). */
+    if (!resized || shard_resize_fast(rgb, w, h, box.x, box.y, box.w, box.h, resized, t->width,
+                                      t->height)) {
+        free(resized);
         free(rgb);
+        if (msg)
+            snprintf(msg, msgsize, "out of memory");
+        return SHARD_ERR_NOMEM;
     }
+    free(rgb);
     store(t, resized, flip, out);
     free(resized);
     return 0;

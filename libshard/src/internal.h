@@ -84,4 +84,9 @@ SHARD_HIDDEN int shard_reader_take(struct ShardReader *r, void **item, const cha
                                    size_t *nfields, uint64_t *position);
 SHARD_HIDDEN void shard_reader_item_free(void *item);
 
+/* PIL's bilinear resize with the vertical pass first: within 1 of shard_resize_rgb, faster
+ * when shrinking. Interleaved RGB in and out. */
+SHARD_HIDDEN int shard_resize_fast(const unsigned char *in, int w, int h, double x0, double y0,
+                                   double bw, double bh, unsigned char *out, int out_w, int out_h);
+
 #endif /* SHARD_INTERNAL_H */

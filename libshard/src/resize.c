@@ -4,6 +4,7 @@
  * averages instead of aliasing; coefficients normalized, applied in 22-bit fixed point,
  * horizontal pass first with an 8-bit intermediate, then vertical.
  */
+#include <immintrin.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,14 +81,92 @@ static void coeffs_free(Coeffs *c)
     free(c->k);
 }
 
-static inline unsigned char clip8(int64_t v)
+static inline unsigned char clip8(int32_t v)
 {
-    v = (v + (1 << (PRECISION_BITS - 1))) >> PRECISION_BITS;
+    v >>= PRECISION_BITS;
     return v < 0 ? 0 : v > 255 ? 255 : (unsigned char)v;
 }
 
-int shard_resize_rgb(const unsigned char *in, int w, int h, double x0, double y0, double bw,
-                     double bh, unsigned char *out, int out_w, int out_h)
+/* One pass of the filter along columns: out row yy of width n is the weighted sum of the
+ * input rows its coefficients name (row r of the input at src + (r - first) * stride).
+ * Contiguous rows, so the compiler vectorizes the inner loop. */
+__attribute__((target_clones("avx2", "default")))
+static void column_pass(const unsigned char *src, size_t src_stride, int first, size_t n,
+                        const Coeffs *c, int out_rows, unsigned char *dst, size_t dst_stride,
+                        int32_t *acc)
+{
+    for (int yy = 0; yy < out_rows; yy++) {
+        int ymin = c->bounds[yy * 2] - first, ymax = c->bounds[yy * 2 + 1];
+        const int32_t *k = c->k + (size_t)yy * (size_t)c->ksize;
+        for (size_t x = 0; x < n; x++)
+            acc[x] = 1 << (PRECISION_BITS - 1);
+        for (int y = 0; y < ymax; y++) {
+            const unsigned char *row = src + (size_t)(ymin + y) * src_stride;
+            int32_t ky = k[y];
+            for (size_t x = 0; x < n; x++)
+                acc[x] += row[x] * ky;
+        }
+        unsigned char *d = dst + (size_t)yy * dst_stride;
+        for (size_t x = 0; x < n; x++)
+            d[x] = clip8(acc[x]);
+    }
+}
+
+/* PIL's horizontal pass: per output pixel, a window of whole pixels times its weights. */
+static void row_pass(const unsigned char *src, const Coeffs *c, int xoff, int out_w,
+                     unsigned char *dst)
+{
+    for (int xx = 0; xx < out_w; xx++) {
+        int xmin = c->bounds[xx * 2] - xoff, xmax = c->bounds[xx * 2 + 1];
+        const int32_t *k = c->k + (size_t)xx * (size_t)c->ksize;
+        int32_t s0 = 1 << (PRECISION_BITS - 1), s1 = s0, s2 = s0;
+        const unsigned char *p = src + (size_t)xmin * 3;
+        for (int x = 0; x < xmax; x++, p += 3) {
+            s0 += p[0] * k[x];
+            s1 += p[1] * k[x];
+            s2 += p[2] * k[x];
+        }
+        dst[xx * 3] = clip8(s0);
+        dst[xx * 3 + 1] = clip8(s1);
+        dst[xx * 3 + 2] = clip8(s2);
+    }
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+/* The horizontal pass with one SIMD lane per channel: a pixel's 3 bytes (and one more,
+ * ignored) widen to 4 floats, times the tap's weight. Float weights: within 1 of the
+ * fixed-point pass. Reads one byte past the last pixel: the caller leaves room. */
+__attribute__((target("avx2,fma")))
+static void row_pass_simd(const unsigned char *src, const Coeffs *c, int xoff, const float *kf,
+                          int out_w, unsigned char *dst)
+{
+    const __m128 zero = _mm_setzero_ps(), top = _mm_set1_ps(255.0f), half = _mm_set1_ps(0.5f);
+    for (int xx = 0; xx < out_w; xx++) {
+        int xmin = c->bounds[xx * 2] - xoff, xmax = c->bounds[xx * 2 + 1];
+        const float *k = kf + (size_t)xx * (size_t)c->ksize;
+        const unsigned char *p = src + (size_t)xmin * 3;
+        __m128 acc = half;
+        for (int x = 0; x < xmax; x++, p += 3) {
+            int32_t v;
+            memcpy(&v, p, 4);
+            __m128 px = _mm_cvtepi32_ps(_mm_cvtepu8_epi32(_mm_cvtsi32_si128(v)));
+            acc = _mm_fmadd_ps(px, _mm_set1_ps(k[x]), acc);
+        }
+        acc = _mm_min_ps(_mm_max_ps(acc, zero), top);
+        __m128i i = _mm_cvttps_epi32(acc);
+        i = _mm_packus_epi16(_mm_packs_epi32(i, i), i);
+        int32_t out = _mm_cvtsi128_si32(i);
+        memcpy(dst + xx * 3, &out, 3);
+    }
+}
+#endif
+
+/* The two passes in PIL's order (horizontal first, 8 bits in between): PIL's bytes. With
+ * vertical_first, the vertical pass (vectorized over whole rows) runs first on the input's
+ * rows, so the per-pixel horizontal pass sees out_h rows instead of the box's: faster when
+ * shrinking, and within 1 of PIL, because only the intermediate rounding moves. */
+static int resize(const unsigned char *in, int w, int h, double x0, double y0, double bw,
+                  double bh, unsigned char *out, int out_w, int out_h, int vertical_first)
 {
     if (w <= 0 || h <= 0 || out_w <= 0 || out_h <= 0 || bw <= 0 || bh <= 0 || x0 < 0 || y0 < 0 ||
         x0 + bw > w + 1e-6 || y0 + bh > h + 1e-6)
@@ -99,49 +178,56 @@ int shard_resize_rgb(const unsigned char *in, int w, int h, double x0, double y0
         coeffs_free(&ch);
         return SHARD_ERR_NOMEM;
     }
-    /* Only the rows the vertical pass reads go through the horizontal pass. */
     int ybox0 = cv.bounds[0];
-    int ybox1 = cv.bounds[(out_h - 1) * 2] + cv.bounds[(out_h - 1) * 2 + 1];
-    int rows = ybox1 - ybox0;
-    unsigned char *tmp = malloc((size_t)rows * (size_t)out_w * 3);
-    if (!tmp) {
-        coeffs_free(&ch);
-        coeffs_free(&cv);
-        return SHARD_ERR_NOMEM;
-    }
-    for (int y = 0; y < rows; y++) {
-        const unsigned char *src = in + (size_t)(y + ybox0) * (size_t)w * 3;
-        unsigned char *dst = tmp + (size_t)y * (size_t)out_w * 3;
-        for (int xx = 0; xx < out_w; xx++) {
-            int xmin = ch.bounds[xx * 2], xmax = ch.bounds[xx * 2 + 1];
-            const int32_t *k = ch.k + (size_t)xx * (size_t)ch.ksize;
-            int64_t s0 = 0, s1 = 0, s2 = 0;
-            const unsigned char *p = src + (size_t)xmin * 3;
-            for (int x = 0; x < xmax; x++, p += 3) {
-                s0 += (int64_t)p[0] * k[x];
-                s1 += (int64_t)p[1] * k[x];
-                s2 += (int64_t)p[2] * k[x];
-            }
-            dst[xx * 3] = clip8(s0);
-            dst[xx * 3 + 1] = clip8(s1);
-            dst[xx * 3 + 2] = clip8(s2);
-        }
-    }
-    size_t stride = (size_t)out_w * 3;
-    for (int yy = 0; yy < out_h; yy++) {
-        int ymin = cv.bounds[yy * 2] - ybox0, ymax = cv.bounds[yy * 2 + 1];
-        const int32_t *k = cv.k + (size_t)yy * (size_t)cv.ksize;
-        unsigned char *dst = out + (size_t)yy * stride;
-        for (size_t xx = 0; xx < stride; xx++) {
-            int64_t s = 0;
-            const unsigned char *p = tmp + (size_t)ymin * stride + xx;
-            for (int y = 0; y < ymax; y++, p += stride)
-                s += (int64_t)*p * k[y];
-            dst[xx] = clip8(s);
-        }
+    int rows = cv.bounds[(out_h - 1) * 2] + cv.bounds[(out_h - 1) * 2 + 1] - ybox0;
+    int xbox0 = ch.bounds[0];
+    int cols = ch.bounds[(out_w - 1) * 2] + ch.bounds[(out_w - 1) * 2 + 1] - xbox0;
+    size_t in_stride = (size_t)w * 3, out_stride = (size_t)out_w * 3, box_stride = (size_t)cols * 3;
+    size_t tmp_size = (vertical_first ? (size_t)out_h * box_stride : (size_t)rows * out_stride) + 16;
+    size_t acc_n = vertical_first ? box_stride : out_stride;
+    unsigned char *tmp = malloc(tmp_size);
+    int32_t *acc = malloc(acc_n * sizeof *acc);
+    int rc = 0;
+    if (!tmp || !acc) {
+        rc = SHARD_ERR_NOMEM;
+    } else if (vertical_first) {
+        /* only the columns the horizontal pass reads */
+        column_pass(in + (size_t)ybox0 * in_stride + (size_t)xbox0 * 3, in_stride, ybox0,
+                    box_stride, &cv, out_h, tmp, box_stride, acc);
+#if defined(__x86_64__) || defined(__i386__)
+        float *kf = NULL;
+        if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+            (kf = malloc((size_t)out_w * (size_t)ch.ksize * sizeof *kf))) {
+            for (size_t i = 0; i < (size_t)out_w * (size_t)ch.ksize; i++)
+                kf[i] = (float)ch.k[i] / (float)(1 << PRECISION_BITS);
+            for (int y = 0; y < out_h; y++)
+                row_pass_simd(tmp + (size_t)y * box_stride, &ch, xbox0, kf, out_w,
+                              out + (size_t)y * out_stride);
+            free(kf);
+        } else
+#endif
+            for (int y = 0; y < out_h; y++)
+                row_pass(tmp + (size_t)y * box_stride, &ch, xbox0, out_w, out + (size_t)y * out_stride);
+    } else {
+        for (int y = 0; y < rows; y++)
+            row_pass(in + (size_t)(y + ybox0) * in_stride, &ch, 0, out_w, tmp + (size_t)y * out_stride);
+        column_pass(tmp, out_stride, ybox0, out_stride, &cv, out_h, out, out_stride, acc);
     }
     free(tmp);
+    free(acc);
     coeffs_free(&ch);
     coeffs_free(&cv);
-    return 0;
+    return rc;
+}
+
+int shard_resize_fast(const unsigned char *in, int w, int h, double x0, double y0, double bw,
+                      double bh, unsigned char *out, int out_w, int out_h)
+{
+    return resize(in, w, h, x0, y0, bw, bh, out, out_w, out_h, 1);
+}
+
+int shard_resize_rgb(const unsigned char *in, int w, int h, double x0, double y0, double bw,
+                     double bh, unsigned char *out, int out_w, int out_h)
+{
+    return resize(in, w, h, x0, y0, bw, bh, out, out_w, out_h, 0);
 }

@@ -1,7 +1,8 @@
 /*
  * libshard — decoding images into training tensors: JPEG with libjpeg-turbo (only the crop
  * region, at the smallest DCT scale that still covers the output), PNG with libpng, then
- * crop, resize (PIL's bilinear filter, antialiased), flip, layout and normalization.
+ * crop, resize (PIL's bilinear filter, antialiased; within 1 of PIL's bytes for the same box),
+ * flip, layout and normalization.
  *
  * All functions are thread-safe and keep no state between calls.
  */
@@ -38,7 +39,8 @@ typedef struct ShardTransform {
     double ratio_min, ratio_max; /**< RandomResizedCrop aspect range (default 3/4, 4/3) */
     double center_fraction;     /**< SHARD_CROP_CENTER: crop / resized side (default 0.875) */
     int flip;                   /**< random horizontal flip with probability 1/2 (default 0) */
-    int fast;                   /**< decode only the crop, at a reduced DCT scale (default 1) */
+    int fast;                   /**< decode only the crop, at a reduced DCT scale (default 1);
+                                     0 decodes the whole image at full size first */
     ShardLayout layout;         /**< default SHARD_LAYOUT_NCHW */
     ShardDType dtype;           /**< default SHARD_DTYPE_UINT8 */
     float mean[3], std[3];      /**< for FLOAT32 (default ImageNet's) */
