@@ -85,8 +85,10 @@ SHARD_HIDDEN int shard_reader_take(struct ShardReader *r, void **item, const cha
 SHARD_HIDDEN void shard_reader_item_free(void *item);
 
 /* PIL's bilinear resize with the vertical pass first: within 1 of shard_resize_rgb, faster
- * when shrinking. Interleaved RGB in and out. */
+ * when shrinking. Interleaved RGB in; out interleaved, or with planar three planes R, G, B
+ * (mirrored when flip). */
 SHARD_HIDDEN int shard_resize_fast(const unsigned char *in, int w, int h, double x0, double y0,
-                                   double bw, double bh, unsigned char *out, int out_w, int out_h);
+                                   double bw, double bh, unsigned char *out, int out_w, int out_h,
+                                   int planar, int flip);
 
 #endif /* SHARD_INTERNAL_H */

@@ -133,31 +133,101 @@ static void row_pass(const unsigned char *src, const Coeffs *c, int xoff, int ou
 }
 
 #if defined(__x86_64__) || defined(__i386__)
-/* The horizontal pass with one SIMD lane per channel: a pixel's 3 bytes (and one more,
- * ignored) widen to 4 floats, times the tap's weight. Float weights: within 1 of the
- * fixed-point pass. Reads one byte past the last pixel: the caller leaves room. */
+/* Where the horizontal pass puts a row: interleaved RGB, or three planes (flipped or not),
+ * which spares the batch a separate pass to reorder channels. */
+typedef struct RowOut {
+    unsigned char *rgb;          /* interleaved, or NULL */
+    unsigned char *plane[3];     /* with rgb NULL: this row of each plane */
+    int flip;
+} RowOut;
+
+/* The horizontal pass, two output pixels per 8-lane register: each pixel's 3 bytes (and one
+ * more, ignored) widen to 4 floats and meet its tap's weight (kw: per pixel pair and tap,
+ * the pair's two weights each repeated 4 times). Float weights: within 1 of the
+ * fixed-point pass. Reads up to ksize pixels past a window: the caller leaves that room. */
 __attribute__((target("avx2,fma")))
-static void row_pass_simd(const unsigned char *src, const Coeffs *c, int xoff, const float *kf,
-                          int out_w, unsigned char *dst)
+static void row_pass_simd(const unsigned char *src, const Coeffs *c, int xoff, const float *kw,
+                          int out_w, const RowOut *o)
 {
-    const __m128 zero = _mm_setzero_ps(), top = _mm_set1_ps(255.0f), half = _mm_set1_ps(0.5f);
-    for (int xx = 0; xx < out_w; xx++) {
-        int xmin = c->bounds[xx * 2] - xoff, xmax = c->bounds[xx * 2 + 1];
-        const float *k = kf + (size_t)xx * (size_t)c->ksize;
-        const unsigned char *p = src + (size_t)xmin * 3;
-        __m128 acc = half;
-        for (int x = 0; x < xmax; x++, p += 3) {
-            int32_t v;
-            memcpy(&v, p, 4);
-            __m128 px = _mm_cvtepi32_ps(_mm_cvtepu8_epi32(_mm_cvtsi32_si128(v)));
-            acc = _mm_fmadd_ps(px, _mm_set1_ps(k[x]), acc);
+    const __m256 zero = _mm256_setzero_ps(), top = _mm256_set1_ps(255.0f);
+    const __m256 half = _mm256_set1_ps(0.5f);
+    int K = c->ksize;
+    int xx = 0;
+    for (; xx < out_w; xx += 2) {
+        int last = xx + 1 >= out_w; /* an odd width: the pair's second pixel repeats the first */
+        int xb = last ? xx : xx + 1;
+        const unsigned char *pa = src + (size_t)(c->bounds[xx * 2] - xoff) * 3;
+        const unsigned char *pb = src + (size_t)(c->bounds[xb * 2] - xoff) * 3;
+        const float *w = kw + (size_t)(xx / 2) * (size_t)K * 8;
+        int na = c->bounds[xx * 2 + 1], nb = c->bounds[xb * 2 + 1];
+        int n = na > nb ? na : nb; /* taps past a window have weight 0 */
+        __m256 acc = half;
+        for (int t = 0; t < n; t++, pa += 3, pb += 3, w += 8) {
+            int32_t va, vb;
+            memcpy(&va, pa, 4);
+            memcpy(&vb, pb, 4);
+            __m128i two = _mm_unpacklo_epi32(_mm_cvtsi32_si128(va), _mm_cvtsi32_si128(vb));
+            __m256 f = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(two));
+            acc = _mm256_fmadd_ps(f, _mm256_loadu_ps(w), acc);
         }
-        acc = _mm_min_ps(_mm_max_ps(acc, zero), top);
-        __m128i i = _mm_cvttps_epi32(acc);
-        i = _mm_packus_epi16(_mm_packs_epi32(i, i), i);
-        int32_t out = _mm_cvtsi128_si32(i);
-        memcpy(dst + xx * 3, &out, 3);
+        acc = _mm256_min_ps(_mm256_max_ps(acc, zero), top);
+        __m256i i = _mm256_cvttps_epi32(acc);
+        __m128i b16 = _mm_packs_epi32(_mm256_castsi256_si128(i), _mm256_extracti128_si256(i, 1));
+        __m128i b8 = _mm_packus_epi16(b16, b16);
+        uint32_t a0 = (uint32_t)_mm_cvtsi128_si32(b8), b0 = (uint32_t)_mm_extract_epi32(b8, 1);
+        if (o->rgb) {
+            memcpy(o->rgb + xx * 3, &a0, 3);
+            if (!last)
+                memcpy(o->rgb + xx * 3 + 3, &b0, 3);
+        } else {
+            int xa = o->flip ? out_w - 1 - xx : xx, xc = o->flip ? out_w - 2 - xx : xx + 1;
+            o->plane[0][xa] = (unsigned char)a0;
+            o->plane[1][xa] = (unsigned char)(a0 >> 8);
+            o->plane[2][xa] = (unsigned char)(a0 >> 16);
+            if (!last) {
+                o->plane[0][xc] = (unsigned char)b0;
+                o->plane[1][xc] = (unsigned char)(b0 >> 8);
+                o->plane[2][xc] = (unsigned char)(b0 >> 16);
+            }
+        }
     }
+}
+#endif
+
+#if defined(__x86_64__) || defined(__i386__)
+/* column_pass in floats with FMA (the fast path): vpmulld is slow on common cores. */
+__attribute__((target("avx2,fma")))
+static void column_pass_simd(const unsigned char *src, size_t src_stride, int first, size_t n,
+                             const Coeffs *c, const float *kf, int out_rows, unsigned char *dst,
+                             size_t dst_stride, float *acc)
+{
+    for (int yy = 0; yy < out_rows; yy++) {
+        int ymin = c->bounds[yy * 2] - first, ymax = c->bounds[yy * 2 + 1];
+        const float *k = kf + (size_t)yy * (size_t)c->ksize;
+        size_t x = 0;
+        for (; x + 8 <= n; x += 8) {
+            __m256 a = _mm256_set1_ps(0.5f);
+            for (int y = 0; y < ymax; y++) {
+                const unsigned char *row = src + (size_t)(ymin + y) * src_stride + x;
+                __m128i v;
+                memcpy(&v, row, 8);
+                __m256 f = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v));
+                a = _mm256_fmadd_ps(f, _mm256_set1_ps(k[y]), a);
+            }
+            a = _mm256_min_ps(_mm256_max_ps(a, _mm256_setzero_ps()), _mm256_set1_ps(255.0f));
+            __m256i i = _mm256_cvttps_epi32(a);
+            __m128i b16 = _mm_packs_epi32(_mm256_castsi256_si128(i), _mm256_extracti128_si256(i, 1));
+            __m128i b8 = _mm_packus_epi16(b16, b16);
+            _mm_storel_epi64((__m128i *)(dst + (size_t)yy * dst_stride + x), b8);
+        }
+        for (; x < n; x++) {
+            float a = 0.5f;
+            for (int y = 0; y < ymax; y++)
+                a += src[(size_t)(ymin + y) * src_stride + x] * k[y];
+            dst[(size_t)yy * dst_stride + x] = (unsigned char)(a < 0 ? 0 : a > 255 ? 255 : a);
+        }
+    }
+    (void)acc;
 }
 #endif
 
@@ -166,7 +236,8 @@ static void row_pass_simd(const unsigned char *src, const Coeffs *c, int xoff, c
  * rows, so the per-pixel horizontal pass sees out_h rows instead of the box's: faster when
  * shrinking, and within 1 of PIL, because only the intermediate rounding moves. */
 static int resize(const unsigned char *in, int w, int h, double x0, double y0, double bw,
-                  double bh, unsigned char *out, int out_w, int out_h, int vertical_first)
+                  double bh, unsigned char *out, int out_w, int out_h, int vertical_first,
+                  int planar, int flip)
 {
     if (w <= 0 || h <= 0 || out_w <= 0 || out_h <= 0 || bw <= 0 || bh <= 0 || x0 < 0 || y0 < 0 ||
         x0 + bw > w + 1e-6 || y0 + bh > h + 1e-6)
@@ -183,7 +254,9 @@ static int resize(const unsigned char *in, int w, int h, double x0, double y0, d
     int xbox0 = ch.bounds[0];
     int cols = ch.bounds[(out_w - 1) * 2] + ch.bounds[(out_w - 1) * 2 + 1] - xbox0;
     size_t in_stride = (size_t)w * 3, out_stride = (size_t)out_w * 3, box_stride = (size_t)cols * 3;
-    size_t tmp_size = (vertical_first ? (size_t)out_h * box_stride : (size_t)rows * out_stride) + 16;
+    /* room for the SIMD pass reading a whole ksize window past the last pixel */
+    size_t tmp_size = (vertical_first ? (size_t)out_h * box_stride : (size_t)rows * out_stride) +
+                      (size_t)ch.ksize * 3 + 16;
     size_t acc_n = vertical_first ? box_stride : out_stride;
     unsigned char *tmp = malloc(tmp_size);
     int32_t *acc = malloc(acc_n * sizeof *acc);
@@ -192,22 +265,56 @@ static int resize(const unsigned char *in, int w, int h, double x0, double y0, d
         rc = SHARD_ERR_NOMEM;
     } else if (vertical_first) {
         /* only the columns the horizontal pass reads */
-        column_pass(in + (size_t)ybox0 * in_stride + (size_t)xbox0 * 3, in_stride, ybox0,
-                    box_stride, &cv, out_h, tmp, box_stride, acc);
+        const unsigned char *box = in + (size_t)ybox0 * in_stride + (size_t)xbox0 * 3;
+        size_t plane = (size_t)out_w * (size_t)out_h;
+        int done = 0;
 #if defined(__x86_64__) || defined(__i386__)
-        float *kf = NULL;
+        float *kw = NULL, *kv = NULL;
+        size_t pairs = ((size_t)out_w + 1) / 2, K = (size_t)ch.ksize;
         if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-            (kf = malloc((size_t)out_w * (size_t)ch.ksize * sizeof *kf))) {
-            for (size_t i = 0; i < (size_t)out_w * (size_t)ch.ksize; i++)
-                kf[i] = (float)ch.k[i] / (float)(1 << PRECISION_BITS);
-            for (int y = 0; y < out_h; y++)
-                row_pass_simd(tmp + (size_t)y * box_stride, &ch, xbox0, kf, out_w,
-                              out + (size_t)y * out_stride);
-            free(kf);
-        } else
+            (kw = malloc(pairs * K * 8 * sizeof *kw)) &&
+            (kv = malloc((size_t)out_h * (size_t)cv.ksize * sizeof *kv))) {
+            for (size_t p = 0; p < pairs; p++) {
+                size_t a = 2 * p, b = 2 * p + 1 < (size_t)out_w ? 2 * p + 1 : a;
+                for (size_t t = 0; t < K; t++)
+                    for (int l = 0; l < 8; l++)
+                        kw[(p * K + t) * 8 + (size_t)l] =
+                            (float)ch.k[(l < 4 ? a : b) * K + t] / (float)(1 << PRECISION_BITS);
+            }
+            for (size_t i = 0; i < (size_t)out_h * (size_t)cv.ksize; i++)
+                kv[i] = (float)cv.k[i] / (float)(1 << PRECISION_BITS);
+            column_pass_simd(box, in_stride, ybox0, box_stride, &cv, kv, out_h, tmp, box_stride, NULL);
+            for (int y = 0; y < out_h; y++) {
+                RowOut o = {planar ? NULL : out + (size_t)y * out_stride,
+                            {out + (size_t)y * out_w, out + plane + (size_t)y * out_w,
+                             out + 2 * plane + (size_t)y * out_w},
+                            flip};
+                row_pass_simd(tmp + (size_t)y * box_stride, &ch, xbox0, kw, out_w, &o);
+            }
+            done = 1;
+        }
+        free(kw);
+        free(kv);
 #endif
-            for (int y = 0; y < out_h; y++)
-                row_pass(tmp + (size_t)y * box_stride, &ch, xbox0, out_w, out + (size_t)y * out_stride);
+        if (!done) {
+            unsigned char *rgb = planar ? malloc((size_t)out_h * out_stride) : out;
+            if (!rgb) {
+                rc = SHARD_ERR_NOMEM;
+            } else {
+                column_pass(box, in_stride, ybox0, box_stride, &cv, out_h, tmp, box_stride, acc);
+                for (int y = 0; y < out_h; y++)
+                    row_pass(tmp + (size_t)y * box_stride, &ch, xbox0, out_w, rgb + (size_t)y * out_stride);
+                if (planar) {
+                    for (int y = 0; y < out_h; y++)
+                        for (int x = 0; x < out_w; x++) {
+                            const unsigned char *p = rgb + (size_t)y * out_stride + (size_t)x * 3;
+                            size_t at = (size_t)y * out_w + (size_t)(flip ? out_w - 1 - x : x);
+                            out[at] = p[0], out[plane + at] = p[1], out[2 * plane + at] = p[2];
+                        }
+                    free(rgb);
+                }
+            }
+        }
     } else {
         for (int y = 0; y < rows; y++)
             row_pass(in + (size_t)(y + ybox0) * in_stride, &ch, 0, out_w, tmp + (size_t)y * out_stride);
@@ -221,13 +328,13 @@ static int resize(const unsigned char *in, int w, int h, double x0, double y0, d
 }
 
 int shard_resize_fast(const unsigned char *in, int w, int h, double x0, double y0, double bw,
-                      double bh, unsigned char *out, int out_w, int out_h)
+                      double bh, unsigned char *out, int out_w, int out_h, int planar, int flip)
 {
-    return resize(in, w, h, x0, y0, bw, bh, out, out_w, out_h, 1);
+    return resize(in, w, h, x0, y0, bw, bh, out, out_w, out_h, 1, planar, flip);
 }
 
 int shard_resize_rgb(const unsigned char *in, int w, int h, double x0, double y0, double bw,
                      double bh, unsigned char *out, int out_w, int out_h)
 {
-    return resize(in, w, h, x0, y0, bw, bh, out, out_w, out_h, 0);
+    return resize(in, w, h, x0, y0, bw, bh, out, out_w, out_h, 0, 0, 0);
 }
