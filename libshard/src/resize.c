@@ -161,8 +161,24 @@ static void row_pass_simd(const unsigned char *src, const Coeffs *c, int xoff, c
         const float *w = kw + (size_t)(xx / 2) * (size_t)K * 8;
         int na = c->bounds[xx * 2 + 1], nb = c->bounds[xb * 2 + 1];
         int n = na > nb ? na : nb; /* taps past a window have weight 0 */
-        __m256 acc = half;
-        for (int t = 0; t < n; t++, pa += 3, pb += 3, w += 8) {
+        /* two accumulators (even and odd taps): the FMA latency, not the throughput, would
+         * bound a single chain */
+        __m256 acc = half, acc2 = zero;
+        int t = 0;
+        for (; t + 1 < n; t += 2, pa += 6, pb += 6, w += 16) {
+            int32_t va, vb, va2, vb2;
+            memcpy(&va, pa, 4);
+            memcpy(&vb, pb, 4);
+            memcpy(&va2, pa + 3, 4);
+            memcpy(&vb2, pb + 3, 4);
+            __m128i two = _mm_unpacklo_epi32(_mm_cvtsi32_si128(va), _mm_cvtsi32_si128(vb));
+            __m128i two2 = _mm_unpacklo_epi32(_mm_cvtsi32_si128(va2), _mm_cvtsi32_si128(vb2));
+            __m256 f = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(two));
+            __m256 f2 = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(two2));
+            acc = _mm256_fmadd_ps(f, _mm256_loadu_ps(w), acc);
+            acc2 = _mm256_fmadd_ps(f2, _mm256_loadu_ps(w + 8), acc2);
+        }
+        if (t < n) {
             int32_t va, vb;
             memcpy(&va, pa, 4);
             memcpy(&vb, pb, 4);
@@ -170,6 +186,7 @@ static void row_pass_simd(const unsigned char *src, const Coeffs *c, int xoff, c
             __m256 f = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(two));
             acc = _mm256_fmadd_ps(f, _mm256_loadu_ps(w), acc);
         }
+        acc = _mm256_add_ps(acc, acc2);
         acc = _mm256_min_ps(_mm256_max_ps(acc, zero), top);
         __m256i i = _mm256_cvttps_epi32(acc);
         __m128i b16 = _mm_packs_epi32(_mm256_castsi256_si128(i), _mm256_extracti128_si256(i, 1));
@@ -205,6 +222,31 @@ static void column_pass_simd(const unsigned char *src, size_t src_stride, int fi
         int ymin = c->bounds[yy * 2] - first, ymax = c->bounds[yy * 2 + 1];
         const float *k = kf + (size_t)yy * (size_t)c->ksize;
         size_t x = 0;
+        unsigned char *drow = dst + (size_t)yy * dst_stride;
+        /* 32 bytes at a time: four independent FMA chains */
+        for (; x + 32 <= n; x += 32) {
+            __m256 a0 = _mm256_set1_ps(0.5f), a1 = a0, a2 = a0, a3 = a0;
+            for (int y = 0; y < ymax; y++) {
+                const unsigned char *row = src + (size_t)(ymin + y) * src_stride + x;
+                __m256i v = _mm256_loadu_si256((const __m256i *)row);
+                __m128i lo = _mm256_castsi256_si128(v), hi = _mm256_extracti128_si256(v, 1);
+                __m256 ky = _mm256_set1_ps(k[y]);
+                a0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(lo)), ky, a0);
+                a1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(lo, 8))), ky, a1);
+                a2 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(hi)), ky, a2);
+                a3 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(hi, 8))), ky, a3);
+            }
+            const __m256 z = _mm256_setzero_ps(), top = _mm256_set1_ps(255.0f);
+            __m256i i0 = _mm256_cvttps_epi32(_mm256_min_ps(_mm256_max_ps(a0, z), top));
+            __m256i i1 = _mm256_cvttps_epi32(_mm256_min_ps(_mm256_max_ps(a1, z), top));
+            __m256i i2 = _mm256_cvttps_epi32(_mm256_min_ps(_mm256_max_ps(a2, z), top));
+            __m256i i3 = _mm256_cvttps_epi32(_mm256_min_ps(_mm256_max_ps(a3, z), top));
+            /* packs work per 128-bit lane: put the lanes back in order afterwards */
+            __m256i p01 = _mm256_packs_epi32(i0, i1), p23 = _mm256_packs_epi32(i2, i3);
+            __m256i b = _mm256_packus_epi16(p01, p23);
+            b = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+            _mm256_storeu_si256((__m256i *)(drow + x), b);
+        }
         for (; x + 8 <= n; x += 8) {
             __m256 a = _mm256_set1_ps(0.5f);
             for (int y = 0; y < ymax; y++) {
