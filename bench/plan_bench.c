@@ -31,7 +31,7 @@ int main(int argc, char **argv)
     double best = 1e9;
     size_t nseg = 0;
     for (int rep = 0; rep < 5; rep++) {
-        ShardPlanSettings p = {7, (uint64_t)rep, rep * 97 % world, world, 0, 1, SHARD_MODE_EQUAL, 0, 1};
+        ShardPlanSettings p = {7, (uint64_t)rep, rep * 97 % world, world, 0, 1, SHARD_MODE_EQUAL, 0, 1, 1};
         ShardSegment *segs;
         double t = now();
         if (shard_epoch_plan(counts, n, &p, &segs, &nseg)) {

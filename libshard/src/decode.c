@@ -128,17 +128,24 @@ static void j_message(j_common_ptr c, int level)
     }
 }
 
-/* CMYK (Adobe-inverted when the marker says so) to RGB, as PIL converts it. */
+static inline int muldiv255(int a, int b)
+{
+    int t = a * b + 128;
+    return ((t >> 8) + t) >> 8;
+}
+
+/* CMYK (Adobe-inverted when the marker says so) to RGB as Pillow converts it:
+ * r = (255 - k) - c * (255 - k) / 255, rounded the same way. */
 static void cmyk_row_to_rgb(const unsigned char *in, unsigned char *out, size_t n, int inverted)
 {
     for (size_t i = 0; i < n; i++) {
         int c = in[4 * i], m = in[4 * i + 1], y = in[4 * i + 2], k = in[4 * i + 3];
         if (inverted)
             c = 255 - c, m = 255 - m, y = 255 - y, k = 255 - k;
-        int r = 255 - c - k, g = 255 - m - k, b = 255 - y - k;
-        out[3 * i] = (unsigned char)(r < 0 ? 0 : r);
-        out[3 * i + 1] = (unsigned char)(g < 0 ? 0 : g);
-        out[3 * i + 2] = (unsigned char)(b < 0 ? 0 : b);
+        int nk = 255 - k;
+        out[3 * i] = (unsigned char)(nk - muldiv255(c, nk));
+        out[3 * i + 1] = (unsigned char)(nk - muldiv255(m, nk));
+        out[3 * i + 2] = (unsigned char)(nk - muldiv255(y, nk));
     }
 }
 
@@ -266,6 +273,17 @@ static int jpeg_decode(const void *data, size_t size, const ShardTransform *t, S
     return 0;
 }
 
+/* Whether an end-of-image marker (FF D9) lies in the last 64 KiB. */
+static int jpeg_has_eoi(const void *data, size_t size)
+{
+    const unsigned char *p = data;
+    size_t lo = size > 65536 ? size - 65536 : 0;
+    for (size_t i = size; i >= lo + 2; i--)
+        if (p[i - 2] == 0xff && p[i - 1] == 0xd9)
+            return 1;
+    return 0;
+}
+
 /* ---- PNG ------------------------------------------------------------------------------- */
 
 static int png_decode(const void *data, size_t size, unsigned char **rgb, int *w, int *h, char *msg,
@@ -279,7 +297,10 @@ static int png_decode(const void *data, size_t size, unsigned char **rgb, int *w
             snprintf(msg, msgsize, "corrupt PNG: %s", img.message);
         return SHARD_ERR_DECODE;
     }
-    img.format = PNG_FORMAT_RGB; /* alpha composited on black, grey expanded */
+    /* RGBA, then the alpha dropped: what PIL's convert("RGB") gives, so PNGs come out as
+     * the reference pipelines see them (grey and palettes expanded by libpng). */
+    img.format = PNG_FORMAT_RGBA;
+    size_t n = (size_t)img.width * img.height;
     unsigned char *buf = malloc(PNG_IMAGE_SIZE(img));
     if (!buf) {
         png_image_free(&img);
@@ -291,6 +312,11 @@ static int png_decode(const void *data, size_t size, unsigned char **rgb, int *w
         free(buf);
         png_image_free(&img);
         return SHARD_ERR_DECODE;
+    }
+    for (size_t i = 0; i < n; i++) {
+        buf[3 * i] = buf[4 * i];
+        buf[3 * i + 1] = buf[4 * i + 1];
+        buf[3 * i + 2] = buf[4 * i + 2];
     }
     *rgb = buf;
     *w = (int)img.width;
@@ -361,6 +387,13 @@ int shard_decode_transform(const void *data, size_t size, const ShardTransform *
     int w = 0, h = 0, rc;
     Box box;
     if (fmt && !strcmp(fmt, "jpeg")) {
+        /* The fast path stops after the crop's last row, so libjpeg never sees a cut end:
+         * look for the end-of-image marker instead (trailing bytes after it are allowed). */
+        if (t->fast && !jpeg_has_eoi(data, size)) {
+            if (msg)
+                snprintf(msg, msgsize, "corrupt JPEG: truncated (no end-of-image marker)");
+            return SHARD_ERR_DECODE;
+        }
         rc = jpeg_decode(data, size, t, &rng, &box, &rgb, &w, &h, msg, msgsize);
     } else {
         rc = shard_decode_rgb(data, size, &rgb, &w, &h, msg, msgsize);

@@ -71,6 +71,7 @@ struct ShardLoader {
     size_t nslots;
     uint64_t next_fill, next_give;
     int stop, producer_done;
+    int quit; /* the decoders' own stop: only shard_loader_free sets it */
     int producer_running;
     pthread_t producer;
     pthread_t *decoders;
@@ -120,9 +121,9 @@ static void *decoder_main(void *arg)
     ShardLoader *l = arg;
     pthread_mutex_lock(&l->lock);
     for (;;) {
-        while (!l->jn && !l->stop)
+        while (!l->jn && !l->quit)
             pthread_cond_wait(&l->job_ready, &l->lock);
-        if (l->stop && !l->jn)
+        if (l->quit && !l->jn)
             break;
         Job j = l->jobs[l->jhead];
         l->jhead = (l->jhead + 1) % l->jcap;
@@ -148,10 +149,10 @@ static void *decoder_main(void *arg)
                 sl->first_error = shard_strdup(full);
             }
         }
-        if (++sl->done == sl->n) {
+        if (++sl->done == sl->n)
             sl->state = SLOT_READY;
-            pthread_cond_broadcast(&l->slot_ready);
-        }
+        /* also wakes stop_producer, which waits for the jobs of a slot left half dealt */
+        pthread_cond_broadcast(&l->slot_ready);
     }
     pthread_mutex_unlock(&l->lock);
     return NULL;
@@ -405,7 +406,9 @@ int shard_loader_open(ShardLoader **out, const ShardLoaderSettings *s, ShardErro
                                             "loader: batch size and image size must be positive"));
     l->image_bytes = shard_transform_output_size(t);
     ShardError e;
-    if (shard_reader_open(&l->reader, &s->reader, &e))
+    ShardReaderSettings rs = s->reader;
+    rs.worker_align = s->batch_size; /* batch counts per rank independent of workers */
+    if (shard_reader_open(&l->reader, &rs, &e))
         return fail_open(l, err, shard_fail(l->err, e.code, "%s", e.message));
     l->epoch = s->reader.epoch;
     int rank = s->reader.rank < 0 ? 0 : s->reader.rank;
@@ -639,7 +642,7 @@ void shard_loader_free(ShardLoader **pl)
         stop_producer(l);
     if (l->decoders) {
         pthread_mutex_lock(&l->lock);
-        l->stop = 1;
+        l->quit = 1;
         pthread_cond_broadcast(&l->job_ready);
         pthread_mutex_unlock(&l->lock);
         for (int i = 0; i < l->ndecoders; i++)

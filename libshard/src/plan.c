@@ -133,8 +133,16 @@ int shard_epoch_plan(const uint64_t *counts, size_t n, const ShardPlanSettings *
             rlo = (uint64_t)p->rank * per;
             rhi = rlo + per;
         }
-        uint64_t wlo, whi;
-        split(rhi - rlo, (uint64_t)p->num_workers, (uint64_t)p->worker, &wlo, &whi);
+        uint64_t wlo, whi, align = p->worker_align > 1 ? p->worker_align : 1;
+        /* whole multiples of align per worker: split the rank's batches, not its samples */
+        uint64_t units = (rhi - rlo + align - 1) / align;
+        split(units, (uint64_t)p->num_workers, (uint64_t)p->worker, &wlo, &whi);
+        wlo *= align;
+        whi *= align;
+        if (whi > rhi - rlo)
+            whi = rhi - rlo;
+        if (wlo > whi)
+            wlo = whi;
         uint64_t a = rlo + wlo, b = rlo + whi;
         /* Padding wraps around to the start of the epoch's sequence. */
         while (!rc && a < b && total) {

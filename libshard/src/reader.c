@@ -490,7 +490,8 @@ static int plan_epoch(ShardReader *r, uint64_t e)
     shard_rng_init(&r->buf_rng, r->s.seed, SHARD_RNG_BUFFER, e, consumer_id(r), 0);
     if (r->s.mode != SHARD_MODE_RESAMPLED) {
         ShardPlanSettings p = {r->s.seed, e, r->s.rank, r->s.world_size, r->s.worker,
-                               r->s.num_workers, r->s.mode, r->s.pad, r->s.shuffle_shards};
+                               r->s.num_workers, r->s.mode, r->s.pad, r->s.shuffle_shards,
+                               r->s.worker_align};
         int rc = shard_epoch_plan(r->counts, r->nurls, &p, &r->segs, &r->nsegs);
         if (rc == SHARD_ERR_UNSUPPORTED)
             return shard_fail(r->err, rc, "reader: equal mode needs the sample count of every "
@@ -842,6 +843,7 @@ void shard_reader_default_settings(ShardReaderSettings *s)
     s->streams = 4;
     s->queue_depth = 64;
     s->skip_errors = 0;
+    s->worker_align = 1;
 }
 
 static int env_int(const char *name, int fallback)

@@ -690,6 +690,22 @@ static PyObject *py_decode(PyObject *m, PyObject *args, PyObject *kw)
     t.height = height;
     t.fast = fast;
     t.flip = flip;
+    if (strcmp(layout, "nchw") && strcmp(layout, "nhwc")) {
+        PyBuffer_Release(&in);
+        PyErr_Format(PyExc_ValueError, "layout must be 'nchw' or 'nhwc', not '%s'", layout);
+        return NULL;
+    }
+    if (strcmp(crop, "center") && strcmp(crop, "none") && strcmp(crop, "random_resized")) {
+        PyBuffer_Release(&in);
+        PyErr_Format(PyExc_ValueError,
+                     "crop must be 'random_resized', 'center' or 'none', not '%s'", crop);
+        return NULL;
+    }
+    if (width <= 0 || height <= 0) {
+        PyBuffer_Release(&in);
+        PyErr_SetString(PyExc_ValueError, "width and height must be positive");
+        return NULL;
+    }
     t.layout = !strcmp(layout, "nchw") ? SHARD_LAYOUT_NCHW : SHARD_LAYOUT_NHWC;
     t.crop = !strcmp(crop, "center") ? SHARD_CROP_CENTER
              : !strcmp(crop, "none") ? SHARD_CROP_NONE

@@ -25,6 +25,9 @@ _LOADER_KEYS = ("batch_size", "image_size", "crop", "flip", "fast", "layout", "d
                 "label_field")
 
 
+_INHERITED = []  # readers forked from a parent process, kept alive deliberately
+
+
 def _rank_world(rank, world_size):
     if rank is not None and world_size is not None:
         return rank, world_size
@@ -60,6 +63,7 @@ class ShardDataset(torch.utils.data.IterableDataset):
         self.epoch = 0
         self._resume = None
         self._source = None
+        self._source_pid = None
 
     @property
     def seed(self):
@@ -79,11 +83,18 @@ class ShardDataset(torch.utils.data.IterableDataset):
     def _reader_args(self):
         return {k: v for k, v in self.settings.items() if k in _READER_KEYS}
 
+    def _adopt(self, source):
+        # A reader inherited through fork has no threads in this process: never free it here
+        # (that would join threads that do not exist); keep it for good instead.
+        if self._source is not None and self._source_pid != os.getpid():
+            _INHERITED.append(self._source)
+        self._source, self._source_pid = source, os.getpid()
+
     def __iter__(self):
         split = self._split()
         if not self.decode:
             reader = _libshard.Reader(self.urls, epoch=self.epoch, **split, **self._reader_args())
-            self._source = reader
+            self._adopt(reader)
             if self._resume:
                 reader.restore(self._resume)
                 self._resume = None
@@ -91,7 +102,7 @@ class ShardDataset(torch.utils.data.IterableDataset):
             return
         loader = _libshard.Loader(self.urls, epoch=self.epoch, **split,
                                   **{k: v for k, v in self.settings.items()})
-        self._source = loader
+        self._adopt(loader)
         if self._resume:
             loader.restore(self._resume)
             self._resume = None
@@ -108,30 +119,34 @@ class ShardDataset(torch.utils.data.IterableDataset):
             yield images, labels
 
     def __len__(self):
-        """Batches per epoch for this rank (samples with decode=False); needs sample counts."""
+        """Batches per epoch for this rank (samples with decode=False); needs sample counts.
+
+        The rank's samples are split between DataLoader workers in whole batches, so the
+        count does not depend on num_workers: only the last worker ends on a partial batch.
+        """
         rank, world = _rank_world(self.rank, self.world_size)
-        info = torch.utils.data.get_worker_info()
-        workers = info.num_workers if info else getattr(self, "num_workers_hint", 1)
-        total = 0
-        for w in range(workers):
-            r = _libshard.Reader(self.urls, epoch=self.epoch, rank=rank, world_size=world, worker=w,
-                                 num_workers=workers, streams=1, queue_depth=1, **{
-                                     k: v for k, v in self._reader_args().items()
-                                     if k not in ("streams", "queue_depth")})
-            n = r.epoch_length
-            del r
-            if n is None:
-                raise TypeError("len() needs sample counts: a manifest, or a .idx beside every shard")
-            if not self.decode:
-                total += n
-            else:
-                bs = self.settings.get("batch_size", 256)
-                total += n // bs if self.settings.get("drop_last") else -(-n // bs)
-        return total
+        args = {k: v for k, v in self._reader_args().items() if k not in ("streams", "queue_depth")}
+        r = _libshard.Reader(self.urls, epoch=self.epoch, rank=rank, world_size=world, worker=0,
+                             num_workers=1, streams=1, queue_depth=1, **args)
+        n = r.epoch_length
+        del r
+        if n is None:
+            raise TypeError("len() needs sample counts: a manifest, or a .idx beside every shard")
+        if not self.decode:
+            return n
+        bs = self.settings.get("batch_size", 256)
+        return n // bs if self.settings.get("drop_last") else -(-n // bs)
+
+    def __getstate__(self):
+        # Pickled for spawn-started workers: the running reader stays behind.
+        state = dict(self.__dict__)
+        state["_source"] = None
+        state["_source_pid"] = None
+        return state
 
     def state_dict(self):
         """Where iteration stands (num_workers=0): pass to load_state_dict to continue."""
-        if self._source is None:
+        if self._source is None or self._source_pid != os.getpid():
             return {"epoch": self.epoch, "state": None, "seed": self.settings.get("seed")}
         return {"epoch": self.epoch, "state": self._source.state(), "seed": self.settings.get("seed")}
 

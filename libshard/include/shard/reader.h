@@ -68,6 +68,10 @@ typedef struct ShardReaderSettings {
     size_t queue_depth;     /**< samples read ahead per stream (default 64) */
     int skip_errors;        /**< 0: fail on the first bad shard or member; 1: skip, count and
                                  keep the first errors for a report (default 0) */
+    /** With counts known, a rank's samples are split between its workers in multiples of
+     *  this many (the batch size), so only the last worker ends on a partial batch and the
+     *  rank's batch count does not depend on the worker count (default 1) */
+    uint64_t worker_align;
 } ShardReaderSettings;
 
 typedef struct ShardReaderStats {
@@ -148,6 +152,7 @@ typedef struct ShardPlanSettings {
     ShardMode mode; /**< EXACT or EQUAL (resampled epochs are drawn, not planned) */
     int pad;
     int shuffle_shards;
+    uint64_t worker_align; /**< as in ShardReaderSettings; 0 or 1 for none */
 } ShardPlanSettings;
 
 /**

@@ -1,0 +1,1 @@
+"""Python tests of libshard's CPython extension, libshard.torch and libshard.webdataset."""

@@ -1,0 +1,386 @@
+"""Pixel tests: libshard's decode, resample and crop paths against PIL on the same files.
+
+Tolerances, each measured and stated here:
+- full decode (libshard.decode_rgb) vs PIL's decode: max abs difference <= 1 (both use
+  libjpeg-turbo's ISLOW IDCT and fancy upsampling; in practice they are identical);
+- resize_rgb vs PIL's Image.resize(BILINEAR, box): identical (max 0) when the box is exact in
+  float32 (PIL parses the box as C floats), within 1 for any box;
+- the transform's resampler (decode(..., fast=False)) vs PIL on the same box: max <= 1
+  (decode.h: "within 1 of PIL's bytes for the same box");
+- against torchvision's Resize(256) + CenterCrop(224): mean abs <= 4, and no more than 0.5
+  above PIL's exact rendering of the same box (torchvision rounds the resized size and the
+  crop offset to whole pixels, up to ~0.7 output pixels off on the detailed test picture);
+- the fast path (DCT-scaled, cropped partial decode) vs the full decode, and vs PIL's
+  draft + crop + resize: mean abs <= 3 and PSNR >= 35 dB; a box shifted by 6 source pixels
+  scores below 35 dB, so the bound does see a wrong crop position;
+- CMYK JPEG vs PIL's convert("RGB"): max abs <= 2.
+"""
+import io
+import math
+
+import numpy as np
+import pytest
+from PIL import Image
+
+import libshard
+
+from .conftest import absdiff, decode, decode_rgb, encode, jpeg, pil_rgb, psnr, textured
+
+SIZES = [(500, 375), (375, 500), (333, 221), (1600, 1200)]
+SUBSAMPLING = {"444": 0, "420": 2}
+
+FAST_MEAN, FAST_PSNR = 3.0, 35.0
+
+
+@pytest.fixture(scope="module")
+def big():
+    """A 1600x1200 4:2:0 JPEG: large enough for DCT scales 1/2 .. 1/8."""
+    return jpeg(textured(1600, 1200, seed=3))
+
+
+@pytest.fixture(scope="module")
+def medium():
+    return jpeg(textured(500, 375, seed=4))
+
+
+def f32(v):
+    return float(np.float32(v))
+
+
+def pil_resize(arr, box, ow, oh):
+    x0, y0, bw, bh = box
+    return np.asarray(Image.fromarray(arr).resize((ow, oh), Image.BILINEAR,
+                                                  box=(x0, y0, x0 + bw, y0 + bh)))
+
+
+def center_box(W, H, ow, oh, fraction=0.875):
+    """libshard's evaluation crop in full-image pixels: Resize(floor(short / fraction)) of
+    the shorter side, then CenterCrop((oh, ow)), as one box of the original image."""
+    s = math.floor(min(ow, oh) / fraction) / min(W, H)
+    bw, bh = min(ow / s, W), min(oh / s, H)
+    return ((W - bw) / 2, (H - bh) / 2, bw, bh)
+
+
+# ---- full decode ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("sub", sorted(SUBSAMPLING))
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_full_decode_equals_pil(size, sub):
+    w, h = size
+    data = jpeg(textured(w, h, seed=w + h), subsampling=SUBSAMPLING[sub])
+    ours = decode_rgb(data)
+    theirs = pil_rgb(data)
+    assert ours.shape == (h, w, 3)
+    d = absdiff(ours, theirs)
+    assert d.max() <= 1, f"{w}x{h} {sub}: max diff {d.max()}, {np.count_nonzero(d)} values differ"
+
+
+def test_greyscale_jpeg_to_rgb():
+    grey = textured(321, 243, seed=5)[..., 0]
+    data = encode(Image.fromarray(grey, "L"), "JPEG", quality=90)
+    assert Image.open(io.BytesIO(data)).mode == "L"
+    ours = decode_rgb(data)
+    assert ours.shape == (243, 321, 3)
+    assert absdiff(ours, pil_rgb(data)).max() <= 1
+    # through the transform (fast path and full path) the three channels stay equal
+    for fast in (True, False):
+        out = decode(data, 64, 48, crop="center", fast=fast)
+        assert (out[..., 0] == out[..., 1]).all() and (out[..., 1] == out[..., 2]).all()
+
+
+def test_cmyk_jpeg_to_rgb():
+    """PIL writes CMYK JPEGs Adobe-style (inverted, with an APP14 'Adobe' marker) and turns
+    CMYK into RGB as r = 255 - c - k + c*k/255 (i.e. (255-c)(255-k)/255): max diff <= 2."""
+    rng = np.random.default_rng(6)
+    cmyk = np.concatenate([textured(200, 150, seed=6), rng.integers(0, 256, (150, 200, 1), np.uint8)], -1)
+    data = encode(Image.fromarray(cmyk, "CMYK"), "JPEG", quality=90)
+    im = Image.open(io.BytesIO(data))
+    assert im.mode == "CMYK" and "adobe" in im.info
+    ours = decode_rgb(data)
+    theirs = np.asarray(im.convert("RGB"))
+    d = absdiff(ours, theirs)
+    assert d.max() <= 2, (f"CMYK -> RGB differs from PIL: max {d.max()}, mean {d.mean():.2f} "
+                          f"(PIL multiplies (255-c)(255-k)/255; 255-c-k clipped differs by up to 64)")
+    # and the transform path decodes it too, as RGB
+    assert decode(data, 32, 32, crop="center", fast=True).shape == (32, 32, 3)
+
+
+# ---- PNG ------------------------------------------------------------------------------------
+
+
+def _png_images():
+    rgb = textured(97, 61, seed=7)
+    opaque = np.concatenate([rgb, np.full((61, 97, 1), 255, np.uint8)], -1)
+    return {
+        "RGB": Image.fromarray(rgb),
+        "L": Image.fromarray(rgb[..., 1], "L"),
+        "P": Image.fromarray(rgb).quantize(64),
+        "RGBA-opaque": Image.fromarray(opaque, "RGBA"),
+        "LA-opaque": Image.fromarray(opaque, "RGBA").convert("LA"),
+    }
+
+
+@pytest.mark.parametrize("mode", sorted(_png_images()))
+def test_png_equals_pil(mode):
+    data = encode(_png_images()[mode], "PNG")
+    ours = decode_rgb(data)
+    assert ours.shape == (61, 97, 3)
+    assert absdiff(ours, pil_rgb(data)).max() == 0
+    assert decode(data, 40, 30, crop="none", fast=False).shape == (30, 40, 3)
+
+
+def test_png_with_alpha_drops_alpha_like_pil_and_is_deterministic():
+    """PNG with translucent pixels: libshard drops alpha as PIL's convert("RGB") does (the
+    reference pipelines' view), whatever the alpha, and decoding twice gives the same bytes."""
+    rgba = np.concatenate([textured(80, 60, seed=8), np.full((60, 80, 1), 255, np.uint8)], -1)
+    rgba[:20, :, 3] = 0      # transparent band
+    rgba[20:40, :, 3] = 128  # half transparent band
+    data = encode(Image.fromarray(rgba, "RGBA"), "PNG")
+    first = decode_rgb(data).copy()
+    assert first.shape == (60, 80, 3)
+    again = [decode_rgb(data).copy() for _ in range(5)]
+    # some garbage of the same size in between, as a busy decode thread would have
+    decode_rgb(encode(textured(80, 60, seed=9), "PNG"))
+    again.append(decode_rgb(data).copy())
+    for a in again:
+        assert (a == first).all(), "decoding the same RGBA PNG twice gives different pixels"
+    theirs = np.asarray(Image.open(io.BytesIO(data)).convert("RGB"))
+    assert (first == theirs).all(), "RGBA PNG must match PIL's convert('RGB')"
+    assert (first == rgba[:, :, :3]).all()
+
+
+# ---- resampling -----------------------------------------------------------------------------
+
+BOXES = [
+    ((0, 0, 500, 375), (224, 224)),           # whole image, shrink with aspect change
+    ((10.5, 20.25, 300.3, 200.7), (224, 224)),  # fractional box
+    ((100, 100, 50, 40), (224, 224)),         # strong upscale
+    ((0, 0, 500, 375), (37, 23)),             # strong downscale (wide filter support)
+    ((3, 7, 400, 300), (500, 375)),           # upscale of an inner box
+    ((0, 0, 500, 375), (500, 200)),           # one axis only
+    ((1.5, 0, 60, 375), (17, 600)),           # shrink one axis, grow the other
+    ((85.9375, 23.4375, 328.125, 328.125), (224, 224)),  # the center crop's box
+]
+
+
+@pytest.fixture(scope="module")
+def medium_rgb(medium):
+    return decode_rgb(medium)
+
+
+@pytest.mark.parametrize("box,out", BOXES, ids=[f"{b}->{o}" for b, o in BOXES])
+def test_resize_rgb_equals_pil(medium_rgb, box, out):
+    h, w, _ = medium_rgb.shape
+    x0, y0, bw, bh = box
+    # the box as PIL sees it: its C code parses the four numbers as float32
+    x1, y1, x0, y0 = f32(x0 + bw), f32(y0 + bh), f32(x0), f32(y0)
+    fbox = (x0, y0, x1 - x0, y1 - y0)
+    ow, oh = out
+    ours = np.frombuffer(libshard.resize_rgb(medium_rgb.tobytes(), w, h, fbox, ow, oh),
+                         np.uint8).reshape(oh, ow, 3)
+    theirs = pil_resize(medium_rgb, fbox, ow, oh)
+    d = absdiff(ours, theirs)
+    assert d.max() == 0, f"max {d.max()}, {np.count_nonzero(d)} of {d.size} values differ"
+    # the same box in double precision: within 1 (PIL rounds the box to float32)
+    ours64 = np.frombuffer(libshard.resize_rgb(medium_rgb.tobytes(), w, h, box, ow, oh),
+                           np.uint8).reshape(oh, ow, 3)
+    assert absdiff(ours64, theirs).max() <= 1
+
+
+def test_resize_rgb_rejects_bad_boxes(medium_rgb):
+    h, w, _ = medium_rgb.shape
+    for box in [(0, 0, w + 1, h), (-1, 0, 10, 10), (0, 0, 0, 10), (w - 5, 0, 10, 10)]:
+        with pytest.raises((ValueError, libshard.ShardError)):
+            libshard.resize_rgb(medium_rgb.tobytes(), w, h, box, 10, 10)
+    with pytest.raises(ValueError):
+        libshard.resize_rgb(medium_rgb.tobytes()[:-1], w, h, (0, 0, w, h), 10, 10)
+
+
+# ---- evaluation crop ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("size", [(500, 375), (375, 500), (1600, 1200), (333, 221)],
+                         ids=lambda s: f"{s[0]}x{s[1]}")
+def test_center_crop_full_decode_equals_pil(size):
+    W, H = size
+    data = jpeg(textured(W, H, seed=10))
+    full = pil_rgb(data)
+    ours = decode(data, 224, 224, crop="center", fast=False)
+    box = center_box(W, H, 224, 224)
+    theirs = pil_resize(full, box, 224, 224)
+    d = absdiff(ours, theirs)
+    assert d.max() <= 1, f"center crop vs PIL resize of box {box}: max {d.max()}"
+
+
+@pytest.mark.parametrize("fast", [False, True])
+@pytest.mark.parametrize("size", [(500, 375), (375, 500), (1600, 1200)], ids=lambda s: f"{s[0]}x{s[1]}")
+def test_center_crop_close_to_torchvision(size, fast):
+    T = pytest.importorskip("torchvision.transforms")
+    W, H = size
+    data = jpeg(textured(W, H, seed=11))
+    im = Image.open(io.BytesIO(data)).convert("RGB")
+    tv = np.asarray(T.CenterCrop(224)(T.Resize(256)(im)))
+    ours = decode(data, 224, 224, crop="center", fast=fast)
+    # PIL on libshard's exact box: how far torchvision's whole-pixel rounding alone moves it
+    exact = pil_resize(pil_rgb(data), center_box(W, H, 224, 224), 224, 224)
+    d, d_exact = absdiff(ours, tv).mean(), absdiff(exact, tv).mean()
+    assert d <= 4 and d <= d_exact + 0.5, (
+        f"vs torchvision: mean {d:.2f} (PIL on the exact box: {d_exact:.2f})")
+
+
+# ---- the fast path: DCT scaling and partial decode -----------------------------------------
+
+
+def test_fast_random_crops_close_to_full_decode(big, medium):
+    for name, data in (("1600x1200", big), ("500x375", medium)):
+        for seed in range(24):
+            for flip in (False, True):
+                fast = decode(data, 224, 224, seed=seed, fast=True, flip=flip)
+                full = decode(data, 224, 224, seed=seed, fast=False, flip=flip)
+                d = absdiff(fast, full)
+                assert d.mean() <= FAST_MEAN and psnr(fast, full) >= FAST_PSNR, (
+                    f"{name} seed {seed}: fast vs full mean {d.mean():.2f}, "
+                    f"PSNR {psnr(fast, full):.1f} dB")
+
+
+def _draft(data, box, ow, oh):
+    """PIL's draft mode: the smallest 1/2^k DCT scale keeping the box >= the output, then
+    crop + resize of the box (scaled to the drafted image) with BILINEAR."""
+    x0, y0, bw, bh = box
+    im = Image.open(io.BytesIO(data))
+    W, H = im.size
+    im.draft("RGB", (math.ceil(W * ow / bw), math.ceil(H * oh / bh)))
+    fx, fy = im.size[0] / W, im.size[1] / H
+    im = im.convert("RGB")
+    return np.asarray(im.resize((ow, oh), Image.BILINEAR,
+                                box=(x0 * fx, y0 * fy, (x0 + bw) * fx, (y0 + bh) * fy))), fx
+
+
+CASES = [("center", 224, 224), ("center", 96, 96), ("center", 300, 200),
+         ("none", 224, 224), ("none", 100, 100), ("none", 640, 480), ("none", 500, 400)]
+
+
+@pytest.mark.parametrize("crop,ow,oh", CASES)
+def test_fast_path_close_to_pil_draft(big, crop, ow, oh):
+    W, H = 1600, 1200
+    box = center_box(W, H, ow, oh) if crop == "center" else (0, 0, W, H)
+    draft, scale = _draft(big, box, ow, oh)
+    assert scale < 1, "the case must exercise DCT scaling"
+    fast = decode(big, ow, oh, crop=crop, fast=True)
+    full = decode(big, ow, oh, crop=crop, fast=False)
+    for name, ref in (("PIL draft", draft), ("full decode", full)):
+        d = absdiff(fast, ref)
+        assert d.mean() <= FAST_MEAN and psnr(fast, ref) >= FAST_PSNR, (
+            f"{crop} {ow}x{oh}: fast vs {name}: mean {d.mean():.2f}, PSNR {psnr(fast, ref):.1f} dB")
+
+
+def test_fast_path_tolerance_detects_a_shifted_crop(big):
+    """The fast-path bound is tight enough to fail a crop 6 source pixels off."""
+    W, H = 1600, 1200
+    x0, y0, bw, bh = center_box(W, H, 224, 224)
+    full = pil_rgb(big)
+    right = pil_resize(full, (x0, y0, bw, bh), 224, 224)
+    shifted = pil_resize(full, (x0 + 6, y0, bw, bh), 224, 224)
+    assert psnr(right, shifted) < FAST_PSNR
+    fast = decode(big, 224, 224, crop="center", fast=True)
+    assert psnr(fast, right) >= FAST_PSNR > psnr(fast, shifted)
+
+
+# ---- randomness, flip, layout, options ------------------------------------------------------
+
+
+def test_same_seed_same_bytes_different_seeds_different_crops(big, medium):
+    for data in (big, medium):
+        for fast in (True, False):
+            a = libshard.decode(data, 64, 64, seed=42, fast=fast, flip=True)
+            b = libshard.decode(data, 64, 64, seed=42, fast=fast, flip=True)
+            assert a == b
+            outs = {libshard.decode(data, 64, 64, seed=s, fast=fast) for s in range(16)}
+            assert len(outs) >= 15, "different seeds must give different crops"
+
+
+def test_flip_mirrors_the_unflipped_crop(medium):
+    flipped_seeds = 0
+    for seed in range(16):
+        plain = decode(medium, 80, 60, seed=seed, flip=False)
+        maybe = decode(medium, 80, 60, seed=seed, flip=True)
+        if (plain == maybe).all():
+            continue
+        flipped_seeds += 1
+        assert (maybe == plain[:, ::-1]).all(), f"seed {seed}: flip is not the mirror image"
+    # each seed flips with probability 1/2: all 16 or none would be a broken coin
+    assert 2 <= flipped_seeds <= 14, flipped_seeds
+
+
+@pytest.mark.parametrize("crop", ["random_resized", "center", "none"])
+def test_layouts_are_transposes(medium, crop):
+    nhwc = decode(medium, 72, 56, seed=3, crop=crop, layout="nhwc", flip=True)
+    nchw = decode(medium, 72, 56, seed=3, crop=crop, layout="nchw", flip=True)
+    assert (nchw == nhwc.transpose(2, 0, 1)).all()
+
+
+def test_crop_none_is_a_plain_resize(medium):
+    full = pil_rgb(medium)
+    ours = decode(medium, 100, 80, crop="none", fast=False)
+    assert absdiff(ours, pil_resize(full, (0, 0, 500, 375), 100, 80)).max() <= 1
+
+
+def test_decode_rejects_unknown_options(medium):
+    """A typo must not silently pick another transform (Loader refuses the same words)."""
+    for kw in ({"crop": "centre"}, {"layout": "hwc"}):
+        with pytest.raises(ValueError):
+            libshard.decode(medium, 32, 32, **kw)
+
+
+# ---- corrupt files --------------------------------------------------------------------------
+
+
+def _corrupt_cases():
+    rng = np.random.default_rng(12)
+    good = jpeg(textured(200, 150, seed=12))
+    png = encode(textured(60, 40, seed=12), "PNG")
+    return {
+        "jpeg-truncated-half": (good[: len(good) // 2], "corrupt JPEG"),
+        "jpeg-truncated-end": (good[:-200], "corrupt JPEG"),
+        "jpeg-header-only": (good[:600], "corrupt JPEG"),
+        "jpeg-magic-then-garbage": (b"\xff\xd8\xff" + rng.bytes(3000), "corrupt JPEG"),
+        "png-truncated": (png[: len(png) // 2], "corrupt PNG"),
+        "garbage": (rng.bytes(5000), "not decoded"),
+        "text": (b"this is a text file, not an image\n" * 40, "not decoded"),
+        "empty": (b"", "not decoded"),
+        "gif": (encode(textured(30, 20, seed=1), "GIF"), "not decoded"),
+    }
+
+
+@pytest.mark.parametrize("case", sorted(_corrupt_cases()))
+def test_corrupt_files_raise(case):
+    data, words = _corrupt_cases()[case]
+    calls = {
+        "decode_rgb": lambda: libshard.decode_rgb(data),
+        "decode fast": lambda: libshard.decode(data, 64, 64, crop="center", fast=True),
+        "decode full": lambda: libshard.decode(data, 64, 64, fast=False),
+    }
+    for name, call in calls.items():
+        with pytest.raises((libshard.ShardError, ValueError)) as e:
+            call()
+        assert words in str(e.value), f"{name}: {e.value}"
+
+
+def test_truncated_jpeg_fails_whatever_the_crop():
+    """The error policy must not depend on the random crop: a JPEG missing its last bytes is
+    corrupt for every seed (otherwise the same sample passes one epoch and fails, or is
+    skipped, in another), also when the crop lies above the missing rows."""
+    good = jpeg(textured(200, 150, seed=12))
+    for cut in (2, 200):
+        data = good[:-cut]
+        passed = []
+        for seed in range(16):
+            for fast in (True, False):
+                try:
+                    libshard.decode(data, 64, 64, seed=seed, fast=fast)
+                    passed.append((seed, fast))
+                except libshard.ShardError as e:
+                    assert "corrupt JPEG" in str(e)
+        assert not passed, (f"a JPEG missing its last {cut} bytes decoded without error for "
+                            f"(seed, fast) in {passed}")

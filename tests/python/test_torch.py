@@ -1,0 +1,416 @@
+"""libshard's Python side on shards made by shardpack: raw mode against Python's tarfile and
+WebDataset's grouping rule, the C Loader's batches, libshard.torch.ShardDataset with torch's
+DataLoader (0 and 2 workers), labels against the manifest's classes, resume, determinism,
+error policy, and the WebDataset-style builder.
+
+The data set (conftest.packed): 300 JPEGs of 48..120 pixels in 5 ImageFolder classes, packed
+with `shardpack -c 40` into 8 shards (7 x 40 + 20) with a manifest.
+"""
+import io
+import os
+import tarfile
+from collections import Counter
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+from torch.utils.data import DataLoader  # noqa: E402
+
+import libshard  # noqa: E402
+import libshard.webdataset as lwds  # noqa: E402
+from libshard.torch import ShardDataset  # noqa: E402
+
+from .conftest import NSAMPLES, webdataset_samples, within  # noqa: E402
+
+HANG = 10  # seconds: any one epoch here takes well under 1 s (DataLoader timeout, watchdogs)
+
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+
+
+def same_sample(ours, theirs):
+    """Field by field: the same key, fields and bytes; __url__ names the same shard."""
+    assert ours["__key__"] == theirs["__key__"]
+    assert set(ours) == set(theirs), (ours["__key__"], sorted(ours), sorted(theirs))
+    for k, v in theirs.items():
+        if k == "__url__":
+            assert os.path.samefile(ours[k], v), (ours[k], v)
+        elif k != "__key__":
+            assert isinstance(ours[k], bytes) and ours[k] == v, (ours["__key__"], k)
+
+
+def loader_epoch(manifest, **kw):
+    """(keys, labels, batch sizes, batch indexes) of one C Loader epoch."""
+    keys, labels, sizes, index = [], [], [], []
+
+    def run():
+        for b in libshard.Loader(str(manifest), **kw):
+            keys.extend(b.keys)
+            labels.extend(np.frombuffer(b.labels, np.int64).tolist())
+            sizes.append(b.size)
+            index.append(b.index)
+            assert memoryview(b).shape[0] == b.size
+
+    within(HANG, run, "a Loader epoch")
+    return keys, labels, sizes, index
+
+
+def dataset_epoch(ds, num_workers=0, clone=True):
+    """[(images, labels)] of one epoch through torch's DataLoader (batch_size=None)."""
+    kw = dict(timeout=HANG) if num_workers else {}
+    dl = DataLoader(ds, batch_size=None, num_workers=num_workers, **kw)
+
+    def run():
+        return [(x.clone() if clone else x.shape, y.clone()) for x, y in dl]
+
+    return within(HANG + 5, run, f"a DataLoader epoch with {num_workers} workers")
+
+
+def labels_of(batches):
+    return torch.cat([y for _, y in batches]).tolist()
+
+
+# ---- raw mode ------------------------------------------------------------------------------
+
+
+def test_raw_reader_equals_tarfile_in_order(packed):
+    """One stream, no shard shuffle, no shuffle buffer: exactly WebDataset's sequence."""
+    ours = within(HANG, lambda: list(libshard.Reader(str(packed.manifest), seed=0,
+                                                     shuffle_shards=False, streams=1)),
+                  "a raw epoch")
+    assert [s["__key__"] for s in ours] == packed.keys
+    for a, b in zip(ours, packed.samples):
+        same_sample(a, b)
+
+
+def test_raw_reader_interleaved_streams_keep_each_shard_in_order(packed):
+    """The default reads 4 shards at once and interleaves them: every sample once, equal to
+    tarfile's, and each shard's samples still in their tar order."""
+    ours = within(HANG, lambda: list(libshard.Reader(str(packed.manifest), seed=0,
+                                                     shuffle_shards=False)),
+                  "a raw epoch")
+    assert sorted(s["__key__"] for s in ours) == sorted(packed.keys)
+    by_key = {s["__key__"]: s for s in packed.samples}
+    for s in ours:
+        same_sample(s, by_key[s["__key__"]])
+    for shard, samples in zip(packed.shards, packed.by_shard):
+        seq = [s["__key__"] for s in ours if os.path.samefile(s["__url__"], shard)]
+        assert seq == [s["__key__"] for s in samples], f"{shard.name} out of order"
+
+
+def test_raw_grouping_rule_on_a_handmade_tar(tmp_path):
+    """WebDataset's rule on names shardpack would never write: a dotted directory,
+    multi-dot and upper-case suffixes, entries that are not sample fields."""
+    path = tmp_path / "hand.tar"
+    members = [("a.b/s1.JPG", b"jpeg bytes"), ("a.b/s1.Seg.PNG", b"png bytes"),
+               ("a.b/s1.cls", b"3"), ("README", b"no dot: skipped"),
+               ("__meta__", b"skipped"), ("s2.txt", b"text"), ("s2.json", b"{}"),
+               ("d/s3.tar.gz", b"gz"), ("d/s3.cls", b"1"), ("d/s4.cls", b"")]
+    with tarfile.open(path, "w") as tf:
+        d = tarfile.TarInfo("a.b")
+        d.type = tarfile.DIRTYPE
+        tf.addfile(d)
+        for name, data in members:
+            ti = tarfile.TarInfo(name)
+            ti.size = len(data)
+            tf.addfile(ti, io.BytesIO(data))
+    expected = webdataset_samples(path)
+    assert [s["__key__"] for s in expected] == ["a.b/s1", "s2", "d/s3", "d/s4"]
+    assert set(expected[0]) == {"__key__", "__url__", "jpg", "seg.png", "cls"}
+    ours = within(HANG, lambda: list(libshard.Reader(str(path), seed=0)), "a raw epoch")
+    assert [s["__key__"] for s in ours] == [s["__key__"] for s in expected]
+    for a, b in zip(ours, expected):
+        same_sample(a, b)
+
+
+@pytest.mark.parametrize("num_workers", [0, 2])
+def test_raw_mode_through_dataloader_covers_every_sample_once(packed, num_workers):
+    ds = ShardDataset(str(packed.manifest), decode=False, seed=0, shuffle=50)
+    kw = dict(timeout=HANG) if num_workers else {}
+    dl = DataLoader(ds, batch_size=None, num_workers=num_workers, **kw)
+    samples = within(HANG + 5, lambda: list(dl), "a raw DataLoader epoch")
+    keys = [s["__key__"] for s in samples]
+    assert Counter(keys) == Counter(packed.keys), "every key exactly once"
+    by_key = {s["__key__"]: s for s in packed.samples}
+    for s in samples:
+        same_sample(s, by_key[s["__key__"]])
+    assert len(ds) == NSAMPLES
+
+
+# ---- the C Loader: keys and labels -------------------------------------------------------
+
+
+def test_loader_covers_every_sample_once(packed):
+    keys, labels, sizes, index = loader_epoch(packed.manifest, seed=0, batch_size=32,
+                                              image_size=64, shuffle=100)
+    assert Counter(keys) == Counter(packed.keys), "every sample exactly once per epoch"
+    assert sizes == [32] * 9 + [12]
+    assert index == list(range(10))
+    assert keys != packed.keys, "shuffled: shard order and buffer"
+    l = libshard.Loader(str(packed.manifest), seed=0, batch_size=32, image_size=64)
+    assert l.epoch_batches == 10
+    del l
+
+
+def test_loader_worker_split_is_a_partition(packed):
+    """What each DataLoader worker reads (worker=w of num_workers=2): disjoint, complete, and
+    split in whole batches, so only the last worker ends on a partial batch."""
+    parts = [loader_epoch(packed.manifest, seed=0, batch_size=32, image_size=48,
+                          worker=w, num_workers=2)[0] for w in range(2)]
+    assert not set(parts[0]) & set(parts[1])
+    assert Counter(parts[0] + parts[1]) == Counter(packed.keys)
+    assert len(parts[0]) % 32 == 0, [len(p) for p in parts]
+    assert abs(len(parts[0]) - len(parts[1])) <= 32, [len(p) for p in parts]
+
+
+def test_labels_match_the_manifests_classes(packed, imagefolder):
+    classes = packed.classes
+    # shardpack's class list is torchvision ImageFolder's: the folder names, sorted
+    assert classes == sorted(p.name for p in imagefolder.iterdir() if p.is_dir())
+    assert classes != ["zebra", "Apple", "mango", "banana", "cherry"], "the test needs a reorder"
+    keys, labels, _, _ = loader_epoch(packed.manifest, seed=1, batch_size=50, image_size=32,
+                                      shuffle=64, flip=True)
+    assert len(keys) == NSAMPLES
+    for k, y in zip(keys, labels):
+        assert y == packed.class_label(k), f"{k}: label {y}, class list says {packed.class_label(k)}"
+        assert y == packed.label_of[k], f"{k}: label {y}, its .cls member says {packed.label_of[k]}"
+
+
+# ---- ShardDataset with torch's DataLoader --------------------------------------------------
+
+
+@pytest.mark.parametrize("num_workers", [0, 2])
+def test_dataset_covers_every_sample_once(packed, num_workers):
+    ds = ShardDataset(str(packed.manifest), seed=0, batch_size=32, image_size=64)
+    batches = dataset_epoch(ds, num_workers, clone=False)
+    labels = labels_of(batches)
+    assert len(labels) == NSAMPLES
+    assert Counter(labels) == packed.label_counts()
+    assert len(ds) == len(batches), f"len(ds) {len(ds)}, yielded {len(batches)} batches"
+    for shape, y in batches:
+        assert tuple(shape) == (len(y), 3, 64, 64) and y.dtype == torch.int64
+    if num_workers == 0:
+        # the same sequence as the C Loader, whose keys say which sample each label is
+        keys, loader_labels, _, _ = loader_epoch(packed.manifest, seed=0, batch_size=32,
+                                                 image_size=64)
+        assert labels == loader_labels
+        assert labels == [packed.class_label(k) for k in keys]
+
+
+def test_len_counts_each_workers_partial_batch(packed):
+    """With 2 workers each worker yields its own partial last batch: 300 samples in batches
+    of 64 are 150 + 150 per worker, 3 + 3 = 6 batches; len(ds) (which DataLoader reports as
+    len(loader)) must say so, not ceil(300 / 64) = 5."""
+    ds = ShardDataset(str(packed.manifest), seed=0, batch_size=64, image_size=32)
+    dl = DataLoader(ds, batch_size=None, num_workers=2, timeout=HANG)
+    n = within(HANG + 5, lambda: sum(1 for _ in dl), "a DataLoader epoch with 2 workers")
+    assert len(dl) == n, f"len(DataLoader) = len(ds) = {len(dl)}, but it yielded {n} batches"
+
+
+def test_workers_after_an_epoch_in_the_main_process(packed):
+    """A validation pass in the main process (num_workers=0), then training with workers on
+    the same dataset object: the workers are forked from a process that has a Loader."""
+    ds = ShardDataset(str(packed.manifest), seed=0, batch_size=32, image_size=48)
+    first = labels_of(dataset_epoch(ds, 0, clone=False))
+    assert len(first) == NSAMPLES
+    again = labels_of(dataset_epoch(ds, 2, clone=False))
+    assert Counter(again) == Counter(first)
+
+
+def _resume_settings():
+    return dict(seed=5, batch_size=32, image_size=48, shuffle=100, flip=True)
+
+
+@pytest.mark.parametrize("k", [1, 4])
+def test_resume_with_state_dict(packed, k):
+    """Stop after k batches, state_dict(), a new dataset, load_state_dict(), the rest: the
+    same labels and the same uint8 images as one uninterrupted epoch (each sample's crop and
+    flip come from its position in the epoch)."""
+    full = dataset_epoch(ShardDataset(str(packed.manifest), **_resume_settings()))
+    assert len(full) == 10
+
+    ds = ShardDataset(str(packed.manifest), **_resume_settings())
+    head = []
+
+    def take_head():
+        it = iter(ds)
+        for _ in range(k):
+            x, y = next(it)
+            head.append((x.clone(), y.clone()))
+        return ds.state_dict()
+
+    state = within(HANG, take_head, f"the first {k} batches")
+    assert state["seed"] == 5 and state["epoch"] == 0 and state["state"]
+
+    ds2 = ShardDataset(str(packed.manifest), **_resume_settings())
+    ds2.load_state_dict(state)
+    tail = dataset_epoch(ds2)
+    got = head + tail
+    assert labels_of(got) == labels_of(full)
+    assert len(got) == len(full)
+    for i, ((a, _), (b, _)) in enumerate(zip(got, full)):
+        assert torch.equal(a, b), f"batch {i}: images differ after resuming at {k}"
+
+
+def test_resume_refuses_a_state_from_another_seed(packed):
+    ds = ShardDataset(str(packed.manifest), **_resume_settings())
+    st = ds.state_dict()
+    other = ShardDataset(str(packed.manifest), **dict(_resume_settings(), seed=6))
+    with pytest.raises(ValueError):
+        other.load_state_dict(st)
+
+
+def test_raw_resume_with_state_dict(packed):
+    full = [s["__key__"] for s in within(HANG, lambda: list(ShardDataset(
+        str(packed.manifest), decode=False, seed=3, shuffle=64)), "a raw epoch")]
+    ds = ShardDataset(str(packed.manifest), decode=False, seed=3, shuffle=64)
+
+    def head():
+        it = iter(ds)
+        return [next(it)["__key__"] for _ in range(111)], ds.state_dict()
+
+    keys, state = within(HANG, head, "111 raw samples")
+    ds2 = ShardDataset(str(packed.manifest), decode=False, seed=3, shuffle=64)
+    ds2.load_state_dict(state)
+    keys += [s["__key__"] for s in within(HANG, lambda: list(ds2), "the rest")]
+    assert keys == full
+
+
+@pytest.mark.parametrize("op", ["restore", "set_epoch"])
+def test_loader_restore_and_set_epoch_right_after_open(packed, op):
+    """Loader.restore / set_epoch while the loader is already decoding ahead (it starts at
+    open) must not lose its decode threads: the next epoch still completes."""
+    for attempt in range(4):
+        l = libshard.Loader(str(packed.manifest), seed=0, batch_size=32, image_size=64, threads=2)
+        if op == "restore":
+            l.restore("v1:0:96:0")
+            expect = NSAMPLES - 96
+        else:
+            l.set_epoch(1)
+            expect = NSAMPLES
+        n = within(5, lambda: sum(b.size for b in l), f"attempt {attempt}: an epoch after {op}")
+        assert n == expect
+        del l
+
+
+# ---- determinism, epochs, dtypes, layouts, batch sizes ------------------------------------
+
+
+def test_same_seed_same_tensors_set_epoch_changes_order(packed):
+    kw = dict(seed=11, batch_size=32, image_size=48, shuffle=100, flip=True)
+    a = dataset_epoch(ShardDataset(str(packed.manifest), **kw))
+    b = dataset_epoch(ShardDataset(str(packed.manifest), **kw))
+    assert labels_of(a) == labels_of(b)
+    assert all(torch.equal(x, y) for (x, _), (y, _) in zip(a, b))
+    other = dataset_epoch(ShardDataset(str(packed.manifest), **dict(kw, seed=12)))
+    assert labels_of(other) != labels_of(a)
+    ds = ShardDataset(str(packed.manifest), **kw)
+    ds.set_epoch(1)
+    e1 = dataset_epoch(ds)
+    assert labels_of(e1) != labels_of(a), "epoch 1 must be another order"
+    assert Counter(labels_of(e1)) == Counter(labels_of(a))
+    ds.set_epoch(0)
+    assert labels_of(dataset_epoch(ds)) == labels_of(a), "set_epoch(0) replays epoch 0"
+
+
+def test_uint8_and_float32(packed):
+    kw = dict(seed=2, batch_size=25, image_size=(40, 56), crop="center", shuffle_shards=False)
+    u8 = dataset_epoch(ShardDataset(str(packed.manifest), **kw))
+    x, y = u8[0]
+    assert x.dtype == torch.uint8 and tuple(x.shape) == (25, 3, 40, 56)
+    assert y.dtype == torch.int64 and tuple(y.shape) == (25,)
+    assert x.float().std() > 10, "real pixels, not a blank buffer"
+    f32 = dataset_epoch(ShardDataset(str(packed.manifest), dtype="float32", **kw))
+    mean = torch.tensor(IMAGENET_MEAN).view(1, 3, 1, 1)
+    std = torch.tensor(IMAGENET_STD).view(1, 3, 1, 1)
+    for (a, la), (b, lb) in zip(u8, f32):
+        assert b.dtype == torch.float32 and b.shape == a.shape
+        assert torch.equal(la, lb)
+        assert torch.allclose(b, (a.float() / 255 - mean) / std, atol=1e-5)
+    mine_m, mine_s = (0.5, 0.25, 0.0), (0.5, 2.0, 1.0)
+    f32b = dataset_epoch(ShardDataset(str(packed.manifest), dtype="float32", mean=mine_m,
+                                      std=mine_s, **kw))
+    m, s = torch.tensor(mine_m).view(1, 3, 1, 1), torch.tensor(mine_s).view(1, 3, 1, 1)
+    assert torch.allclose(f32b[0][0], (u8[0][0].float() / 255 - m) / s, atol=1e-5)
+
+
+def test_nhwc_is_nchw_transposed(packed):
+    kw = dict(seed=4, batch_size=32, image_size=(40, 56), flip=True)
+    nchw = dataset_epoch(ShardDataset(str(packed.manifest), **kw))
+    nhwc = dataset_epoch(ShardDataset(str(packed.manifest), layout="nhwc", **kw))
+    for (a, _), (b, _) in zip(nchw, nhwc):
+        assert tuple(b.shape) == (a.shape[0], 40, 56, 3)
+        assert torch.equal(a.permute(0, 2, 3, 1), b)
+
+
+@pytest.mark.parametrize("drop_last,sizes", [(False, [64, 64, 64, 64, 44]), (True, [64] * 4)])
+def test_partial_last_batch(packed, drop_last, sizes):
+    ds = ShardDataset(str(packed.manifest), seed=0, batch_size=64, image_size=32,
+                      drop_last=drop_last)
+    got = [len(y) for _, y in dataset_epoch(ds, clone=False)]
+    assert got == sizes
+    assert len(ds) == len(sizes)
+
+
+# ---- error policy --------------------------------------------------------------------------
+
+
+def test_corrupt_jpeg_raises_naming_sample_and_shard(packed_bad):
+    ds = ShardDataset(str(packed_bad.manifest), seed=0, batch_size=8, image_size=32)
+    with pytest.raises(libshard.ShardError) as e:
+        dataset_epoch(ds, clone=False)
+    msg = str(e.value)
+    assert packed_bad.bad_key in msg and packed_bad.bad_shard.name in msg, msg
+    assert "corrupt JPEG" in msg, msg
+
+
+def test_corrupt_jpeg_skipped_with_skip_errors(packed_bad):
+    ds = ShardDataset(str(packed_bad.manifest), seed=0, batch_size=8, image_size=32,
+                      skip_errors=True)
+    labels = labels_of(dataset_epoch(ds, clone=False))
+    assert len(labels) == 39
+    expect = Counter(packed_bad.label_of.values())
+    expect[packed_bad.label_of[packed_bad.bad_key]] -= 1
+    assert Counter(labels) == expect
+    keys, _, _, _ = loader_epoch(packed_bad.manifest, seed=0, batch_size=8, image_size=32,
+                                 skip_errors=True)
+    assert Counter(keys) == Counter(k for k in packed_bad.keys if k != packed_bad.bad_key)
+    l = libshard.Loader(str(packed_bad.manifest), seed=0, batch_size=8, image_size=32,
+                        skip_errors=True)
+    within(HANG, lambda: [b.size for b in l], "a skip_errors epoch")
+    assert l.skipped == 1
+
+
+# ---- the WebDataset-style builder ----------------------------------------------------------
+
+
+def test_webdataset_builder_decoded_batches(packed):
+    ds = (lwds.WebDataset(str(packed.manifest), seed=0).shuffle(100)
+          .decode("torchrgb8").to_tuple("jpg;png", "cls").batched(16))
+    batches = within(HANG, lambda: [(x.shape, x.dtype, y.clone()) for x, y in ds],
+                     "a builder epoch")
+    assert [len(y) for _, _, y in batches] == [16] * 18 + [12]
+    for shape, dtype, y in batches:
+        assert dtype == torch.uint8 and tuple(shape) == (len(y), 3, 224, 224)
+        assert y.dtype == torch.int64
+    assert Counter(torch.cat([y for _, _, y in batches]).tolist()) == packed.label_counts()
+
+
+def test_webdataset_builder_refuses_python_stages(packed):
+    ds = lwds.WebDataset(str(packed.manifest), seed=0)
+    with pytest.raises(NotImplementedError) as e:
+        ds.map(lambda s: s)
+    assert "per sample" in str(e.value) and "image_size" in str(e.value), str(e.value)
+    with pytest.raises(NotImplementedError) as e:
+        ds.decode("pil")
+    assert "torchrgb8" in str(e.value)
+
+
+def test_webdataset_builder_raw_dicts(packed):
+    ds = lwds.WebDataset(str(packed.manifest), shardshuffle=False, seed=0)
+    samples = within(HANG, lambda: list(ds), "a raw builder epoch")
+    assert Counter(s["__key__"] for s in samples) == Counter(packed.keys)
+    by_key = {s["__key__"]: s for s in packed.samples}
+    for s in samples:
+        same_sample(s, by_key[s["__key__"]])
