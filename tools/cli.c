@@ -98,3 +98,9 @@ void cli_print_path(FILE *f, const char *path)
     char buf[4096];
     fputs(cli_escape_path(path, buf, sizeof buf), f);
 }
+
+int cli_ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && !strcmp(s + n - k, suffix);
+}

@@ -17,6 +17,9 @@ int cli_parse_u64(const char *s, uint64_t *out);
 /* Writes a byte count as "12.3 MB" into buf. */
 const char *cli_human_bytes(double bytes, char *buf, size_t size);
 
+/* Whether s ends with suffix. */
+int cli_ends_with(const char *s, const char *suffix);
+
 /* Seconds from a monotonic clock. */
 double cli_now(void);
 

@@ -64,12 +64,6 @@ typedef struct Targets {
     size_t nmanifests;
 } Targets;
 
-static int ends_with(const char *s, const char *suffix)
-{
-    size_t n = strlen(s), k = strlen(suffix);
-    return n >= k && !strcmp(s + n - k, suffix);
-}
-
 static int add_target(Targets *t, const char *url, const ShardFileInfo *expect)
 {
     Target *v = realloc(t->v, (t->n + 1) * sizeof *v);
@@ -91,7 +85,7 @@ static int collect(Targets *t, char **args, int n)
 {
     for (int i = 0; i < n; i++) {
         ShardError err;
-        if (ends_with(args[i], ".json") && strncmp(args[i], "pipe:", 5)) {
+        if (cli_ends_with(args[i], ".json") && strncmp(args[i], "pipe:", 5)) {
             ShardManifest *m;
             if (shard_manifest_read(&m, args[i], &err)) {
                 fprintf(stderr, "shardcat: %s\n", err.message);

@@ -1113,12 +1113,6 @@ static char *options_json(const Options *o, int zstd)
     return s;
 }
 
-static int ends_with(const char *s, const char *suffix)
-{
-    size_t n = strlen(s), k = strlen(suffix);
-    return n >= k && !strcmp(s + n - k, suffix);
-}
-
 int main(int argc, char **argv)
 {
     Options o = {0};
@@ -1227,9 +1221,9 @@ int main(int argc, char **argv)
     o.src = argv[optind];
     if (!o.pattern)
         die_usage("no output pattern: -o out/train-%06d.tar");
-    if (!ends_with(o.pattern, ".tar") && !ends_with(o.pattern, ".tar.zst"))
+    if (!cli_ends_with(o.pattern, ".tar") && !cli_ends_with(o.pattern, ".tar.zst"))
         die_usage("the output pattern must end in .tar or .tar.zst");
-    int zstd = ends_with(o.pattern, ".tar.zst");
+    int zstd = cli_ends_with(o.pattern, ".tar.zst");
     if (o.compress == SHARD_COMPRESSION_ZSTD && !zstd)
         die_usage("--compress zstd wants a pattern ending in .tar.zst");
     if (o.compress == SHARD_COMPRESSION_NONE && zstd)

@@ -63,16 +63,6 @@ static int digests_new(void **md5, void **sha256)
     return 0;
 }
 
-static char *dir_of(const char *path)
-{
-    char *tmp = shard_strdup(path);
-    if (!tmp)
-        return NULL;
-    char *d = shard_strdup(dirname(tmp));
-    free(tmp);
-    return d;
-}
-
 struct ShardHasher {
     pthread_t thread;
     pthread_mutex_t lock;
@@ -173,7 +163,7 @@ int shard_afile_open(ShardAtomicFile *f, const char *final_path, int sync, int c
     f->sync = sync;
     f->final_path = shard_strdup(final_path);
     char *base_copy = shard_strdup(final_path);
-    char *dir = dir_of(final_path);
+    char *dir = shard_dir_of(final_path);
     f->buf = malloc(AFILE_BUFSIZE);
     f->cap = AFILE_BUFSIZE;
     int rc = SHARD_ERR_NOMEM;
@@ -304,7 +294,7 @@ int shard_afile_commit(ShardAtomicFile *f, char *md5, char *sha256, char *err)
     free(f->tmp_path);
     f->tmp_path = NULL;
     if (f->sync) {
-        char *dir = dir_of(f->final_path);
+        char *dir = shard_dir_of(f->final_path);
         int dfd = dir ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
         if (dfd >= 0) {
             fsync(dfd); /* best effort: some filesystems refuse fsync on folders */

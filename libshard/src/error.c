@@ -2,6 +2,7 @@
  * Error names, error messages, and the small utilities every module uses.
  */
 #include <errno.h>
+#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,4 +128,20 @@ char *shard_strdup(const char *s)
     if (p)
         memcpy(p, s, n);
     return p;
+}
+
+int shard_ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && !strcmp(s + n - k, suffix);
+}
+
+char *shard_dir_of(const char *path)
+{
+    char *tmp = shard_strdup(path);
+    if (!tmp)
+        return NULL;
+    char *d = shard_strdup(dirname(tmp));
+    free(tmp);
+    return d;
 }

@@ -37,6 +37,12 @@ SHARD_HIDDEN void shard_buf_free(ShardBuf *b);
 
 SHARD_HIDDEN char *shard_strdup(const char *s);
 
+/* Whether s ends with suffix. */
+SHARD_HIDDEN int shard_ends_with(const char *s, const char *suffix);
+
+/* The folder part of a path (dirname), malloc'd; NULL when out of memory. */
+SHARD_HIDDEN char *shard_dir_of(const char *path);
+
 typedef struct ShardHasher ShardHasher;
 
 /* A file written under a hidden temporary name in its final folder and renamed into

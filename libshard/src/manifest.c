@@ -141,16 +141,6 @@ uint64_t shard_manifest_samples(const ShardManifest *m)
 
 const char *shard_manifest_options(const ShardManifest *m) { return m->options; }
 
-static char *dir_of(const char *path)
-{
-    char *tmp = shard_strdup(path);
-    if (!tmp)
-        return NULL;
-    char *d = shard_strdup(dirname(tmp));
-    free(tmp);
-    return d;
-}
-
 static int has_scheme(const char *url)
 {
     const char *p = strstr(url, "://");
@@ -163,7 +153,7 @@ static char *relative_url(const char *url, const char *mdir_real)
 {
     if (has_scheme(url) || !mdir_real)
         return shard_strdup(url);
-    char *sdir = dir_of(url);
+    char *sdir = shard_dir_of(url);
     char *copy = shard_strdup(url);
     char real[PATH_MAX];
     char *out = NULL;
@@ -263,7 +253,7 @@ fail:
 int shard_manifest_write(const ShardManifest *m, const char *path, ShardError *err)
 {
     char msg[SHARD_ERROR_MAX];
-    char *mdir = dir_of(path);
+    char *mdir = shard_dir_of(path);
     char real[PATH_MAX];
     const char *mdir_real = mdir && realpath(mdir, real) ? real : NULL;
     free(mdir);
@@ -347,7 +337,7 @@ int shard_manifest_read(ShardManifest **out, const char *path, ShardError *err)
     }
     int rc = SHARD_ERR_FORMAT;
     ShardManifest *m = NULL;
-    char *mdir = dir_of(path);
+    char *mdir = shard_dir_of(path);
     json_t *list = json_object_get(root, "shardlist");
     const char *kind = json_string_value(json_object_get(root, "__kind__"));
     if (!json_is_object(root) || !json_is_array(list)) {

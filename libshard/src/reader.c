@@ -894,12 +894,6 @@ static int add_url(ShardReader *r, const char *url, uint64_t count, size_t *cap)
     return 0;
 }
 
-static int ends_with(const char *s, const char *suffix)
-{
-    size_t n = strlen(s), k = strlen(suffix);
-    return n >= k && !strcmp(s + n - k, suffix);
-}
-
 static int fail_open(ShardReader *r, ShardError *err, int rc)
 {
     shard_report(err, rc, r->err);
@@ -946,7 +940,7 @@ int shard_reader_open(ShardReader **out, const ShardReaderSettings *s, ShardErro
     for (size_t i = 0; i < s->nurls; i++) {
         const char *spec = s->urls[i];
         ShardError e;
-        if (ends_with(spec, ".json") && strncmp(spec, "pipe:", 5)) {
+        if (shard_ends_with(spec, ".json") && strncmp(spec, "pipe:", 5)) {
             ShardManifest *m;
             if (shard_manifest_read(&m, spec, &e))
                 return fail_open(r, err, shard_fail(r->err, e.code, "%s", e.message));

@@ -123,12 +123,6 @@ static int expand(const char *s, List *l, char *err, const char *spec)
     return 0;
 }
 
-static int ends_with(const char *s, const char *suffix)
-{
-    size_t n = strlen(s), k = strlen(suffix);
-    return n >= k && !strcmp(s + n - k, suffix);
-}
-
 int shard_urls_expand(const char *spec, char ***out, size_t *n, ShardError *err)
 {
     *out = NULL;
@@ -136,7 +130,7 @@ int shard_urls_expand(const char *spec, char ***out, size_t *n, ShardError *err)
     List l = {0};
     char msg[SHARD_ERROR_MAX];
     int rc = 0;
-    if (ends_with(spec, ".json") && strncmp(spec, "pipe:", 5)) {
+    if (shard_ends_with(spec, ".json") && strncmp(spec, "pipe:", 5)) {
         ShardManifest *m;
         ShardError e;
         rc = shard_manifest_read(&m, spec, &e);

@@ -83,12 +83,6 @@ void shard_writer_default_settings(ShardWriterSettings *s)
     s->sync = 1;
 }
 
-static int ends_with(const char *s, const char *suffix)
-{
-    size_t n = strlen(s), k = strlen(suffix);
-    return n >= k && strcmp(s + n - k, suffix) == 0;
-}
-
 /* Accepts exactly one conversion: %[0][width][l|ll|j|z]{d,i,u}, and %% anywhere. */
 static int pattern_check(const char *p)
 {
@@ -152,7 +146,7 @@ int shard_writer_open(ShardWriter **out, const ShardWriterSettings *s, ShardErro
         return shard_report(err, SHARD_ERR_INVALID, msg);
     }
     int zstd = s->compression == SHARD_COMPRESSION_ZSTD ||
-               (s->compression == SHARD_COMPRESSION_AUTO && ends_with(s->pattern, ".zst"));
+               (s->compression == SHARD_COMPRESSION_AUTO && shard_ends_with(s->pattern, ".zst"));
     if (s->compression < SHARD_COMPRESSION_AUTO || s->compression > SHARD_COMPRESSION_ZSTD)
         return shard_report(err, SHARD_ERR_INVALID, "writer: unknown compression");
     if (zstd && (s->level < ZSTD_minCLevel() || s->level > ZSTD_maxCLevel() || s->level == 0)) {
