@@ -141,93 +141,27 @@ typedef struct RowOut {
     int flip;
 } RowOut;
 
-/* The horizontal pass, two output pixels per 8-lane register: each pixel's 3 bytes (and one
- * more, ignored) widen to 4 floats and meet its tap's weight (kw: per pixel pair and tap,
- * the pair's two weights each repeated 4 times). Float weights: within 1 of the
- * fixed-point pass. Reads up to ksize pixels past a window: the caller leaves that room. */
+/* Both passes for one output row at a time, in floats, with no 8-bit rounding in between
+ * (within 1 of PIL's two-pass bytes): the vertical sum of the box's rows lands in a row of
+ * floats that stays in L1, and the horizontal pass reads each pixel there as one 4-float
+ * load (its 3 channels and the next value, which meets no weight that matters: the 4th lane
+ * is dropped). Two output pixels share an 8-lane register; kw holds, per pixel pair and
+ * tap, the pair's two weights each repeated 4 times; taps past a window weigh 0. */
 __attribute__((target("avx2,fma")))
-static void row_pass_simd(const unsigned char *src, const Coeffs *c, int xoff, const float *kw,
-                          int out_w, const RowOut *o)
+static void fused_pass_simd(const unsigned char *box, size_t in_stride, int ybox0, size_t n,
+                            const Coeffs *cv, const float *kv, const Coeffs *ch, int xoff,
+                            const float *kw, int out_w, int out_h, float *rowf,
+                            const RowOut *first_row, size_t plane_step, size_t rgb_step)
 {
     const __m256 zero = _mm256_setzero_ps(), top = _mm256_set1_ps(255.0f);
-    const __m256 half = _mm256_set1_ps(0.5f);
-    int K = c->ksize;
-    int xx = 0;
-    for (; xx < out_w; xx += 2) {
-        int last = xx + 1 >= out_w; /* an odd width: the pair's second pixel repeats the first */
-        int xb = last ? xx : xx + 1;
-        const unsigned char *pa = src + (size_t)(c->bounds[xx * 2] - xoff) * 3;
-        const unsigned char *pb = src + (size_t)(c->bounds[xb * 2] - xoff) * 3;
-        const float *w = kw + (size_t)(xx / 2) * (size_t)K * 8;
-        int na = c->bounds[xx * 2 + 1], nb = c->bounds[xb * 2 + 1];
-        int n = na > nb ? na : nb; /* taps past a window have weight 0 */
-        /* two accumulators (even and odd taps): the FMA latency, not the throughput, would
-         * bound a single chain */
-        __m256 acc = half, acc2 = zero;
-        int t = 0;
-        for (; t + 1 < n; t += 2, pa += 6, pb += 6, w += 16) {
-            int32_t va, vb, va2, vb2;
-            memcpy(&va, pa, 4);
-            memcpy(&vb, pb, 4);
-            memcpy(&va2, pa + 3, 4);
-            memcpy(&vb2, pb + 3, 4);
-            __m128i two = _mm_unpacklo_epi32(_mm_cvtsi32_si128(va), _mm_cvtsi32_si128(vb));
-            __m128i two2 = _mm_unpacklo_epi32(_mm_cvtsi32_si128(va2), _mm_cvtsi32_si128(vb2));
-            __m256 f = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(two));
-            __m256 f2 = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(two2));
-            acc = _mm256_fmadd_ps(f, _mm256_loadu_ps(w), acc);
-            acc2 = _mm256_fmadd_ps(f2, _mm256_loadu_ps(w + 8), acc2);
-        }
-        if (t < n) {
-            int32_t va, vb;
-            memcpy(&va, pa, 4);
-            memcpy(&vb, pb, 4);
-            __m128i two = _mm_unpacklo_epi32(_mm_cvtsi32_si128(va), _mm_cvtsi32_si128(vb));
-            __m256 f = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(two));
-            acc = _mm256_fmadd_ps(f, _mm256_loadu_ps(w), acc);
-        }
-        acc = _mm256_add_ps(acc, acc2);
-        acc = _mm256_min_ps(_mm256_max_ps(acc, zero), top);
-        __m256i i = _mm256_cvttps_epi32(acc);
-        __m128i b16 = _mm_packs_epi32(_mm256_castsi256_si128(i), _mm256_extracti128_si256(i, 1));
-        __m128i b8 = _mm_packus_epi16(b16, b16);
-        uint32_t a0 = (uint32_t)_mm_cvtsi128_si32(b8), b0 = (uint32_t)_mm_extract_epi32(b8, 1);
-        if (o->rgb) {
-            memcpy(o->rgb + xx * 3, &a0, 3);
-            if (!last)
-                memcpy(o->rgb + xx * 3 + 3, &b0, 3);
-        } else {
-            int xa = o->flip ? out_w - 1 - xx : xx, xc = o->flip ? out_w - 2 - xx : xx + 1;
-            o->plane[0][xa] = (unsigned char)a0;
-            o->plane[1][xa] = (unsigned char)(a0 >> 8);
-            o->plane[2][xa] = (unsigned char)(a0 >> 16);
-            if (!last) {
-                o->plane[0][xc] = (unsigned char)b0;
-                o->plane[1][xc] = (unsigned char)(b0 >> 8);
-                o->plane[2][xc] = (unsigned char)(b0 >> 16);
-            }
-        }
-    }
-}
-#endif
-
-#if defined(__x86_64__) || defined(__i386__)
-/* column_pass in floats with FMA (the fast path): vpmulld is slow on common cores. */
-__attribute__((target("avx2,fma")))
-static void column_pass_simd(const unsigned char *src, size_t src_stride, int first, size_t n,
-                             const Coeffs *c, const float *kf, int out_rows, unsigned char *dst,
-                             size_t dst_stride, float *acc)
-{
-    for (int yy = 0; yy < out_rows; yy++) {
-        int ymin = c->bounds[yy * 2] - first, ymax = c->bounds[yy * 2 + 1];
-        const float *k = kf + (size_t)yy * (size_t)c->ksize;
+    for (int yy = 0; yy < out_h; yy++) {
+        int ymin = cv->bounds[yy * 2] - ybox0, ymax = cv->bounds[yy * 2 + 1];
+        const float *k = kv + (size_t)yy * (size_t)cv->ksize;
         size_t x = 0;
-        unsigned char *drow = dst + (size_t)yy * dst_stride;
-        /* 32 bytes at a time: four independent FMA chains */
         for (; x + 32 <= n; x += 32) {
-            __m256 a0 = _mm256_set1_ps(0.5f), a1 = a0, a2 = a0, a3 = a0;
+            __m256 a0 = zero, a1 = zero, a2 = zero, a3 = zero;
             for (int y = 0; y < ymax; y++) {
-                const unsigned char *row = src + (size_t)(ymin + y) * src_stride + x;
+                const unsigned char *row = box + (size_t)(ymin + y) * in_stride + x;
                 __m256i v = _mm256_loadu_si256((const __m256i *)row);
                 __m128i lo = _mm256_castsi256_si128(v), hi = _mm256_extracti128_si256(v, 1);
                 __m256 ky = _mm256_set1_ps(k[y]);
@@ -236,42 +170,68 @@ static void column_pass_simd(const unsigned char *src, size_t src_stride, int fi
                 a2 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(hi)), ky, a2);
                 a3 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(hi, 8))), ky, a3);
             }
-            const __m256 z = _mm256_setzero_ps(), top = _mm256_set1_ps(255.0f);
-            __m256i i0 = _mm256_cvttps_epi32(_mm256_min_ps(_mm256_max_ps(a0, z), top));
-            __m256i i1 = _mm256_cvttps_epi32(_mm256_min_ps(_mm256_max_ps(a1, z), top));
-            __m256i i2 = _mm256_cvttps_epi32(_mm256_min_ps(_mm256_max_ps(a2, z), top));
-            __m256i i3 = _mm256_cvttps_epi32(_mm256_min_ps(_mm256_max_ps(a3, z), top));
-            /* packs work per 128-bit lane: put the lanes back in order afterwards */
-            __m256i p01 = _mm256_packs_epi32(i0, i1), p23 = _mm256_packs_epi32(i2, i3);
-            __m256i b = _mm256_packus_epi16(p01, p23);
-            b = _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-            _mm256_storeu_si256((__m256i *)(drow + x), b);
-        }
-        for (; x + 8 <= n; x += 8) {
-            __m256 a = _mm256_set1_ps(0.5f);
-            for (int y = 0; y < ymax; y++) {
-                const unsigned char *row = src + (size_t)(ymin + y) * src_stride + x;
-                __m128i v;
-                memcpy(&v, row, 8);
-                __m256 f = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v));
-                a = _mm256_fmadd_ps(f, _mm256_set1_ps(k[y]), a);
-            }
-            a = _mm256_min_ps(_mm256_max_ps(a, _mm256_setzero_ps()), _mm256_set1_ps(255.0f));
-            __m256i i = _mm256_cvttps_epi32(a);
-            __m128i b16 = _mm_packs_epi32(_mm256_castsi256_si128(i), _mm256_extracti128_si256(i, 1));
-            __m128i b8 = _mm_packus_epi16(b16, b16);
-            _mm_storel_epi64((__m128i *)(dst + (size_t)yy * dst_stride + x), b8);
+            _mm256_storeu_ps(rowf + x, a0);
+            _mm256_storeu_ps(rowf + x + 8, a1);
+            _mm256_storeu_ps(rowf + x + 16, a2);
+            _mm256_storeu_ps(rowf + x + 24, a3);
         }
         for (; x < n; x++) {
-            float a = 0.5f;
+            float a = 0;
             for (int y = 0; y < ymax; y++)
-                a += src[(size_t)(ymin + y) * src_stride + x] * k[y];
-            dst[(size_t)yy * dst_stride + x] = (unsigned char)(a < 0 ? 0 : a > 255 ? 255 : a);
+                a += box[(size_t)(ymin + y) * in_stride + x] * k[y];
+            rowf[x] = a;
+        }
+        RowOut o = *first_row;
+        if (o.rgb)
+            o.rgb += (size_t)yy * rgb_step;
+        for (int c = 0; c < 3; c++)
+            o.plane[c] += (size_t)yy * plane_step;
+        int K = ch->ksize;
+        for (int xx = 0; xx < out_w; xx += 2) {
+            int last = xx + 1 >= out_w;
+            int xb = last ? xx : xx + 1;
+            const float *pa = rowf + (size_t)(ch->bounds[xx * 2] - xoff) * 3;
+            const float *pb = rowf + (size_t)(ch->bounds[xb * 2] - xoff) * 3;
+            const float *w = kw + (size_t)(xx / 2) * (size_t)K * 8;
+            int na = ch->bounds[xx * 2 + 1], nb = ch->bounds[xb * 2 + 1];
+            int m = na > nb ? na : nb;
+            __m256 acc = _mm256_set1_ps(0.5f), acc2 = zero;
+            int t = 0;
+            for (; t + 1 < m; t += 2, pa += 6, pb += 6, w += 16) {
+                __m256 f = _mm256_set_m128(_mm_loadu_ps(pb), _mm_loadu_ps(pa));
+                __m256 f2 = _mm256_set_m128(_mm_loadu_ps(pb + 3), _mm_loadu_ps(pa + 3));
+                acc = _mm256_fmadd_ps(f, _mm256_loadu_ps(w), acc);
+                acc2 = _mm256_fmadd_ps(f2, _mm256_loadu_ps(w + 8), acc2);
+            }
+            if (t < m) {
+                __m256 f = _mm256_set_m128(_mm_loadu_ps(pb), _mm_loadu_ps(pa));
+                acc = _mm256_fmadd_ps(f, _mm256_loadu_ps(w), acc);
+            }
+            acc = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(acc, acc2), zero), top);
+            __m256i i = _mm256_cvttps_epi32(acc);
+            __m128i b16 = _mm_packs_epi32(_mm256_castsi256_si128(i), _mm256_extracti128_si256(i, 1));
+            __m128i b8 = _mm_packus_epi16(b16, b16);
+            uint32_t a0 = (uint32_t)_mm_cvtsi128_si32(b8), b0 = (uint32_t)_mm_extract_epi32(b8, 1);
+            if (o.rgb) {
+                memcpy(o.rgb + xx * 3, &a0, 3);
+                if (!last)
+                    memcpy(o.rgb + xx * 3 + 3, &b0, 3);
+            } else {
+                int xa = o.flip ? out_w - 1 - xx : xx, xc = o.flip ? out_w - 2 - xx : xx + 1;
+                o.plane[0][xa] = (unsigned char)a0;
+                o.plane[1][xa] = (unsigned char)(a0 >> 8);
+                o.plane[2][xa] = (unsigned char)(a0 >> 16);
+                if (!last) {
+                    o.plane[0][xc] = (unsigned char)b0;
+                    o.plane[1][xc] = (unsigned char)(b0 >> 8);
+                    o.plane[2][xc] = (unsigned char)(b0 >> 16);
+                }
+            }
         }
     }
-    (void)acc;
 }
 #endif
+
 
 /* The two passes in PIL's order (horizontal first, 8 bits in between): PIL's bytes. With
  * vertical_first, the vertical pass (vectorized over whole rows) runs first on the input's
@@ -325,15 +285,16 @@ static int resize(const unsigned char *in, int w, int h, double x0, double y0, d
             }
             for (size_t i = 0; i < (size_t)out_h * (size_t)cv.ksize; i++)
                 kv[i] = (float)cv.k[i] / (float)(1 << PRECISION_BITS);
-            column_pass_simd(box, in_stride, ybox0, box_stride, &cv, kv, out_h, tmp, box_stride, NULL);
-            for (int y = 0; y < out_h; y++) {
-                RowOut o = {planar ? NULL : out + (size_t)y * out_stride,
-                            {out + (size_t)y * out_w, out + plane + (size_t)y * out_w,
-                             out + 2 * plane + (size_t)y * out_w},
-                            flip};
-                row_pass_simd(tmp + (size_t)y * box_stride, &ch, xbox0, kw, out_w, &o);
+            /* one row of floats, with room for the last window's 4-float loads */
+            float *rowf = malloc((box_stride + (size_t)ch.ksize * 3 + 8) * sizeof *rowf);
+            if (rowf) {
+                memset(rowf + box_stride, 0, ((size_t)ch.ksize * 3 + 8) * sizeof *rowf);
+                RowOut o = {planar ? NULL : out, {out, out + plane, out + 2 * plane}, flip};
+                fused_pass_simd(box, in_stride, ybox0, box_stride, &cv, kv, &ch, xbox0, kw, out_w,
+                                out_h, rowf, &o, (size_t)out_w, out_stride);
+                free(rowf);
+                done = 1;
             }
-            done = 1;
         }
         free(kw);
         free(kv);
