@@ -72,6 +72,8 @@ struct ShardLoader {
     uint64_t next_fill, next_give;
     int stop, producer_done;
     int quit; /* the decoders' own stop: only shard_loader_free sets it */
+    int job_room_wanted; /* the producer waits for room in the job queue */
+    int draining;        /* stop_producer waits for the queued jobs */
     int producer_running;
     pthread_t producer;
     pthread_t *decoders;
@@ -128,7 +130,8 @@ static void *decoder_main(void *arg)
         Job j = l->jobs[l->jhead];
         l->jhead = (l->jhead + 1) % l->jcap;
         l->jn--;
-        pthread_cond_broadcast(&l->slot_free); /* the producer may wait for job room */
+        if (l->job_room_wanted) /* wake the producer only when it waits: no wake-up per job */
+            pthread_cond_broadcast(&l->slot_free);
         pthread_mutex_unlock(&l->lock);
 
         Slot *sl = j.slot;
@@ -149,10 +152,13 @@ static void *decoder_main(void *arg)
                 sl->first_error = shard_strdup(full);
             }
         }
-        if (++sl->done == sl->n)
+        if (++sl->done == sl->n) {
             sl->state = SLOT_READY;
-        /* also wakes stop_producer, which waits for the jobs of a slot left half dealt */
-        pthread_cond_broadcast(&l->slot_ready);
+            pthread_cond_broadcast(&l->slot_ready);
+        } else if (l->draining) {
+            /* stop_producer waits for the jobs of a slot left half dealt */
+            pthread_cond_broadcast(&l->slot_ready);
+        }
     }
     pthread_mutex_unlock(&l->lock);
     return NULL;
@@ -281,8 +287,11 @@ static void *producer_main(void *arg)
         sl->n = n;
         sl->end_position = end_pos;
         for (size_t i = 0; i < n; i++) {
-            while (l->jn == l->jcap && !l->stop)
+            while (l->jn == l->jcap && !l->stop) {
+                l->job_room_wanted = 1;
                 pthread_cond_wait(&l->slot_free, &l->lock);
+            }
+            l->job_room_wanted = 0;
             if (l->stop)
                 break;
             ShardRng r;
@@ -338,6 +347,7 @@ static void stop_producer(ShardLoader *l)
     /* let the decoders finish the jobs queued, then drop every slot not held */
     pthread_mutex_lock(&l->lock);
     l->stop = 0;
+    l->draining = 1;
     for (;;) {
         int busy = l->jn > 0;
         for (size_t k = 0; k < l->nslots; k++)
@@ -347,6 +357,7 @@ static void stop_producer(ShardLoader *l)
             break;
         pthread_cond_wait(&l->slot_ready, &l->lock);
     }
+    l->draining = 0;
     for (size_t k = 0; k < l->nslots; k++) {
         Slot *sl = &l->slots[k];
         if (sl->state == SLOT_HELD)
