@@ -529,21 +529,24 @@ static int plan_epoch(ShardReader *r, uint64_t e)
 
 /* ---- the consumer's side --------------------------------------------------------------- */
 
+/* The stream whose turn it is in the round-robin (the next one still active from rr);
+ * NULL when every stream has ended. The data path and the replay share this order. */
+static Stream *current_stream(ShardReader *r)
+{
+    for (size_t tries = 0; tries < r->nstreams; tries++) {
+        if (r->streams[r->rr].active)
+            return &r->streams[r->rr];
+        r->rr = (r->rr + 1) % r->nstreams;
+    }
+    return NULL;
+}
+
 /* The next item in round-robin order; NULL at the end of the epoch's streams. */
 static Item *pull(ShardReader *r, int *rc)
 {
     *rc = 0;
-    for (;;) {
-        size_t active = 0;
-        for (size_t k = 0; k < r->nstreams; k++)
-            active += r->streams[k].active;
-        if (!active)
-            return NULL;
-        Stream *st = &r->streams[r->rr];
-        if (!st->active) {
-            r->rr = (r->rr + 1) % r->nstreams;
-            continue;
-        }
+    Stream *st;
+    while ((st = current_stream(r))) {
         Item *it = queue_pop(&st->q, &r->wait);
         if (it->kind == ITEM_END) {
             item_free(it);
@@ -559,6 +562,7 @@ static Item *pull(ShardReader *r, int *rc)
         r->rr = (r->rr + 1) % r->nstreams;
         return it;
     }
+    return NULL;
 }
 
 static int buffer_add(ShardReader *r, Item *it)
@@ -683,17 +687,8 @@ static uint64_t stream_seg_count(ShardReader *r, size_t k, size_t n, ShardSegmen
 static Item *pull_sim(ShardReader *r, int *rc)
 {
     *rc = 0;
-    for (;;) {
-        size_t active = 0;
-        for (size_t k = 0; k < r->nstreams; k++)
-            active += r->streams[k].active;
-        if (!active)
-            return NULL;
-        Stream *st = &r->streams[r->rr];
-        if (!st->active) {
-            r->rr = (r->rr + 1) % r->nstreams;
-            continue;
-        }
+    Stream *st;
+    while ((st = current_stream(r))) {
         ShardSegment seg;
         int ok;
         uint64_t cnt = stream_seg_count(r, (size_t)st->id, st->sim_seg, &seg, &ok);
@@ -719,6 +714,7 @@ static Item *pull_sim(ShardReader *r, int *rc)
         r->rr = (r->rr + 1) % r->nstreams;
         return it;
     }
+    return NULL;
 }
 
 /* Replaces each identity in the buffer by the sample itself, read by index. */
