@@ -565,15 +565,23 @@ static Item *pull(ShardReader *r, int *rc)
     return NULL;
 }
 
-static int buffer_add(ShardReader *r, Item *it)
-{
-    r->buf[r->nbuf++] = it;
-    return 0;
-}
-
 /* One step of the pipeline: the next item to yield, NULL at the end. The same code runs on
  * identities during a replay (pull_fn differs). */
 typedef Item *(*PullFn)(ShardReader *r, int *rc);
+
+/* Pulls one item into the shuffle buffer, or notes the source's end. Returns an error code. */
+static int buffer_fill(ShardReader *r, PullFn pullf)
+{
+    int rc;
+    Item *it = pullf(r, &rc);
+    if (rc)
+        return rc;
+    if (!it)
+        r->src_done = 1;
+    else
+        r->buf[r->nbuf++] = it;
+    return 0;
+}
 
 static Item *step(ShardReader *r, PullFn pullf, int *rc)
 {
@@ -590,24 +598,12 @@ static Item *step(ShardReader *r, PullFn pullf, int *rc)
         return it;
     }
     size_t initial = r->s.shuffle_initial && r->s.shuffle_initial < size ? r->s.shuffle_initial : size;
-    while (!r->src_done && r->nbuf < initial) {
-        Item *it = pullf(r, rc);
-        if (*rc)
+    while (!r->src_done && r->nbuf < initial)
+        if ((*rc = buffer_fill(r, pullf)))
             return NULL;
-        if (!it)
-            r->src_done = 1;
-        else
-            buffer_add(r, it);
-    }
-    if (!r->src_done && r->nbuf < size) {
-        Item *it = pullf(r, rc);
-        if (*rc)
-            return NULL;
-        if (!it)
-            r->src_done = 1;
-        else
-            buffer_add(r, it);
-    }
+    /* keep topping the buffer up by one per step until it is full */
+    if (!r->src_done && r->nbuf < size && (*rc = buffer_fill(r, pullf)))
+        return NULL;
     if (!r->nbuf)
         return NULL;
     size_t k = (size_t)shard_rng_below(&r->buf_rng, r->nbuf);
