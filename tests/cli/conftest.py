@@ -13,12 +13,15 @@ import random
 import shutil
 import struct
 import subprocess
+import sys
 import tarfile
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from testtools import tool_path  # noqa: E402
 from PIL import Image
 
 REPO = Path(__file__).resolve().parents[2]
@@ -30,23 +33,10 @@ BASE_ENV = {k: v for k, v in os.environ.items() if k != "SOURCE_DATE_EPOCH"}
 BASE_ENV["LC_ALL"] = "C.UTF-8"
 
 
-# ---- locating the tool ----------------------------------------------------------------
-
-
-def _tool_path(var, name):
-    p = os.environ.get(var)
-    path = Path(p).resolve() if p else REPO / "build" / "tools" / name
-    # Another engineer may be rebuilding the tree: give the binary a moment to reappear.
-    deadline = time.monotonic() + 120
-    while not (path.is_file() and os.access(path, os.X_OK)):
-        if time.monotonic() > deadline:
-            pytest.fail(f"{name} not found at {path} (set {var} or build the project)")
-        time.sleep(2)
-    return path
 
 
 def _shardpack_path():
-    return _tool_path("SHARDPACK", "shardpack")
+    return tool_path("SHARDPACK", "shardpack")
 
 
 @pytest.fixture(scope="session")
@@ -57,7 +47,7 @@ def shardpack():
 @pytest.fixture(scope="session")
 def shardcat():
     """The shardcat binary: $SHARDCAT, default build/tools/shardcat."""
-    return _tool_path("SHARDCAT", "shardcat")
+    return tool_path("SHARDCAT", "shardcat")
 
 
 class Runner:

@@ -16,11 +16,13 @@ import subprocess
 import sys
 import tarfile
 import threading
-import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from testtools import tool_path  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 _PYPATH = Path(os.environ.get("LIBSHARD_PYTHONPATH", REPO / "build" / "python")).resolve()
@@ -46,16 +48,6 @@ NSAMPLES = 300
 MAXCOUNT = 40  # samples per shard: 7 shards of 40 and one of 20
 
 
-def tool_path(var, name):
-    p = os.environ.get(var)
-    path = Path(p).resolve() if p else REPO / "build" / "tools" / name
-    # Another engineer may be rebuilding the tree: give the binary a moment to reappear.
-    deadline = time.monotonic() + 120
-    while not (path.is_file() and os.access(path, os.X_OK)):
-        if time.monotonic() > deadline:
-            pytest.fail(f"{name} not found at {path} (set {var} or build the project)")
-        time.sleep(2)
-    return path
 
 
 @pytest.fixture(scope="session")

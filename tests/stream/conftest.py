@@ -10,13 +10,16 @@ import random
 import re
 import shutil
 import subprocess
+import sys
 import tarfile
-import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from testtools import tool_path  # noqa: E402
 from PIL import Image
 
 REPO = Path(__file__).resolve().parents[2]
@@ -33,26 +36,16 @@ BASE_ENV["LC_ALL"] = "C.UTF-8"
 TIMEOUT = 60  # seconds for any one shardcat run: a hang fails the test instead of the suite
 
 
-def _tool_path(var, name):
-    p = os.environ.get(var)
-    path = Path(p).resolve() if p else REPO / "build" / "tools" / name
-    # Another engineer may be rebuilding the tree: give the binary a moment to reappear.
-    deadline = time.monotonic() + 120
-    while not (path.is_file() and os.access(path, os.X_OK)):
-        if time.monotonic() > deadline:
-            pytest.fail(f"{name} not found at {path} (set {var} or build the project)")
-        time.sleep(2)
-    return path
 
 
 @pytest.fixture(scope="session")
 def shardcat():
-    return _tool_path("SHARDCAT", "shardcat")
+    return tool_path("SHARDCAT", "shardcat")
 
 
 @pytest.fixture(scope="session")
 def shardpack():
-    return _tool_path("SHARDPACK", "shardpack")
+    return tool_path("SHARDPACK", "shardpack")
 
 
 class Result:

@@ -1,0 +1,16 @@
+"""Helpers shared by the pytest suites (cli, stream, python)."""
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def tool_path(var, name):
+    """The tool `name`: $var when set (meson test sets it), else the build folder's."""
+    p = os.environ.get(var)
+    path = Path(p).resolve() if p else REPO / "build" / "tools" / name
+    if not (path.is_file() and os.access(path, os.X_OK)):
+        pytest.fail(f"{name} not found at {path} (set {var} or build the project)")
+    return path
