@@ -162,9 +162,11 @@ static int jpeg_decode(const void *data, size_t size, const ShardTransform *t, S
     err.mgr.emit_message = j_message;
     unsigned char *volatile buf = NULL;
     unsigned char *volatile row = NULL;
+    JSAMPROW *volatile rows = NULL;
     if (setjmp(err.jump)) {
         free(buf);
         free(row);
+        free(rows);
         jpeg_destroy_decompress(&ci);
         if (msg)
             snprintf(msg, msgsize, "corrupt JPEG: %s", err.msg);
@@ -222,7 +224,9 @@ static int jpeg_decode(const void *data, size_t size, const ShardTransform *t, S
     int out_w = (int)cw, out_h = y1 - y0;
     buf = malloc((size_t)out_w * (size_t)out_h * 3);
     row = malloc((size_t)ci.output_width * (size_t)comps);
-    if (!buf || !row) {
+    rows = malloc((size_t)(out_h > 0 ? out_h : 1) * sizeof *rows);
+    if (!buf || !row || !rows) {
+        free(rows);
         free(buf);
         free(row);
         jpeg_destroy_decompress(&ci);
@@ -232,14 +236,22 @@ static int jpeg_decode(const void *data, size_t size, const ShardTransform *t, S
     }
     if (y0 > 0)
         jpeg_skip_scanlines(&ci, (JDIMENSION)y0);
-    for (int y = 0; y < out_h; y++) {
-        JSAMPROW rows[1] = {cmyk ? row : buf + (size_t)y * (size_t)out_w * 3};
-        if (jpeg_read_scanlines(&ci, rows, 1) != 1)
+    /* RGB rows go straight into buf, as many per call as libjpeg gives: one at a time, the
+     * 2:1 vertical upsamplers decode two and copy the spare one out. */
+    for (int y = 0; y < out_h; y++)
+        rows[y] = buf + (size_t)y * (size_t)out_w * 3;
+    for (int y = 0; y < out_h;) {
+        JSAMPROW one = row;
+        JSAMPROW *to = cmyk ? &one : rows + y;
+        JDIMENSION got = jpeg_read_scanlines(&ci, to, cmyk ? 1 : (JDIMENSION)(out_h - y));
+        if (!got)
             break;
         if (cmyk)
-            cmyk_row_to_rgb(row, buf + (size_t)y * (size_t)out_w * 3, (size_t)out_w,
-                            ci.saw_Adobe_marker);
+            cmyk_row_to_rgb(row, rows[y], (size_t)out_w, ci.saw_Adobe_marker);
+        y += (int)got;
     }
+    free(rows);
+    rows = NULL;
     if (ci.output_scanline < ci.output_height)
         jpeg_abort_decompress(&ci); /* the rows below the box are not needed */
     else

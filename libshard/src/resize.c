@@ -13,6 +13,7 @@
 #include "shard/decode.h"
 
 #define PRECISION_BITS (32 - 8 - 2)
+#define VBITS 14 /* the SIMD pass's vertical weights: 16-bit, 1.0 fits */
 
 typedef struct Coeffs {
     int *bounds; /* per output pixel: first input index, count */
@@ -132,99 +133,149 @@ static void row_pass(const unsigned char *src, const Coeffs *c, int xoff, int ou
     }
 }
 
-#if defined(__x86_64__) || defined(__i386__)
-/* Where the horizontal pass puts a row: interleaved RGB, or three planes (flipped or not),
- * which spares the batch a separate pass to reorder channels. */
-typedef struct RowOut {
-    unsigned char *rgb;          /* interleaved, or NULL */
-    unsigned char *plane[3];     /* with rgb NULL: this row of each plane */
-    int flip;
-} RowOut;
-
-/* Both passes for one output row at a time, in floats, with no 8-bit rounding in between
- * (within 1 of PIL's two-pass bytes): the vertical sum of the box's rows lands in a row of
- * floats that stays in L1, and the horizontal pass reads each pixel there as one 4-float
- * load (its 3 channels and the next value, which meets no weight that matters: the 4th lane
- * is dropped). Two output pixels share an 8-lane register; kw holds, per pixel pair and
- * tap, the pair's two weights each repeated 4 times; taps past a window weigh 0. */
-__attribute__((target("avx2,fma")))
-static void fused_pass_simd(const unsigned char *box, size_t in_stride, int ybox0, size_t n,
-                            const Coeffs *cv, const float *kv, const Coeffs *ch, int xoff,
-                            const float *kw, int out_w, int out_h, float *rowf,
-                            const RowOut *first_row, size_t plane_step, size_t rgb_step)
+/* The vertical weights in 16 bits (VBITS of fraction) for pmaddwd, each window's rounded
+ * to sum to exactly 1 so that flat areas stay exact. */
+static void weights16(const Coeffs *c, int n, int16_t *out)
 {
-    const __m256 zero = _mm256_setzero_ps(), top = _mm256_set1_ps(255.0f);
+    for (int i = 0; i < n; i++) {
+        const int32_t *k = c->k + (size_t)i * (size_t)c->ksize;
+        int16_t *o = out + (size_t)i * (size_t)c->ksize;
+        int sum = 0, big = 0;
+        for (int t = 0; t < c->ksize; t++) {
+            int v = (k[t] + (1 << (PRECISION_BITS - VBITS - 1))) >> (PRECISION_BITS - VBITS);
+            o[t] = (int16_t)v;
+            sum += v;
+            if (v > o[big])
+                big = t;
+        }
+        o[big] = (int16_t)(o[big] + (1 << VBITS) - sum);
+    }
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+/* Where the result goes: interleaved RGB rows, or three planes (mirrored or not), which
+ * spares the batch a separate pass to reorder channels. */
+typedef struct ResizeOut {
+    unsigned char *rgb;      /* interleaved, or NULL */
+    unsigned char *plane[3]; /* with rgb NULL: the three planes */
+    int flip;
+} ResizeOut;
+
+/* One output row's vertical sums over n bytes of the box: 32 bytes per step, two input rows
+ * per pmaddwd (16-bit weights, VBITS of fraction), written as floats. rows[] and w[] hold
+ * an even number of taps (a last one of weight 0). */
+__attribute__((target("avx2,fma")))
+static void vertical_row(const unsigned char *const *rows, const int32_t *w, int taps, size_t n,
+                         float *dst)
+{
+    const __m256i z = _mm256_setzero_si256();
+    unsigned char tail[64][32]; /* the last partial step's bytes, for up to 64 taps */
+    for (size_t p = 0; p < n; p += 32) {
+        int part = p + 32 > n;
+        if (part && taps > 64)
+            part = 2; /* no room: the scalar loop below */
+        if (part == 1)
+            for (int y = 0; y < taps; y++) {
+                memset(tail[y], 0, 32);
+                memcpy(tail[y], rows[y] + p, n - p);
+            }
+        if (part == 2) {
+            for (size_t i = p; i < n; i++) {
+                int32_t acc = 0;
+                for (int y = 0; y < taps; y += 2)
+                    acc += rows[y][i] * (int16_t)(w[y / 2] & 0xffff) + rows[y + 1][i] * (int16_t)(w[y / 2] >> 16);
+                dst[i] = (float)acc;
+            }
+            memset(dst + n, 0, (((n + 31) & ~(size_t)31) - n) * sizeof *dst);
+            break;
+        }
+        __m256i a0 = z, a1 = z, a2 = z, a3 = z;
+        for (int y = 0; y < taps; y += 2) {
+            __m256i ra = _mm256_loadu_si256((const __m256i *)(part ? tail[y] : rows[y] + p));
+            __m256i rb = _mm256_loadu_si256((const __m256i *)(part ? tail[y + 1] : rows[y + 1] + p));
+            __m256i k = _mm256_set1_epi32(w[y / 2]);
+            __m256i lo = _mm256_unpacklo_epi8(ra, rb), hi = _mm256_unpackhi_epi8(ra, rb);
+            a0 = _mm256_add_epi32(a0, _mm256_madd_epi16(_mm256_unpacklo_epi8(lo, z), k));
+            a1 = _mm256_add_epi32(a1, _mm256_madd_epi16(_mm256_unpackhi_epi8(lo, z), k));
+            a2 = _mm256_add_epi32(a2, _mm256_madd_epi16(_mm256_unpacklo_epi8(hi, z), k));
+            a3 = _mm256_add_epi32(a3, _mm256_madd_epi16(_mm256_unpackhi_epi8(hi, z), k));
+        }
+        /* the unpacks work within 128-bit lanes: a0 holds bytes 0-3 and 16-19, a1 4-7 and
+         * 20-23, a2 8-11 and 24-27, a3 12-15 and 28-31 */
+        _mm256_store_ps(dst + p, _mm256_cvtepi32_ps(_mm256_permute2x128_si256(a0, a1, 0x20)));
+        _mm256_store_ps(dst + p + 8, _mm256_cvtepi32_ps(_mm256_permute2x128_si256(a2, a3, 0x20)));
+        _mm256_store_ps(dst + p + 16, _mm256_cvtepi32_ps(_mm256_permute2x128_si256(a0, a1, 0x31)));
+        _mm256_store_ps(dst + p + 24, _mm256_cvtepi32_ps(_mm256_permute2x128_si256(a2, a3, 0x31)));
+    }
+}
+
+/* Both passes, one output row at a time, with no 8-bit rounding in between (within 1 of
+ * PIL's two-pass bytes): the vertical sums of the box's rows (integer) land in a row of
+ * floats that stays in L1; the horizontal pass then makes 8 output pixels per register,
+ * as a banded matrix product: each input value of the block's span, broadcast, times the 8
+ * pixels' weights for it (0 outside a pixel's window). No shuffles but the final packing. */
+__attribute__((target("avx2,fma")))
+static void resize_simd(const unsigned char *box, size_t in_stride, int ybox0, size_t n,
+                        const Coeffs *cv, const int16_t *kv, const float *band, const int *start,
+                        int span, int out_w, int out_h, float *rowf, const unsigned char **vrow,
+                        int32_t *vw, const ResizeOut *o)
+{
+    const __m256 half = _mm256_set1_ps(0.5f);
+    int KV = cv->ksize;
     for (int yy = 0; yy < out_h; yy++) {
-        int ymin = cv->bounds[yy * 2] - ybox0, ymax = cv->bounds[yy * 2 + 1];
-        const float *k = kv + (size_t)yy * (size_t)cv->ksize;
-        size_t x = 0;
-        for (; x + 32 <= n; x += 32) {
-            __m256 a0 = zero, a1 = zero, a2 = zero, a3 = zero;
-            for (int y = 0; y < ymax; y++) {
-                const unsigned char *row = box + (size_t)(ymin + y) * in_stride + x;
-                __m256i v = _mm256_loadu_si256((const __m256i *)row);
-                __m128i lo = _mm256_castsi256_si128(v), hi = _mm256_extracti128_si256(v, 1);
-                __m256 ky = _mm256_set1_ps(k[y]);
-                a0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(lo)), ky, a0);
-                a1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(lo, 8))), ky, a1);
-                a2 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(hi)), ky, a2);
-                a3 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(hi, 8))), ky, a3);
-            }
-            _mm256_storeu_ps(rowf + x, a0);
-            _mm256_storeu_ps(rowf + x + 8, a1);
-            _mm256_storeu_ps(rowf + x + 16, a2);
-            _mm256_storeu_ps(rowf + x + 24, a3);
+        int cnt = cv->bounds[yy * 2 + 1], taps = (cnt + 1) & ~1;
+        const unsigned char *first = box + (size_t)(cv->bounds[yy * 2] - ybox0) * in_stride;
+        const int16_t *k = kv + (size_t)yy * (size_t)KV;
+        for (int y = 0; y < taps; y++)
+            vrow[y] = first + (size_t)(y < cnt ? y : cnt - 1) * in_stride;
+        for (int y = 0; y < taps; y += 2) {
+            uint16_t k0 = (uint16_t)k[y], k1 = y + 1 < cnt ? (uint16_t)k[y + 1] : 0;
+            vw[y / 2] = (int32_t)((uint32_t)k0 | (uint32_t)k1 << 16);
         }
-        for (; x < n; x++) {
-            float a = 0;
-            for (int y = 0; y < ymax; y++)
-                a += box[(size_t)(ymin + y) * in_stride + x] * k[y];
-            rowf[x] = a;
-        }
-        RowOut o = *first_row;
-        if (o.rgb)
-            o.rgb += (size_t)yy * rgb_step;
-        for (int c = 0; c < 3; c++)
-            o.plane[c] += (size_t)yy * plane_step;
-        int K = ch->ksize;
-        for (int xx = 0; xx < out_w; xx += 2) {
-            int last = xx + 1 >= out_w;
-            int xb = last ? xx : xx + 1;
-            const float *pa = rowf + (size_t)(ch->bounds[xx * 2] - xoff) * 3;
-            const float *pb = rowf + (size_t)(ch->bounds[xb * 2] - xoff) * 3;
-            const float *w = kw + (size_t)(xx / 2) * (size_t)K * 8;
-            int na = ch->bounds[xx * 2 + 1], nb = ch->bounds[xb * 2 + 1];
-            int m = na > nb ? na : nb;
-            __m256 acc = _mm256_set1_ps(0.5f), acc2 = zero;
-            int t = 0;
-            for (; t + 1 < m; t += 2, pa += 6, pb += 6, w += 16) {
-                __m256 f = _mm256_set_m128(_mm_loadu_ps(pb), _mm_loadu_ps(pa));
-                __m256 f2 = _mm256_set_m128(_mm_loadu_ps(pb + 3), _mm_loadu_ps(pa + 3));
-                acc = _mm256_fmadd_ps(f, _mm256_loadu_ps(w), acc);
-                acc2 = _mm256_fmadd_ps(f2, _mm256_loadu_ps(w + 8), acc2);
+        vertical_row(vrow, vw, taps, n, rowf);
+        for (int xb = 0; xb < out_w; xb += 8) {
+            const float *src = rowf + (size_t)start[xb / 8] * 3;
+            const float *w = band + (size_t)(xb / 8) * (size_t)span * 8;
+            /* two sums per channel (even and odd inputs): half as long a chain of FMAs */
+            __m256 r = half, g = half, b = half, r1 = _mm256_setzero_ps(), g1 = r1, b1 = r1;
+            for (int t = 0; t < span; t += 2, src += 6, w += 16) {
+                __m256 wt = _mm256_load_ps(w), wt1 = _mm256_load_ps(w + 8);
+                r = _mm256_fmadd_ps(_mm256_broadcast_ss(src), wt, r);
+                g = _mm256_fmadd_ps(_mm256_broadcast_ss(src + 1), wt, g);
+                b = _mm256_fmadd_ps(_mm256_broadcast_ss(src + 2), wt, b);
+                r1 = _mm256_fmadd_ps(_mm256_broadcast_ss(src + 3), wt1, r1);
+                g1 = _mm256_fmadd_ps(_mm256_broadcast_ss(src + 4), wt1, g1);
+                b1 = _mm256_fmadd_ps(_mm256_broadcast_ss(src + 5), wt1, b1);
             }
-            if (t < m) {
-                __m256 f = _mm256_set_m128(_mm_loadu_ps(pb), _mm_loadu_ps(pa));
-                acc = _mm256_fmadd_ps(f, _mm256_loadu_ps(w), acc);
+            r = _mm256_add_ps(r, r1);
+            g = _mm256_add_ps(g, g1);
+            b = _mm256_add_ps(b, b1);
+            /* to bytes, saturating (below 0 is 0, above 255 is 255) */
+            __m256i ir = _mm256_cvttps_epi32(r), ig = _mm256_cvttps_epi32(g), ib = _mm256_cvttps_epi32(b);
+            __m128i pr = _mm_packs_epi32(_mm256_castsi256_si128(ir), _mm256_extracti128_si256(ir, 1));
+            __m128i pg = _mm_packs_epi32(_mm256_castsi256_si128(ig), _mm256_extracti128_si256(ig, 1));
+            __m128i pb = _mm_packs_epi32(_mm256_castsi256_si128(ib), _mm256_extracti128_si256(ib, 1));
+            __m128i rg = _mm_packus_epi16(pr, pg), bb = _mm_packus_epi16(pb, pb);
+            uint64_t px[3] = {(uint64_t)_mm_cvtsi128_si64(rg), (uint64_t)_mm_extract_epi64(rg, 1),
+                              (uint64_t)_mm_cvtsi128_si64(bb)};
+            int cols = out_w - xb < 8 ? out_w - xb : 8;
+            if (o->rgb) {
+                unsigned char *d = o->rgb + ((size_t)yy * (size_t)out_w + (size_t)xb) * 3;
+                for (int j = 0; j < cols; j++)
+                    for (int c = 0; c < 3; c++)
+                        d[j * 3 + c] = (unsigned char)(px[c] >> (8 * j));
+                continue;
             }
-            acc = _mm256_min_ps(_mm256_max_ps(_mm256_add_ps(acc, acc2), zero), top);
-            __m256i i = _mm256_cvttps_epi32(acc);
-            __m128i b16 = _mm_packs_epi32(_mm256_castsi256_si128(i), _mm256_extracti128_si256(i, 1));
-            __m128i b8 = _mm_packus_epi16(b16, b16);
-            uint32_t a0 = (uint32_t)_mm_cvtsi128_si32(b8), b0 = (uint32_t)_mm_extract_epi32(b8, 1);
-            if (o.rgb) {
-                memcpy(o.rgb + xx * 3, &a0, 3);
-                if (!last)
-                    memcpy(o.rgb + xx * 3 + 3, &b0, 3);
-            } else {
-                int xa = o.flip ? out_w - 1 - xx : xx, xc = o.flip ? out_w - 2 - xx : xx + 1;
-                o.plane[0][xa] = (unsigned char)a0;
-                o.plane[1][xa] = (unsigned char)(a0 >> 8);
-                o.plane[2][xa] = (unsigned char)(a0 >> 16);
-                if (!last) {
-                    o.plane[0][xc] = (unsigned char)b0;
-                    o.plane[1][xc] = (unsigned char)(b0 >> 8);
-                    o.plane[2][xc] = (unsigned char)(b0 >> 16);
+            for (int c = 0; c < 3; c++) {
+                unsigned char *d = o->plane[c] + (size_t)yy * (size_t)out_w;
+                if (!o->flip && cols == 8) {
+                    memcpy(d + xb, &px[c], 8);
+                } else if (o->flip && cols == 8) {
+                    uint64_t v = __builtin_bswap64(px[c]);
+                    memcpy(d + out_w - 8 - xb, &v, 8);
+                } else {
+                    for (int j = 0; j < cols; j++)
+                        d[o->flip ? out_w - 1 - xb - j : xb + j] = (unsigned char)(px[c] >> (8 * j));
                 }
             }
         }
@@ -232,6 +283,43 @@ static void fused_pass_simd(const unsigned char *box, size_t in_stride, int ybox
 }
 #endif
 
+
+/* Without AVX2, and for PIL's exact bytes: integer passes, 8 bits in between. */
+static int resize_scalar(const unsigned char *in, size_t in_stride, int ybox0, int rows,
+                         const unsigned char *box, size_t box_stride, const Coeffs *ch,
+                         const Coeffs *cv, int xbox0, unsigned char *out, int out_w, int out_h,
+                         int vertical_first, int planar, int flip)
+{
+    size_t out_stride = (size_t)out_w * 3, plane = (size_t)out_w * (size_t)out_h;
+    size_t tmp_size = vertical_first ? (size_t)out_h * box_stride : (size_t)rows * out_stride;
+    unsigned char *tmp = malloc(tmp_size);
+    int32_t *acc = malloc((vertical_first ? box_stride : out_stride) * sizeof *acc);
+    unsigned char *rgb = vertical_first && planar ? malloc((size_t)out_h * out_stride) : out;
+    int rc = 0;
+    if (!tmp || !acc || !rgb) {
+        rc = SHARD_ERR_NOMEM;
+    } else if (vertical_first) {
+        column_pass(box, in_stride, ybox0, box_stride, cv, out_h, tmp, box_stride, acc);
+        for (int y = 0; y < out_h; y++)
+            row_pass(tmp + (size_t)y * box_stride, ch, xbox0, out_w, rgb + (size_t)y * out_stride);
+        if (planar)
+            for (int y = 0; y < out_h; y++)
+                for (int x = 0; x < out_w; x++) {
+                    const unsigned char *p = rgb + (size_t)y * out_stride + (size_t)x * 3;
+                    size_t at = (size_t)y * out_w + (size_t)(flip ? out_w - 1 - x : x);
+                    out[at] = p[0], out[plane + at] = p[1], out[2 * plane + at] = p[2];
+                }
+    } else {
+        for (int y = 0; y < rows; y++)
+            row_pass(in + (size_t)(y + ybox0) * in_stride, ch, 0, out_w, tmp + (size_t)y * out_stride);
+        column_pass(tmp, out_stride, ybox0, out_stride, cv, out_h, out, out_stride, acc);
+    }
+    if (rgb != out)
+        free(rgb);
+    free(tmp);
+    free(acc);
+    return rc;
+}
 
 /* The two passes in PIL's order (horizontal first, 8 bits in between): PIL's bytes. With
  * vertical_first, the vertical pass (vectorized over whole rows) runs first on the input's
@@ -255,76 +343,66 @@ static int resize(const unsigned char *in, int w, int h, double x0, double y0, d
     int rows = cv.bounds[(out_h - 1) * 2] + cv.bounds[(out_h - 1) * 2 + 1] - ybox0;
     int xbox0 = ch.bounds[0];
     int cols = ch.bounds[(out_w - 1) * 2] + ch.bounds[(out_w - 1) * 2 + 1] - xbox0;
-    size_t in_stride = (size_t)w * 3, out_stride = (size_t)out_w * 3, box_stride = (size_t)cols * 3;
-    /* room for the SIMD pass reading a whole ksize window past the last pixel */
-    size_t tmp_size = (vertical_first ? (size_t)out_h * box_stride : (size_t)rows * out_stride) +
-                      (size_t)ch.ksize * 3 + 16;
-    size_t acc_n = vertical_first ? box_stride : out_stride;
-    unsigned char *tmp = malloc(tmp_size);
-    int32_t *acc = malloc(acc_n * sizeof *acc);
-    int rc = 0;
-    if (!tmp || !acc) {
-        rc = SHARD_ERR_NOMEM;
-    } else if (vertical_first) {
-        /* only the columns the horizontal pass reads */
-        const unsigned char *box = in + (size_t)ybox0 * in_stride + (size_t)xbox0 * 3;
-        size_t plane = (size_t)out_w * (size_t)out_h;
-        int done = 0;
+    size_t in_stride = (size_t)w * 3, box_stride = (size_t)cols * 3;
+    /* only the columns the horizontal pass reads */
+    const unsigned char *box = in + (size_t)ybox0 * in_stride + (size_t)xbox0 * 3;
+    int done = 0, rc = 0;
+    if (vertical_first) {
 #if defined(__x86_64__) || defined(__i386__)
-        float *kw = NULL, *kv = NULL;
-        size_t pairs = ((size_t)out_w + 1) / 2, K = (size_t)ch.ksize;
+        /* per block of 8 output pixels: where its inputs start, and the 8 pixels' weights
+         * for each input of the span (one span for all: a loop of one length) */
+        int blocks = (out_w + 7) / 8, span = 0;
+        for (int bk = 0; bk < blocks; bk++)
+            for (int xx = bk * 8; xx < out_w && xx < bk * 8 + 8; xx++) {
+                int end = ch.bounds[xx * 2] + ch.bounds[xx * 2 + 1] - ch.bounds[bk * 16];
+                span = end > span ? end : span;
+            }
+        span = (span + 1) & ~1; /* taken two at a time */
+        size_t npad = (box_stride + 31) & ~(size_t)31, rowf_n = npad + 3 * (size_t)span + 8;
+        float *band = NULL, *rowf = NULL;
+        int *start = NULL;
+        int16_t *kv = NULL;
+        int32_t *vw = NULL;
+        const unsigned char **vrow = NULL;
         if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-            (kw = malloc(pairs * K * 8 * sizeof *kw)) &&
-            (kv = malloc((size_t)out_h * (size_t)cv.ksize * sizeof *kv))) {
-            for (size_t p = 0; p < pairs; p++) {
-                size_t a = 2 * p, b = 2 * p + 1 < (size_t)out_w ? 2 * p + 1 : a;
-                for (size_t t = 0; t < K; t++)
-                    for (int l = 0; l < 8; l++)
-                        kw[(p * K + t) * 8 + (size_t)l] =
-                            (float)ch.k[(l < 4 ? a : b) * K + t] / (float)(1 << PRECISION_BITS);
-            }
-            for (size_t i = 0; i < (size_t)out_h * (size_t)cv.ksize; i++)
-                kv[i] = (float)cv.k[i] / (float)(1 << PRECISION_BITS);
-            /* one row of floats, with room for the last window's 4-float loads */
-            float *rowf = malloc((box_stride + (size_t)ch.ksize * 3 + 8) * sizeof *rowf);
-            if (rowf) {
-                memset(rowf + box_stride, 0, ((size_t)ch.ksize * 3 + 8) * sizeof *rowf);
-                RowOut o = {planar ? NULL : out, {out, out + plane, out + 2 * plane}, flip};
-                fused_pass_simd(box, in_stride, ybox0, box_stride, &cv, kv, &ch, xbox0, kw, out_w,
-                                out_h, rowf, &o, (size_t)out_w, out_stride);
-                free(rowf);
-                done = 1;
-            }
-        }
-        free(kw);
-        free(kv);
-#endif
-        if (!done) {
-            unsigned char *rgb = planar ? malloc((size_t)out_h * out_stride) : out;
-            if (!rgb) {
-                rc = SHARD_ERR_NOMEM;
-            } else {
-                column_pass(box, in_stride, ybox0, box_stride, &cv, out_h, tmp, box_stride, acc);
-                for (int y = 0; y < out_h; y++)
-                    row_pass(tmp + (size_t)y * box_stride, &ch, xbox0, out_w, rgb + (size_t)y * out_stride);
-                if (planar) {
-                    for (int y = 0; y < out_h; y++)
-                        for (int x = 0; x < out_w; x++) {
-                            const unsigned char *p = rgb + (size_t)y * out_stride + (size_t)x * 3;
-                            size_t at = (size_t)y * out_w + (size_t)(flip ? out_w - 1 - x : x);
-                            out[at] = p[0], out[plane + at] = p[1], out[2 * plane + at] = p[2];
-                        }
-                    free(rgb);
+            (band = aligned_alloc(32, (size_t)blocks * (size_t)span * 8 * sizeof *band)) &&
+            (start = malloc((size_t)blocks * sizeof *start)) &&
+            (kv = malloc((size_t)out_h * (size_t)cv.ksize * sizeof *kv)) &&
+            (rowf = aligned_alloc(32, ((rowf_n + 7) & ~(size_t)7) * sizeof *rowf)) &&
+            (vw = malloc(((size_t)cv.ksize / 2 + 1) * sizeof *vw)) &&
+            (vrow = malloc(((size_t)cv.ksize + 1) * sizeof *vrow))) {
+            /* the vertical sums come out VBITS above 1, which the horizontal weights undo */
+            float unit = 1.0f / (float)(1 << PRECISION_BITS) / (float)(1 << VBITS);
+            memset(band, 0, (size_t)blocks * (size_t)span * 8 * sizeof *band);
+            for (int bk = 0; bk < blocks; bk++) {
+                start[bk] = ch.bounds[bk * 16] - xbox0;
+                for (int j = 0; j < 8 && bk * 8 + j < out_w; j++) {
+                    int xx = bk * 8 + j, off = ch.bounds[xx * 2] - ch.bounds[bk * 16];
+                    for (int t = 0; t < ch.bounds[xx * 2 + 1]; t++)
+                        band[((size_t)bk * (size_t)span + (size_t)(off + t)) * 8 + (size_t)j] =
+                            (float)ch.k[(size_t)xx * (size_t)ch.ksize + (size_t)t] * unit;
                 }
             }
+            weights16(&cv, out_h, kv);
+            /* the last span reads past the box's values, over weights of 0: finite values */
+            memset(rowf + npad, 0, (rowf_n - npad) * sizeof *rowf);
+            size_t plane = (size_t)out_w * (size_t)out_h;
+            ResizeOut o = {planar ? NULL : out, {out, out + plane, out + 2 * plane}, flip};
+            resize_simd(box, in_stride, ybox0, box_stride, &cv, kv, band, start, span, out_w,
+                        out_h, rowf, vrow, vw, &o);
+            done = 1;
         }
-    } else {
-        for (int y = 0; y < rows; y++)
-            row_pass(in + (size_t)(y + ybox0) * in_stride, &ch, 0, out_w, tmp + (size_t)y * out_stride);
-        column_pass(tmp, out_stride, ybox0, out_stride, &cv, out_h, out, out_stride, acc);
+        free(band);
+        free(start);
+        free(kv);
+        free(rowf);
+        free(vw);
+        free(vrow);
+#endif
     }
-    free(tmp);
-    free(acc);
+    if (!done)
+        rc = resize_scalar(in, in_stride, ybox0, rows, box, box_stride, &ch, &cv, xbox0, out, out_w,
+                           out_h, vertical_first, planar, flip);
     coeffs_free(&ch);
     coeffs_free(&cv);
     return rc;

@@ -326,6 +326,30 @@ def test_crop_none_is_a_plain_resize(medium):
     assert absdiff(ours, pil_resize(full, (0, 0, 500, 375), 100, 80)).max() <= 1
 
 
+@pytest.mark.parametrize("ow,oh", [(100, 80), (13, 7), (1, 1), (224, 3), (9, 250), (700, 500)])
+@pytest.mark.parametrize("layout", ["nchw", "nhwc"])
+@pytest.mark.parametrize("flip", [False, True])
+def test_resampler_shapes_against_pil(medium, big, ow, oh, layout, flip):
+    """Widths and heights off the 8-pixel blocks, flips of partial blocks, enlarging, and a
+    shrink by 100 and more (windows of over 64 rows): within 1 of PIL's resize."""
+    for data, (W, H) in ((medium, (500, 375)), (big, (1600, 1200))):
+        full = pil_rgb(data)
+        want = pil_resize(full, (0, 0, W, H), ow, oh)
+        # each seed flips or not: take the first seed that does
+        for seed in range(64):
+            ours = decode(data, ow, oh, crop="none", fast=False, layout=layout, flip=flip, seed=seed)
+            if layout == "nchw":
+                ours = ours.transpose(1, 2, 0)
+            plain = decode(data, ow, oh, crop="none", fast=False, layout="nhwc", seed=seed)
+            if not flip or ow == 1 or (ours != plain).any():
+                break
+        if flip and ow > 1:
+            assert (ours == plain[:, ::-1]).all(), f"{ow}x{oh} {layout}: flip is not the mirror"
+            want = want[:, ::-1]
+        d = absdiff(ours, want).max()
+        assert d <= 1, f"{W}x{H} -> {ow}x{oh} {layout} flip={flip}: max diff {d}"
+
+
 def test_decode_rejects_unknown_options(medium):
     """A typo must not silently pick another transform (Loader refuses the same words)."""
     for kw in ({"crop": "centre"}, {"layout": "hwc"}):
