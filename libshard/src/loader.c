@@ -46,7 +46,23 @@ typedef struct Slot {
     int *failed;
     char *first_error;
     uint64_t end_position; /* the reader's position after this batch */
+    char *keybuf;          /* the keys, NUL-terminated, back to back (grow-only) */
+    size_t keylen, keycap;
+    size_t *keyoff;
+    struct RawField *raw;  /* raw fields: nraw in use, rawcap kept for reuse */
+    size_t nraw, rawcap;
+    ShardBatchField *views;
 } Slot;
+
+/* A raw field's bytes for one batch; its buffers are kept from batch to batch. */
+typedef struct RawField {
+    char *name;
+    unsigned char *data;
+    size_t size, cap;
+    uint64_t *offsets;      /* batch_size + 1 */
+    unsigned char *present; /* batch_size */
+    size_t filled;          /* samples accounted for */
+} RawField;
 
 typedef struct Job {
     Slot *slot;
@@ -60,6 +76,7 @@ struct ShardLoader {
     ShardLoaderSettings s;
     char *image_fields;
     char *label_field;
+    char *raw_fields; /* NULL: none; "*": all but image and label */
     ShardReader *reader;
     char err[SHARD_ERROR_MAX];
     size_t image_bytes;
@@ -98,6 +115,7 @@ void shard_loader_default_settings(ShardLoaderSettings *s)
     s->batches = 4;
     s->image_fields = "jpg;jpeg;png";
     s->label_field = "cls";
+    s->raw_fields = "*";
     s->allocator = NULL;
 }
 
@@ -196,12 +214,154 @@ static int64_t parse_label(const ShardFieldView *f)
     return i == f->size && i > start ? v : -1;
 }
 
+/* Grows *buf (capacity *cap) to hold need bytes: doubling, so a batch's buffers reach
+ * their size in a few steps and are then reused. */
+static int grow(void *buf, size_t *cap, size_t need)
+{
+    if (need <= *cap)
+        return 0;
+    size_t c = *cap ? *cap : 256;
+    while (c < need)
+        c *= 2;
+    void *p = realloc(*(void **)buf, c);
+    if (!p)
+        return SHARD_ERR_NOMEM;
+    *(void **)buf = p;
+    *cap = c;
+    return 0;
+}
+
+static int names_have(const char *names, const char *name)
+{
+    size_t len = strlen(name);
+    for (const char *p = names; p && *p;) {
+        const char *e = strchr(p, ';');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        if (n == len && !strncmp(p, name, len))
+            return 1;
+        p = e ? e + 1 : NULL;
+    }
+    return 0;
+}
+
+static void field_reset(RawField *f)
+{
+    f->size = f->filled = 0;
+    f->offsets[0] = 0;
+}
+
+/* The slot's raw field of that name, added (reusing a kept one) if the batch has none. */
+static RawField *slot_field(Slot *sl, const char *name, size_t bs)
+{
+    for (size_t k = 0; k < sl->nraw; k++)
+        if (!strcmp(sl->raw[k].name, name))
+            return &sl->raw[k];
+    if (sl->nraw == sl->rawcap) {
+        size_t cap = sl->rawcap ? sl->rawcap * 2 : 4;
+        RawField *r = realloc(sl->raw, cap * sizeof *r);
+        if (!r)
+            return NULL;
+        sl->raw = r;
+        ShardBatchField *v = realloc(sl->views, cap * sizeof *v);
+        if (!v)
+            return NULL;
+        sl->views = v;
+        memset(sl->raw + sl->rawcap, 0, (cap - sl->rawcap) * sizeof *r);
+        sl->rawcap = cap;
+    }
+    RawField *f = &sl->raw[sl->nraw];
+    if (!f->offsets)
+        f->offsets = malloc((bs + 1) * sizeof *f->offsets);
+    if (!f->present)
+        f->present = malloc(bs);
+    if (!f->offsets || !f->present)
+        return NULL;
+    if (!f->name || strcmp(f->name, name)) {
+        char *copy = shard_strdup(name);
+        if (!copy)
+            return NULL;
+        free(f->name);
+        f->name = copy;
+    }
+    field_reset(f);
+    sl->nraw++;
+    return f;
+}
+
+/* Samples up to n without the field: empty and marked absent. */
+static void field_pad(RawField *f, size_t n)
+{
+    for (; f->filled < n; f->filled++) {
+        f->offsets[f->filled + 1] = f->offsets[f->filled];
+        f->present[f->filled] = 0;
+    }
+}
+
+static int field_append(RawField *f, size_t i, const void *data, size_t size)
+{
+    field_pad(f, i);
+    if (grow(&f->data, &f->cap, f->size + size))
+        return SHARD_ERR_NOMEM;
+    if (size)
+        memcpy(f->data + f->size, data, size);
+    f->size += size;
+    f->offsets[i + 1] = f->size;
+    f->present[i] = 1;
+    f->filled = i + 1;
+    return 0;
+}
+
+/* Copies sample i's raw fields (all but its image and label, or the ones named). */
+static int take_raw(ShardLoader *l, Slot *sl, size_t i, const ShardFieldView *f, size_t nf,
+                    const ShardFieldView *image, const ShardFieldView *label)
+{
+    for (size_t k = 0; k < nf; k++) {
+        if (&f[k] == image || &f[k] == label)
+            continue;
+        if (strcmp(l->raw_fields, "*") && !names_have(l->raw_fields, f[k].name))
+            continue;
+        RawField *r = slot_field(sl, f[k].name, l->s.batch_size);
+        if (!r || field_append(r, i, f[k].data, (size_t)f[k].size))
+            return SHARD_ERR_NOMEM;
+    }
+    return 0;
+}
+
+static int take_key(Slot *sl, size_t i, const char *key)
+{
+    size_t len = strlen(key) + 1;
+    if (grow(&sl->keybuf, &sl->keycap, sl->keylen + len))
+        return SHARD_ERR_NOMEM;
+    memcpy(sl->keybuf + sl->keylen, key, len);
+    sl->keyoff[i] = sl->keylen;
+    sl->keylen += len;
+    return 0;
+}
+
+/* A new batch in the slot: no keys; the named raw fields, empty (with "*", none yet). */
+static void slot_begin(ShardLoader *l, Slot *sl)
+{
+    sl->keylen = 0;
+    if (l->raw_fields && !strcmp(l->raw_fields, "*"))
+        sl->nraw = 0;
+    for (size_t k = 0; k < sl->nraw; k++)
+        field_reset(&sl->raw[k]);
+}
+
+/* The batch's samples are in: key pointers into the (now final) key buffer, fields padded. */
+static void slot_seal(Slot *sl, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        sl->keys[i] = sl->keybuf + sl->keyoff[i];
+    for (size_t k = 0; k < sl->nraw; k++)
+        field_pad(&sl->raw[k], n);
+}
+
 static void slot_clear_items(Slot *sl)
 {
     for (size_t i = 0; i < sl->n; i++) {
         shard_reader_item_free(sl->items[i]);
         sl->items[i] = NULL;
-        free((char *)sl->keys[i]);
         sl->keys[i] = NULL;
     }
     free(sl->first_error);
@@ -233,6 +393,7 @@ static void *producer_main(void *arg)
         sl->n = sl->done = sl->queued = 0;
         sl->end = 0;
         pthread_mutex_unlock(&l->lock);
+        slot_begin(l, sl);
 
         /* Take the batch's samples (the reader runs on this thread). */
         int rc = 0;
@@ -248,18 +409,27 @@ static void *producer_main(void *arg)
                 break;
             sl->items[n] = item;
             const ShardFieldView *im = find_field(l->image_fields, f, nf);
+            const ShardFieldView *lab = l->label_field ? find_field(l->label_field, f, nf) : NULL;
             sl->img[n] = im ? im->data : NULL;
             sl->img_size[n] = im ? (size_t)im->size : 0;
-            sl->keys[n] = shard_strdup(key);
             sl->urls[n] = url;
-            sl->labels[n] = l->label_field ? parse_label(find_field(l->label_field, f, nf)) : -1;
+            sl->labels[n] = l->label_field ? parse_label(lab) : -1;
             sl->failed[n] = 0;
             n++;
+            if (take_key(sl, n - 1, key) ||
+                (l->raw_fields && take_raw(l, sl, n - 1, f, nf, im, lab))) {
+                rc = SHARD_ERR_NOMEM;
+                break;
+            }
         }
+        slot_seal(sl, n);
         uint64_t end_pos = pos + (rc == 0 ? 1 : 0);
         if (rc && rc != SHARD_EOS) {
             pthread_mutex_lock(&l->lock);
-            shard_fail(l->err, rc, "%s", shard_reader_error(l->reader));
+            if (rc == SHARD_ERR_NOMEM)
+                shard_fail(l->err, rc, "loader: out of memory for a batch's keys or raw fields");
+            else
+                shard_fail(l->err, rc, "%s", shard_reader_error(l->reader));
             sl->n = n;
             slot_clear_items(sl);
             sl->n = 0;
@@ -407,9 +577,12 @@ int shard_loader_open(ShardLoader **out, const ShardLoaderSettings *s, ShardErro
     pthread_cond_init(&l->slot_ready, NULL);
     l->image_fields = shard_strdup(s->image_fields ? s->image_fields : "jpg;jpeg;png");
     l->label_field = s->label_field ? shard_strdup(s->label_field) : NULL;
+    l->raw_fields = s->raw_fields && *s->raw_fields ? shard_strdup(s->raw_fields) : NULL;
     l->s.image_fields = l->image_fields;
     l->s.label_field = l->label_field;
-    if (!l->image_fields || (s->label_field && !l->label_field))
+    l->s.raw_fields = l->raw_fields;
+    if (!l->image_fields || (s->label_field && !l->label_field) ||
+        (s->raw_fields && *s->raw_fields && !l->raw_fields))
         return fail_open(l, err, shard_fail(l->err, SHARD_ERR_NOMEM, "out of memory"));
     const ShardTransform *t = &s->transform;
     if (!s->batch_size || t->width <= 0 || t->height <= 0 || t->width > 16384 || t->height > 16384)
@@ -442,8 +615,21 @@ int shard_loader_open(ShardLoader **out, const ShardLoaderSettings *s, ShardErro
         sl->img = calloc(bs, sizeof *sl->img);
         sl->img_size = calloc(bs, sizeof *sl->img_size);
         sl->failed = calloc(bs, sizeof *sl->failed);
+        sl->keyoff = calloc(bs, sizeof *sl->keyoff);
+        int named = 1; /* the fields named in raw_fields are in every batch, present or not */
+        for (const char *p = l->raw_fields; named && p && *p && strcmp(p, "*");) {
+            const char *e = strchr(p, ';');
+            size_t len = e ? (size_t)(e - p) : strlen(p);
+            char name[256];
+            if (len && len < sizeof name) {
+                memcpy(name, p, len);
+                name[len] = 0;
+                named = slot_field(sl, name, bs) != NULL;
+            }
+            p = e ? e + 1 : NULL;
+        }
         if (!sl->images || !sl->labels || !sl->keys || !sl->urls || !sl->items || !sl->img ||
-            !sl->img_size || !sl->failed)
+            !sl->img_size || !sl->failed || !sl->keyoff || !named)
             return fail_open(l, err, shard_fail(l->err, SHARD_ERR_NOMEM,
                                                 "loader: cannot allocate %zu batch buffers of %zu "
                                                 "bytes", l->nslots, bs * l->image_bytes));
@@ -479,7 +665,6 @@ static void compact(ShardLoader *l, Slot *sl)
     for (size_t i = 0; i < sl->n; i++) {
         if (sl->failed[i]) {
             l->skipped++;
-            free((char *)sl->keys[i]);
             sl->keys[i] = NULL;
             continue;
         }
@@ -492,6 +677,22 @@ static void compact(ShardLoader *l, Slot *sl)
             sl->keys[i] = NULL;
         }
         o++;
+    }
+    for (size_t k = 0; k < sl->nraw; k++) {
+        RawField *f = &sl->raw[k];
+        size_t m = 0;
+        uint64_t at = 0;
+        for (size_t i = 0; i < sl->n; i++) {
+            uint64_t from = f->offsets[i], to = f->offsets[i + 1];
+            if (sl->failed[i])
+                continue;
+            memmove(f->data + at, f->data + from, (size_t)(to - from));
+            f->present[m] = f->present[i];
+            f->offsets[m] = at;
+            at += to - from;
+            f->offsets[++m] = at;
+        }
+        f->size = (size_t)at;
     }
     sl->n = o;
 }
@@ -569,6 +770,12 @@ int shard_loader_next(ShardLoader *l, const ShardBatch **out)
         b->labels = sl->labels;
         b->keys = sl->keys;
         b->urls = sl->urls;
+        for (size_t k = 0; k < sl->nraw; k++) {
+            RawField *f = &sl->raw[k];
+            sl->views[k] = (ShardBatchField){f->name, f->data, f->offsets, f->present};
+        }
+        b->nfields = sl->nraw;
+        b->fields = sl->views;
         b->epoch = sl->epoch;
         b->index = sl->seq;
         pthread_mutex_unlock(&l->lock);
@@ -583,10 +790,8 @@ void shard_batch_release(ShardLoader *l, const ShardBatch *b)
         return;
     Slot *sl = (Slot *)b; /* the batch is the slot's first member */
     pthread_mutex_lock(&l->lock);
-    for (size_t i = 0; i < sl->n; i++) {
-        free((char *)sl->keys[i]);
+    for (size_t i = 0; i < sl->n; i++)
         sl->keys[i] = NULL;
-    }
     sl->n = 0;
     sl->state = SLOT_FREE;
     pthread_cond_broadcast(&l->slot_free);
@@ -674,6 +879,16 @@ void shard_loader_free(ShardLoader **pl)
             free(sl->img);
             free(sl->img_size);
             free(sl->failed);
+            free(sl->keyoff);
+            free(sl->keybuf);
+            for (size_t k = 0; k < sl->rawcap; k++) {
+                free(sl->raw[k].name);
+                free(sl->raw[k].data);
+                free(sl->raw[k].offsets);
+                free(sl->raw[k].present);
+            }
+            free(sl->raw);
+            free(sl->views);
         }
         free(l->slots);
     }
@@ -681,6 +896,7 @@ void shard_loader_free(ShardLoader **pl)
     shard_reader_free(&l->reader);
     free(l->image_fields);
     free(l->label_field);
+    free(l->raw_fields);
     pthread_mutex_destroy(&l->lock);
     pthread_cond_destroy(&l->slot_free);
     pthread_cond_destroy(&l->job_ready);

@@ -359,18 +359,19 @@ static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {READER_KWLIST, "batch_size", "image_size", "crop", "flip", "fast",
                              "layout", "dtype", "mean", "std", "scale", "ratio", "drop_last",
-                             "threads", "batches", "image_fields", "label_field", NULL};
+                             "threads", "batches", "image_fields", "label_field", "raw_fields",
+                             NULL};
     ReaderArgs a;
     reader_args_default(&a);
     Py_ssize_t batch_size = 256, threads = 0, batches = 4;
     PyObject *image_size = NULL, *mean = NULL, *std = NULL, *scale = NULL, *ratio = NULL;
     const char *crop = "random_resized", *layout = "nchw", *dtype = "uint8";
-    const char *image_fields = "jpg;jpeg;png", *label_field = "cls";
+    const char *image_fields = "jpg;jpeg;png", *label_field = "cls", *raw_fields = "*";
     int flip = 0, fast = 1, drop_last = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, READER_FMT_KW "nOsppssOOOOpnnsz", kwlist,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, READER_FMT_KW "nOsppssOOOOpnnszz", kwlist,
                                      READER_PTRS(a), &batch_size, &image_size, &crop, &flip, &fast,
                                      &layout, &dtype, &mean, &std, &scale, &ratio, &drop_last,
-                                     &threads, &batches, &image_fields, &label_field))
+                                     &threads, &batches, &image_fields, &label_field, &raw_fields))
         return -1;
     ShardLoaderSettings s;
     shard_loader_default_settings(&s);
@@ -388,6 +389,7 @@ static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kw)
     s.drop_last = drop_last;
     s.image_fields = image_fields;
     s.label_field = label_field;
+    s.raw_fields = raw_fields;
     ShardTransform *t = &s.transform;
     if (image_size) {
         if (PyLong_Check(image_size)) {
@@ -619,6 +621,36 @@ static PyObject *Batch_keys(BatchObject *self, void *c)
     return list;
 }
 
+/* {name: [bytes, or None where the sample has no such field]} */
+static PyObject *Batch_fields(BatchObject *self, void *c)
+{
+    (void)c;
+    const ShardBatch *b = self->b;
+    PyObject *d = PyDict_New();
+    for (size_t k = 0; d && k < b->nfields; k++) {
+        const ShardBatchField *f = &b->fields[k];
+        PyObject *list = PyList_New((Py_ssize_t)b->size);
+        for (size_t i = 0; list && i < b->size; i++) {
+            PyObject *v;
+            if (f->present[i]) {
+                v = PyBytes_FromStringAndSize((const char *)f->data + f->offsets[i],
+                                              (Py_ssize_t)(f->offsets[i + 1] - f->offsets[i]));
+            } else {
+                v = Py_None;
+                Py_INCREF(v);
+            }
+            if (!v)
+                Py_CLEAR(list);
+            else
+                PyList_SET_ITEM(list, (Py_ssize_t)i, v);
+        }
+        if (!list || PyDict_SetItemString(d, f->name, list))
+            Py_CLEAR(d);
+        Py_XDECREF(list);
+    }
+    return d;
+}
+
 static PyObject *Batch_size(BatchObject *self, void *c)
 {
     (void)c;
@@ -634,6 +666,8 @@ static PyObject *Batch_index(BatchObject *self, void *c)
 static PyGetSetDef Batch_getset[] = {
     {"labels", (getter)Batch_labels, NULL, "int64 labels as bytes (-1: none)", NULL},
     {"keys", (getter)Batch_keys, NULL, "sample keys", NULL},
+    {"fields", (getter)Batch_fields, NULL,
+     "raw fields: {name: [bytes, or None where a sample lacks it]}", NULL},
     {"size", (getter)Batch_size, NULL, "samples in the batch", NULL},
     {"index", (getter)Batch_index, NULL, "batch number in the epoch", NULL},
     {NULL, NULL, NULL, NULL, NULL},

@@ -22,7 +22,7 @@ _READER_KEYS = ("seed", "mode", "pad", "epoch_samples", "shuffle_shards", "shuff
                 "shuffle_initial", "streams", "queue_depth", "skip_errors")
 _LOADER_KEYS = ("batch_size", "image_size", "crop", "flip", "fast", "layout", "dtype", "mean",
                 "std", "scale", "ratio", "drop_last", "threads", "batches", "image_fields",
-                "label_field")
+                "label_field", "raw_fields")
 
 
 _INHERITED = []  # readers forked from a parent process, kept alive deliberately
@@ -46,6 +46,9 @@ class ShardDataset(torch.utils.data.IterableDataset):
     "center", "none"), flip, fast, layout ("nchw", "nhwc"), dtype ("uint8", "float32":
     normalized with mean and std), scale, ratio, drop_last, threads, batches, image_fields
     ("jpg;jpeg;png"), label_field ("cls"), device ("cpu" or "cuda").
+    raw_fields: other fields to carry along ("json;txt", a list of names, or "*" for every
+    field but the image and label); batches are then (images, labels, {name: [bytes or
+    None per sample]}).
     """
 
     def __init__(self, urls, *, decode=True, device="cpu", rank=None, world_size=None, **settings):
@@ -100,8 +103,11 @@ class ShardDataset(torch.utils.data.IterableDataset):
                 self._resume = None
             yield from reader
             return
+        raw = self.settings.get("raw_fields")
+        if raw is not None and not isinstance(raw, str):
+            raw = ";".join(raw)
         loader = _libshard.Loader(self.urls, epoch=self.epoch, **split,
-                                  **{k: v for k, v in self.settings.items()})
+                                  **{**self.settings, "raw_fields": raw or ""})
         self._adopt(loader)
         if self._resume:
             loader.restore(self._resume)
@@ -116,7 +122,7 @@ class ShardDataset(torch.utils.data.IterableDataset):
             if cuda:
                 images = images.to(self.device, non_blocking=False)
                 labels = labels.to(self.device, non_blocking=False)
-            yield images, labels
+            yield (images, labels, batch.fields) if raw else (images, labels)
 
     def __len__(self):
         """Batches per epoch for this rank (samples with decode=False); needs sample counts.

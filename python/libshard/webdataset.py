@@ -46,10 +46,16 @@ class WebDataset:
         return self
 
     def to_tuple(self, *fields):
-        if len(fields) != 2:
+        """("jpg;png", "cls", more...): images, labels, then for each further name (or
+        ';'-separated alternatives, the first a sample has) a list of bytes, None where a
+        sample has none of them."""
+        if len(fields) < 2:
             self._unsupported(f"to_tuple{fields!r}",
-                              "batches are (image, label): name the image fields and the label field")
-        self.settings["image_fields"], self.settings["label_field"] = fields
+                              "batches start with (image, label): name the image fields and the "
+                              "label field, then any raw fields")
+        self.settings["image_fields"], self.settings["label_field"] = fields[:2]
+        if len(fields) > 2:
+            self.settings["raw_fields"] = ";".join(fields[2:])
         self.tuple = fields
         return self
 
@@ -80,4 +86,13 @@ class WebDataset:
         return ShardDataset(self.urls, **self.settings)
 
     def __iter__(self):
-        return iter(self._dataset())
+        if not self.decoded or not self.tuple or len(self.tuple) == 2:
+            yield from self._dataset()
+            return
+        for images, labels, fields in self._dataset():
+            extra = []
+            for want in self.tuple[2:]:
+                names = [n for n in want.split(";") if n in fields]
+                extra.append([next((fields[n][i] for n in names if fields[n][i] is not None), None)
+                              for i in range(len(labels))])
+            yield (images, labels, *extra)

@@ -382,6 +382,102 @@ def test_corrupt_jpeg_skipped_with_skip_errors(packed_bad):
     assert l.skipped == 1
 
 
+# ---- raw fields in batches -----------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def with_fields(tmp_path_factory):
+    """4 shards of 12 samples written by Python's tarfile: jpg, cls, json on every sample,
+    txt on two of three; one sample's JPEG cut short. Returns (url pattern, {key: fields},
+    bad key)."""
+    from .conftest import jpeg, textured
+    root = tmp_path_factory.mktemp("fields")
+    expect, bad = {}, "s0017"
+    for shard in range(4):
+        with tarfile.open(root / f"f-{shard:02d}.tar", "w") as tf:
+            for j in range(12):
+                i = shard * 12 + j
+                key = f"s{i:04d}"
+                img = jpeg(textured(40 + i % 7, 36, seed=i))
+                fields = {"jpg": img[: len(img) // 2] if key == bad else img,
+                          "cls": str(i % 3).encode(),
+                          "json": b'{"i": %d, "pad": "%s"}' % (i, b"x" * (i * 5))}
+                if i % 3:
+                    fields["txt"] = f"caption {i}".encode()
+                expect[key] = fields
+                for name, data in fields.items():
+                    ti = tarfile.TarInfo(f"{key}.{name}")
+                    ti.size = len(data)
+                    tf.addfile(ti, io.BytesIO(data))
+    return str(root / "f-{00..03}.tar"), expect, bad
+
+
+def fields_epoch(url, **kw):
+    """[(keys, labels, fields)] of one Loader epoch."""
+    def run():
+        return [(b.keys, np.frombuffer(b.labels, np.int64).tolist(), b.fields)
+                for b in libshard.Loader(url, **kw)]
+    return within(HANG, run, "a Loader epoch with raw fields")
+
+
+def check_fields(batches, expect, names):
+    seen = []
+    for keys, labels, fields in batches:
+        assert set(fields) <= set(names), sorted(fields)
+        for name, values in fields.items():
+            assert len(values) == len(keys)
+            for key, v in zip(keys, values):
+                assert v == expect[key].get(name), (key, name)
+        for key, label in zip(keys, labels):
+            assert label == int(expect[key]["cls"])
+        seen += keys
+    return seen
+
+
+def test_batches_carry_every_other_field_raw_by_default(with_fields):
+    url, expect, bad = with_fields
+    # in file order the bad sample (the 18th) is mid-batch: the samples after it move down,
+    # and their fields must move with them
+    for order in (dict(seed=0, shuffle=20), dict(seed=0, shuffle=0, shuffle_shards=False)):
+        batches = fields_epoch(url, batch_size=5, image_size=32, skip_errors=True, **order)
+        keys = check_fields(batches, expect, {"json", "txt"})
+        assert Counter(keys) == Counter(k for k in expect if k != bad), "the bad one is left out"
+        assert any(len(k) == 4 for k, _, _ in batches[:-1])
+        assert all("json" in f for _, _, f in batches)
+        assert any(None in f.get("txt", []) for _, _, f in batches)
+
+
+def test_named_raw_fields_are_in_every_batch_present_or_not(with_fields):
+    url, expect, bad = with_fields
+    batches = fields_epoch(url, seed=1, batch_size=7, image_size=32, skip_errors=True,
+                           raw_fields="txt;nowhere")
+    check_fields(batches, expect, {"txt", "nowhere"})
+    for keys, _, fields in batches:
+        assert list(fields) == ["txt", "nowhere"]
+        assert fields["nowhere"] == [None] * len(keys)
+    assert fields_epoch(url, seed=1, batch_size=7, image_size=32, skip_errors=True,
+                        raw_fields="")[0][2] == {}
+
+
+@pytest.mark.parametrize("num_workers", [0, 2])
+def test_dataset_yields_raw_fields(with_fields, num_workers):
+    url, expect, bad = with_fields
+    ds = ShardDataset(url, seed=0, batch_size=6, image_size=32, skip_errors=True,
+                      raw_fields=["json", "txt"])
+    kw = dict(timeout=HANG) if num_workers else {}
+    dl = DataLoader(ds, batch_size=None, num_workers=num_workers, **kw)
+    batches = within(HANG + 5, lambda: [(x.shape[0], y.tolist(), f) for x, y, f in dl],
+                     "a DataLoader epoch with raw fields")
+    seen = []
+    for n, labels, fields in batches:
+        assert len(fields["json"]) == n == len(labels)
+        for js, label in zip(fields["json"], labels):
+            key = "s%04d" % int(js.split(b":")[1].split(b",")[0])
+            assert js == expect[key]["json"] and label == int(expect[key]["cls"])
+            seen.append(key)
+    assert sorted(seen) == sorted(k for k in expect if k != bad)
+
+
 # ---- the WebDataset-style builder ----------------------------------------------------------
 
 
@@ -395,6 +491,23 @@ def test_webdataset_builder_decoded_batches(packed):
         assert dtype == torch.uint8 and tuple(shape) == (len(y), 3, 224, 224)
         assert y.dtype == torch.int64
     assert Counter(torch.cat([y for _, _, y in batches]).tolist()) == packed.label_counts()
+
+
+def test_webdataset_builder_to_tuple_with_raw_fields(with_fields):
+    url, expect, bad = with_fields
+    ds = (lwds.WebDataset(url, seed=0, skip_errors=True).decode("torchrgb8")
+          .to_tuple("jpg", "cls", "txt;json", "json").batched(8))
+    # (images are views of the ring's buffers: keep the raw fields, not the batches)
+    batches = within(HANG, lambda: [(x.shape[0], y.tolist(), a, b) for x, y, a, b in ds],
+                     "a builder epoch")
+    n = 0
+    for size, labels, first, js in batches:
+        assert len(first) == len(js) == len(labels) == size
+        for f, j in zip(first, js):
+            key = "s%04d" % int(j.split(b":")[1].split(b",")[0])
+            assert f == expect[key].get("txt", expect[key]["json"]), key
+            n += 1
+    assert n == len(expect) - 1
 
 
 def test_webdataset_builder_refuses_python_stages(packed):

@@ -6,8 +6,9 @@
  * Threads: one producer thread takes samples from the reader and deals them to batch
  * slots; `threads` decode threads decode each into its place in the batch buffer; the
  * caller's thread only waits for the next complete batch. Memory: `batches` batch buffers,
- * allocated once (through the allocator hook) and reused: no allocation per sample in
- * steady state beyond the reader's.
+ * allocated once (through the allocator hook) and reused; keys and raw fields go into
+ * per-batch buffers that grow to the largest batch and are then reused: no allocation per
+ * sample in steady state beyond the reader's.
  */
 #ifndef SHARD_LOADER_H
 #define SHARD_LOADER_H
@@ -31,10 +32,21 @@ typedef struct ShardLoaderSettings {
     /** Field names tried in order for the image, ';'-separated (default "jpg;jpeg;png") */
     const char *image_fields;
     const char *label_field;    /**< decimal class index (default "cls"); NULL for none */
+    /** Fields carried raw into each batch, ';'-separated; "*" (default): every field but
+     *  the image and the label; NULL or "": none */
+    const char *raw_fields;
     /** Memory for batch buffers (pinned host memory, for instance); NULL for malloc.
      *  Borrowed: must outlive the loader. */
     const ShardAllocator *allocator;
 } ShardLoaderSettings;
+
+/** One raw field of a batch: the samples' bytes back to back. */
+typedef struct ShardBatchField {
+    const char *name;              /**< field name, "json" */
+    const unsigned char *data;     /**< sample i's bytes: data[offsets[i] .. offsets[i + 1]) */
+    const uint64_t *offsets;       /**< size + 1 offsets */
+    const unsigned char *present;  /**< size flags: 0 where sample i has no such field */
+} ShardBatchField;
 
 typedef struct ShardBatch {
     size_t size;              /**< samples in the batch (the last may be short) */
@@ -43,6 +55,8 @@ typedef struct ShardBatch {
     int64_t *labels;          /**< size labels; -1 where a sample has no label */
     const char *const *keys;  /**< size sample keys */
     const char *const *urls;  /**< size shard urls */
+    size_t nfields;           /**< raw fields (settings.raw_fields), in order of first use */
+    const ShardBatchField *fields; /**< nfields raw fields */
     uint64_t epoch;           /**< epoch of the batch */
     uint64_t index;           /**< batch number within the epoch */
 } ShardBatch;
