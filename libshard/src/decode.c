@@ -149,35 +149,64 @@ static void cmyk_row_to_rgb(const unsigned char *in, unsigned char *out, size_t 
     }
 }
 
-/* Decodes the box of a JPEG (fast: at a reduced scale) into an RGB buffer; box is
- * rewritten in the returned buffer's pixels. With box NULL the whole image at full size. */
-static int jpeg_decode(const void *data, size_t size, const ShardTransform *t, ShardRng *rng,
-                       Box *box_out, unsigned char **rgb, int *rw, int *rh, char *msg, size_t msgsize)
-{
+/* A libjpeg decompressor kept in a thread's scratch and reused from image to image. */
+typedef struct Jpeg {
     struct jpeg_decompress_struct ci;
     JErr err;
-    memset(&err, 0, sizeof err);
-    ci.err = jpeg_std_error(&err.mgr);
-    err.mgr.error_exit = j_error;
-    err.mgr.emit_message = j_message;
-    unsigned char *volatile buf = NULL;
-    unsigned char *volatile row = NULL;
-    JSAMPROW *volatile rows = NULL;
-    if (setjmp(err.jump)) {
-        free(buf);
-        free(row);
-        free(rows);
-        jpeg_destroy_decompress(&ci);
+} Jpeg;
+
+static void jpeg_object_free(void *p)
+{
+    Jpeg *j = p;
+    jpeg_destroy_decompress(&j->ci);
+    free(j);
+}
+
+static Jpeg *jpeg_object(ShardScratch *sc)
+{
+    if (sc->jpeg)
+        return sc->jpeg;
+    Jpeg *j = calloc(1, sizeof *j);
+    if (!j)
+        return NULL;
+    j->ci.err = jpeg_std_error(&j->err.mgr);
+    j->err.mgr.error_exit = j_error;
+    j->err.mgr.emit_message = j_message;
+    if (setjmp(j->err.jump)) {
+        free(j);
+        return NULL;
+    }
+    jpeg_create_decompress(&j->ci);
+    sc->jpeg = j;
+    sc->jpeg_free = jpeg_object_free;
+    return j;
+}
+
+/* Decodes the box of a JPEG (fast: at a reduced scale) into the scratch's pixel buffer; box
+ * is rewritten in that buffer's pixels. With box NULL the whole image at full size. */
+static int jpeg_decode(ShardScratch *sc, const void *data, size_t size, const ShardTransform *t,
+                       ShardRng *rng, Box *box_out, unsigned char **rgb, int *rw, int *rh,
+                       char *msg, size_t msgsize)
+{
+    Jpeg *j = jpeg_object(sc);
+    if (!j) {
         if (msg)
-            snprintf(msg, msgsize, "corrupt JPEG: %s", err.msg);
+            snprintf(msg, msgsize, "out of memory");
+        return SHARD_ERR_NOMEM;
+    }
+    struct jpeg_decompress_struct *ci = &j->ci;
+    j->err.warned = 0;
+    if (setjmp(j->err.jump)) {
+        jpeg_abort_decompress(ci); /* ready for the next image */
+        if (msg)
+            snprintf(msg, msgsize, "corrupt JPEG: %s", j->err.msg);
         return SHARD_ERR_DECODE;
     }
-    jpeg_create_decompress(&ci);
-    jpeg_mem_src(&ci, data, (unsigned long)size);
-    jpeg_read_header(&ci, TRUE);
-    int W = (int)ci.image_width, H = (int)ci.image_height;
-    int cmyk = ci.jpeg_color_space == JCS_CMYK || ci.jpeg_color_space == JCS_YCCK;
-    ci.out_color_space = cmyk ? JCS_CMYK : JCS_RGB;
+    jpeg_mem_src(ci, data, (unsigned long)size);
+    jpeg_read_header(ci, TRUE);
+    int W = (int)ci->image_width, H = (int)ci->image_height;
+    int cmyk = ci->jpeg_color_space == JCS_CMYK || ci->jpeg_color_space == JCS_YCCK;
+    ci->out_color_space = cmyk ? JCS_CMYK : JCS_RGB;
     Box b = {0, 0, W, H};
     if (box_out) {
         b = crop_box(t, W, H, rng);
@@ -191,16 +220,20 @@ static int jpeg_decode(const void *data, size_t size, const ShardTransform *t, S
             if (b.w * num / 8 >= t->width && b.h * num / 8 >= t->height)
                 break;
     }
-    ci.scale_num = (unsigned)num;
-    ci.scale_denom = 8;
+    ci->scale_num = (unsigned)num;
+    ci->scale_denom = 8;
+    /* a reused decompressor keeps the last image's choices: set both ways every time */
     if (box_out && t->fast) {
         /* Training crops: the merged (non-fancy) chroma upsampler and the fast IDCT, both
          * SIMD in libjpeg-turbo, trade under a level of difference for speed. */
-        ci.do_fancy_upsampling = FALSE;
-        ci.dct_method = JDCT_IFAST;
+        ci->do_fancy_upsampling = FALSE;
+        ci->dct_method = JDCT_IFAST;
+    } else {
+        ci->do_fancy_upsampling = TRUE;
+        ci->dct_method = JDCT_ISLOW;
     }
-    jpeg_start_decompress(&ci);
-    int sw = (int)ci.output_width, sh = (int)ci.output_height;
+    jpeg_start_decompress(ci);
+    int sw = (int)ci->output_width, sh = (int)ci->output_height;
     double fx = (double)sw / W, fy = (double)sh / H;
     /* The rows and columns of the scaled image the resampler will read: the box plus the
      * filter's reach (support grows with the shrink factor). */
@@ -219,23 +252,19 @@ static int jpeg_decode(const void *data, size_t size, const ShardTransform *t, S
     }
     JDIMENSION cx = (JDIMENSION)x0, cw = (JDIMENSION)(x1 - x0);
     if (cw < (JDIMENSION)sw)
-        jpeg_crop_scanline(&ci, &cx, &cw); /* widens to iMCU boundaries */
-    int comps = cmyk ? 4 : 3;
+        jpeg_crop_scanline(ci, &cx, &cw); /* widens to iMCU boundaries */
     int out_w = (int)cw, out_h = y1 - y0;
-    buf = malloc((size_t)out_w * (size_t)out_h * 3);
-    row = malloc((size_t)ci.output_width * (size_t)comps);
-    rows = malloc((size_t)(out_h > 0 ? out_h : 1) * sizeof *rows);
-    if (!buf || !row || !rows) {
-        free(rows);
-        free(buf);
-        free(row);
-        jpeg_destroy_decompress(&ci);
+    unsigned char *buf = shard_scratch(sc, SHARD_SCR_PIXELS, (size_t)out_w * (size_t)out_h * 3);
+    unsigned char *row = cmyk ? shard_scratch(sc, SHARD_SCR_CMYK, (size_t)ci->output_width * 4) : NULL;
+    JSAMPROW *rows = shard_scratch(sc, SHARD_SCR_ROWS, (size_t)(out_h > 0 ? out_h : 1) * sizeof *rows);
+    if (!buf || !rows || (cmyk && !row)) {
+        jpeg_abort_decompress(ci);
         if (msg)
             snprintf(msg, msgsize, "out of memory");
         return SHARD_ERR_NOMEM;
     }
     if (y0 > 0)
-        jpeg_skip_scanlines(&ci, (JDIMENSION)y0);
+        jpeg_skip_scanlines(ci, (JDIMENSION)y0);
     /* RGB rows go straight into buf, as many per call as libjpeg gives: one at a time, the
      * 2:1 vertical upsamplers decode two and copy the spare one out. */
     for (int y = 0; y < out_h; y++)
@@ -243,25 +272,20 @@ static int jpeg_decode(const void *data, size_t size, const ShardTransform *t, S
     for (int y = 0; y < out_h;) {
         JSAMPROW one = row;
         JSAMPROW *to = cmyk ? &one : rows + y;
-        JDIMENSION got = jpeg_read_scanlines(&ci, to, cmyk ? 1 : (JDIMENSION)(out_h - y));
+        JDIMENSION got = jpeg_read_scanlines(ci, to, cmyk ? 1 : (JDIMENSION)(out_h - y));
         if (!got)
             break;
         if (cmyk)
-            cmyk_row_to_rgb(row, rows[y], (size_t)out_w, ci.saw_Adobe_marker);
+            cmyk_row_to_rgb(row, rows[y], (size_t)out_w, ci->saw_Adobe_marker);
         y += (int)got;
     }
-    free(rows);
-    rows = NULL;
-    if (ci.output_scanline < ci.output_height)
-        jpeg_abort_decompress(&ci); /* the rows below the box are not needed */
+    if (ci->output_scanline < ci->output_height)
+        jpeg_abort_decompress(ci); /* the rows below the box are not needed */
     else
-        jpeg_finish_decompress(&ci);
-    free(row);
-    jpeg_destroy_decompress(&ci);
-    if (err.warned) {
-        free(buf);
+        jpeg_finish_decompress(ci);
+    if (j->err.warned) {
         if (msg)
-            snprintf(msg, msgsize, "corrupt JPEG: %s", err.msg);
+            snprintf(msg, msgsize, "corrupt JPEG: %s", j->err.msg);
         return SHARD_ERR_DECODE;
     }
     if (box_out) {
@@ -298,8 +322,8 @@ static int jpeg_has_eoi(const void *data, size_t size)
 
 /* ---- PNG ------------------------------------------------------------------------------- */
 
-static int png_decode(const void *data, size_t size, unsigned char **rgb, int *w, int *h, char *msg,
-                      size_t msgsize)
+static int png_decode(ShardScratch *sc, const void *data, size_t size, unsigned char **rgb, int *w,
+                      int *h, char *msg, size_t msgsize)
 {
     png_image img;
     memset(&img, 0, sizeof img);
@@ -313,15 +337,16 @@ static int png_decode(const void *data, size_t size, unsigned char **rgb, int *w
      * the reference pipelines see them (grey and palettes expanded by libpng). */
     img.format = PNG_FORMAT_RGBA;
     size_t n = (size_t)img.width * img.height;
-    unsigned char *buf = malloc(PNG_IMAGE_SIZE(img));
+    unsigned char *buf = shard_scratch(sc, SHARD_SCR_PIXELS, PNG_IMAGE_SIZE(img));
     if (!buf) {
         png_image_free(&img);
+        if (msg)
+            snprintf(msg, msgsize, "out of memory");
         return SHARD_ERR_NOMEM;
     }
     if (!png_image_finish_read(&img, NULL, buf, 0, NULL)) {
         if (msg)
             snprintf(msg, msgsize, "corrupt PNG: %s", img.message);
-        free(buf);
         png_image_free(&img);
         return SHARD_ERR_DECODE;
     }
@@ -336,19 +361,32 @@ static int png_decode(const void *data, size_t size, unsigned char **rgb, int *w
     return 0;
 }
 
-int shard_decode_rgb(const void *data, size_t size, unsigned char **out, int *width, int *height,
-                     char *msg, size_t msgsize)
+/* The whole image as RGB in the scratch's pixel buffer. */
+static int decode_rgb(ShardScratch *sc, const void *data, size_t size, unsigned char **out,
+                      int *width, int *height, char *msg, size_t msgsize)
 {
-    *out = NULL;
     const char *fmt = shard_image_format(data, size);
     if (fmt && !strcmp(fmt, "jpeg"))
-        return jpeg_decode(data, size, NULL, NULL, NULL, out, width, height, msg, msgsize);
+        return jpeg_decode(sc, data, size, NULL, NULL, NULL, out, width, height, msg, msgsize);
     if (fmt && !strcmp(fmt, "png"))
-        return png_decode(data, size, out, width, height, msg, msgsize);
+        return png_decode(sc, data, size, out, width, height, msg, msgsize);
     if (msg)
         snprintf(msg, msgsize, "%s images are not decoded (JPEG and PNG are)",
                  fmt ? fmt : "unknown");
     return SHARD_ERR_UNSUPPORTED;
+}
+
+int shard_decode_rgb(const void *data, size_t size, unsigned char **out, int *width, int *height,
+                     char *msg, size_t msgsize)
+{
+    *out = NULL;
+    ShardScratch sc = {0};
+    unsigned char *px;
+    int rc = decode_rgb(&sc, data, size, &px, width, height, msg, msgsize);
+    if (!rc)
+        *out = shard_scratch_take(&sc, SHARD_SCR_PIXELS); /* px: the caller's now */
+    shard_scratch_release(&sc);
+    return rc;
 }
 
 /* ---- output ---------------------------------------------------------------------------- */
@@ -384,8 +422,9 @@ static void store(const ShardTransform *t, const unsigned char *rgb, int flip, v
     }
 }
 
-int shard_decode_transform(const void *data, size_t size, const ShardTransform *t, uint64_t seed,
-                           void *out, char *msg, size_t msgsize)
+int shard_decode_transform_with(ShardScratch *sc, const void *data, size_t size,
+                                const ShardTransform *t, uint64_t seed, void *out, char *msg,
+                                size_t msgsize)
 {
     if (t->width <= 0 || t->height <= 0 || t->width > 16384 || t->height > 16384) {
         if (msg)
@@ -406,9 +445,9 @@ int shard_decode_transform(const void *data, size_t size, const ShardTransform *
                 snprintf(msg, msgsize, "corrupt JPEG: truncated (no end-of-image marker)");
             return SHARD_ERR_DECODE;
         }
-        rc = jpeg_decode(data, size, t, &rng, &box, &rgb, &w, &h, msg, msgsize);
+        rc = jpeg_decode(sc, data, size, t, &rng, &box, &rgb, &w, &h, msg, msgsize);
     } else {
-        rc = shard_decode_rgb(data, size, &rgb, &w, &h, msg, msgsize);
+        rc = decode_rgb(sc, data, size, &rgb, &w, &h, msg, msgsize);
         if (!rc)
             box = crop_box(t, w, h, &rng);
     }
@@ -417,25 +456,29 @@ int shard_decode_transform(const void *data, size_t size, const ShardTransform *
     int flip = t->flip && (shard_rng_next(&rng) >> 63);
     if (t->dtype == SHARD_DTYPE_UINT8 && t->layout == SHARD_LAYOUT_NCHW) {
         /* straight into the caller's planes */
-        rc = shard_resize_fast(rgb, w, h, box.x, box.y, box.w, box.h, out, t->width, t->height, 1,
-                               flip);
-        free(rgb);
+        rc = shard_resize_fast(sc, rgb, w, h, box.x, box.y, box.w, box.h, out, t->width,
+                               t->height, 1, flip);
         if (rc && msg)
             snprintf(msg, msgsize, "out of memory");
         return rc;
     }
-    unsigned char *resized = malloc((size_t)t->width * t->height * 3);
+    unsigned char *resized = shard_scratch(sc, SHARD_SCR_RESIZED, (size_t)t->width * t->height * 3);
     /* The vertical-first resampler: within 1 of PIL (shard_resize_rgb is PIL's bytes). */
-    if (!resized || shard_resize_fast(rgb, w, h, box.x, box.y, box.w, box.h, resized, t->width,
-                                      t->height, 0, 0)) {
-        free(resized);
-        free(rgb);
+    if (!resized || shard_resize_fast(sc, rgb, w, h, box.x, box.y, box.w, box.h, resized,
+                                      t->width, t->height, 0, 0)) {
         if (msg)
             snprintf(msg, msgsize, "out of memory");
         return SHARD_ERR_NOMEM;
     }
-    free(rgb);
     store(t, resized, flip, out);
-    free(resized);
     return 0;
+}
+
+int shard_decode_transform(const void *data, size_t size, const ShardTransform *t, uint64_t seed,
+                           void *out, char *msg, size_t msgsize)
+{
+    ShardScratch sc = {0};
+    int rc = shard_decode_transform_with(&sc, data, size, t, seed, out, msg, msgsize);
+    shard_scratch_release(&sc);
+    return rc;
 }

@@ -90,11 +90,42 @@ SHARD_HIDDEN int shard_reader_take(struct ShardReader *r, void **item, const cha
                                    size_t *nfields, uint64_t *position);
 SHARD_HIDDEN void shard_reader_item_free(void *item);
 
+/* Reusable buffers for decoding and resampling, one set per thread (scratch.c): no
+ * allocation per sample once they have grown to the largest image. Zero-initialize. */
+enum {
+    SHARD_SCR_PIXELS, /* the decoded image (or box of it) */
+    SHARD_SCR_ROWS,   /* row pointers for libjpeg */
+    SHARD_SCR_CMYK,   /* one CMYK row */
+    SHARD_SCR_RESIZED, SHARD_SCR_HB, SHARD_SCR_HK, SHARD_SCR_VB, SHARD_SCR_VK, SHARD_SCR_KD,
+    SHARD_SCR_BAND, SHARD_SCR_START, SHARD_SCR_KV, SHARD_SCR_ROWF, SHARD_SCR_VW, SHARD_SCR_VROW,
+    SHARD_SCR_TMP, SHARD_SCR_ACC, SHARD_SCR_RGB,
+    SHARD_SCRATCH_N
+};
+typedef struct ShardScratch {
+    void *buf[SHARD_SCRATCH_N];
+    size_t cap[SHARD_SCRATCH_N];
+    void *jpeg;                   /* a reusable libjpeg decompressor (decode.c), or NULL */
+    void (*jpeg_free)(void *jpeg);
+} ShardScratch;
+
+/* Buffer `which`, at least size bytes, 64-byte aligned, contents undefined; NULL when out
+ * of memory. Valid until the next call for the same buffer. */
+SHARD_HIDDEN void *shard_scratch(ShardScratch *s, int which, size_t size);
+/* Hands buffer `which` to the caller (free() it); the scratch forgets it. */
+SHARD_HIDDEN void *shard_scratch_take(ShardScratch *s, int which);
+SHARD_HIDDEN void shard_scratch_release(ShardScratch *s);
+
+/* shard_decode_transform with the thread's scratch buffers. */
+struct ShardTransform;
+SHARD_HIDDEN int shard_decode_transform_with(ShardScratch *sc, const void *data, size_t size,
+                                             const struct ShardTransform *t, uint64_t seed,
+                                             void *out, char *msg, size_t msgsize);
+
 /* PIL's bilinear resize with the vertical pass first: within 1 of shard_resize_rgb, faster
  * when shrinking. Interleaved RGB in; out interleaved, or with planar three planes R, G, B
  * (mirrored when flip). */
-SHARD_HIDDEN int shard_resize_fast(const unsigned char *in, int w, int h, double x0, double y0,
-                                   double bw, double bh, unsigned char *out, int out_w, int out_h,
-                                   int planar, int flip);
+SHARD_HIDDEN int shard_resize_fast(ShardScratch *sc, const unsigned char *in, int w, int h,
+                                   double x0, double y0, double bw, double bh, unsigned char *out,
+                                   int out_w, int out_h, int planar, int flip);
 
 #endif /* SHARD_INTERNAL_H */

@@ -139,6 +139,7 @@ static void buf_free(const ShardLoader *l, void *p, size_t n)
 static void *decoder_main(void *arg)
 {
     ShardLoader *l = arg;
+    ShardScratch sc = {0}; /* this thread's decode buffers, reused sample after sample */
     pthread_mutex_lock(&l->lock);
     for (;;) {
         while (!l->jn && !l->quit)
@@ -154,9 +155,9 @@ static void *decoder_main(void *arg)
 
         Slot *sl = j.slot;
         char msg[256] = "";
-        int rc = j.data ? shard_decode_transform(j.data, j.size, &l->s.transform, j.seed,
-                                                 (unsigned char *)sl->images + j.i * l->image_bytes,
-                                                 msg, sizeof msg)
+        int rc = j.data ? shard_decode_transform_with(&sc, j.data, j.size, &l->s.transform, j.seed,
+                                                      (unsigned char *)sl->images + j.i * l->image_bytes,
+                                                      msg, sizeof msg)
                         : SHARD_ERR_NOT_FOUND;
         if (!j.data)
             snprintf(msg, sizeof msg, "no image field (looked for %s)", l->image_fields);
@@ -179,6 +180,7 @@ static void *decoder_main(void *arg)
         }
     }
     pthread_mutex_unlock(&l->lock);
+    shard_scratch_release(&sc);
     return NULL;
 }
 

@@ -28,22 +28,20 @@ static double triangle(double x)
     return x < 1 ? 1 - x : 0;
 }
 
-static int coeffs_make(Coeffs *c, int in_size, double in0, double in1, int out_size)
+/* The filter's windows and weights for one axis, in the scratch buffers named. */
+static int coeffs_make(Coeffs *c, ShardScratch *sc, int bounds_buf, int k_buf, int in_size,
+                       double in0, double in1, int out_size)
 {
     double scale = (in1 - in0) / out_size;
     double filterscale = scale < 1 ? 1 : scale;
     double support = 1.0 * filterscale;
     int ksize = (int)ceil(support) * 2 + 1;
     c->ksize = ksize;
-    c->bounds = malloc((size_t)out_size * 2 * sizeof *c->bounds);
-    c->k = malloc((size_t)out_size * (size_t)ksize * sizeof *c->k);
-    double *kd = malloc((size_t)ksize * sizeof *kd);
-    if (!c->bounds || !c->k || !kd) {
-        free(c->bounds);
-        free(c->k);
-        free(kd);
+    c->bounds = shard_scratch(sc, bounds_buf, (size_t)out_size * 2 * sizeof *c->bounds);
+    c->k = shard_scratch(sc, k_buf, (size_t)out_size * (size_t)ksize * sizeof *c->k);
+    double *kd = shard_scratch(sc, SHARD_SCR_KD, (size_t)ksize * sizeof *kd);
+    if (!c->bounds || !c->k || !kd)
         return SHARD_ERR_NOMEM;
-    }
     double ss = 1.0 / filterscale;
     for (int xx = 0; xx < out_size; xx++) {
         double center = in0 + (xx + 0.5) * scale;
@@ -72,14 +70,7 @@ static int coeffs_make(Coeffs *c, int in_size, double in0, double in1, int out_s
         c->bounds[xx * 2] = xmin;
         c->bounds[xx * 2 + 1] = xmax;
     }
-    free(kd);
     return 0;
-}
-
-static void coeffs_free(Coeffs *c)
-{
-    free(c->bounds);
-    free(c->k);
 }
 
 static inline unsigned char clip8(int32_t v)
@@ -285,20 +276,20 @@ static void resize_simd(const unsigned char *box, size_t in_stride, int ybox0, s
 
 
 /* Without AVX2, and for PIL's exact bytes: integer passes, 8 bits in between. */
-static int resize_scalar(const unsigned char *in, size_t in_stride, int ybox0, int rows,
-                         const unsigned char *box, size_t box_stride, const Coeffs *ch,
+static int resize_scalar(ShardScratch *sc, const unsigned char *in, size_t in_stride, int ybox0,
+                         int rows, const unsigned char *box, size_t box_stride, const Coeffs *ch,
                          const Coeffs *cv, int xbox0, unsigned char *out, int out_w, int out_h,
                          int vertical_first, int planar, int flip)
 {
     size_t out_stride = (size_t)out_w * 3, plane = (size_t)out_w * (size_t)out_h;
     size_t tmp_size = vertical_first ? (size_t)out_h * box_stride : (size_t)rows * out_stride;
-    unsigned char *tmp = malloc(tmp_size);
-    int32_t *acc = malloc((vertical_first ? box_stride : out_stride) * sizeof *acc);
-    unsigned char *rgb = vertical_first && planar ? malloc((size_t)out_h * out_stride) : out;
-    int rc = 0;
-    if (!tmp || !acc || !rgb) {
-        rc = SHARD_ERR_NOMEM;
-    } else if (vertical_first) {
+    unsigned char *tmp = shard_scratch(sc, SHARD_SCR_TMP, tmp_size);
+    int32_t *acc = shard_scratch(sc, SHARD_SCR_ACC, (vertical_first ? box_stride : out_stride) * sizeof *acc);
+    unsigned char *rgb = vertical_first && planar ? shard_scratch(sc, SHARD_SCR_RGB, (size_t)out_h * out_stride)
+                                                  : out;
+    if (!tmp || !acc || !rgb)
+        return SHARD_ERR_NOMEM;
+    if (vertical_first) {
         column_pass(box, in_stride, ybox0, box_stride, cv, out_h, tmp, box_stride, acc);
         for (int y = 0; y < out_h; y++)
             row_pass(tmp + (size_t)y * box_stride, ch, xbox0, out_w, rgb + (size_t)y * out_stride);
@@ -314,31 +305,24 @@ static int resize_scalar(const unsigned char *in, size_t in_stride, int ybox0, i
             row_pass(in + (size_t)(y + ybox0) * in_stride, ch, 0, out_w, tmp + (size_t)y * out_stride);
         column_pass(tmp, out_stride, ybox0, out_stride, cv, out_h, out, out_stride, acc);
     }
-    if (rgb != out)
-        free(rgb);
-    free(tmp);
-    free(acc);
-    return rc;
+    return 0;
 }
 
 /* The two passes in PIL's order (horizontal first, 8 bits in between): PIL's bytes. With
  * vertical_first, the vertical pass (vectorized over whole rows) runs first on the input's
  * rows, so the per-pixel horizontal pass sees out_h rows instead of the box's: faster when
  * shrinking, and within 1 of PIL, because only the intermediate rounding moves. */
-static int resize(const unsigned char *in, int w, int h, double x0, double y0, double bw,
-                  double bh, unsigned char *out, int out_w, int out_h, int vertical_first,
-                  int planar, int flip)
+static int resize(ShardScratch *sc, const unsigned char *in, int w, int h, double x0, double y0,
+                  double bw, double bh, unsigned char *out, int out_w, int out_h,
+                  int vertical_first, int planar, int flip)
 {
     if (w <= 0 || h <= 0 || out_w <= 0 || out_h <= 0 || bw <= 0 || bh <= 0 || x0 < 0 || y0 < 0 ||
         x0 + bw > w + 1e-6 || y0 + bh > h + 1e-6)
         return SHARD_ERR_INVALID;
     Coeffs ch, cv;
-    if (coeffs_make(&ch, w, x0, x0 + bw, out_w))
+    if (coeffs_make(&ch, sc, SHARD_SCR_HB, SHARD_SCR_HK, w, x0, x0 + bw, out_w) ||
+        coeffs_make(&cv, sc, SHARD_SCR_VB, SHARD_SCR_VK, h, y0, y0 + bh, out_h))
         return SHARD_ERR_NOMEM;
-    if (coeffs_make(&cv, h, y0, y0 + bh, out_h)) {
-        coeffs_free(&ch);
-        return SHARD_ERR_NOMEM;
-    }
     int ybox0 = cv.bounds[0];
     int rows = cv.bounds[(out_h - 1) * 2] + cv.bounds[(out_h - 1) * 2 + 1] - ybox0;
     int xbox0 = ch.bounds[0];
@@ -346,9 +330,8 @@ static int resize(const unsigned char *in, int w, int h, double x0, double y0, d
     size_t in_stride = (size_t)w * 3, box_stride = (size_t)cols * 3;
     /* only the columns the horizontal pass reads */
     const unsigned char *box = in + (size_t)ybox0 * in_stride + (size_t)xbox0 * 3;
-    int done = 0, rc = 0;
-    if (vertical_first) {
 #if defined(__x86_64__) || defined(__i386__)
+    if (vertical_first && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
         /* per block of 8 output pixels: where its inputs start, and the 8 pixels' weights
          * for each input of the span (one span for all: a loop of one length) */
         int blocks = (out_w + 7) / 8, span = 0;
@@ -359,63 +342,53 @@ static int resize(const unsigned char *in, int w, int h, double x0, double y0, d
             }
         span = (span + 1) & ~1; /* taken two at a time */
         size_t npad = (box_stride + 31) & ~(size_t)31, rowf_n = npad + 3 * (size_t)span + 8;
-        float *band = NULL, *rowf = NULL;
-        int *start = NULL;
-        int16_t *kv = NULL;
-        int32_t *vw = NULL;
-        const unsigned char **vrow = NULL;
-        if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-            (band = aligned_alloc(32, (size_t)blocks * (size_t)span * 8 * sizeof *band)) &&
-            (start = malloc((size_t)blocks * sizeof *start)) &&
-            (kv = malloc((size_t)out_h * (size_t)cv.ksize * sizeof *kv)) &&
-            (rowf = aligned_alloc(32, ((rowf_n + 7) & ~(size_t)7) * sizeof *rowf)) &&
-            (vw = malloc(((size_t)cv.ksize / 2 + 1) * sizeof *vw)) &&
-            (vrow = malloc(((size_t)cv.ksize + 1) * sizeof *vrow))) {
-            /* the vertical sums come out VBITS above 1, which the horizontal weights undo */
-            float unit = 1.0f / (float)(1 << PRECISION_BITS) / (float)(1 << VBITS);
-            memset(band, 0, (size_t)blocks * (size_t)span * 8 * sizeof *band);
-            for (int bk = 0; bk < blocks; bk++) {
-                start[bk] = ch.bounds[bk * 16] - xbox0;
-                for (int j = 0; j < 8 && bk * 8 + j < out_w; j++) {
-                    int xx = bk * 8 + j, off = ch.bounds[xx * 2] - ch.bounds[bk * 16];
-                    for (int t = 0; t < ch.bounds[xx * 2 + 1]; t++)
-                        band[((size_t)bk * (size_t)span + (size_t)(off + t)) * 8 + (size_t)j] =
-                            (float)ch.k[(size_t)xx * (size_t)ch.ksize + (size_t)t] * unit;
-                }
+        size_t band_n = (size_t)blocks * (size_t)span * 8;
+        float *band = shard_scratch(sc, SHARD_SCR_BAND, band_n * sizeof(float));
+        int *start = shard_scratch(sc, SHARD_SCR_START, (size_t)blocks * sizeof(int));
+        int16_t *kv = shard_scratch(sc, SHARD_SCR_KV, (size_t)out_h * (size_t)cv.ksize * sizeof(int16_t));
+        float *rowf = shard_scratch(sc, SHARD_SCR_ROWF, rowf_n * sizeof(float));
+        int32_t *vw = shard_scratch(sc, SHARD_SCR_VW, ((size_t)cv.ksize / 2 + 1) * sizeof(int32_t));
+        const unsigned char **vrow = shard_scratch(sc, SHARD_SCR_VROW, ((size_t)cv.ksize + 1) * sizeof(void *));
+        if (!band || !start || !kv || !rowf || !vw || !vrow)
+            return SHARD_ERR_NOMEM;
+        /* the vertical sums come out VBITS above 1, which the horizontal weights undo */
+        float unit = 1.0f / (float)(1 << PRECISION_BITS) / (float)(1 << VBITS);
+        memset(band, 0, band_n * sizeof *band);
+        for (int bk = 0; bk < blocks; bk++) {
+            start[bk] = ch.bounds[bk * 16] - xbox0;
+            for (int j = 0; j < 8 && bk * 8 + j < out_w; j++) {
+                int xx = bk * 8 + j, off = ch.bounds[xx * 2] - ch.bounds[bk * 16];
+                for (int t = 0; t < ch.bounds[xx * 2 + 1]; t++)
+                    band[((size_t)bk * (size_t)span + (size_t)(off + t)) * 8 + (size_t)j] =
+                        (float)ch.k[(size_t)xx * (size_t)ch.ksize + (size_t)t] * unit;
             }
-            weights16(&cv, out_h, kv);
-            /* the last span reads past the box's values, over weights of 0: finite values */
-            memset(rowf + npad, 0, (rowf_n - npad) * sizeof *rowf);
-            size_t plane = (size_t)out_w * (size_t)out_h;
-            ResizeOut o = {planar ? NULL : out, {out, out + plane, out + 2 * plane}, flip};
-            resize_simd(box, in_stride, ybox0, box_stride, &cv, kv, band, start, span, out_w,
-                        out_h, rowf, vrow, vw, &o);
-            done = 1;
         }
-        free(band);
-        free(start);
-        free(kv);
-        free(rowf);
-        free(vw);
-        free(vrow);
-#endif
+        weights16(&cv, out_h, kv);
+        /* the last span reads past the box's values, over weights of 0: finite values */
+        memset(rowf + npad, 0, (rowf_n - npad) * sizeof *rowf);
+        size_t plane = (size_t)out_w * (size_t)out_h;
+        ResizeOut o = {planar ? NULL : out, {out, out + plane, out + 2 * plane}, flip};
+        resize_simd(box, in_stride, ybox0, box_stride, &cv, kv, band, start, span, out_w, out_h,
+                    rowf, vrow, vw, &o);
+        return 0;
     }
-    if (!done)
-        rc = resize_scalar(in, in_stride, ybox0, rows, box, box_stride, &ch, &cv, xbox0, out, out_w,
-                           out_h, vertical_first, planar, flip);
-    coeffs_free(&ch);
-    coeffs_free(&cv);
-    return rc;
+#endif
+    return resize_scalar(sc, in, in_stride, ybox0, rows, box, box_stride, &ch, &cv, xbox0, out,
+                         out_w, out_h, vertical_first, planar, flip);
 }
 
-int shard_resize_fast(const unsigned char *in, int w, int h, double x0, double y0, double bw,
-                      double bh, unsigned char *out, int out_w, int out_h, int planar, int flip)
+int shard_resize_fast(ShardScratch *sc, const unsigned char *in, int w, int h, double x0,
+                      double y0, double bw, double bh, unsigned char *out, int out_w, int out_h,
+                      int planar, int flip)
 {
-    return resize(in, w, h, x0, y0, bw, bh, out, out_w, out_h, 1, planar, flip);
+    return resize(sc, in, w, h, x0, y0, bw, bh, out, out_w, out_h, 1, planar, flip);
 }
 
 int shard_resize_rgb(const unsigned char *in, int w, int h, double x0, double y0, double bw,
                      double bh, unsigned char *out, int out_w, int out_h)
 {
-    return resize(in, w, h, x0, y0, bw, bh, out, out_w, out_h, 0, 0, 0);
+    ShardScratch sc = {0};
+    int rc = resize(&sc, in, w, h, x0, y0, bw, bh, out, out_w, out_h, 0, 0, 0);
+    shard_scratch_release(&sc);
+    return rc;
 }

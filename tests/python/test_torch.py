@@ -478,6 +478,44 @@ def test_dataset_yields_raw_fields(with_fields, num_workers):
     assert sorted(seen) == sorted(k for k in expect if k != bad)
 
 
+@pytest.mark.parametrize("fast", [True, False])
+def test_one_decode_thread_through_mixed_images_equals_decoding_each_alone(tmp_path, fast):
+    """A decode thread keeps its libjpeg decompressor and buffers from sample to sample:
+    after colour, grey, CMYK, PNG, large and small images, a JPEG cut in its headers (an
+    error inside libjpeg) and a non-image, every image must come out as a fresh decode of
+    it alone gives it."""
+    from PIL import Image
+
+    from .conftest import encode, jpeg, textured
+    rng = np.random.default_rng(9)
+    cmyk = np.concatenate([textured(90, 70, seed=2), rng.integers(0, 256, (70, 90, 1), np.uint8)], -1)
+    images = [jpeg(textured(120, 90, seed=1)), jpeg(textured(640, 480, seed=3), subsampling=0),
+              encode(Image.fromarray(textured(80, 60, seed=4)[..., 0], "L"), "JPEG", quality=85),
+              encode(Image.fromarray(cmyk, "CMYK"), "JPEG", quality=90),
+              encode(Image.fromarray(textured(50, 70, seed=5)), "PNG"),
+              jpeg(textured(300, 200, seed=6))[:300] + b"\xff\xd9", b"not an image",
+              jpeg(textured(33, 47, seed=7)), jpeg(textured(1000, 700, seed=8), subsampling=2),
+              jpeg(textured(64, 64, seed=10))]
+    with tarfile.open(tmp_path / "mixed.tar", "w") as tf:
+        for i, data in enumerate(images * 2):
+            for name, b in ((f"m{i:03d}.jpg", data), (f"m{i:03d}.cls", b"1")):
+                ti = tarfile.TarInfo(name)
+                ti.size = len(b)
+                tf.addfile(ti, io.BytesIO(b))
+    kw = dict(crop="center", fast=fast, layout="nhwc")
+    got = []
+
+    def run():
+        for b in libshard.Loader(str(tmp_path / "mixed.tar"), seed=0, shuffle=0, threads=1,
+                                 batch_size=3, image_size=(40, 56), skip_errors=True, **kw):
+            got.extend(zip(b.keys, np.array(memoryview(b))))
+    within(HANG, run, "a mixed epoch on one decode thread")
+    assert [k for k, _ in got] == [f"m{i:03d}" for i in range(20) if i % 10 not in (5, 6)]
+    for key, img in got:
+        alone = libshard.decode(images[int(key[1:]) % 10], 56, 40, **kw)
+        assert img.tobytes() == alone, key
+
+
 # ---- the WebDataset-style builder ----------------------------------------------------------
 
 
