@@ -114,6 +114,10 @@ class ShardDataset(torch.utils.data.IterableDataset):
             self._resume = None
         float32 = self.settings.get("dtype", "uint8") == "float32"
         cuda = self.device.type == "cuda"
+        if cuda and torch.utils.data.get_worker_info() is not None:
+            raise RuntimeError("ShardDataset(device='cuda') runs with DataLoader(num_workers=0), "
+                               "where libshard's own threads decode; with worker processes, "
+                               "leave device='cpu' and move batches in the training loop")
         for batch in loader:
             images = torch.frombuffer(batch, dtype=torch.float32 if float32 else torch.uint8)
             view = memoryview(batch)
