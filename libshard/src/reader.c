@@ -80,6 +80,7 @@ typedef struct Stream {
     size_t sim_seg;
     uint64_t sim_off;
     int active;
+    struct FileRef *last_ref; /* the consumer's: the shard its last item came from (held) */
 } Stream;
 
 struct ShardReader {
@@ -107,6 +108,8 @@ struct ShardReader {
     size_t nbuf;
     int src_done;
     Item *last; /* handed out, freed at the next call */
+    FileRef **fin; /* shards the streams have moved past, oldest first (held) */
+    size_t nfin;
 
     atomic_ullong shards_opened, skipped_shards, skipped_samples, errors;
     uint64_t samples, bytes;
@@ -203,6 +206,45 @@ static Item *item_from_view(const ShardSampleView *v, uint32_t shard, FileRef *r
         it->ref = ref;
     }
     return it;
+}
+
+/* Copies an item's mapped data into a block of its own and lets go of the file. */
+static int item_detach(Item *it)
+{
+    size_t need = it->nfields * sizeof(ShardFieldView) + strlen(it->key) + 1;
+    for (size_t i = 0; i < it->nfields; i++)
+        need += strlen(it->fields[i].name) + 1 + strlen(it->fields[i].member) + 1 +
+                (size_t)it->fields[i].size;
+    char *block = malloc(need + 16);
+    if (!block)
+        return SHARD_ERR_NOMEM;
+    ShardFieldView *fields = (ShardFieldView *)block;
+    char *p = block + it->nfields * sizeof(ShardFieldView);
+    for (size_t i = 0; i < it->nfields; i++) {
+        const ShardFieldView *from = &it->fields[i];
+        ShardFieldView *fv = &fields[i];
+        *fv = *from;
+        size_t k = strlen(from->name) + 1;
+        memcpy(p, from->name, k);
+        fv->name = p;
+        p += k;
+        k = strlen(from->member) + 1;
+        memcpy(p, from->member, k);
+        fv->member = p;
+        p += k;
+        if (from->size)
+            memcpy(p, from->data, (size_t)from->size);
+        fv->data = (const unsigned char *)p;
+        p += from->size;
+    }
+    memcpy(p, it->key, strlen(it->key) + 1);
+    it->key = p;
+    free(it->block);
+    it->block = block;
+    it->fields = fields;
+    fileref_put(it->ref);
+    it->ref = NULL;
+    return 0;
 }
 
 static Item *item_marker(int kind, const char *error)
@@ -471,6 +513,13 @@ static void clear_buffer(ShardReader *r)
     for (size_t i = 0; i < r->nbuf; i++)
         item_free(r->buf[i]);
     r->nbuf = 0;
+    for (size_t k = 0; r->streams && k < r->nstreams; k++) {
+        fileref_put(r->streams[k].last_ref);
+        r->streams[k].last_ref = NULL;
+    }
+    for (size_t i = 0; i < r->nfin; i++)
+        fileref_put(r->fin[i]);
+    r->nfin = 0;
     item_free(r->last);
     r->last = NULL;
 }
@@ -541,6 +590,48 @@ static Stream *current_stream(ShardReader *r)
     return NULL;
 }
 
+/* Samples wait in the shuffle buffer long after their shard was read, and each keeps its
+ * shard mapped: left alone, every shard of the epoch could stay mapped and resident, and
+ * memory would grow with the data set instead of with the buffers. So the consumer keeps
+ * the shards its streams have moved past in a FIFO (holding them), and once more than
+ * `nstreams` wait there, the oldest one's stragglers get copies of their bytes and the
+ * shard is let go. By then few of its samples are left in the buffer, so little is copied
+ * (the rest stay zero-copy views); a shard no sample holds any more goes at once. */
+static void finished_trim(ShardReader *r, size_t keep)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < r->nfin; i++) {
+        FileRef *f = r->fin[i];
+        if (atomic_load(&f->refs) == 1) /* only ours: no sample holds it */
+            fileref_put(f);
+        else
+            r->fin[o++] = f;
+    }
+    r->nfin = o;
+    while (r->nfin > keep) {
+        FileRef *f = r->fin[0];
+        for (size_t i = 0; i < r->nbuf; i++)
+            if (r->buf[i]->ref == f)
+                item_detach(r->buf[i]); /* out of memory: it keeps its view */
+        fileref_put(f);
+        memmove(r->fin, r->fin + 1, --r->nfin * sizeof *r->fin);
+    }
+}
+
+/* The consumer saw stream st's next item come from next's shard (NULL: no mapping). */
+static void stream_moved_on(ShardReader *r, Stream *st, FileRef *next)
+{
+    FileRef *old = st->last_ref;
+    if (old == next)
+        return;
+    if (next)
+        atomic_fetch_add(&next->refs, 1);
+    st->last_ref = next;
+    if (old)
+        r->fin[r->nfin++] = old; /* the reference moves to the FIFO */
+    finished_trim(r, r->nstreams);
+}
+
 /* The next item in round-robin order; NULL at the end of the epoch's streams. */
 static Item *pull(ShardReader *r, int *rc)
 {
@@ -550,10 +641,13 @@ static Item *pull(ShardReader *r, int *rc)
         Item *it = queue_pop(&st->q, &r->wait);
         if (it->kind == ITEM_END) {
             item_free(it);
+            stream_moved_on(r, st, NULL);
             st->active = 0;
             r->rr = (r->rr + 1) % r->nstreams;
             continue;
         }
+        if (it->kind == ITEM_SAMPLE && r->s.shuffle_buffer)
+            stream_moved_on(r, st, it->ref);
         if (it->kind == ITEM_ERROR) {
             *rc = shard_fail(r->err, SHARD_ERR_FORMAT, "%s", it->error ? it->error : "read error");
             item_free(it);
@@ -962,8 +1056,9 @@ int shard_reader_open(ShardReader **out, const ShardReaderSettings *s, ShardErro
         return fail_open(r, err, shard_fail(r->err, SHARD_ERR_INVALID, "reader: no shards given"));
     r->nstreams = r->s.streams;
     r->streams = calloc(r->nstreams, sizeof *r->streams);
+    r->fin = calloc(r->nstreams + 2, sizeof *r->fin); /* nstreams kept, plus one arriving */
     r->buf = calloc(r->s.shuffle_buffer ? r->s.shuffle_buffer : 1, sizeof *r->buf);
-    if (!r->streams || !r->buf)
+    if (!r->streams || !r->fin || !r->buf)
         return fail_open(r, err, shard_fail(r->err, SHARD_ERR_NOMEM, "out of memory"));
     for (size_t k = 0; k < r->nstreams; k++) {
         r->streams[k].r = r;
@@ -1053,6 +1148,7 @@ void shard_reader_free(ShardReader **pr)
             queue_destroy(&r->streams[k].q);
     }
     clear_buffer(r);
+    free(r->fin);
     free(r->buf);
     free(r->streams);
     free(r->segs);

@@ -138,6 +138,29 @@ def test_raw_mode_through_dataloader_covers_every_sample_once(packed, num_worker
     assert len(ds) == NSAMPLES
 
 
+def mapped_shards(paths):
+    names = {str(p) for p in paths}
+    with open("/proc/self/maps") as f:
+        return {line.split(None, 5)[-1].strip() for line in f} & names
+
+
+@pytest.mark.parametrize("streams", [1, 2])
+def test_shuffle_buffer_does_not_keep_every_shard_mapped(packed, streams):
+    """Samples wait in the shuffle buffer long after their shard was read; they must not
+    keep the shard mapped (and resident) meanwhile: at most the shards being read stay
+    open, whatever the number of shards in the epoch, and no sample is lost."""
+    r = libshard.Reader(str(packed.manifest), seed=0, shuffle=200, streams=streams, queue_depth=8)
+    most, keys = 0, []
+    for s in r:
+        keys.append(s["__key__"])
+        most = max(most, len(mapped_shards(packed.shards)))
+    assert Counter(keys) == Counter(packed.keys)
+    # per stream: the shard it reads and the one its last pulled sample came from (the
+    # queue of 8 is shorter than a shard), plus up to `streams` shards already passed
+    assert most <= 3 * streams, f"{most} of {len(packed.shards)} shards mapped at once"
+    del r
+
+
 # ---- the C Loader: keys and labels -------------------------------------------------------
 
 
