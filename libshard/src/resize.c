@@ -205,13 +205,49 @@ static void vertical_row(const unsigned char *const *rows, const int32_t *w, int
  * floats that stays in L1; the horizontal pass then makes 8 output pixels per register,
  * as a banded matrix product: each input value of the block's span, broadcast, times the 8
  * pixels' weights for it (0 outside a pixel's window). No shuffles but the final packing. */
+/* One output value: the sum (with its 0.5 for rounding) truncated and clamped to 0..255,
+ * as the SIMD packing below does it. */
+static inline unsigned char to_byte(float v)
+{
+    return v < 0 ? 0 : v >= 255 ? 255 : (unsigned char)(int)v;
+}
+
+/* A row of sums to bytes, 32 at a time (mirrored when flip). */
 __attribute__((target("avx2,fma")))
-static void resize_simd(const unsigned char *box, size_t in_stride, int ybox0, size_t n,
-                        const Coeffs *cv, const int16_t *kv, const float *band, const int *start,
-                        int span, int out_w, int out_h, float *rowf, const unsigned char **vrow,
-                        int32_t *vw, const ResizeOut *o)
+static void row_to_bytes(const float *src, int n, unsigned char *dst, int flip)
+{
+    const __m256i reverse = _mm256_setr_epi8(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0,
+                                             15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    int x = 0;
+    for (; x + 32 <= n; x += 32) {
+        __m256i a = _mm256_cvttps_epi32(_mm256_loadu_ps(src + x));
+        __m256i b = _mm256_cvttps_epi32(_mm256_loadu_ps(src + x + 8));
+        __m256i c = _mm256_cvttps_epi32(_mm256_loadu_ps(src + x + 16));
+        __m256i d = _mm256_cvttps_epi32(_mm256_loadu_ps(src + x + 24));
+        /* packs and packus work within 128-bit lanes: the bytes come out as 4-value groups
+         * 0 2 4 6 | 1 3 5 7, which the dword permutation puts in order */
+        __m256i v = _mm256_packus_epi16(_mm256_packs_epi32(a, b), _mm256_packs_epi32(c, d));
+        v = _mm256_permutevar8x32_epi32(v, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+        if (flip) {
+            v = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(v, reverse), 0x4e);
+            _mm256_storeu_si256((__m256i *)(dst + n - 32 - x), v);
+        } else {
+            _mm256_storeu_si256((__m256i *)(dst + x), v);
+        }
+    }
+    for (; x < n; x++)
+        dst[flip ? n - 1 - x : x] = to_byte(src[x]);
+}
+
+__attribute__((target("avx2,fma"), always_inline))
+static inline void resize_body(const unsigned char *box, size_t in_stride, int ybox0, size_t n,
+                               const Coeffs *cv, const int16_t *kv, const float *band,
+                               const int *start, int span, int out_w, int out_h, float *rowf,
+                               float *rowout, const unsigned char **vrow, int32_t *vw,
+                               const ResizeOut *o)
 {
     const __m256 half = _mm256_set1_ps(0.5f);
+    size_t wpad = ((size_t)out_w + 7) & ~(size_t)7;
     int KV = cv->ksize;
     for (int yy = 0; yy < out_h; yy++) {
         int cnt = cv->bounds[yy * 2 + 1], taps = (cnt + 1) & ~1;
@@ -238,39 +274,45 @@ static void resize_simd(const unsigned char *box, size_t in_stride, int ybox0, s
                 g1 = _mm256_fmadd_ps(_mm256_broadcast_ss(src + 4), wt1, g1);
                 b1 = _mm256_fmadd_ps(_mm256_broadcast_ss(src + 5), wt1, b1);
             }
-            r = _mm256_add_ps(r, r1);
-            g = _mm256_add_ps(g, g1);
-            b = _mm256_add_ps(b, b1);
-            /* to bytes, saturating (below 0 is 0, above 255 is 255) */
-            __m256i ir = _mm256_cvttps_epi32(r), ig = _mm256_cvttps_epi32(g), ib = _mm256_cvttps_epi32(b);
-            __m128i pr = _mm_packs_epi32(_mm256_castsi256_si128(ir), _mm256_extracti128_si256(ir, 1));
-            __m128i pg = _mm_packs_epi32(_mm256_castsi256_si128(ig), _mm256_extracti128_si256(ig, 1));
-            __m128i pb = _mm_packs_epi32(_mm256_castsi256_si128(ib), _mm256_extracti128_si256(ib, 1));
-            __m128i rg = _mm_packus_epi16(pr, pg), bb = _mm_packus_epi16(pb, pb);
-            uint64_t px[3] = {(uint64_t)_mm_cvtsi128_si64(rg), (uint64_t)_mm_extract_epi64(rg, 1),
-                              (uint64_t)_mm_cvtsi128_si64(bb)};
-            int cols = out_w - xb < 8 ? out_w - xb : 8;
-            if (o->rgb) {
-                unsigned char *d = o->rgb + ((size_t)yy * (size_t)out_w + (size_t)xb) * 3;
-                for (int j = 0; j < cols; j++)
-                    for (int c = 0; c < 3; c++)
-                        d[j * 3 + c] = (unsigned char)(px[c] >> (8 * j));
-                continue;
-            }
-            for (int c = 0; c < 3; c++) {
-                unsigned char *d = o->plane[c] + (size_t)yy * (size_t)out_w;
-                if (!o->flip && cols == 8) {
-                    memcpy(d + xb, &px[c], 8);
-                } else if (o->flip && cols == 8) {
-                    uint64_t v = __builtin_bswap64(px[c]);
-                    memcpy(d + out_w - 8 - xb, &v, 8);
-                } else {
-                    for (int j = 0; j < cols; j++)
-                        d[o->flip ? out_w - 1 - xb - j : xb + j] = (unsigned char)(px[c] >> (8 * j));
-                }
-            }
+            _mm256_store_ps(rowout + xb, _mm256_add_ps(r, r1));
+            _mm256_store_ps(rowout + wpad + xb, _mm256_add_ps(g, g1));
+            _mm256_store_ps(rowout + 2 * wpad + xb, _mm256_add_ps(b, b1));
+        }
+        if (o->rgb) {
+            unsigned char *d = o->rgb + (size_t)yy * (size_t)out_w * 3;
+            for (int x = 0; x < out_w; x++)
+                for (int c = 0; c < 3; c++)
+                    d[x * 3 + c] = to_byte(rowout[(size_t)c * wpad + (size_t)x]);
+        } else {
+            for (int c = 0; c < 3; c++)
+                row_to_bytes(rowout + (size_t)c * wpad, out_w,
+                             o->plane[c] + (size_t)yy * (size_t)out_w, o->flip);
         }
     }
+}
+
+/* The same code twice: where AVX-512VL is there, the compiler folds each broadcast into
+ * its FMA (an embedded broadcast), a third fewer instructions in the horizontal pass, with
+ * the same arithmetic and so the same bytes. */
+__attribute__((target("avx2,fma")))
+static void resize_avx2(const unsigned char *box, size_t in_stride, int ybox0, size_t n,
+                        const Coeffs *cv, const int16_t *kv, const float *band, const int *start,
+                        int span, int out_w, int out_h, float *rowf, float *rowout,
+                        const unsigned char **vrow, int32_t *vw, const ResizeOut *o)
+{
+    resize_body(box, in_stride, ybox0, n, cv, kv, band, start, span, out_w, out_h, rowf, rowout,
+                vrow, vw, o);
+}
+
+__attribute__((target("avx2,fma,avx512f,avx512vl,avx512bw")))
+static void resize_avx512(const unsigned char *box, size_t in_stride, int ybox0, size_t n,
+                          const Coeffs *cv, const int16_t *kv, const float *band,
+                          const int *start, int span, int out_w, int out_h, float *rowf,
+                          float *rowout, const unsigned char **vrow, int32_t *vw,
+                          const ResizeOut *o)
+{
+    resize_body(box, in_stride, ybox0, n, cv, kv, band, start, span, out_w, out_h, rowf, rowout,
+                vrow, vw, o);
 }
 #endif
 
@@ -349,7 +391,8 @@ static int resize(ShardScratch *sc, const unsigned char *in, int w, int h, doubl
         float *rowf = shard_scratch(sc, SHARD_SCR_ROWF, rowf_n * sizeof(float));
         int32_t *vw = shard_scratch(sc, SHARD_SCR_VW, ((size_t)cv.ksize / 2 + 1) * sizeof(int32_t));
         const unsigned char **vrow = shard_scratch(sc, SHARD_SCR_VROW, ((size_t)cv.ksize + 1) * sizeof(void *));
-        if (!band || !start || !kv || !rowf || !vw || !vrow)
+        float *rowout = shard_scratch(sc, SHARD_SCR_ROWOUT, 3 * (((size_t)out_w + 7) & ~(size_t)7) * sizeof(float));
+        if (!band || !start || !kv || !rowf || !vw || !vrow || !rowout)
             return SHARD_ERR_NOMEM;
         /* the vertical sums come out VBITS above 1, which the horizontal weights undo */
         float unit = 1.0f / (float)(1 << PRECISION_BITS) / (float)(1 << VBITS);
@@ -368,8 +411,12 @@ static int resize(ShardScratch *sc, const unsigned char *in, int w, int h, doubl
         memset(rowf + npad, 0, (rowf_n - npad) * sizeof *rowf);
         size_t plane = (size_t)out_w * (size_t)out_h;
         ResizeOut o = {planar ? NULL : out, {out, out + plane, out + 2 * plane}, flip};
-        resize_simd(box, in_stride, ybox0, box_stride, &cv, kv, band, start, span, out_w, out_h,
-                    rowf, vrow, vw, &o);
+        if (__builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw"))
+            resize_avx512(box, in_stride, ybox0, box_stride, &cv, kv, band, start, span, out_w,
+                          out_h, rowf, rowout, vrow, vw, &o);
+        else
+            resize_avx2(box, in_stride, ybox0, box_stride, &cv, kv, band, start, span, out_w,
+                        out_h, rowf, rowout, vrow, vw, &o);
         return 0;
     }
 #endif
