@@ -127,10 +127,12 @@ def main():
         rss = {k: 0.0 for k in runs}
         anon = {k: 0.0 for k in runs}
         mapped = {k: 0.0 for k in runs}
-        for _ in range(a.rounds):
+        def jpeg_rate():
             out = subprocess.run([f"{build}/bench/jpeg_rate", a.src], check=True,
                                  capture_output=True, text=True).stdout.split()
             runs["jpeg_rate"].append(float(out[out.index("images_per_s") + 1]))
+
+        def jpeg_rate_all():
             # one copy per core at once: what the cores decode together (they share caches,
             # memory and, on a VM, perhaps a physical core)
             procs = [subprocess.Popen([f"{build}/bench/jpeg_rate", a.src], stdout=subprocess.PIPE,
@@ -140,15 +142,26 @@ def main():
                 out = p.communicate()[0].split()
                 total += float(out[out.index("images_per_s") + 1])
             runs["jpeg_rate_all"].append(total)
-            for which in ("reference", "libshard-full", "libshard-fast", "libshard-fast-2x"):
-                m = f"{work}/t2.json" if which.endswith("2x") else manifest
-                r = json.loads(subprocess.run([sys.executable, script, f"{build}/python", which, m,
-                                               str(cores)], check=True, capture_output=True,
-                                              text=True).stdout.strip().splitlines()[-1])
-                runs[which].append(r["samples"] / r["seconds"])
-                rss[which] = max(rss[which], r["maxrss_mb"])
-                anon[which] = max(anon[which], r["anon_mb"])
-                mapped[which] = max(mapped[which], r["file_mb"])
+
+        def pipeline(which):
+            m = f"{work}/t2.json" if which.endswith("2x") else manifest
+            r = json.loads(subprocess.run([sys.executable, script, f"{build}/python", which, m,
+                                           str(cores)], check=True, capture_output=True,
+                                          text=True).stdout.strip().splitlines()[-1])
+            runs[which].append(r["samples"] / r["seconds"])
+            rss[which] = max(rss[which], r["maxrss_mb"])
+            anon[which] = max(anon[which], r["anon_mb"])
+            mapped[which] = max(mapped[which], r["file_mb"])
+
+        # the decode ceilings right beside the full-decode run, since this machine's speed
+        # drifts from minute to minute
+        for _ in range(a.rounds):
+            jpeg_rate_all()
+            pipeline("libshard-full")
+            jpeg_rate()
+            pipeline("libshard-fast")
+            pipeline("reference")
+            pipeline("libshard-fast-2x")
         med = {k: statistics.median(v) for k, v in runs.items()}
         print(f"{cores} cores, medians of {a.rounds} interleaved rounds, one epoch each:")
         print(f"  libjpeg-turbo full decode, 1 core       {med['jpeg_rate']:8.0f} images/s "
