@@ -186,17 +186,35 @@ static void *decoder_main(void *arg)
 
 /* ---- producer -------------------------------------------------------------------------- */
 
+/* Walks a ';'-separated list of names: each call gives the next one (not NUL-terminated)
+ * and its length; 0 at the end. */
+static int next_name(const char **p, const char **name, size_t *len)
+{
+    while (*p && **p == ';')
+        (*p)++;
+    if (!*p || !**p)
+        return 0;
+    const char *e = strchr(*p, ';');
+    *name = *p;
+    *len = e ? (size_t)(e - *p) : strlen(*p);
+    *p = e ? e + 1 : NULL;
+    return 1;
+}
+
+static int same_name(const char *a, const char *b, size_t blen)
+{
+    return strlen(a) == blen && !strncmp(a, b, blen);
+}
+
+/* The first of names (';'-separated, in order) that the sample has. */
 static const ShardFieldView *find_field(const char *names, const ShardFieldView *f, size_t n)
 {
-    const char *p = names;
-    while (p && *p) {
-        const char *e = strchr(p, ';');
-        size_t len = e ? (size_t)(e - p) : strlen(p);
+    const char *name;
+    size_t len;
+    for (const char *p = names; next_name(&p, &name, &len);)
         for (size_t i = 0; i < n; i++)
-            if (strlen(f[i].name) == len && !strncmp(f[i].name, p, len))
+            if (same_name(f[i].name, name, len))
                 return &f[i];
-        p = e ? e + 1 : NULL;
-    }
     return NULL;
 }
 
@@ -235,14 +253,11 @@ static int grow(void *buf, size_t *cap, size_t need)
 
 static int names_have(const char *names, const char *name)
 {
-    size_t len = strlen(name);
-    for (const char *p = names; p && *p;) {
-        const char *e = strchr(p, ';');
-        size_t n = e ? (size_t)(e - p) : strlen(p);
-        if (n == len && !strncmp(p, name, len))
+    const char *one;
+    size_t len;
+    for (const char *p = names; next_name(&p, &one, &len);)
+        if (same_name(name, one, len))
             return 1;
-        p = e ? e + 1 : NULL;
-    }
     return 0;
 }
 
@@ -619,16 +634,16 @@ int shard_loader_open(ShardLoader **out, const ShardLoaderSettings *s, ShardErro
         sl->failed = calloc(bs, sizeof *sl->failed);
         sl->keyoff = calloc(bs, sizeof *sl->keyoff);
         int named = 1; /* the fields named in raw_fields are in every batch, present or not */
-        for (const char *p = l->raw_fields; named && p && *p && strcmp(p, "*");) {
-            const char *e = strchr(p, ';');
-            size_t len = e ? (size_t)(e - p) : strlen(p);
+        const char *one;
+        size_t len;
+        for (const char *p = l->raw_fields && strcmp(l->raw_fields, "*") ? l->raw_fields : NULL;
+             named && next_name(&p, &one, &len);) {
             char name[256];
-            if (len && len < sizeof name) {
-                memcpy(name, p, len);
+            if (len < sizeof name) {
+                memcpy(name, one, len);
                 name[len] = 0;
                 named = slot_field(sl, name, bs) != NULL;
             }
-            p = e ? e + 1 : NULL;
         }
         if (!sl->images || !sl->labels || !sl->keys || !sl->urls || !sl->items || !sl->img ||
             !sl->img_size || !sl->failed || !sl->keyoff || !named)

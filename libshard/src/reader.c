@@ -139,66 +139,72 @@ static void item_free(Item *it)
     free(it);
 }
 
-/* Whether field i can stay a view: it lies in the mapping of the file ref holds open. */
-static int viewable(const ShardSampleView *v, size_t i, const FileRef *ref)
+/* Whether a field can stay a view: it lies in the mapping of the file ref holds open. */
+static int viewable(const ShardFieldView *f, const FileRef *ref)
 {
-    return ref && shard_file_in_map(ref->f, v->fields[i].data, v->fields[i].size);
+    return ref && shard_file_in_map(ref->f, f->data, f->size);
+}
+
+/* One block holding n field views, their names and members, the key, and the data of the
+ * fields that cannot stay views into ref's mapping (all of them with ref NULL). */
+static void *item_block(const ShardFieldView *in, size_t n, const char *key, const FileRef *ref,
+                        ShardFieldView **fields, char **key_out)
+{
+    size_t need = n * sizeof(ShardFieldView) + strlen(key) + 1;
+    for (size_t i = 0; i < n; i++)
+        need += strlen(in[i].name) + 1 + strlen(in[i].member) + 1 +
+                (viewable(&in[i], ref) ? 0 : (size_t)in[i].size);
+    char *block = malloc(need + 16);
+    if (!block)
+        return NULL;
+    ShardFieldView *out = (ShardFieldView *)block;
+    char *p = block + n * sizeof(ShardFieldView);
+    for (size_t i = 0; i < n; i++) {
+        ShardFieldView *fv = &out[i];
+        *fv = in[i];
+        size_t k = strlen(in[i].name) + 1;
+        memcpy(p, in[i].name, k);
+        fv->name = p;
+        p += k;
+        k = strlen(in[i].member) + 1;
+        memcpy(p, in[i].member, k);
+        fv->member = p;
+        p += k;
+        if (!viewable(&in[i], ref)) {
+            if (in[i].size)
+                memcpy(p, in[i].data, (size_t)in[i].size);
+            fv->data = (const unsigned char *)p;
+            p += in[i].size;
+        }
+    }
+    memcpy(p, key, strlen(key) + 1);
+    *fields = out;
+    *key_out = p;
+    return block;
 }
 
 /* An owned copy of a sample view: data that lie in the mapping of ref's file stay views
  * (the item keeps the file open); the rest is copied. */
 static Item *item_from_view(const ShardSampleView *v, uint32_t shard, FileRef *ref)
 {
-    size_t need = strlen(v->key) + 1 + v->nfields * sizeof(ShardFieldView);
-    int views = 0;
-    for (size_t i = 0; i < v->nfields; i++) {
-        need += strlen(v->fields[i].name) + 1 + strlen(v->fields[i].member) + 1;
-        if (viewable(v, i, ref))
-            views = 1;
-        else
-            need += (size_t)v->fields[i].size;
-    }
     Item *it = calloc(1, sizeof *it);
-    char *block = malloc(need + 16);
-    if (!it || !block) {
+    if (!it || !(it->block = item_block(v->fields, v->nfields, v->key, ref, &it->fields, &it->key))) {
         free(it);
-        free(block);
         return NULL;
     }
     it->kind = ITEM_SAMPLE;
     it->shard = shard;
     it->index = v->index;
-    it->block = block;
-    it->fields = (ShardFieldView *)block;
     it->nfields = v->nfields;
-    char *p = block + v->nfields * sizeof(ShardFieldView);
-    for (size_t i = 0; i < v->nfields; i++) {
-        ShardFieldView *fv = &it->fields[i];
-        *fv = v->fields[i];
-        size_t k = strlen(v->fields[i].name) + 1;
-        memcpy(p, v->fields[i].name, k);
-        fv->name = p;
-        p += k;
-        k = strlen(v->fields[i].member) + 1;
-        memcpy(p, v->fields[i].member, k);
-        fv->member = p;
-        p += k;
-        if (!viewable(v, i, ref)) {
-            if (v->fields[i].size)
-                memcpy(p, v->fields[i].data, (size_t)v->fields[i].size);
-            fv->data = (const unsigned char *)p;
-            p += v->fields[i].size;
-        }
-    }
-    size_t k = strlen(v->key) + 1;
-    memcpy(p, v->key, k);
-    it->key = p;
+    int views = 0;
+    for (size_t i = 0; i < v->nfields; i++)
+        views |= viewable(&v->fields[i], ref);
     if (views) {
         /* Fault the viewed pages in here, on the fetch thread, rather than on the consumer's
          * thread later, where the shuffle buffer makes the order random. */
         unsigned acc = 0;
         for (size_t i = 0; i < v->nfields; i++)
-            if (viewable(v, i, ref))
+            if (viewable(&v->fields[i], ref))
                 for (uint64_t off = 0; off < v->fields[i].size; off += 4096)
                     acc += ((const volatile unsigned char *)v->fields[i].data)[off];
         (void)acc;
@@ -211,37 +217,15 @@ static Item *item_from_view(const ShardSampleView *v, uint32_t shard, FileRef *r
 /* Copies an item's mapped data into a block of its own and lets go of the file. */
 static int item_detach(Item *it)
 {
-    size_t need = it->nfields * sizeof(ShardFieldView) + strlen(it->key) + 1;
-    for (size_t i = 0; i < it->nfields; i++)
-        need += strlen(it->fields[i].name) + 1 + strlen(it->fields[i].member) + 1 +
-                (size_t)it->fields[i].size;
-    char *block = malloc(need + 16);
+    ShardFieldView *fields;
+    char *key;
+    void *block = item_block(it->fields, it->nfields, it->key, NULL, &fields, &key);
     if (!block)
         return SHARD_ERR_NOMEM;
-    ShardFieldView *fields = (ShardFieldView *)block;
-    char *p = block + it->nfields * sizeof(ShardFieldView);
-    for (size_t i = 0; i < it->nfields; i++) {
-        const ShardFieldView *from = &it->fields[i];
-        ShardFieldView *fv = &fields[i];
-        *fv = *from;
-        size_t k = strlen(from->name) + 1;
-        memcpy(p, from->name, k);
-        fv->name = p;
-        p += k;
-        k = strlen(from->member) + 1;
-        memcpy(p, from->member, k);
-        fv->member = p;
-        p += k;
-        if (from->size)
-            memcpy(p, from->data, (size_t)from->size);
-        fv->data = (const unsigned char *)p;
-        p += from->size;
-    }
-    memcpy(p, it->key, strlen(it->key) + 1);
-    it->key = p;
     free(it->block);
     it->block = block;
     it->fields = fields;
+    it->key = key;
     fileref_put(it->ref);
     it->ref = NULL;
     return 0;
