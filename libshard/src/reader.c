@@ -16,9 +16,7 @@
  *   update are atomics; kept error messages are under their own mutex.
  * - Samples from local uncompressed tars are views into the shard's mapping: the item
  *   holds a reference on the open file, released when the item is. Other samples are
- *   copied once into a block of their own. Freed items go back to the reader's pool with
- *   their blocks (up to what the queues, the buffer and a loader's batches hold), so in
- *   steady state a sample costs no allocation; items must be freed before the reader.
+ *   copied once into a block of their own.
  * - Resume: with every count known, restoring position P replays the round-robin and the
  *   buffer on sample identities alone (shard, sample number) for P steps, then reads the
  *   buffered samples by index and starts each stream where the replay left it. Without
@@ -42,7 +40,6 @@
 #include "shard/reader.h"
 
 #define KEPT_ERRORS 16
-#define POOL_BLOCK_MAX (256 * 1024) /* bytes of a pooled item's block kept for reuse */
 
 typedef struct FileRef {
     ShardFile *f;
@@ -51,12 +48,7 @@ typedef struct FileRef {
 
 enum { ITEM_SAMPLE, ITEM_END, ITEM_ERROR };
 
-struct ItemPool;
-
 typedef struct Item {
-    struct Item *next;     /* in the pool's free list */
-    struct ItemPool *pool; /* where it goes back when freed; NULL: freed */
-    size_t cap;            /* bytes of block */
     int kind;
     uint32_t shard;
     uint64_t index; /* sample number within its shard */
@@ -67,12 +59,6 @@ typedef struct Item {
     FileRef *ref; /* data viewed in this file's mapping, or NULL */
     char *error;
 } Item;
-
-typedef struct ItemPool {
-    pthread_mutex_t lock;
-    Item *free;
-    size_t n, max;
-} ItemPool;
 
 typedef struct Queue {
     Item **v;
@@ -122,7 +108,6 @@ struct ShardReader {
     size_t nbuf;
     int src_done;
     Item *last; /* handed out, freed at the next call */
-    ItemPool pool;
     FileRef **fin; /* shards the streams have moved past, oldest first (held) */
     size_t nfin;
 
@@ -144,60 +129,14 @@ static void fileref_put(FileRef *r)
     }
 }
 
-/* An item from the pool (its block kept for reuse), or a new one. */
-static Item *item_get(ItemPool *p)
-{
-    Item *it = NULL;
-    pthread_mutex_lock(&p->lock);
-    if ((it = p->free)) {
-        p->free = it->next;
-        p->n--;
-    }
-    pthread_mutex_unlock(&p->lock);
-    if (!it && (it = calloc(1, sizeof *it)))
-        it->pool = p;
-    return it;
-}
-
 static void item_free(Item *it)
 {
     if (!it)
         return;
     fileref_put(it->ref);
-    it->ref = NULL;
+    free(it->block);
     free(it->error);
-    it->error = NULL;
-    ItemPool *p = it->pool;
-    if (it->cap > POOL_BLOCK_MAX) { /* a big copied sample: not kept idle in the pool */
-        free(it->block);
-        it->block = NULL;
-        it->cap = 0;
-    }
-    if (p) {
-        pthread_mutex_lock(&p->lock);
-        if (p->n < p->max) {
-            it->next = p->free;
-            p->free = it;
-            p->n++;
-            it = NULL;
-        }
-        pthread_mutex_unlock(&p->lock);
-    }
-    if (it) {
-        free(it->block);
-        free(it);
-    }
-}
-
-static void pool_free(ItemPool *p)
-{
-    while (p->free) {
-        Item *it = p->free;
-        p->free = it->next;
-        free(it->block);
-        free(it);
-    }
-    p->n = 0;
+    free(it);
 }
 
 /* Whether a field can stay a view: it lies in the mapping of the file ref holds open. */
@@ -208,21 +147,16 @@ static int viewable(const ShardFieldView *f, const FileRef *ref)
 
 /* One block holding n field views, their names and members, the key, and the data of the
  * fields that cannot stay views into ref's mapping (all of them with ref NULL). */
-static int item_block(const ShardFieldView *in, size_t n, const char *key, const FileRef *ref,
-                      void **blockp, size_t *cap, ShardFieldView **fields, char **key_out)
+static void *item_block(const ShardFieldView *in, size_t n, const char *key, const FileRef *ref,
+                        ShardFieldView **fields, char **key_out)
 {
     size_t need = n * sizeof(ShardFieldView) + strlen(key) + 1;
     for (size_t i = 0; i < n; i++)
         need += strlen(in[i].name) + 1 + strlen(in[i].member) + 1 +
                 (viewable(&in[i], ref) ? 0 : (size_t)in[i].size);
-    if (need + 16 > *cap) { /* grow-only: a pooled item keeps its block */
-        free(*blockp);
-        *cap = 0;
-        if (!(*blockp = malloc(need + 16)))
-            return SHARD_ERR_NOMEM;
-        *cap = need + 16;
-    }
-    char *block = *blockp;
+    char *block = malloc(need + 16);
+    if (!block)
+        return NULL;
     ShardFieldView *out = (ShardFieldView *)block;
     char *p = block + n * sizeof(ShardFieldView);
     for (size_t i = 0; i < n; i++) {
@@ -246,23 +180,19 @@ static int item_block(const ShardFieldView *in, size_t n, const char *key, const
     memcpy(p, key, strlen(key) + 1);
     *fields = out;
     *key_out = p;
-    return 0;
+    return block;
 }
 
 /* An owned copy of a sample view: data that lie in the mapping of ref's file stay views
  * (the item keeps the file open); the rest is copied. */
-static Item *item_from_view(ItemPool *pool, const ShardSampleView *v, uint32_t shard, FileRef *ref)
+static Item *item_from_view(const ShardSampleView *v, uint32_t shard, FileRef *ref)
 {
-    Item *it = pool ? item_get(pool) : calloc(1, sizeof *it);
-    if (!it)
-        return NULL;
-    if (item_block(v->fields, v->nfields, v->key, ref, &it->block, &it->cap, &it->fields,
-                   &it->key)) {
-        item_free(it);
+    Item *it = calloc(1, sizeof *it);
+    if (!it || !(it->block = item_block(v->fields, v->nfields, v->key, ref, &it->fields, &it->key))) {
+        free(it);
         return NULL;
     }
     it->kind = ITEM_SAMPLE;
-    it->ref = NULL;
     it->shard = shard;
     it->index = v->index;
     it->nfields = v->nfields;
@@ -289,13 +219,11 @@ static int item_detach(Item *it)
 {
     ShardFieldView *fields;
     char *key;
-    void *block = NULL;
-    size_t cap = 0;
-    if (item_block(it->fields, it->nfields, it->key, NULL, &block, &cap, &fields, &key))
+    void *block = item_block(it->fields, it->nfields, it->key, NULL, &fields, &key);
+    if (!block)
         return SHARD_ERR_NOMEM;
     free(it->block);
     it->block = block;
-    it->cap = cap;
     it->fields = fields;
     it->key = key;
     fileref_put(it->ref);
@@ -471,7 +399,7 @@ static int fetch_segment(ShardReader *r, Stream *st, const ShardSegment *seg, ui
         rc = shard_file_next(f, &v);
         if (rc)
             break;
-        Item *it = item_from_view(&r->pool, v, seg->shard, ref);
+        Item *it = item_from_view(v, seg->shard, ref);
         if (!it) {
             rc = SHARD_ERR_NOMEM;
             snprintf(err.message, sizeof err.message, "out of memory");
@@ -902,7 +830,7 @@ static int load_buffer(ShardReader *r)
                 shard_file_free(&f);
                 return code;
             }
-            Item *full = item_from_view(&r->pool, v, x->shard, NULL);
+            Item *full = item_from_view(v, x->shard, NULL);
             if (!full) {
                 shard_file_free(&f);
                 return shard_fail(r->err, SHARD_ERR_NOMEM, "out of memory");
@@ -1052,7 +980,6 @@ int shard_reader_open(ShardReader **out, const ShardReaderSettings *s, ShardErro
     r->s = *s;
     r->s.urls = NULL;
     pthread_mutex_init(&r->kept_lock, NULL);
-    pthread_mutex_init(&r->pool.lock, NULL);
     if (r->s.rank < 0)
         r->s.rank = env_int("RANK", 0);
     if (r->s.world_size < 0)
@@ -1115,8 +1042,6 @@ int shard_reader_open(ShardReader **out, const ShardReaderSettings *s, ShardErro
     r->streams = calloc(r->nstreams, sizeof *r->streams);
     r->fin = calloc(r->nstreams + 2, sizeof *r->fin); /* nstreams kept, plus one arriving */
     r->buf = calloc(r->s.shuffle_buffer ? r->s.shuffle_buffer : 1, sizeof *r->buf);
-    /* enough to take back a loader's batch or a queue's worth at once */
-    r->pool.max = r->nstreams * r->s.queue_depth + 256;
     if (!r->streams || !r->fin || !r->buf)
         return fail_open(r, err, shard_fail(r->err, SHARD_ERR_NOMEM, "out of memory"));
     for (size_t k = 0; k < r->nstreams; k++) {
@@ -1207,8 +1132,6 @@ void shard_reader_free(ShardReader **pr)
             queue_destroy(&r->streams[k].q);
     }
     clear_buffer(r);
-    pool_free(&r->pool);
-    pthread_mutex_destroy(&r->pool.lock);
     free(r->fin);
     free(r->buf);
     free(r->streams);
