@@ -459,16 +459,20 @@ int shard_decode_transform_with(ShardScratch *sc, const void *data, size_t size,
         rc = shard_resize_fast(sc, rgb, w, h, box.x, box.y, box.w, box.h, out, t->width,
                                t->height, 1, flip);
         if (rc && msg)
-            snprintf(msg, msgsize, "out of memory");
+            snprintf(msg, msgsize, rc == SHARD_ERR_NOMEM ? "out of memory"
+                                   : "cannot resize a %dx%d image's crop", w, h);
         return rc;
     }
     unsigned char *resized = shard_scratch(sc, SHARD_SCR_RESIZED, (size_t)t->width * t->height * 3);
     /* The vertical-first resampler: within 1 of PIL (shard_resize_rgb is PIL's bytes). */
-    if (!resized || shard_resize_fast(sc, rgb, w, h, box.x, box.y, box.w, box.h, resized,
-                                      t->width, t->height, 0, 0)) {
+    rc = resized ? shard_resize_fast(sc, rgb, w, h, box.x, box.y, box.w, box.h, resized, t->width,
+                                     t->height, 0, 0)
+                 : SHARD_ERR_NOMEM;
+    if (rc) {
         if (msg)
-            snprintf(msg, msgsize, "out of memory");
-        return SHARD_ERR_NOMEM;
+            snprintf(msg, msgsize, rc == SHARD_ERR_NOMEM ? "out of memory"
+                                   : "cannot resize a %dx%d image's crop", w, h);
+        return rc;
     }
     store(t, resized, flip, out);
     return 0;

@@ -29,6 +29,8 @@
 
 enum { SLOT_FREE, SLOT_FILLING, SLOT_READY, SLOT_HELD };
 
+#define SCRATCH_KEEP ((size_t)64 << 20) /* bytes of one decode buffer kept between samples */
+
 typedef struct Slot {
     ShardBatch batch; /* first: the caller gets &slot->batch */
     int state;
@@ -162,6 +164,8 @@ static void *decoder_main(void *arg)
         if (!j.data)
             snprintf(msg, sizeof msg, "no image field (looked for %s)", l->image_fields);
 
+        /* a huge image leaves huge buffers: not kept for the thread's life */
+        shard_scratch_trim(&sc, SCRATCH_KEEP);
         pthread_mutex_lock(&l->lock);
         if (rc) {
             sl->failed[j.i] = 1;
@@ -432,10 +436,13 @@ static void *producer_main(void *arg)
             sl->urls[n] = url;
             sl->labels[n] = l->label_field ? parse_label(lab) : -1;
             sl->failed[n] = 0;
-            n++;
-            if (take_key(sl, n - 1, key) ||
-                (l->raw_fields && take_raw(l, sl, n - 1, f, nf, im, lab))) {
+            int nomem = take_key(sl, n, key) || (l->raw_fields && take_raw(l, sl, n, f, nf, im, lab));
+            n++; /* the item is the slot's now, to be freed with it */
+            if (nomem) {
                 rc = SHARD_ERR_NOMEM;
+                n--;
+                sl->items[n] = NULL;
+                shard_reader_item_free(item);
                 break;
             }
         }

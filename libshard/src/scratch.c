@@ -31,6 +31,16 @@ void *shard_scratch_take(ShardScratch *s, int which)
     return p;
 }
 
+void shard_scratch_trim(ShardScratch *s, size_t keep)
+{
+    for (int i = 0; i < SHARD_SCRATCH_N; i++)
+        if (s->cap[i] > keep) {
+            free(s->buf[i]);
+            s->buf[i] = NULL;
+            s->cap[i] = 0;
+        }
+}
+
 void shard_scratch_release(ShardScratch *s)
 {
     for (int i = 0; i < SHARD_SCRATCH_N; i++) {

@@ -32,12 +32,12 @@ typedef struct ShardLoaderSettings {
     /** Field names tried in order for the image, ';'-separated (default "jpg;jpeg;png") */
     const char *image_fields;
     const char *label_field;    /**< decimal class index (default "cls"); NULL for none */
-    /** Fields carried raw into each batch, ';'-separated; "*" (default): every field but
-     *  the image and the label; NULL or "": none */
-    const char *raw_fields;
     /** Memory for batch buffers (pinned host memory, for instance); NULL for malloc.
      *  Borrowed: must outlive the loader. */
     const ShardAllocator *allocator;
+    /** Fields carried raw into each batch, ';'-separated; "*" (default): every field but
+     *  the image and the label; NULL or "": none */
+    const char *raw_fields;
 } ShardLoaderSettings;
 
 /** One raw field of a batch: the samples' bytes back to back. */
@@ -55,10 +55,10 @@ typedef struct ShardBatch {
     int64_t *labels;          /**< size labels; -1 where a sample has no label */
     const char *const *keys;  /**< size sample keys */
     const char *const *urls;  /**< size shard urls */
-    size_t nfields;           /**< raw fields (settings.raw_fields), in order of first use */
-    const ShardBatchField *fields; /**< nfields raw fields */
     uint64_t epoch;           /**< epoch of the batch */
     uint64_t index;           /**< batch number within the epoch */
+    size_t nfields;           /**< raw fields (settings.raw_fields), in order of first use */
+    const ShardBatchField *fields; /**< nfields raw fields */
 } ShardBatch;
 
 typedef struct ShardLoader ShardLoader;
