@@ -26,6 +26,8 @@ import subprocess
 import sys
 import tempfile
 
+from benchtools import pack, warm
+
 WORKER = r'''
 import json, os, resource, sys, tarfile, threading, time, io
 sys.path.insert(0, sys.argv[1])
@@ -108,8 +110,7 @@ def main():
     cores = os.cpu_count()
     work = tempfile.mkdtemp(prefix="libshard-decodebench-")
     try:
-        subprocess.run([f"{build}/tools/shardpack", a.src, "-o", f"{work}/t-%06d.tar", "-c", "500",
-                        "-q", "-j", "2", "--no-fsync"], check=True)
+        pack(f"{build}/tools/shardpack", a.src, f"{work}/t-%06d.tar", 500)
         manifest = f"{work}/t.json"
         # the same shards listed twice: twice the data, the same settings
         m = json.load(open(manifest))
@@ -117,11 +118,7 @@ def main():
         json.dump(m, open(f"{work}/t2.json", "w"))
         script = f"{work}/worker.py"
         open(script, "w").write(WORKER)
-        for f in os.listdir(work):
-            if f.endswith(".tar"):
-                with open(os.path.join(work, f), "rb") as fh:
-                    while fh.read(1 << 20):
-                        pass
+        warm(os.path.join(work, f) for f in os.listdir(work) if f.endswith(".tar"))
         runs = {"reference": [], "libshard-full": [], "libshard-fast": [], "libshard-fast-2x": [],
                 "jpeg_rate": [], "jpeg_rate_all": []}
         rss = {k: 0.0 for k in runs}

@@ -10,16 +10,10 @@ import argparse
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 
-
-def run(cmd, shell=False):
-    t = time.perf_counter()
-    subprocess.run(cmd, shell=shell, check=True, stdout=subprocess.DEVNULL)
-    return time.perf_counter() - t
+from benchtools import timed, warm
 
 
 def main():
@@ -34,10 +28,7 @@ def main():
     os.makedirs(work, exist_ok=True)
     files = [os.path.join(r, f) for r, _, fs in os.walk(a.src) for f in fs]
     total = sum(os.path.getsize(f) for f in files)
-    for f in files:  # page cache warm
-        with open(f, "rb") as fh:
-            while fh.read(1 << 20):
-                pass
+    warm(files)
     ref_tar = os.path.join(work, "ref.tar")
     d = lambda name: os.path.join(work, name)
     for x in ("tar", "tarfast", "zst", "zstfast"):
@@ -54,7 +45,7 @@ def main():
     times = {k: [] for k in cmds}
     for _ in range(a.rounds):
         for k, (cmd, shell) in cmds.items():
-            times[k].append(run(cmd, shell))
+            times[k].append(timed(cmd, shell))
     med = {k: statistics.median(v) for k, v in times.items()}
     print(f"input: {len(files)} files, {total / 1e6:.1f} MB, {a.rounds} rounds interleaved, medians")
     print(f"{'command':48} {'median s':>9} {'MB/s':>8}")

@@ -14,16 +14,10 @@ import glob
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 
-
-def timed(cmd, shell=False):
-    t = time.perf_counter()
-    subprocess.run(cmd, shell=shell, check=True, stdout=subprocess.DEVNULL)
-    return time.perf_counter() - t
+from benchtools import pack, timed, warm
 
 
 def main():
@@ -37,14 +31,11 @@ def main():
     it = os.path.join(a.build, "bench", "read_iter")
     work = tempfile.mkdtemp(prefix="libshard-readbench-")
     try:
-        subprocess.run([sp, a.src, "-o", f"{work}/t-%06d.tar", "-c", str(a.maxcount), "-q", "-j", "2", "--no-fsync"], check=True)
-        subprocess.run([sp, a.src, "-o", f"{work}/z-%06d.tar.zst", "-c", str(a.maxcount), "-q", "-j", "2", "--no-fsync"], check=True)
+        pack(sp, a.src, f"{work}/t-%06d.tar", a.maxcount)
+        pack(sp, a.src, f"{work}/z-%06d.tar.zst", a.maxcount)
         tars = sorted(glob.glob(f"{work}/t-*.tar"))
         zsts = sorted(glob.glob(f"{work}/z-*.tar.zst"))
-        for f in tars + zsts:
-            with open(f, "rb") as fh:
-                while fh.read(1 << 20):
-                    pass
+        warm(tars + zsts)
         tar_bytes = sum(os.path.getsize(f) for f in tars)
         cmds = {
             "cat .tar > /dev/null": (["cat"] + tars, False),

@@ -17,13 +17,8 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
-
-def timed(cmd):
-    t = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - t
+from benchtools import pack, timed, warm
 
 
 def main():
@@ -37,12 +32,9 @@ def main():
     it = os.path.join(a.build, "bench", "read_iter")
     work = tempfile.mkdtemp(prefix="libshard-streambench-")
     try:
-        subprocess.run([sp, a.src, "-o", f"{work}/t-%06d.tar", "-c", "500", "-q", "-j", "2", "--no-fsync"], check=True)
+        pack(sp, a.src, f"{work}/t-%06d.tar", 500)
         m = f"{work}/t.json"
-        for f in glob.glob(f"{work}/*.tar"):
-            with open(f, "rb") as fh:
-                while fh.read(1 << 20):
-                    pass
+        warm(glob.glob(f"{work}/*.tar"))
         cmds = {
             "shardcat ls": [sc, "ls", m],
             "shardcat stream --shuffle 1000": [sc, "stream", m, "--seed", "1", "--shuffle", "1000"],
@@ -52,7 +44,7 @@ def main():
         times = {k: [] for k in cmds}
         for _ in range(a.rounds):
             for k, c in cmds.items():
-                times[k].append(timed(c))
+                times[k].append(timed(c, quiet=True))
         med = {k: statistics.median(v) for k, v in times.items()}
         n = 0
         out = subprocess.run([sc, "ls", m], check=True, capture_output=True, text=True).stdout

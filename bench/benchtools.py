@@ -1,0 +1,25 @@
+"""Helpers shared by the benchmarks in this folder."""
+import subprocess
+import time
+
+
+def timed(cmd, shell=False, quiet=False):
+    """Seconds a command takes, its stdout (and with quiet its stderr) discarded."""
+    t = time.perf_counter()
+    subprocess.run(cmd, shell=shell, check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL if quiet else None)
+    return time.perf_counter() - t
+
+
+def warm(paths):
+    """Reads the files through, so the timed runs find them in the page cache."""
+    for f in paths:
+        with open(f, "rb") as fh:
+            while fh.read(1 << 20):
+                pass
+
+
+def pack(shardpack, src, pattern, maxcount):
+    """src packed by shardpack into shards named by pattern, maxcount samples each."""
+    subprocess.run([shardpack, src, "-o", pattern, "-c", str(maxcount), "-q", "-j", "2",
+                    "--no-fsync"], check=True)
