@@ -32,16 +32,22 @@ static int list_push(List *l, char *s)
     return 0;
 }
 
-static char *concat3(const char *a, size_t na, const char *b, size_t nb, const char *c)
+static int expand(const char *s, List *l, char *err, const char *spec);
+
+/* Expands a's first na bytes, then b's first nb, then c, joined. */
+static int expand_joined(const char *a, size_t na, const char *b, size_t nb, const char *c,
+                         List *l, char *err, const char *spec)
 {
     size_t nc = strlen(c);
     char *s = malloc(na + nb + nc + 1);
     if (!s)
-        return NULL;
+        return SHARD_ERR_NOMEM;
     memcpy(s, a, na);
     memcpy(s + na, b, nb);
     memcpy(s + na + nb, c, nc + 1);
-    return s;
+    int rc = expand(s, l, err, spec);
+    free(s);
+    return rc;
 }
 
 #define MAX_EXPANSION 100000000ull
@@ -89,11 +95,7 @@ static int expand(const char *s, List *l, char *err, const char *spec)
         for (unsigned long long v = a; v <= b; v++) {
             char num[32];
             int k = pad ? snprintf(num, sizeof num, "%0*llu", width, v) : snprintf(num, sizeof num, "%llu", v);
-            char *head = concat3(s, pre, num, (size_t)k, rest);
-            if (!head)
-                return SHARD_ERR_NOMEM;
-            int rc = expand(head, l, err, spec);
-            free(head);
+            int rc = expand_joined(s, pre, num, (size_t)k, rest, l, err, spec);
             if (rc)
                 return rc;
         }
@@ -104,11 +106,7 @@ static int expand(const char *s, List *l, char *err, const char *spec)
     depth = 0;
     for (const char *p = body;; p++) {
         if (p == close || (*p == ',' && depth == 0)) {
-            char *head = concat3(s, pre, start, (size_t)(p - start), rest);
-            if (!head)
-                return SHARD_ERR_NOMEM;
-            int rc = expand(head, l, err, spec);
-            free(head);
+            int rc = expand_joined(s, pre, start, (size_t)(p - start), rest, l, err, spec);
             if (rc)
                 return rc;
             if (p == close)
