@@ -124,6 +124,7 @@ static void row_pass(const unsigned char *src, const Coeffs *c, int xoff, int ou
     }
 }
 
+#if defined(__x86_64__) || defined(__i386__)
 /* The vertical weights in 16 bits (VBITS of fraction) for pmaddwd, each window's rounded
  * to sum to exactly 1 so that flat areas stay exact. */
 static void weights16(const Coeffs *c, int n, int16_t *out)
@@ -143,7 +144,6 @@ static void weights16(const Coeffs *c, int n, int16_t *out)
     }
 }
 
-#if defined(__x86_64__) || defined(__i386__)
 /* Where the result goes: interleaved RGB rows, or three planes (mirrored or not), which
  * spares the batch a separate pass to reorder channels. */
 typedef struct ResizeOut {
@@ -200,11 +200,6 @@ static void vertical_row(const unsigned char *const *rows, const int32_t *w, int
     }
 }
 
-/* Both passes, one output row at a time, with no 8-bit rounding in between (within 1 of
- * PIL's two-pass bytes): the vertical sums of the box's rows (integer) land in a row of
- * floats that stays in L1; the horizontal pass then makes 8 output pixels per register,
- * as a banded matrix product: each input value of the block's span, broadcast, times the 8
- * pixels' weights for it (0 outside a pixel's window). No shuffles but the final packing. */
 /* One output value: the sum (with its 0.5 for rounding) truncated and clamped to 0..255,
  * as the SIMD packing below does it. */
 static inline unsigned char to_byte(float v)
@@ -239,6 +234,11 @@ static void row_to_bytes(const float *src, int n, unsigned char *dst, int flip)
         dst[flip ? n - 1 - x : x] = to_byte(src[x]);
 }
 
+/* Both passes, one output row at a time, with no 8-bit rounding in between (within 1 of
+ * PIL's two-pass bytes): the vertical sums of the box's rows (integer) land in a row of
+ * floats that stays in L1; the horizontal pass then makes 8 output pixels per register,
+ * as a banded matrix product: each input value of the block's span, broadcast, times the 8
+ * pixels' weights for it (0 outside a pixel's window). No shuffles but the final packing. */
 __attribute__((target("avx2,fma"), always_inline))
 static inline void resize_body(const unsigned char *box, size_t in_stride, int ybox0, size_t n,
                                const Coeffs *cv, const int16_t *kv, const float *band,
