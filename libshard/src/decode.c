@@ -361,11 +361,11 @@ static int png_decode(ShardScratch *sc, const void *data, size_t size, unsigned 
     return 0;
 }
 
-/* The whole image as RGB in the scratch's pixel buffer. */
-static int decode_rgb(ShardScratch *sc, const void *data, size_t size, unsigned char **out,
-                      int *width, int *height, char *msg, size_t msgsize)
+/* The whole image (of format fmt, as shard_image_format says) as RGB in the scratch's
+ * pixel buffer. */
+static int decode_rgb(ShardScratch *sc, const char *fmt, const void *data, size_t size,
+                      unsigned char **out, int *width, int *height, char *msg, size_t msgsize)
 {
-    const char *fmt = shard_image_format(data, size);
     if (fmt && !strcmp(fmt, "jpeg"))
         return jpeg_decode(sc, data, size, NULL, NULL, NULL, out, width, height, msg, msgsize);
     if (fmt && !strcmp(fmt, "png"))
@@ -382,7 +382,8 @@ int shard_decode_rgb(const void *data, size_t size, unsigned char **out, int *wi
     *out = NULL;
     ShardScratch sc = {0};
     unsigned char *px;
-    int rc = decode_rgb(&sc, data, size, &px, width, height, msg, msgsize);
+    int rc = decode_rgb(&sc, shard_image_format(data, size), data, size, &px, width, height, msg,
+                        msgsize);
     if (!rc)
         *out = shard_scratch_take(&sc, SHARD_SCR_PIXELS); /* px: the caller's now */
     shard_scratch_release(&sc);
@@ -447,7 +448,7 @@ int shard_decode_transform_with(ShardScratch *sc, const void *data, size_t size,
         }
         rc = jpeg_decode(sc, data, size, t, &rng, &box, &rgb, &w, &h, msg, msgsize);
     } else {
-        rc = decode_rgb(sc, data, size, &rgb, &w, &h, msg, msgsize);
+        rc = decode_rgb(sc, fmt, data, size, &rgb, &w, &h, msg, msgsize);
         if (!rc)
             box = crop_box(t, w, h, &rng);
     }
