@@ -79,6 +79,7 @@ struct ShardLoader {
     char *image_fields;
     char *label_field;
     char *raw_fields; /* NULL: none; "*": all but image and label */
+    int raw_all;      /* raw_fields is "*" */
     ShardReader *reader;
     char err[SHARD_ERROR_MAX];
     size_t image_bytes;
@@ -339,7 +340,7 @@ static int take_raw(ShardLoader *l, Slot *sl, size_t i, const ShardFieldView *f,
     for (size_t k = 0; k < nf; k++) {
         if (&f[k] == image || &f[k] == label)
             continue;
-        if (strcmp(l->raw_fields, "*") && !names_have(l->raw_fields, f[k].name))
+        if (!l->raw_all && !names_have(l->raw_fields, f[k].name))
             continue;
         RawField *r = slot_field(sl, f[k].name, l->s.batch_size);
         if (!r || field_append(r, i, f[k].data, (size_t)f[k].size))
@@ -363,7 +364,7 @@ static int take_key(Slot *sl, size_t i, const char *key)
 static void slot_begin(ShardLoader *l, Slot *sl)
 {
     sl->keylen = 0;
-    if (l->raw_fields && !strcmp(l->raw_fields, "*"))
+    if (l->raw_all)
         sl->nraw = 0;
     for (size_t k = 0; k < sl->nraw; k++)
         field_reset(&sl->raw[k]);
@@ -605,6 +606,7 @@ int shard_loader_open(ShardLoader **out, const ShardLoaderSettings *s, ShardErro
     l->s.image_fields = l->image_fields;
     l->s.label_field = l->label_field;
     l->s.raw_fields = l->raw_fields;
+    l->raw_all = l->raw_fields && !strcmp(l->raw_fields, "*");
     if (!l->image_fields || (s->label_field && !l->label_field) ||
         (s->raw_fields && *s->raw_fields && !l->raw_fields))
         return fail_open(l, err, shard_fail(l->err, SHARD_ERR_NOMEM, "out of memory"));
@@ -643,7 +645,7 @@ int shard_loader_open(ShardLoader **out, const ShardLoaderSettings *s, ShardErro
         int named = 1; /* the fields named in raw_fields are in every batch, present or not */
         const char *one;
         size_t len;
-        for (const char *p = l->raw_fields && strcmp(l->raw_fields, "*") ? l->raw_fields : NULL;
+        for (const char *p = l->raw_all ? NULL : l->raw_fields;
              named && next_name(&p, &one, &len);) {
             char name[256];
             if (len < sizeof name) {
