@@ -21,7 +21,9 @@ import libshard  # noqa: E402
 import libshard.webdataset as lwds  # noqa: E402
 from libshard.torch import ShardDataset  # noqa: E402
 
-from .conftest import NSAMPLES, webdataset_samples, within  # noqa: E402
+from PIL import Image  # noqa: E402
+
+from .conftest import NSAMPLES, encode, jpeg, textured, webdataset_samples, within  # noqa: E402
 
 HANG = 10  # seconds: any one epoch here takes well under 1 s (DataLoader timeout, watchdogs)
 
@@ -38,6 +40,19 @@ def same_sample(ours, theirs):
             assert os.path.samefile(ours[k], v), (ours[k], v)
         elif k != "__key__":
             assert isinstance(ours[k], bytes) and ours[k] == v, (ours["__key__"], k)
+
+
+def write_tar(path, members, dirs=()):
+    """A tar written by Python's tarfile: the folders named, then (name, bytes) members."""
+    with tarfile.open(path, "w") as tf:
+        for name in dirs:
+            d = tarfile.TarInfo(name)
+            d.type = tarfile.DIRTYPE
+            tf.addfile(d)
+        for name, data in members:
+            ti = tarfile.TarInfo(name)
+            ti.size = len(data)
+            tf.addfile(ti, io.BytesIO(data))
 
 
 def loader_epoch(manifest, **kw):
@@ -107,14 +122,7 @@ def test_raw_grouping_rule_on_a_handmade_tar(tmp_path):
                ("a.b/s1.cls", b"3"), ("README", b"no dot: skipped"),
                ("__meta__", b"skipped"), ("s2.txt", b"text"), ("s2.json", b"{}"),
                ("d/s3.tar.gz", b"gz"), ("d/s3.cls", b"1"), ("d/s4.cls", b"")]
-    with tarfile.open(path, "w") as tf:
-        d = tarfile.TarInfo("a.b")
-        d.type = tarfile.DIRTYPE
-        tf.addfile(d)
-        for name, data in members:
-            ti = tarfile.TarInfo(name)
-            ti.size = len(data)
-            tf.addfile(ti, io.BytesIO(data))
+    write_tar(path, members, dirs=["a.b"])
     expected = webdataset_samples(path)
     assert [s["__key__"] for s in expected] == ["a.b/s1", "s2", "d/s3", "d/s4"]
     assert set(expected[0]) == {"__key__", "__url__", "jpg", "seg.png", "cls"}
@@ -413,25 +421,22 @@ def with_fields(tmp_path_factory):
     """4 shards of 12 samples written by Python's tarfile: jpg, cls, json on every sample,
     txt on two of three; one sample's JPEG cut short. Returns (url pattern, {key: fields},
     bad key)."""
-    from .conftest import jpeg, textured
     root = tmp_path_factory.mktemp("fields")
     expect, bad = {}, "s0017"
     for shard in range(4):
-        with tarfile.open(root / f"f-{shard:02d}.tar", "w") as tf:
-            for j in range(12):
-                i = shard * 12 + j
-                key = f"s{i:04d}"
-                img = jpeg(textured(40 + i % 7, 36, seed=i))
-                fields = {"jpg": img[: len(img) // 2] if key == bad else img,
-                          "cls": str(i % 3).encode(),
-                          "json": b'{"i": %d, "pad": "%s"}' % (i, b"x" * (i * 5))}
-                if i % 3:
-                    fields["txt"] = f"caption {i}".encode()
-                expect[key] = fields
-                for name, data in fields.items():
-                    ti = tarfile.TarInfo(f"{key}.{name}")
-                    ti.size = len(data)
-                    tf.addfile(ti, io.BytesIO(data))
+        members = []
+        for j in range(12):
+            i = shard * 12 + j
+            key = f"s{i:04d}"
+            img = jpeg(textured(40 + i % 7, 36, seed=i))
+            fields = {"jpg": img[: len(img) // 2] if key == bad else img,
+                      "cls": str(i % 3).encode(),
+                      "json": b'{"i": %d, "pad": "%s"}' % (i, b"x" * (i * 5))}
+            if i % 3:
+                fields["txt"] = f"caption {i}".encode()
+            expect[key] = fields
+            members += [(f"{key}.{name}", data) for name, data in fields.items()]
+        write_tar(root / f"f-{shard:02d}.tar", members)
     return str(root / "f-{00..03}.tar"), expect, bad
 
 
@@ -507,9 +512,6 @@ def test_one_decode_thread_through_mixed_images_equals_decoding_each_alone(tmp_p
     after colour, grey, CMYK, PNG, large and small images, a JPEG cut in its headers (an
     error inside libjpeg) and a non-image, every image must come out as a fresh decode of
     it alone gives it."""
-    from PIL import Image
-
-    from .conftest import encode, jpeg, textured
     rng = np.random.default_rng(9)
     cmyk = np.concatenate([textured(90, 70, seed=2), rng.integers(0, 256, (70, 90, 1), np.uint8)], -1)
     images = [jpeg(textured(120, 90, seed=1)), jpeg(textured(640, 480, seed=3), subsampling=0),
@@ -519,12 +521,9 @@ def test_one_decode_thread_through_mixed_images_equals_decoding_each_alone(tmp_p
               jpeg(textured(300, 200, seed=6))[:300] + b"\xff\xd9", b"not an image",
               jpeg(textured(33, 47, seed=7)), jpeg(textured(1000, 700, seed=8), subsampling=2),
               jpeg(textured(64, 64, seed=10))]
-    with tarfile.open(tmp_path / "mixed.tar", "w") as tf:
-        for i, data in enumerate(images * 2):
-            for name, b in ((f"m{i:03d}.jpg", data), (f"m{i:03d}.cls", b"1")):
-                ti = tarfile.TarInfo(name)
-                ti.size = len(b)
-                tf.addfile(ti, io.BytesIO(b))
+    write_tar(tmp_path / "mixed.tar",
+              [m for i, data in enumerate(images * 2)
+               for m in ((f"m{i:03d}.jpg", data), (f"m{i:03d}.cls", b"1"))])
     kw = dict(crop="center", fast=fast, layout="nhwc")
     got = []
 
