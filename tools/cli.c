@@ -99,6 +99,12 @@ void cli_print_path(FILE *f, const char *path)
     fputs(cli_escape_path(path, buf, sizeof buf), f);
 }
 
+int cli_usage_error(const char *prog, const char *msg)
+{
+    fprintf(stderr, "%s: %s\nTry '%s --help'.\n", prog, msg, prog);
+    return 2;
+}
+
 int cli_ends_with(const char *s, const char *suffix)
 {
     size_t n = strlen(s), k = strlen(suffix);

@@ -17,6 +17,9 @@ int cli_parse_u64(const char *s, uint64_t *out);
 /* Writes a byte count as "12.3 MB" into buf. */
 const char *cli_human_bytes(double bytes, char *buf, size_t size);
 
+/* Says "PROG: msg" and how to get help on stderr; returns 2, the bad-usage exit status. */
+int cli_usage_error(const char *prog, const char *msg);
+
 /* Whether s ends with suffix. */
 int cli_ends_with(const char *s, const char *suffix);
 

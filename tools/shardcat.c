@@ -46,8 +46,7 @@ static void usage(FILE *f)
 
 static int die_usage(const char *msg)
 {
-    fprintf(stderr, "shardcat: %s\nTry 'shardcat --help'.\n", msg);
-    return 2;
+    return cli_usage_error("shardcat", msg);
 }
 
 /* A shard to work on and, when it came from a manifest, what the manifest says of it. */

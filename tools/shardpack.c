@@ -137,9 +137,7 @@ static void usage(FILE *f)
 
 static void die_usage(const char *msg)
 {
-    fprintf(stderr, "shardpack: %s\n", msg);
-    fprintf(stderr, "Try 'shardpack --help'.\n");
-    exit(2);
+    exit(cli_usage_error("shardpack", msg));
 }
 
 /* ---- input scan --------------------------------------------------------------------- */
