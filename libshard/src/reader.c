@@ -111,6 +111,8 @@ struct ShardReader {
     FileRef **fin; /* shards the streams have moved past, oldest first (held) */
     size_t nfin;
 
+    int start_due; /* the fetch threads start at the first pull: a restore or set_epoch
+                      right after open or an epoch change reads nothing it drops */
     atomic_ullong shards_opened, skipped_shards, skipped_samples, errors;
     uint64_t samples, bytes;
     double wait;
@@ -512,6 +514,7 @@ static void clear_buffer(ShardReader *r)
 static int plan_epoch(ShardReader *r, uint64_t e)
 {
     stop_threads(r);
+    r->start_due = 0; /* the caller says when the new plan may start */
     clear_buffer(r);
     free(r->segs);
     r->segs = NULL;
@@ -620,6 +623,11 @@ static void stream_moved_on(ShardReader *r, Stream *st, FileRef *next)
 static Item *pull(ShardReader *r, int *rc)
 {
     *rc = 0;
+    if (r->start_due) {
+        r->start_due = 0;
+        if ((*rc = start_threads(r)))
+            return NULL;
+    }
     Stream *st;
     while ((st = current_stream(r))) {
         Item *it = queue_pop(&st->q, &r->wait);
@@ -851,8 +859,7 @@ static int restore_to(ShardReader *r, uint64_t epoch, uint64_t position)
     if (!r->counts_known || r->s.skip_errors) {
         /* No counts to replay on, or errors may have changed them: read and drop, which
          * meets the same errors at the same places. */
-        if ((rc = start_threads(r)))
-            return rc;
+        r->start_due = 1;
         const char *k, *u;
         const ShardFieldView *fv;
         size_t nf;
@@ -887,7 +894,8 @@ static int restore_to(ShardReader *r, uint64_t epoch, uint64_t position)
     }
     if ((rc = load_buffer(r)))
         return rc;
-    return start_threads(r);
+    r->start_due = 1;
+    return 0;
 }
 
 /* ---- open, epochs, state --------------------------------------------------------------- */
@@ -1051,10 +1059,9 @@ int shard_reader_open(ShardReader **out, const ShardReaderSettings *s, ShardErro
             return fail_open(r, err, shard_fail(r->err, SHARD_ERR_NOMEM, "out of memory"));
     }
     int rc = plan_epoch(r, r->s.epoch);
-    if (!rc)
-        rc = start_threads(r);
     if (rc)
         return fail_open(r, err, rc);
+    r->start_due = 1;
     *out = r;
     return 0;
 }
@@ -1063,10 +1070,10 @@ int shard_reader_set_epoch(ShardReader *r, uint64_t e)
 {
     r->failed = 0;
     int rc = plan_epoch(r, e);
-    if (!rc)
-        rc = start_threads(r);
     if (rc)
         r->failed = rc;
+    else
+        r->start_due = 1;
     return rc;
 }
 
