@@ -8,8 +8,8 @@
  *   in turn (round-robin over streams that still have samples), then passes them through
  *   the shuffle buffer. Which stream yields next, and which buffer slot is drawn, depend
  *   only on the plan, the sample counts and the seeded generator, never on timing.
- * - Threads: one fetch thread per stream, started at each epoch, joined when the epoch is
- *   left. It opens its segments in order, reads their samples and pushes them into its
+ * - Threads: one fetch thread per stream, started at the epoch's first pull (after any
+ *   restore), joined when the epoch is left. It opens its segments in order, reads their samples and pushes them into its
  *   bounded queue (queue_depth); a full queue blocks it. Everything else, including the
  *   shuffle buffer, runs on the caller's thread. Items cross threads only through the
  *   queues (one mutex and two condition variables each); the counters the fetch threads
