@@ -647,12 +647,13 @@ int shard_loader_open(ShardLoader **out, const ShardLoaderSettings *s, ShardErro
         size_t len;
         for (const char *p = l->raw_all ? NULL : l->raw_fields;
              named && next_name(&p, &one, &len);) {
-            char name[256];
-            if (len < sizeof name) {
+            char *name = malloc(len + 1);
+            if (name) {
                 memcpy(name, one, len);
                 name[len] = 0;
-                named = slot_field(sl, name, bs) != NULL;
             }
+            named = name && slot_field(sl, name, bs) != NULL;
+            free(name);
         }
         if (!sl->images || !sl->labels || !sl->keys || !sl->urls || !sl->items || !sl->img ||
             !sl->img_size || !sl->failed || !sl->keyoff || !named)
