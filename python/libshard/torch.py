@@ -58,6 +58,12 @@ class ShardDataset(torch.utils.data.IterableDataset):
             raise TypeError(f"ShardDataset: unknown settings {sorted(unknown)}")
         if settings.get("seed") is None and settings.get("mode", "exact") != "resampled":
             settings["seed"] = int.from_bytes(os.urandom(8), "little") >> 1
+        raw = settings.get("raw_fields")
+        if raw is not None and not isinstance(raw, str):
+            if not (isinstance(raw, (list, tuple)) and all(isinstance(n, str) for n in raw)):
+                raise TypeError(f"raw_fields: a name, a ';'-separated list or a list of names, "
+                                f"not {raw!r}")
+            settings["raw_fields"] = ";".join(raw)
         self.urls = [os.fspath(u) for u in ([urls] if isinstance(urls, (str, os.PathLike)) else urls)]
         self.decode = decode
         self.device = torch.device(device)
@@ -104,8 +110,6 @@ class ShardDataset(torch.utils.data.IterableDataset):
             yield from reader
             return
         raw = self.settings.get("raw_fields")
-        if raw is not None and not isinstance(raw, str):
-            raw = ";".join(raw)
         loader = _libshard.Loader(self.urls, epoch=self.epoch, **split,
                                   **{**self.settings, "raw_fields": raw or ""})
         self._adopt(loader)

@@ -475,6 +475,13 @@ def test_batches_carry_every_other_field_raw_by_default(with_fields):
         assert any(None in f.get("txt", []) for _, _, f in batches)
 
 
+def test_raw_fields_of_the_wrong_type_are_refused_by_name(with_fields):
+    with pytest.raises(TypeError, match="raw_fields"):
+        ShardDataset(with_fields[0], raw_fields=3)
+    with pytest.raises(TypeError, match="raw_fields"):
+        ShardDataset(with_fields[0], raw_fields=["json", 3])
+
+
 def test_named_raw_fields_are_in_every_batch_present_or_not(with_fields):
     url, expect, bad = with_fields
     batches = fields_epoch(url, seed=1, batch_size=7, image_size=32, skip_errors=True,
