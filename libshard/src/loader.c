@@ -152,7 +152,9 @@ static void *decoder_main(void *arg)
         Job j = l->jobs[l->jhead];
         l->jhead = (l->jhead + 1) % l->jcap;
         l->jn--;
-        if (l->job_room_wanted) /* wake the producer only when it waits: no wake-up per job */
+        /* wake the producer only when it waits, and only once the queue is half empty: it
+         * then queues half a queue at once, not one job per wake-up */
+        if (l->job_room_wanted && l->jn <= l->jcap / 2)
             pthread_cond_broadcast(&l->slot_free);
         pthread_mutex_unlock(&l->lock);
 
