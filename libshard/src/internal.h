@@ -98,7 +98,7 @@ enum {
     SHARD_SCR_CMYK,   /* one CMYK row */
     SHARD_SCR_RESIZED, SHARD_SCR_HB, SHARD_SCR_HK, SHARD_SCR_VB, SHARD_SCR_VK, SHARD_SCR_KD,
     SHARD_SCR_BAND, SHARD_SCR_START, SHARD_SCR_KV, SHARD_SCR_ROWF, SHARD_SCR_VW, SHARD_SCR_VROW,
-    SHARD_SCR_ROWOUT, SHARD_SCR_TMP, SHARD_SCR_ACC, SHARD_SCR_RGB,
+    SHARD_SCR_ROWOUT, SHARD_SCR_KH, SHARD_SCR_TMP, SHARD_SCR_ACC, SHARD_SCR_RGB,
     SHARD_SCRATCH_N
 };
 typedef struct ShardScratch {
@@ -106,6 +106,7 @@ typedef struct ShardScratch {
     size_t cap[SHARD_SCRATCH_N];
     void *jpeg;                   /* a reusable libjpeg decompressor (decode.c), or NULL */
     void (*jpeg_free)(void *jpeg);
+    int simd;                     /* resize.c: the SIMD level in use plus 1; 0 until known */
 } ShardScratch;
 
 /* Buffer `which`, at least size bytes, 64-byte aligned, contents undefined; NULL when out

@@ -17,6 +17,10 @@ Tolerances, each measured and stated here:
 """
 import io
 import math
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -408,3 +412,62 @@ def test_truncated_jpeg_fails_whatever_the_crop():
                     assert "corrupt JPEG" in str(e)
         assert not passed, (f"a JPEG missing its last {cut} bytes decoded without error for "
                             f"(seed, fast) in {passed}")
+
+
+# The resampler tests again under each SIMD path: the plain run checks only the best path
+# this CPU has, and the others serve CPUs without it.
+RESAMPLER_TESTS = "resampler_shapes or random_crops or center_crop or flip or layouts or draft or crop_none"
+
+
+@pytest.mark.parametrize("level", ["none", "avx2", "avx512"])
+def test_each_simd_path_against_pil(level):
+    env = dict(os.environ, LIBSHARD_SIMD=level)
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                        "-k", RESAMPLER_TESTS, __file__], env=env, capture_output=True, text=True,
+                       cwd=Path(__file__).resolve().parents[2])
+    assert r.returncode == 0, f"LIBSHARD_SIMD={level}:\n{r.stdout[-4000:]}{r.stderr[-2000:]}"
+    assert " passed" in r.stdout and "skipped" not in r.stdout, r.stdout[-2000:]
+
+
+def _cpu_flags():
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("flags"):
+                return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def _digest_under(level, *paths):
+    """What the decode of a few crops gives with LIBSHARD_SIMD=level, in a fresh process."""
+    code = (
+        "import hashlib, sys; sys.path[:0] = sys.argv[1:2]; import libshard\n"
+        "h = hashlib.sha1()\n"
+        "for f in sys.argv[2:]:\n"
+        "    data = open(f, 'rb').read()\n"
+        "    for seed in range(4):\n"
+        "        h.update(bytes(libshard.decode(data, 224, 224, crop='random_resized', fast=False,"
+        " seed=seed, flip=True)))\n"
+        "print(h.hexdigest())\n")
+    return subprocess.run([sys.executable, "-c", code, os.path.dirname(os.path.dirname(libshard.__file__)),
+                           *paths], env=dict(os.environ, LIBSHARD_SIMD=level),
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_libshard_simd_caps_the_path(medium, big, tmp_path):
+    """LIBSHARD_SIMD is obeyed: the AVX2 and AVX-512 float paths give the same bytes, the
+    scalar path and (where the CPU has VBMI and VNNI) the integer path other bytes."""
+    files = []
+    for name, data in (("m.jpg", medium), ("b.jpg", big)):
+        (tmp_path / name).write_bytes(data)
+        files.append(str(tmp_path / name))
+    flags = _cpu_flags()
+    if "avx2" not in flags:
+        pytest.skip("this CPU has no AVX2: only the scalar path runs")
+    d = {level: _digest_under(level, *files) for level in ("none", "avx2", "avx512", "vnni")}
+    assert d["none"] != d["avx2"]
+    if {"avx512vl", "avx512bw"} <= flags:
+        assert d["avx512"] == d["avx2"]
+    if {"avx512vl", "avx512bw", "avx512_vbmi", "avx512_vnni"} <= flags:
+        assert d["vnni"] != d["avx512"], "LIBSHARD_SIMD=avx512 did not leave the VNNI path"
