@@ -1,13 +1,13 @@
 #!/usr/bin/python3
 """Adds up the test cases of every meson test (criterion and pytest report their own counts)
-and prints one closing line: 'N passed, N failed, N skipped'."""
+in the testlog.json files named and prints one closing line: 'N passed, N failed, N skipped'."""
 import json
 import re
 import sys
 
 passed = failed = skipped = 0
-with open(sys.argv[1]) as f:
-    for line in f:
+for path in sys.argv[1:]:
+    for line in open(path):
         t = json.loads(line)
         out = (t.get("stdout") or "") + (t.get("stderr") or "")
         m = re.search(r"Synthesis: Tested: (\d+) \| Passing: (\d+) \| Failing: (\d+) \| Crashing: (\d+)", out)
