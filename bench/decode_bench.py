@@ -53,6 +53,7 @@ base = os.path.dirname(manifest)
 shards = [os.path.join(base, s["url"]) for s in m["shardlist"]]
 n = 0
 t = time.perf_counter()
+cpu0 = resource.getrusage(resource.RUSAGE_SELF)
 if which == "reference":
     import torchvision.transforms as T
     from PIL import Image
@@ -93,9 +94,12 @@ else:
     for images, labels in torch.utils.data.DataLoader(ds, batch_size=None, num_workers=0):
         n += images.shape[0]
 dt = time.perf_counter() - t
+cpu1 = resource.getrusage(resource.RUSAGE_SELF)
+# this process's CPU (all its threads; the reference's worker processes are not in it)
+cpu = cpu1.ru_utime - cpu0.ru_utime + cpu1.ru_stime - cpu0.ru_stime
 rss = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
           resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
-print(json.dumps({"samples": n, "seconds": dt, "maxrss_mb": rss / 1024,
+print(json.dumps({"samples": n, "seconds": dt, "cpu_ms": cpu * 1e3 / n, "maxrss_mb": rss / 1024,
                   "anon_mb": peak["RssAnon"] / 1024, "file_mb": peak["RssFile"] / 1024}))
 '''
 
@@ -124,10 +128,13 @@ def main():
         rss = {k: 0.0 for k in runs}
         anon = {k: 0.0 for k in runs}
         mapped = {k: 0.0 for k in runs}
+        cpu_ms = {"jpeg_rate": [], "libshard-full": []}
+
         def jpeg_rate():
             out = subprocess.run([f"{build}/bench/jpeg_rate", a.src], check=True,
                                  capture_output=True, text=True).stdout.split()
             runs["jpeg_rate"].append(float(out[out.index("images_per_s") + 1]))
+            cpu_ms["jpeg_rate"].append(float(out[out.index("cpu_ms_per_image") + 1]))
 
         def jpeg_rate_all():
             # one copy per core at once: what the cores decode together (they share caches,
@@ -146,6 +153,8 @@ def main():
                                            str(cores)], check=True, capture_output=True,
                                           text=True).stdout.strip().splitlines()[-1])
             runs[which].append(r["samples"] / r["seconds"])
+            if which in cpu_ms:
+                cpu_ms[which].append(r["cpu_ms"])
             rss[which] = max(rss[which], r["maxrss_mb"])
             anon[which] = max(anon[which], r["anon_mb"])
             mapped[which] = max(mapped[which], r["file_mb"])
@@ -171,8 +180,20 @@ def main():
         print("ratios:")
         print(f"  libshard fast / reference                 = {med['libshard-fast'] / med['reference']:.2f}  (target >= 3)")
         print(f"  libshard full / (libjpeg-turbo x cores)   = {med['libshard-full'] / (med['jpeg_rate'] * cores):.2f}  (target >= 0.85)")
+        # each round's full-decode run against the single-core decoder run right after it:
+        # the machine's drift between rounds cancels
+        paired = sorted(f / (j * cores) for f, j in zip(runs["libshard-full"], runs["jpeg_rate"]))
+        print(f"    the same, round by round: median {statistics.median(paired):.2f}, "
+              f"range {paired[0]:.2f}-{paired[-1]:.2f}")
+        paired = sorted(j / f for f, j in zip(cpu_ms["libshard-full"], cpu_ms["jpeg_rate"]))
+        print(f"    by CPU time per image: libjpeg-turbo {statistics.median(cpu_ms['jpeg_rate']):.2f} ms, "
+              f"libshard full {statistics.median(cpu_ms['libshard-full']):.2f} ms (all threads); "
+              f"round by round {statistics.median(paired):.2f}, range {paired[0]:.2f}-{paired[-1]:.2f}")
         print(f"  libshard fast / (libjpeg-turbo x cores)   = {med['libshard-fast'] / (med['jpeg_rate'] * cores):.2f}")
         print(f"  libshard full / (libjpeg-turbo, {cores} at once) = {med['libshard-full'] / med['jpeg_rate_all']:.2f}")
+        paired = sorted(f / j for f, j in zip(runs["libshard-full"], runs["jpeg_rate_all"]))
+        print(f"    the same, round by round: median {statistics.median(paired):.2f}, "
+              f"range {paired[0]:.2f}-{paired[-1]:.2f}")
         print(f"  memory: 2x the data, peak anon {anon['libshard-fast-2x']:.0f} MB and shard pages "
               f"{mapped['libshard-fast-2x']:.0f} MB, against {anon['libshard-fast']:.0f} and "
               f"{mapped['libshard-fast']:.0f} MB")

@@ -406,7 +406,8 @@ __attribute__((target(VNNI_TARGET)))
 static void split_planes(const unsigned char *box, size_t in_stride, int rows, size_t n,
                          size_t pcols, unsigned char *planar)
 {
-    /* channel c of pixels 0-21 from the first two registers, 22-31 from the third */
+    /* channel c of the 32 pixels: those whose byte is in the first two registers, then
+     * the rest from the third */
     unsigned char ib[3][32], ic[3][32];
     for (int c = 0; c < 3; c++)
         for (int x = 0; x < 32; x++) {
