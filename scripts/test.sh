@@ -10,14 +10,19 @@ status=0
 meson test -C build --print-errorlogs --num-processes 2 "$@" || status=$?
 logs=(build/meson-logs/testlog.json)
 if [ $# -eq 0 ]; then
-  if [ ! -f build-asan/build.ninja ]; then
-    meson setup build-asan -Db_sanitize=address,undefined -Dbuildtype=debugoptimized \
-      -Dwerror=true -Dpython=disabled -Dcuda=disabled >/dev/null
+  out=$(mktemp)
+  if { [ -f build-asan/build.ninja ] || { rm -rf build-asan && meson setup build-asan \
+         -Db_sanitize=address,undefined -Dbuildtype=debugoptimized -Dwerror=true \
+         -Dpython=disabled -Dcuda=disabled; }; } >"$out" 2>&1 && ninja -C build-asan >>"$out" 2>&1; then
+    UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+      meson test -C build-asan --no-rebuild --print-errorlogs --num-processes 2 --suite unit || status=$?
+    logs+=(build-asan/meson-logs/testlog.json)
+  else
+    cat "$out"
+    echo "test.sh: the sanitizer build (build-asan/) failed"
+    status=1
   fi
-  ninja -C build-asan >/dev/null
-  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-    meson test -C build-asan --no-rebuild --print-errorlogs --num-processes 2 --suite unit || status=$?
-  logs+=(build-asan/meson-logs/testlog.json)
+  rm -f "$out"
 fi
 /usr/bin/python3 scripts/test_summary.py "${logs[@]}"
 exit $status

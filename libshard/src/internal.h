@@ -130,5 +130,8 @@ SHARD_HIDDEN int shard_decode_transform_with(ShardScratch *sc, const void *data,
 SHARD_HIDDEN int shard_resize_fast(ShardScratch *sc, const unsigned char *in, int w, int h,
                                    double x0, double y0, double bw, double bh, unsigned char *out,
                                    int out_w, int out_h, int planar, int flip);
+/* The SIMD path shard_resize_fast takes with this scratch: "none", "avx2", "avx512" or
+ * "vnni" (the best the CPU has, capped by LIBSHARD_SIMD when the scratch is first used). */
+SHARD_HIDDEN const char *shard_resize_path(ShardScratch *sc);
 
 #endif /* SHARD_INTERNAL_H */

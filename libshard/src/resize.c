@@ -130,7 +130,7 @@ static void row_pass(const unsigned char *src, const Coeffs *c, int xoff, int ou
 }
 
 #if defined(__x86_64__) || defined(__i386__)
-/* The vertical weights in 16 bits (VBITS of fraction) for pmaddwd, each window's rounded
+/* Weights in 16 bits (VBITS of fraction) for pmaddwd and vpdpwssd, each window's rounded
  * to sum to exactly 1 so that flat areas stay exact. */
 static void weights16(const Coeffs *c, int n, int16_t *out)
 {
@@ -341,6 +341,8 @@ static void resize_avx512(const unsigned char *box, size_t in_stride, int ybox0,
  * libjpeg-turbo's JSIMD_FORCE* variables do: to compare the paths' speed and bytes. */
 enum { SIMD_NONE, SIMD_AVX2, SIMD_AVX512, SIMD_VNNI };
 
+static const char *const simd_names[] = {"none", "avx2", "avx512", "vnni"};
+
 static int simd_level(ShardScratch *sc)
 {
     if (sc->simd)
@@ -355,9 +357,8 @@ static int simd_level(ShardScratch *sc)
         }
     }
     const char *cap = getenv("LIBSHARD_SIMD");
-    static const char *const names[] = {"none", "avx2", "avx512", "vnni"};
     for (int i = 0; cap && i < level; i++)
-        if (!strcmp(cap, names[i]))
+        if (!strcmp(cap, simd_names[i]))
             level = i;
     sc->simd = level + 1;
     return level;
@@ -370,8 +371,8 @@ static int simd_level(ShardScratch *sc)
  * which multiplies pairs and adds them in one instruction, 8 output pixels per register as
  * the float pass does: half its instructions. */
 #define VNNI_TARGET "avx2,fma,avx512f,avx512vl,avx512bw,avx512vbmi,avx512vnni"
-#define MIDBITS 7
-#define HBITS 14
+#define MIDBITS 7 /* the most int16 holds: 255 << 7 */
+#define HBITS VBITS /* weights16 makes the horizontal weights too */
 
 /* acc + the pairwise products of a and b (vpdpwssd). In assembly: GCC 12 copies the
  * accumulator around each use of the intrinsic, twice the instructions of the loop. */
@@ -386,7 +387,7 @@ static inline __m256i dpwssd(__m256i acc, __m256i a, __m256i b)
 __attribute__((target(VNNI_TARGET), always_inline))
 static inline __m256i dpwssd_bcast(__m256i acc, __m256i a, const void *p)
 {
-    __asm__("vpdpwssd %2%{1to8%}, %1, %0" : "+v"(acc) : "v"(a), "m"(*(const int32_t *)p));
+    __asm__("vpdpwssd %2%{1to8%}, %1, %0" : "+v"(acc) : "v"(a), "m"(*(const int16_t(*)[2])p));
     return acc;
 }
 
@@ -599,9 +600,9 @@ static int resize(ShardScratch *sc, const unsigned char *in, int w, int h, doubl
              * past cols (zeros) */
             size_t pcols = ((size_t)cols + 31) & ~(size_t)31;
             size_t pstride = (pcols + (size_t)span + 15) & ~(size_t)15;
-            unsigned char *planar = shard_scratch(sc, SHARD_SCR_TMP, (size_t)rows * 3 * pcols);
+            unsigned char *split = shard_scratch(sc, SHARD_SCR_TMP, (size_t)rows * 3 * pcols);
             int16_t *mid = shard_scratch(sc, SHARD_SCR_ROWF, 3 * pstride * sizeof(int16_t));
-            if (!band || !kh || !planar || !mid)
+            if (!band || !kh || !split || !mid)
                 return SHARD_ERR_NOMEM;
             memset(mid, 0, 3 * pstride * sizeof *mid);
             memset(band, 0, band_n * sizeof *band);
@@ -615,8 +616,8 @@ static int resize(ShardScratch *sc, const unsigned char *in, int w, int h, doubl
                             kh[(size_t)xx * (size_t)ch.ksize + (size_t)t];
                     }
                 }
-            split_planes(box, in_stride, rows, box_stride, pcols, planar);
-            resize_vnni(planar, pcols, ybox0, &cv, kv, (const int32_t *)band, start, span,
+            split_planes(box, in_stride, rows, box_stride, pcols, split);
+            resize_vnni(split, pcols, ybox0, &cv, kv, (const int32_t *)band, start, span,
                         out_w, out_h, mid, pstride, rowout, vrow, vw, &o);
             return 0;
         }
@@ -648,6 +649,16 @@ static int resize(ShardScratch *sc, const unsigned char *in, int w, int h, doubl
 #endif
     return resize_scalar(sc, in, in_stride, ybox0, rows, box, box_stride, &ch, &cv, xbox0, out,
                          out_w, out_h, vertical_first, planar, flip);
+}
+
+const char *shard_resize_path(ShardScratch *sc)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    return simd_names[simd_level(sc)];
+#else
+    (void)sc;
+    return "none";
+#endif
 }
 
 int shard_resize_fast(ShardScratch *sc, const unsigned char *in, int w, int h, double x0,

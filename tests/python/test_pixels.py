@@ -416,7 +416,9 @@ def test_truncated_jpeg_fails_whatever_the_crop():
 
 # The resampler tests again under each SIMD path: the plain run checks only the best path
 # this CPU has, and the others serve CPUs without it.
-RESAMPLER_TESTS = "resampler_shapes or random_crops or center_crop or flip or layouts or draft or crop_none"
+RESAMPLER_TESTS = (
+    "resampler_shapes or random_crops or center_crop_full_decode or flip_mirrors or layouts or draft "
+    "or crop_none")
 
 
 @pytest.mark.parametrize("level", ["none", "avx2", "avx512"])
@@ -469,5 +471,5 @@ def test_libshard_simd_caps_the_path(medium, big, tmp_path):
     assert d["none"] != d["avx2"]
     if {"avx512vl", "avx512bw"} <= flags:
         assert d["avx512"] == d["avx2"]
-    if {"avx512vl", "avx512bw", "avx512_vbmi", "avx512_vnni"} <= flags:
+    if {"avx512vl", "avx512bw", "avx512vbmi", "avx512_vnni"} <= flags:
         assert d["vnni"] != d["avx512"], "LIBSHARD_SIMD=avx512 did not leave the VNNI path"

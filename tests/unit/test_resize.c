@@ -48,8 +48,24 @@ static void check_path(const char *level)
     unsigned char *img = picture(W, H);
     size_t cap = (size_t)700 * 700 * 3;
     unsigned char *want = malloc(cap), *got = malloc(cap);
+    /* the path taken: the one asked for, or the best this CPU has when that is lower */
+    static const char *const order[] = {"none", "avx2", "avx512", "vnni"};
+    ShardScratch best_sc = {0};
+    unsetenv("LIBSHARD_SIMD");
+    const char *best = shard_resize_path(&best_sc);
+    int want_rank = 0, best_rank = 0;
+    for (int i = 0; i < 4; i++) {
+        if (!strcmp(order[i], level))
+            want_rank = i;
+        if (!strcmp(order[i], best))
+            best_rank = i;
+    }
     setenv("LIBSHARD_SIMD", level, 1);
     ShardScratch sc = {0};
+    const char *path = shard_resize_path(&sc);
+    cr_assert_str_eq(path, order[want_rank < best_rank ? want_rank : best_rank],
+                     "LIBSHARD_SIMD=%s took the %s path (the CPU's best: %s)", level, path, best);
+    cr_log_info("LIBSHARD_SIMD=%s: the %s path", level, path);
     uint64_t s = 12345;
     size_t total = 0, off_by_one = 0;
     for (int i = 0; i < 300; i++) {
