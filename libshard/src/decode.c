@@ -455,27 +455,23 @@ int shard_decode_transform_with(ShardScratch *sc, const void *data, size_t size,
     if (rc)
         return rc;
     int flip = t->flip && (shard_rng_next(&rng) >> 63);
-    if (t->dtype == SHARD_DTYPE_UINT8 && t->layout == SHARD_LAYOUT_NCHW) {
-        /* straight into the caller's planes */
-        rc = shard_resize_fast(sc, rgb, w, h, box.x, box.y, box.w, box.h, out, t->width,
-                               t->height, 1, flip);
-        if (rc && msg)
-            snprintf(msg, msgsize, rc == SHARD_ERR_NOMEM ? "out of memory"
-                                   : "cannot resize a %dx%d image's crop", w, h);
-        return rc;
-    }
-    unsigned char *resized = shard_scratch(sc, SHARD_SCR_RESIZED, (size_t)t->width * t->height * 3);
+    /* uint8 NCHW goes straight into the caller's planes (mirrored there); other outputs
+     * through an RGB buffer that store() converts */
+    int direct = t->dtype == SHARD_DTYPE_UINT8 && t->layout == SHARD_LAYOUT_NCHW;
+    unsigned char *dst = direct ? out
+                                : shard_scratch(sc, SHARD_SCR_RESIZED, (size_t)t->width * t->height * 3);
     /* The vertical-first resampler: within 1 of PIL (shard_resize_rgb is PIL's bytes). */
-    rc = resized ? shard_resize_fast(sc, rgb, w, h, box.x, box.y, box.w, box.h, resized, t->width,
-                                     t->height, 0, 0)
-                 : SHARD_ERR_NOMEM;
+    rc = dst ? shard_resize_fast(sc, rgb, w, h, box.x, box.y, box.w, box.h, dst, t->width,
+                                 t->height, direct, direct && flip)
+             : SHARD_ERR_NOMEM;
     if (rc) {
         if (msg)
             snprintf(msg, msgsize, rc == SHARD_ERR_NOMEM ? "out of memory"
                                    : "cannot resize a %dx%d image's crop", w, h);
         return rc;
     }
-    store(t, resized, flip, out);
+    if (!direct)
+        store(t, dst, flip, out);
     return 0;
 }
 
