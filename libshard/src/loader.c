@@ -134,10 +134,11 @@ static void *buf_alloc(const ShardLoader *l, size_t n)
     /* Batch buffers are tens of MB, first written by the decoders: in 2 MB pages (where
      * transparent huge pages are on "madvise", Debian's default) that is a few dozen page
      * faults per buffer instead of ten thousand, and fewer TLB misses after. */
-    void *p = aligned_alloc(HUGE_PAGE, (n + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1));
+    size_t size = (n + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+    void *p = aligned_alloc(HUGE_PAGE, size);
 #ifdef MADV_HUGEPAGE
     if (p)
-        madvise(p, (n + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1), MADV_HUGEPAGE); /* a hint: failure is fine */
+        madvise(p, size, MADV_HUGEPAGE); /* a hint: failure is fine */
 #endif
     return p;
 }
@@ -452,15 +453,13 @@ static void *producer_main(void *arg)
             sl->urls[n] = url;
             sl->labels[n] = l->label_field ? parse_label(lab) : -1;
             sl->failed[n] = 0;
-            int nomem = take_key(sl, n, key) || (l->raw_fields && take_raw(l, sl, n, f, nf, im, lab));
-            n++; /* the item is the slot's now, to be freed with it */
-            if (nomem) {
+            if (take_key(sl, n, key) || (l->raw_fields && take_raw(l, sl, n, f, nf, im, lab))) {
                 rc = SHARD_ERR_NOMEM;
-                n--;
                 sl->items[n] = NULL;
                 shard_reader_item_free(item);
                 break;
             }
+            n++; /* the item is the slot's now, to be freed with it */
         }
         slot_seal(sl, n);
         uint64_t end_pos = pos + (rc == 0 ? 1 : 0);
