@@ -104,6 +104,13 @@ print(json.dumps({"samples": n, "seconds": dt, "cpu_ms": cpu * 1e3 / n, "maxrss_
 '''
 
 
+def round_by_round(ratios):
+    """Each round's ratio (its pipeline run against the decoder run beside it): the median
+    and the range, the machine's drift between rounds cancelled."""
+    r = sorted(ratios)
+    return f"median {statistics.median(r):.2f}, range {r[0]:.2f}-{r[-1]:.2f}"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("src")
@@ -180,23 +187,19 @@ def main():
         print("ratios:")
         print(f"  libshard fast / reference                 = {med['libshard-fast'] / med['reference']:.2f}  (target >= 3)")
         print(f"  libshard full / (libjpeg-turbo x cores)   = {med['libshard-full'] / (med['jpeg_rate'] * cores):.2f}  (target >= 0.85)")
-        # each round's full-decode run against the single-core decoder run right after it:
-        # the machine's drift between rounds cancels
-        paired = sorted(f / (j * cores) for f, j in zip(runs["libshard-full"], runs["jpeg_rate"]))
-        print(f"    the same, round by round: median {statistics.median(paired):.2f}, "
-              f"range {paired[0]:.2f}-{paired[-1]:.2f}")
-        paired = sorted(j / f for f, j in zip(cpu_ms["libshard-full"], cpu_ms["jpeg_rate"]))
+        # each round's full-decode run against the single-core decoder run right after it
+        print("    the same, round by round: " + round_by_round(
+            f / (j * cores) for f, j in zip(runs["libshard-full"], runs["jpeg_rate"])))
         # the whole pipeline process (reading, decode, resampling, batching, Python, the RSS
         # sampler) against the decoder's loop over files already in memory
         print(f"    by CPU time per image: libjpeg-turbo {statistics.median(cpu_ms['jpeg_rate']):.2f} ms, "
               f"libshard full {statistics.median(cpu_ms['libshard-full']):.2f} ms (whole process); "
-              f"libjpeg-turbo's / libshard's, round by round: {statistics.median(paired):.2f}, "
-              f"range {paired[0]:.2f}-{paired[-1]:.2f}")
+              f"libjpeg-turbo's / libshard's, round by round: " + round_by_round(
+                  j / f for f, j in zip(cpu_ms["libshard-full"], cpu_ms["jpeg_rate"])))
         print(f"  libshard fast / (libjpeg-turbo x cores)   = {med['libshard-fast'] / (med['jpeg_rate'] * cores):.2f}")
         print(f"  libshard full / (libjpeg-turbo, {cores} at once) = {med['libshard-full'] / med['jpeg_rate_all']:.2f}")
-        paired = sorted(f / j for f, j in zip(runs["libshard-full"], runs["jpeg_rate_all"]))
-        print(f"    the same, round by round: median {statistics.median(paired):.2f}, "
-              f"range {paired[0]:.2f}-{paired[-1]:.2f}")
+        print("    the same, round by round: " + round_by_round(
+            f / j for f, j in zip(runs["libshard-full"], runs["jpeg_rate_all"])))
         print(f"  memory: 2x the data, peak anon {anon['libshard-fast-2x']:.0f} MB and shard pages "
               f"{mapped['libshard-fast-2x']:.0f} MB, against {anon['libshard-fast']:.0f} and "
               f"{mapped['libshard-fast']:.0f} MB")
