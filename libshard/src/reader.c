@@ -9,11 +9,12 @@
  *   the shuffle buffer. Which stream yields next, and which buffer slot is drawn, depend
  *   only on the plan, the sample counts and the seeded generator, never on timing.
  * - Threads: one fetch thread per stream, started at the epoch's first pull (after any
- *   restore), joined when the epoch is left. It opens its segments in order, reads their samples and pushes them into its
- *   bounded queue (queue_depth); a full queue blocks it. Everything else, including the
- *   shuffle buffer, runs on the caller's thread. Items cross threads only through the
- *   queues (one mutex and two condition variables each); the counters the fetch threads
- *   update are atomics; kept error messages are under their own mutex.
+ *   restore), joined when the epoch is left. It opens its segments in order, reads their
+ *   samples and pushes them into its bounded queue (queue_depth); a full queue blocks it.
+ *   Everything else, including the shuffle buffer, runs on the caller's thread. Items cross
+ *   threads only through the queues (one mutex and two condition variables each); the
+ *   counters the fetch threads update are atomics; kept error messages are under their own
+ *   mutex.
  * - Samples from local uncompressed tars are views into the shard's mapping: the item
  *   holds a reference on the open file, released when the item is. Other samples are
  *   copied once into a block of their own.
