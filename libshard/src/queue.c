@@ -1,0 +1,145 @@
+/*
+ * The bounded queue (queue.h).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "queue.h"
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int shard_queue_init(ShardQueue *q, size_t cap, size_t esize)
+{
+    memset(q, 0, sizeof *q);
+    if (!cap || !esize)
+        return SHARD_ERR_INVALID;
+    q->v = calloc(cap, esize);
+    if (!q->v)
+        return SHARD_ERR_NOMEM;
+    q->cap = cap;
+    q->esize = esize;
+    q->wake_below = cap - 1;
+    pthread_mutex_init(&q->lock, NULL);
+    pthread_cond_init(&q->not_empty, NULL);
+    pthread_cond_init(&q->not_full, NULL);
+    return 0;
+}
+
+void shard_queue_destroy(ShardQueue *q)
+{
+    if (!q->v)
+        return;
+    free(q->v);
+    pthread_mutex_destroy(&q->lock);
+    pthread_cond_destroy(&q->not_empty);
+    pthread_cond_destroy(&q->not_full);
+    memset(q, 0, sizeof *q);
+}
+
+void shard_queue_set_wake(ShardQueue *q, size_t below)
+{
+    pthread_mutex_lock(&q->lock);
+    q->wake_below = below < q->cap ? below : q->cap - 1;
+    pthread_mutex_unlock(&q->lock);
+}
+
+int shard_queue_put(ShardQueue *q, const void *e, uint64_t bytes)
+{
+    pthread_mutex_lock(&q->lock);
+    if (q->n == q->cap && !q->closed) {
+        double t = now();
+        q->putters++;
+        while (q->n == q->cap && !q->closed)
+            pthread_cond_wait(&q->not_full, &q->lock);
+        q->putters--;
+        q->put_wait += now() - t;
+    }
+    if (q->closed) {
+        pthread_mutex_unlock(&q->lock);
+        return SHARD_EOS;
+    }
+    memcpy(q->v + ((q->head + q->n) % q->cap) * q->esize, e, q->esize);
+    q->n++;
+    q->items++;
+    q->bytes += bytes;
+    if (q->takers)
+        pthread_cond_signal(&q->not_empty);
+    pthread_mutex_unlock(&q->lock);
+    return 0;
+}
+
+/* Takes the head element; the lock is held and the queue is not empty. */
+static void take_head(ShardQueue *q, void *e)
+{
+    memcpy(e, q->v + q->head * q->esize, q->esize);
+    q->head = (q->head + 1) % q->cap;
+    q->n--;
+    if (q->putters && q->n <= q->wake_below)
+        pthread_cond_broadcast(&q->not_full);
+}
+
+int shard_queue_take(ShardQueue *q, void *e)
+{
+    pthread_mutex_lock(&q->lock);
+    if (!q->n && !q->closed) {
+        double t = now();
+        q->takers++;
+        while (!q->n && !q->closed)
+            pthread_cond_wait(&q->not_empty, &q->lock);
+        q->takers--;
+        q->take_wait += now() - t;
+    }
+    if (!q->n) {
+        pthread_mutex_unlock(&q->lock);
+        return SHARD_EOS;
+    }
+    take_head(q, e);
+    pthread_mutex_unlock(&q->lock);
+    return 0;
+}
+
+int shard_queue_try_take(ShardQueue *q, void *e)
+{
+    pthread_mutex_lock(&q->lock);
+    int rc = SHARD_EOS;
+    if (q->n) {
+        take_head(q, e);
+        rc = 0;
+    }
+    pthread_mutex_unlock(&q->lock);
+    return rc;
+}
+
+void shard_queue_close(ShardQueue *q)
+{
+    pthread_mutex_lock(&q->lock);
+    q->closed = 1;
+    pthread_cond_broadcast(&q->not_empty);
+    pthread_cond_broadcast(&q->not_full);
+    pthread_mutex_unlock(&q->lock);
+}
+
+void shard_queue_reopen(ShardQueue *q)
+{
+    pthread_mutex_lock(&q->lock);
+    q->closed = 0;
+    pthread_mutex_unlock(&q->lock);
+}
+
+void shard_queue_stats(ShardQueue *q, ShardQueueStats *st)
+{
+    pthread_mutex_lock(&q->lock);
+    st->items = q->items;
+    st->bytes = q->bytes;
+    st->put_wait = q->put_wait;
+    st->take_wait = q->take_wait;
+    st->fill = q->n;
+    st->capacity = q->cap;
+    pthread_mutex_unlock(&q->lock);
+}
