@@ -25,6 +25,7 @@
 #include <openssl/evp.h>
 
 #include "internal.h"
+#include "source.h"
 
 #define AFILE_BUFSIZE (1u << 20)
 
@@ -336,48 +337,34 @@ void shard_afile_abort(ShardAtomicFile *f)
     f->md5 = f->sha256 = NULL;
 }
 
-int shard_file_digests(const char *path, char *md5, char *sha256, uint64_t *size, char *err)
+int shard_url_digests(const char *url, char *md5, char *sha256, uint64_t *size, char *err)
 {
     void *c5, *c256;
     if (digests_new(&c5, &c256))
-        return shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", path);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    int rc = 0;
+        return shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", url);
+    ShardSource *src;
+    int rc = shard_source_open(&src, url, SHARD_SOURCE_SEQUENTIAL, err);
     uint64_t total = 0;
-    unsigned char *buf = malloc(AFILE_BUFSIZE);
-    if (fd < 0) {
-        int e = errno;
-        rc = shard_fail(err, shard_errno_code(e), "%s: cannot open: %s", path, strerror(e));
-        goto out;
-    }
-    if (!buf) {
-        rc = shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", path);
-        goto out;
-    }
-    for (;;) {
-        ssize_t k = read(fd, buf, AFILE_BUFSIZE);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k < 0) {
-            int e = errno;
-            rc = shard_fail(err, SHARD_ERR_IO, "%s: read failed at byte %llu: %s", path,
-                            (unsigned long long)total, strerror(e));
-            goto out;
-        }
-        if (k == 0)
+    while (!rc) {
+        const void *block;
+        ssize_t k = shard_source_read(src, &block);
+        if (k < 0)
+            rc = shard_fail(err, (int)k, "%s", src->err);
+        if (k <= 0)
             break;
-        EVP_DigestUpdate(c5, buf, (size_t)k);
-        EVP_DigestUpdate(c256, buf, (size_t)k);
+        EVP_DigestUpdate(c5, block, (size_t)k);
+        EVP_DigestUpdate(c256, block, (size_t)k);
         total += (uint64_t)k;
     }
-    digest_final(c5, md5);
-    digest_final(c256, sha256);
-    if (size)
-        *size = total;
-out:
-    if (fd >= 0)
-        close(fd);
-    free(buf);
+    if (!rc && (rc = shard_source_finish(src)))
+        shard_fail(err, rc, "%s", src->err);
+    if (!rc) {
+        digest_final(c5, md5);
+        digest_final(c256, sha256);
+        if (size)
+            *size = total;
+    }
+    shard_source_put(src);
     EVP_MD_CTX_free(c5);
     EVP_MD_CTX_free(c256);
     return rc;

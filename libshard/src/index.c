@@ -8,6 +8,10 @@
 #include <string.h>
 
 #include "index.h"
+#include "source.h"
+
+/* Indexes are text with a line per sample: 256 MiB lists millions of samples. */
+#define MAX_INDEX_BYTES ((size_t)256 << 20)
 
 static int parse_u64(const char *s, uint64_t *v)
 {
@@ -36,43 +40,66 @@ static int is_ws(char c)
     return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
 }
 
-int shard_index_load(ShardIndex *idx, const char *path, char *err)
+/* The first line's version and sample count; -1 when it is not a valid header. */
+static int parse_header(char *line, int *version, uint64_t *n)
+{
+    char *ts = NULL;
+    char *v = strtok_r(line, " \t\r", &ts);
+    char *count = strtok_r(NULL, " \t\r", &ts);
+    if (!v || !count || (strcmp(v, "v1.1") && strcmp(v, "v1.2")) || parse_u64(count, n))
+        return -1;
+    *version = v[3] == '2' ? 12 : 11;
+    return 0;
+}
+
+int64_t shard_index_header_count(const char *text, size_t len)
+{
+    char line[64];
+    size_t k = 0;
+    while (k < len && k < sizeof line - 1 && text[k] != '\n')
+        line[k] = text[k], k++;
+    line[k] = 0;
+    int version;
+    uint64_t n;
+    if ((k == sizeof line - 1 && k < len && text[k] != '\n') || parse_header(line, &version, &n) ||
+        n > INT64_MAX)
+        return -1;
+    return (int64_t)n;
+}
+
+int shard_index_load(ShardIndex *idx, const char *url, char *err)
 {
     memset(idx, 0, sizeof *idx);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        int e = errno;
-        return shard_fail(err, shard_errno_code(e), "%s: cannot open the index: %s", path,
-                          strerror(e));
-    }
     ShardBuf b = {0};
-    char chunk[65536];
-    size_t k;
-    int rc = 0;
-    while ((k = fread(chunk, 1, sizeof chunk, f)) > 0)
-        if ((rc = shard_buf_append(&b, chunk, k)))
-            break;
-    fclose(f);
-    if (rc || shard_buf_append(&b, "", 1)) {
+    int rc = shard_source_slurp(url, &b, MAX_INDEX_BYTES, err);
+    if (rc) {
         shard_buf_free(&b);
-        return shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", path);
+        return rc;
     }
-    idx->text = (char *)b.data;
+    return shard_index_parse(idx, (char *)b.data, b.len, url, err);
+}
+
+int shard_index_parse(ShardIndex *idx, char *text, size_t len, const char *path, char *err)
+{
+    memset(idx, 0, sizeof *idx);
+    idx->text = text;
     char *save = NULL;
     char *line = strtok_r(idx->text, "\n", &save);
-    char *tok[2] = {0};
-    char *ts = NULL;
-    if (line) {
-        tok[0] = strtok_r(line, " \t\r", &ts);
-        tok[1] = strtok_r(NULL, " \t\r", &ts);
-    }
-    if (!tok[0] || !tok[1] || (strcmp(tok[0], "v1.1") && strcmp(tok[0], "v1.2")) ||
-        parse_u64(tok[1], &idx->nsamples)) {
+    if (!line || parse_header(line, &idx->version, &idx->nsamples)) {
         shard_index_clear(idx);
         return shard_fail(err, SHARD_ERR_FORMAT,
                           "%s: line 1: not a DALI webdataset index (expected \"v1.2 N\")", path);
     }
-    idx->version = tok[0][3] == '2' ? 12 : 11;
+    /* Every sample takes a line of at least "e 0 0\n": a count the text cannot hold is a
+     * lie, refused before it sizes an allocation. */
+    if (idx->nsamples > len / 6) {
+        uint64_t n = idx->nsamples;
+        shard_index_clear(idx);
+        return shard_fail(err, SHARD_ERR_FORMAT,
+                          "%s: line 1: the header promises %llu samples, more than its %zu bytes "
+                          "can list",
+                          path, (unsigned long long)n, len);
+    }
     int per = idx->version == 12 ? 4 : 3;
     idx->first = malloc((idx->nsamples + 1) * sizeof *idx->first);
     size_t cap = idx->nsamples * 3 + 16;

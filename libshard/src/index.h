@@ -24,8 +24,18 @@ typedef struct ShardIndex {
     uint64_t *first; /* nsamples + 1 positions into entries */
 } ShardIndex;
 
-/* Parses path; on failure writes what and where (line) into err. */
-SHARD_HIDDEN int shard_index_load(ShardIndex *idx, const char *path, char *err);
+/* Parses the len bytes of text (NUL-terminated after them), taking ownership of text
+ * (malloc'd; freed by shard_index_clear, or here on failure). Every count is checked
+ * against the text's size before anything is allocated from it. name says in messages
+ * what was parsed; on failure err (SHARD_ERROR_MAX bytes) says what and where (line). */
+SHARD_HIDDEN int shard_index_parse(ShardIndex *idx, char *text, size_t len, const char *name,
+                                   char *err);
+/* Reads and parses the index at url (through the sources); SHARD_ERR_NOT_FOUND when it
+ * does not exist. */
+SHARD_HIDDEN int shard_index_load(ShardIndex *idx, const char *url, char *err);
+/* The sample count an index's first line promises, or -1 when text does not start with a
+ * valid header. */
+SHARD_HIDDEN int64_t shard_index_header_count(const char *text, size_t len);
 SHARD_HIDDEN void shard_index_clear(ShardIndex *idx);
 
 #endif

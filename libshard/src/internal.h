@@ -71,24 +71,10 @@ SHARD_HIDDEN int shard_afile_commit(ShardAtomicFile *f, char *md5, char *sha256,
 /* Closes and removes the temporary file; safe to call on a committed or zeroed file. */
 SHARD_HIDDEN void shard_afile_abort(ShardAtomicFile *f);
 
-/* Hex digests of a whole file (md5: 33 bytes, sha256: 65 bytes; either may be NULL). */
-SHARD_HIDDEN int shard_file_digests(const char *path, char *md5, char *sha256, uint64_t *size,
-                                    char *err);
-
-/* Whether n bytes at p lie in the mapping of a local shard opened as f, so that they stay
- * valid as long as f is open (shard/file.h views otherwise last until the next call). */
-struct ShardFile;
-SHARD_HIDDEN int shard_file_in_map(const struct ShardFile *f, const void *p, uint64_t n);
-
-/* The reader handing a sample over for good (the batch loader keeps samples past the next
- * call): *item is freed with shard_reader_item_free; *position is the sample's number in
- * the epoch for this consumer. Same returns as shard_reader_next. */
-struct ShardReader;
-struct ShardFieldView;
-SHARD_HIDDEN int shard_reader_take(struct ShardReader *r, void **item, const char **key,
-                                   const char **url, const struct ShardFieldView **fields,
-                                   size_t *nfields, uint64_t *position);
-SHARD_HIDDEN void shard_reader_item_free(void *item);
+/* Hex digests of a whole object, read through the sources (md5: 33 bytes, sha256: 65
+ * bytes; either may be NULL). */
+SHARD_HIDDEN int shard_url_digests(const char *url, char *md5, char *sha256, uint64_t *size,
+                                   char *err);
 
 /* Reusable buffers for decoding and resampling, one set per thread (scratch.c): no
  * allocation per sample once they have grown to the largest image. Zero-initialize. */

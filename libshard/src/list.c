@@ -1,42 +1,55 @@
 /*
- * Shard lists: brace patterns as WebDataset (braceexpand) writes them, and manifests.
+ * Shard lists (shard/list.h): brace patterns as WebDataset (braceexpand) writes them,
+ * manifests, plain urls; and the sample counts indexes promise.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "index.h"
 #include "internal.h"
 #include "shard/file.h"
-#include "shard/manifest.h"
+#include "shard/list.h"
+#include "source.h"
 
-typedef struct List {
-    char **v;
+struct ShardList {
+    ShardListEntry *v;
     size_t n, cap;
-} List;
+    ShardManifest **manifests; /* per spec, NULL where it was no manifest */
+    size_t nspecs;
+};
 
-static int list_push(List *l, char *s)
+typedef ShardList List;
+
+/* Appends a shard (taking url, which may be NULL after a failed copy). */
+static int list_add(List *l, char *url, uint64_t nsamples, const ShardFileInfo *info, size_t spec)
 {
-    if (!s)
+    if (!url)
         return SHARD_ERR_NOMEM;
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 16;
-        char **p = realloc(l->v, cap * sizeof *p);
+        ShardListEntry *p = realloc(l->v, cap * sizeof *p);
         if (!p) {
-            free(s);
+            free(url);
             return SHARD_ERR_NOMEM;
         }
         l->v = p;
         l->cap = cap;
     }
-    l->v[l->n++] = s;
+    l->v[l->n++] = (ShardListEntry){url, nsamples, info, spec};
     return 0;
 }
 
-static int expand(const char *s, List *l, char *err, const char *spec);
+static int list_push(List *l, char *url, size_t spec)
+{
+    return list_add(l, url, SHARD_COUNT_UNKNOWN, NULL, spec);
+}
+
+static int expand(const char *s, List *l, char *err, const char *spec, size_t which);
 
 /* Expands a's first na bytes, then b's first nb, then c, joined. */
 static int expand_joined(const char *a, size_t na, const char *b, size_t nb, const char *c,
-                         List *l, char *err, const char *spec)
+                         List *l, char *err, const char *spec, size_t which)
 {
     size_t nc = strlen(c);
     char *s = malloc(na + nb + nc + 1);
@@ -45,7 +58,7 @@ static int expand_joined(const char *a, size_t na, const char *b, size_t nb, con
     memcpy(s, a, na);
     memcpy(s + na, b, nb);
     memcpy(s + na + nb, c, nc + 1);
-    int rc = expand(s, l, err, spec);
+    int rc = expand(s, l, err, spec, which);
     free(s);
     return rc;
 }
@@ -53,11 +66,11 @@ static int expand_joined(const char *a, size_t na, const char *b, size_t nb, con
 #define MAX_EXPANSION 100000000ull
 
 /* Expands the first brace group of s (recursively the rest) into l. */
-static int expand(const char *s, List *l, char *err, const char *spec)
+static int expand(const char *s, List *l, char *err, const char *spec, size_t which)
 {
     const char *open = strchr(s, '{');
     if (!open)
-        return list_push(l, shard_strdup(s));
+        return list_push(l, shard_strdup(s), which);
     int depth = 0;
     const char *close = NULL;
     for (const char *p = open; *p; p++) {
@@ -95,7 +108,7 @@ static int expand(const char *s, List *l, char *err, const char *spec)
         for (unsigned long long v = a; v <= b; v++) {
             char num[32];
             int k = pad ? snprintf(num, sizeof num, "%0*llu", width, v) : snprintf(num, sizeof num, "%llu", v);
-            int rc = expand_joined(s, pre, num, (size_t)k, rest, l, err, spec);
+            int rc = expand_joined(s, pre, num, (size_t)k, rest, l, err, spec, which);
             if (rc)
                 return rc;
         }
@@ -106,7 +119,7 @@ static int expand(const char *s, List *l, char *err, const char *spec)
     depth = 0;
     for (const char *p = body;; p++) {
         if (p == close || (*p == ',' && depth == 0)) {
-            int rc = expand_joined(s, pre, start, (size_t)(p - start), rest, l, err, spec);
+            int rc = expand_joined(s, pre, start, (size_t)(p - start), rest, l, err, spec, which);
             if (rc)
                 return rc;
             if (p == close)
@@ -121,39 +134,152 @@ static int expand(const char *s, List *l, char *err, const char *spec)
     return 0;
 }
 
+void shard_list_default_settings(ShardListSettings *s)
+{
+    memset(s, 0, sizeof *s);
+    s->counts = 1;
+}
+
+/* The sample count the index beside a shard promises, or SHARD_COUNT_UNKNOWN. Only the
+ * index's first line is read. */
+static uint64_t index_count(const char *url)
+{
+    if (!shard_url_has_siblings(url))
+        return SHARD_COUNT_UNKNOWN;
+    char *ip = shard_index_path(url);
+    ShardSource *s = NULL;
+    char err[SHARD_ERROR_MAX];
+    uint64_t n = SHARD_COUNT_UNKNOWN;
+    if (ip && shard_source_open(&s, ip, 0, err) == 0) {
+        ShardBuf tmp = {0};
+        const void *head = NULL;
+        ssize_t len = 0;
+        if (s->size >= 0 && shard_source_seekable(s)) {
+            len = s->size < 64 ? (ssize_t)s->size : 64;
+            head = shard_source_view(s, 0, (size_t)len, &tmp);
+        } else {
+            len = shard_source_read(s, &head);
+        }
+        int64_t c = head && len > 0 ? shard_index_header_count(head, (size_t)len) : -1;
+        if (c >= 0)
+            n = (uint64_t)c;
+        shard_buf_free(&tmp);
+        shard_source_put(s);
+    }
+    free(ip);
+    return n;
+}
+
+/* Whether a spec names a manifest. */
+static int is_manifest(const char *spec)
+{
+    return shard_ends_with(spec, ".json") && !shard_url_is_command(spec);
+}
+
+static int expand_one(List *l, const char *spec, size_t which, char *msg)
+{
+    if (is_manifest(spec)) {
+        ShardError e;
+        int rc = shard_manifest_read(&l->manifests[which], spec, &e);
+        if (rc)
+            return shard_fail(msg, rc, "%s", e.message);
+        const ShardManifest *m = l->manifests[which];
+        for (size_t i = 0; i < shard_manifest_count(m) && !rc; i++) {
+            const ShardFileInfo *fi = shard_manifest_shard(m, i);
+            rc = list_add(l, shard_strdup(fi->url), fi->nsamples, fi, which);
+        }
+        return rc ? shard_fail(msg, rc, "out of memory") : 0;
+    }
+    int rc = shard_url_is_command(spec) ? list_push(l, shard_strdup(spec), which)
+                                        : expand(spec, l, msg, spec, which);
+    if (rc == SHARD_ERR_NOMEM)
+        shard_fail(msg, rc, "out of memory");
+    return rc;
+}
+
+int shard_list_expand(ShardList **out, const char *const *specs, size_t nspecs,
+                      const ShardListSettings *s, ShardError *err)
+{
+    *out = NULL;
+    ShardListSettings defaults;
+    if (!s) {
+        shard_list_default_settings(&defaults);
+        s = &defaults;
+    }
+    char msg[SHARD_ERROR_MAX];
+    List *l = calloc(1, sizeof *l);
+    if (!l || !(l->manifests = calloc(nspecs ? nspecs : 1, sizeof *l->manifests))) {
+        free(l);
+        return shard_report(err, SHARD_ERR_NOMEM, "out of memory");
+    }
+    l->nspecs = nspecs;
+    int rc = 0;
+    for (size_t k = 0; k < nspecs && !rc; k++) {
+        size_t first = l->n;
+        rc = expand_one(l, specs[k], k, msg);
+        for (size_t i = first; !rc && s->counts && i < l->n; i++)
+            if (!l->v[i].info)
+                l->v[i].nsamples = index_count(l->v[i].url);
+    }
+    if (rc) {
+        shard_list_free(&l);
+        return shard_report(err, rc, msg);
+    }
+    *out = l;
+    return 0;
+}
+
+size_t shard_list_count(const ShardList *l) { return l->n; }
+
+const ShardListEntry *shard_list_entry(const ShardList *l, size_t i)
+{
+    return i < l->n ? &l->v[i] : NULL;
+}
+
+const ShardManifest *shard_list_manifest(const ShardList *l, size_t spec)
+{
+    return spec < l->nspecs ? l->manifests[spec] : NULL;
+}
+
+void shard_list_free(ShardList **pl)
+{
+    if (!pl || !*pl)
+        return;
+    ShardList *l = *pl;
+    for (size_t i = 0; i < l->n; i++)
+        free((char *)l->v[i].url);
+    free(l->v);
+    for (size_t k = 0; k < l->nspecs; k++)
+        shard_manifest_free(&l->manifests[k]);
+    free(l->manifests);
+    free(l);
+    *pl = NULL;
+}
+
 int shard_urls_expand(const char *spec, char ***out, size_t *n, ShardError *err)
 {
     *out = NULL;
     *n = 0;
-    List l = {0};
-    char msg[SHARD_ERROR_MAX];
-    int rc = 0;
-    if (shard_ends_with(spec, ".json") && strncmp(spec, "pipe:", 5)) {
-        ShardManifest *m;
-        ShardError e;
-        rc = shard_manifest_read(&m, spec, &e);
-        if (rc)
-            return shard_report(err, rc, e.message);
-        for (size_t i = 0; i < shard_manifest_count(m) && !rc; i++)
-            rc = list_push(&l, shard_strdup(shard_manifest_shard(m, i)->url));
-        shard_manifest_free(&m);
-        if (rc)
-            shard_fail(msg, rc, "out of memory");
-    } else if (!strncmp(spec, "pipe:", 5)) {
-        rc = list_push(&l, shard_strdup(spec));
-        if (rc)
-            shard_fail(msg, rc, "out of memory");
-    } else {
-        rc = expand(spec, &l, msg, spec);
-        if (rc == SHARD_ERR_NOMEM)
-            shard_fail(msg, rc, "out of memory");
+    ShardListSettings s;
+    shard_list_default_settings(&s);
+    s.counts = 0;
+    ShardList *l;
+    int rc = shard_list_expand(&l, &spec, 1, &s, err);
+    if (rc)
+        return rc;
+    char **v = calloc(l->n ? l->n : 1, sizeof *v);
+    for (size_t i = 0; v && i < l->n; i++) {
+        v[i] = (char *)l->v[i].url; /* moved out of the list */
+        l->v[i].url = NULL;
     }
-    if (rc) {
-        shard_urls_free(l.v, l.n);
-        return shard_report(err, rc, msg);
-    }
-    *out = l.v;
-    *n = l.n;
+    size_t count = l->n;
+    if (!v)
+        rc = shard_report(err, SHARD_ERR_NOMEM, "out of memory");
+    shard_list_free(&l);
+    if (rc)
+        return rc;
+    *out = v;
+    *n = count;
     return 0;
 }
 

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "item.h"
 #include "rng.h"
 #include "shard/loader.h"
 
@@ -43,7 +44,7 @@ typedef struct Slot {
     int64_t *labels;
     const char **keys;
     const char **urls;
-    void **items;   /* the reader's samples, freed once decoded */
+    ShardItem **items; /* the reader's samples, freed once decoded */
     const unsigned char **img; /* each sample's image bytes, in its item */
     size_t *img_size;
     int *failed;
@@ -398,7 +399,7 @@ static void slot_seal(Slot *sl, size_t n)
 static void slot_clear_items(Slot *sl)
 {
     for (size_t i = 0; i < sl->n; i++) {
-        shard_reader_item_free(sl->items[i]);
+        shard_item_release(sl->items[i]);
         sl->items[i] = NULL;
         sl->keys[i] = NULL;
     }
@@ -436,15 +437,17 @@ static void *producer_main(void *arg)
         /* Take the batch's samples (the reader runs on this thread). */
         int rc = 0;
         size_t n = 0;
-        uint64_t pos = 0;
+        uint64_t end_pos = 0;
         while (n < bs) {
-            void *item;
-            const char *key, *url;
-            const ShardFieldView *f;
-            size_t nf;
-            rc = shard_reader_take(l->reader, &item, &key, &url, &f, &nf, &pos);
+            ShardItem *item;
+            rc = shard_reader_take(l->reader, &item);
             if (rc)
                 break;
+            const char *key = item->v.key;
+            const char *url = shard_list_entry(shard_reader_list(l->reader), item->shard)->url;
+            const ShardFieldView *f = item->v.fields;
+            size_t nf = item->v.nfields;
+            end_pos = item->position + 1;
             sl->items[n] = item;
             const ShardFieldView *im = find_field(l->image_fields, f, nf);
             const ShardFieldView *lab = l->label_field ? find_field(l->label_field, f, nf) : NULL;
@@ -456,13 +459,12 @@ static void *producer_main(void *arg)
             if (take_key(sl, n, key) || (l->raw_fields && take_raw(l, sl, n, f, nf, im, lab))) {
                 rc = SHARD_ERR_NOMEM;
                 sl->items[n] = NULL;
-                shard_reader_item_free(item);
+                shard_item_release(item);
                 break;
             }
             n++; /* the item is the slot's now, to be freed with it */
         }
         slot_seal(sl, n);
-        uint64_t end_pos = pos + (rc == 0 ? 1 : 0);
         if (rc && rc != SHARD_EOS) {
             pthread_mutex_lock(&l->lock);
             if (rc == SHARD_ERR_NOMEM)
@@ -777,7 +779,7 @@ int shard_loader_next(ShardLoader *l, const ShardBatch **out)
         }
         /* the samples are decoded: give the reader's memory back now */
         for (size_t i = 0; i < sl->n; i++) {
-            shard_reader_item_free(sl->items[i]);
+            shard_item_release(sl->items[i]);
             sl->items[i] = NULL;
         }
         int bad = 0;

@@ -12,6 +12,7 @@
 #include <jansson.h>
 
 #include "internal.h"
+#include "source.h"
 #include "shard/manifest.h"
 
 #define WIDS_KIND "wids-shard-index-v1"
@@ -141,17 +142,12 @@ uint64_t shard_manifest_samples(const ShardManifest *m)
 
 const char *shard_manifest_options(const ShardManifest *m) { return m->options; }
 
-static int has_scheme(const char *url)
-{
-    const char *p = strstr(url, "://");
-    return (p && p > url) || !strncmp(url, "pipe:", 5);
-}
 
 /* The url as the manifest in folder mdir_real records it: relative to that folder (with
  * "../" where the shard lies elsewhere), so a dataset can be moved as a whole. */
 static char *relative_url(const char *url, const char *mdir_real)
 {
-    if (has_scheme(url) || !mdir_real)
+    if (!shard_url_has_siblings(url) || !mdir_real)
         return shard_strdup(url);
     char *sdir = shard_dir_of(url);
     char *copy = shard_strdup(url);
@@ -317,27 +313,37 @@ static int get_hex(json_t *o, const char *key, char *out, size_t len)
     return 0;
 }
 
+/* The most a manifest may take: a million shards at a few hundred bytes each. */
+#define MAX_MANIFEST_BYTES ((size_t)1 << 30)
+
 int shard_manifest_read(ShardManifest **out, const char *path, ShardError *err)
+{
+    *out = NULL;
+    char msg[SHARD_ERROR_MAX];
+    ShardBuf b = {0};
+    int rc = shard_source_slurp(path, &b, MAX_MANIFEST_BYTES, msg);
+    if (!rc)
+        rc = shard_manifest_parse(out, (const char *)b.data, b.len, path, err);
+    else
+        shard_report(err, rc, msg);
+    shard_buf_free(&b);
+    return rc;
+}
+
+int shard_manifest_parse(ShardManifest **out, const char *text, size_t len, const char *path,
+                         ShardError *err)
 {
     char msg[SHARD_ERROR_MAX];
     *out = NULL;
     json_error_t je;
-    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
     if (!root) {
-        FILE *f = fopen(path, "rb");
-        if (!f) {
-            int e = errno;
-            shard_fail(msg, shard_errno_code(e), "%s: cannot open: %s", path, strerror(e));
-            return shard_report(err, shard_errno_code(e), msg);
-        }
-        fclose(f);
         shard_fail(msg, SHARD_ERR_FORMAT, "%s: line %d, column %d (byte %d): %s", path,
                    je.line, je.column, je.position, je.text);
         return shard_report(err, SHARD_ERR_FORMAT, msg);
     }
     int rc = SHARD_ERR_FORMAT;
     ShardManifest *m = NULL;
-    char *mdir = shard_dir_of(path);
     json_t *list = json_object_get(root, "shardlist");
     const char *kind = json_string_value(json_object_get(root, "__kind__"));
     if (!json_is_object(root) || !json_is_array(list)) {
@@ -348,7 +354,7 @@ int shard_manifest_read(ShardManifest **out, const char *path, ShardError *err)
         rc = bad(err, path, "\"__kind__\" is not \"" WIDS_KIND "\"");
         goto out;
     }
-    if (!mdir || shard_manifest_new(&m, json_string_value(json_object_get(root, "name")))) {
+    if (shard_manifest_new(&m, json_string_value(json_object_get(root, "name")))) {
         rc = shard_report(err, SHARD_ERR_NOMEM, "manifest: out of memory");
         goto out;
     }
@@ -366,14 +372,7 @@ int shard_manifest_read(ShardManifest **out, const char *path, ShardError *err)
             rc = bad(err, path, msg);
             goto out;
         }
-        char *full = NULL;
-        if (url[0] != '/' && !has_scheme(url) && strcmp(mdir, ".")) {
-            size_t n = strlen(mdir) + strlen(url) + 2;
-            if ((full = malloc(n)))
-                snprintf(full, n, "%s/%s", mdir, url);
-        } else {
-            full = shard_strdup(url);
-        }
+        char *full = shard_url_resolve(path, url);
         info.url = full;
         int arc = full ? shard_manifest_add(m, &info) : SHARD_ERR_NOMEM;
         free(full);
@@ -426,7 +425,6 @@ int shard_manifest_read(ShardManifest **out, const char *path, ShardError *err)
     m = NULL;
 out:
     shard_manifest_free(&m);
-    free(mdir);
     json_decref(root);
     return rc;
 }

@@ -88,6 +88,16 @@ static void split(uint64_t total, uint64_t m, uint64_t k, uint64_t *lo, uint64_t
     *hi = *lo + q + (k < r);
 }
 
+void shard_plan_default_settings(ShardPlanSettings *p)
+{
+    memset(p, 0, sizeof *p);
+    p->world_size = 1;
+    p->num_workers = 1;
+    p->mode = SHARD_MODE_EXACT;
+    p->shuffle_shards = 1;
+    p->worker_align = 1;
+}
+
 int shard_epoch_plan(const uint64_t *counts, size_t n, const ShardPlanSettings *p,
                      ShardSegment **out, size_t *nseg)
 {

@@ -2,20 +2,16 @@
  * shard_verify: every check a shard allows, each defect reported with where it is; and
  * shard_index_build for shards made elsewhere.
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <zstd.h>
 
 #include "index.h"
+#include "source.h"
 #include "internal.h"
 #include "shard/file.h"
 #include "shard/image.h"
@@ -66,8 +62,7 @@ static int cmp_u64(const void *a, const void *b)
 
 /* Each frame alone: it decompresses, its content checksum holds, its size and checksum
  * agree with the seek table. Returns the frame boundaries (tar offsets) in *bounds. */
-static void check_frames(Ctx *c, const unsigned char *map, uint64_t size, uint64_t **bounds,
-                         size_t *nbounds)
+static void check_frames(Ctx *c, ShardSource *src, uint64_t **bounds, size_t *nbounds)
 {
     ShardSeekEntry *e = NULL;
     size_t n = 0;
@@ -75,7 +70,7 @@ static void check_frames(Ctx *c, const unsigned char *map, uint64_t size, uint64
     char msg[SHARD_ERROR_MAX];
     *bounds = NULL;
     *nbounds = 0;
-    int rc = shard_seek_table_decode(map, size, c->url, &e, &n, &tb, msg);
+    int rc = shard_seek_table_read(src, &e, &n, &tb, msg);
     if (rc == SHARD_ERR_NOT_FOUND) {
         defect(c, "%s: no seek table at the end (not written by libshard, or truncated)", c->url);
         return;
@@ -86,12 +81,16 @@ static void check_frames(Ctx *c, const unsigned char *map, uint64_t size, uint64
     }
     c->r->frames = n;
     ZSTD_DCtx *d = ZSTD_createDCtx();
-    ShardBuf out = {0};
+    ShardBuf out = {0}, packed = {0};
     uint64_t coff = 0, doff = 0;
     *bounds = malloc((n + 1) * sizeof **bounds);
     for (size_t i = 0; i < n && d && *bounds && !full(c); i++) {
-        const unsigned char *fr = map + coff;
+        const unsigned char *fr = shard_source_view(src, coff, e[i].csize, &packed);
         out.len = 0;
+        if (!fr) {
+            defect(c, "%s", src->err);
+            break;
+        }
         if (shard_buf_reserve(&out, e[i].dsize ? e[i].dsize : 1))
             break;
         size_t got = ZSTD_decompressDCtx(d, out.data, e[i].dsize, fr, e[i].csize);
@@ -115,35 +114,9 @@ static void check_frames(Ctx *c, const unsigned char *map, uint64_t size, uint64
         doff += e[i].dsize;
     }
     shard_buf_free(&out);
+    shard_buf_free(&packed);
     ZSTD_freeDCtx(d);
     free(e);
-}
-
-static int map_file(const char *url, const unsigned char **map, uint64_t *size, char *err)
-{
-    *map = NULL;
-    *size = 0;
-    int fd = open(url, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        int e = errno;
-        return shard_fail(err, shard_errno_code(e), "%s: cannot open: %s", url, strerror(e));
-    }
-    struct stat st;
-    if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-        close(fd);
-        return shard_fail(err, SHARD_ERR_IO, "%s: not a regular file", url);
-    }
-    *size = (uint64_t)st.st_size;
-    if (*size) {
-        void *m = mmap(NULL, *size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (m == MAP_FAILED) {
-            close(fd);
-            return shard_fail(err, SHARD_ERR_IO, "%s: mmap: %s", url, strerror(errno));
-        }
-        *map = m;
-    }
-    close(fd);
-    return 0;
 }
 
 static void check_manifest(Ctx *c)
@@ -151,7 +124,7 @@ static void check_manifest(Ctx *c)
     const ShardFileInfo *x = c->s->expect;
     char md5[33], sha[65], msg[SHARD_ERROR_MAX];
     uint64_t size = 0;
-    if (shard_file_digests(c->url, md5, sha, &size, msg)) {
+    if (shard_url_digests(c->url, md5, sha, &size, msg)) {
         defect(c, "%s", msg);
         return;
     }
@@ -173,30 +146,29 @@ int shard_verify(const char *url, const ShardVerifySettings *s, ShardVerifyResul
         shard_verify_default_settings(&defaults);
         s = &defaults;
     }
-    ShardVerifyResult local;
+    ShardVerifyResult none;
     if (!r)
-        r = &local;
+        r = &none;
     memset(r, 0, sizeof *r);
     Ctx c = {s, r, url};
     char msg[SHARD_ERROR_MAX];
-    int is_pipe = !strncmp(url, "pipe:", 5);
-
-    const unsigned char *map = NULL;
-    uint64_t size = 0;
-    if (!is_pipe) {
-        int rc = map_file(url, &map, &size, msg);
-        if (rc)
-            return shard_report(err, rc, msg);
-        r->filesize = size;
-    }
+    ShardSource *src;
+    int rc = shard_source_open(&src, url, SHARD_SOURCE_SEQUENTIAL, msg);
+    if (rc)
+        return shard_report(err, rc, msg);
+    int local = src->size >= 0; /* a stored object, not a stream */
+    r->filesize = local ? (uint64_t)src->size : 0;
     /* The frames first, each on its own: a damaged frame is named by number and offset
      * even when it stops the tar reader before it gets anywhere. */
     uint64_t *bounds = NULL;
     size_t nbounds = 0;
-    int zstd = map && size >= 4 && map[0] == 0x28 && map[1] == 0xb5 && map[2] == 0x2f &&
-               map[3] == 0xfd;
+    ShardBuf head = {0};
+    const unsigned char *m = local && src->size >= 4 && shard_source_seekable(src)
+                                 ? shard_source_view(src, 0, 4, &head) : NULL;
+    int zstd = m && m[0] == 0x28 && m[1] == 0xb5 && m[2] == 0x2f && m[3] == 0xfd;
+    shard_buf_free(&head);
     if (zstd)
-        check_frames(&c, map, size, &bounds, &nbounds);
+        check_frames(&c, src, &bounds, &nbounds);
     uint64_t frame_defects = r->defects;
 
     ShardFileSettings fs;
@@ -204,10 +176,9 @@ int shard_verify(const char *url, const ShardVerifySettings *s, ShardVerifyResul
     fs.load_index = 0;
     ShardFile *f;
     ShardError ferr;
-    int rc = shard_file_open(&f, url, &fs, &ferr);
+    rc = shard_file_open_source(&f, shard_source_ref(src), &fs, &ferr);
     if (rc) {
-        if (map)
-            munmap((void *)map, size);
+        shard_source_put(src);
         free(bounds);
         if (rc == SHARD_ERR_FORMAT) {
             /* libarchive's read-ahead hitting a frame already reported adds nothing. */
@@ -220,11 +191,12 @@ int shard_verify(const char *url, const ShardVerifySettings *s, ShardVerifyResul
 
     ShardIndex idx;
     int have_idx = 0;
-    char *ipath = (!is_pipe && s->check_index) ? shard_index_path(url) : NULL;
-    if (ipath && access(ipath, F_OK) == 0) {
-        if (shard_index_load(&idx, ipath, msg))
+    char *ipath = (local && s->check_index) ? shard_index_path(url) : NULL;
+    if (ipath) {
+        int irc = shard_index_load(&idx, ipath, msg);
+        if (irc && irc != SHARD_ERR_NOT_FOUND)
             defect(&c, "%s", msg);
-        else
+        else if (!irc)
             have_idx = r->has_index = 1;
     }
 
@@ -297,11 +269,11 @@ int shard_verify(const char *url, const ShardVerifySettings *s, ShardVerifyResul
     r->tarsize = tar_end ? tar_end + 1024 : 0;
     /* A plain tar cut right after a member reads as complete: only the missing
      * end-of-archive blocks tell. */
-    if (rc == SHARD_EOS && map && !strcmp(shard_file_compression(f), "none") && tar_end &&
-        size < tar_end + 1024)
+    if (rc == SHARD_EOS && local && !strcmp(shard_file_compression(f), "none") && tar_end &&
+        (uint64_t)src->size < tar_end + 1024)
         defect(&c, "%s: offset %llu: the file ends without the tar's end-of-archive blocks "
                    "(truncated at a member boundary?)",
-               url, (unsigned long long)size);
+               url, (unsigned long long)src->size);
     if (rc == SHARD_EOS && have_idx && r->samples < idx.nsamples)
         defect(&c, "%s: the index lists %llu samples, the shard has %llu", ipath,
                (unsigned long long)idx.nsamples, (unsigned long long)r->samples);
@@ -318,7 +290,7 @@ int shard_verify(const char *url, const ShardVerifySettings *s, ShardVerifyResul
                        url, i, (unsigned long long)b);
         }
     }
-    if (s->expect && !is_pipe && !full(&c)) {
+    if (s->expect && local && !full(&c)) {
         if (rc == SHARD_EOS && s->expect->nsamples != r->samples)
             defect(&c, "%s: %llu samples, the manifest says %llu", url,
                    (unsigned long long)r->samples, (unsigned long long)s->expect->nsamples);
@@ -330,8 +302,7 @@ int shard_verify(const char *url, const ShardVerifySettings *s, ShardVerifyResul
     if (have_idx)
         shard_index_clear(&idx);
     shard_file_free(&f);
-    if (map)
-        munmap((void *)map, size);
+    shard_source_put(src);
     return r->defects ? SHARD_ERR_FORMAT : 0;
 }
 

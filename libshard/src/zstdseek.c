@@ -1,8 +1,9 @@
 /*
- * Encoding (and later decoding) of the seek table of zstd's seekable format.
+ * Encoding and decoding of the seek table of zstd's seekable format.
  */
 #include <stdlib.h>
 
+#include "source.h"
 #include "zstdseek.h"
 
 static void put_le32(unsigned char *p, uint32_t v)
@@ -42,29 +43,31 @@ static uint32_t get_le32(const unsigned char *p)
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-int shard_seek_table_decode(const unsigned char *data, uint64_t size, const char *url,
-                            ShardSeekEntry **e, size_t *n, uint64_t *table_bytes, char *err)
+/* The footer's frame count and entry size, and the whole table's size; -1 when the last
+ * bytes are not a seek table footer. */
+static int footer(const unsigned char *foot, uint32_t *frames, size_t *esize, uint64_t *total)
+{
+    if (get_le32(foot + 5) != SHARD_SEEK_FOOTER_MAGIC)
+        return -1;
+    *frames = get_le32(foot);
+    *esize = (foot[4] & SHARD_SEEK_CHECKSUM_FLAG) ? 12 : 8;
+    *total = (uint64_t)*frames * *esize + SHARD_SEEK_FOOTER_SIZE + 8;
+    return 0;
+}
+
+int shard_seek_table_decode(const unsigned char *t, uint64_t tbytes, uint64_t size,
+                            const char *url, ShardSeekEntry **e, size_t *n, char *err)
 {
     *e = NULL;
     *n = 0;
-    if (size < 8 + SHARD_SEEK_FOOTER_SIZE ||
-        get_le32(data + size - 4) != SHARD_SEEK_FOOTER_MAGIC)
-        return SHARD_ERR_NOT_FOUND;
-    const unsigned char *foot = data + size - SHARD_SEEK_FOOTER_SIZE;
-    uint32_t frames = get_le32(foot);
-    unsigned desc = foot[4];
-    size_t esize = (desc & SHARD_SEEK_CHECKSUM_FLAG) ? 12 : 8;
-    uint64_t payload = (uint64_t)frames * esize + SHARD_SEEK_FOOTER_SIZE;
-    uint64_t total = payload + 8;
-    if (desc & 0x7c)
-        return shard_fail(err, SHARD_ERR_FORMAT,
-                          "%s: seek table at offset %llu: reserved descriptor bits are set", url,
-                          (unsigned long long)(size - SHARD_SEEK_FOOTER_SIZE));
-    if (total > size)
-        return shard_fail(err, SHARD_ERR_FORMAT,
-                          "%s: seek table: %u frames do not fit in a file of %llu bytes", url,
-                          frames, (unsigned long long)size);
-    const unsigned char *t = data + size - total;
+    uint32_t frames;
+    size_t esize;
+    uint64_t total;
+    if (tbytes < 8 + SHARD_SEEK_FOOTER_SIZE || tbytes > size ||
+        footer(t + tbytes - SHARD_SEEK_FOOTER_SIZE, &frames, &esize, &total) || total != tbytes)
+        return shard_fail(err, SHARD_ERR_FORMAT, "%s: seek table at offset %llu: malformed",
+                          url, (unsigned long long)(size - (tbytes < size ? tbytes : size)));
+    uint64_t payload = total - 8;
     if (get_le32(t) != SHARD_SEEK_SKIPPABLE_MAGIC || get_le32(t + 4) != payload)
         return shard_fail(err, SHARD_ERR_FORMAT,
                           "%s: seek table at offset %llu: no skippable frame of %llu bytes "
@@ -91,6 +94,45 @@ int shard_seek_table_decode(const unsigned char *data, uint64_t size, const char
     }
     *e = v;
     *n = frames;
-    *table_bytes = total;
     return 0;
+}
+
+int shard_seek_table_read(ShardSource *src, ShardSeekEntry **e, size_t *n, uint64_t *table_bytes,
+                          char *err)
+{
+    *e = NULL;
+    *n = 0;
+    if (src->size < 0 || (!src->map && !shard_source_seekable(src)))
+        return SHARD_ERR_UNSUPPORTED;
+    uint64_t size = (uint64_t)src->size;
+    if (size < 8 + SHARD_SEEK_FOOTER_SIZE)
+        return SHARD_ERR_NOT_FOUND;
+    ShardBuf tmp = {0};
+    const unsigned char *foot = shard_source_view(src, size - SHARD_SEEK_FOOTER_SIZE,
+                                                  SHARD_SEEK_FOOTER_SIZE, &tmp);
+    uint32_t frames;
+    size_t esize;
+    uint64_t total;
+    int rc;
+    if (!foot) {
+        rc = shard_fail(err, SHARD_ERR_IO, "%s", src->err);
+    } else if (footer(foot, &frames, &esize, &total)) {
+        rc = SHARD_ERR_NOT_FOUND;
+    } else if (foot[4] & 0x7c) {
+        rc = shard_fail(err, SHARD_ERR_FORMAT,
+                        "%s: seek table at offset %llu: reserved descriptor bits are set",
+                        src->url, (unsigned long long)(size - SHARD_SEEK_FOOTER_SIZE));
+    } else if (total > size) {
+        rc = shard_fail(err, SHARD_ERR_FORMAT,
+                        "%s: seek table: %u frames do not fit in a file of %llu bytes", src->url,
+                        frames, (unsigned long long)size);
+    } else {
+        const unsigned char *t = shard_source_view(src, size - total, (size_t)total, &tmp);
+        rc = t ? shard_seek_table_decode(t, total, size, src->url, e, n, err)
+               : shard_fail(err, SHARD_ERR_IO, "%s", src->err);
+        if (!rc)
+            *table_bytes = total;
+    }
+    shard_buf_free(&tmp);
+    return rc;
 }

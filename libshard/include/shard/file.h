@@ -18,6 +18,7 @@
 #define SHARD_FILE_H
 
 #include "common.h"
+#include "sample.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -25,36 +26,35 @@ extern "C" {
 
 typedef struct ShardFile ShardFile;
 
+/** Why a member is left out of the samples (ShardFileSettings.on_skip_reason). */
+typedef enum ShardSkipReason {
+    SHARD_SKIP_NO_NAME = 1,  /**< the header has no name */
+    SHARD_SKIP_FOLDER = 2,   /**< a folder */
+    SHARD_SKIP_SYMLINK = 3,  /**< a symbolic link */
+    SHARD_SKIP_HARDLINK = 4, /**< a hard link */
+    SHARD_SKIP_SPECIAL = 5,  /**< not a regular file (device, FIFO, ...) */
+    SHARD_SKIP_NOT_FIELD = 6 /**< no dot in the basename, or a hidden or "__" name */
+} ShardSkipReason;
+
 typedef struct ShardFileSettings {
     int lowercase;     /**< lower-case field names as WebDataset does (default 1) */
     int load_index;    /**< load the shard's .idx when present, for seeking (default 1) */
     const char *index; /**< index path; NULL: the shard's own (x.tar -> x.idx); borrowed */
     /** Called for each member left out of the samples, as WebDataset leaves them out (not a
-     *  regular file, no dot in the basename, a hidden or "__" name), with the reason;
-     *  NULL to skip them silently. Called on the reading thread; member is borrowed. */
+     *  regular file, no dot in the basename, a hidden or "__" name), with the reason as
+     *  text; NULL to skip them silently. Called on the reading thread; member is borrowed.
+     *  Not called when on_skip_reason is set. */
     void (*on_skip)(void *cookie, const char *member, uint64_t offset, const char *why);
-    void *cookie; /**< passed to on_skip; borrowed */
+    void *cookie; /**< passed to on_skip and on_skip_reason; borrowed */
+    /** As on_skip, with the reason as a code beside the text; NULL for none (default). */
+    void (*on_skip_reason)(void *cookie, const char *member, uint64_t offset,
+                           ShardSkipReason reason, const char *why);
+    /** Zero: room for settings added later without changing the struct's size. */
+    unsigned char reserved[64];
 } ShardFileSettings;
 
-/** One field of a sample, as read. Everything is borrowed from the ShardFile and valid
- *  until the next call on it. */
-typedef struct ShardFieldView {
-    const char *name;          /**< field ("jpg", "seg.png"), lower-cased by default */
-    const char *member;        /**< the member's full path in the tar, as stored */
-    const unsigned char *data; /**< the member's bytes */
-    uint64_t size;             /**< number of bytes */
-    uint64_t offset;           /**< offset of the data in the uncompressed tar */
-} ShardFieldView;
-
-/** A sample as read: borrowed from the ShardFile, valid until the next call on it. */
-typedef struct ShardSampleView {
-    const char *key;              /**< WebDataset key, without a leading "./" */
-    const char *url;              /**< the shard, as opened */
-    uint64_t index;               /**< position of the sample in the shard, from 0 */
-    uint64_t offset;              /**< tar offset of its first member's header */
-    const ShardFieldView *fields; /**< nfields fields in tar order */
-    size_t nfields;
-} ShardSampleView;
+/* ShardFieldView and ShardSampleView (sample.h): views from a ShardFile are borrowed from
+ * it and valid until the next call on it. */
 
 /** Fills s with the defaults written beside each field. */
 SHARD_API void shard_file_default_settings(ShardFileSettings *s);
@@ -70,12 +70,32 @@ SHARD_API int shard_file_open(ShardFile **out, const char *url, const ShardFileS
                               ShardError *err);
 
 /**
+ * Opens a shard held in memory (a buffer the caller fetched, a test's bytes): read as a
+ * local shard is, with random access through an index only when s names one.
+ * @param data size bytes, borrowed: unchanged and valid until f and every item taken from
+ *        it are freed
+ * @param name names the shard in messages and views (copied); NULL for "memory"
+ */
+SHARD_API int shard_file_open_memory(ShardFile **out, const void *data, size_t size,
+                                     const char *name, const ShardFileSettings *s,
+                                     ShardError *err);
+
+/**
  * Reads the next sample.
  * @param out receives a view valid until the next call on f
  * @return 0, SHARD_EOS after the last sample, or an error (the message names the shard,
  *         the byte offset and the member); after an error f only returns that error
  */
 SHARD_API int shard_file_next(ShardFile *f, const ShardSampleView **out);
+
+/**
+ * Reads the next sample as an owned item (sample.h): its bytes stay valid after the next
+ * call and after f is freed, until shard_item_free (views into a mapped shard keep the
+ * mapping alive; other bytes are copied once).
+ * @param out receives the item, owned by the caller; NULL at the end or on failure
+ * @return as shard_file_next
+ */
+SHARD_API int shard_file_take(ShardFile *f, ShardItem **out);
 
 /**
  * Positions f so that the next shard_file_next returns sample i, reading only that

@@ -45,6 +45,14 @@ SHARD_API int shard_manifest_new(ShardManifest **out, const char *name);
 SHARD_API int shard_manifest_read(ShardManifest **out, const char *path, ShardError *err);
 
 /**
+ * Parses a manifest from len bytes of text (a fetched copy, a test's bytes), as
+ * shard_manifest_read does; relative shard urls are resolved against path's folder.
+ * @param path names the manifest in messages and is where it stands; borrowed
+ */
+SHARD_API int shard_manifest_parse(ShardManifest **out, const char *text, size_t len,
+                                   const char *path, ShardError *err);
+
+/**
  * Writes the manifest to path atomically (temporary name, fsync, rename). Local shard paths
  * are written relative to the folder of path ("../" where needed); urls with a scheme as
  * they are.

@@ -18,6 +18,8 @@
 
 #include "common.h"
 #include "file.h"
+#include "list.h"
+#include "sample.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -34,9 +36,6 @@ typedef enum ShardMode {
     /** Shards drawn with replacement, endless or epoch_samples long per consumer. */
     SHARD_MODE_RESAMPLED = 2,
 } ShardMode;
-
-/** Where a sample count comes from. */
-#define SHARD_COUNT_UNKNOWN UINT64_MAX
 
 /** A run of consecutive samples of one shard, as an epoch plan lists them. */
 typedef struct ShardSegment {
@@ -72,6 +71,8 @@ typedef struct ShardReaderSettings {
      *  this many (the batch size), so only the last worker ends on a partial batch and the
      *  rank's batch count does not depend on the worker count (default 1) */
     uint64_t worker_align;
+    /** Zero: room for settings added later without changing the struct's size. */
+    unsigned char reserved[64];
 } ShardReaderSettings;
 
 typedef struct ShardReaderStats {
@@ -106,6 +107,17 @@ SHARD_API int shard_reader_open(ShardReader **out, const ShardReaderSettings *s,
  */
 SHARD_API int shard_reader_next(ShardReader *r, const char **key, const char **url,
                                 const ShardFieldView **fields, size_t *nfields);
+
+/**
+ * The next sample as an owned item (sample.h), for a consumer that keeps samples past the
+ * next call or hands them to another thread (a decode pool).
+ * @param out receives the item, owned by the caller (shard_item_free); NULL at the end
+ * @return as shard_reader_next
+ */
+SHARD_API int shard_reader_take(ShardReader *r, ShardItem **out);
+
+/** @return the expanded shard list (borrowed, valid until the reader is freed) */
+SHARD_API const ShardList *shard_reader_list(const ShardReader *r);
 
 /** Starts epoch e from its beginning (threads and buffers are kept). */
 SHARD_API int shard_reader_set_epoch(ShardReader *r, uint64_t e);
@@ -153,7 +165,13 @@ typedef struct ShardPlanSettings {
     int pad;
     int shuffle_shards;
     uint64_t worker_align; /**< as in ShardReaderSettings; 0 or 1 for none */
+    /** Zero: room for settings added later without changing the struct's size. */
+    unsigned char reserved[32];
 } ShardPlanSettings;
+
+/** Fills p with the defaults: seed 0, epoch 0, rank 0 of 1, worker 0 of 1, exact mode, no
+ *  padding, shards shuffled, no worker alignment. */
+SHARD_API void shard_plan_default_settings(ShardPlanSettings *p);
 
 /**
  * Plans one consumer's epoch: the segments of shards it reads, in order. Pure: every

@@ -8,7 +8,9 @@
  *   manifest.h  dataset manifests (wids shard-index form)
  *   image.h     image identification and checks
  *   decode.h    decoding images into training tensors (crop, resize, flip, normalize)
- *   file.h      reading one shard: samples in order or by index; shard lists
+ *   sample.h    samples handed out: borrowed views and owned items
+ *   file.h      reading one shard: samples in order or by index
+ *   list.h      shard lists: brace patterns, manifests, urls, with what is known of each
  *   verify.h    checking shards; indexing shards made elsewhere
  *   reader.h    the streaming reader: epoch plans, shuffling, rank/worker split, resume
  *   loader.h    batches: the reader, a decode pool and a ring of batch buffers
@@ -20,10 +22,12 @@
 #include "decode.h"
 #include "file.h"
 #include "image.h"
+#include "list.h"
 #include "loader.h"
 #include "manifest.h"
 #include "names.h"
 #include "reader.h"
+#include "sample.h"
 #include "shard/version.h"
 #include "verify.h"
 #include "writer.h"

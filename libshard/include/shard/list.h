@@ -1,0 +1,72 @@
+/*
+ * libshard — shard lists: what a user writes to name shards (a path or URL, a brace pattern
+ * such as "train-{000000..000099}.tar", a manifest ".json", "pipe:COMMAND"), expanded into
+ * one list of shards that carry what is known of each (sample count, size, checksums), so
+ * nothing downstream reads a manifest again.
+ *
+ * A ShardList is immutable once expanded: any number of threads may read it.
+ */
+#ifndef SHARD_LIST_H
+#define SHARD_LIST_H
+
+#include "common.h"
+#include "manifest.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** A sample count that is not known (no manifest, no index). */
+#define SHARD_COUNT_UNKNOWN UINT64_MAX
+
+/** One shard of a list. Everything is owned by the list. */
+typedef struct ShardListEntry {
+    const char *url;           /**< to open: a path, a URL or "pipe:COMMAND" */
+    uint64_t nsamples;         /**< samples in the shard, SHARD_COUNT_UNKNOWN if not known */
+    const ShardFileInfo *info; /**< what its manifest says (size, checksums), or NULL */
+    size_t spec;               /**< which of the specs it came from (0-based) */
+} ShardListEntry;
+
+typedef struct ShardListSettings {
+    /** Read the sample count of shards not in a manifest from the header line of their
+     *  index (x.tar -> x.idx), where they have one (default 1) */
+    int counts;
+    /** Zero: room for settings added later without changing the struct's size. */
+    unsigned char reserved[60];
+} ShardListSettings;
+
+typedef struct ShardList ShardList;
+
+/** Fills s with the defaults written beside each field. */
+SHARD_API void shard_list_default_settings(ShardListSettings *s);
+
+/**
+ * Expands specs, in order, into one list: a manifest (a spec ending in ".json") gives its
+ * shards with its counts, sizes and checksums (relative urls resolved against the
+ * manifest's own location); a brace pattern its expansions ("{000..123}" keeps the zero
+ * padding, "{a,b}" alternatives, several braces); anything else is one shard as written.
+ * @param specs nspecs strings, borrowed for the call
+ * @param s settings, NULL for the defaults
+ * @param out receives the list, owned by the caller (shard_list_free); NULL on failure
+ * @param err optional; a malformed pattern, an unreadable manifest
+ */
+SHARD_API int shard_list_expand(ShardList **out, const char *const *specs, size_t nspecs,
+                                const ShardListSettings *s, ShardError *err);
+
+/** @return the number of shards */
+SHARD_API size_t shard_list_count(const ShardList *l);
+
+/** @return shard i (borrowed, valid until the list is freed), NULL past the end */
+SHARD_API const ShardListEntry *shard_list_entry(const ShardList *l, size_t i);
+
+/** @return the manifest spec i came from, or NULL when it was no manifest (borrowed) */
+SHARD_API const ShardManifest *shard_list_manifest(const ShardList *l, size_t spec);
+
+/** Frees a list and sets *l to NULL; accepts NULL. */
+SHARD_API void shard_list_free(ShardList **l);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SHARD_LIST_H */

@@ -1,0 +1,267 @@
+/*
+ * The fetch stage (fetch.h).
+ *
+ * DESIGN
+ * - One thread per stream, started by the consumer (shard_fetch_start) and joined by
+ *   shard_fetch_stop; nothing else runs on it. It opens its segments in order, takes their
+ *   samples from the shard as owned items (views into a mapped shard hold the shard's
+ *   source; other bytes are copied once) and puts them into the stream's queue, which
+ *   blocks it when the consumer is queue_depth samples behind. After the last segment it
+ *   puts an END marker; in fail mode, a failure is an ERROR marker and the thread ends.
+ * - Viewed pages are faulted in here, on the fetch thread, rather than on the consumer's
+ *   thread later, where the shuffle buffer makes the order random.
+ * - Stopping closes every queue: a thread blocked on a full queue wakes, drops its item and
+ *   ends; the items left in the queues are released, and the queues reopened.
+ * - Counters are atomics; kept error messages are under their own mutex.
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fetch.h"
+#include "shard/file.h"
+
+#define KEPT_ERRORS 16
+
+typedef struct Stream {
+    ShardFetch *f;
+    size_t id;
+    pthread_t thread;
+    int running;
+    ShardQueue q; /* ShardItem pointers */
+    size_t first; /* where the thread starts: its segment first, skip samples in */
+    uint64_t skip;
+} Stream;
+
+struct ShardFetch {
+    ShardFetchSettings s;
+    Stream *streams;
+    atomic_int stop;
+    atomic_ullong shards_opened, skipped_shards, skipped_samples, errors;
+    pthread_mutex_t kept_lock;
+    char *kept[KEPT_ERRORS];
+    size_t nkept;
+};
+
+static void keep_error(ShardFetch *f, const char *msg)
+{
+    atomic_fetch_add(&f->errors, 1);
+    pthread_mutex_lock(&f->kept_lock);
+    if (f->nkept < KEPT_ERRORS)
+        f->kept[f->nkept++] = shard_strdup(msg);
+    pthread_mutex_unlock(&f->kept_lock);
+}
+
+/* Puts it into the stream's queue; -1 (it released) when the stage is stopping. */
+static int put(Stream *st, ShardItem *it)
+{
+    uint64_t bytes = 0;
+    for (size_t i = 0; it && i < it->v.nfields; i++)
+        bytes += it->v.fields[i].size;
+    if (it && shard_queue_put(&st->q, &it, bytes) == 0)
+        return 0;
+    shard_item_release(it);
+    return -1;
+}
+
+/* A failure in fail mode ends the stream with an ERROR marker; in skip mode it is kept and
+ * counted, with lost samples when known. Returns -1 to end the thread. */
+static int failed(Stream *st, const char *msg, uint64_t lost)
+{
+    ShardFetch *f = st->f;
+    if (!f->s.skip_errors) {
+        put(st, shard_item_marker(SHARD_ITEM_ERROR, msg));
+        return -1;
+    }
+    keep_error(f, msg);
+    atomic_fetch_add(&f->skipped_shards, 1);
+    if (lost != SHARD_COUNT_UNKNOWN)
+        atomic_fetch_add(&f->skipped_samples, lost);
+    return 0;
+}
+
+static void prefault(const ShardItem *it)
+{
+    unsigned acc = 0;
+    for (size_t i = 0; i < it->v.nfields; i++)
+        if (shard_item_is_view(it, i))
+            for (uint64_t off = 0; off < it->v.fields[i].size; off += 4096)
+                acc += ((const volatile unsigned char *)it->v.fields[i].data)[off];
+    (void)acc;
+}
+
+/* Reads one segment into the stream's queue. Returns 0 to go on, -1 to end the thread. */
+static int fetch_segment(Stream *st, const ShardSegment *seg, uint64_t skip)
+{
+    ShardFetch *f = st->f;
+    const char *url = shard_list_entry(f->s.list, seg->shard)->url;
+    if (seg->count != SHARD_COUNT_UNKNOWN && skip >= seg->count)
+        return 0;
+    uint64_t first = seg->first + skip;
+    uint64_t count = seg->count == SHARD_COUNT_UNKNOWN ? SHARD_COUNT_UNKNOWN : seg->count - skip;
+    atomic_fetch_add(&f->shards_opened, 1);
+    ShardFile *file;
+    ShardError err;
+    if (shard_file_open(&file, url, NULL, &err))
+        return failed(st, err.message, count);
+    int rc = 0;
+    /* Skip the samples before first: by index where there is one, else by reading. */
+    if (first && shard_file_seek(file, first) != 0)
+        for (uint64_t i = 0; i < first && rc == 0; i++) {
+            const ShardSampleView *v;
+            rc = shard_file_next(file, &v);
+        }
+    uint64_t got = 0;
+    while (rc == 0 && got < count && !atomic_load(&f->stop)) {
+        ShardItem *it;
+        if ((rc = shard_file_take(file, &it)))
+            break;
+        it->shard = seg->shard;
+        prefault(it);
+        if (put(st, it)) {
+            shard_file_free(&file);
+            return -1;
+        }
+        got++;
+    }
+    int out = 0;
+    if (rc == SHARD_EOS && count != SHARD_COUNT_UNKNOWN && got < count) {
+        char msg[SHARD_ERROR_MAX];
+        snprintf(msg, sizeof msg, "%s: offset %lld: the shard ends after %llu samples, %llu "
+                                  "were expected (truncated, or the manifest or index is out of "
+                                  "date)",
+                 url, (long long)shard_file_size(file), (unsigned long long)(first + got),
+                 (unsigned long long)(first + count));
+        out = failed(st, msg, count - got);
+    } else if (rc && rc != SHARD_EOS) {
+        out = failed(st, shard_file_error(file), count == SHARD_COUNT_UNKNOWN ? count : count - got);
+    }
+    shard_file_free(&file);
+    return out;
+}
+
+static void *fetch_main(void *arg)
+{
+    Stream *st = arg;
+    ShardFetch *f = st->f;
+    ShardSegment seg;
+    uint64_t skip = st->skip;
+    for (size_t n = st->first; !atomic_load(&f->stop) && f->s.segment(f->s.cookie, st->id, n, &seg);
+         n++) {
+        if (fetch_segment(st, &seg, skip))
+            return NULL;
+        skip = 0;
+    }
+    if (!atomic_load(&f->stop))
+        put(st, shard_item_marker(SHARD_ITEM_END, NULL));
+    return NULL;
+}
+
+int shard_fetch_new(ShardFetch **out, const ShardFetchSettings *s)
+{
+    *out = NULL;
+    ShardFetch *f = calloc(1, sizeof *f);
+    if (!f)
+        return SHARD_ERR_NOMEM;
+    f->s = *s;
+    pthread_mutex_init(&f->kept_lock, NULL);
+    f->streams = calloc(s->streams, sizeof *f->streams);
+    if (!f->streams) {
+        shard_fetch_free(&f);
+        return SHARD_ERR_NOMEM;
+    }
+    for (size_t k = 0; k < s->streams; k++) {
+        f->streams[k].f = f;
+        f->streams[k].id = k;
+        if (shard_queue_init(&f->streams[k].q, s->queue_depth, sizeof(ShardItem *))) {
+            shard_fetch_free(&f);
+            return SHARD_ERR_NOMEM;
+        }
+    }
+    *out = f;
+    return 0;
+}
+
+int shard_fetch_start(ShardFetch *f, size_t k, size_t first, uint64_t skip)
+{
+    Stream *st = &f->streams[k];
+    st->first = first;
+    st->skip = skip;
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(&st->thread, NULL, fetch_main, st);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc)
+        return SHARD_ERR_NOMEM;
+    st->running = 1;
+    return 0;
+}
+
+void shard_fetch_stop(ShardFetch *f)
+{
+    atomic_store(&f->stop, 1);
+    for (size_t k = 0; k < f->s.streams; k++)
+        shard_queue_close(&f->streams[k].q);
+    for (size_t k = 0; k < f->s.streams; k++) {
+        Stream *st = &f->streams[k];
+        if (st->running)
+            pthread_join(st->thread, NULL);
+        st->running = 0;
+        ShardItem *it;
+        while (shard_queue_try_take(&st->q, &it) == 0)
+            shard_item_release(it);
+        shard_queue_reopen(&st->q);
+    }
+    atomic_store(&f->stop, 0);
+}
+
+ShardItem *shard_fetch_take(ShardFetch *f, size_t k)
+{
+    ShardItem *it = NULL;
+    if (shard_queue_take(&f->streams[k].q, &it))
+        return NULL; /* closed: only while stopping, which the consumer itself does */
+    return it;
+}
+
+void shard_fetch_counters(ShardFetch *f, ShardFetchCounters *c)
+{
+    c->shards_opened = atomic_load(&f->shards_opened);
+    c->skipped_shards = atomic_load(&f->skipped_shards);
+    c->skipped_samples = atomic_load(&f->skipped_samples);
+    c->errors = atomic_load(&f->errors);
+    c->take_wait = 0;
+    for (size_t k = 0; k < f->s.streams; k++) {
+        ShardQueueStats st;
+        shard_queue_stats(&f->streams[k].q, &st);
+        c->take_wait += st.take_wait;
+    }
+}
+
+const char *shard_fetch_kept_error(ShardFetch *f, size_t i)
+{
+    pthread_mutex_lock(&f->kept_lock);
+    const char *e = i < f->nkept ? f->kept[i] : NULL;
+    pthread_mutex_unlock(&f->kept_lock);
+    return e;
+}
+
+void shard_fetch_free(ShardFetch **pf)
+{
+    if (!pf || !*pf)
+        return;
+    ShardFetch *f = *pf;
+    if (f->streams) {
+        shard_fetch_stop(f);
+        for (size_t k = 0; k < f->s.streams; k++)
+            shard_queue_destroy(&f->streams[k].q);
+        free(f->streams);
+    }
+    for (size_t i = 0; i < f->nkept; i++)
+        free(f->kept[i]);
+    pthread_mutex_destroy(&f->kept_lock);
+    free(f);
+    *pf = NULL;
+}

@@ -1,0 +1,50 @@
+/*
+ * The fetch stage: S streams, each a thread that opens its segments of the epoch's plan in
+ * order and puts their samples, as owned items, into its own bounded queue. The consumer
+ * takes from the streams in whatever order it likes (the reader: round-robin), so which
+ * sample comes next never depends on which thread runs first.
+ */
+#ifndef SHARD_FETCH_H
+#define SHARD_FETCH_H
+
+#include <stdatomic.h>
+
+#include "internal.h"
+#include "item.h"
+#include "queue.h"
+#include "shard/list.h"
+#include "shard/reader.h"
+
+/* Segment n of stream k of the current epoch into *out; 0 past the stream's last. */
+typedef int (*ShardSegmentFn)(void *cookie, size_t stream, size_t n, ShardSegment *out);
+
+typedef struct ShardFetchSettings {
+    const ShardList *list;  /* the shards segments point into; borrowed */
+    size_t streams;         /* >= 1 */
+    size_t queue_depth;     /* samples read ahead per stream, >= 1 */
+    int skip_errors;        /* skip, count and keep errors instead of stopping the stream */
+    ShardSegmentFn segment; /* called on the stream's own thread */
+    void *cookie;
+} ShardFetchSettings;
+
+typedef struct ShardFetchCounters {
+    uint64_t shards_opened, skipped_shards, skipped_samples, errors;
+    double take_wait; /* seconds the consumer waited on the streams' queues */
+} ShardFetchCounters;
+
+typedef struct ShardFetch ShardFetch;
+
+SHARD_HIDDEN int shard_fetch_new(ShardFetch **out, const ShardFetchSettings *s);
+/* Starts stream k's thread at its segment first, skipping skip samples of it. */
+SHARD_HIDDEN int shard_fetch_start(ShardFetch *f, size_t k, size_t first, uint64_t skip);
+/* Stops every thread and drops the items still queued; streams can start again after. */
+SHARD_HIDDEN void shard_fetch_stop(ShardFetch *f);
+/* The next item of stream k, waiting for it: a sample, or the stream's END or ERROR marker
+ * (after which the stream has stopped). Owned by the caller. NULL when out of memory. */
+SHARD_HIDDEN ShardItem *shard_fetch_take(ShardFetch *f, size_t k);
+SHARD_HIDDEN void shard_fetch_counters(ShardFetch *f, ShardFetchCounters *c);
+/* Error i kept in skip mode (at most 16), oldest first; NULL past the last. */
+SHARD_HIDDEN const char *shard_fetch_kept_error(ShardFetch *f, size_t i);
+SHARD_HIDDEN void shard_fetch_free(ShardFetch **f);
+
+#endif /* SHARD_FETCH_H */

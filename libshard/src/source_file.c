@@ -1,0 +1,146 @@
+/*
+ * Local files as sources (source.h). A regular file is mapped: the mapping is handed to
+ * libarchive as one block, so member data of an uncompressed tar come back as pointers into
+ * it (no copy), and samples hold the source to keep viewing them. A file that cannot be
+ * mapped is read with read() and pread().
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "source.h"
+
+#define READ_BUFSIZE (1u << 20)
+
+typedef struct FileSource {
+    int fd;
+    int sent;           /* the mapping was handed out */
+    unsigned char *buf; /* without a mapping: read()'s buffer */
+} FileSource;
+
+static ssize_t file_read(ShardSource *s, const void **block)
+{
+    FileSource *f = s->impl;
+    if (s->map) {
+        if (f->sent)
+            return 0;
+        f->sent = 1;
+        *block = s->map;
+        return (ssize_t)s->size;
+    }
+    if (!f->buf && !(f->buf = malloc(READ_BUFSIZE)))
+        return shard_fail(s->err, SHARD_ERR_NOMEM, "%s: out of memory", s->url);
+    for (;;) {
+        ssize_t k = read(f->fd, f->buf, READ_BUFSIZE);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0)
+            return shard_fail(s->err, SHARD_ERR_IO, "%s: offset %llu: read failed: %s", s->url,
+                              (unsigned long long)s->pos, strerror(errno));
+        *block = f->buf;
+        return k;
+    }
+}
+
+static int64_t file_skip(ShardSource *s, int64_t n)
+{
+    FileSource *f = s->impl;
+    if (s->map)
+        return 0; /* everything was handed out as one block */
+    off_t at = lseek(f->fd, (off_t)n, SEEK_CUR);
+    return at < 0 ? 0 : n;
+}
+
+static int file_read_at(ShardSource *s, uint64_t off, void *buf, size_t n)
+{
+    FileSource *f = s->impl;
+    if (s->map) {
+        memcpy(buf, s->map + off, n);
+        return 0;
+    }
+    size_t got = 0;
+    while (got < n) {
+        ssize_t k = pread(f->fd, (unsigned char *)buf + got, n - got, (off_t)(off + got));
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return shard_fail(s->err, k ? SHARD_ERR_IO : SHARD_ERR_FORMAT,
+                              "%s: offset %llu: read failed: %s", s->url,
+                              (unsigned long long)(off + got), k ? strerror(errno) : "end of file");
+        got += (size_t)k;
+    }
+    return 0;
+}
+
+static ShardHold *file_hold(ShardSource *s, const void *p, uint64_t n)
+{
+    const unsigned char *q = p;
+    if (!s->map || q < s->map || n > (uint64_t)s->size ||
+        (uint64_t)(q - s->map) > (uint64_t)s->size - n)
+        return NULL;
+    return shard_hold_ref(&s->hold);
+}
+
+static void file_close(ShardSource *s)
+{
+    FileSource *f = s->impl;
+    if (s->map)
+        munmap((void *)s->map, (size_t)s->size);
+    if (f) {
+        if (f->fd >= 0)
+            close(f->fd);
+        free(f->buf);
+        free(f);
+    }
+}
+
+static const ShardSourceOps file_ops = {
+    .kind = "file",
+    .read = file_read,
+    .skip = file_skip,
+    .read_at = file_read_at,
+    .hold = file_hold,
+    .close = file_close,
+};
+
+int shard_source_file(ShardSource **out, const char *path, int flags, char *err)
+{
+    *out = NULL;
+    ShardSource *s = shard_source_new(&file_ops, path);
+    FileSource *f = s ? calloc(1, sizeof *f) : NULL;
+    if (!f) {
+        shard_source_put(s);
+        return shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", path);
+    }
+    f->fd = -1;
+    s->impl = f;
+    int rc = 0;
+    f->fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (f->fd < 0) {
+        int e = errno;
+        rc = shard_fail(err, shard_errno_code(e), "%s: cannot open: %s", path, strerror(e));
+    } else if (fstat(f->fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        rc = shard_fail(err, SHARD_ERR_IO, "%s: not a regular file", path);
+    } else {
+        s->size = (int64_t)st.st_size;
+        if (s->size) {
+            void *m = mmap(NULL, (size_t)s->size, PROT_READ, MAP_PRIVATE, f->fd, 0);
+            if (m != MAP_FAILED) {
+                if (flags & SHARD_SOURCE_SEQUENTIAL)
+                    madvise(m, (size_t)s->size, MADV_SEQUENTIAL);
+                s->map = m;
+            }
+        }
+    }
+    if (rc) {
+        shard_source_put(s);
+        return rc;
+    }
+    *out = s;
+    return 0;
+}

@@ -1,0 +1,302 @@
+/*
+ * Sequential reading (tar.h). libarchive reads through the source's read and skip
+ * callbacks. A local shard's mapping is handed over as one block, so member data of an
+ * uncompressed tar come back as pointers into it: those stay views (with a hold on the
+ * source); data in libarchive's own buffers (decompressed, or a member across two blocks)
+ * are copied once into the sample's arena.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <archive.h>
+#include <archive_entry.h>
+
+#include "keyset.h"
+#include "tar.h"
+#include "shard/names.h"
+
+struct ShardTar {
+    ShardSource *src;
+    ShardFileSettings s;
+    struct archive *ar;
+    struct archive_entry *entry;
+    int have_entry; /* a header read but not yet taken into a sample */
+    int eof;
+    const char *compression;
+    ShardKeySet seen;
+    char *last_member;         /* the member before the current header, for messages */
+    unsigned char magic[4];    /* the stream's first bytes, for messages */
+    size_t nmagic;
+};
+
+static la_ssize_t read_cb(struct archive *a, void *cookie, const void **buf)
+{
+    ShardTar *t = cookie;
+    ssize_t k = shard_source_read(t->src, buf);
+    if (k < 0) {
+        archive_set_error(a, EIO, "%s", t->src->err);
+        return -1;
+    }
+    for (ssize_t i = 0; i < k && t->nmagic < sizeof t->magic; i++)
+        t->magic[t->nmagic++] = ((const unsigned char *)*buf)[i];
+    return k;
+}
+
+static la_int64_t skip_cb(struct archive *a, void *cookie, la_int64_t request)
+{
+    ShardTar *t = cookie;
+    (void)a;
+    int64_t k = shard_source_skip(t->src, request);
+    return k < 0 ? 0 : k;
+}
+
+static const char *filter_name(struct archive *ar)
+{
+    switch (archive_filter_code(ar, 0)) {
+    case ARCHIVE_FILTER_NONE: return "none";
+    case ARCHIVE_FILTER_GZIP: return "gzip";
+    case ARCHIVE_FILTER_ZSTD: return "zstd";
+    default: return archive_filter_name(ar, 0);
+    }
+}
+
+int shard_tar_open(ShardTar **out, ShardSource *src, const ShardFileSettings *s, char *err)
+{
+    *out = NULL;
+    ShardTar *t = calloc(1, sizeof *t);
+    if (!t)
+        return shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", src->url);
+    t->src = src;
+    t->s = *s;
+    t->seen.owns = 1;
+    t->ar = archive_read_new();
+    if (!t->ar) {
+        shard_tar_free(&t);
+        return shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", src->url);
+    }
+    archive_read_support_filter_all(t->ar);
+    archive_read_support_format_tar(t->ar);
+    if (archive_read_open2(t->ar, t, NULL, read_cb, skip_cb, NULL) != ARCHIVE_OK) {
+        const unsigned char *m = t->magic;
+        int compressed = t->nmagic >= 4 && ((m[0] == 0x28 && m[1] == 0xb5 && m[2] == 0x2f &&
+                                             m[3] == 0xfd) ||
+                                            (m[0] == 0x1f && m[1] == 0x8b));
+        const char *why = archive_error_string(t->ar);
+        int rc;
+        if (compressed) { /* libarchive decompresses ahead: the first tar header never came */
+            int cut = why && strstr(why, "runcated");
+            rc = shard_fail(err, SHARD_ERR_FORMAT,
+                            "%s: offset %llu: the compressed stream %s before the first tar "
+                            "header could be read: %s",
+                            src->url, cut && src->size > 0 ? (unsigned long long)src->size : 0ull,
+                            cut ? "ends" : "breaks", why ? why : "damaged");
+        } else {
+            rc = shard_fail(err, SHARD_ERR_FORMAT,
+                            "%s: offset 0: not a tar archive, or its first header is damaged: %s",
+                            src->url, why);
+        }
+        shard_tar_free(&t);
+        return rc;
+    }
+    t->compression = filter_name(t->ar);
+    *out = t;
+    return 0;
+}
+
+const char *shard_tar_compression(const ShardTar *t) { return t->compression; }
+
+static int archive_fail(ShardTar *t, const char *member, uint64_t offset, char *err)
+{
+    const char *msg = archive_error_string(t->ar);
+    const char *url = t->src->url;
+    if (member)
+        return shard_fail(err, SHARD_ERR_FORMAT, "%s: offset %llu: member '%s': %s", url,
+                          (unsigned long long)offset, member, msg ? msg : "damaged tar data");
+    if (t->last_member)
+        return shard_fail(err, SHARD_ERR_FORMAT,
+                          "%s: offset %llu: the header after member '%s': %s", url,
+                          (unsigned long long)offset, t->last_member,
+                          msg ? msg : "damaged tar header");
+    return shard_fail(err, SHARD_ERR_FORMAT, "%s: offset %llu: the first header: %s", url,
+                      (unsigned long long)offset, msg ? msg : "damaged tar header");
+}
+
+static int read_header(ShardTar *t, char *err)
+{
+    if (t->have_entry) {
+        const char *m = archive_entry_pathname(t->entry);
+        free(t->last_member);
+        t->last_member = shard_strdup(m ? m : "");
+    }
+    uint64_t pos = (uint64_t)archive_filter_bytes(t->ar, 0);
+    int r = archive_read_next_header(t->ar, &t->entry);
+    if (r == ARCHIVE_EOF) {
+        t->eof = 1;
+        t->have_entry = 0;
+        return 0;
+    }
+    if (r != ARCHIVE_OK && r != ARCHIVE_WARN)
+        return archive_fail(t, NULL, pos, err);
+    t->have_entry = 1;
+    return 0;
+}
+
+static int nomem(ShardTar *t, char *err)
+{
+    return shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", t->src->url);
+}
+
+/* Reads the current entry's data into rec: a view where it is one contiguous block the
+ * source can hold, else a copy in the arena. */
+static int read_data(ShardTar *t, ShardSampleBuf *sb, ShardFieldRec *rec, const char *member,
+                     uint64_t header_off, char *err)
+{
+    const void *buf;
+    size_t len;
+    la_int64_t off;
+    int blocks = 0;
+    rec->data = sb->arena.len;
+    for (;;) {
+        int r = archive_read_data_block(t->ar, &buf, &len, &off);
+        if (r == ARCHIVE_EOF)
+            break;
+        if (r != ARCHIVE_OK && r != ARCHIVE_WARN)
+            return archive_fail(t, member, header_off, err);
+        const unsigned char *p = buf;
+        if (blocks == 0 && off == 0 && len == rec->size &&
+            (rec->hold = shard_source_hold(t->src, p, len))) {
+            rec->view = p;
+            rec->data = SIZE_MAX;
+        } else {
+            if (rec->data == SIZE_MAX) {
+                /* A second block after a view: move the view into the arena first. */
+                rec->data = sb->arena.len;
+                if (shard_buf_append(&sb->arena, rec->view, (size_t)rec->size))
+                    return nomem(t, err);
+                rec->view = NULL;
+                shard_hold_put(rec->hold);
+                rec->hold = NULL;
+            }
+            uint64_t have = sb->arena.len - rec->data;
+            if ((uint64_t)off > have) { /* a hole in a sparse member */
+                size_t gap = (size_t)((uint64_t)off - have);
+                if (shard_buf_reserve(&sb->arena, gap))
+                    return nomem(t, err);
+                memset(sb->arena.data + sb->arena.len, 0, gap);
+                sb->arena.len += gap;
+            }
+            if (shard_buf_append(&sb->arena, p, len))
+                return nomem(t, err);
+        }
+        blocks++;
+    }
+    return 0;
+}
+
+/* Why a member is left out of the samples, as WebDataset leaves it out; NULL to take it. */
+static const char *skip_reason(struct archive_entry *e, const char *member, size_t *kstart,
+                               size_t *klen, const char **field, ShardSkipReason *code)
+{
+    if (!member)
+        return *code = SHARD_SKIP_NO_NAME, "no name";
+    if (archive_entry_filetype(e) != AE_IFREG) {
+        if (archive_entry_filetype(e) == AE_IFDIR)
+            return *code = SHARD_SKIP_FOLDER, "a folder";
+        if (archive_entry_filetype(e) == AE_IFLNK)
+            return *code = SHARD_SKIP_SYMLINK, "a symbolic link";
+        if (archive_entry_hardlink(e))
+            return *code = SHARD_SKIP_HARDLINK, "a hard link";
+        return *code = SHARD_SKIP_SPECIAL, "not a regular file";
+    }
+    if (archive_entry_hardlink(e))
+        return *code = SHARD_SKIP_HARDLINK, "a hard link";
+    if (shard_name_split(member, kstart, klen, field))
+        return *code = SHARD_SKIP_NOT_FIELD,
+               "not a sample field (no dot in the basename, or a hidden or __ name)";
+    return NULL;
+}
+
+int shard_tar_next(ShardTar *t, ShardSampleBuf *sb, uint64_t *offset, char *err)
+{
+    shard_sb_reset(sb);
+    *offset = 0;
+    const char *url = t->src->url;
+    int rc;
+    if (!t->have_entry && !t->eof && (rc = read_header(t, err)))
+        return rc;
+    while (t->have_entry) {
+        struct archive_entry *e = t->entry;
+        const char *member = archive_entry_pathname(e);
+        uint64_t header_off = (uint64_t)archive_read_header_position(t->ar);
+        uint64_t data_off = (uint64_t)archive_filter_bytes(t->ar, 0);
+        size_t kstart = 0, klen = 0;
+        const char *field = NULL;
+        ShardSkipReason code;
+        const char *why = skip_reason(e, member, &kstart, &klen, &field, &code);
+        if (why) {
+            if (t->s.on_skip_reason)
+                t->s.on_skip_reason(t->s.cookie, member ? member : "", header_off, code, why);
+            else if (t->s.on_skip)
+                t->s.on_skip(t->s.cookie, member ? member : "", header_off, why);
+            if ((rc = read_header(t, err)))
+                return rc;
+            continue;
+        }
+        if (!shard_sb_has_key(sb)) {
+            if (shard_sb_set_key(sb, member + kstart, klen))
+                return nomem(t, err);
+            if (shard_keyset_has(&t->seen, (const char *)sb->key.data))
+                return shard_fail(err, SHARD_ERR_FORMAT,
+                                  "%s: offset %llu: member '%s': key '%s' appears again after "
+                                  "other keys (its members are not adjacent)",
+                                  url, (unsigned long long)header_off, member,
+                                  (const char *)sb->key.data);
+            *offset = header_off;
+        } else if (klen != sb->key.len - 1 || memcmp(sb->key.data, member + kstart, klen)) {
+            break; /* the next sample begins: keep the header for the next call */
+        }
+        for (size_t i = 0; i < sb->n; i++) {
+            const char *prev = shard_sb_name(sb, i);
+            if (t->s.lowercase ? !strcasecmp(prev, field) : !strcmp(prev, field))
+                return shard_fail(err, SHARD_ERR_FORMAT,
+                                  "%s: offset %llu: member '%s': sample '%s' has field '%s' "
+                                  "twice",
+                                  url, (unsigned long long)header_off, member,
+                                  (const char *)sb->key.data, prev);
+        }
+        ShardFieldRec *rec = shard_sb_add(sb, field, member, t->s.lowercase);
+        if (!rec)
+            return nomem(t, err);
+        rec->size = (uint64_t)archive_entry_size(e);
+        rec->offset = data_off;
+        if ((rc = read_data(t, sb, rec, member, header_off, err)))
+            return rc;
+        if ((rc = read_header(t, err)))
+            return rc;
+    }
+    if (sb->n == 0) {
+        if ((rc = shard_source_finish(t->src)))
+            return shard_fail(err, rc, "%s", t->src->err);
+        return SHARD_EOS;
+    }
+    char *done = shard_strdup((const char *)sb->key.data);
+    int added = done ? shard_keyset_insert(&t->seen, done) : SHARD_ERR_NOMEM;
+    if (added <= 0)
+        free(done);
+    return added < 0 ? nomem(t, err) : 0;
+}
+
+void shard_tar_free(ShardTar **pt)
+{
+    if (!pt || !*pt)
+        return;
+    ShardTar *t = *pt;
+    if (t->ar)
+        archive_read_free(t->ar);
+    shard_keyset_free(&t->seen);
+    free(t->last_member);
+    free(t);
+    *pt = NULL;
+}

@@ -1,0 +1,366 @@
+/* Sources (libshard/src/source.h): the memory source driving the tar reader, sources that
+ * hand out a few bytes at a time, random access across zstd frames without a mapping, the
+ * file and pipe sources' errors, owned items outliving their shard, and the index parser's
+ * bounds. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <shard/shard.h>
+
+#include "index.h"
+#include "item.h"
+#include "source.h"
+#include "testutil.h"
+
+static char *dir;
+static void setup(void) { dir = tu_mkdtemp(); }
+static void teardown(void)
+{
+    tu_rmtree(dir);
+    free(dir);
+}
+TestSuite(source, .init = setup, .fini = teardown, .timeout = 60);
+
+/* Writes n samples (txt of varied length, cls) into one shard; returns its path. */
+static char *write_shard(const char *name, int n, size_t frame_size)
+{
+    ShardWriterSettings s;
+    shard_writer_default_settings(&s);
+    char *pattern = tu_path(dir, name);
+    s.pattern = pattern;
+    s.sync = 0;
+    if (frame_size)
+        s.frame_size = frame_size;
+    ShardWriter *w;
+    ShardError err;
+    cr_assert_eq(shard_writer_open(&w, &s, &err), 0, "%s", err.message);
+    static char text[8192];
+    for (int i = 0; i < n; i++) {
+        char key[64], cls[16];
+        snprintf(key, sizeof key, "k/s%05d", i);
+        snprintf(cls, sizeof cls, "%d", i % 7);
+        size_t len = 10 + (size_t)(i * 977) % 5000;
+        for (size_t k = 0; k < len; k++)
+            text[k] = (char)('a' + (i * 3 + (int)k) % 26);
+        ShardField f[] = {{"txt", text, len}, {"cls", cls, strlen(cls)}};
+        ShardSample smp = {key, f, 2};
+        cr_assert_eq(shard_writer_add(w, &smp), 0, "%s", shard_writer_error(w));
+    }
+    cr_assert_eq(shard_writer_finish(w), 0);
+    char *path = strdup(shard_writer_shard(w, 0)->url);
+    shard_writer_free(&w);
+    free(pattern);
+    return path;
+}
+
+/* A digest of every sample f yields, in order: keys, field names and bytes. */
+static uint64_t digest(ShardFile *f, int *count)
+{
+    uint64_t h = 1469598103934665603ull;
+    const ShardSampleView *v;
+    int rc;
+    *count = 0;
+    while ((rc = shard_file_next(f, &v)) == 0) {
+        for (const char *p = v->key; *p; p++)
+            h = (h ^ (unsigned char)*p) * 1099511628211ull;
+        for (size_t k = 0; k < v->nfields; k++) {
+            for (const char *p = v->fields[k].name; *p; p++)
+                h = (h ^ (unsigned char)*p) * 1099511628211ull;
+            for (uint64_t i = 0; i < v->fields[k].size; i++)
+                h = (h ^ v->fields[k].data[i]) * 1099511628211ull;
+        }
+        (*count)++;
+    }
+    cr_assert_eq(rc, SHARD_EOS, "%s", shard_file_error(f));
+    return h;
+}
+
+static uint64_t digest_url(const char *url, int *count)
+{
+    ShardFile *f;
+    ShardError err;
+    cr_assert_eq(shard_file_open(&f, url, NULL, &err), 0, "%s", err.message);
+    uint64_t h = digest(f, count);
+    shard_file_free(&f);
+    return h;
+}
+
+Test(source, memory_source_drives_the_tar_reader)
+{
+    const char *names[] = {"m-%06d.tar", "n-%06d.tar.zst"};
+    for (int z = 0; z < 2; z++) {
+        char *path = write_shard(names[z], 50, 3000);
+        int n1, n2;
+        uint64_t want = digest_url(path, &n1);
+        size_t size;
+        unsigned char *bytes = tu_read(path, &size);
+        ShardFile *f;
+        ShardError err;
+        cr_assert_eq(shard_file_open_memory(&f, bytes, size, "in-memory", NULL, &err), 0, "%s",
+                     err.message);
+        cr_assert_str_eq(shard_file_compression(f), z ? "zstd" : "none");
+        cr_assert_eq(shard_file_size(f), (int64_t)size);
+        cr_assert_eq(shard_file_count(f), -1, "a buffer has no index beside it");
+        cr_assert_eq(digest(f, &n2), want);
+        cr_assert_eq(n1, 50);
+        cr_assert_eq(n2, 50);
+        shard_file_free(&f);
+
+        /* With an index named, a memory shard seeks like a local one. */
+        ShardFileSettings s;
+        shard_file_default_settings(&s);
+        char *ip = shard_index_path(path);
+        s.index = ip;
+        cr_assert_eq(shard_file_open_memory(&f, bytes, size, NULL, &s, &err), 0, "%s", err.message);
+        cr_assert_eq(shard_file_seek(f, 33), 0, "%s", shard_file_error(f));
+        const ShardSampleView *v;
+        cr_assert_eq(shard_file_next(f, &v), 0, "%s", shard_file_error(f));
+        cr_assert_str_eq(v->key, "k/s00033");
+        cr_assert_str_eq(v->url, "memory");
+        shard_file_free(&f);
+        free(ip);
+        free(bytes);
+        free(path);
+    }
+}
+
+Test(source, a_garbage_buffer_is_a_clear_error)
+{
+    unsigned char junk[1500];
+    for (size_t i = 0; i < sizeof junk; i++)
+        junk[i] = (unsigned char)(i * 37 + 11);
+    ShardFile *f;
+    ShardError err;
+    cr_assert_eq(shard_file_open_memory(&f, junk, sizeof junk, "junk.tar", NULL, &err),
+                 SHARD_ERR_FORMAT);
+    cr_assert_null(f);
+    cr_assert(strstr(err.message, "junk.tar: offset 0: not a tar archive"), "%s", err.message);
+    cr_assert_eq(shard_file_open_memory(&f, junk, 0, "empty.tar", NULL, &err), SHARD_ERR_FORMAT);
+    cr_assert(strstr(err.message, "empty.tar"), "%s", err.message);
+}
+
+/* A source over a buffer that hands out at most `step` bytes per read, never a mapping,
+ * with random access through read_at only: how a network stream looks to the readers. */
+typedef struct Trickle {
+    const unsigned char *data;
+    size_t size, pos, step;
+    unsigned reads_at;
+} Trickle;
+
+static ssize_t trickle_read(ShardSource *s, const void **block)
+{
+    Trickle *t = s->impl;
+    size_t n = t->size - t->pos < t->step ? t->size - t->pos : t->step;
+    *block = t->data + t->pos;
+    t->pos += n;
+    t->step = t->step % 7 + 1; /* 1..7 bytes, varying */
+    return (ssize_t)n;
+}
+
+static int trickle_read_at(ShardSource *s, uint64_t off, void *buf, size_t n)
+{
+    Trickle *t = s->impl;
+    t->reads_at++;
+    memcpy(buf, t->data + off, n);
+    return 0;
+}
+
+static const ShardSourceOps trickle_ops = {
+    .kind = "trickle",
+    .read = trickle_read,
+    .read_at = trickle_read_at,
+};
+
+static ShardSource *trickle(Trickle *t, const char *name)
+{
+    ShardSource *s = shard_source_new(&trickle_ops, name);
+    cr_assert_not_null(s);
+    s->impl = t;
+    s->size = (int64_t)t->size;
+    return s;
+}
+
+Test(source, short_reads_give_the_same_samples)
+{
+    const char *names[] = {"t-%06d.tar", "u-%06d.tar.zst"};
+    for (int z = 0; z < 2; z++) {
+        char *path = write_shard(names[z], 40, 2500);
+        int n1, n2;
+        uint64_t want = digest_url(path, &n1);
+        size_t size;
+        unsigned char *bytes = tu_read(path, &size);
+        Trickle t = {bytes, size, 0, 1, 0};
+        ShardFileSettings s;
+        shard_file_default_settings(&s);
+        s.load_index = 0;
+        ShardFile *f;
+        ShardError err;
+        cr_assert_eq(shard_file_open_source(&f, trickle(&t, path), &s, &err), 0, "%s", err.message);
+        cr_assert_eq(digest(f, &n2), want);
+        cr_assert_eq(n2, 40);
+        cr_assert_eq(t.pos, size, "the whole stream was read");
+        /* Owned items copy what no hold keeps: they outlive the shard and the buffer's
+         * contents. */
+        shard_file_free(&f);
+        t.pos = 0;
+        cr_assert_eq(shard_file_open_source(&f, trickle(&t, path), &s, &err), 0, "%s", err.message);
+        ShardItem *it;
+        cr_assert_eq(shard_file_take(f, &it), 0, "%s", shard_file_error(f));
+        shard_file_free(&f);
+        memset(bytes, 0, size);
+        const ShardSampleView *v = shard_item_sample(it);
+        cr_assert_str_eq(v->key, "k/s00000");
+        cr_assert_eq(v->nfields, 2);
+        cr_assert_eq(v->fields[1].size, 10);
+        cr_assert_eq(memcmp(v->fields[1].data, "abcdefghij", 10), 0);
+        shard_item_free(&it);
+        cr_assert_null(it);
+        free(bytes);
+        free(path);
+    }
+}
+
+Test(source, read_at_across_frames_without_a_mapping)
+{
+    /* frames of 1 KiB, members up to 5 KiB: most members span several frames */
+    char *path = write_shard("z-%06d.tar.zst", 60, 1024);
+    ShardFile *ref;
+    ShardError err;
+    cr_assert_eq(shard_file_open(&ref, path, NULL, &err), 0, "%s", err.message);
+    size_t size;
+    unsigned char *bytes = tu_read(path, &size);
+    Trickle t = {bytes, size, 0, 1, 0};
+    ShardFileSettings s;
+    shard_file_default_settings(&s);
+    char *ip = shard_index_path(path);
+    s.index = ip;
+    ShardFile *f;
+    cr_assert_eq(shard_file_open_source(&f, trickle(&t, path), &s, &err), 0, "%s", err.message);
+    cr_assert_eq(shard_file_count(f), 60);
+    uint64_t order[] = {59, 0, 17, 16, 42, 3, 58};
+    for (size_t q = 0; q < sizeof order / sizeof *order; q++) {
+        const ShardSampleView *a, *b;
+        cr_assert_eq(shard_file_seek(ref, order[q]), 0);
+        cr_assert_eq(shard_file_next(ref, &a), 0, "%s", shard_file_error(ref));
+        cr_assert_eq(shard_file_seek(f, order[q]), 0, "%s", shard_file_error(f));
+        unsigned before = t.reads_at;
+        cr_assert_eq(shard_file_next(f, &b), 0, "%s", shard_file_error(f));
+        cr_assert_gt(t.reads_at, before, "frames are read through read_at");
+        cr_assert_str_eq(a->key, b->key);
+        cr_assert_eq(a->nfields, b->nfields);
+        for (size_t k = 0; k < a->nfields; k++) {
+            cr_assert_eq(a->fields[k].size, b->fields[k].size);
+            cr_assert_eq(a->fields[k].offset, b->fields[k].offset);
+            cr_assert_eq(memcmp(a->fields[k].data, b->fields[k].data, a->fields[k].size), 0);
+        }
+    }
+    shard_file_free(&f);
+    shard_file_free(&ref);
+    free(ip);
+    free(bytes);
+    free(path);
+}
+
+Test(source, file_and_pipe_errors_name_the_url)
+{
+    ShardSource *s;
+    char err[SHARD_ERROR_MAX];
+    char *missing = tu_path(dir, "nope.tar");
+    cr_assert_eq(shard_source_open(&s, missing, 0, err), SHARD_ERR_NOT_FOUND);
+    cr_assert(strstr(err, missing) && strstr(err, "cannot open"), "%s", err);
+    cr_assert_eq(shard_source_open(&s, dir, 0, err), SHARD_ERR_IO);
+    cr_assert(strstr(err, "not a regular file"), "%s", err);
+
+    cr_assert_eq(shard_source_open(&s, "pipe:printf abc; exit 3", 0, err), 0, "%s", err);
+    cr_assert_eq(s->size, -1);
+    cr_assert(!shard_source_seekable(s));
+    const void *block;
+    char got[8] = {0};
+    size_t n = 0;
+    ssize_t k;
+    while ((k = shard_source_read(s, &block)) > 0) {
+        memcpy(got + n, block, (size_t)k);
+        n += (size_t)k;
+    }
+    cr_assert_eq(k, 0);
+    cr_assert_str_eq(got, "abc");
+    cr_assert_eq(shard_source_finish(s), SHARD_ERR_IO, "the command's status is checked");
+    cr_assert(strstr(s->err, "pipe:printf abc; exit 3: the command failed (status 3)"), "%s",
+              s->err);
+    char buf[4];
+    cr_assert_eq(shard_source_read_at(s, 0, buf, 2), SHARD_ERR_UNSUPPORTED);
+    shard_source_put(s);
+    free(missing);
+}
+
+Test(source, read_at_checks_the_range)
+{
+    char data[100] = {0};
+    ShardSource *s;
+    char err[SHARD_ERROR_MAX];
+    cr_assert_eq(shard_source_memory(&s, data, sizeof data, "buf", err), 0);
+    char out[16];
+    cr_assert_eq(shard_source_read_at(s, 90, out, 10), 0);
+    cr_assert_eq(shard_source_read_at(s, 91, out, 10), SHARD_ERR_FORMAT);
+    cr_assert(strstr(s->err, "buf: bytes 91..101 lie past the end"), "%s", s->err);
+    cr_assert_eq(shard_source_read_at(s, UINT64_MAX - 2, out, 10), SHARD_ERR_FORMAT);
+    shard_source_put(s);
+}
+
+static int parse_text(const char *text, ShardIndex *idx, char *err)
+{
+    char *copy = strdup(text);
+    return shard_index_parse(idx, copy, strlen(text), "x.idx", err);
+}
+
+Test(source, index_counts_are_checked_before_they_size_anything)
+{
+    ShardIndex idx;
+    char err[SHARD_ERROR_MAX];
+    /* (n + 1) * 8 and n * 3 + 16 wrap around for these: refused before any allocation */
+    const char *lies[] = {"v1.2 2305843009213693951\njpg 512 10 a.jpg\n",
+                          "v1.1 6148914691236517205\njpg 512 10\n",
+                          "v1.2 18446744073709551615\n", /* no u64 */
+                          "v1.2 1000\njpg 512 10 a.jpg\n"};
+    for (size_t i = 0; i < sizeof lies / sizeof *lies; i++) {
+        cr_assert_eq(parse_text(lies[i], &idx, err), SHARD_ERR_FORMAT, "%s", lies[i]);
+        cr_assert(strstr(err, "x.idx: line 1: "), "%s", err);
+    }
+    cr_assert_eq(parse_text("v1.2 2\njpg 512 10 a.jpg\n", &idx, err), SHARD_ERR_FORMAT);
+    cr_assert(strstr(err, "x.idx: line 3: the header promises 2 samples, the file ends after 1"),
+              "%s", err);
+    cr_assert_eq(parse_text("v1.2 1\njpg 512 10 a.jpg cls 1024 1 a.cls\n", &idx, err), 0, "%s", err);
+    cr_assert_eq(idx.nsamples, 1);
+    cr_assert_eq(idx.nentries, 2);
+    shard_index_clear(&idx);
+    cr_assert_eq(shard_index_header_count("v1.2 77\n", 8), 77);
+    cr_assert_eq(shard_index_header_count("v9 77\n", 6), -1);
+}
+
+Test(source, a_lying_index_beside_a_shard_is_an_error_not_an_overflow)
+{
+    char *path = write_shard("i-%06d.tar", 5, 0);
+    char *ip = shard_index_path(path);
+    FILE *f = fopen(ip, "w");
+    fputs("v1.2 2305843009213693951\ntxt 512 10 k/s00000.txt\n", f);
+    fclose(f);
+    ShardFile *sf;
+    ShardError err;
+    cr_assert_eq(shard_file_open(&sf, path, NULL, &err), SHARD_ERR_FORMAT);
+    cr_assert(strstr(err.message, ip) && strstr(err.message, "promises"), "%s", err.message);
+    /* offsets past the end of the shard */
+    f = fopen(ip, "w");
+    fputs("v1.2 1\ntxt 99999999999 10 k/s00000.txt\n", f);
+    fclose(f);
+    cr_assert_eq(shard_file_open(&sf, path, NULL, &err), 0, "%s", err.message);
+    cr_assert_eq(shard_file_seek(sf, 0), 0);
+    const ShardSampleView *v;
+    cr_assert_eq(shard_file_next(sf, &v), SHARD_ERR_FORMAT);
+    cr_assert(strstr(shard_file_error(sf), "lies past the end of the shard"), "%s",
+              shard_file_error(sf));
+    shard_file_free(&sf);
+    free(ip);
+    free(path);
+}
