@@ -49,79 +49,20 @@ static int die_usage(const char *msg)
     return cli_usage_error("shardcat", msg);
 }
 
-/* A shard to work on and, when it came from a manifest, what the manifest says of it. */
-typedef struct Target {
-    char *url;
-    ShardFileInfo expect;
-    int has_expect;
-} Target;
-
-typedef struct Targets {
-    Target *v;
-    size_t n;
-    ShardManifest **manifests;
-    size_t nmanifests;
-} Targets;
-
-static int add_target(Targets *t, const char *url, const ShardFileInfo *expect)
+/* Expands every argument into one list (with what each manifest says of its shards);
+ * NULL after printing why an argument is unusable. */
+static ShardList *collect(char **args, int n)
 {
-    Target *v = realloc(t->v, (t->n + 1) * sizeof *v);
-    if (!v)
-        return -1;
-    t->v = v;
-    Target *x = &t->v[t->n++];
-    memset(x, 0, sizeof *x);
-    x->url = strdup(url);
-    if (expect) {
-        x->expect = *expect;
-        x->has_expect = 1;
+    ShardListSettings s;
+    shard_list_default_settings(&s);
+    s.counts = 0;
+    ShardList *l;
+    ShardError err;
+    if (shard_list_expand(&l, (const char *const *)args, (size_t)n, &s, &err)) {
+        fprintf(stderr, "shardcat: %s\n", err.message);
+        return NULL;
     }
-    return x->url ? 0 : -1;
-}
-
-/* Expands every argument; returns 0, or 1 after printing why an argument is unusable. */
-static int collect(Targets *t, char **args, int n)
-{
-    for (int i = 0; i < n; i++) {
-        ShardError err;
-        if (cli_ends_with(args[i], ".json") && strncmp(args[i], "pipe:", 5)) {
-            ShardManifest *m;
-            if (shard_manifest_read(&m, args[i], &err)) {
-                fprintf(stderr, "shardcat: %s\n", err.message);
-                return 1;
-            }
-            for (size_t k = 0; k < shard_manifest_count(m); k++) {
-                const ShardFileInfo *info = shard_manifest_shard(m, k);
-                add_target(t, info->url, info);
-            }
-            ShardManifest **p = realloc(t->manifests, (t->nmanifests + 1) * sizeof *p);
-            if (!p)
-                return 1;
-            t->manifests = p;
-            t->manifests[t->nmanifests++] = m;
-            continue;
-        }
-        char **urls;
-        size_t nurls;
-        if (shard_urls_expand(args[i], &urls, &nurls, &err)) {
-            fprintf(stderr, "shardcat: %s\n", err.message);
-            return 1;
-        }
-        for (size_t k = 0; k < nurls; k++)
-            add_target(t, urls[k], NULL);
-        shard_urls_free(urls, nurls);
-    }
-    return 0;
-}
-
-static void free_targets(Targets *t)
-{
-    for (size_t i = 0; i < t->n; i++)
-        free(t->v[i].url);
-    free(t->v);
-    for (size_t i = 0; i < t->nmanifests; i++)
-        shard_manifest_free(&t->manifests[i]);
-    free(t->manifests);
+    return l;
 }
 
 static ShardFile *open_shard(const char *url, const ShardFileSettings *s)
@@ -169,14 +110,14 @@ static json_t *json_text(const char *s)
 
 /* ---- ls ------------------------------------------------------------------------------ */
 
-static int cmd_ls(Targets *t, int json)
+static int cmd_ls(const ShardList *t, int json)
 {
     int status = 0;
-    for (size_t i = 0; i < t->n; i++) {
+    for (size_t i = 0; i < shard_list_count(t); i++) {
         ShardFileSettings s;
         shard_file_default_settings(&s);
         s.load_index = 0;
-        ShardFile *f = open_shard(t->v[i].url, &s);
+        ShardFile *f = open_shard(shard_list_entry(t, i)->url, &s);
         if (!f) {
             status = 1;
             continue;
@@ -264,11 +205,11 @@ static int cmd_cat(const char *url, const char *member)
 
 /* ---- info ---------------------------------------------------------------------------- */
 
-static int cmd_info(Targets *t, int json)
+static int cmd_info(const ShardList *t, int json)
 {
     int status = 0;
-    for (size_t i = 0; i < t->n; i++) {
-        const char *url = t->v[i].url;
+    for (size_t i = 0; i < shard_list_count(t); i++) {
+        const char *url = shard_list_entry(t, i)->url;
         ShardFileSettings s;
         shard_file_default_settings(&s);
         ShardFile *f = open_shard(url, &s);
@@ -347,21 +288,21 @@ static void print_defect(void *cookie, const char *msg)
     fprintf(stderr, "shardcat: %s\n", msg);
 }
 
-static int cmd_verify(Targets *t, int decode)
+static int cmd_verify(const ShardList *t, int decode)
 {
     int status = 0;
     uint64_t bad = 0;
-    for (size_t i = 0; i < t->n; i++) {
+    for (size_t i = 0; i < shard_list_count(t); i++) {
         ShardVerifySettings s;
         shard_verify_default_settings(&s);
         s.decode = decode;
-        s.expect = t->v[i].has_expect ? &t->v[i].expect : NULL;
+        s.expect = shard_list_entry(t, i)->info;
         s.on_defect = print_defect;
         ShardVerifyResult r;
         ShardError err;
-        int rc = shard_verify(t->v[i].url, &s, &r, &err);
+        int rc = shard_verify(shard_list_entry(t, i)->url, &s, &r, &err);
         if (rc == 0) {
-            printf("%s: ok: %llu samples, %llu members%s", t->v[i].url, (unsigned long long)r.samples,
+            printf("%s: ok: %llu samples, %llu members%s", shard_list_entry(t, i)->url, (unsigned long long)r.samples,
                    (unsigned long long)r.members, r.has_index ? ", index matches" : ", no index");
             if (r.frames)
                 printf(", %llu zstd frames checked", (unsigned long long)r.frames);
@@ -373,31 +314,31 @@ static int cmd_verify(Targets *t, int decode)
         } else {
             if (rc != SHARD_ERR_FORMAT && rc != SHARD_ERR_CHECKSUM)
                 fprintf(stderr, "shardcat: %s\n", err.message);
-            printf("%s: FAILED (%llu defects)\n", t->v[i].url, (unsigned long long)(r.defects ? r.defects : 1));
+            printf("%s: FAILED (%llu defects)\n", shard_list_entry(t, i)->url, (unsigned long long)(r.defects ? r.defects : 1));
             status = 1;
             bad++;
         }
         fflush(stdout);
     }
-    if (t->n > 1)
-        printf("%zu shards, %llu failed\n", t->n, (unsigned long long)bad);
+    if (shard_list_count(t) > 1)
+        printf("%zu shards, %llu failed\n", shard_list_count(t), (unsigned long long)bad);
     return status;
 }
 
 /* ---- index --------------------------------------------------------------------------- */
 
-static int cmd_index(Targets *t)
+static int cmd_index(const ShardList *t)
 {
     int status = 0;
-    for (size_t i = 0; i < t->n; i++) {
+    for (size_t i = 0; i < shard_list_count(t); i++) {
         ShardError err;
         uint64_t n;
-        if (shard_index_build(t->v[i].url, NULL, &n, &err)) {
+        if (shard_index_build(shard_list_entry(t, i)->url, NULL, &n, &err)) {
             fprintf(stderr, "shardcat: %s\n", err.message);
             status = 1;
             continue;
         }
-        char *ipath = shard_index_path(t->v[i].url);
+        char *ipath = shard_index_path(shard_list_entry(t, i)->url);
         printf("%s: %llu samples\n", ipath, (unsigned long long)n);
         free(ipath);
     }
@@ -493,7 +434,7 @@ static int write_member(int dirfd, const char *path, const unsigned char *data, 
     return e;
 }
 
-static int cmd_extract(Targets *t, const char *dir)
+static int cmd_extract(const ShardList *t, const char *dir)
 {
     int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dirfd < 0) {
@@ -502,15 +443,15 @@ static int cmd_extract(Targets *t, const char *dir)
     }
     int status = 0;
     uint64_t files = 0;
-    for (size_t i = 0; i < t->n; i++) {
-        Extract x = {t->v[i].url, 0};
+    for (size_t i = 0; i < shard_list_count(t); i++) {
+        Extract x = {shard_list_entry(t, i)->url, 0};
         ShardFileSettings s;
         shard_file_default_settings(&s);
         s.lowercase = 0;
         s.load_index = 0;
         s.on_skip = on_skip;
         s.cookie = &x;
-        ShardFile *f = open_shard(t->v[i].url, &s);
+        ShardFile *f = open_shard(shard_list_entry(t, i)->url, &s);
         if (!f) {
             status = 1;
             continue;
@@ -765,21 +706,21 @@ int main(int argc, char **argv)
         return die_usage("no SHARD given");
     if (!strcmp(cmd, "extract") && !dir)
         return die_usage("extract wants -C DIR");
-    Targets t = {0};
-    int status = collect(&t, args, nargs);
-    if (!status) {
+    ShardList *t = collect(args, nargs);
+    int status = 1;
+    if (t) {
         if (!strcmp(cmd, "ls"))
-            status = cmd_ls(&t, json);
+            status = cmd_ls(t, json);
         else if (!strcmp(cmd, "info"))
-            status = cmd_info(&t, json);
+            status = cmd_info(t, json);
         else if (!strcmp(cmd, "verify"))
-            status = cmd_verify(&t, decode);
+            status = cmd_verify(t, decode);
         else if (!strcmp(cmd, "index"))
-            status = cmd_index(&t);
+            status = cmd_index(t);
         else
-            status = cmd_extract(&t, dir);
+            status = cmd_extract(t, dir);
     }
-    free_targets(&t);
+    shard_list_free(&t);
     if (fflush(stdout) != 0 || ferror(stdout)) {
         if (errno != EPIPE)
             fprintf(stderr, "shardcat: writing to stdout: %s\n", strerror(errno));
