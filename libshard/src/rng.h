@@ -64,6 +64,11 @@ static inline uint64_t shard_rng_below(ShardRng *r, uint64_t n)
 }
 
 /* Purposes, so generators for different jobs never share a stream. */
-enum { SHARD_RNG_SHARDS = 1, SHARD_RNG_BUFFER = 2, SHARD_RNG_RESAMPLE = 3 };
+enum {
+    SHARD_RNG_SHARDS = 1,         /* the epoch's shard order */
+    SHARD_RNG_BUFFER = 2,         /* the shuffle buffer's draws */
+    SHARD_RNG_RESAMPLE = 3,       /* resampled mode's shard draws */
+    SHARD_RNG_AUGMENT = 0xa116e,  /* a sample's crop and flip */
+};
 
 #endif /* SHARD_RNG_H */

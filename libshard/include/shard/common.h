@@ -60,17 +60,30 @@ typedef struct ShardError {
 SHARD_API const char *shard_strerror(int code);
 
 /**
- * Memory hook for large buffers (batch rings, read buffers). CUDA pinned memory is one
- * implementation; the default is aligned malloc. Every function may be called from any
- * of the library's threads at once, so implementations must be thread-safe.
+ * Memory hook for what a batch hands out: image buffers, labels, keys and raw fields
+ * (ShardLoaderSettings.allocator). CUDA pinned host memory is one implementation; the
+ * default (shard_default_allocator) gives large buffers in 2 MB pages.
+ *
+ * Threads: alloc is called on the thread that opens the loader (image and label buffers,
+ * once per batch buffer) and on the loader's producer thread (key and raw-field buffers, as
+ * they grow to the largest batch); free is called on the producer thread (a grown buffer's
+ * old block) and on the thread that frees the loader. Calls can overlap, so implementations
+ * must be thread-safe; neither is ever called on a decode thread.
  */
 typedef struct ShardAllocator {
     void *cookie; /**< passed back to both functions; borrowed, must outlive the user */
     /** @return size bytes aligned to align (a power of two), or NULL on failure */
     void *(*alloc)(void *cookie, size_t size, size_t align);
-    /** Releases a block from alloc; ptr may be NULL. */
+    /** Releases a block from alloc, of the size asked for; ptr may be NULL. */
     void (*free)(void *cookie, void *ptr, size_t size);
 } ShardAllocator;
+
+/**
+ * @return the allocator used when none is given (static, never NULL): aligned malloc, and
+ *         for blocks of 2 MB and more, 2 MB alignment with transparent huge pages asked for
+ *         (madvise), so a batch buffer costs a few page faults instead of thousands
+ */
+SHARD_API const ShardAllocator *shard_default_allocator(void);
 
 /** @return the library version as "MAJOR.MINOR.PATCH" (static string). */
 SHARD_API const char *shard_version(void);

@@ -6,9 +6,10 @@
  * Threads: one producer thread takes samples from the reader and deals them to batch
  * slots; `threads` decode threads decode each into its place in the batch buffer; the
  * caller's thread only waits for the next complete batch. Memory: `batches` batch buffers,
- * allocated once (through the allocator hook) and reused; keys and raw fields go into
- * per-batch buffers that grow to the largest batch and are then reused: no allocation per
- * sample in steady state beyond the reader's.
+ * allocated once and reused; keys and raw fields go into per-batch buffers that grow to the
+ * largest batch and are then reused: no allocation per sample in steady state beyond the
+ * reader's. Everything a batch hands out (images, labels, keys, raw fields) comes from the
+ * allocator hook (common.h says on which threads it is called).
  */
 #ifndef SHARD_LOADER_H
 #define SHARD_LOADER_H
@@ -32,8 +33,9 @@ typedef struct ShardLoaderSettings {
     /** Field names tried in order for the image, ';'-separated (default "jpg;jpeg;png") */
     const char *image_fields;
     const char *label_field;    /**< decimal class index (default "cls"); NULL for none */
-    /** Memory for batch buffers (pinned host memory, for instance); NULL for malloc.
-     *  Borrowed: must outlive the loader. */
+    /** Memory for what batches hand out: images, labels, keys, raw fields (pinned host
+     *  memory, for instance); NULL for shard_default_allocator(). Borrowed: must outlive
+     *  the loader. */
     const ShardAllocator *allocator;
     /** Fields carried raw into each batch, ';'-separated; "*" (default): every field but
      *  the image and the label; NULL or "": none */

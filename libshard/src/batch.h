@@ -1,0 +1,90 @@
+/*
+ * Batch assembly: a batch slot (one of the ring's batch buffers) and what goes into it per
+ * sample: the image's bytes to decode (which field), the label (the decimal .cls), the key,
+ * the url, and the raw fields carried as they are (back to back, with offsets). Decoders
+ * write each image straight into its place in the slot's image buffer; nothing here is
+ * copied per sample but keys and raw fields. Every buffer a batch hands out comes from the
+ * loader's allocator.
+ */
+#ifndef SHARD_BATCH_H
+#define SHARD_BATCH_H
+
+#include <stdatomic.h>
+
+#include "internal.h"
+#include "item.h"
+#include "shard/loader.h"
+
+/* What every slot is made for: the loader's settings, resolved once. */
+typedef struct ShardBatchSpec {
+    size_t batch_size;
+    size_t image_bytes;
+    const char *image_fields; /* ';'-separated, tried in order */
+    const char *label_field;  /* NULL: no labels */
+    const char *raw_fields;   /* ';'-separated; NULL: none */
+    int raw_all;              /* raw_fields is "*": every field but the image and label */
+    const ShardAllocator *alloc;
+} ShardBatchSpec;
+
+/* A raw field's bytes for one batch; its buffers are kept from batch to batch. */
+typedef struct ShardRawField {
+    char *name;
+    unsigned char *data;
+    size_t size, cap;
+    uint64_t *offsets;      /* batch_size + 1 */
+    unsigned char *present; /* batch_size */
+    size_t filled;          /* samples accounted for */
+} ShardRawField;
+
+typedef struct ShardSlot {
+    ShardBatch batch;      /* first: the caller gets &slot->batch */
+    uint64_t seq;          /* fill order */
+    uint64_t epoch;
+    int end;               /* the epoch ended here: no samples */
+    int code;              /* with end: the error that ended it, 0 for none */
+    int discarded;         /* dealt while the producer was stopping: dropped */
+    size_t n;              /* samples */
+    atomic_size_t pending; /* samples not decoded yet */
+    void *images;
+    int64_t *labels;
+    const char **keys;
+    const char **urls;
+    ShardItem **items;          /* the reader's samples, released once decoded */
+    const unsigned char **img;  /* each sample's image bytes, in its item */
+    size_t *img_size;
+    unsigned char *failed;
+    _Atomic(char *) first_error; /* the first decode failure's message */
+    uint64_t end_position;       /* the reader's position after this batch */
+    char *keybuf;                /* the keys, NUL-terminated, back to back (grow-only) */
+    size_t keylen, keycap;
+    size_t *keyoff;
+    ShardRawField *raw;          /* raw fields: nraw in use, rawcap kept for reuse */
+    size_t nraw, rawcap;
+    ShardBatchField *views;
+    char message[SHARD_ERROR_MAX]; /* with code: what ended the epoch */
+} ShardSlot;
+
+/* Allocates a slot's buffers; the fields named in raw_fields are in every batch. */
+SHARD_HIDDEN int shard_slot_init(ShardSlot *sl, const ShardBatchSpec *spec);
+/* A new batch: no samples, no keys, the named raw fields empty. */
+SHARD_HIDDEN void shard_slot_begin(ShardSlot *sl, const ShardBatchSpec *spec, uint64_t seq,
+                                   uint64_t epoch);
+/* Adds the reader's sample it (the slot owns it from here, also on failure) as sample n:
+ * its image bytes, label, key, url and raw fields. SHARD_ERR_NOMEM for keys or raw fields. */
+SHARD_HIDDEN int shard_slot_add(ShardSlot *sl, const ShardBatchSpec *spec, ShardItem *it,
+                                const char *url);
+/* The batch's samples are in: key pointers final, raw fields padded. */
+SHARD_HIDDEN void shard_slot_seal(ShardSlot *sl);
+/* Records that sample i failed to decode, keeping the first message. */
+SHARD_HIDDEN void shard_slot_fail(ShardSlot *sl, size_t i, const char *msg);
+/* Releases the reader's samples (their bytes were decoded or copied). */
+SHARD_HIDDEN void shard_slot_release_items(ShardSlot *sl);
+/* Moves the samples that decoded down over the ones that failed; returns how many failed. */
+SHARD_HIDDEN size_t shard_slot_compact(ShardSlot *sl, size_t image_bytes);
+/* Fills sl->batch for the caller. */
+SHARD_HIDDEN void shard_slot_publish(ShardSlot *sl, size_t image_bytes);
+/* Forgets the batch's samples (items released, message cleared): the slot is free. */
+SHARD_HIDDEN void shard_slot_clear(ShardSlot *sl);
+SHARD_HIDDEN void shard_slot_free(ShardSlot *sl, const ShardBatchSpec *spec);
+
+#endif /* SHARD_BATCH_H */
