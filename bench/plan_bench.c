@@ -31,7 +31,10 @@ int main(int argc, char **argv)
     double best = 1e9;
     size_t nseg = 0;
     for (int rep = 0; rep < 5; rep++) {
-        ShardPlanSettings p = {.seed = 7, .epoch = (uint64_t)rep, .rank = rep * 97 % world, .world_size = world, .worker = 0, .num_workers = 1, .mode = SHARD_MODE_EQUAL, .pad = 0, .shuffle_shards = 1, .worker_align = 1};
+        ShardPlanSettings p = {.seed = 7, .epoch = (uint64_t)rep, .rank = rep * 97 % world,
+                               .world_size = world, .worker = 0, .num_workers = 1,
+                               .mode = SHARD_MODE_EQUAL, .pad = 0, .shuffle_shards = 1,
+                               .worker_align = 1};
         ShardSegment *segs;
         double t = now();
         if (shard_epoch_plan(counts, n, &p, &segs, &nseg)) {

@@ -15,7 +15,9 @@ static void cover_all(const uint64_t *counts, size_t n, ShardMode mode, int pad,
     for (int r = 0; r < world; r++) {
         per_rank[r] = 0;
         for (int w = 0; w < workers; w++) {
-            ShardPlanSettings p = {.seed = 42, .epoch = epoch, .rank = r, .world_size = world, .worker = w, .num_workers = workers, .mode = mode, .pad = pad, .shuffle_shards = 1, .worker_align = 1};
+            ShardPlanSettings p = {.seed = 42, .epoch = epoch, .rank = r, .world_size = world,
+                                   .worker = w, .num_workers = workers, .mode = mode, .pad = pad,
+                                   .shuffle_shards = 1, .worker_align = 1};
             ShardSegment *segs;
             size_t nseg;
             cr_assert_eq(shard_epoch_plan(counts, n, &p, &segs, &nseg), 0);
@@ -89,7 +91,9 @@ Test(plan, epochs_reorder_and_unknown_counts_deal_shards)
     uint64_t counts[50];
     for (int i = 0; i < 50; i++)
         counts[i] = 4;
-    ShardPlanSettings p = {.seed = 9, .epoch = 0, .rank = 0, .world_size = 1, .worker = 0, .num_workers = 1, .mode = SHARD_MODE_EXACT, .pad = 0, .shuffle_shards = 1, .worker_align = 1};
+    ShardPlanSettings p = {.seed = 9, .epoch = 0, .rank = 0, .world_size = 1, .worker = 0,
+                           .num_workers = 1, .mode = SHARD_MODE_EXACT, .pad = 0,
+                           .shuffle_shards = 1, .worker_align = 1};
     ShardSegment *a, *b;
     size_t na, nb;
     cr_assert_eq(shard_epoch_plan(counts, 50, &p, &a, &na), 0);
@@ -122,7 +126,9 @@ Test(plan, workers_split_in_whole_batches)
     uint64_t counts[] = {100, 37, 200, 13}; /* 350 */
     uint64_t got[3];
     for (int w = 0; w < 3; w++) {
-        ShardPlanSettings p = {.seed = 1, .epoch = 0, .rank = 0, .world_size = 1, .worker = w, .num_workers = 3, .mode = SHARD_MODE_EXACT, .pad = 0, .shuffle_shards = 1, .worker_align = 64};
+        ShardPlanSettings p = {.seed = 1, .epoch = 0, .rank = 0, .world_size = 1, .worker = w,
+                               .num_workers = 3, .mode = SHARD_MODE_EXACT, .pad = 0,
+                               .shuffle_shards = 1, .worker_align = 64};
         ShardSegment *segs;
         size_t n;
         cr_assert_eq(shard_epoch_plan(counts, 4, &p, &segs, &n), 0);

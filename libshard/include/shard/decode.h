@@ -44,6 +44,8 @@ typedef struct ShardTransform {
     ShardLayout layout;         /**< default SHARD_LAYOUT_NCHW */
     ShardDType dtype;           /**< default SHARD_DTYPE_UINT8 */
     float mean[3], std[3];      /**< for FLOAT32 (default ImageNet's) */
+    /** Zero: room for settings added later without changing the struct's size. */
+    unsigned char reserved[32];
 } ShardTransform;
 
 /** Fills t with the defaults written beside each field. */

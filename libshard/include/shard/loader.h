@@ -40,6 +40,8 @@ typedef struct ShardLoaderSettings {
     /** Fields carried raw into each batch, ';'-separated; "*" (default): every field but
      *  the image and the label; NULL or "": none */
     const char *raw_fields;
+    /** Zero: room for settings added later without changing the struct's size. */
+    unsigned char reserved[64];
 } ShardLoaderSettings;
 
 /** One raw field of a batch: the samples' bytes back to back. */

@@ -22,6 +22,8 @@ typedef struct ShardVerifySettings {
     void (*on_defect)(void *cookie, const char *message);
     void *cookie;           /**< passed to on_defect; borrowed */
     unsigned max_defects;   /**< stop after this many defects in one shard (default 20) */
+    /** Zero: room for settings added later without changing the struct's size. */
+    unsigned char reserved[64];
 } ShardVerifySettings;
 
 typedef struct ShardVerifyResult {

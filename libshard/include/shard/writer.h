@@ -44,6 +44,8 @@ typedef struct ShardWriterSettings {
     int write_index;              /**< write the .idx beside each shard (default 1) */
     int checksums;                /**< compute MD5 and SHA-256 of each shard (default 1) */
     int sync;                     /**< fsync shards and folders before renaming (default 1) */
+    /** Zero: room for settings added later without changing the struct's size. */
+    unsigned char reserved[64];
 } ShardWriterSettings;
 
 /** One named field of a sample: a member "KEY.NAME" in the tar. */
