@@ -20,6 +20,14 @@ static inline uint64_t shard_splitmix64(uint64_t *x)
     return z ^ (z >> 31);
 }
 
+/* A generator seeded from seed alone (splitmix64 four times): the pack plan's shuffle. */
+static inline void shard_rng_seed(ShardRng *r, uint64_t seed)
+{
+    uint64_t x = seed;
+    for (int i = 0; i < 4; i++)
+        r->s[i] = shard_splitmix64(&x);
+}
+
 /* A generator for a purpose: the seed mixed with up to four numbers (epoch, rank, ...). */
 static inline void shard_rng_init(ShardRng *r, uint64_t seed, uint64_t a, uint64_t b, uint64_t c,
                                   uint64_t d)

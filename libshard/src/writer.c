@@ -367,6 +367,12 @@ static int finish_shard(ShardWriter *w)
     return 0;
 }
 
+int shard_writer_rotates(uint64_t count, uint64_t size, uint64_t sample_size, uint64_t maxcount,
+                         uint64_t maxsize)
+{
+    return count && ((maxcount && count >= maxcount) || (maxsize && size + sample_size > maxsize));
+}
+
 uint64_t shard_writer_sample_size(const ShardSample *sample)
 {
     uint64_t total = 0;
@@ -495,8 +501,7 @@ int shard_writer_add(ShardWriter *w, const ShardSample *sample)
     if (rc)
         return rc;
     uint64_t est = shard_writer_sample_size(sample);
-    if (w->open && ((w->s.maxcount && w->count >= w->s.maxcount) ||
-                    (w->s.maxsize && w->size_est + est > w->s.maxsize))) {
+    if (w->open && shard_writer_rotates(w->count, w->size_est, est, w->s.maxcount, w->s.maxsize)) {
         if ((rc = finish_shard(w)))
             goto fail;
     }

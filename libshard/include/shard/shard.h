@@ -5,6 +5,7 @@
  *   common.h    error codes, error reports, the allocator hook, version
  *   names.h     keys and fields of WebDataset members
  *   writer.h    the shard writer (tar and tar.zst, index, rotation)
+ *   pack.h      the pack plan: files to samples to numbered shards, reproducibly
  *   manifest.h  dataset manifests (wids shard-index form)
  *   image.h     image identification and checks
  *   decode.h    decoding images into training tensors (crop, resize, flip, normalize)
@@ -26,6 +27,7 @@
 #include "loader.h"
 #include "manifest.h"
 #include "names.h"
+#include "pack.h"
 #include "reader.h"
 #include "sample.h"
 #include "shard/version.h"

@@ -112,6 +112,16 @@ SHARD_API void shard_writer_free(ShardWriter **w);
  */
 SHARD_API uint64_t shard_writer_sample_size(const ShardSample *sample);
 
+/**
+ * The rule that cuts shards, shared by the writer and the pack plan (pack.h): whether a
+ * sample of sample_size bytes (shard_writer_sample_size) starts a new shard after one that
+ * holds count samples of size bytes in all. maxcount and maxsize are 0 for no limit.
+ * @return 1 when the shard is full for it: count reached maxcount, or the sample would take
+ *         size past maxsize; 0 for an empty shard
+ */
+SHARD_API int shard_writer_rotates(uint64_t count, uint64_t size, uint64_t sample_size,
+                                   uint64_t maxcount, uint64_t maxsize);
+
 #ifdef __cplusplus
 }
 #endif

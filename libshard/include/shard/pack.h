@@ -1,0 +1,161 @@
+/*
+ * libshard — the pack plan: which input file becomes which sample (key, fields) in which
+ * numbered shard, computed once from the inputs' names and sizes and the options, and the
+ * writing of any one shard of it. shardpack, a Python packer and the workers of a cluster
+ * running the same plan write byte-identical shards, indexes and manifests, whatever the
+ * number of jobs or machines.
+ *
+ * The plan (formats/shard.md, section 1): inputs in the order given (shardpack gives them
+ * sorted by relative path); keys derived from the relative paths (shard_key_from_path), a
+ * clash getting the smallest free "_N"; with a shuffle seed, the order shuffled across the
+ * whole set; then shards cut by the writer's rule (shard_writer_rotates) on the exact sizes
+ * of the samples; `part` of `nparts` is a contiguous share of those shards under their own
+ * numbers. Each sample has the image as it is (field: its lower-cased extension), "cls"
+ * (the label in decimal, when labelled) and "json" (path, label, class and extra fields).
+ *
+ * A plan is built by one thread; once built it is read-only, and any number of threads
+ * may write its shards at once (each shard by one thread).
+ */
+#ifndef SHARD_PACK_H
+#define SHARD_PACK_H
+
+#include "common.h"
+#include "manifest.h"
+#include "writer.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ShardPackSettings {
+    const char *pattern;          /**< output shards ("out/train-%06d.tar" or ".tar.zst"); copied;
+                                       required */
+    uint64_t maxcount;            /**< samples per shard, 0 for no limit (default 100000) */
+    uint64_t maxsize;             /**< bytes per shard (shard_writer_sample_size), 0 for no
+                                       limit (default 3e9) */
+    ShardCompression compression; /**< default SHARD_COMPRESSION_AUTO (from the pattern) */
+    int level;                    /**< zstd level (default 3) */
+    size_t frame_size;            /**< uncompressed bytes per zstd frame (default 4 MiB) */
+    int shuffle;                  /**< shuffle the inputs across the set with shuffle_seed
+                                       before cutting shards (default 0) */
+    uint64_t shuffle_seed;
+    uint64_t part, nparts;        /**< pack only part `part` (0-based) of nparts; nparts 0
+                                       (default): the whole plan, unsplit */
+    int verify;                   /**< decode every JPEG fully; a corrupt one is bad input
+                                       (default 0: image signatures are checked) */
+    int64_t mtime;                /**< mtime of every member (default 0) */
+    int checksums;                /**< MD5 and SHA-256 of each shard (default 1) */
+    int sync;                     /**< fsync before renaming into place (default 1) */
+    /** Zero: room for settings added later without changing the struct's size. */
+    unsigned char reserved[64];
+} ShardPackSettings;
+
+/** One input file. Strings are borrowed for the call and copied. */
+typedef struct ShardPackInput {
+    const char *path;       /**< where to read the file */
+    const char *rel;        /**< its name in the dataset (a relative path): the key is derived
+                                 from it and the sample's .json records it */
+    const char *field;      /**< the image's field name (default NULL: rel's extension,
+                                 lower-cased) */
+    int64_t label;          /**< class index, -1 for none */
+    const char *class_name; /**< NULL for none */
+    const char *extra_json; /**< a JSON object's text: more fields for the .json; NULL for none */
+    uint64_t size;          /**< bytes of the file, as found when listing the inputs */
+} ShardPackInput;
+
+/** Why an input is bad (ShardPackCallbacks.on_bad). */
+typedef enum ShardPackBad {
+    SHARD_PACK_UNREADABLE = 1, /**< it cannot be opened or read */
+    SHARD_PACK_CHANGED = 2,    /**< its size changed since it was listed */
+    SHARD_PACK_NOT_IMAGE = 3,  /**< no image signature */
+    SHARD_PACK_CORRUPT = 4,    /**< a JPEG that does not decode cleanly (verify) */
+} ShardPackBad;
+
+/** What a shard's writing reports, on the thread that writes it. */
+typedef struct ShardPackCallbacks {
+    /** A bad input: return 1 to leave it out (the shard goes on), 0 to fail the shard with
+     *  `what` in the error. NULL: fail. input is the plan's index. */
+    int (*on_bad)(void *cookie, size_t input, ShardPackBad reason, const char *what);
+    /** An input was written (bytes: its size); return nonzero to stop the shard (it is then
+     *  discarded, SHARD_ERR_STATE). NULL: nothing. */
+    int (*on_written)(void *cookie, size_t input, uint64_t bytes);
+    void *cookie;
+} ShardPackCallbacks;
+
+typedef struct ShardPackPlan ShardPackPlan;
+
+/** Fills s with the defaults written beside each field. */
+SHARD_API void shard_pack_default_settings(ShardPackSettings *s);
+
+/**
+ * Checks the settings (the pattern, the part, the zstd options) and creates an empty plan.
+ * @param out receives the plan, owned by the caller (shard_pack_plan_free)
+ * @param err optional; which setting is wrong
+ */
+SHARD_API int shard_pack_plan_new(ShardPackPlan **out, const ShardPackSettings *s, ShardError *err);
+
+/** Appends an input (copied). @return 0, SHARD_ERR_INVALID after build, SHARD_ERR_NOMEM */
+SHARD_API int shard_pack_plan_add(ShardPackPlan *p, const ShardPackInput *in);
+
+/** Sets the class names, in label order, for the manifest (copied). */
+SHARD_API int shard_pack_plan_set_classes(ShardPackPlan *p, const char *const *names, size_t n);
+
+/**
+ * Builds the plan: keys, the shuffle, the shards. The plan takes no inputs after this.
+ * @param err optional; an input whose path gives no valid key (named)
+ */
+SHARD_API int shard_pack_plan_build(ShardPackPlan *p, ShardError *err);
+
+/** @return the number of inputs */
+SHARD_API size_t shard_pack_plan_inputs(const ShardPackPlan *p);
+
+/** @return input i in plan order (after the shuffle; strings borrowed from the plan) */
+SHARD_API const ShardPackInput *shard_pack_plan_input(const ShardPackPlan *p, size_t i);
+
+/** @return input i's sample key (borrowed) */
+SHARD_API const char *shard_pack_plan_key(const ShardPackPlan *p, size_t i);
+
+/** @return the number of shards of the whole plan (all parts) */
+SHARD_API size_t shard_pack_plan_shards(const ShardPackPlan *p);
+
+/** The inputs [*first, *end) of shard j (j < shard_pack_plan_shards). */
+SHARD_API void shard_pack_plan_shard(const ShardPackPlan *p, size_t j, size_t *first, size_t *end);
+
+/** The shards [*lo, *hi) of this part (settings.part of nparts; all without parts). */
+SHARD_API void shard_pack_plan_part(const ShardPackPlan *p, size_t *lo, size_t *hi);
+
+/**
+ * Writes shard j (its index beside it) from its inputs, read from disk: a complete shard
+ * under its final name, or nothing. Thread-safe for distinct shards.
+ * @param cb optional; bad inputs and progress
+ * @param info receives what the manifest needs: info->url is malloc'd, owned by the caller;
+ *        url NULL when every input of the shard was left out (no shard written)
+ * @param err optional; what failed: a bad input (named), the disk
+ */
+SHARD_API int shard_pack_write_shard(const ShardPackPlan *p, size_t j, const ShardPackCallbacks *cb,
+                                     ShardFileInfo *info, ShardError *err);
+
+/**
+ * @return the manifest path for the settings, malloc'd, owned by the caller: the pattern's
+ *         stem ("out/train-%06d.tar.zst" -> "out/train.json"), and with nparts set
+ *         "out/train.part-I-of-N.json"; NULL when out of memory
+ */
+SHARD_API char *shard_pack_manifest_path(const ShardPackSettings *s);
+
+/**
+ * A new manifest for the plan, as shardpack writes it: named after manifest_path's stem,
+ * with the class names and the packing options; add the written shards' infos in shard
+ * order, then write it to manifest_path.
+ * @param out receives the manifest, owned by the caller (shard_manifest_free)
+ */
+SHARD_API int shard_pack_manifest(ShardManifest **out, const ShardPackPlan *p,
+                                  const char *manifest_path);
+
+/** Frees a plan and sets *p to NULL; accepts NULL. */
+SHARD_API void shard_pack_plan_free(ShardPackPlan **p);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SHARD_PACK_H */

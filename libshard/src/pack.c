@@ -1,0 +1,531 @@
+/*
+ * The pack plan (shard/pack.h): keys, the shuffle, shards cut by the writer's rule, the
+ * sample convention (image, cls, json), writing one shard, and the manifest that goes
+ * with the plan.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "internal.h"
+#include "keyset.h"
+#include "rng.h"
+#include "shard/image.h"
+#include "shard/names.h"
+#include "shard/pack.h"
+
+typedef struct Input {
+    ShardPackInput in; /* strings point at the copies below */
+    char *path, *rel, *field, *class_name, *extra;
+    char *key;
+} Input;
+
+struct ShardPackPlan {
+    ShardPackSettings s;
+    char *pattern;
+    Input *v;
+    size_t n, cap;
+    char **classes;
+    size_t nclasses;
+    size_t *first; /* nshards + 1 boundaries */
+    size_t nshards;
+    int built;
+};
+
+void shard_pack_default_settings(ShardPackSettings *s)
+{
+    memset(s, 0, sizeof *s);
+    s->pattern = NULL;
+    s->maxcount = 100000;
+    s->maxsize = 3000000000ull;
+    s->compression = SHARD_COMPRESSION_AUTO;
+    s->level = 3;
+    s->frame_size = 4u << 20;
+    s->shuffle = 0;
+    s->shuffle_seed = 0;
+    s->part = 0;
+    s->nparts = 0;
+    s->verify = 0;
+    s->mtime = 0;
+    s->checksums = 1;
+    s->sync = 1;
+}
+
+/* The writer settings for shard j of the plan: one shard, numbered j, no rotation. */
+static void writer_settings(const ShardPackPlan *p, size_t j, ShardWriterSettings *w)
+{
+    shard_writer_default_settings(w);
+    w->pattern = p->pattern;
+    w->first_shard = j;
+    w->maxcount = 0;
+    w->maxsize = 0;
+    w->compression = p->s.compression;
+    w->level = p->s.level;
+    w->frame_size = p->s.frame_size;
+    w->mtime = p->s.mtime;
+    w->sync = p->s.sync;
+    w->checksums = p->s.checksums;
+}
+
+int shard_pack_plan_new(ShardPackPlan **out, const ShardPackSettings *s, ShardError *err)
+{
+    *out = NULL;
+    if (s->nparts ? s->part >= s->nparts : s->part != 0)
+        return shard_report(err, SHARD_ERR_INVALID, "pack: the part must be I of N, 0 <= I < N");
+    ShardPackPlan *p = calloc(1, sizeof *p);
+    if (!p)
+        return shard_report(err, SHARD_ERR_NOMEM, "out of memory");
+    p->s = *s;
+    if (p->s.mtime < 0)
+        p->s.mtime = 0;
+    p->pattern = s->pattern ? shard_strdup(s->pattern) : NULL;
+    p->s.pattern = p->pattern;
+    /* Let the writer judge the pattern and the zstd options now, not after a long scan. */
+    ShardWriterSettings ws;
+    writer_settings(p, 0, &ws);
+    ShardWriter *w;
+    int rc = shard_writer_open(&w, &ws, err);
+    shard_writer_free(&w);
+    if (rc) {
+        shard_pack_plan_free(&p);
+        return rc;
+    }
+    *out = p;
+    return 0;
+}
+
+static char *copy_or_null(const char *s, int *bad)
+{
+    char *c = s ? shard_strdup(s) : NULL;
+    if (s && !c)
+        *bad = 1;
+    return c;
+}
+
+int shard_pack_plan_add(ShardPackPlan *p, const ShardPackInput *in)
+{
+    if (p->built || !in->path || !in->rel)
+        return SHARD_ERR_INVALID;
+    if (p->n == p->cap) {
+        size_t cap = p->cap ? p->cap * 2 : 1024;
+        Input *v = realloc(p->v, cap * sizeof *v);
+        if (!v)
+            return SHARD_ERR_NOMEM;
+        p->v = v;
+        p->cap = cap;
+    }
+    Input *x = &p->v[p->n];
+    memset(x, 0, sizeof *x);
+    int bad = 0;
+    x->path = copy_or_null(in->path, &bad);
+    x->rel = copy_or_null(in->rel, &bad);
+    x->class_name = copy_or_null(in->class_name, &bad);
+    x->extra = copy_or_null(in->extra_json, &bad);
+    if (in->field) {
+        x->field = copy_or_null(in->field, &bad);
+    } else {
+        const char *dot = strrchr(in->rel, '.');
+        x->field = copy_or_null(dot && dot[1] ? dot + 1 : "bin", &bad);
+        for (char *c = x->field; c && *c; c++)
+            if (*c >= 'A' && *c <= 'Z')
+                *c = (char)(*c - 'A' + 'a');
+    }
+    if (bad) {
+        free(x->path), free(x->rel), free(x->class_name), free(x->extra), free(x->field);
+        return SHARD_ERR_NOMEM;
+    }
+    x->in = (ShardPackInput){x->path, x->rel, x->field, in->label, x->class_name, x->extra,
+                             in->size};
+    p->n++;
+    return 0;
+}
+
+int shard_pack_plan_set_classes(ShardPackPlan *p, const char *const *names, size_t n)
+{
+    char **c = calloc(n ? n : 1, sizeof *c);
+    if (!c)
+        return SHARD_ERR_NOMEM;
+    for (size_t i = 0; i < n; i++)
+        if (!(c[i] = shard_strdup(names[i]))) {
+            while (i--)
+                free(c[i]);
+            free(c);
+            return SHARD_ERR_NOMEM;
+        }
+    for (size_t i = 0; i < p->nclasses; i++)
+        free(p->classes[i]);
+    free(p->classes);
+    p->classes = c;
+    p->nclasses = n;
+    return 0;
+}
+
+/* Keys from relative paths, in input order; a clash gets the smallest free "_N". */
+static int assign_keys(ShardPackPlan *p, ShardError *err)
+{
+    ShardKeySet set = {0}; /* the keys belong to the inputs */
+    int rc = 0;
+    for (size_t i = 0; i < p->n && !rc; i++) {
+        Input *x = &p->v[i];
+        size_t cap = strlen(x->rel) + 32;
+        char *key = malloc(cap);
+        int n = key ? shard_key_from_path(x->rel, key, cap) : SHARD_ERR_NOMEM;
+        if (n < 0) {
+            char msg[SHARD_ERROR_MAX];
+            shard_fail(msg, SHARD_ERR_FORMAT, "%s: cannot derive a sample key from this path",
+                       x->path);
+            rc = shard_report(err, key ? SHARD_ERR_FORMAT : SHARD_ERR_NOMEM, msg);
+            free(key);
+            break;
+        }
+        int added = shard_keyset_insert(&set, key);
+        for (unsigned long k = 1; added == 0; k++) {
+            char *alt = malloc((size_t)n + 24);
+            if (!alt) {
+                added = SHARD_ERR_NOMEM;
+                break;
+            }
+            snprintf(alt, (size_t)n + 24, "%s_%lu", key, k);
+            if ((added = shard_keyset_insert(&set, alt)) == 1) {
+                free(key);
+                key = alt;
+            } else {
+                free(alt);
+            }
+        }
+        if (added < 0) {
+            free(key);
+            rc = shard_report(err, SHARD_ERR_NOMEM, "out of memory");
+            break;
+        }
+        x->key = key;
+    }
+    shard_keyset_free(&set);
+    return rc;
+}
+
+/* The sample's .json: its extra fields, path, label and class. */
+static char *sample_json(const Input *x)
+{
+    json_t *o = x->extra ? json_loads(x->extra, 0, NULL) : json_object();
+    if (!o)
+        return NULL;
+    json_object_set_new(o, "path", json_string(x->rel));
+    if (x->in.label >= 0)
+        json_object_set_new(o, "label", json_integer(x->in.label));
+    if (x->class_name)
+        json_object_set_new(o, "class", json_string(x->class_name));
+    char *s = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(o);
+    return s;
+}
+
+/* The fields of input x: image, cls (when labelled) and json. */
+static size_t sample_fields(const Input *x, ShardField *f, const void *image, char *cls,
+                            const char *json)
+{
+    size_t n = 0;
+    f[n++] = (ShardField){x->field, image, x->in.size};
+    if (x->in.label >= 0) {
+        int k = snprintf(cls, 24, "%lld", (long long)x->in.label);
+        f[n++] = (ShardField){"cls", cls, (size_t)k};
+    }
+    f[n++] = (ShardField){"json", json, strlen(json)};
+    return n;
+}
+
+static uint64_t sample_size(const Input *x)
+{
+    char *json = sample_json(x);
+    char cls[24];
+    ShardField f[3];
+    ShardSample s = {x->key, f, sample_fields(x, f, NULL, cls, json ? json : "")};
+    uint64_t size = shard_writer_sample_size(&s);
+    free(json);
+    return size;
+}
+
+int shard_pack_plan_build(ShardPackPlan *p, ShardError *err)
+{
+    if (p->built)
+        return shard_report(err, SHARD_ERR_STATE, "pack: the plan is built already");
+    int rc = assign_keys(p, err);
+    if (rc)
+        return rc;
+    if (p->s.shuffle) {
+        ShardRng r;
+        shard_rng_seed(&r, p->s.shuffle_seed);
+        for (size_t i = p->n; i > 1; i--) {
+            size_t j = (size_t)shard_rng_below(&r, i);
+            Input t = p->v[i - 1];
+            p->v[i - 1] = p->v[j];
+            p->v[j] = t;
+        }
+    }
+    /* the inputs moved: their view's strings still point at their own copies */
+    p->first = malloc((p->n + 1) * sizeof *p->first);
+    if (!p->first)
+        return shard_report(err, SHARD_ERR_NOMEM, "out of memory");
+    uint64_t count = 0, size = 0;
+    for (size_t i = 0; i < p->n; i++) {
+        uint64_t s = sample_size(&p->v[i]);
+        if (i == 0 || shard_writer_rotates(count, size, s, p->s.maxcount, p->s.maxsize)) {
+            p->first[p->nshards++] = i;
+            count = size = 0;
+        }
+        count++;
+        size += s;
+    }
+    p->first[p->nshards] = p->n;
+    p->built = 1;
+    return 0;
+}
+
+size_t shard_pack_plan_inputs(const ShardPackPlan *p) { return p->n; }
+
+const ShardPackInput *shard_pack_plan_input(const ShardPackPlan *p, size_t i)
+{
+    return i < p->n ? &p->v[i].in : NULL;
+}
+
+const char *shard_pack_plan_key(const ShardPackPlan *p, size_t i)
+{
+    return i < p->n ? p->v[i].key : NULL;
+}
+
+size_t shard_pack_plan_shards(const ShardPackPlan *p) { return p->nshards; }
+
+void shard_pack_plan_shard(const ShardPackPlan *p, size_t j, size_t *first, size_t *end)
+{
+    *first = j < p->nshards ? p->first[j] : p->n;
+    *end = j < p->nshards ? p->first[j + 1] : p->n;
+}
+
+void shard_pack_plan_part(const ShardPackPlan *p, size_t *lo, size_t *hi)
+{
+    uint64_t parts = p->s.nparts ? p->s.nparts : 1;
+    *lo = (size_t)(p->s.part * p->nshards / parts);
+    *hi = (size_t)((p->s.part + 1) * p->nshards / parts);
+}
+
+/* ---- writing a shard ------------------------------------------------------------------- */
+
+/* Reads a whole file into *buf; returns 0, or an errno value, or -1 for a size change. */
+static int read_input(const Input *x, unsigned char **buf, size_t *cap)
+{
+    int fd = open(x->path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno;
+    if (*cap < x->in.size + 1) {
+        free(*buf);
+        *cap = x->in.size + 1;
+        *buf = malloc(*cap);
+        if (!*buf) {
+            *cap = 0;
+            close(fd);
+            return ENOMEM;
+        }
+    }
+    size_t got = 0;
+    for (;;) {
+        /* One byte more than expected, to notice a file that grew. */
+        ssize_t k = read(fd, *buf + got, x->in.size + 1 - got);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0) {
+            int e = errno;
+            close(fd);
+            return e;
+        }
+        if (k == 0)
+            break;
+        got += (size_t)k;
+        if (got > x->in.size)
+            break;
+    }
+    close(fd);
+    return got == x->in.size ? 0 : -1;
+}
+
+/* A bad input: 1 to leave it out, or 0 after the error is set. */
+static int bad_input(const ShardPackCallbacks *cb, size_t i, const Input *x, ShardPackBad why,
+                     const char *what, char *msg)
+{
+    if (cb && cb->on_bad && cb->on_bad(cb->cookie, i, why, what))
+        return 1;
+    shard_fail(msg, why == SHARD_PACK_UNREADABLE ? SHARD_ERR_IO : SHARD_ERR_FORMAT, "%s: %s",
+               x->path, what);
+    return 0;
+}
+
+int shard_pack_write_shard(const ShardPackPlan *p, size_t j, const ShardPackCallbacks *cb,
+                           ShardFileInfo *info, ShardError *err)
+{
+    memset(info, 0, sizeof *info);
+    if (!p->built || j >= p->nshards)
+        return shard_report(err, SHARD_ERR_INVALID, "pack: no such shard in the plan");
+    ShardWriterSettings ws;
+    writer_settings(p, j, &ws);
+    ShardWriter *w;
+    int rc = shard_writer_open(&w, &ws, err);
+    if (rc)
+        return rc;
+    char msg[SHARD_ERROR_MAX] = "";
+    unsigned char *buf = NULL;
+    size_t cap = 0;
+    for (size_t i = p->first[j]; i < p->first[j + 1] && !rc; i++) {
+        const Input *x = &p->v[i];
+        int e = read_input(x, &buf, &cap);
+        char what[SHARD_ERROR_MAX];
+        if (e) {
+            if (e > 0)
+                snprintf(what, sizeof what, "cannot read: %s", strerror(e));
+            if (!bad_input(cb, i, x, e > 0 ? SHARD_PACK_UNREADABLE : SHARD_PACK_CHANGED,
+                           e > 0 ? what : "file changed size while packing", msg))
+                rc = e > 0 ? SHARD_ERR_IO : SHARD_ERR_FORMAT;
+            continue;
+        }
+        int vr = p->s.verify ? shard_image_verify(buf, x->in.size, what, sizeof what)
+                             : (shard_image_format(buf, x->in.size) ? 0 : SHARD_ERR_FORMAT);
+        if (vr == SHARD_ERR_FORMAT && !p->s.verify)
+            snprintf(what, sizeof what,
+                     "not an image (no JPEG, PNG, GIF, WebP, BMP, TIFF or PNM signature)");
+        if (vr) {
+            if (!bad_input(cb, i, x, vr == SHARD_ERR_FORMAT ? SHARD_PACK_NOT_IMAGE : SHARD_PACK_CORRUPT,
+                           what, msg))
+                rc = vr;
+            continue;
+        }
+        char *json = sample_json(x);
+        char cls[24];
+        ShardField f[3];
+        ShardSample sample = {x->key, f, sample_fields(x, f, buf, cls, json ? json : "{}")};
+        int wr = json ? shard_writer_add(w, &sample) : SHARD_ERR_NOMEM;
+        free(json);
+        if (wr) {
+            rc = wr;
+            snprintf(msg, sizeof msg, "%s", wr == SHARD_ERR_NOMEM && !json ? "out of memory"
+                                                                             : shard_writer_error(w));
+        } else if (cb && cb->on_written && cb->on_written(cb->cookie, i, x->in.size)) {
+            rc = shard_fail(msg, SHARD_ERR_STATE, "pack: stopped");
+        }
+    }
+    free(buf);
+    if (!rc && shard_writer_finish(w)) {
+        rc = SHARD_ERR_IO;
+        snprintf(msg, sizeof msg, "%s", shard_writer_error(w));
+    }
+    if (!rc && shard_writer_count(w) == 1) {
+        *info = *shard_writer_shard(w, 0);
+        if (!(info->url = shard_strdup(info->url)))
+            rc = shard_fail(msg, SHARD_ERR_NOMEM, "out of memory");
+    }
+    shard_writer_free(&w);
+    return rc ? shard_report(err, rc, msg) : 0;
+}
+
+/* ---- the manifest ---------------------------------------------------------------------- */
+
+char *shard_pack_manifest_path(const ShardPackSettings *s)
+{
+    /* out/train-%06d.tar.zst -> out/train.json: cut the name at the conversion, then drop
+     * the separator before it. */
+    char *p = shard_strdup(s->pattern);
+    if (!p)
+        return NULL;
+    char *slash = strrchr(p, '/');
+    char *name = slash ? slash + 1 : p;
+    char *pct = strchr(name, '%');
+    if (pct)
+        *pct = 0;
+    size_t n = strlen(name);
+    while (n && (name[n - 1] == '-' || name[n - 1] == '_' || name[n - 1] == '.'))
+        name[--n] = 0;
+    char suffix[64] = ".json";
+    if (s->nparts)
+        snprintf(suffix, sizeof suffix, ".part-%llu-of-%llu.json", (unsigned long long)s->part,
+                 (unsigned long long)s->nparts);
+    size_t len = strlen(p) + strlen(suffix) + 16;
+    char *out = malloc(len);
+    if (out)
+        snprintf(out, len, "%s%s%s", p, n ? "" : "dataset", suffix);
+    free(p);
+    return out;
+}
+
+/* The packing options, as the manifest records them. */
+static char *options_json(const ShardPackPlan *p)
+{
+    int zstd = p->s.compression == SHARD_COMPRESSION_ZSTD ||
+               (p->s.compression == SHARD_COMPRESSION_AUTO && shard_ends_with(p->pattern, ".zst"));
+    json_t *j = json_object();
+    json_object_set_new(j, "maxcount", json_integer((json_int_t)p->s.maxcount));
+    json_object_set_new(j, "maxsize", json_integer((json_int_t)p->s.maxsize));
+    json_object_set_new(j, "compression", json_string(zstd ? "zstd" : "none"));
+    json_object_set_new(j, "level", json_integer(p->s.level));
+    json_object_set_new(j, "frame_size", json_integer((json_int_t)p->s.frame_size));
+    json_object_set_new(j, "shuffle_seed",
+                        p->s.shuffle ? json_integer((json_int_t)p->s.shuffle_seed) : json_null());
+    json_object_set_new(j, "verify", json_boolean(p->s.verify));
+    json_object_set_new(j, "mtime", json_integer(p->s.mtime));
+    char *s = json_dumps(j, JSON_COMPACT);
+    json_decref(j);
+    return s;
+}
+
+int shard_pack_manifest(ShardManifest **out, const ShardPackPlan *p, const char *manifest_path)
+{
+    *out = NULL;
+    char *stem = shard_strdup(manifest_path);
+    char *opts = options_json(p);
+    if (!stem || !opts) {
+        free(stem);
+        free(opts);
+        return SHARD_ERR_NOMEM;
+    }
+    char *b = basename(stem);
+    char *dot = strrchr(b, '.');
+    if (dot)
+        *dot = 0;
+    char *part = strstr(b, ".part-");
+    if (part)
+        *part = 0;
+    ShardManifest *m;
+    int rc = shard_manifest_new(&m, b);
+    if (!rc && !(rc = shard_manifest_set_options(m, opts)))
+        rc = shard_manifest_set_classes(m, (const char *const *)p->classes, p->nclasses);
+    free(stem);
+    free(opts);
+    if (rc) {
+        shard_manifest_free(&m);
+        return rc;
+    }
+    *out = m;
+    return 0;
+}
+
+void shard_pack_plan_free(ShardPackPlan **pp)
+{
+    if (!pp || !*pp)
+        return;
+    ShardPackPlan *p = *pp;
+    for (size_t i = 0; i < p->n; i++) {
+        Input *x = &p->v[i];
+        free(x->path), free(x->rel), free(x->field), free(x->class_name), free(x->extra);
+        free(x->key);
+    }
+    free(p->v);
+    for (size_t i = 0; i < p->nclasses; i++)
+        free(p->classes[i]);
+    free(p->classes);
+    free(p->first);
+    free(p->pattern);
+    free(p);
+    *pp = NULL;
+}
