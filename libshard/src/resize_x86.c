@@ -1,0 +1,176 @@
+/*
+ * The resampler's x86-64 paths (resize.h): which one the CPU can run, and the set-up they
+ * share (the box, the filter's weights as 16-bit integers or as a banded matrix of floats
+ * per block of 8 output pixels), then the row loop in resize_avx2.c or resize_vnni.c.
+ */
+#include <string.h>
+
+#include "resize_x86.h"
+
+int shard_resize_cpu_level(void)
+{
+    int level = SHARD_SIMD_NONE;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+        level = SHARD_SIMD_AVX2;
+        if (__builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw")) {
+            level = SHARD_SIMD_AVX512;
+            if (__builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512vnni"))
+                level = SHARD_SIMD_VNNI;
+        }
+    }
+    return level;
+}
+
+/* Weights in 16 bits (VBITS of fraction) for pmaddwd and vpdpwssd, each window's rounded
+ * to sum to exactly 1 so that flat areas stay exact. */
+void shard_weights16(const Coeffs *c, int n, int16_t *out)
+{
+    for (int i = 0; i < n; i++) {
+        const int32_t *k = c->k + (size_t)i * (size_t)c->ksize;
+        int16_t *o = out + (size_t)i * (size_t)c->ksize;
+        int sum = 0, big = 0;
+        for (int t = 0; t < c->ksize; t++) {
+            int v = (k[t] + (1 << (PRECISION_BITS - VBITS - 1))) >> (PRECISION_BITS - VBITS);
+            o[t] = (int16_t)v;
+            sum += v;
+            if (v > o[big])
+                big = t;
+        }
+        o[big] = (int16_t)(o[big] + (1 << VBITS) - sum);
+    }
+}
+
+/* One output value: a sum already truncated to an integer, clamped to 0..255 as the SIMD
+ * packing below does it. */
+static inline unsigned char to_byte(int32_t v)
+{
+    return v < 0 ? 0 : v > 255 ? 255 : (unsigned char)v;
+}
+
+/* A row of integer sums to bytes, 32 at a time (mirrored when flip). */
+__attribute__((target("avx2")))
+static void row_to_bytes(const int32_t *src, int n, unsigned char *dst, int flip)
+{
+    const __m256i reverse = _mm256_setr_epi8(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0,
+                                             15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    int x = 0;
+    for (; x + 32 <= n; x += 32) {
+        __m256i a = _mm256_loadu_si256((const __m256i *)(src + x));
+        __m256i b = _mm256_loadu_si256((const __m256i *)(src + x + 8));
+        __m256i c = _mm256_loadu_si256((const __m256i *)(src + x + 16));
+        __m256i d = _mm256_loadu_si256((const __m256i *)(src + x + 24));
+        /* packs and packus work within 128-bit lanes: the bytes come out as 4-value groups
+         * 0 2 4 6 | 1 3 5 7, which the dword permutation puts in order */
+        __m256i v = _mm256_packus_epi16(_mm256_packs_epi32(a, b), _mm256_packs_epi32(c, d));
+        v = _mm256_permutevar8x32_epi32(v, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+        if (flip) {
+            v = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(v, reverse), 0x4e);
+            _mm256_storeu_si256((__m256i *)(dst + n - 32 - x), v);
+        } else {
+            _mm256_storeu_si256((__m256i *)(dst + x), v);
+        }
+    }
+    for (; x < n; x++)
+        dst[flip ? n - 1 - x : x] = to_byte(src[x]);
+}
+
+/* Output row yy from its three rows of sums (planes wpad apart): interleaved, or into the
+ * three planes. */
+__attribute__((target("avx2")))
+void shard_emit_row(const int32_t *rowout, size_t wpad, int out_w, int yy, const ResizeOut *o)
+{
+    if (o->rgb) {
+        unsigned char *d = o->rgb + (size_t)yy * (size_t)out_w * 3;
+        for (int x = 0; x < out_w; x++)
+            for (int c = 0; c < 3; c++)
+                d[x * 3 + c] = to_byte(rowout[(size_t)c * wpad + (size_t)x]);
+    } else {
+        for (int c = 0; c < 3; c++)
+            row_to_bytes(rowout + (size_t)c * wpad, out_w, o->plane[c] + (size_t)yy * (size_t)out_w,
+                         o->flip);
+    }
+}
+
+int shard_resize_simd(ShardScratch *sc, int level, const ShardResizeBox *b, unsigned char *out,
+                      int out_w, int out_h, int planar, int flip)
+{
+    const unsigned char *box = b->box;
+    size_t in_stride = b->in_stride, box_stride = b->box_stride;
+    int ybox0 = b->ybox0, xbox0 = b->xbox0, rows = b->rows, cols = b->cols;
+    const Coeffs ch = *b->ch, cv = *b->cv;
+    /* per block of 8 output pixels: where its inputs start, and the 8 pixels' weights
+     * for each input of the span (one span for all: a loop of one length) */
+    int blocks = (out_w + 7) / 8, span = 0;
+    for (int bk = 0; bk < blocks; bk++)
+        for (int xx = bk * 8; xx < out_w && xx < bk * 8 + 8; xx++) {
+            int end = ch.bounds[xx * 2] + ch.bounds[xx * 2 + 1] - ch.bounds[bk * 16];
+            span = end > span ? end : span;
+        }
+    span = level == SHARD_SIMD_VNNI ? (span + 3) & ~3 : (span + 1) & ~1; /* 4 or 2 at a time */
+    size_t band_n = (size_t)blocks * (size_t)span * 8;
+    int *start = shard_scratch(sc, SHARD_SCR_START, (size_t)blocks * sizeof(int));
+    int16_t *kv = shard_scratch(sc, SHARD_SCR_KV, (size_t)out_h * (size_t)cv.ksize * sizeof(int16_t));
+    int32_t *vw = shard_scratch(sc, SHARD_SCR_VW, ((size_t)cv.ksize / 2 + 1) * sizeof(int32_t));
+    const unsigned char **vrow = shard_scratch(sc, SHARD_SCR_VROW, ((size_t)cv.ksize + 1) * sizeof(void *));
+    int32_t *rowout = shard_scratch(sc, SHARD_SCR_ROWOUT, 3 * (((size_t)out_w + 7) & ~(size_t)7) * sizeof(int32_t));
+    if (!start || !kv || !vw || !vrow || !rowout)
+        return SHARD_ERR_NOMEM;
+    for (int bk = 0; bk < blocks; bk++)
+        start[bk] = ch.bounds[bk * 16] - xbox0;
+    shard_weights16(&cv, out_h, kv);
+    size_t plane = (size_t)out_w * (size_t)out_h;
+    ResizeOut o = {planar ? NULL : out, {out, out + plane, out + 2 * plane}, flip};
+    if (level == SHARD_SIMD_VNNI) {
+        /* 16-bit weights in pairs: input t and t + 1 of each block's span, lane j */
+        int16_t *band = shard_scratch(sc, SHARD_SCR_BAND, band_n * sizeof(int16_t));
+        int16_t *kh = shard_scratch(sc, SHARD_SCR_KH, (size_t)out_w * (size_t)ch.ksize * sizeof(int16_t));
+        /* the box in planes; one output row's sums in planes, with the last span's reach
+         * past cols (zeros) */
+        size_t pcols = ((size_t)cols + 31) & ~(size_t)31;
+        size_t pstride = (pcols + (size_t)span + 15) & ~(size_t)15;
+        unsigned char *split = shard_scratch(sc, SHARD_SCR_TMP, (size_t)rows * 3 * pcols);
+        int16_t *mid = shard_scratch(sc, SHARD_SCR_ROWF, 3 * pstride * sizeof(int16_t));
+        if (!band || !kh || !split || !mid)
+            return SHARD_ERR_NOMEM;
+        memset(mid, 0, 3 * pstride * sizeof *mid);
+        memset(band, 0, band_n * sizeof *band);
+        shard_weights16(&ch, out_w, kh);
+        for (int bk = 0; bk < blocks; bk++)
+            for (int j = 0; j < 8 && bk * 8 + j < out_w; j++) {
+                int xx = bk * 8 + j, off = ch.bounds[xx * 2] - ch.bounds[bk * 16];
+                for (int t = 0; t < ch.bounds[xx * 2 + 1]; t++) {
+                    int p = off + t;
+                    band[(((size_t)bk * (size_t)span + (size_t)(p & ~1)) * 8 + (size_t)j * 2) + (size_t)(p & 1)] =
+                        kh[(size_t)xx * (size_t)ch.ksize + (size_t)t];
+                }
+            }
+        shard_split_planes(box, in_stride, rows, box_stride, pcols, split);
+        shard_resize_vnni(split, pcols, ybox0, &cv, kv, (const int32_t *)band, start, span,
+                    out_w, out_h, mid, pstride, rowout, vrow, vw, &o);
+        return 0;
+    }
+    size_t npad = (box_stride + 31) & ~(size_t)31, rowf_n = npad + 3 * (size_t)span + 8;
+    float *band = shard_scratch(sc, SHARD_SCR_BAND, band_n * sizeof(float));
+    float *rowf = shard_scratch(sc, SHARD_SCR_ROWF, rowf_n * sizeof(float));
+    if (!band || !rowf)
+        return SHARD_ERR_NOMEM;
+    /* the vertical sums come out VBITS above 1, which the horizontal weights undo */
+    float unit = 1.0f / (float)(1 << PRECISION_BITS) / (float)(1 << VBITS);
+    memset(band, 0, band_n * sizeof *band);
+    for (int bk = 0; bk < blocks; bk++)
+        for (int j = 0; j < 8 && bk * 8 + j < out_w; j++) {
+            int xx = bk * 8 + j, off = ch.bounds[xx * 2] - ch.bounds[bk * 16];
+            for (int t = 0; t < ch.bounds[xx * 2 + 1]; t++)
+                band[((size_t)bk * (size_t)span + (size_t)(off + t)) * 8 + (size_t)j] =
+                    (float)ch.k[(size_t)xx * (size_t)ch.ksize + (size_t)t] * unit;
+        }
+    /* the last span reads past the box's values, over weights of 0: finite values */
+    memset(rowf + npad, 0, (rowf_n - npad) * sizeof *rowf);
+    if (level == SHARD_SIMD_AVX512)
+        shard_resize_avx512(box, in_stride, ybox0, box_stride, &cv, kv, band, start, span, out_w,
+                      out_h, rowf, rowout, vrow, vw, &o);
+    else
+        shard_resize_avx2(box, in_stride, ybox0, box_stride, &cv, kv, band, start, span, out_w,
+                    out_h, rowf, rowout, vrow, vw, &o);
+    return 0;
+}
