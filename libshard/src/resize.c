@@ -70,37 +70,20 @@ static int coeffs_make(Coeffs *c, ShardScratch *sc, int bounds_buf, int k_buf, i
     return 0;
 }
 
-static inline unsigned char clip8(int32_t v)
-{
-    v >>= PRECISION_BITS;
-    return v < 0 ? 0 : v > 255 ? 255 : (unsigned char)v;
-}
-
-/* One pass of the filter along columns: out row yy of width n is the weighted sum of the
- * input rows its coefficients name (row r of the input at src + (r - first) * stride).
- * Contiguous rows, so the compiler vectorizes the inner loop. */
-#ifdef SHARD_RESIZE_X86
-__attribute__((target_clones("avx2", "default")))
-#endif
+/* The column pass for this CPU: the same loop built for AVX2 where the CPU has it
+ * (resize_x86.c), plain otherwise. Chosen by hand rather than by an ifunc (target_clones),
+ * whose resolver runs before a sanitizer's runtime is ready. */
 static void column_pass(const unsigned char *src, size_t src_stride, int first, size_t n,
                         const Coeffs *c, int out_rows, unsigned char *dst, size_t dst_stride,
                         int32_t *acc)
 {
-    for (int yy = 0; yy < out_rows; yy++) {
-        int ymin = c->bounds[yy * 2] - first, ymax = c->bounds[yy * 2 + 1];
-        const int32_t *k = c->k + (size_t)yy * (size_t)c->ksize;
-        for (size_t x = 0; x < n; x++)
-            acc[x] = 1 << (PRECISION_BITS - 1);
-        for (int y = 0; y < ymax; y++) {
-            const unsigned char *row = src + (size_t)(ymin + y) * src_stride;
-            int32_t ky = k[y];
-            for (size_t x = 0; x < n; x++)
-                acc[x] += row[x] * ky;
-        }
-        unsigned char *d = dst + (size_t)yy * dst_stride;
-        for (size_t x = 0; x < n; x++)
-            d[x] = clip8(acc[x]);
+#ifdef SHARD_RESIZE_X86
+    if (shard_resize_cpu_level() >= SHARD_SIMD_AVX2) {
+        shard_column_pass_avx2(src, src_stride, first, n, c, out_rows, dst, dst_stride, acc);
+        return;
     }
+#endif
+    shard_column_pass(src, src_stride, first, n, c, out_rows, dst, dst_stride, acc);
 }
 
 /* PIL's horizontal pass: per output pixel, a window of whole pixels times its weights. */
@@ -117,9 +100,9 @@ static void row_pass(const unsigned char *src, const Coeffs *c, int xoff, int ou
             s1 += p[1] * k[x];
             s2 += p[2] * k[x];
         }
-        dst[xx * 3] = clip8(s0);
-        dst[xx * 3 + 1] = clip8(s1);
-        dst[xx * 3 + 2] = clip8(s2);
+        dst[xx * 3] = shard_clip8(s0);
+        dst[xx * 3 + 1] = shard_clip8(s1);
+        dst[xx * 3 + 2] = shard_clip8(s2);
     }
 }
 

@@ -7,6 +7,14 @@
 
 #include "resize_x86.h"
 
+__attribute__((target("avx2")))
+void shard_column_pass_avx2(const unsigned char *src, size_t src_stride, int first, size_t n,
+                            const Coeffs *c, int out_rows, unsigned char *dst, size_t dst_stride,
+                            int32_t *acc)
+{
+    shard_column_pass(src, src_stride, first, n, c, out_rows, dst, dst_stride, acc);
+}
+
 int shard_resize_cpu_level(void)
 {
     int level = SHARD_SIMD_NONE;
