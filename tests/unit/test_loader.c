@@ -1,0 +1,397 @@
+/* The batch loader's threads, from C: batches in the reader's order whatever the decode
+ * timing, labels, keys and raw fields, buffers held and released from another thread,
+ * epochs and resume with batches still held, decode errors in both policies, and the
+ * allocator hook. Run under ThreadSanitizer in CI. */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jpeglib.h>
+#include <shard/shard.h>
+
+#include "testutil.h"
+
+static char *dir;
+static char *manifest;
+static void setup(void) { dir = tu_mkdtemp(); }
+static void teardown(void)
+{
+    tu_rmtree(dir);
+    free(dir);
+    free(manifest);
+    manifest = NULL;
+}
+TestSuite(loader, .init = setup, .fini = teardown, .timeout = 120);
+
+#define NSAMPLES 90
+
+/* A w x h JPEG whose colour depends on seed; malloc'd, *size bytes. */
+static unsigned char *jpeg(int seed, int w, int h, unsigned long *size)
+{
+    struct jpeg_compress_struct c;
+    struct jpeg_error_mgr e;
+    c.err = jpeg_std_error(&e);
+    jpeg_create_compress(&c);
+    unsigned char *out = NULL;
+    jpeg_mem_dest(&c, &out, size);
+    c.image_width = (JDIMENSION)w;
+    c.image_height = (JDIMENSION)h;
+    c.input_components = 3;
+    c.in_color_space = JCS_RGB;
+    jpeg_set_defaults(&c);
+    jpeg_set_quality(&c, 90, TRUE);
+    jpeg_start_compress(&c, TRUE);
+    unsigned char *row = malloc((size_t)w * 3);
+    while (c.next_scanline < c.image_height) {
+        for (int x = 0; x < w; x++) {
+            row[x * 3] = (unsigned char)(seed * 37);
+            row[x * 3 + 1] = (unsigned char)(x * 4 + (int)c.next_scanline);
+            row[x * 3 + 2] = (unsigned char)(200 - seed);
+        }
+        jpeg_write_scanlines(&c, &row, 1);
+    }
+    jpeg_finish_compress(&c);
+    jpeg_destroy_compress(&c);
+    free(row);
+    return out;
+}
+
+/* NSAMPLES samples (jpg, cls = i % 5, json on even ones; sample 13's jpg is damaged when
+ * damage) in shards of 16, with a manifest. */
+static const char *make_shards(int damage)
+{
+    char pattern[4096];
+    snprintf(pattern, sizeof pattern, "%s/l-%%04d.tar", dir);
+    ShardWriterSettings s;
+    shard_writer_default_settings(&s);
+    s.pattern = pattern;
+    s.maxcount = 16;
+    s.sync = 0;
+    s.checksums = 0;
+    ShardWriter *w;
+    ShardError err;
+    cr_assert_eq(shard_writer_open(&w, &s, &err), 0, "%s", err.message);
+    ShardManifest *m;
+    cr_assert_eq(shard_manifest_new(&m, "l"), 0);
+    for (int i = 0; i < NSAMPLES; i++) {
+        char key[32], cls[8], json[32];
+        snprintf(key, sizeof key, "k%04d", i);
+        snprintf(cls, sizeof cls, "%d", i % 5);
+        int nj = snprintf(json, sizeof json, "{\"i\": %d}", i);
+        unsigned long size;
+        unsigned char *img = jpeg(i, 40 + i % 7, 30 + i % 5, &size);
+        if (damage && i == 13)
+            size /= 2;
+        ShardField f[] = {{"jpg", img, size}, {"cls", cls, strlen(cls)}, {"json", json, (size_t)nj}};
+        ShardSample smp = {key, f, i % 2 ? 2 : 3};
+        cr_assert_eq(shard_writer_add(w, &smp), 0, "%s", shard_writer_error(w));
+        free(img);
+    }
+    cr_assert_eq(shard_writer_finish(w), 0);
+    for (size_t i = 0; i < shard_writer_count(w); i++)
+        shard_manifest_add(m, shard_writer_shard(w, i));
+    manifest = tu_path(dir, "l.json");
+    cr_assert_eq(shard_manifest_write(m, manifest, &err), 0, "%s", err.message);
+    shard_manifest_free(&m);
+    shard_writer_free(&w);
+    return manifest;
+}
+
+static void settings(ShardLoaderSettings *s, const char **urls)
+{
+    shard_loader_default_settings(s);
+    s->reader.urls = urls;
+    s->reader.nurls = 1;
+    s->reader.seed = 3;
+    s->reader.have_seed = 1;
+    s->reader.rank = 0;
+    s->reader.world_size = 1;
+    s->reader.shuffle_buffer = 20;
+    s->batch_size = 8;
+    s->threads = 3;
+    s->batches = 3;
+    s->transform.width = s->transform.height = 16;
+}
+
+/* The sample numbers of the reader alone, in its order, for the same settings. */
+static int reader_order(const ShardLoaderSettings *s, int *out)
+{
+    ShardReaderSettings rs = s->reader;
+    rs.worker_align = s->batch_size;
+    ShardReader *r;
+    ShardError err;
+    cr_assert_eq(shard_reader_open(&r, &rs, &err), 0, "%s", err.message);
+    const char *key, *url;
+    const ShardFieldView *f;
+    size_t nf;
+    int n = 0;
+    while (shard_reader_next(r, &key, &url, &f, &nf) == 0)
+        out[n++] = atoi(key + 1);
+    shard_reader_free(&r);
+    return n;
+}
+
+/* Checks a batch against the reader's order from *at, and moves *at past it. */
+static void check_batch(const ShardBatch *b, const int *order, int *at, size_t image_bytes)
+{
+    cr_assert_eq(b->image_bytes, image_bytes);
+    const ShardBatchField *json = NULL;
+    for (size_t k = 0; k < b->nfields; k++)
+        if (!strcmp(b->fields[k].name, "json"))
+            json = &b->fields[k];
+    for (size_t i = 0; i < b->size; i++) {
+        int k = order[(*at)++];
+        /* with raw_fields "*", a batch has the fields its samples have */
+        cr_assert(json || k % 2, "sample %d has a json field, the batch has none", k);
+        cr_assert_eq(atoi(b->keys[i] + 1), k, "batch %llu sample %zu", (unsigned long long)b->index, i);
+        cr_assert_eq(b->labels[i], k % 5);
+        cr_assert(!json || json->present[i] == (k % 2 == 0));
+        if (k % 2 == 0) {
+            char want[32];
+            int n = snprintf(want, sizeof want, "{\"i\": %d}", k);
+            cr_assert_eq(json->offsets[i + 1] - json->offsets[i], (uint64_t)n);
+            cr_assert_eq(memcmp(json->data + json->offsets[i], want, (size_t)n), 0);
+        }
+        /* the red channel (NCHW, plane 0) carries the sample's colour */
+        const unsigned char *img = (const unsigned char *)b->images + i * b->image_bytes;
+        int want = (k * 37) & 255;
+        cr_assert_leq(abs(img[0] - want), 6, "sample %d: red %d, want %d", k, img[0], want);
+    }
+}
+
+Test(loader, batches_come_in_the_readers_order)
+{
+    const char *urls[] = {make_shards(0)};
+    ShardLoaderSettings s;
+    settings(&s, urls);
+    int order[NSAMPLES];
+    cr_assert_eq(reader_order(&s, order), NSAMPLES);
+    ShardLoader *l;
+    ShardError err;
+    cr_assert_eq(shard_loader_open(&l, &s, &err), 0, "%s", err.message);
+    cr_assert_eq(shard_loader_epoch_batches(l), 12);
+    for (int pass = 0; pass < 2; pass++) { /* epoch 0, then epoch 0 again */
+        int at = 0, batches = 0;
+        const ShardBatch *b;
+        int rc;
+        while ((rc = shard_loader_next(l, &b)) == 0) {
+            cr_assert_eq(b->epoch, 0);
+            check_batch(b, order, &at, shard_transform_output_size(&s.transform));
+            shard_batch_release(l, b);
+            batches++;
+        }
+        cr_assert_eq(rc, SHARD_EOS, "%s", shard_loader_error(l));
+        cr_assert_eq(at, NSAMPLES);
+        cr_assert_eq(batches, 12, "the last one short");
+        cr_assert_eq(shard_loader_set_epoch(l, 0), 0); /* the same epoch again */
+    }
+    shard_loader_free(&l);
+    cr_assert_null(l);
+}
+
+typedef struct Release {
+    ShardLoader *l;
+    const ShardBatch *b;
+} Release;
+
+static void *release_later(void *arg)
+{
+    Release *r = arg;
+    shard_batch_release(r->l, r->b);
+    return NULL;
+}
+
+Test(loader, held_buffers_block_and_release_from_another_thread)
+{
+    const char *urls[] = {make_shards(0)};
+    ShardLoaderSettings s;
+    settings(&s, urls);
+    int order[NSAMPLES];
+    reader_order(&s, order);
+    ShardLoader *l;
+    ShardError err;
+    cr_assert_eq(shard_loader_open(&l, &s, &err), 0, "%s", err.message);
+    const ShardBatch *held[3];
+    int at = 0;
+    size_t ib = shard_transform_output_size(&s.transform);
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(shard_loader_next(l, &held[i]), 0, "%s", shard_loader_error(l));
+        check_batch(held[i], order, &at, ib);
+    }
+    const ShardBatch *b;
+    cr_assert_eq(shard_loader_next(l, &b), SHARD_ERR_STATE, "every buffer is held");
+    cr_assert(strstr(shard_loader_error(l), "all 3 batch buffers are held"));
+    pthread_t t[3];
+    Release rel[3];
+    for (int i = 0; i < 3; i++) {
+        rel[i] = (Release){l, held[i]};
+        pthread_create(&t[i], NULL, release_later, &rel[i]);
+    }
+    for (int i = 0; i < 3; i++)
+        pthread_join(t[i], NULL);
+    int rc;
+    while ((rc = shard_loader_next(l, &b)) == 0) {
+        check_batch(b, order, &at, ib);
+        shard_batch_release(l, b);
+    }
+    cr_assert_eq(rc, SHARD_EOS);
+    cr_assert_eq(at, NSAMPLES);
+    shard_loader_free(&l);
+}
+
+Test(loader, restore_and_epochs_with_batches_held)
+{
+    const char *urls[] = {make_shards(0)};
+    ShardLoaderSettings s;
+    settings(&s, urls);
+    int order[NSAMPLES];
+    reader_order(&s, order);
+    size_t ib = shard_transform_output_size(&s.transform);
+    ShardLoader *l;
+    ShardError err;
+    cr_assert_eq(shard_loader_open(&l, &s, &err), 0, "%s", err.message);
+    const ShardBatch *a, *b;
+    int at = 0;
+    cr_assert_eq(shard_loader_next(l, &a), 0);
+    check_batch(a, order, &at, ib);
+    cr_assert_eq(shard_loader_next(l, &b), 0);
+    check_batch(b, order, &at, ib);
+    char state[96];
+    cr_assert_eq(shard_loader_state(l, state, sizeof state), 0);
+    cr_assert_str_eq(state, "v1:0:16:3");
+    /* a new epoch while one batch is held: it stays valid until released */
+    cr_assert_eq(shard_loader_set_epoch(l, 5), 0);
+    unsigned char first = ((const unsigned char *)a->images)[0];
+    const ShardBatch *c;
+    cr_assert_eq(shard_loader_next(l, &c), 0);
+    cr_assert_eq(c->epoch, 5);
+    cr_assert_eq(((const unsigned char *)a->images)[0], first);
+    shard_batch_release(l, a);
+    shard_batch_release(l, c);
+    /* back to where the state was taken, with b still held */
+    cr_assert_eq(shard_loader_restore(l, state), 0, "%s", shard_loader_error(l));
+    int rc;
+    while ((rc = shard_loader_next(l, &c)) == 0) {
+        check_batch(c, order, &at, ib);
+        shard_batch_release(l, c);
+    }
+    cr_assert_eq(rc, SHARD_EOS);
+    cr_assert_eq(at, NSAMPLES);
+    shard_batch_release(l, b);
+    shard_loader_free(&l);
+}
+
+Test(loader, a_corrupt_image_fails_or_is_skipped)
+{
+    const char *urls[] = {make_shards(1)};
+    ShardLoaderSettings s;
+    settings(&s, urls);
+    s.transform.fast = 0; /* a full decode meets the damage */
+    ShardLoader *l;
+    ShardError err;
+    cr_assert_eq(shard_loader_open(&l, &s, &err), 0, "%s", err.message);
+    const ShardBatch *b;
+    int rc;
+    while ((rc = shard_loader_next(l, &b)) == 0)
+        shard_batch_release(l, b);
+    cr_assert_eq(rc, SHARD_ERR_DECODE);
+    cr_assert(strstr(shard_loader_error(l), "sample 'k0013'"), "%s", shard_loader_error(l));
+    cr_assert(strstr(shard_loader_error(l), "l-0000.tar"), "%s", shard_loader_error(l));
+    shard_loader_free(&l);
+
+    s.reader.skip_errors = 1;
+    cr_assert_eq(shard_loader_open(&l, &s, &err), 0, "%s", err.message);
+    size_t n = 0;
+    while ((rc = shard_loader_next(l, &b)) == 0) {
+        for (size_t i = 0; i < b->size; i++)
+            cr_assert_str_neq(b->keys[i], "k0013");
+        n += b->size;
+        shard_batch_release(l, b);
+    }
+    cr_assert_eq(rc, SHARD_EOS);
+    cr_assert_eq(n, NSAMPLES - 1);
+    cr_assert_eq(shard_loader_skipped(l), 1);
+    shard_loader_free(&l);
+}
+
+/* An allocator that counts its blocks and remembers where they are. */
+typedef struct Counting {
+    atomic_int live, allocs;
+    pthread_mutex_t lock;
+    const void *blocks[256];
+    size_t sizes[256];
+    int n;
+} Counting;
+
+static void *counting_alloc(void *cookie, size_t size, size_t align)
+{
+    Counting *c = cookie;
+    void *p = aligned_alloc(align, (size + align - 1) / align * align);
+    pthread_mutex_lock(&c->lock);
+    if (c->n < 256) {
+        c->blocks[c->n] = p;
+        c->sizes[c->n++] = size;
+    }
+    pthread_mutex_unlock(&c->lock);
+    atomic_fetch_add(&c->live, 1);
+    atomic_fetch_add(&c->allocs, 1);
+    return p;
+}
+
+static void counting_free(void *cookie, void *p, size_t size)
+{
+    Counting *c = cookie;
+    (void)size;
+    if (p)
+        atomic_fetch_sub(&c->live, 1);
+    free(p);
+}
+
+static int from(Counting *c, const void *p)
+{
+    pthread_mutex_lock(&c->lock);
+    int found = 0;
+    for (int i = 0; i < c->n && !found; i++)
+        found = (const char *)p >= (const char *)c->blocks[i] &&
+                (const char *)p < (const char *)c->blocks[i] + c->sizes[i];
+    pthread_mutex_unlock(&c->lock);
+    return found;
+}
+
+Test(loader, everything_a_batch_hands_out_comes_from_the_allocator)
+{
+    const char *urls[] = {make_shards(0)};
+    ShardLoaderSettings s;
+    settings(&s, urls);
+    Counting c = {0};
+    pthread_mutex_init(&c.lock, NULL);
+    ShardAllocator a = {&c, counting_alloc, counting_free};
+    s.allocator = &a;
+    ShardLoader *l;
+    ShardError err;
+    cr_assert_eq(shard_loader_open(&l, &s, &err), 0, "%s", err.message);
+    const ShardBatch *b;
+    int batches = 0;
+    while (shard_loader_next(l, &b) == 0) {
+        cr_assert(from(&c, b->images));
+        cr_assert(from(&c, b->labels));
+        cr_assert(from(&c, b->keys));
+        cr_assert(from(&c, b->keys[0]));
+        for (size_t k = 0; k < b->nfields; k++) {
+            cr_assert(from(&c, b->fields[k].data), "raw field %s", b->fields[k].name);
+            cr_assert(from(&c, b->fields[k].offsets));
+            cr_assert(from(&c, b->fields[k].present));
+        }
+        shard_batch_release(l, b);
+        batches++;
+    }
+    cr_assert_eq(batches, 12);
+    cr_assert_gt(atomic_load(&c.allocs), 3 * 3, "images, labels and keys of 3 buffers at least");
+    shard_loader_free(&l);
+    cr_assert_eq(atomic_load(&c.live), 0, "every block given back");
+    pthread_mutex_destroy(&c.lock);
+    cr_assert_not_null(shard_default_allocator());
+}

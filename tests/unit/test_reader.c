@@ -1,0 +1,284 @@
+/* The streaming reader's threads, from C: determinism whatever the timing, consumers that
+ * partition the epoch, resume, errors in both policies, stopping while fetch threads are
+ * blocked, and owned samples outliving the reader. Run under ThreadSanitizer in CI. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <shard/shard.h>
+
+#include "testutil.h"
+
+static char *dir;
+static char *manifest;
+static void setup(void) { dir = tu_mkdtemp(); }
+static void teardown(void)
+{
+    tu_rmtree(dir);
+    free(dir);
+    free(manifest);
+    manifest = NULL;
+}
+TestSuite(reader, .init = setup, .fini = teardown, .timeout = 120);
+
+#define NSAMPLES 300
+
+/* NSAMPLES samples in shards of 23 (the last shorter), with a manifest; returns its path. */
+static const char *make_shards(const char *ext)
+{
+    char pattern[4096];
+    snprintf(pattern, sizeof pattern, "%s/r-%%04d%s", dir, ext);
+    ShardWriterSettings s;
+    shard_writer_default_settings(&s);
+    s.pattern = pattern;
+    s.maxcount = 23;
+    s.sync = 0;
+    s.checksums = 0;
+    ShardWriter *w;
+    ShardError err;
+    cr_assert_eq(shard_writer_open(&w, &s, &err), 0, "%s", err.message);
+    ShardManifest *m;
+    cr_assert_eq(shard_manifest_new(&m, "r"), 0);
+    for (int i = 0; i < NSAMPLES; i++) {
+        char key[32], txt[64];
+        snprintf(key, sizeof key, "s%05d", i);
+        int n = snprintf(txt, sizeof txt, "sample %d", i);
+        ShardField f[] = {{"txt", txt, (size_t)n}};
+        ShardSample smp = {key, f, 1};
+        cr_assert_eq(shard_writer_add(w, &smp), 0, "%s", shard_writer_error(w));
+    }
+    cr_assert_eq(shard_writer_finish(w), 0);
+    for (size_t i = 0; i < shard_writer_count(w); i++)
+        shard_manifest_add(m, shard_writer_shard(w, i));
+    manifest = tu_path(dir, "r.json");
+    cr_assert_eq(shard_manifest_write(m, manifest, &err), 0, "%s", err.message);
+    shard_manifest_free(&m);
+    shard_writer_free(&w);
+    return manifest;
+}
+
+static void settings(ShardReaderSettings *s, const char **urls)
+{
+    shard_reader_default_settings(s);
+    s->urls = urls;
+    s->nurls = 1;
+    s->seed = 7;
+    s->have_seed = 1;
+    s->rank = 0;
+    s->world_size = 1;
+    s->shuffle_buffer = 40;
+    s->streams = 3;
+    s->queue_depth = 4;
+}
+
+/* Reads up to max samples; their numbers (from the keys) go to out. */
+static int read_keys(ShardReader *r, int *out, int max)
+{
+    const char *key, *url;
+    const ShardFieldView *f;
+    size_t nf;
+    int n = 0, rc;
+    while (n < max && (rc = shard_reader_next(r, &key, &url, &f, &nf)) == 0) {
+        cr_assert_eq(nf, 1);
+        cr_assert_eq(memcmp(f[0].data, "sample ", 7), 0);
+        out[n++] = atoi(key + 1);
+    }
+    return n;
+}
+
+Test(reader, same_seed_same_sequence_and_every_sample_once)
+{
+    const char *urls[] = {make_shards(".tar")};
+    ShardReaderSettings s;
+    settings(&s, urls);
+    int a[NSAMPLES], b[NSAMPLES], seen[NSAMPLES] = {0};
+    for (int round = 0; round < 2; round++) {
+        s.queue_depth = round ? 1 : 64; /* a different timing, the same order */
+        ShardReader *r;
+        ShardError err;
+        cr_assert_eq(shard_reader_open(&r, &s, &err), 0, "%s", err.message);
+        cr_assert_eq(shard_reader_epoch_length(r), NSAMPLES);
+        cr_assert_eq(read_keys(r, round ? b : a, NSAMPLES), NSAMPLES);
+        const char *k, *u;
+        const ShardFieldView *f;
+        size_t nf;
+        cr_assert_eq(shard_reader_next(r, &k, &u, &f, &nf), SHARD_EOS);
+        ShardReaderStats st;
+        shard_reader_stats(r, &st);
+        cr_assert_eq(st.samples, NSAMPLES);
+        cr_assert_eq(st.shards_opened, 14);
+        shard_reader_free(&r);
+        cr_assert_null(r);
+    }
+    cr_assert_eq(memcmp(a, b, sizeof a), 0, "the order depends on the seed, not the timing");
+    int shuffled = 0;
+    for (int i = 0; i < NSAMPLES; i++) {
+        seen[a[i]]++;
+        shuffled |= a[i] != i;
+    }
+    for (int i = 0; i < NSAMPLES; i++)
+        cr_assert_eq(seen[i], 1, "sample %d seen %d times", i, seen[i]);
+    cr_assert(shuffled);
+}
+
+Test(reader, ranks_and_workers_partition_the_epoch)
+{
+    const char *urls[] = {make_shards(".tar.zst")};
+    ShardReaderSettings s;
+    settings(&s, urls);
+    s.world_size = 3;
+    s.num_workers = 2;
+    int seen[NSAMPLES] = {0}, buf[NSAMPLES];
+    for (int rank = 0; rank < 3; rank++)
+        for (int worker = 0; worker < 2; worker++) {
+            s.rank = rank;
+            s.worker = worker;
+            ShardReader *r;
+            ShardError err;
+            cr_assert_eq(shard_reader_open(&r, &s, &err), 0, "%s", err.message);
+            int n = read_keys(r, buf, NSAMPLES);
+            cr_assert_eq(n, shard_reader_epoch_length(r));
+            for (int i = 0; i < n; i++)
+                seen[buf[i]]++;
+            shard_reader_free(&r);
+        }
+    for (int i = 0; i < NSAMPLES; i++)
+        cr_assert_eq(seen[i], 1, "sample %d read %d times", i, seen[i]);
+}
+
+Test(reader, a_restored_reader_continues_the_sequence)
+{
+    const char *urls[] = {make_shards(".tar")};
+    ShardReaderSettings s;
+    settings(&s, urls);
+    s.epoch = 2;
+    int whole[NSAMPLES], head[NSAMPLES], rest[NSAMPLES];
+    ShardReader *r;
+    ShardError err;
+    cr_assert_eq(shard_reader_open(&r, &s, &err), 0, "%s", err.message);
+    cr_assert_eq(read_keys(r, whole, NSAMPLES), NSAMPLES);
+    shard_reader_free(&r);
+    for (int cut = 1; cut < NSAMPLES; cut += 97) {
+        cr_assert_eq(shard_reader_open(&r, &s, &err), 0, "%s", err.message);
+        cr_assert_eq(read_keys(r, head, cut), cut);
+        char state[96];
+        cr_assert_eq(shard_reader_state(r, state, sizeof state), 0);
+        shard_reader_free(&r); /* mid-epoch: its fetch threads are running */
+        cr_assert_eq(shard_reader_open(&r, &s, &err), 0, "%s", err.message);
+        cr_assert_eq(shard_reader_restore(r, state), 0, "%s", shard_reader_error(r));
+        cr_assert_eq(read_keys(r, rest, NSAMPLES), NSAMPLES - cut);
+        shard_reader_free(&r);
+        cr_assert_eq(memcmp(head, whole, (size_t)cut * sizeof *head), 0);
+        cr_assert_eq(memcmp(rest, whole + cut, (size_t)(NSAMPLES - cut) * sizeof *rest), 0,
+                     "resumed at %d", cut);
+    }
+    cr_assert_eq(shard_reader_open(&r, &s, &err), 0);
+    cr_assert_eq(shard_reader_restore(r, "v1:2:5:8"), SHARD_ERR_INVALID, "another seed");
+    cr_assert_eq(shard_reader_restore(r, "nonsense"), SHARD_ERR_INVALID);
+    shard_reader_free(&r);
+}
+
+Test(reader, epochs_differ_and_set_epoch_restarts)
+{
+    const char *urls[] = {make_shards(".tar")};
+    ShardReaderSettings s;
+    settings(&s, urls);
+    int e0[NSAMPLES], e1[NSAMPLES], again[NSAMPLES];
+    ShardReader *r;
+    ShardError err;
+    cr_assert_eq(shard_reader_open(&r, &s, &err), 0, "%s", err.message);
+    cr_assert_eq(read_keys(r, e0, NSAMPLES), NSAMPLES);
+    cr_assert_eq(shard_reader_set_epoch(r, 1), 0);
+    cr_assert_eq(read_keys(r, e1, 50), 50); /* leave epoch 1 early */
+    cr_assert_eq(shard_reader_set_epoch(r, 0), 0);
+    cr_assert_eq(read_keys(r, again, NSAMPLES), NSAMPLES);
+    shard_reader_free(&r);
+    cr_assert_eq(memcmp(e0, again, sizeof e0), 0, "epoch 0 again is epoch 0");
+    cr_assert_neq(memcmp(e0, e1, 50 * sizeof *e0), 0, "epoch 1 is another order");
+}
+
+Test(reader, errors_fail_or_are_skipped_and_counted)
+{
+    const char *m = make_shards(".tar");
+    char missing[4096];
+    snprintf(missing, sizeof missing, "%s/r-0003.tar", dir);
+    cr_assert_eq(remove(missing), 0);
+    const char *urls[] = {m};
+    ShardReaderSettings s;
+    settings(&s, urls);
+    int buf[NSAMPLES];
+    ShardReader *r;
+    ShardError err;
+    cr_assert_eq(shard_reader_open(&r, &s, &err), 0, "%s", err.message);
+    read_keys(r, buf, NSAMPLES);
+    const char *k, *u;
+    const ShardFieldView *f;
+    size_t nf;
+    int rc = shard_reader_next(r, &k, &u, &f, &nf);
+    cr_assert(rc != 0 && rc != SHARD_EOS, "fail mode stops at the missing shard");
+    cr_assert(strstr(shard_reader_error(r), "r-0003.tar: cannot open"), "%s",
+              shard_reader_error(r));
+    shard_reader_free(&r);
+
+    s.skip_errors = 1;
+    cr_assert_eq(shard_reader_open(&r, &s, &err), 0, "%s", err.message);
+    cr_assert_eq(read_keys(r, buf, NSAMPLES), NSAMPLES - 23);
+    ShardReaderStats st;
+    shard_reader_stats(r, &st);
+    cr_assert_eq(st.skipped_shards, 1);
+    cr_assert_eq(st.skipped_samples, 23);
+    cr_assert_eq(st.errors, 1);
+    cr_assert(strstr(shard_reader_kept_error(r, 0), "r-0003.tar"));
+    cr_assert_null(shard_reader_kept_error(r, 1));
+    shard_reader_free(&r);
+}
+
+Test(reader, owned_samples_outlive_the_reader)
+{
+    const char *urls[] = {make_shards(".tar")};
+    ShardReaderSettings s;
+    settings(&s, urls);
+    ShardReader *r;
+    ShardError err;
+    cr_assert_eq(shard_reader_open(&r, &s, &err), 0, "%s", err.message);
+    ShardItem *items[NSAMPLES];
+    int n = 0;
+    while (n < NSAMPLES && shard_reader_take(r, &items[n]) == 0)
+        n++;
+    cr_assert_eq(n, NSAMPLES);
+    cr_assert_eq(shard_list_count(shard_reader_list(r)), 14);
+    shard_reader_free(&r);
+    int sum = 0;
+    for (int i = 0; i < n; i++) {
+        const ShardSampleView *v = shard_item_sample(items[i]);
+        int k = atoi(v->key + 1);
+        char want[64];
+        int len = snprintf(want, sizeof want, "sample %d", k);
+        cr_assert_eq(v->fields[0].size, (uint64_t)len);
+        cr_assert_eq(memcmp(v->fields[0].data, want, (size_t)len), 0, "the shard's bytes");
+        cr_assert(strstr(v->url, ".tar"));
+        sum += k;
+        shard_item_free(&items[i]);
+    }
+    cr_assert_eq(sum, NSAMPLES * (NSAMPLES - 1) / 2);
+}
+
+Test(reader, resampled_epochs_are_as_long_as_asked)
+{
+    const char *urls[] = {make_shards(".tar")};
+    ShardReaderSettings s;
+    settings(&s, urls);
+    s.mode = SHARD_MODE_RESAMPLED;
+    s.epoch_samples = 1000;
+    int buf[1000];
+    ShardReader *r;
+    ShardError err;
+    cr_assert_eq(shard_reader_open(&r, &s, &err), 0, "%s", err.message);
+    cr_assert_eq(read_keys(r, buf, 1000), 1000);
+    const char *k, *u;
+    const ShardFieldView *f;
+    size_t nf;
+    cr_assert_eq(shard_reader_next(r, &k, &u, &f, &nf), SHARD_EOS);
+    shard_reader_free(&r);
+}
