@@ -1,7 +1,10 @@
 #!/bin/bash
 # Every test: install what is missing, build, run all meson test suites, print a summary.
-# Without arguments it also runs the C unit tests again built with AddressSanitizer and
-# UndefinedBehaviorSanitizer (in build-asan/).
+# Without arguments it then runs, each timed:
+#   - the C unit tests built with AddressSanitizer and UndefinedBehaviorSanitizer (build-asan/)
+#   - the threaded C tests built with ThreadSanitizer (build-tsan/: queue, reader, loader)
+#   - the library, tools and unit tests cross-built for aarch64, run under qemu-aarch64
+#     (build-aarch64/, scripts/cross-aarch64.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
@@ -9,20 +12,34 @@ bash scripts/build.sh
 status=0
 meson test -C build --print-errorlogs --num-processes 2 "$@" || status=$?
 logs=(build/meson-logs/testlog.json)
-if [ $# -eq 0 ]; then
+
+# A sanitizer build (configured once) and its unit suite; a failed build fails the run.
+sanitized() {
+  local dir=$1 sanitize=$2 env=$3
+  local out start=$SECONDS
   out=$(mktemp)
-  if { [ -f build-asan/build.ninja ] || { rm -rf build-asan && meson setup build-asan \
-         -Db_sanitize=address,undefined -Dbuildtype=debugoptimized -Dwerror=true \
-         -Dpython=disabled -Dcuda=disabled; }; } >"$out" 2>&1 && ninja -C build-asan >>"$out" 2>&1; then
-    UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-      meson test -C build-asan --no-rebuild --print-errorlogs --num-processes 2 --suite unit || status=$?
-    logs+=(build-asan/meson-logs/testlog.json)
+  if { [ -f "$dir/build.ninja" ] || { rm -rf "$dir" && meson setup "$dir" \
+         -Db_sanitize="$sanitize" -Dbuildtype=debugoptimized -Dwerror=true \
+         -Dpython=disabled -Dcuda=disabled; }; } >"$out" 2>&1 && ninja -C "$dir" >>"$out" 2>&1; then
+    env $env meson test -C "$dir" --no-rebuild --print-errorlogs --num-processes 2 --suite unit ||
+      status=1
+    logs+=("$dir/meson-logs/testlog.json")
   else
     cat "$out"
-    echo "test.sh: the sanitizer build (build-asan/) failed"
+    echo "test.sh: the $sanitize build ($dir/) failed"
     status=1
   fi
   rm -f "$out"
+  echo "test.sh: $sanitize: $((SECONDS - start)) s"
+}
+
+if [ $# -eq 0 ]; then
+  sanitized build-asan address,undefined UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+  sanitized build-tsan thread TSAN_OPTIONS=halt_on_error=1
+  start=$SECONDS
+  bash scripts/cross-aarch64.sh || status=1
+  if [ -f build-aarch64/meson-logs/testlog.json ]; then logs+=(build-aarch64/meson-logs/testlog.json); fi
+  echo "test.sh: aarch64 under qemu: $((SECONDS - start)) s"
 fi
 /usr/bin/python3 scripts/test_summary.py "${logs[@]}"
 exit $status
