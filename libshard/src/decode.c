@@ -433,7 +433,7 @@ int shard_decode_transform_with(ShardScratch *sc, const void *data, size_t size,
         return SHARD_ERR_INVALID;
     }
     ShardRng rng;
-    shard_rng_init(&rng, seed, 0x5eed, 0, 0, 0);
+    shard_rng_init(&rng, seed, SHARD_RNG_CROP, 0, 0, 0);
     const char *fmt = shard_image_format(data, size);
     unsigned char *rgb = NULL;
     int w = 0, h = 0, rc;

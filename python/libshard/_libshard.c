@@ -158,6 +158,17 @@ static int reader_settings(const ReaderArgs *a, ShardReaderSettings *s, const ch
         &(a).num_workers, &(a).mode, &(a).pad, &(a).epoch_samples, &(a).shuffle_shards,    \
         &(a).shuffle, &(a).shuffle_initial, &(a).streams, &(a).queue_depth, &(a).skip_errors
 
+/* A method called on an object whose __init__ failed or never ran (Reader.__new__(Reader))
+ * has no handle: it raises instead of passing NULL to the library. */
+#define NEED(handle, what)                                                                  \
+    do {                                                                                    \
+        if (!(handle))                                                                      \
+            return raise_shard(SHARD_ERR_STATE, what " is not open (its __init__ failed or " \
+                                                "was not called)");                         \
+    } while (0)
+#define NEED_READER(self) NEED((self)->r, "Reader")
+#define NEED_LOADER(self) NEED((self)->l, "Loader")
+
 /* ---- Reader ---------------------------------------------------------------------------- */
 
 typedef struct {
@@ -200,21 +211,15 @@ static void Reader_dealloc(ReaderObject *self)
     Py_END_ALLOW_THREADS Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-static PyObject *Reader_next(ReaderObject *self)
+/* The sample as WebDataset gives it: {"__key__", "__url__", field: bytes}. */
+static PyObject *sample_dict(const ShardSampleView *v)
 {
-    if (!self->r)
-        return raise_shard(SHARD_ERR_STATE, "reader is closed");
-    const char *key, *url;
-    const ShardFieldView *f;
-    size_t n;
-    int rc;
-    Py_BEGIN_ALLOW_THREADS rc = shard_reader_next(self->r, &key, &url, &f, &n);
-    Py_END_ALLOW_THREADS if (rc == SHARD_EOS) return NULL; /* StopIteration */
-    if (rc)
-        return raise_shard(rc, shard_reader_error(self->r));
     PyObject *d = PyDict_New();
     if (!d)
         return NULL;
+    const char *key = v->key, *url = v->url;
+    const ShardFieldView *f = v->fields;
+    size_t n = v->nfields;
     PyObject *k = PyUnicode_DecodeUTF8(key, (Py_ssize_t)strlen(key), "surrogateescape");
     PyObject *u = PyUnicode_DecodeUTF8(url, (Py_ssize_t)strlen(url), "surrogateescape");
     if (!k || !u || PyDict_SetItemString(d, "__key__", k) || PyDict_SetItemString(d, "__url__", u)) {
@@ -237,8 +242,23 @@ static PyObject *Reader_next(ReaderObject *self)
     return d;
 }
 
+static PyObject *Reader_next(ReaderObject *self)
+{
+    NEED_READER(self);
+    ShardItem *it;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS rc = shard_reader_take(self->r, &it);
+    Py_END_ALLOW_THREADS if (rc == SHARD_EOS) return NULL; /* StopIteration */
+    if (rc)
+        return raise_shard(rc, shard_reader_error(self->r));
+    PyObject *d = sample_dict(shard_item_sample(it));
+    shard_item_free(&it);
+    return d;
+}
+
 static PyObject *Reader_state(ReaderObject *self, PyObject *unused)
 {
+    NEED_READER(self);
     (void)unused;
     char buf[128];
     shard_reader_state(self->r, buf, sizeof buf);
@@ -247,6 +267,7 @@ static PyObject *Reader_state(ReaderObject *self, PyObject *unused)
 
 static PyObject *Reader_restore(ReaderObject *self, PyObject *arg)
 {
+    NEED_READER(self);
     const char *st = PyUnicode_AsUTF8(arg);
     if (!st)
         return NULL;
@@ -258,6 +279,7 @@ static PyObject *Reader_restore(ReaderObject *self, PyObject *arg)
 
 static PyObject *Reader_set_epoch(ReaderObject *self, PyObject *arg)
 {
+    NEED_READER(self);
     unsigned long long e = PyLong_AsUnsignedLongLong(arg);
     if (PyErr_Occurred())
         return NULL;
@@ -269,12 +291,14 @@ static PyObject *Reader_set_epoch(ReaderObject *self, PyObject *arg)
 
 static PyObject *Reader_seed(ReaderObject *self, void *c)
 {
+    NEED_READER(self);
     (void)c;
     return PyLong_FromUnsignedLongLong(shard_reader_seed(self->r));
 }
 
 static PyObject *Reader_epoch_length(ReaderObject *self, void *c)
 {
+    NEED_READER(self);
     (void)c;
     int64_t n = shard_reader_epoch_length(self->r);
     if (n < 0)
@@ -284,6 +308,7 @@ static PyObject *Reader_epoch_length(ReaderObject *self, void *c)
 
 static PyObject *Reader_stats(ReaderObject *self, PyObject *unused)
 {
+    NEED_READER(self);
     (void)unused;
     ShardReaderStats st;
     shard_reader_stats(self->r, &st);
@@ -465,6 +490,7 @@ static void Loader_dealloc(LoaderObject *self)
 
 static PyObject *Loader_next(LoaderObject *self)
 {
+    NEED_LOADER(self);
     const ShardBatch *b;
     int rc;
     Py_BEGIN_ALLOW_THREADS rc = shard_loader_next(self->l, &b);
@@ -484,6 +510,7 @@ static PyObject *Loader_next(LoaderObject *self)
 
 static PyObject *Loader_state(LoaderObject *self, PyObject *u)
 {
+    NEED_LOADER(self);
     (void)u;
     char buf[128];
     shard_loader_state(self->l, buf, sizeof buf);
@@ -492,6 +519,7 @@ static PyObject *Loader_state(LoaderObject *self, PyObject *u)
 
 static PyObject *Loader_restore(LoaderObject *self, PyObject *arg)
 {
+    NEED_LOADER(self);
     const char *st = PyUnicode_AsUTF8(arg);
     if (!st)
         return NULL;
@@ -503,6 +531,7 @@ static PyObject *Loader_restore(LoaderObject *self, PyObject *arg)
 
 static PyObject *Loader_set_epoch(LoaderObject *self, PyObject *arg)
 {
+    NEED_LOADER(self);
     unsigned long long e = PyLong_AsUnsignedLongLong(arg);
     if (PyErr_Occurred())
         return NULL;
@@ -514,6 +543,7 @@ static PyObject *Loader_set_epoch(LoaderObject *self, PyObject *arg)
 
 static PyObject *Loader_epoch_batches(LoaderObject *self, void *c)
 {
+    NEED_LOADER(self);
     (void)c;
     int64_t n = shard_loader_epoch_batches(self->l);
     if (n < 0)
@@ -523,12 +553,14 @@ static PyObject *Loader_epoch_batches(LoaderObject *self, void *c)
 
 static PyObject *Loader_seed(LoaderObject *self, void *c)
 {
+    NEED_LOADER(self);
     (void)c;
     return PyLong_FromUnsignedLongLong(shard_loader_seed(self->l));
 }
 
 static PyObject *Loader_skipped(LoaderObject *self, void *c)
 {
+    NEED_LOADER(self);
     (void)c;
     return PyLong_FromUnsignedLongLong(shard_loader_skipped(self->l));
 }

@@ -594,3 +594,17 @@ def test_webdataset_builder_raw_dicts(packed):
     by_key = {s["__key__"]: s for s in packed.samples}
     for s in samples:
         same_sample(s, by_key[s["__key__"]])
+
+
+@pytest.mark.parametrize("cls,calls", [
+    (libshard.Reader, ["__next__", "state", "set_epoch", "stats"]),
+    (libshard.Loader, ["__next__", "state", "set_epoch"]),
+])
+def test_objects_whose_init_never_ran_raise_instead_of_crashing(cls, calls):
+    obj = cls.__new__(cls)
+    for name in calls:
+        args = (0,) if name == "set_epoch" else ()
+        with pytest.raises(libshard.ShardError, match="not open"):
+            getattr(obj, name)(*args)
+    with pytest.raises(libshard.ShardError, match="not open"):
+        obj.seed

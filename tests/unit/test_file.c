@@ -251,6 +251,80 @@ Test(file, grouping_rules)
     free(p);
 }
 
+typedef struct Skips {
+    int n, codes[8];
+    char why[8][96];
+} Skips;
+
+static void on_skip_text(void *cookie, const char *member, uint64_t offset, const char *why)
+{
+    Skips *s = cookie;
+    (void)member, (void)offset;
+    snprintf(s->why[s->n++ & 7], 96, "%s", why);
+}
+
+static void on_skip_code(void *cookie, const char *member, uint64_t offset, ShardSkipReason reason,
+                         const char *why)
+{
+    Skips *s = cookie;
+    (void)member, (void)offset;
+    s->codes[s->n & 7] = (int)reason;
+    snprintf(s->why[s->n++ & 7], 96, "%s", why);
+}
+
+Test(file, skipped_members_are_reported_with_a_reason_code)
+{
+    char *path = tu_path(dir, "kinds.tar");
+    struct archive *a = archive_write_new();
+    archive_write_set_format_pax_restricted(a);
+    cr_assert_eq(archive_write_open_filename(a, path), ARCHIVE_OK);
+    struct archive_entry *e = archive_entry_new();
+    const struct {
+        const char *name;
+        int type;
+    } m[] = {{"d", AE_IFDIR}, {"l.jpg", AE_IFLNK}, {"fifo.jpg", AE_IFIFO}, {"README", AE_IFREG},
+             {"k.txt", AE_IFREG}};
+    for (size_t i = 0; i < 5; i++) {
+        archive_entry_clear(e);
+        archive_entry_set_pathname(e, m[i].name);
+        archive_entry_set_filetype(e, (unsigned)m[i].type);
+        archive_entry_set_perm(e, 0644);
+        if (m[i].type == AE_IFLNK)
+            archive_entry_set_symlink(e, "k.txt");
+        archive_entry_set_size(e, m[i].type == AE_IFREG ? 3 : 0);
+        archive_write_header(a, e);
+        if (m[i].type == AE_IFREG)
+            archive_write_data(a, "abc", 3);
+    }
+    archive_entry_free(e);
+    archive_write_free(a);
+    ShardFileSettings s;
+    shard_file_default_settings(&s);
+    Skips old = {0}, coded = {0};
+    for (int pass = 0; pass < 2; pass++) {
+        s.on_skip = on_skip_text; /* on_skip_reason takes over when set */
+        s.on_skip_reason = pass ? on_skip_code : NULL;
+        s.cookie = pass ? &coded : &old;
+        ShardFile *f;
+        ShardError err;
+        cr_assert_eq(shard_file_open(&f, path, &s, &err), 0, "%s", err.message);
+        const ShardSampleView *v;
+        cr_assert_eq(shard_file_next(f, &v), 0, "%s", shard_file_error(f));
+        cr_assert_str_eq(v->key, "k");
+        cr_assert_eq(shard_file_next(f, &v), SHARD_EOS);
+        shard_file_free(&f);
+    }
+    cr_assert_eq(old.n, 4);
+    cr_assert_eq(coded.n, 4);
+    const int want[] = {SHARD_SKIP_FOLDER, SHARD_SKIP_SYMLINK, SHARD_SKIP_SPECIAL, SHARD_SKIP_NOT_FIELD};
+    for (int i = 0; i < 4; i++) {
+        cr_assert_eq(coded.codes[i], want[i], "member %d", i);
+        cr_assert_str_eq(coded.why[i], old.why[i], "the same text beside the code");
+    }
+    cr_assert_str_eq(old.why[0], "a folder");
+    free(path);
+}
+
 Test(file, missing_and_truncated)
 {
     ShardFile *f = (ShardFile *)1;

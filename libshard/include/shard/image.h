@@ -1,7 +1,6 @@
 /*
- * libshard — image identification and checking.
+ * libshard — image identification and checking (decoding for training is in decode.h).
  *
- * Later: decode, crop and resize for training (the decode pool).
  * All functions here are thread-safe and keep no state between calls.
  */
 #ifndef SHARD_IMAGE_H
