@@ -25,7 +25,7 @@
 #include <openssl/evp.h>
 
 #include "internal.h"
-#include "source.h"
+#include "url.h"
 
 #define AFILE_BUFSIZE (1u << 20)
 

@@ -10,8 +10,9 @@
 #include "indexed.h"
 #include "item.h"
 #include "samplebuf.h"
+#include "shardfile.h"
 #include "shard/file.h"
-#include "source.h"
+#include "url.h"
 #include "tar.h"
 
 struct ShardFile {
@@ -125,8 +126,6 @@ int shard_file_open_memory(ShardFile **out, const void *data, size_t size, const
         return shard_report(err, rc, msg);
     return shard_file_open_source(out, src, &local, err);
 }
-
-ShardSource *shard_file_source(const ShardFile *f) { return f->src; }
 
 /* The next sample into f->sb: in tar order, or by index after a seek. */
 static int next(ShardFile *f, uint64_t *offset)

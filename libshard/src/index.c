@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "index.h"
-#include "source.h"
+#include "url.h"
 
 /* Indexes are text with a line per sample: 256 MiB lists millions of samples. */
 #define MAX_INDEX_BYTES ((size_t)256 << 20)

@@ -10,7 +10,7 @@
 #include "internal.h"
 #include "shard/file.h"
 #include "shard/list.h"
-#include "source.h"
+#include "url.h"
 
 struct ShardList {
     ShardListEntry *v;

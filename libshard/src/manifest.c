@@ -12,7 +12,7 @@
 #include <jansson.h>
 
 #include "internal.h"
-#include "source.h"
+#include "url.h"
 #include "shard/manifest.h"
 
 #define WIDS_KIND "wids-shard-index-v1"

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "internal.h"
-#include "resize.h"
+#include "resample.h"
 #include "shard/decode.h"
 
 static double triangle(double x)

@@ -1,10 +1,10 @@
 /*
- * The resampler's AVX2 path (resize_x86.h): an integer vertical pass and a float horizontal
+ * The resampler's AVX2 path (resize_simd.h): an integer vertical pass and a float horizontal
  * pass as a banded matrix product, built twice, for AVX2 and for AVX-512VL.
  */
 #include <string.h>
 
-#include "resize_x86.h"
+#include "resize_simd.h"
 
 /* One output row's vertical sums over n bytes of the box: 32 bytes per step, two input rows
  * per pmaddwd (16-bit weights, VBITS of fraction), written as floats. rows[] and w[] hold

@@ -1,7 +1,7 @@
 /*
- * The resampler's AVX-512 VBMI + VNNI path (resize_x86.h).
+ * The resampler's AVX-512 VBMI + VNNI path (resize_simd.h).
  */
-#include "resize_x86.h"
+#include "resize_simd.h"
 
 /* Where the CPU has AVX-512 VBMI and VNNI (Ice Lake and later, Zen 4): integer throughout.
  * The box's rows are split into three planes first (vpermt2b), so that the vertical pass's

@@ -19,7 +19,8 @@
  * is one.
  *
  * Implementations: local files (source_file.c: mapped when they can be), "pipe:COMMAND"
- * (source_pipe.c) and memory buffers (source.c: for tests and fuzz targets). A source is
+ * (source_pipe.c) and memory buffers (source.c: for tests and fuzz targets); url.h opens
+ * the one a URL names. A source is
  * reference-counted: samples that view its bytes keep it (and its mapping) alive after the
  * reader that opened it is done. One thread reads a source at a time; taking and dropping
  * references is thread-safe.
@@ -93,19 +94,10 @@ struct ShardSource {
     void *impl;               /* the implementation's state */
 };
 
-/* Flags for shard_source_open. */
+/* Flags for opening a source (url.h). */
 enum {
     SHARD_SOURCE_SEQUENTIAL = 1, /* the object is read once from start to end (a hint) */
 };
-
-/*
- * Opens url: "pipe:COMMAND" (the command's standard output), or a local path. The one
- * place that decides what a URL names.
- * @param out receives a source with one reference, owned by the caller (shard_source_put)
- * @param err SHARD_ERROR_MAX bytes: what failed, naming the URL (SHARD_ERR_NOT_FOUND for a
- *        missing object)
- */
-SHARD_HIDDEN int shard_source_open(ShardSource **out, const char *url, int flags, char *err);
 
 /* A source reading the size bytes at data, which the caller keeps valid and unchanged
  * while the source (or any hold on it) lives; url names it in messages (copied). */
@@ -153,36 +145,9 @@ SHARD_HIDDEN int shard_source_finish(ShardSource *s);
 /* Whether the source has random access (read_at). */
 static inline int shard_source_seekable(const ShardSource *s) { return s->ops->read_at != NULL; }
 
-/*
- * Reads a whole object (an index, a manifest) into out (NUL-terminated, the NUL not
- * counted in out->len), refusing objects over max bytes.
- * @return 0; SHARD_ERR_NOT_FOUND when it does not exist; another code with err naming the URL
- */
-SHARD_HIDDEN int shard_source_slurp(const char *url, ShardBuf *out, size_t max, char *err);
-
-/* What a URL names, decided here and nowhere else. */
-/* A command whose output is the object ("pipe:COMMAND"), rather than a location. */
-SHARD_HIDDEN int shard_url_is_command(const char *url);
-/* Whether objects beside it (its index) can be opened: a local path. */
-SHARD_HIDDEN int shard_url_has_siblings(const char *url);
-/* Whether it stands on its own (a scheme, a command, an absolute path), rather than
- * relative to the location of what names it. */
-SHARD_HIDDEN int shard_url_is_absolute(const char *url);
-/* url resolved against the folder of base (a manifest's location): malloc'd, NULL when
- * out of memory. */
-SHARD_HIDDEN char *shard_url_resolve(const char *base, const char *url);
-
-/* Implementations, for shard_source_open. */
+/* Implementations, for shard_source_open (url.h). */
 SHARD_HIDDEN int shard_source_file(ShardSource **out, const char *path, int flags, char *err);
 SHARD_HIDDEN int shard_source_pipe(ShardSource **out, const char *url, const char *cmd,
                                    char *err);
-
-/* Opens a shard over src, taking over the caller's reference (released on failure too). */
-struct ShardFile;
-struct ShardFileSettings;
-SHARD_HIDDEN int shard_file_open_source(struct ShardFile **out, ShardSource *src,
-                                        const struct ShardFileSettings *s, ShardError *err);
-/* The source a shard reads (borrowed). */
-SHARD_HIDDEN ShardSource *shard_file_source(const struct ShardFile *f);
 
 #endif /* SHARD_SOURCE_H */

@@ -11,7 +11,8 @@
 #include <zstd.h>
 
 #include "index.h"
-#include "source.h"
+#include "shardfile.h"
+#include "url.h"
 #include "internal.h"
 #include "shard/file.h"
 #include "shard/image.h"

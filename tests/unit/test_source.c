@@ -11,7 +11,8 @@
 
 #include "index.h"
 #include "item.h"
-#include "source.h"
+#include "shardfile.h"
+#include "url.h"
 #include "testutil.h"
 
 static char *dir;

@@ -1,10 +1,10 @@
 /*
- * The resampler's parts (resize.c, and on x86-64 resize_x86.c, resize_avx2.c and
- * resize_vnni.c): the filter's coefficients and the crop box both passes read, shared by
- * the portable code and the SIMD paths.
+ * The resampler's parts (resize.c, and on x86-64 resize_x86.c, resize_simd.c,
+ * resize_avx2.c and resize_vnni.c): the filter's coefficients and the crop box both passes
+ * read, shared by the portable code and the SIMD paths.
  */
-#ifndef SHARD_RESIZE_H
-#define SHARD_RESIZE_H
+#ifndef SHARD_RESAMPLE_H
+#define SHARD_RESAMPLE_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -76,4 +76,4 @@ SHARD_HIDDEN int shard_resize_simd(ShardScratch *sc, int level, const ShardResiz
                                    unsigned char *out, int out_w, int out_h, int planar, int flip);
 #endif
 
-#endif /* SHARD_RESIZE_H */
+#endif /* SHARD_RESAMPLE_H */

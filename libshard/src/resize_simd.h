@@ -3,12 +3,12 @@
  * they share. Compiled only on x86-64; every function carries the ISA it needs as a target
  * attribute and runs only where the CPU has it.
  */
-#ifndef SHARD_RESIZE_X86_H
-#define SHARD_RESIZE_X86_H
+#ifndef SHARD_RESIZE_SIMD_H
+#define SHARD_RESIZE_SIMD_H
 
 #include <immintrin.h>
 
-#include "resize.h"
+#include "resample.h"
 
 /* Where the result goes: interleaved RGB rows, or three planes (mirrored or not), which
  * spares the batch a separate pass to reorder channels. */
@@ -64,4 +64,4 @@ SHARD_HIDDEN void shard_resize_vnni(const unsigned char *planar, size_t pcols, i
                                     int16_t *mid, size_t pstride, int32_t *rowout,
                                     const unsigned char **vrow, int32_t *vw, const ResizeOut *o);
 
-#endif /* SHARD_RESIZE_X86_H */
+#endif /* SHARD_RESIZE_SIMD_H */

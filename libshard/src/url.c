@@ -1,0 +1,89 @@
+/*
+ * URLs (url.h): what a URL names, decided here and nowhere else, and the source that opens
+ * it. A new kind of storage (http://, gs://, s3://) is one more case here and one more
+ * source implementation.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "url.h"
+
+int shard_url_is_command(const char *url) { return !strncmp(url, "pipe:", 5); }
+
+static int has_scheme(const char *url)
+{
+    const char *p = strstr(url, "://");
+    return p && p > url;
+}
+
+int shard_url_has_siblings(const char *url)
+{
+    return !shard_url_is_command(url) && !has_scheme(url);
+}
+
+int shard_url_is_absolute(const char *url)
+{
+    return url[0] == '/' || has_scheme(url) || shard_url_is_command(url);
+}
+
+char *shard_url_resolve(const char *base, const char *url)
+{
+    if (shard_url_is_absolute(url))
+        return shard_strdup(url);
+    char *dir = shard_dir_of(base);
+    if (!dir || !strcmp(dir, ".")) {
+        free(dir);
+        return dir ? shard_strdup(url) : NULL;
+    }
+    size_t n = strlen(dir) + strlen(url) + 2;
+    char *full = malloc(n);
+    if (full)
+        snprintf(full, n, "%s/%s", dir, url);
+    free(dir);
+    return full;
+}
+
+int shard_source_open(ShardSource **out, const char *url, int flags, char *err)
+{
+    *out = NULL;
+    if (shard_url_is_command(url))
+        return shard_source_pipe(out, url, url + 5, err);
+    return shard_source_file(out, url, flags, err);
+}
+
+int shard_source_slurp(const char *url, ShardBuf *out, size_t max, char *err)
+{
+    out->len = 0;
+    ShardSource *s;
+    int rc = shard_source_open(&s, url, SHARD_SOURCE_SEQUENTIAL, err);
+    if (rc)
+        return rc;
+    for (;;) {
+        const void *block;
+        ssize_t k = shard_source_read(s, &block);
+        if (k == 0)
+            break;
+        if (k < 0) {
+            rc = shard_fail(err, (int)k, "%s", s->err);
+            break;
+        }
+        if (out->len + (size_t)k > max) {
+            rc = shard_fail(err, SHARD_ERR_FORMAT, "%s: larger than %zu bytes", url, max);
+            break;
+        }
+        if (shard_buf_append(out, block, (size_t)k)) {
+            rc = shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", url);
+            break;
+        }
+    }
+    if (!rc && (rc = shard_source_finish(s)))
+        shard_fail(err, rc, "%s", s->err);
+    if (!rc && shard_buf_reserve(out, 1))
+        rc = shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", url);
+    if (!rc)
+        out->data[out->len] = 0;
+    shard_source_put(s);
+    return rc;
+}
+

@@ -1,0 +1,36 @@
+/*
+ * URLs: what a URL names, and the source (source.h) that opens it. Every reader of shards,
+ * indexes and manifests opens them here, so no other file knows a scheme.
+ */
+#ifndef SHARD_URL_H
+#define SHARD_URL_H
+
+#include "source.h"
+
+/*
+ * Opens url: "pipe:COMMAND" (the command's standard output), or a local path.
+ * @param out receives a source with one reference, owned by the caller (shard_source_put)
+ * @param err SHARD_ERROR_MAX bytes: what failed, naming the URL (SHARD_ERR_NOT_FOUND for a
+ *        missing object)
+ */
+SHARD_HIDDEN int shard_source_open(ShardSource **out, const char *url, int flags, char *err);
+
+/*
+ * Reads a whole object (an index, a manifest) into out (NUL-terminated, the NUL not
+ * counted in out->len), refusing objects over max bytes.
+ * @return 0; SHARD_ERR_NOT_FOUND when it does not exist; another code with err naming the URL
+ */
+SHARD_HIDDEN int shard_source_slurp(const char *url, ShardBuf *out, size_t max, char *err);
+
+/* A command whose output is the object ("pipe:COMMAND"), rather than a location. */
+SHARD_HIDDEN int shard_url_is_command(const char *url);
+/* Whether objects beside it (its index) can be opened: a local path. */
+SHARD_HIDDEN int shard_url_has_siblings(const char *url);
+/* Whether it stands on its own (a scheme, a command, an absolute path), rather than
+ * relative to the location of what names it. */
+SHARD_HIDDEN int shard_url_is_absolute(const char *url);
+/* url resolved against the folder of base (a manifest's location): malloc'd, NULL when
+ * out of memory. */
+SHARD_HIDDEN char *shard_url_resolve(const char *base, const char *url);
+
+#endif /* SHARD_URL_H */
