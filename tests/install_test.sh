@@ -10,7 +10,8 @@ trap 'rm -rf "$stage"' EXIT
 meson install -C "$build" --no-rebuild --destdir "$stage" >/dev/null
 pc=$(dirname "$(find "$stage" -name libshard.pc | head -1)")
 test -n "$pc" || { echo "libshard.pc was not installed"; exit 1; }
-for h in shard.h common.h decode.h loader.h writer.h manifest.h names.h image.h file.h verify.h reader.h version.h; do
+for h in shard.h common.h decode.h loader.h writer.h manifest.h names.h image.h file.h verify.h reader.h \
+         list.h pack.h sample.h version.h; do
   test -f "$(find "$stage" -path "*/include/shard/$h" | head -1)" || { echo "header $h not installed"; exit 1; }
 done
 export PKG_CONFIG_PATH=$pc PKG_CONFIG_SYSROOT_DIR=$stage
