@@ -7,6 +7,7 @@
 #include <archive_entry.h>
 #include <shard/shard.h>
 
+#include "testshard.h"
 #include "testutil.h"
 
 static char *dir;
@@ -17,38 +18,6 @@ static void teardown(void)
     free(dir);
 }
 TestSuite(file, .init = setup, .fini = teardown, .timeout = 60);
-
-/* Writes n samples with the library's writer; returns the first shard's path. */
-static char *write_shard(const char *name, int n, size_t frame_size)
-{
-    ShardWriterSettings s;
-    shard_writer_default_settings(&s);
-    char *pattern = tu_path(dir, name);
-    s.pattern = pattern;
-    s.sync = 0;
-    if (frame_size)
-        s.frame_size = frame_size;
-    ShardWriter *w;
-    ShardError err;
-    cr_assert_eq(shard_writer_open(&w, &s, &err), 0, "%s", err.message);
-    static char text[8192];
-    for (int i = 0; i < n; i++) {
-        char key[64], cls[16];
-        snprintf(key, sizeof key, "d%d/s%05d", i % 4, i);
-        snprintf(cls, sizeof cls, "%d", i % 10);
-        size_t len = 50 + (size_t)(i * 131) % 3000;
-        for (size_t k = 0; k < len; k++)
-            text[k] = (char)('A' + (i + (int)k) % 26);
-        ShardField f[] = {{"txt", text, len}, {"cls", cls, strlen(cls)}};
-        ShardSample smp = {key, f, 2};
-        cr_assert_eq(shard_writer_add(w, &smp), 0, "%s", shard_writer_error(w));
-    }
-    cr_assert_eq(shard_writer_finish(w), 0);
-    char *path = strdup(shard_writer_shard(w, 0)->url);
-    shard_writer_free(&w);
-    free(pattern);
-    return path;
-}
 
 typedef struct Seen {
     char key[64];
@@ -92,7 +61,7 @@ static int read_all(const char *url, Seen *out, int max, int check_views)
 
 Test(file, sequential_tar_is_zero_copy_and_matches_the_index)
 {
-    char *path = write_shard("a-%06d.tar", 40, 0);
+    char *path = tu_write_shard(dir, "a-%06d.tar", 40, 0);
     Seen s[64];
     cr_assert_eq(read_all(path, s, 64, 1), 40);
     cr_assert_str_eq(s[7].key, "d3/s00007");
@@ -106,7 +75,7 @@ Test(file, seek_by_index_tar_and_zst)
 {
     const char *names[] = {"b-%06d.tar", "c-%06d.tar.zst"};
     for (int z = 0; z < 2; z++) {
-        char *path = write_shard(names[z], 60, 2000);
+        char *path = tu_write_shard(dir, names[z], 60, 2000);
         Seen s[64];
         cr_assert_eq(read_all(path, s, 64, 0), 60);
         ShardFile *f;
@@ -141,7 +110,7 @@ Test(file, seek_by_index_tar_and_zst)
 
 Test(file, seek_needs_an_index)
 {
-    char *path = write_shard("e-%06d.tar", 3, 0);
+    char *path = tu_write_shard(dir, "e-%06d.tar", 3, 0);
     char *idx = tu_path(dir, "e-000000.idx");
     cr_assert_eq(unlink(idx), 0);
     ShardFile *f;
@@ -163,7 +132,7 @@ Test(file, seek_needs_an_index)
 
 Test(file, pipe_source)
 {
-    char *path = write_shard("p-%06d.tar.zst", 12, 0);
+    char *path = tu_write_shard(dir, "p-%06d.tar.zst", 12, 0);
     char url[8192];
     snprintf(url, sizeof url, "pipe:cat '%s'", path);
     Seen s[16];
@@ -335,7 +304,7 @@ Test(file, missing_and_truncated)
     cr_assert(strstr(err.message, "nope.tar"), "%s", err.message);
     free(missing);
 
-    char *path = write_shard("t-%06d.tar", 20, 0);
+    char *path = tu_write_shard(dir, "t-%06d.tar", 20, 0);
     size_t n;
     unsigned char *bytes = tu_read(path, &n);
     char *cut = tu_path(dir, "cut.tar");

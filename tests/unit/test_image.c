@@ -3,40 +3,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <jpeglib.h>
 #include <shard/image.h>
 
-/* A real JPEG made with libjpeg: a smooth gradient with some texture. */
+#include "testjpeg.h"
+
+/* A smooth gradient with some texture. */
+static void gradient(int x, int y, int w, int h, int seed, unsigned char rgb[3])
+{
+    (void)seed;
+    rgb[0] = (unsigned char)(x * 255 / w);
+    rgb[1] = (unsigned char)(y * 255 / h);
+    rgb[2] = (unsigned char)((x * y) ^ (x + y));
+}
+
 static unsigned char *make_jpeg(int w, int h, unsigned long *size)
 {
-    struct jpeg_compress_struct c;
-    struct jpeg_error_mgr err;
-    c.err = jpeg_std_error(&err);
-    jpeg_create_compress(&c);
-    unsigned char *out = NULL;
-    jpeg_mem_dest(&c, &out, size);
-    c.image_width = (JDIMENSION)w;
-    c.image_height = (JDIMENSION)h;
-    c.input_components = 3;
-    c.in_color_space = JCS_RGB;
-    jpeg_set_defaults(&c);
-    jpeg_set_quality(&c, 90, TRUE);
-    jpeg_start_compress(&c, TRUE);
-    unsigned char *row = malloc((size_t)w * 3);
-    while (c.next_scanline < c.image_height) {
-        int y = (int)c.next_scanline;
-        for (int x = 0; x < w; x++) {
-            row[3 * x] = (unsigned char)(x * 255 / w);
-            row[3 * x + 1] = (unsigned char)(y * 255 / h);
-            row[3 * x + 2] = (unsigned char)((x * y) ^ (x + y));
-        }
-        JSAMPROW r[1] = {row};
-        jpeg_write_scanlines(&c, r, 1);
-    }
-    jpeg_finish_compress(&c);
-    jpeg_destroy_compress(&c);
-    free(row);
-    return out;
+    return tu_jpeg(w, h, gradient, 0, size);
 }
 
 Test(image, formats)

@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <jpeglib.h>
 #include <shard/shard.h>
 
+#include "testjpeg.h"
 #include "testutil.h"
 
 static char *dir;
@@ -28,35 +28,13 @@ TestSuite(loader, .init = setup, .fini = teardown, .timeout = 120);
 
 #define NSAMPLES 90
 
-/* A w x h JPEG whose colour depends on seed; malloc'd, *size bytes. */
-static unsigned char *jpeg(int seed, int w, int h, unsigned long *size)
+/* Red from the seed, green from the position, blue from the seed again. */
+static void coloured(int x, int y, int w, int h, int seed, unsigned char rgb[3])
 {
-    struct jpeg_compress_struct c;
-    struct jpeg_error_mgr e;
-    c.err = jpeg_std_error(&e);
-    jpeg_create_compress(&c);
-    unsigned char *out = NULL;
-    jpeg_mem_dest(&c, &out, size);
-    c.image_width = (JDIMENSION)w;
-    c.image_height = (JDIMENSION)h;
-    c.input_components = 3;
-    c.in_color_space = JCS_RGB;
-    jpeg_set_defaults(&c);
-    jpeg_set_quality(&c, 90, TRUE);
-    jpeg_start_compress(&c, TRUE);
-    unsigned char *row = malloc((size_t)w * 3);
-    while (c.next_scanline < c.image_height) {
-        for (int x = 0; x < w; x++) {
-            row[x * 3] = (unsigned char)(seed * 37);
-            row[x * 3 + 1] = (unsigned char)(x * 4 + (int)c.next_scanline);
-            row[x * 3 + 2] = (unsigned char)(200 - seed);
-        }
-        jpeg_write_scanlines(&c, &row, 1);
-    }
-    jpeg_finish_compress(&c);
-    jpeg_destroy_compress(&c);
-    free(row);
-    return out;
+    (void)w, (void)h;
+    rgb[0] = (unsigned char)(seed * 37);
+    rgb[1] = (unsigned char)(x * 4 + y);
+    rgb[2] = (unsigned char)(200 - seed);
 }
 
 /* NSAMPLES samples (jpg, cls = i % 5, json on even ones; sample 13's jpg is damaged when
@@ -82,7 +60,7 @@ static const char *make_shards(int damage)
         snprintf(cls, sizeof cls, "%d", i % 5);
         int nj = snprintf(json, sizeof json, "{\"i\": %d}", i);
         unsigned long size;
-        unsigned char *img = jpeg(i, 40 + i % 7, 30 + i % 5, &size);
+        unsigned char *img = tu_jpeg(40 + i % 7, 30 + i % 5, coloured, i, &size);
         if (damage && i == 13)
             size /= 2;
         ShardField f[] = {{"jpg", img, size}, {"cls", cls, strlen(cls)}, {"json", json, (size_t)nj}};

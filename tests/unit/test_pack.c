@@ -95,6 +95,17 @@ static void add_inputs(ShardPackPlan *p)
     cr_assert_eq(shard_pack_plan_set_classes(p, classes, 3), 0);
 }
 
+/* The golden input's plan under settings s, built. */
+static ShardPackPlan *built_plan(const ShardPackSettings *s)
+{
+    ShardPackPlan *p;
+    ShardError err;
+    cr_assert_eq(shard_pack_plan_new(&p, s, &err), 0, "%s", err.message);
+    add_inputs(p);
+    cr_assert_eq(shard_pack_plan_build(p, &err), 0, "%s", err.message);
+    return p;
+}
+
 static void sha256_hex(const char *path, char out[65])
 {
     size_t size;
@@ -117,11 +128,8 @@ static void pack_and_compare(const char *name, ShardPackSettings *s)
     snprintf(pattern, sizeof pattern, "%s/%s", out, s->pattern);
     s->pattern = pattern;
     s->sync = 0;
-    ShardPackPlan *p;
+    ShardPackPlan *p = built_plan(s);
     ShardError err;
-    cr_assert_eq(shard_pack_plan_new(&p, s, &err), 0, "%s", err.message);
-    add_inputs(p);
-    cr_assert_eq(shard_pack_plan_build(p, &err), 0, "%s", err.message);
     char *mpath = shard_pack_manifest_path(s);
     ShardManifest *m;
     cr_assert_eq(shard_pack_manifest(&m, p, mpath), 0);
@@ -198,11 +206,8 @@ Test(pack, keys_clashes_and_parts)
     snprintf(pattern, sizeof pattern, "%s/p-%%04d.tar", dir);
     s.pattern = pattern;
     s.maxcount = 5;
-    ShardPackPlan *p;
+    ShardPackPlan *p = built_plan(&s);
     ShardError err;
-    cr_assert_eq(shard_pack_plan_new(&p, &s, &err), 0, "%s", err.message);
-    add_inputs(p);
-    cr_assert_eq(shard_pack_plan_build(p, &err), 0, "%s", err.message);
     cr_assert_eq(shard_pack_plan_add(p, shard_pack_plan_input(p, 0)), SHARD_ERR_INVALID,
                  "a built plan takes no inputs");
     cr_assert_eq(shard_pack_plan_inputs(p), 54);
@@ -224,9 +229,7 @@ Test(pack, keys_clashes_and_parts)
     for (uint64_t part = 0; part < 4; part++) {
         s.part = part;
         s.nparts = 4;
-        cr_assert_eq(shard_pack_plan_new(&p, &s, &err), 0, "%s", err.message);
-        add_inputs(p);
-        cr_assert_eq(shard_pack_plan_build(p, &err), 0);
+        p = built_plan(&s);
         size_t lo, hi;
         shard_pack_plan_part(p, &lo, &hi);
         cr_assert_eq(lo, next);
@@ -268,11 +271,8 @@ Test(pack, cuts_shards_where_the_writer_does)
     s.maxsize = 50000;
     s.maxcount = 9;
     s.sync = 0;
-    ShardPackPlan *p;
+    ShardPackPlan *p = built_plan(&s);
     ShardError err;
-    cr_assert_eq(shard_pack_plan_new(&p, &s, &err), 0, "%s", err.message);
-    add_inputs(p);
-    cr_assert_eq(shard_pack_plan_build(p, &err), 0);
     size_t nshards = shard_pack_plan_shards(p);
     cr_assert_gt(nshards, 6);
     int written = 0;
@@ -341,11 +341,8 @@ Test(pack, bad_inputs_fail_or_are_skipped)
     s.pattern = pattern;
     s.maxcount = 100;
     s.sync = 0;
-    ShardPackPlan *p;
+    ShardPackPlan *p = built_plan(&s);
     ShardError err;
-    cr_assert_eq(shard_pack_plan_new(&p, &s, &err), 0, "%s", err.message);
-    add_inputs(p);
-    cr_assert_eq(shard_pack_plan_build(p, &err), 0);
     /* one input gone, one changed size, one no longer an image */
     char path[4096];
     snprintf(path, sizeof path, "%s/src/cat/img_005.jpg", dir);

@@ -13,6 +13,7 @@
 #include "item.h"
 #include "shardfile.h"
 #include "url.h"
+#include "testshard.h"
 #include "testutil.h"
 
 static char *dir;
@@ -23,38 +24,6 @@ static void teardown(void)
     free(dir);
 }
 TestSuite(source, .init = setup, .fini = teardown, .timeout = 60);
-
-/* Writes n samples (txt of varied length, cls) into one shard; returns its path. */
-static char *write_shard(const char *name, int n, size_t frame_size)
-{
-    ShardWriterSettings s;
-    shard_writer_default_settings(&s);
-    char *pattern = tu_path(dir, name);
-    s.pattern = pattern;
-    s.sync = 0;
-    if (frame_size)
-        s.frame_size = frame_size;
-    ShardWriter *w;
-    ShardError err;
-    cr_assert_eq(shard_writer_open(&w, &s, &err), 0, "%s", err.message);
-    static char text[8192];
-    for (int i = 0; i < n; i++) {
-        char key[64], cls[16];
-        snprintf(key, sizeof key, "k/s%05d", i);
-        snprintf(cls, sizeof cls, "%d", i % 7);
-        size_t len = 10 + (size_t)(i * 977) % 5000;
-        for (size_t k = 0; k < len; k++)
-            text[k] = (char)('a' + (i * 3 + (int)k) % 26);
-        ShardField f[] = {{"txt", text, len}, {"cls", cls, strlen(cls)}};
-        ShardSample smp = {key, f, 2};
-        cr_assert_eq(shard_writer_add(w, &smp), 0, "%s", shard_writer_error(w));
-    }
-    cr_assert_eq(shard_writer_finish(w), 0);
-    char *path = strdup(shard_writer_shard(w, 0)->url);
-    shard_writer_free(&w);
-    free(pattern);
-    return path;
-}
 
 /* A digest of every sample f yields, in order: keys, field names and bytes. */
 static uint64_t digest(ShardFile *f, int *count)
@@ -92,7 +61,7 @@ Test(source, memory_source_drives_the_tar_reader)
 {
     const char *names[] = {"m-%06d.tar", "n-%06d.tar.zst"};
     for (int z = 0; z < 2; z++) {
-        char *path = write_shard(names[z], 50, 3000);
+        char *path = tu_write_shard(dir, names[z], 50, 3000);
         int n1, n2;
         uint64_t want = digest_url(path, &n1);
         size_t size;
@@ -118,7 +87,7 @@ Test(source, memory_source_drives_the_tar_reader)
         cr_assert_eq(shard_file_seek(f, 33), 0, "%s", shard_file_error(f));
         const ShardSampleView *v;
         cr_assert_eq(shard_file_next(f, &v), 0, "%s", shard_file_error(f));
-        cr_assert_str_eq(v->key, "k/s00033");
+        cr_assert_str_eq(v->key, "d1/s00033");
         cr_assert_str_eq(v->url, "memory");
         shard_file_free(&f);
         free(ip);
@@ -187,7 +156,7 @@ Test(source, short_reads_give_the_same_samples)
 {
     const char *names[] = {"t-%06d.tar", "u-%06d.tar.zst"};
     for (int z = 0; z < 2; z++) {
-        char *path = write_shard(names[z], 40, 2500);
+        char *path = tu_write_shard(dir, names[z], 40, 2500);
         int n1, n2;
         uint64_t want = digest_url(path, &n1);
         size_t size;
@@ -212,10 +181,10 @@ Test(source, short_reads_give_the_same_samples)
         shard_file_free(&f);
         memset(bytes, 0, size);
         const ShardSampleView *v = shard_item_sample(it);
-        cr_assert_str_eq(v->key, "k/s00000");
+        cr_assert_str_eq(v->key, "d0/s00000");
         cr_assert_eq(v->nfields, 2);
-        cr_assert_eq(v->fields[1].size, 10);
-        cr_assert_eq(memcmp(v->fields[1].data, "abcdefghij", 10), 0);
+        cr_assert_eq(v->fields[1].size, 50);
+        cr_assert_eq(memcmp(v->fields[1].data, "ABCDEFGHIJ", 10), 0);
         shard_item_free(&it);
         cr_assert_null(it);
         free(bytes);
@@ -225,8 +194,8 @@ Test(source, short_reads_give_the_same_samples)
 
 Test(source, read_at_across_frames_without_a_mapping)
 {
-    /* frames of 1 KiB, members up to 5 KiB: most members span several frames */
-    char *path = write_shard("z-%06d.tar.zst", 60, 1024);
+    /* frames of 1 KiB, members up to 3 KiB: most members span several frames */
+    char *path = tu_write_shard(dir, "z-%06d.tar.zst", 60, 1024);
     ShardFile *ref;
     ShardError err;
     cr_assert_eq(shard_file_open(&ref, path, NULL, &err), 0, "%s", err.message);
@@ -342,10 +311,10 @@ Test(source, index_counts_are_checked_before_they_size_anything)
 
 Test(source, a_lying_index_beside_a_shard_is_an_error_not_an_overflow)
 {
-    char *path = write_shard("i-%06d.tar", 5, 0);
+    char *path = tu_write_shard(dir, "i-%06d.tar", 5, 0);
     char *ip = shard_index_path(path);
     FILE *f = fopen(ip, "w");
-    fputs("v1.2 2305843009213693951\ntxt 512 10 k/s00000.txt\n", f);
+    fputs("v1.2 2305843009213693951\ntxt 512 10 d0/s00000.txt\n", f);
     fclose(f);
     ShardFile *sf;
     ShardError err;
@@ -353,7 +322,7 @@ Test(source, a_lying_index_beside_a_shard_is_an_error_not_an_overflow)
     cr_assert(strstr(err.message, ip) && strstr(err.message, "promises"), "%s", err.message);
     /* offsets past the end of the shard */
     f = fopen(ip, "w");
-    fputs("v1.2 1\ntxt 99999999999 10 k/s00000.txt\n", f);
+    fputs("v1.2 1\ntxt 99999999999 10 d0/s00000.txt\n", f);
     fclose(f);
     cr_assert_eq(shard_file_open(&sf, path, NULL, &err), 0, "%s", err.message);
     cr_assert_eq(shard_file_seek(sf, 0), 0);

@@ -1,0 +1,48 @@
+/* Shards of text samples for the reading tests, written with the library's writer. */
+#ifndef SHARD_TESTSHARD_H
+#define SHARD_TESTSHARD_H
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <shard/shard.h>
+
+#include "testutil.h"
+
+/* n samples in dir/name (a pattern): key "dK/sNNNNN" (K = i % 4), "cls" i % 10, "txt" of
+ * 50 + (i * 131) % 3000 letters from 'A' + i; frame_size 0 for the default. Returns the
+ * first shard's path (malloc'd). */
+static inline char *tu_write_shard(const char *dir, const char *name, int n, size_t frame_size)
+{
+    ShardWriterSettings s;
+    shard_writer_default_settings(&s);
+    char *pattern = tu_path(dir, name);
+    s.pattern = pattern;
+    s.sync = 0;
+    if (frame_size)
+        s.frame_size = frame_size;
+    ShardWriter *w;
+    ShardError err;
+    cr_assert_eq(shard_writer_open(&w, &s, &err), 0, "%s", err.message);
+    static char text[8192];
+    for (int i = 0; i < n; i++) {
+        char key[64], cls[16];
+        snprintf(key, sizeof key, "d%d/s%05d", i % 4, i);
+        snprintf(cls, sizeof cls, "%d", i % 10);
+        size_t len = 50 + (size_t)(i * 131) % 3000;
+        for (size_t k = 0; k < len; k++)
+            text[k] = (char)('A' + (i + (int)k) % 26);
+        ShardField f[] = {{"txt", text, len}, {"cls", cls, strlen(cls)}};
+        ShardSample smp = {key, f, 2};
+        cr_assert_eq(shard_writer_add(w, &smp), 0, "%s", shard_writer_error(w));
+    }
+    cr_assert_eq(shard_writer_finish(w), 0);
+    char *path = strdup(shard_writer_shard(w, 0)->url);
+    shard_writer_free(&w);
+    free(pattern);
+    return path;
+}
+
+#endif /* SHARD_TESTSHARD_H */
