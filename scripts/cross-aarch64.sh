@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 deps=$PWD/build-aarch64-deps
-pkgs=(crossbuild-essential-arm64 qemu-user qemu-user-binfmt
+pkgs=(crossbuild-essential-arm64 qemu-user qemu-user-binfmt pkgconf:arm64
   libarchive-dev:arm64 libzstd-dev:arm64 libjpeg62-turbo-dev:arm64 libpng-dev:arm64
   libjansson-dev:arm64 libssl-dev:arm64 libcurl4-openssl-dev:arm64
   libgit2-1.5:arm64 libffi8:arm64)
@@ -31,7 +31,8 @@ mountpoint -q $binfmt || mount -t binfmt_misc binfmt_misc $binfmt
 [ -e $binfmt/qemu-aarch64 ] || /lib/systemd/systemd-binfmt /usr/lib/binfmt.d/qemu-aarch64.conf
 if [ ! -f "$deps/pkgconfig/criterion.pc" ]; then
   rm -rf "$deps" && mkdir -p "$deps/debs" "$deps/pkgconfig"
-  (cd "$deps/debs" && apt-get download -qq libcriterion3:arm64 libcriterion-dev:arm64 libnanomsg5:arm64)
+  (cd "$deps/debs" && apt-get -o APT::Sandbox::User=root download -qq \
+    libcriterion3:arm64 libcriterion-dev:arm64 libnanomsg5:arm64)
   for d in "$deps"/debs/*.deb; do dpkg -x "$d" "$deps/root"; done
   lib=$deps/root/usr/lib/aarch64-linux-gnu
   cat > "$deps/pkgconfig/criterion.pc" <<PC
