@@ -33,11 +33,14 @@ typedef struct Stream {
     ShardQueue q; /* ShardItem pointers */
     size_t first; /* where the thread starts: its segment first, skip samples in */
     uint64_t skip;
+    ShardItem *last; /* the END or ERROR marker, made before the thread starts so that the
+                        stream always ends with one, out of memory or not */
 } Stream;
 
 struct ShardFetch {
     ShardFetchSettings s;
     Stream *streams;
+    size_t nqueues; /* streams whose queue is set up */
     atomic_int stop;
     atomic_ullong shards_opened, skipped_shards, skipped_samples, errors;
     pthread_mutex_t kept_lock;
@@ -66,13 +69,23 @@ static int put(Stream *st, ShardItem *it)
     return -1;
 }
 
+/* Ends the stream with its marker: END, or ERROR with msg (NULL: END). */
+static void put_last(Stream *st, const char *msg)
+{
+    ShardItem *it = st->last;
+    st->last = NULL;
+    it->kind = msg ? SHARD_ITEM_ERROR : SHARD_ITEM_END;
+    it->error = msg ? shard_strdup(msg) : NULL; /* out of memory: "read error" */
+    put(st, it);
+}
+
 /* A failure in fail mode ends the stream with an ERROR marker; in skip mode it is kept and
  * counted, with lost samples when known. Returns -1 to end the thread. */
 static int failed(Stream *st, const char *msg, uint64_t lost)
 {
     ShardFetch *f = st->f;
     if (!f->s.skip_errors) {
-        put(st, shard_item_marker(SHARD_ITEM_ERROR, msg));
+        put_last(st, msg);
         return -1;
     }
     keep_error(f, msg);
@@ -155,7 +168,7 @@ static void *fetch_main(void *arg)
         skip = 0;
     }
     if (!atomic_load(&f->stop))
-        put(st, shard_item_marker(SHARD_ITEM_END, NULL));
+        put_last(st, NULL);
     return NULL;
 }
 
@@ -179,6 +192,7 @@ int shard_fetch_new(ShardFetch **out, const ShardFetchSettings *s)
             shard_fetch_free(&f);
             return SHARD_ERR_NOMEM;
         }
+        f->nqueues++;
     }
     *out = f;
     return 0;
@@ -189,13 +203,18 @@ int shard_fetch_start(ShardFetch *f, size_t k, size_t first, uint64_t skip)
     Stream *st = &f->streams[k];
     st->first = first;
     st->skip = skip;
+    if (!(st->last = shard_item_marker(SHARD_ITEM_END, NULL)))
+        return SHARD_ERR_NOMEM;
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
     int rc = pthread_create(&st->thread, NULL, fetch_main, st);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (rc)
+    if (rc) {
+        shard_item_release(st->last);
+        st->last = NULL;
         return SHARD_ERR_NOMEM;
+    }
     st->running = 1;
     return 0;
 }
@@ -203,13 +222,15 @@ int shard_fetch_start(ShardFetch *f, size_t k, size_t first, uint64_t skip)
 void shard_fetch_stop(ShardFetch *f)
 {
     atomic_store(&f->stop, 1);
-    for (size_t k = 0; k < f->s.streams; k++)
+    for (size_t k = 0; k < f->nqueues; k++)
         shard_queue_close(&f->streams[k].q);
-    for (size_t k = 0; k < f->s.streams; k++) {
+    for (size_t k = 0; k < f->nqueues; k++) {
         Stream *st = &f->streams[k];
         if (st->running)
             pthread_join(st->thread, NULL);
         st->running = 0;
+        shard_item_release(st->last); /* a thread stopped before its end */
+        st->last = NULL;
         ShardItem *it;
         while (shard_queue_try_take(&st->q, &it) == 0)
             shard_item_release(it);
@@ -233,7 +254,7 @@ void shard_fetch_counters(ShardFetch *f, ShardFetchCounters *c)
     c->skipped_samples = atomic_load(&f->skipped_samples);
     c->errors = atomic_load(&f->errors);
     c->take_wait = 0;
-    for (size_t k = 0; k < f->s.streams; k++) {
+    for (size_t k = 0; k < f->nqueues; k++) {
         ShardQueueStats st;
         shard_queue_stats(&f->streams[k].q, &st);
         c->take_wait += st.take_wait;
@@ -255,7 +276,7 @@ void shard_fetch_free(ShardFetch **pf)
     ShardFetch *f = *pf;
     if (f->streams) {
         shard_fetch_stop(f);
-        for (size_t k = 0; k < f->s.streams; k++)
+        for (size_t k = 0; k < f->nqueues; k++)
             shard_queue_destroy(&f->streams[k].q);
         free(f->streams);
     }

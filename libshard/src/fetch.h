@@ -40,7 +40,8 @@ SHARD_HIDDEN int shard_fetch_start(ShardFetch *f, size_t k, size_t first, uint64
 /* Stops every thread and drops the items still queued; streams can start again after. */
 SHARD_HIDDEN void shard_fetch_stop(ShardFetch *f);
 /* The next item of stream k, waiting for it: a sample, or the stream's END or ERROR marker
- * (after which the stream has stopped). Owned by the caller. NULL when out of memory. */
+ * (after which the stream has stopped). Owned by the caller. NULL only while the stage is
+ * stopping, which the consumer itself does. */
 SHARD_HIDDEN ShardItem *shard_fetch_take(ShardFetch *f, size_t k);
 SHARD_HIDDEN void shard_fetch_counters(ShardFetch *f, ShardFetchCounters *c);
 /* Error i kept in skip mode (at most 16), oldest first; NULL past the last. */

@@ -56,10 +56,12 @@ static int build_block(ShardItem *it, const ShardSampleView *v, const unsigned c
 ShardItem *shard_item_new(const ShardSampleView *v, ShardHold *const *holds, uint32_t shard)
 {
     ShardItem *it = calloc(1, sizeof *it);
-    unsigned char small[16];
+    unsigned char small[16] = {0};
     unsigned char *keep = v->nfields <= sizeof small ? small : calloc(v->nfields, 1);
     if (!it || !keep) {
         free(it);
+        if (keep != small)
+            free(keep);
         return NULL;
     }
     ShardHold *hold = NULL;

@@ -63,6 +63,7 @@ struct ShardLoader {
     size_t nparked;
     uint64_t next_give;
     int ended;          /* the caller has seen this epoch's END */
+    int broken;         /* a restore or new epoch failed: no producer runs, and next says so */
     uint64_t skipped;
     uint64_t delivered_position;
 };
@@ -320,6 +321,8 @@ static ShardSlot *unpark(ShardLoader *l)
 int shard_loader_next(ShardLoader *l, const ShardBatch **out)
 {
     *out = NULL;
+    if (l->broken)
+        return l->broken;
     for (;;) {
         if (l->ended)
             return SHARD_EOS;
@@ -378,15 +381,24 @@ void shard_batch_release(ShardLoader *l, const ShardBatch *b)
     recycle(l, sl);
 }
 
+/* The producer is stopped and the reader set to a new position: start reading there, or
+ * remember that no producer runs, so that next does not wait for one. */
+static int restart(ShardLoader *l, int rc)
+{
+    if (rc)
+        shard_fail(l->err, rc, "%s", shard_reader_error(l->reader));
+    else
+        rc = start_producer(l);
+    l->broken = rc;
+    return rc;
+}
+
 int shard_loader_set_epoch(ShardLoader *l, uint64_t e)
 {
     stop_producer(l);
     l->epoch = e;
     l->delivered_position = 0;
-    int rc = shard_reader_set_epoch(l->reader, e);
-    if (rc)
-        return shard_fail(l->err, rc, "%s", shard_reader_error(l->reader));
-    return start_producer(l);
+    return restart(l, shard_reader_set_epoch(l->reader, e));
 }
 
 int shard_loader_state(const ShardLoader *l, char *buf, size_t size)
@@ -405,11 +417,11 @@ int shard_loader_restore(ShardLoader *l, const char *state)
         return shard_fail(l->err, SHARD_ERR_INVALID, "loader: '%s' is not a state", state);
     stop_producer(l);
     int rc = shard_reader_restore(l->reader, state);
-    if (rc)
-        return shard_fail(l->err, rc, "%s", shard_reader_error(l->reader));
-    l->epoch = e;
-    l->delivered_position = p;
-    return start_producer(l);
+    if (!rc) {
+        l->epoch = e;
+        l->delivered_position = p;
+    }
+    return restart(l, rc);
 }
 
 int64_t shard_loader_epoch_batches(const ShardLoader *l)

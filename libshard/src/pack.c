@@ -207,6 +207,10 @@ static int assign_keys(ShardPackPlan *p, ShardError *err)
         x->key = key;
     }
     shard_keyset_free(&set);
+    for (size_t i = 0; rc && i < p->n; i++) { /* all or none, so a build can be tried again */
+        free(p->v[i].key);
+        p->v[i].key = NULL;
+    }
     return rc;
 }
 

@@ -217,8 +217,8 @@ static ShardItem *pull(void *cookie, int *rc)
     Stream *st;
     while ((st = current_stream(r))) {
         ShardItem *it = shard_fetch_take(r->fetch, (size_t)(st - r->streams));
-        if (!it) {
-            *rc = shard_fail(r->err, SHARD_ERR_NOMEM, "out of memory");
+        if (!it) { /* only while stopping, which this thread does: never here */
+            *rc = shard_fail(r->err, SHARD_ERR_STATE, "reader: the fetch stage stopped");
             return NULL;
         }
         if (it->kind == SHARD_ITEM_END) {

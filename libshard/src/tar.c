@@ -148,8 +148,22 @@ static int nomem(ShardTar *t, char *err)
     return shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", t->src->url);
 }
 
+/* Zeros from the arena's end up to byte `to` of the field that starts at `from`: a hole in
+ * a sparse member (libarchive hands out only the blocks with data). */
+static int fill_hole(ShardSampleBuf *sb, size_t from, uint64_t to)
+{
+    uint64_t have = sb->arena.len - from;
+    if (to <= have)
+        return 0;
+    if (to - have > SIZE_MAX / 2 || shard_buf_reserve(&sb->arena, (size_t)(to - have)))
+        return SHARD_ERR_NOMEM;
+    memset(sb->arena.data + sb->arena.len, 0, (size_t)(to - have));
+    sb->arena.len += (size_t)(to - have);
+    return 0;
+}
+
 /* Reads the current entry's data into rec: a view where it is one contiguous block the
- * source can hold, else a copy in the arena. */
+ * source can hold, else a copy in the arena, holes of a sparse member as zeros. */
 static int read_data(ShardTar *t, ShardSampleBuf *sb, ShardFieldRec *rec, const char *member,
                      uint64_t header_off, char *err)
 {
@@ -179,19 +193,14 @@ static int read_data(ShardTar *t, ShardSampleBuf *sb, ShardFieldRec *rec, const 
                 shard_hold_put(rec->hold);
                 rec->hold = NULL;
             }
-            uint64_t have = sb->arena.len - rec->data;
-            if ((uint64_t)off > have) { /* a hole in a sparse member */
-                size_t gap = (size_t)((uint64_t)off - have);
-                if (shard_buf_reserve(&sb->arena, gap))
-                    return nomem(t, err);
-                memset(sb->arena.data + sb->arena.len, 0, gap);
-                sb->arena.len += gap;
-            }
-            if (shard_buf_append(&sb->arena, p, len))
+            if (fill_hole(sb, rec->data, (uint64_t)off) || shard_buf_append(&sb->arena, p, len))
                 return nomem(t, err);
         }
         blocks++;
     }
+    /* a sparse member may end in a hole: the field still has all its bytes */
+    if (rec->data != SIZE_MAX && fill_hole(sb, rec->data, rec->size))
+        return nomem(t, err);
     return 0;
 }
 

@@ -391,6 +391,28 @@ def test_cat_gives_tarfile_bytes(foreign, run_sc):
                 assert run_sc("cat", p, f"{key}.{field.lower()}").stdout == m.data
 
 
+@pytest.mark.parametrize("layout", ["hole at the end", "hole in the middle", "several holes"])
+def test_sparse_members_read_with_their_holes_as_zeros(tmp_path, run_sc, layout):
+    """GNU tar --sparse stores only the blocks with data; the holes read back as zeros, up
+    to the member's size, as GNU tar extracts them."""
+    f = tmp_path / "k.bin"
+    pieces = {"hole at the end": [(0, b"head")], "hole in the middle": [(0, b"x"), (5000, b"tail")],
+              "several holes": [(10000, b"a" * 600), (70000, b"b"), (200000, b"c" * 5000)]}[layout]
+    with open(f, "wb") as fh:
+        for off, data in pieces:
+            fh.seek(off)
+            fh.write(data)
+        fh.truncate(max(off + len(data) for off, data in pieces) + (90000 if layout == "hole at the end" else 0))
+    (tmp_path / "k.txt").write_bytes(b"abc")
+    subprocess.run(["tar", "--sparse", "-cf", "s.tar", "k.bin", "k.txt"], cwd=tmp_path, check=True,
+                   env=BASE_ENV)
+    cp = run_sc("cat", tmp_path / "s.tar", "k.bin")
+    assert cp.returncode == 0, err_text(cp)
+    assert cp.stdout == f.read_bytes()
+    cp = run_sc("ls", "--json", tmp_path / "s.tar")
+    assert json.loads(cp.stdout)["fields"] == {"bin": f.stat().st_size, "txt": 3}
+
+
 def test_info_counts(foreign, run_sc):
     kind, p, tb = foreign
     ref = wds_reference(tb, p)

@@ -262,6 +262,30 @@ Test(loader, restore_and_epochs_with_batches_held)
     shard_loader_free(&l);
 }
 
+Test(loader, a_refused_restore_is_reported_not_waited_on)
+{
+    const char *urls[] = {make_shards(0)};
+    ShardLoaderSettings s;
+    settings(&s, urls);
+    ShardLoader *l;
+    ShardError err;
+    cr_assert_eq(shard_loader_open(&l, &s, &err), 0, "%s", err.message);
+    const ShardBatch *b;
+    cr_assert_eq(shard_loader_next(l, &b), 0);
+    shard_batch_release(l, b);
+    cr_assert_eq(shard_loader_restore(l, "nonsense"), SHARD_ERR_INVALID);
+    cr_assert_eq(shard_loader_next(l, &b), 0, "a malformed state changes nothing");
+    shard_batch_release(l, b);
+    cr_assert_eq(shard_loader_restore(l, "v1:0:8:99"), SHARD_ERR_INVALID, "another seed");
+    cr_assert_eq(shard_loader_next(l, &b), SHARD_ERR_INVALID, "no producer runs: said, not awaited");
+    cr_assert(strstr(shard_loader_error(l), "seed"), "%s", shard_loader_error(l));
+    cr_assert_eq(shard_loader_set_epoch(l, 1), 0);
+    cr_assert_eq(shard_loader_next(l, &b), 0, "%s", shard_loader_error(l));
+    cr_assert_eq(b->epoch, 1);
+    shard_batch_release(l, b);
+    shard_loader_free(&l);
+}
+
 Test(loader, a_corrupt_image_fails_or_is_skipped)
 {
     const char *urls[] = {make_shards(1)};

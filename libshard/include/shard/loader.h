@@ -88,16 +88,19 @@ SHARD_API int shard_loader_open(ShardLoader **out, const ShardLoaderSettings *s,
  */
 SHARD_API int shard_loader_next(ShardLoader *l, const ShardBatch **out);
 
-/** Gives a batch buffer back to the ring. */
+/** Gives a batch buffer back to the ring; may be called from any thread. */
 SHARD_API void shard_batch_release(ShardLoader *l, const ShardBatch *b);
 
-/** Starts epoch e from its beginning (held batches stay valid until released). */
+/** Starts epoch e from its beginning (held batches stay valid until released). On failure
+ *  shard_loader_next returns the same error until an epoch or a restore succeeds. */
 SHARD_API int shard_loader_set_epoch(ShardLoader *l, uint64_t e);
 
 /** The state after the last batch returned ("v1:EPOCH:POSITION:SEED"), for restore. */
 SHARD_API int shard_loader_state(const ShardLoader *l, char *buf, size_t size);
 
-/** Continues after the batch a state was taken at, on a loader with the same settings. */
+/** Continues after the batch a state was taken at, on a loader with the same settings. A
+ *  malformed state changes nothing; a state the reader refuses (taken with another seed)
+ *  leaves shard_loader_next returning that error until an epoch or a restore succeeds. */
 SHARD_API int shard_loader_restore(ShardLoader *l, const char *state);
 
 /** @return batches per epoch for this consumer, -1 if unknown */

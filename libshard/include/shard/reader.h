@@ -11,7 +11,8 @@
  *
  * Threads: one fetch thread per stream reads shards ahead into bounded queues; everything
  * else runs on the thread that calls shard_reader_next. Memory is bounded by the settings:
- * (streams x queue_depth + shuffle_buffer) samples.
+ * (streams x queue_depth + shuffle_buffer) samples, plus the samples the caller keeps from
+ * shard_reader_take (each may hold its shard's mapping open).
  */
 #ifndef SHARD_READER_H
 #define SHARD_READER_H
