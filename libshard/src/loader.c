@@ -95,8 +95,8 @@ static void decoded(void *cookie, const ShardDecodeJob *j, int rc, const char *m
             snprintf(why, sizeof why, "no image field (looked for %s)", l->spec.image_fields);
         shard_slot_fail(sl, j->index, j->data ? msg : why);
     }
-    if (atomic_fetch_sub(&sl->pending, 1) == 1)
-        shard_queue_put(&l->ready_q, &sl, 0); /* never full: it holds every slot */
+    if (atomic_fetch_sub(&sl->pending, 1) == 1) /* never full: it holds every slot */
+        shard_queue_put(&l->ready_q, &sl, (uint64_t)sl->n * l->spec.image_bytes);
 }
 
 /* ---- producer -------------------------------------------------------------------------- */
