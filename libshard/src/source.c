@@ -33,9 +33,17 @@ ShardSource *shard_source_new(const ShardSourceOps *ops, const char *url)
     return s;
 }
 
+/* A mapped source's stream is its mapping, handed out as one block (so that libarchive
+ * gives member data as pointers into it), skipped by moving pos. */
 ssize_t shard_source_read(ShardSource *s, const void **block)
 {
-    ssize_t n = s->ops->read(s, block);
+    ssize_t n;
+    if (s->map) {
+        n = (ssize_t)((uint64_t)s->size - s->pos);
+        *block = s->map + s->pos;
+    } else {
+        n = s->ops->read(s, block);
+    }
     if (n > 0)
         s->pos += (uint64_t)n;
     return n;
@@ -43,39 +51,47 @@ ssize_t shard_source_read(ShardSource *s, const void **block)
 
 int64_t shard_source_skip(ShardSource *s, int64_t n)
 {
-    if (!s->ops->skip || n <= 0)
+    if (n <= 0)
         return 0;
-    int64_t k = s->ops->skip(s, n);
+    int64_t k;
+    if (s->map)
+        k = (uint64_t)n < (uint64_t)s->size - s->pos ? n : (int64_t)((uint64_t)s->size - s->pos);
+    else
+        k = s->ops->skip ? s->ops->skip(s, n) : 0;
     if (k > 0)
         s->pos += (uint64_t)k;
     return k;
 }
 
+/* Whether n bytes at off lie within the object; else SHARD_ERR_FORMAT with a message. */
+static int in_range(ShardSource *s, uint64_t off, uint64_t n)
+{
+    if (s->size < 0 || (off <= (uint64_t)s->size && n <= (uint64_t)s->size - off))
+        return 0;
+    return shard_fail(s->err, SHARD_ERR_FORMAT,
+                      "%s: bytes %llu..%llu lie past the end of the object (%lld bytes)", s->url,
+                      (unsigned long long)off, (unsigned long long)(off + n), (long long)s->size);
+}
+
 int shard_source_read_at(ShardSource *s, uint64_t off, void *buf, size_t n)
 {
-    if (!s->ops->read_at)
+    if (!shard_source_seekable(s))
         return shard_fail(s->err, SHARD_ERR_UNSUPPORTED, "%s: no random access (a stream)",
                           s->url);
-    if (s->size >= 0 && (off > (uint64_t)s->size || n > (uint64_t)s->size - off))
-        return shard_fail(s->err, SHARD_ERR_FORMAT,
-                          "%s: bytes %llu..%llu lie past the end of the object (%lld bytes)",
-                          s->url, (unsigned long long)off, (unsigned long long)(off + n),
-                          (long long)s->size);
-    return n ? s->ops->read_at(s, off, buf, n) : 0;
+    int rc = in_range(s, off, n);
+    if (rc || !n)
+        return rc;
+    if (s->map) {
+        memcpy(buf, s->map + off, n);
+        return 0;
+    }
+    return s->ops->read_at(s, off, buf, n);
 }
 
 const unsigned char *shard_source_view(ShardSource *s, uint64_t off, size_t n, ShardBuf *tmp)
 {
-    if (s->map) {
-        if (off > (uint64_t)s->size || n > (uint64_t)s->size - off) {
-            shard_fail(s->err, SHARD_ERR_FORMAT,
-                       "%s: bytes %llu..%llu lie past the end of the object (%lld bytes)",
-                       s->url, (unsigned long long)off, (unsigned long long)(off + n),
-                       (long long)s->size);
-            return NULL;
-        }
-        return s->map + off;
-    }
+    if (s->map)
+        return in_range(s, off, n) ? NULL : s->map + off;
     tmp->len = 0;
     if (shard_buf_reserve(tmp, n ? n : 1)) {
         shard_fail(s->err, SHARD_ERR_NOMEM, "%s: out of memory", s->url);
@@ -89,6 +105,12 @@ const unsigned char *shard_source_view(ShardSource *s, uint64_t off, size_t n, S
 
 ShardHold *shard_source_hold(ShardSource *s, const void *p, uint64_t n)
 {
+    const unsigned char *q = p;
+    if (s->map) /* the mapping lives as long as the source: hold the source */
+        return q >= s->map && n <= (uint64_t)s->size &&
+                       (uint64_t)(q - s->map) <= (uint64_t)s->size - n
+                   ? shard_hold_ref(&s->hold)
+                   : NULL;
     return s->ops->hold ? s->ops->hold(s, p, n) : NULL;
 }
 
@@ -99,56 +121,17 @@ int shard_source_finish(ShardSource *s)
 
 /* ---- memory ---------------------------------------------------------------------------- */
 
-typedef struct MemSource {
-    int sent;
-} MemSource;
-
-static ssize_t mem_read(ShardSource *s, const void **block)
-{
-    MemSource *m = s->impl;
-    if (m->sent || !s->size)
-        return 0;
-    m->sent = 1;
-    *block = s->map;
-    return (ssize_t)s->size;
-}
-
-static int mem_read_at(ShardSource *s, uint64_t off, void *buf, size_t n)
-{
-    memcpy(buf, s->map + off, n);
-    return 0;
-}
-
-static ShardHold *mem_hold(ShardSource *s, const void *p, uint64_t n)
-{
-    const unsigned char *q = p;
-    if (q < s->map || n > (uint64_t)s->size || (uint64_t)(q - s->map) > (uint64_t)s->size - n)
-        return NULL;
-    return shard_hold_ref(&s->hold);
-}
-
-static void mem_close(ShardSource *s) { free(s->impl); }
-
-static const ShardSourceOps mem_ops = {
-    .kind = "memory",
-    .read = mem_read,
-    .read_at = mem_read_at,
-    .hold = mem_hold,
-    .close = mem_close,
-};
+/* A buffer is a mapping the caller made: source.c does all the reading. */
+static const ShardSourceOps mem_ops = {.kind = "memory"};
 
 int shard_source_memory(ShardSource **out, const void *data, size_t size, const char *url,
                         char *err)
 {
     *out = NULL;
     ShardSource *s = shard_source_new(&mem_ops, url ? url : "memory");
-    MemSource *m = s ? calloc(1, sizeof *m) : NULL;
-    if (!m) {
-        shard_source_put(s);
+    if (!s)
         return shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", url ? url : "memory");
-    }
-    s->impl = m;
-    s->map = data;
+    s->map = data ? data : (const unsigned char *)""; /* an empty buffer is mapped too */
     s->size = (int64_t)size;
     *out = s;
     return 0;

@@ -63,6 +63,9 @@ static inline int shard_hold_alone(ShardHold *h)
 
 typedef struct ShardSource ShardSource;
 
+/* What an implementation does for a source it has not mapped: with s->map set, source.c
+ * reads, skips, reads at offsets and holds bytes from the mapping itself, and the
+ * implementation's read, skip, read_at and hold are never called. */
 typedef struct ShardSourceOps {
     const char *kind; /* "file", "pipe", "memory" */
     /* The next block: *block points at n > 0 bytes owned by the source; 0 at the end;
@@ -71,8 +74,8 @@ typedef struct ShardSourceOps {
     /* Skips up to n bytes of the stream; returns the bytes skipped (0: cannot skip, read
      * instead), or a negative code. NULL: cannot skip. */
     int64_t (*skip)(ShardSource *s, int64_t n);
-    /* Copies n bytes at offset off into buf: 0, or a negative code (SHARD_ERR_FORMAT when
-     * the range lies past the end). NULL: no random access. */
+    /* Copies n bytes at offset off into buf (a range within size): 0, or a negative code.
+     * NULL: no random access. */
     int (*read_at)(ShardSource *s, uint64_t off, void *buf, size_t n);
     /* A hold that keeps the n bytes at p (handed out by read) valid, with a reference
      * taken for the caller; NULL when it cannot (the caller copies them). NULL: never. */
@@ -142,8 +145,11 @@ SHARD_HIDDEN ShardHold *shard_source_hold(ShardSource *s, const void *p, uint64_
 /* The stream was read to its end (see ShardSourceOps.finish). */
 SHARD_HIDDEN int shard_source_finish(ShardSource *s);
 
-/* Whether the source has random access (read_at). */
-static inline int shard_source_seekable(const ShardSource *s) { return s->ops->read_at != NULL; }
+/* Whether the source has random access (a mapping, or read_at). */
+static inline int shard_source_seekable(const ShardSource *s)
+{
+    return s->map || s->ops->read_at != NULL;
+}
 
 /* Implementations, for shard_source_open (url.h). */
 SHARD_HIDDEN int shard_source_file(ShardSource **out, const char *path, int flags, char *err);

@@ -16,22 +16,15 @@
 
 #define READ_BUFSIZE (1u << 20)
 
+/* What a file needs when it could not be mapped (source.c reads a mapped one). */
 typedef struct FileSource {
     int fd;
-    int sent;           /* the mapping was handed out */
-    unsigned char *buf; /* without a mapping: read()'s buffer */
+    unsigned char *buf; /* read()'s buffer */
 } FileSource;
 
 static ssize_t file_read(ShardSource *s, const void **block)
 {
     FileSource *f = s->impl;
-    if (s->map) {
-        if (f->sent)
-            return 0;
-        f->sent = 1;
-        *block = s->map;
-        return (ssize_t)s->size;
-    }
     if (!f->buf && !(f->buf = malloc(READ_BUFSIZE)))
         return shard_fail(s->err, SHARD_ERR_NOMEM, "%s: out of memory", s->url);
     for (;;) {
@@ -49,8 +42,6 @@ static ssize_t file_read(ShardSource *s, const void **block)
 static int64_t file_skip(ShardSource *s, int64_t n)
 {
     FileSource *f = s->impl;
-    if (s->map)
-        return 0; /* everything was handed out as one block */
     off_t at = lseek(f->fd, (off_t)n, SEEK_CUR);
     return at < 0 ? 0 : n;
 }
@@ -58,10 +49,6 @@ static int64_t file_skip(ShardSource *s, int64_t n)
 static int file_read_at(ShardSource *s, uint64_t off, void *buf, size_t n)
 {
     FileSource *f = s->impl;
-    if (s->map) {
-        memcpy(buf, s->map + off, n);
-        return 0;
-    }
     size_t got = 0;
     while (got < n) {
         ssize_t k = pread(f->fd, (unsigned char *)buf + got, n - got, (off_t)(off + got));
@@ -74,15 +61,6 @@ static int file_read_at(ShardSource *s, uint64_t off, void *buf, size_t n)
         got += (size_t)k;
     }
     return 0;
-}
-
-static ShardHold *file_hold(ShardSource *s, const void *p, uint64_t n)
-{
-    const unsigned char *q = p;
-    if (!s->map || q < s->map || n > (uint64_t)s->size ||
-        (uint64_t)(q - s->map) > (uint64_t)s->size - n)
-        return NULL;
-    return shard_hold_ref(&s->hold);
 }
 
 static void file_close(ShardSource *s)
@@ -103,7 +81,6 @@ static const ShardSourceOps file_ops = {
     .read = file_read,
     .skip = file_skip,
     .read_at = file_read_at,
-    .hold = file_hold,
     .close = file_close,
 };
 

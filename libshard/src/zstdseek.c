@@ -102,7 +102,7 @@ int shard_seek_table_read(ShardSource *src, ShardSeekEntry **e, size_t *n, uint6
 {
     *e = NULL;
     *n = 0;
-    if (src->size < 0 || (!src->map && !shard_source_seekable(src)))
+    if (src->size < 0 || !shard_source_seekable(src))
         return SHARD_ERR_UNSUPPORTED;
     uint64_t size = (uint64_t)src->size;
     if (size < 8 + SHARD_SEEK_FOOTER_SIZE)
