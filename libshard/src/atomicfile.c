@@ -337,35 +337,34 @@ void shard_afile_abort(ShardAtomicFile *f)
     f->md5 = f->sha256 = NULL;
 }
 
+typedef struct Digests {
+    void *md5, *sha256;
+    uint64_t total;
+} Digests;
+
+static int digest_block(void *cookie, const void *block, size_t n, char *err)
+{
+    Digests *d = cookie;
+    (void)err;
+    EVP_DigestUpdate(d->md5, block, n);
+    EVP_DigestUpdate(d->sha256, block, n);
+    d->total += n;
+    return 0;
+}
+
 int shard_url_digests(const char *url, char *md5, char *sha256, uint64_t *size, char *err)
 {
-    void *c5, *c256;
-    if (digests_new(&c5, &c256))
+    Digests d = {0};
+    if (digests_new(&d.md5, &d.sha256))
         return shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", url);
-    ShardSource *src;
-    int rc = shard_source_open(&src, url, SHARD_SOURCE_SEQUENTIAL, err);
-    uint64_t total = 0;
-    while (!rc) {
-        const void *block;
-        ssize_t k = shard_source_read(src, &block);
-        if (k < 0)
-            rc = shard_fail(err, (int)k, "%s", src->err);
-        if (k <= 0)
-            break;
-        EVP_DigestUpdate(c5, block, (size_t)k);
-        EVP_DigestUpdate(c256, block, (size_t)k);
-        total += (uint64_t)k;
-    }
-    if (!rc && (rc = shard_source_finish(src)))
-        shard_fail(err, rc, "%s", src->err);
+    int rc = shard_source_each(url, digest_block, &d, err);
     if (!rc) {
-        digest_final(c5, md5);
-        digest_final(c256, sha256);
+        digest_final(d.md5, md5);
+        digest_final(d.sha256, sha256);
         if (size)
-            *size = total;
+            *size = d.total;
     }
-    shard_source_put(src);
-    EVP_MD_CTX_free(c5);
-    EVP_MD_CTX_free(c256);
+    EVP_MD_CTX_free(d.md5);
+    EVP_MD_CTX_free(d.sha256);
     return rc;
 }

@@ -52,38 +52,50 @@ int shard_source_open(ShardSource **out, const char *url, int flags, char *err)
     return shard_source_file(out, url, flags, err);
 }
 
-int shard_source_slurp(const char *url, ShardBuf *out, size_t max, char *err)
+int shard_source_each(const char *url, ShardBlockFn fn, void *cookie, char *err)
 {
-    out->len = 0;
     ShardSource *s;
     int rc = shard_source_open(&s, url, SHARD_SOURCE_SEQUENTIAL, err);
-    if (rc)
-        return rc;
-    for (;;) {
+    while (!rc) {
         const void *block;
         ssize_t k = shard_source_read(s, &block);
-        if (k == 0)
-            break;
-        if (k < 0) {
+        if (k < 0)
             rc = shard_fail(err, (int)k, "%s", s->err);
+        if (k <= 0)
             break;
-        }
-        if (out->len + (size_t)k > max) {
-            rc = shard_fail(err, SHARD_ERR_FORMAT, "%s: larger than %zu bytes", url, max);
-            break;
-        }
-        if (shard_buf_append(out, block, (size_t)k)) {
-            rc = shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", url);
-            break;
-        }
+        rc = fn(cookie, block, (size_t)k, err);
     }
     if (!rc && (rc = shard_source_finish(s)))
         shard_fail(err, rc, "%s", s->err);
+    shard_source_put(s);
+    return rc;
+}
+
+typedef struct Slurp {
+    const char *url;
+    ShardBuf *out;
+    size_t max;
+} Slurp;
+
+static int slurp_block(void *cookie, const void *block, size_t n, char *err)
+{
+    Slurp *sl = cookie;
+    if (sl->out->len + n > sl->max)
+        return shard_fail(err, SHARD_ERR_FORMAT, "%s: larger than %zu bytes", sl->url, sl->max);
+    if (shard_buf_append(sl->out, block, n))
+        return shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", sl->url);
+    return 0;
+}
+
+int shard_source_slurp(const char *url, ShardBuf *out, size_t max, char *err)
+{
+    out->len = 0;
+    Slurp sl = {url, out, max};
+    int rc = shard_source_each(url, slurp_block, &sl, err);
     if (!rc && shard_buf_reserve(out, 1))
         rc = shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", url);
     if (!rc)
         out->data[out->len] = 0;
-    shard_source_put(s);
     return rc;
 }
 

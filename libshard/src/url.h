@@ -15,6 +15,16 @@
  */
 SHARD_HIDDEN int shard_source_open(ShardSource **out, const char *url, int flags, char *err);
 
+/* Called with each block of an object's stream, in order: 0 to go on, or an error code
+ * with err (SHARD_ERROR_MAX bytes) saying what. */
+typedef int (*ShardBlockFn)(void *cookie, const void *block, size_t n, char *err);
+
+/*
+ * Opens url and hands its stream to fn block by block, to the end (where a pipe's command
+ * is checked). @return 0, fn's error, or the source's with err naming the URL
+ */
+SHARD_HIDDEN int shard_source_each(const char *url, ShardBlockFn fn, void *cookie, char *err);
+
 /*
  * Reads a whole object (an index, a manifest) into out (NUL-terminated, the NUL not
  * counted in out->len), refusing objects over max bytes.
