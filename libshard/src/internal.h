@@ -43,6 +43,9 @@ SHARD_HIDDEN int shard_ends_with(const char *s, const char *suffix);
 /* The folder part of a path (dirname), malloc'd; NULL when out of memory. */
 SHARD_HIDDEN char *shard_dir_of(const char *path);
 
+/* Whether a writer with this compression setting and pattern writes .tar.zst (writer.c). */
+SHARD_HIDDEN int shard_writes_zstd(int compression, const char *pattern);
+
 /* Grows *(void **)buf, of capacity *cap, to at least need bytes through the allocator a
  * (doubling from 256), keeping its first keep bytes; the old block goes back to a. */
 SHARD_HIDDEN int shard_alloc_grow(const ShardAllocator *a, void *buf, size_t *cap, size_t need,

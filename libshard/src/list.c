@@ -236,11 +236,6 @@ const ShardListEntry *shard_list_entry(const ShardList *l, size_t i)
     return i < l->n ? &l->v[i] : NULL;
 }
 
-const ShardManifest *shard_list_manifest(const ShardList *l, size_t spec)
-{
-    return spec < l->nspecs ? l->manifests[spec] : NULL;
-}
-
 void shard_list_free(ShardList **pl)
 {
     if (!pl || !*pl)

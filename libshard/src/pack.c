@@ -40,21 +40,24 @@ struct ShardPackPlan {
 
 void shard_pack_default_settings(ShardPackSettings *s)
 {
+    /* the writing settings default as the writer's do */
+    ShardWriterSettings w;
+    shard_writer_default_settings(&w);
     memset(s, 0, sizeof *s);
     s->pattern = NULL;
-    s->maxcount = 100000;
-    s->maxsize = 3000000000ull;
-    s->compression = SHARD_COMPRESSION_AUTO;
-    s->level = 3;
-    s->frame_size = 4u << 20;
+    s->maxcount = w.maxcount;
+    s->maxsize = w.maxsize;
+    s->compression = w.compression;
+    s->level = w.level;
+    s->frame_size = w.frame_size;
     s->shuffle = 0;
     s->shuffle_seed = 0;
     s->part = 0;
     s->nparts = 0;
     s->verify = 0;
-    s->mtime = 0;
-    s->checksums = 1;
-    s->sync = 1;
+    s->mtime = w.mtime;
+    s->checksums = w.checksums;
+    s->sync = w.sync;
 }
 
 /* The writer settings for shard j of the plan: one shard, numbered j, no rotation. */
@@ -466,8 +469,7 @@ char *shard_pack_manifest_path(const ShardPackSettings *s)
 /* The packing options, as the manifest records them. */
 static char *options_json(const ShardPackPlan *p)
 {
-    int zstd = p->s.compression == SHARD_COMPRESSION_ZSTD ||
-               (p->s.compression == SHARD_COMPRESSION_AUTO && shard_ends_with(p->pattern, ".zst"));
+    int zstd = shard_writes_zstd(p->s.compression, p->pattern);
     json_t *j = json_object();
     json_object_set_new(j, "maxcount", json_integer((json_int_t)p->s.maxcount));
     json_object_set_new(j, "maxsize", json_integer((json_int_t)p->s.maxsize));

@@ -83,6 +83,12 @@ void shard_writer_default_settings(ShardWriterSettings *s)
     s->sync = 1;
 }
 
+int shard_writes_zstd(int compression, const char *pattern)
+{
+    return compression == SHARD_COMPRESSION_ZSTD ||
+           (compression == SHARD_COMPRESSION_AUTO && shard_ends_with(pattern, ".zst"));
+}
+
 /* Accepts exactly one conversion: %[0][width][l|ll|j|z]{d,i,u}, and %% anywhere. */
 static int pattern_check(const char *p)
 {
@@ -145,8 +151,7 @@ int shard_writer_open(ShardWriter **out, const ShardWriterSettings *s, ShardErro
                    s->pattern);
         return shard_report(err, SHARD_ERR_INVALID, msg);
     }
-    int zstd = s->compression == SHARD_COMPRESSION_ZSTD ||
-               (s->compression == SHARD_COMPRESSION_AUTO && shard_ends_with(s->pattern, ".zst"));
+    int zstd = shard_writes_zstd(s->compression, s->pattern);
     if (s->compression < SHARD_COMPRESSION_AUTO || s->compression > SHARD_COMPRESSION_ZSTD)
         return shard_report(err, SHARD_ERR_INVALID, "writer: unknown compression");
     if (zstd && (s->level < ZSTD_minCLevel() || s->level > ZSTD_maxCLevel() || s->level == 0)) {

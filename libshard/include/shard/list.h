@@ -59,9 +59,6 @@ SHARD_API size_t shard_list_count(const ShardList *l);
 /** @return shard i (borrowed, valid until the list is freed), NULL past the end */
 SHARD_API const ShardListEntry *shard_list_entry(const ShardList *l, size_t i);
 
-/** @return the manifest spec i came from, or NULL when it was no manifest (borrowed) */
-SHARD_API const ShardManifest *shard_list_manifest(const ShardList *l, size_t spec);
-
 /** Frees a list and sets *l to NULL; accepts NULL. */
 SHARD_API void shard_list_free(ShardList **l);
 
