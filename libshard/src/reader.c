@@ -101,11 +101,6 @@ static int stream_segment(void *cookie, size_t k, size_t n, ShardSegment *out)
     return 1;
 }
 
-static void stop_threads(ShardReader *r)
-{
-    shard_fetch_stop(r->fetch);
-}
-
 static int start_threads(ShardReader *r)
 {
     for (size_t k = 0; k < r->nstreams; k++) {
@@ -130,7 +125,7 @@ static void clear_buffer(ShardReader *r)
 /* Plans epoch e and resets every stream to its start (threads not started). */
 static int plan_epoch(ShardReader *r, uint64_t e)
 {
-    stop_threads(r);
+    shard_fetch_stop(r->fetch);
     r->start_due = 0; /* the caller says when the new plan may start */
     clear_buffer(r);
     free(r->segs);
