@@ -11,7 +11,7 @@ meson install -C "$build" --no-rebuild --destdir "$stage" >/dev/null
 pc=$(dirname "$(find "$stage" -name libshard.pc | head -1)")
 test -n "$pc" || { echo "libshard.pc was not installed"; exit 1; }
 for h in shard.h common.h decode.h loader.h writer.h manifest.h names.h image.h file.h verify.h reader.h \
-         list.h pack.h sample.h version.h; do
+         list.h pack.h sample.h remote.h version.h; do
   test -f "$(find "$stage" -path "*/include/shard/$h" | head -1)" || { echo "header $h not installed"; exit 1; }
 done
 export PKG_CONFIG_PATH=$pc PKG_CONFIG_SYSROOT_DIR=$stage
@@ -25,7 +25,7 @@ grep -q "wrote 1 shard(s), 3 samples" "$stage/log"
 tar tf "$stage/out/mini-000000.tar" | grep -qx "sample002.txt"
 # The static archive, with its dependencies linked as the system provides them.
 cc -std=c11 pack_minimal.c $(pkg-config --cflags libshard) -o app_static "$libdir/libshard.a" \
-  $(pkg-config --libs libarchive libzstd libjpeg libpng jansson libcrypto) -pthread -lm
+  $(pkg-config --libs libarchive libzstd libjpeg libpng jansson libcrypto libcurl) -pthread -lm
 rm -rf "$stage/out"/*
 ./app_static "$stage/out" >/dev/null
 test -f "$stage/out/mini.json"

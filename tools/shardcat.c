@@ -39,8 +39,19 @@ static void usage(FILE *f)
           "                                with --samples N it stops after N and prints the state\n"
           "                                to resume from on stderr\n"
           "\n"
-          "SHARD is a path, a brace pattern (train-{000000..000099}.tar), a manifest (.json)\n"
-          "or pipe:COMMAND. Exit status: 0 success, 1 a defect or failure, 2 bad usage.\n",
+          "Remote shards (every command):\n"
+          "  --cache-dir DIR      keep remote shards in DIR (shared by processes)\n"
+          "  --cache-size SIZE    the cache's limit, least recently used out first\n"
+          "  --retries N          retries of a request that makes no progress (default 10)\n"
+          "  --timeout S          connect timeout in seconds (default 10)\n"
+          "  --stall-timeout S    cut and resume a transfer stalled this long (default 30)\n"
+          "  --backoff S          first retry delay, doubled each retry (default 0.5)\n"
+          "  --ca-bundle FILE     CA certificates (default: CURL_CA_BUNDLE, SSL_CERT_FILE)\n"
+          "\n"
+          "SHARD is a path, a brace pattern (train-{000000..000099}.tar), a manifest (.json),\n"
+          "pipe:COMMAND, or http://, https://, gs://BUCKET/NAME, s3://BUCKET/KEY (the URLs\n"
+          "also in patterns and manifests; gs:// and s3:// prefixes ending in / list every\n"
+          "shard under them). Exit status: 0 success, 1 a defect or failure, 2 bad usage.\n",
           f);
 }
 
@@ -51,11 +62,12 @@ static int die_usage(const char *msg)
 
 /* Expands every argument into one list (with what each manifest says of its shards);
  * NULL after printing why an argument is unusable. */
-static ShardList *collect(char **args, int n)
+static ShardList *collect(char **args, int n, ShardRemote *rm)
 {
     ShardListSettings s;
     shard_list_default_settings(&s);
     s.counts = 0;
+    s.remote = rm;
     ShardList *l;
     ShardError err;
     if (shard_list_expand(&l, (const char *const *)args, (size_t)n, &s, &err)) {
@@ -65,10 +77,11 @@ static ShardList *collect(char **args, int n)
     return l;
 }
 
-static ShardFile *open_shard(const char *url, const ShardFileSettings *s)
+static ShardFile *open_shard(const char *url, ShardFileSettings *s, ShardRemote *rm)
 {
     ShardFile *f;
     ShardError err;
+    s->remote = rm;
     if (shard_file_open(&f, url, s, &err)) {
         fprintf(stderr, "shardcat: %s\n", err.message);
         return NULL;
@@ -110,14 +123,14 @@ static json_t *json_text(const char *s)
 
 /* ---- ls ------------------------------------------------------------------------------ */
 
-static int cmd_ls(const ShardList *t, int json)
+static int cmd_ls(const ShardList *t, int json, ShardRemote *rm)
 {
     int status = 0;
     for (size_t i = 0; i < shard_list_count(t); i++) {
         ShardFileSettings s;
         shard_file_default_settings(&s);
         s.load_index = 0;
-        ShardFile *f = open_shard(shard_list_entry(t, i)->url, &s);
+        ShardFile *f = open_shard(shard_list_entry(t, i)->url, &s, rm);
         if (!f) {
             status = 1;
             continue;
@@ -161,7 +174,7 @@ static int cmd_ls(const ShardList *t, int json)
 
 /* ---- cat ----------------------------------------------------------------------------- */
 
-static int cmd_cat(const char *url, const char *member)
+static int cmd_cat(const char *url, const char *member, ShardRemote *rm)
 {
     const char *slash = strrchr(member, '/');
     const char *dot = strchr(slash ? slash + 1 : member, '.');
@@ -170,7 +183,7 @@ static int cmd_cat(const char *url, const char *member)
     size_t klen = (size_t)(dot - member);
     ShardFileSettings s;
     shard_file_default_settings(&s);
-    ShardFile *f = open_shard(url, &s);
+    ShardFile *f = open_shard(url, &s, rm);
     if (!f)
         return 1;
     const ShardSampleView *v;
@@ -205,14 +218,14 @@ static int cmd_cat(const char *url, const char *member)
 
 /* ---- info ---------------------------------------------------------------------------- */
 
-static int cmd_info(const ShardList *t, int json)
+static int cmd_info(const ShardList *t, int json, ShardRemote *rm)
 {
     int status = 0;
     for (size_t i = 0; i < shard_list_count(t); i++) {
         const char *url = shard_list_entry(t, i)->url;
         ShardFileSettings s;
         shard_file_default_settings(&s);
-        ShardFile *f = open_shard(url, &s);
+        ShardFile *f = open_shard(url, &s, rm);
         if (!f) {
             status = 1;
             continue;
@@ -243,7 +256,7 @@ static int cmd_info(const ShardList *t, int json)
             continue;
         }
         char *ipath = shard_index_path(url);
-        int has_index = ipath && access(ipath, F_OK) == 0;
+        int has_index = ipath && shard_file_count(f) >= 0;
         json_t *o = json_object();
         json_object_set_new(o, "url", json_text(url));
         json_object_set_new(o, "samples", json_integer((json_int_t)samples));
@@ -288,13 +301,14 @@ static void print_defect(void *cookie, const char *msg)
     fprintf(stderr, "shardcat: %s\n", msg);
 }
 
-static int cmd_verify(const ShardList *t, int decode)
+static int cmd_verify(const ShardList *t, int decode, ShardRemote *rm)
 {
     int status = 0;
     uint64_t bad = 0;
     for (size_t i = 0; i < shard_list_count(t); i++) {
         ShardVerifySettings s;
         shard_verify_default_settings(&s);
+        s.remote = rm;
         s.decode = decode;
         s.expect = shard_list_entry(t, i)->info;
         s.on_defect = print_defect;
@@ -434,7 +448,7 @@ static int write_member(int dirfd, const char *path, const unsigned char *data, 
     return e;
 }
 
-static int cmd_extract(const ShardList *t, const char *dir)
+static int cmd_extract(const ShardList *t, const char *dir, ShardRemote *rm)
 {
     int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dirfd < 0) {
@@ -451,7 +465,7 @@ static int cmd_extract(const ShardList *t, const char *dir)
         s.load_index = 0;
         s.on_skip = on_skip;
         s.cookie = &x;
-        ShardFile *f = open_shard(shard_list_entry(t, i)->url, &s);
+        ShardFile *f = open_shard(shard_list_entry(t, i)->url, &s, rm);
         if (!f) {
             status = 1;
             continue;
@@ -553,6 +567,18 @@ static int cmd_stream(StreamOpts *o, char **args, int nargs)
     for (size_t i = 0; shard_reader_kept_error(r, i); i++)
         fprintf(stderr, "shardcat: skipped: %s\n", shard_reader_kept_error(r, i));
     if (o->stats) {
+        ShardRemoteStats rs;
+        shard_remote_stats(shard_reader_remote(r), &rs);
+        if (rs.requests || rs.cache_hits)
+            fprintf(stderr,
+                    "shardcat: remote: %llu requests, %llu bytes, %llu retries, %llu resumes, "
+                    "%llu ranges answered whole, %llu replaced, %.3f s waiting on the network, "
+                    "cache %llu hits %llu misses\n",
+                    (unsigned long long)rs.requests, (unsigned long long)rs.bytes,
+                    (unsigned long long)rs.retries, (unsigned long long)rs.resumes,
+                    (unsigned long long)rs.range_ignored, (unsigned long long)rs.replaced,
+                    rs.wait_seconds, (unsigned long long)rs.cache_hits,
+                    (unsigned long long)rs.cache_misses);
         ShardReaderStats st;
         shard_reader_stats(r, &st);
         fprintf(stderr,
@@ -568,6 +594,9 @@ static int cmd_stream(StreamOpts *o, char **args, int nargs)
 
 /* ---- main ---------------------------------------------------------------------------- */
 
+static int run(const char *cmd, char **args, int nargs, int json, int decode, const char *dir,
+               StreamOpts *o, ShardRemote *rm);
+
 int main(int argc, char **argv)
 {
     if (argc < 2)
@@ -581,7 +610,10 @@ int main(int argc, char **argv)
     memset(&so, 0, sizeof so);
     shard_reader_default_settings(&so.s);
     int stream_opt = 0;
-    enum { O_SHUFFLE = 256, O_SEED, O_EPOCH, O_RANK, O_WORLD, O_WORKER, O_WORKERS, O_MODE, O_PAD,
+    ShardRemoteSettings ro;
+    shard_remote_default_settings(&ro);
+    enum { O_CACHE = 200, O_CACHE_SIZE, O_RETRIES, O_TIMEOUT, O_STALL, O_BACKOFF, O_CA,
+           O_SHUFFLE = 256, O_SEED, O_EPOCH, O_RANK, O_WORLD, O_WORKER, O_WORKERS, O_MODE, O_PAD,
            O_EPOCH_SAMPLES, O_STREAMS, O_SKIP, O_SAMPLES, O_STATE, O_STATS };
     static const struct option longopts[] = {
         {"json", no_argument, NULL, 'J'},         {"decode", no_argument, NULL, 'D'},
@@ -593,7 +625,15 @@ int main(int argc, char **argv)
         {"epoch-samples", required_argument, NULL, O_EPOCH_SAMPLES},
         {"streams", required_argument, NULL, O_STREAMS}, {"skip-errors", no_argument, NULL, O_SKIP},
         {"samples", required_argument, NULL, O_SAMPLES}, {"state", required_argument, NULL, O_STATE},
-        {"stats", no_argument, NULL, O_STATS},     {NULL, 0, NULL, 0},
+        {"stats", no_argument, NULL, O_STATS},
+        {"cache-dir", required_argument, NULL, O_CACHE},
+        {"cache-size", required_argument, NULL, O_CACHE_SIZE},
+        {"retries", required_argument, NULL, O_RETRIES},
+        {"timeout", required_argument, NULL, O_TIMEOUT},
+        {"stall-timeout", required_argument, NULL, O_STALL},
+        {"backoff", required_argument, NULL, O_BACKOFF},
+        {"ca-bundle", required_argument, NULL, O_CA},
+        {NULL, 0, NULL, 0},
     };
     optind = 2;
     int c;
@@ -670,6 +710,32 @@ int main(int argc, char **argv)
             break;
         case O_STATE: so.state = optarg; break;
         case O_STATS: so.stats = 1; break;
+        case O_CACHE: ro.cache_dir = optarg; break;
+        case O_CACHE_SIZE:
+            if (cli_parse_size(optarg, &ro.cache_bytes))
+                return die_usage("--cache-size wants a size, e.g. 100G");
+            break;
+        case O_RETRIES:
+            if (cli_parse_u64(optarg, &v) || v > 1000)
+                return die_usage("--retries wants a whole number up to 1000");
+            ro.retries = (int)v;
+            break;
+        case O_TIMEOUT:
+        case O_STALL:
+        case O_BACKOFF: {
+            char *end;
+            double d = strtod(optarg, &end);
+            if (*end || !(d >= 0) || d > 86400)
+                return die_usage("--timeout, --stall-timeout and --backoff want seconds");
+            if (c == O_TIMEOUT)
+                ro.connect_timeout = d;
+            else if (c == O_STALL)
+                ro.stall_timeout = d;
+            else
+                ro.backoff = d;
+            break;
+        }
+        case O_CA: ro.ca_bundle = optarg; break;
         default: return die_usage("unknown option");
         }
     }
@@ -677,6 +743,23 @@ int main(int argc, char **argv)
     int nargs = argc - optind;
     if (stream_opt && strcmp(cmd, "stream"))
         return die_usage("that option goes with stream");
+    ShardRemote *rm;
+    ShardError rerr;
+    if (shard_remote_new(&rm, &ro, &rerr)) {
+        fprintf(stderr, "shardcat: %s\n", rerr.message);
+        return 2;
+    }
+    so.s.remote = rm;
+    int status = run(cmd, args, nargs, json, decode, dir, &so, rm);
+    shard_remote_free(&rm);
+    return status;
+}
+
+/* The command, once its options are read. */
+static int run(const char *cmd, char **args, int nargs, int json, int decode, const char *dir,
+               StreamOpts *o, ShardRemote *rm)
+{
+    StreamOpts so = *o;
     if (!strcmp(cmd, "stream")) {
         if (nargs < 1)
             return die_usage("no shards given");
@@ -694,7 +777,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "cat")) {
         if (nargs != 2)
             return die_usage("cat wants SHARD KEY.FIELD");
-        return cmd_cat(args[0], args[1]);
+        return cmd_cat(args[0], args[1], rm);
     }
     if (strcmp(cmd, "ls") && strcmp(cmd, "info") && strcmp(cmd, "verify") && strcmp(cmd, "index") &&
         strcmp(cmd, "extract")) {
@@ -706,19 +789,19 @@ int main(int argc, char **argv)
         return die_usage("no SHARD given");
     if (!strcmp(cmd, "extract") && !dir)
         return die_usage("extract wants -C DIR");
-    ShardList *t = collect(args, nargs);
+    ShardList *t = collect(args, nargs, rm);
     int status = 1;
     if (t) {
         if (!strcmp(cmd, "ls"))
-            status = cmd_ls(t, json);
+            status = cmd_ls(t, json, rm);
         else if (!strcmp(cmd, "info"))
-            status = cmd_info(t, json);
+            status = cmd_info(t, json, rm);
         else if (!strcmp(cmd, "verify"))
-            status = cmd_verify(t, decode);
+            status = cmd_verify(t, decode, rm);
         else if (!strcmp(cmd, "index"))
             status = cmd_index(t);
         else
-            status = cmd_extract(t, dir);
+            status = cmd_extract(t, dir, rm);
     }
     shard_list_free(&t);
     if (fflush(stdout) != 0 || ferror(stdout)) {

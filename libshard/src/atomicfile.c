@@ -357,7 +357,7 @@ int shard_url_digests(const char *url, char *md5, char *sha256, uint64_t *size, 
     Digests d = {0};
     if (digests_new(&d.md5, &d.sha256))
         return shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", url);
-    int rc = shard_source_each(url, digest_block, &d, err);
+    int rc = shard_source_each(url, NULL, digest_block, &d, err);
     if (!rc) {
         digest_final(d.md5, md5);
         digest_final(d.sha256, sha256);

@@ -117,7 +117,10 @@ static int fetch_segment(Stream *st, const ShardSegment *seg, uint64_t skip)
     atomic_fetch_add(&f->shards_opened, 1);
     ShardFile *file;
     ShardError err;
-    if (shard_file_open(&file, url, NULL, &err))
+    ShardFileSettings fs;
+    shard_file_default_settings(&fs);
+    fs.remote = f->s.remote;
+    if (shard_file_open(&file, url, &fs, &err))
         return failed(st, err.message, count);
     int rc = 0;
     /* Skip the samples before first: by index where there is one, else by reading. */

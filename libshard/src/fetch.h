@@ -25,6 +25,7 @@ typedef struct ShardFetchSettings {
     int skip_errors;        /* skip, count and keep errors instead of stopping the stream */
     ShardSegmentFn segment; /* called on the stream's own thread */
     void *cookie;
+    ShardRemote *remote;    /* remote shards are read through it; borrowed */
 } ShardFetchSettings;
 
 typedef struct ShardFetchCounters {

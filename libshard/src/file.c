@@ -23,6 +23,7 @@ struct ShardFile {
     ShardTar *tar;       /* reading in order */
     ShardIndexed *ix;    /* reading by index, NULL without an index */
     int indexed;         /* reading by index since a seek */
+    int index_tried;     /* the index was looked for (at open, or at the first seek) */
     uint64_t next_index; /* the number of the next sample */
     ShardSampleBuf sb;   /* the sample handed out */
 };
@@ -64,6 +65,44 @@ static int fail_open(ShardFile *f, ShardError *err, int rc)
     return rc;
 }
 
+/* The compression a shard's name promises, for a remote shard whose first bytes are not
+ * read until its samples are (a seek reads by index without them). */
+static const char *named_compression(const char *url)
+{
+    if (shard_ends_with(url, ".zst"))
+        return "zstd";
+    if (shard_ends_with(url, ".gz") || shard_ends_with(url, ".tgz"))
+        return "gzip";
+    return "none";
+}
+
+/* Opens the tar reader (at the first sample read in order, for a costly source). */
+static int open_tar(ShardFile *f)
+{
+    if (f->tar)
+        return 0;
+    int rc = shard_tar_open(&f->tar, f->src, &f->s, f->err);
+    return rc ? (f->failed = rc) : 0;
+}
+
+/* Loads the index (and a .tar.zst's seek table) for reading by sample number. */
+static int open_index(ShardFile *f, const char *compression)
+{
+    if (f->index_tried)
+        return 0;
+    f->index_tried = 1;
+    int want_index = f->s.load_index && shard_source_seekable(f->src);
+    if (!want_index && strcmp(compression, "zstd"))
+        return 0;
+    char *ipath = NULL;
+    if (want_index &&
+        !(ipath = f->s.index ? shard_strdup(f->s.index) : shard_index_path(f->src->url)))
+        return shard_fail(f->err, SHARD_ERR_NOMEM, "out of memory");
+    int rc = shard_indexed_open(&f->ix, f->src, ipath, f->s.index != NULL, compression, f->err);
+    free(ipath);
+    return rc;
+}
+
 int shard_file_open_source(ShardFile **out, ShardSource *src, const ShardFileSettings *s,
                            ShardError *err)
 {
@@ -78,21 +117,15 @@ int shard_file_open_source(ShardFile **out, ShardSource *src, const ShardFileSet
     else
         shard_file_default_settings(&f->s);
     f->src = src;
-    const char *url = src->url;
-    int rc = shard_tar_open(&f->tar, f->src, &f->s, f->err);
+    if (src->costly) { /* each request counts: nothing is read before it is needed */
+        *out = f;
+        return 0;
+    }
+    int rc = open_tar(f);
+    if (!rc)
+        rc = open_index(f, shard_tar_compression(f->tar));
     if (rc)
         return fail_open(f, err, rc);
-    const char *compression = shard_tar_compression(f->tar);
-    int want_index = f->s.load_index && shard_source_seekable(f->src);
-    if (want_index || !strcmp(compression, "zstd")) {
-        char *ipath = NULL;
-        if (want_index && !(ipath = f->s.index ? shard_strdup(f->s.index) : shard_index_path(url)))
-            return fail_open(f, err, shard_fail(f->err, SHARD_ERR_NOMEM, "out of memory"));
-        rc = shard_indexed_open(&f->ix, f->src, ipath, f->s.index != NULL, compression, f->err);
-        free(ipath);
-        if (rc)
-            return fail_open(f, err, rc);
-    }
     *out = f;
     return 0;
 }
@@ -102,7 +135,8 @@ int shard_file_open(ShardFile **out, const char *url, const ShardFileSettings *s
     *out = NULL;
     ShardSource *src;
     char msg[SHARD_ERROR_MAX];
-    int rc = shard_source_open(&src, url, SHARD_SOURCE_SEQUENTIAL, msg);
+    int rc = shard_source_open(&src, url, s ? s->remote : NULL,
+                               SHARD_SOURCE_SEQUENTIAL | SHARD_SOURCE_SHARD, msg);
     if (rc)
         return shard_report(err, rc, msg);
     return shard_file_open_source(out, src, s, err);
@@ -137,7 +171,7 @@ static int next(ShardFile *f, uint64_t *offset)
         if (f->next_index >= shard_indexed_count(f->ix))
             return SHARD_EOS;
         rc = shard_indexed_read(f->ix, f->next_index, f->s.lowercase, &f->sb, offset, f->err);
-    } else {
+    } else if (!(rc = open_tar(f))) {
         rc = shard_tar_next(f->tar, &f->sb, offset, f->err);
     }
     if (rc && rc != SHARD_EOS)
@@ -180,6 +214,10 @@ int shard_file_seek(ShardFile *f, uint64_t i)
 {
     if (f->failed)
         return f->failed;
+    int rc = open_index(f, f->tar ? shard_tar_compression(f->tar)
+                                  : named_compression(f->src->url));
+    if (rc)
+        return rc; /* not sticky: the shard can still be read in order */
     if (!f->ix)
         return shard_fail(f->err, SHARD_ERR_UNSUPPORTED,
                           "%s: no index (write one with 'shardcat index')", f->src->url);
@@ -197,10 +235,18 @@ int shard_file_seek(ShardFile *f, uint64_t i)
 
 int64_t shard_file_count(const ShardFile *f)
 {
+    if (!f->index_tried && !f->failed) { /* a remote shard's index, loaded when first asked */
+        ShardFile *m = (ShardFile *)f;
+        if (open_index(m, shard_file_compression(f)))
+            return -1;
+    }
     return f->ix ? (int64_t)shard_indexed_count(f->ix) : -1;
 }
 
-const char *shard_file_compression(const ShardFile *f) { return shard_tar_compression(f->tar); }
+const char *shard_file_compression(const ShardFile *f)
+{
+    return f->tar ? shard_tar_compression(f->tar) : named_compression(f->src->url);
+}
 
 int64_t shard_file_size(const ShardFile *f) { return f->src->size; }
 

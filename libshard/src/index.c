@@ -67,11 +67,11 @@ int64_t shard_index_header_count(const char *text, size_t len)
     return (int64_t)n;
 }
 
-int shard_index_load(ShardIndex *idx, const char *url, char *err)
+int shard_index_load(ShardIndex *idx, const char *url, ShardRemote *remote, char *err)
 {
     memset(idx, 0, sizeof *idx);
     ShardBuf b = {0};
-    int rc = shard_source_slurp(url, &b, MAX_INDEX_BYTES, err);
+    int rc = shard_source_slurp(url, remote, &b, MAX_INDEX_BYTES, err);
     if (rc) {
         shard_buf_free(&b);
         return rc;

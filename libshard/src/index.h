@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "internal.h"
+#include "shard/remote.h"
 
 typedef struct ShardIndexEntry {
     const char *ext;  /* points into the index's text */
@@ -32,7 +33,8 @@ SHARD_HIDDEN int shard_index_parse(ShardIndex *idx, char *text, size_t len, cons
                                    char *err);
 /* Reads and parses the index at url (through the sources); SHARD_ERR_NOT_FOUND when it
  * does not exist. */
-SHARD_HIDDEN int shard_index_load(ShardIndex *idx, const char *url, char *err);
+SHARD_HIDDEN int shard_index_load(ShardIndex *idx, const char *url, ShardRemote *remote,
+                                  char *err);
 /* The sample count an index's first line promises, or -1 when text does not start with a
  * valid header. */
 SHARD_HIDDEN int64_t shard_index_header_count(const char *text, size_t len);

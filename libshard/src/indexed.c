@@ -7,6 +7,7 @@
 #include <zstd.h>
 
 #include "indexed.h"
+#include "url.h"
 #include "shard/names.h"
 
 struct ShardIndexed {
@@ -45,7 +46,7 @@ int shard_indexed_open(ShardIndexed **out, ShardSource *src, const char *index_u
         return 0;
     }
     if (!rc) {
-        rc = shard_index_load(&x->idx, index_url, err);
+        rc = shard_index_load(&x->idx, index_url, shard_source_remote_of(src), err);
         if (rc == SHARD_ERR_NOT_FOUND && !required) {
             shard_indexed_free(&x);
             return 0;

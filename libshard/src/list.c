@@ -142,7 +142,7 @@ void shard_list_default_settings(ShardListSettings *s)
 
 /* The sample count the index beside a shard promises, or SHARD_COUNT_UNKNOWN. Only the
  * index's first line is read. */
-static uint64_t index_count(const char *url)
+static uint64_t index_count(const char *url, ShardRemote *remote)
 {
     if (!shard_url_has_siblings(url))
         return SHARD_COUNT_UNKNOWN;
@@ -150,7 +150,7 @@ static uint64_t index_count(const char *url)
     ShardSource *s = NULL;
     char err[SHARD_ERROR_MAX];
     uint64_t n = SHARD_COUNT_UNKNOWN;
-    if (ip && shard_source_open(&s, ip, 0, err) == 0) {
+    if (ip && shard_source_open(&s, ip, remote, 0, err) == 0) {
         ShardBuf tmp = {0};
         const void *head = NULL;
         ssize_t len = 0;
@@ -176,11 +176,32 @@ static int is_manifest(const char *spec)
     return shard_ends_with(spec, ".json") && !shard_url_is_command(spec);
 }
 
-static int expand_one(List *l, const char *spec, size_t which, char *msg)
+typedef struct Prefix {
+    List *l;
+    size_t which;
+} Prefix;
+
+static int prefix_add(void *cookie, const char *url)
 {
+    Prefix *p = cookie;
+    return list_push(p->l, shard_strdup(url), p->which);
+}
+
+static int expand_one(List *l, const char *spec, size_t which, ShardRemote *remote, char *msg)
+{
+    if (shard_url_is_prefix(spec)) {
+        size_t first = l->n;
+        Prefix p = {l, which};
+        int rc = shard_url_list(spec, remote, prefix_add, &p, msg);
+        if (rc == SHARD_ERR_NOMEM)
+            shard_fail(msg, rc, "out of memory");
+        if (!rc && l->n == first)
+            rc = shard_fail(msg, SHARD_ERR_NOT_FOUND, "%s: no shards under this prefix", spec);
+        return rc;
+    }
     if (is_manifest(spec)) {
         ShardError e;
-        int rc = shard_manifest_read(&l->manifests[which], spec, &e);
+        int rc = shard_manifest_read_remote(&l->manifests[which], spec, remote, &e);
         if (rc)
             return shard_fail(msg, rc, "%s", e.message);
         const ShardManifest *m = l->manifests[which];
@@ -216,10 +237,10 @@ int shard_list_expand(ShardList **out, const char *const *specs, size_t nspecs,
     int rc = 0;
     for (size_t k = 0; k < nspecs && !rc; k++) {
         size_t first = l->n;
-        rc = expand_one(l, specs[k], k, msg);
+        rc = expand_one(l, specs[k], k, s->remote, msg);
         for (size_t i = first; !rc && s->counts && i < l->n; i++)
             if (!l->v[i].info)
-                l->v[i].nsamples = index_count(l->v[i].url);
+                l->v[i].nsamples = index_count(l->v[i].url, s->remote);
     }
     if (rc) {
         shard_list_free(&l);

@@ -318,10 +318,16 @@ static int get_hex(json_t *o, const char *key, char *out, size_t len)
 
 int shard_manifest_read(ShardManifest **out, const char *path, ShardError *err)
 {
+    return shard_manifest_read_remote(out, path, NULL, err);
+}
+
+int shard_manifest_read_remote(ShardManifest **out, const char *path, ShardRemote *remote,
+                               ShardError *err)
+{
     *out = NULL;
     char msg[SHARD_ERROR_MAX];
     ShardBuf b = {0};
-    int rc = shard_source_slurp(path, &b, MAX_MANIFEST_BYTES, msg);
+    int rc = shard_source_slurp(path, remote, &b, MAX_MANIFEST_BYTES, msg);
     if (!rc)
         rc = shard_manifest_parse(out, (const char *)b.data, b.len, path, err);
     else

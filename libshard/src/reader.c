@@ -56,6 +56,7 @@ struct ShardReader {
     uint64_t position;
     ShardSegment *segs;
     size_t nsegs;
+    ShardRemote *own_remote; /* made when the settings named none */
     int counts_known; /* every segment's count is known */
     int64_t epoch_length;
 
@@ -357,7 +358,7 @@ static int restore_to(ShardReader *r, uint64_t epoch, uint64_t position)
         st->start_seg = st->sim_seg;
         st->start_off = st->sim_off;
     }
-    if ((rc = shard_shuffle_load(&r->shuffle, r->list, r->err)))
+    if ((rc = shard_shuffle_load(&r->shuffle, r->list, r->s.remote, r->err)))
         return rc;
     r->start_due = 1;
     return 0;
@@ -441,7 +442,15 @@ int shard_reader_open(ShardReader **out, const ShardReaderSettings *s, ShardErro
         r->s.have_seed = 1;
     }
     ShardError e;
-    if (shard_list_expand(&r->list, s->urls, s->nurls, NULL, &e))
+    if (!r->s.remote) {
+        if (shard_remote_new(&r->own_remote, NULL, &e))
+            return fail_open(r, err, shard_fail(r->err, e.code, "%s", e.message));
+        r->s.remote = r->own_remote;
+    }
+    ShardListSettings ls;
+    shard_list_default_settings(&ls);
+    ls.remote = r->s.remote;
+    if (shard_list_expand(&r->list, s->urls, s->nurls, &ls, &e))
         return fail_open(r, err, shard_fail(r->err, e.code, "%s", e.message));
     r->nurls = shard_list_count(r->list);
     if (!r->nurls)
@@ -454,7 +463,7 @@ int shard_reader_open(ShardReader **out, const ShardReaderSettings *s, ShardErro
     r->nstreams = r->s.streams;
     r->streams = calloc(r->nstreams, sizeof *r->streams);
     ShardFetchSettings fs = {r->list, r->nstreams, r->s.queue_depth, r->s.skip_errors,
-                             stream_segment, r};
+                             stream_segment, r, r->s.remote};
     if (!r->streams || shard_fetch_new(&r->fetch, &fs) ||
         shard_shuffle_init(&r->shuffle, r->s.shuffle_buffer, r->s.shuffle_initial, r->nstreams))
         return fail_open(r, err, shard_fail(r->err, SHARD_ERR_NOMEM, "out of memory"));
@@ -528,6 +537,8 @@ const char *shard_reader_error(const ShardReader *r) { return r->err; }
 
 const ShardList *shard_reader_list(const ShardReader *r) { return r->list; }
 
+ShardRemote *shard_reader_remote(const ShardReader *r) { return r->s.remote; }
+
 void shard_reader_free(ShardReader **pr)
 {
     if (!pr || !*pr)
@@ -540,6 +551,7 @@ void shard_reader_free(ShardReader **pr)
     free(r->segs);
     free(r->counts);
     shard_list_free(&r->list);
+    shard_remote_free(&r->own_remote);
     free(r);
     *pr = NULL;
 }

@@ -123,8 +123,11 @@ void shard_shuffle_moved_on(ShardShuffle *sh, ShardHold **last, ShardHold *next)
     trim(sh);
 }
 
-int shard_shuffle_load(ShardShuffle *sh, const ShardList *list, char *err)
+int shard_shuffle_load(ShardShuffle *sh, const ShardList *list, ShardRemote *remote, char *err)
 {
+    ShardFileSettings fs;
+    shard_file_default_settings(&fs);
+    fs.remote = remote;
     for (size_t i = 0; i < sh->n; i++) {
         if (sh->buf[i]->block)
             continue;
@@ -132,7 +135,7 @@ int shard_shuffle_load(ShardShuffle *sh, const ShardList *list, char *err)
         const char *url = shard_list_entry(list, shard)->url;
         ShardFile *f;
         ShardError e;
-        if (shard_file_open(&f, url, NULL, &e))
+        if (shard_file_open(&f, url, &fs, &e))
             return shard_fail(err, e.code, "reader: restoring the shuffle buffer: %s", e.message);
         /* Every identity of this shard in one pass, in buffer order. */
         for (size_t j = i; j < sh->n; j++) {
@@ -146,7 +149,7 @@ int shard_shuffle_load(ShardShuffle *sh, const ShardList *list, char *err)
             } else {
                 /* No index: read from the start up to it. */
                 shard_file_free(&f);
-                if (shard_file_open(&f, url, NULL, &e))
+                if (shard_file_open(&f, url, &fs, &e))
                     return shard_fail(err, e.code, "reader: %s", e.message);
                 rc = 0;
                 for (uint64_t k = 0; k <= x->v.index && rc == 0; k++)

@@ -42,7 +42,8 @@ SHARD_HIDDEN ShardItem *shard_shuffle_step(ShardShuffle *sh, ShardPullFn pull, v
 SHARD_HIDDEN void shard_shuffle_moved_on(ShardShuffle *sh, ShardHold **last, ShardHold *next);
 /* Replaces the identities in the buffer (shard_item_identity) by the samples, read by
  * index where the shard has one, else by reading up to them. err names what failed. */
-SHARD_HIDDEN int shard_shuffle_load(ShardShuffle *sh, const ShardList *list, char *err);
+SHARD_HIDDEN int shard_shuffle_load(ShardShuffle *sh, const ShardList *list, ShardRemote *remote,
+                                    char *err);
 /* Releases the buffered samples and the FIFO's holds. */
 SHARD_HIDDEN void shard_shuffle_clear(ShardShuffle *sh);
 SHARD_HIDDEN void shard_shuffle_free(ShardShuffle *sh);

@@ -114,6 +114,13 @@ ShardHold *shard_source_hold(ShardSource *s, const void *p, uint64_t n)
     return s->ops->hold ? s->ops->hold(s, p, n) : NULL;
 }
 
+int64_t shard_source_size(ShardSource *s)
+{
+    if (s->size < 0 && s->ops->stat && s->ops->stat(s))
+        return -1;
+    return s->size;
+}
+
 int shard_source_finish(ShardSource *s)
 {
     return s->ops->finish ? s->ops->finish(s) : 0;

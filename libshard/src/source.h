@@ -19,8 +19,8 @@
  * is one.
  *
  * Implementations: local files (source_file.c: mapped when they can be), "pipe:COMMAND"
- * (source_pipe.c) and memory buffers (source.c: for tests and fuzz targets); url.h opens
- * the one a URL names. A source is
+ * (source_pipe.c), remote objects over HTTP, GCS and S3 (source_remote.c) and memory
+ * buffers (source.c: for tests and fuzz targets); url.h opens the one a URL names. A source is
  * reference-counted: samples that view its bytes keep it (and its mapping) alive after the
  * reader that opened it is done. One thread reads a source at a time; taking and dropping
  * references is thread-safe.
@@ -34,6 +34,7 @@
 #include <sys/types.h>
 
 #include "internal.h"
+#include "shard/remote.h"
 
 /* A reference-counted keeper of bytes: a sample that views bytes it does not own holds
  * one, and the bytes stay valid until the last holder lets go. */
@@ -82,6 +83,9 @@ typedef struct ShardSourceOps {
     ShardHold *(*hold)(ShardSource *s, const void *p, uint64_t n);
     /* Called once the stream was read to its end; 0 or a negative code. NULL: nothing. */
     int (*finish)(ShardSource *s);
+    /* Learns the object's size (into s->size) when it is not known yet: 0 or a negative
+     * code. NULL: the size is known at open or never (a pipe). */
+    int (*stat)(ShardSource *s);
     /* Frees what the implementation allocated (not the ShardSource itself). */
     void (*close)(ShardSource *s);
 } ShardSourceOps;
@@ -92,6 +96,8 @@ struct ShardSource {
     char *url;                /* as opened */
     int64_t size;             /* bytes of the object, -1 when unknown (a pipe) */
     const unsigned char *map; /* the whole object in memory, or NULL */
+    int costly;               /* each random access is a request (a remote object): what
+                                 only seeking needs (an index) is loaded when first needed */
     uint64_t pos;             /* bytes of the stream handed out or skipped so far */
     char err[SHARD_ERROR_MAX];
     void *impl;               /* the implementation's state */
@@ -100,6 +106,7 @@ struct ShardSource {
 /* Flags for opening a source (url.h). */
 enum {
     SHARD_SOURCE_SEQUENTIAL = 1, /* the object is read once from start to end (a hint) */
+    SHARD_SOURCE_SHARD = 2,      /* a shard (not an index or manifest): may be cached */
 };
 
 /* A source reading the size bytes at data, which the caller keeps valid and unchanged
@@ -142,6 +149,10 @@ SHARD_HIDDEN const unsigned char *shard_source_view(ShardSource *s, uint64_t off
 /* A hold keeping the n bytes at p valid (see ShardSourceOps.hold), or NULL. */
 SHARD_HIDDEN ShardHold *shard_source_hold(ShardSource *s, const void *p, uint64_t n);
 
+/* The object's size, learnt with a request where it is not known yet; -1 when it cannot
+ * be known (a pipe) or the request failed (message in s->err). */
+SHARD_HIDDEN int64_t shard_source_size(ShardSource *s);
+
 /* The stream was read to its end (see ShardSourceOps.finish). */
 SHARD_HIDDEN int shard_source_finish(ShardSource *s);
 
@@ -155,5 +166,8 @@ static inline int shard_source_seekable(const ShardSource *s)
 SHARD_HIDDEN int shard_source_file(ShardSource **out, const char *path, int flags, char *err);
 SHARD_HIDDEN int shard_source_pipe(ShardSource **out, const char *url, const char *cmd,
                                    char *err);
+/* remote: NULL for a ShardRemote with the default settings, made for this source */
+SHARD_HIDDEN int shard_source_remote(ShardSource **out, const char *url, ShardRemote *remote,
+                                     int flags, char *err);
 
 #endif /* SHARD_SOURCE_H */

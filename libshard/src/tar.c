@@ -28,6 +28,7 @@ struct ShardTar {
     ShardKeySet seen;
     char *last_member;         /* the member before the current header, for messages */
     unsigned char magic[4];    /* the stream's first bytes, for messages */
+    int src_rc;                /* the source's failure (its message in src->err), or 0 */
     size_t nmagic;
 };
 
@@ -36,6 +37,7 @@ static la_ssize_t read_cb(struct archive *a, void *cookie, const void **buf)
     ShardTar *t = cookie;
     ssize_t k = shard_source_read(t->src, buf);
     if (k < 0) {
+        t->src_rc = (int)k;
         archive_set_error(a, EIO, "%s", t->src->err);
         return -1;
     }
@@ -79,6 +81,11 @@ int shard_tar_open(ShardTar **out, ShardSource *src, const ShardFileSettings *s,
     archive_read_support_filter_all(t->ar);
     archive_read_support_format_tar(t->ar);
     if (archive_read_open2(t->ar, t, NULL, read_cb, skip_cb, NULL) != ARCHIVE_OK) {
+        if (t->src_rc) { /* the bytes never came: the source says why */
+            int rc = shard_fail(err, t->src_rc, "%s", src->err);
+            shard_tar_free(&t);
+            return rc;
+        }
         const unsigned char *m = t->magic;
         int compressed = t->nmagic >= 4 && ((m[0] == 0x28 && m[1] == 0xb5 && m[2] == 0x2f &&
                                              m[3] == 0xfd) ||
@@ -111,6 +118,9 @@ static int archive_fail(ShardTar *t, const char *member, uint64_t offset, char *
 {
     const char *msg = archive_error_string(t->ar);
     const char *url = t->src->url;
+    if (t->src_rc) /* already names the URL and the offset */
+        return shard_fail(err, t->src_rc, "%s%s%s", t->src->err, member ? ", in member " : "",
+                          member ? member : "");
     if (member)
         return shard_fail(err, SHARD_ERR_FORMAT, "%s: offset %llu: member '%s': %s", url,
                           (unsigned long long)offset, member, msg ? msg : "damaged tar data");

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "objstore.h"
 #include "url.h"
 
 int shard_url_is_command(const char *url) { return !strncmp(url, "pipe:", 5); }
@@ -19,7 +20,40 @@ static int has_scheme(const char *url)
 
 int shard_url_has_siblings(const char *url)
 {
-    return !shard_url_is_command(url) && !has_scheme(url);
+    return !shard_url_is_command(url) && (!has_scheme(url) || shard_url_is_remote(url));
+}
+
+int shard_url_is_prefix(const char *url)
+{
+    size_t n = strlen(url);
+    return shard_url_is_remote(url) && n && url[n - 1] == '/';
+}
+
+typedef struct Listing {
+    ShardUrlFn fn;
+    void *cookie;
+} Listing;
+
+static int list_one(void *cookie, const char *url, uint64_t size)
+{
+    Listing *l = cookie;
+    (void)size;
+    static const char *const shards[] = {".tar", ".tar.gz", ".tgz", ".tar.zst"};
+    for (size_t i = 0; i < sizeof shards / sizeof *shards; i++)
+        if (shard_ends_with(url, shards[i]))
+            return l->fn(l->cookie, url);
+    return 0; /* indexes, manifests and anything else beside the shards */
+}
+
+int shard_url_list(const char *url, ShardRemote *remote, ShardUrlFn fn, void *cookie, char *err)
+{
+    ShardRemote *r = remote ? shard_remote_ref(remote) : shard_remote_default(err);
+    if (!r)
+        return SHARD_ERR_NOMEM;
+    Listing l = {fn, cookie};
+    int rc = shard_object_list(r, url, list_one, &l, err);
+    shard_remote_put(r);
+    return rc;
 }
 
 int shard_url_is_absolute(const char *url)
@@ -44,18 +78,27 @@ char *shard_url_resolve(const char *base, const char *url)
     return full;
 }
 
-int shard_source_open(ShardSource **out, const char *url, int flags, char *err)
+int shard_source_open(ShardSource **out, const char *url, ShardRemote *remote, int flags,
+                      char *err)
 {
     *out = NULL;
     if (shard_url_is_command(url))
         return shard_source_pipe(out, url, url + 5, err);
+    if (shard_url_is_remote(url))
+        return shard_source_remote(out, url, remote, flags, err);
+    if (has_scheme(url))
+        return shard_fail(err, SHARD_ERR_UNSUPPORTED,
+                          "%s: unknown scheme (want a path, pipe:, http://, https://, gs:// or "
+                          "s3://)",
+                          url);
     return shard_source_file(out, url, flags, err);
 }
 
-int shard_source_each(const char *url, ShardBlockFn fn, void *cookie, char *err)
+int shard_source_each(const char *url, ShardRemote *remote, ShardBlockFn fn, void *cookie,
+                      char *err)
 {
     ShardSource *s;
-    int rc = shard_source_open(&s, url, SHARD_SOURCE_SEQUENTIAL, err);
+    int rc = shard_source_open(&s, url, remote, SHARD_SOURCE_SEQUENTIAL, err);
     while (!rc) {
         const void *block;
         ssize_t k = shard_source_read(s, &block);
@@ -87,11 +130,12 @@ static int slurp_block(void *cookie, const void *block, size_t n, char *err)
     return 0;
 }
 
-int shard_source_slurp(const char *url, ShardBuf *out, size_t max, char *err)
+int shard_source_slurp(const char *url, ShardRemote *remote, ShardBuf *out, size_t max,
+                       char *err)
 {
     out->len = 0;
     Slurp sl = {url, out, max};
-    int rc = shard_source_each(url, slurp_block, &sl, err);
+    int rc = shard_source_each(url, remote, slurp_block, &sl, err);
     if (!rc && shard_buf_reserve(out, 1))
         rc = shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", url);
     if (!rc)

@@ -154,7 +154,7 @@ int shard_verify(const char *url, const ShardVerifySettings *s, ShardVerifyResul
     Ctx c = {s, r, url};
     char msg[SHARD_ERROR_MAX];
     ShardSource *src;
-    int rc = shard_source_open(&src, url, SHARD_SOURCE_SEQUENTIAL, msg);
+    int rc = shard_source_open(&src, url, s->remote, SHARD_SOURCE_SEQUENTIAL, msg);
     if (rc)
         return shard_report(err, rc, msg);
     int local = src->size >= 0; /* a stored object, not a stream */
@@ -194,7 +194,7 @@ int shard_verify(const char *url, const ShardVerifySettings *s, ShardVerifyResul
     int have_idx = 0;
     char *ipath = (local && s->check_index) ? shard_index_path(url) : NULL;
     if (ipath) {
-        int irc = shard_index_load(&idx, ipath, msg);
+        int irc = shard_index_load(&idx, ipath, s->remote, msg);
         if (irc && irc != SHARD_ERR_NOT_FOUND)
             defect(&c, "%s", msg);
         else if (!irc)

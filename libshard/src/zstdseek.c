@@ -102,9 +102,13 @@ int shard_seek_table_read(ShardSource *src, ShardSeekEntry **e, size_t *n, uint6
 {
     *e = NULL;
     *n = 0;
-    if (src->size < 0 || !shard_source_seekable(src))
+    if (!shard_source_seekable(src))
         return SHARD_ERR_UNSUPPORTED;
-    uint64_t size = (uint64_t)src->size;
+    int64_t known = shard_source_size(src);
+    if (known < 0)
+        return src->ops->stat ? shard_fail(err, SHARD_ERR_IO, "%s", src->err)
+                              : SHARD_ERR_UNSUPPORTED;
+    uint64_t size = (uint64_t)known;
     if (size < 8 + SHARD_SEEK_FOOTER_SIZE)
         return SHARD_ERR_NOT_FOUND;
     ShardBuf tmp = {0};

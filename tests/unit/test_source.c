@@ -238,12 +238,12 @@ Test(source, file_and_pipe_errors_name_the_url)
     ShardSource *s;
     char err[SHARD_ERROR_MAX];
     char *missing = tu_path(dir, "nope.tar");
-    cr_assert_eq(shard_source_open(&s, missing, 0, err), SHARD_ERR_NOT_FOUND);
+    cr_assert_eq(shard_source_open(&s, missing, NULL, 0, err), SHARD_ERR_NOT_FOUND);
     cr_assert(strstr(err, missing) && strstr(err, "cannot open"), "%s", err);
-    cr_assert_eq(shard_source_open(&s, dir, 0, err), SHARD_ERR_IO);
+    cr_assert_eq(shard_source_open(&s, dir, NULL, 0, err), SHARD_ERR_IO);
     cr_assert(strstr(err, "not a regular file"), "%s", err);
 
-    cr_assert_eq(shard_source_open(&s, "pipe:printf abc; exit 3", 0, err), 0, "%s", err);
+    cr_assert_eq(shard_source_open(&s, "pipe:printf abc; exit 3", NULL, 0, err), 0, "%s", err);
     cr_assert_eq(s->size, -1);
     cr_assert(!shard_source_seekable(s));
     const void *block;

@@ -2,7 +2,8 @@
  * libshard — reading one shard: its samples in order, or any sample by its index.
  *
  * Reads every tar dialect WebDataset reads (ustar, pax, GNU long names, "./" prefixes),
- * plain or compressed (.tar.gz/.tgz, .tar.zst), from a local path or "pipe:COMMAND".
+ * plain or compressed (.tar.gz/.tgz, .tar.zst), from a local path, "pipe:COMMAND" or a
+ * remote URL (http://, https://, gs://, s3://: remote.h).
  * Members group into samples by WebDataset's rule (formats/shard.md, section 2): the key
  * is the path up to the first dot of the basename; consecutive members with one key form
  * a sample; field names are lower-cased. Unlike WebDataset, a key that comes back after
@@ -18,6 +19,7 @@
 #define SHARD_FILE_H
 
 #include "common.h"
+#include "remote.h"
 #include "sample.h"
 
 #ifdef __cplusplus
@@ -49,8 +51,11 @@ typedef struct ShardFileSettings {
     /** As on_skip, with the reason as a code beside the text; NULL for none (default). */
     void (*on_skip_reason)(void *cookie, const char *member, uint64_t offset,
                            ShardSkipReason reason, const char *why);
+    /** Where a remote shard (http, https, gs, s3) is read through; NULL: one made for this
+     *  shard with the default settings. Borrowed: it must outlive the file. */
+    ShardRemote *remote;
     /** Zero: room for settings added later without changing the struct's size. */
-    unsigned char reserved[64];
+    unsigned char reserved[56];
 } ShardFileSettings;
 
 /* ShardFieldView and ShardSampleView (sample.h): views from a ShardFile are borrowed from
@@ -105,7 +110,8 @@ SHARD_API int shard_file_take(ShardFile *f, ShardItem **out);
  */
 SHARD_API int shard_file_seek(ShardFile *f, uint64_t i);
 
-/** @return the number of samples as the index gives it, or -1 without an index */
+/** @return the number of samples as the index gives it, or -1 without an index (a remote
+ *  shard's index is read at the first call) */
 SHARD_API int64_t shard_file_count(const ShardFile *f);
 
 /** @return "none", "gzip" or "zstd": how the shard is compressed */

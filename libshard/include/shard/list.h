@@ -10,6 +10,7 @@
 #define SHARD_LIST_H
 
 #include "common.h"
+#include "remote.h"
 #include "manifest.h"
 
 #ifdef __cplusplus
@@ -31,8 +32,11 @@ typedef struct ShardListSettings {
     /** Read the sample count of shards not in a manifest from the header line of their
      *  index (x.tar -> x.idx), where they have one (default 1) */
     int counts;
+    /** Where remote specs, manifests and indexes are read through (a prefix gs://B/P/ or
+     *  s3://B/P/ lists the shards under it); NULL: one made for the call. Borrowed. */
+    ShardRemote *remote;
     /** Zero: room for settings added later without changing the struct's size. */
-    unsigned char reserved[60];
+    unsigned char reserved[48];
 } ShardListSettings;
 
 typedef struct ShardList ShardList;

@@ -18,6 +18,7 @@
 #define SHARD_READER_H
 
 #include "common.h"
+#include "remote.h"
 #include "file.h"
 #include "list.h"
 #include "sample.h"
@@ -72,8 +73,12 @@ typedef struct ShardReaderSettings {
      *  this many (the batch size), so only the last worker ends on a partial batch and the
      *  rank's batch count does not depend on the worker count (default 1) */
     uint64_t worker_align;
+    /** Where remote shards (http, https, gs, s3) are read through, shared with other
+     *  readers; NULL: the reader makes its own with the default settings (remote.h).
+     *  Borrowed: it must outlive the reader. */
+    ShardRemote *remote;
     /** Zero: room for settings added later without changing the struct's size. */
-    unsigned char reserved[64];
+    unsigned char reserved[56];
 } ShardReaderSettings;
 
 typedef struct ShardReaderStats {
@@ -119,6 +124,10 @@ SHARD_API int shard_reader_take(ShardReader *r, ShardItem **out);
 
 /** @return the expanded shard list (borrowed, valid until the reader is freed) */
 SHARD_API const ShardList *shard_reader_list(const ShardReader *r);
+
+/** @return the ShardRemote remote shards are read through (its statistics: remote.h);
+ *  borrowed, valid while r is */
+SHARD_API ShardRemote *shard_reader_remote(const ShardReader *r);
 
 /** Starts epoch e from its beginning (threads and buffers are kept). */
 SHARD_API int shard_reader_set_epoch(ShardReader *r, uint64_t e);

@@ -29,6 +29,7 @@
 #include "names.h"
 #include "pack.h"
 #include "reader.h"
+#include "remote.h"
 #include "sample.h"
 #include "shard/version.h"
 #include "verify.h"

@@ -5,6 +5,7 @@
 #define SHARD_VERIFY_H
 
 #include "common.h"
+#include "remote.h"
 #include "manifest.h"
 
 #ifdef __cplusplus
@@ -22,8 +23,10 @@ typedef struct ShardVerifySettings {
     void (*on_defect)(void *cookie, const char *message);
     void *cookie;           /**< passed to on_defect; borrowed */
     unsigned max_defects;   /**< stop after this many defects in one shard (default 20) */
+    /** Where a remote shard is read through; NULL: one made for the call. Borrowed. */
+    ShardRemote *remote;
     /** Zero: room for settings added later without changing the struct's size. */
-    unsigned char reserved[64];
+    unsigned char reserved[56];
 } ShardVerifySettings;
 
 typedef struct ShardVerifyResult {

@@ -1,0 +1,104 @@
+/*
+ * libshard — remote shards: http://, https://, gs://BUCKET/OBJECT and s3://BUCKET/KEY.
+ *
+ * Remote shards are streamed, not downloaded first: the tar reader consumes bytes as they
+ * arrive, on one libcurl multi handle shared by every shard a ShardRemote reads, so that
+ * connections are reused (keep-alive, HTTP/2) and several shards download at once. A cut
+ * transfer resumes from the byte it reached, pinned to the object version it started on
+ * (If-Range with the ETag on HTTP and S3, the generation on GCS): an object replaced
+ * mid-read is an error, never spliced. Failures are retried with exponential backoff and
+ * full jitter (429, 5xx, connection errors, stalls) until the retry budget is spent; then
+ * the error names the URL and byte offset, and never a credential.
+ *
+ * Credentials:
+ *   gs://  STORAGE_EMULATOR_HOST (no credentials sent), else an access token from the
+ *          settings or GOOGLE_OAUTH_ACCESS_TOKEN, else the service-account key file named by
+ *          GOOGLE_APPLICATION_CREDENTIALS (an RS256 JWT exchanged at its token_uri), else the
+ *          metadata server (GCE_METADATA_HOST, default metadata.google.internal), else
+ *          anonymous (public buckets). Tokens are refreshed before they expire.
+ *   s3://  AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN, else the profile
+ *          AWS_PROFILE (default "default") of ~/.aws/credentials (AWS_SHARED_CREDENTIALS_FILE),
+ *          else anonymous; region AWS_REGION / AWS_DEFAULT_REGION (default us-east-1);
+ *          AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL for S3-compatible stores (path-style),
+ *          virtual-hosted style on AWS. Requests are signed with SigV4.
+ *   TLS is verified; CURL_CA_BUNDLE or SSL_CERT_FILE name the CA bundle.
+ *
+ * A ShardRemote is shared by the threads of one process (the reader's fetch threads, the
+ * loader, several readers); it is thread-safe. Readers and lists make their own when their
+ * settings name none.
+ */
+#ifndef SHARD_REMOTE_H
+#define SHARD_REMOTE_H
+
+#include "common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ShardRemote ShardRemote;
+
+typedef struct ShardRemoteSettings {
+    double connect_timeout;  /**< seconds to connect (default 10) */
+    /** A transfer slower than stall_bytes per second for stall_timeout seconds is cut and
+     *  resumed (defaults 30 s, 1024 bytes) */
+    double stall_timeout;
+    long stall_bytes;
+    int retries;             /**< retries of a request that made no progress (default 10) */
+    double backoff;          /**< first retry delay in seconds, doubled each time (default 0.5) */
+    double backoff_max;      /**< the longest retry delay (default 20) */
+    long connections;        /**< connections per host (default 16) */
+    size_t buffer;           /**< bytes buffered per transfer, read ahead (default 4 MiB) */
+    int verify_tls;          /**< verify TLS peers (default 1) */
+    const char *ca_bundle;   /**< NULL: CURL_CA_BUNDLE, SSL_CERT_FILE, the system's; copied */
+    /** A folder where remote shards are kept, shared by the processes of one machine;
+     *  NULL: no cache (default). Copied. */
+    const char *cache_dir;
+    uint64_t cache_bytes;    /**< size limit of the cache, evicting least recently used
+                                  shards (default 0: 10% of the file system's free space) */
+    /** A Google access token; NULL: GOOGLE_OAUTH_ACCESS_TOKEN, then the credential chain
+     *  above. Copied; never shown. */
+    const char *gcs_token;
+    /** Zero: room for settings added later without changing the struct's size. */
+    unsigned char reserved[64];
+} ShardRemoteSettings;
+
+typedef struct ShardRemoteStats {
+    uint64_t bytes;         /**< body bytes received from the network */
+    uint64_t requests;      /**< requests sent (list pages, tokens and ranges included) */
+    uint64_t retries;       /**< requests repeated after a failure */
+    uint64_t resumes;       /**< cut transfers resumed with a Range from the byte reached */
+    uint64_t range_ignored; /**< Range answered with the whole object: skipped to the offset */
+    uint64_t replaced;      /**< objects found replaced mid-read (reported as errors) */
+    double wait_seconds;    /**< time readers waited for bytes from the network */
+    uint64_t cache_hits;    /**< shards read from the cache */
+    uint64_t cache_misses;  /**< remote shards read from the network (and cached) */
+    uint64_t cache_bytes;   /**< bytes read from the cache */
+    uint64_t reserved[6];
+} ShardRemoteStats;
+
+/** Fills s with the defaults written beside each field. */
+SHARD_API void shard_remote_default_settings(ShardRemoteSettings *s);
+
+/**
+ * Makes a remote reader (no thread and no connection until the first request).
+ * @param out receives the handle, owned by the caller (shard_remote_free)
+ * @param s settings, NULL for the defaults; borrowed (strings copied)
+ */
+SHARD_API int shard_remote_new(ShardRemote **out, const ShardRemoteSettings *s, ShardError *err);
+
+/** Counters since the handle was made. */
+SHARD_API void shard_remote_stats(ShardRemote *r, ShardRemoteStats *out);
+
+/** Releases the caller's handle and sets *r to NULL; sources still open keep what they need
+ *  alive until they close. Accepts NULL. */
+SHARD_API void shard_remote_free(ShardRemote **r);
+
+/** @return whether this build reads remote URLs (built with libcurl) */
+SHARD_API int shard_remote_available(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SHARD_REMOTE_H */

@@ -1,0 +1,608 @@
+/*
+ * The network thread and its transfers (net.h).
+ */
+#include <ctype.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "net.h"
+#include "shard/version.h"
+
+#define XFER_CURL_BUFFER (256 * 1024)
+#define BODY_KEEP 768
+
+struct ShardXfer {
+    ShardRemote *r;
+    CURL *easy;
+    ShardRequest q;
+    pthread_cond_t cv;
+    unsigned char *buf[2];
+    size_t cap[2];
+    size_t wlen;   /* bytes in buf[!rside], the one being filled */
+    int rside;     /* the buffer the reader holds */
+    int paused, want_unpause, cancel, added, removed, head_done, done;
+    CURLcode result;
+    ShardResponse resp;
+    char body[BODY_KEEP];
+    size_t nbody;
+    char errbuf[CURL_ERROR_SIZE];
+    ShardXfer *next;
+};
+
+void shard_request_clear(ShardRequest *q)
+{
+    free(q->url);
+    curl_slist_free_all(q->headers);
+    free(q->sigv4);
+    free(q->user);
+    if (q->password) {
+        memset(q->password, 0, strlen(q->password));
+        free(q->password);
+    }
+    free(q->post);
+    free(q->if_range);
+    memset(q, 0, sizeof *q);
+}
+
+int shard_request_header(ShardRequest *q, const char *fmt, ...)
+{
+    char line[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= sizeof line)
+        return SHARD_ERR_INVALID;
+    struct curl_slist *h = curl_slist_append(q->headers, line);
+    memset(line, 0, sizeof line); /* it may be a credential */
+    if (!h)
+        return SHARD_ERR_NOMEM;
+    q->headers = h;
+    return 0;
+}
+
+int shard_url_encode(ShardBuf *out, const char *s, int keep_slash)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        int plain = isalnum(*p) || *p == '-' || *p == '_' || *p == '.' || *p == '~' ||
+                    (keep_slash && *p == '/');
+        char e[3] = {'%', hex[*p >> 4], hex[*p & 15]};
+        if (plain ? shard_buf_append(out, p, 1) : shard_buf_append(out, e, 3))
+            return SHARD_ERR_NOMEM;
+    }
+    return shard_buf_reserve(out, 1) ? SHARD_ERR_NOMEM : (out->data[out->len] = 0, 0);
+}
+
+/* ---- the network thread ------------------------------------------------------------- */
+
+/* Takes x off the network thread's list once libcurl let go of it, and tells its reader,
+ * which may then free it (under r->mu). */
+static void retire(ShardRemote *r, ShardXfer *x)
+{
+    for (ShardXfer **pp = &r->active; *pp; pp = &(*pp)->next)
+        if (*pp == x) {
+            *pp = x->next;
+            break;
+        }
+    x->removed = 1;
+    pthread_cond_broadcast(&x->cv);
+}
+
+static void *net_main(void *arg)
+{
+    ShardRemote *r = arg;
+    for (;;) {
+        ShardXfer *unpause[64], *cancel[64];
+        size_t nu = 0, nc = 0;
+        pthread_mutex_lock(&r->mu);
+        if (r->stopping && !r->active && !r->incoming) {
+            pthread_mutex_unlock(&r->mu);
+            break;
+        }
+        while (r->incoming) {
+            ShardXfer *x = r->incoming;
+            r->incoming = x->next;
+            x->next = r->active;
+            r->active = x;
+            x->added = 1;
+            curl_multi_add_handle(r->multi, x->easy);
+        }
+        for (ShardXfer *x = r->active; x; x = x->next) {
+            if (x->cancel && !x->removed && nc < 64)
+                cancel[nc++] = x;
+            else if (x->want_unpause && nu < 64) {
+                x->want_unpause = 0;
+                unpause[nu++] = x;
+            }
+        }
+        pthread_mutex_unlock(&r->mu);
+        for (size_t i = 0; i < nc; i++) {
+            curl_multi_remove_handle(r->multi, cancel[i]->easy);
+            pthread_mutex_lock(&r->mu);
+            retire(r, cancel[i]);
+            pthread_mutex_unlock(&r->mu);
+        }
+        for (size_t i = 0; i < nu; i++) /* may deliver held data: outside the lock */
+            curl_easy_pause(unpause[i]->easy, CURLPAUSE_CONT);
+        int running = 0;
+        curl_multi_perform(r->multi, &running);
+        CURLMsg *m;
+        int left;
+        while ((m = curl_multi_info_read(r->multi, &left))) {
+            if (m->msg != CURLMSG_DONE)
+                continue;
+            ShardXfer *x = NULL;
+            curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&x);
+            CURLcode cc = m->data.result;
+            curl_multi_remove_handle(r->multi, m->easy_handle);
+            pthread_mutex_lock(&r->mu);
+            x->result = cc;
+            x->done = 1;
+            retire(r, x);
+            pthread_mutex_unlock(&r->mu);
+        }
+        curl_multi_poll(r->multi, NULL, 0, 200, NULL);
+    }
+    return NULL;
+}
+
+/* Starts the network thread if it is not running (under r->mu). */
+static int net_start(ShardRemote *r, char *err)
+{
+    if (r->running)
+        return 0;
+    r->multi = curl_multi_init();
+    if (!r->multi)
+        return shard_fail(err, SHARD_ERR_NOMEM, "libcurl: cannot make a multi handle");
+    curl_multi_setopt(r->multi, CURLMOPT_MAX_HOST_CONNECTIONS, r->s.connections);
+    curl_multi_setopt(r->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
+    if (pthread_create(&r->thread, NULL, net_main, r)) {
+        curl_multi_cleanup(r->multi);
+        r->multi = NULL;
+        return shard_fail(err, SHARD_ERR_IO, "cannot start the network thread");
+    }
+    r->running = 1;
+    return 0;
+}
+
+void shard_remote_put(ShardRemote *r);
+
+/* Stops the network thread (no transfer is left: each source freed its own). */
+SHARD_HIDDEN void shard_net_stop(ShardRemote *r);
+void shard_net_stop(ShardRemote *r)
+{
+    pthread_mutex_lock(&r->mu);
+    int running = r->running;
+    r->stopping = 1;
+    pthread_mutex_unlock(&r->mu);
+    if (!running)
+        return;
+    curl_multi_wakeup(r->multi);
+    pthread_join(r->thread, NULL);
+    curl_multi_cleanup(r->multi);
+}
+
+/* ---- callbacks, on the network thread ------------------------------------------------ */
+
+static int is_ok(long status) { return status >= 200 && status < 300; }
+
+static size_t on_body(char *p, size_t size, size_t nmemb, void *cookie)
+{
+    ShardXfer *x = cookie;
+    size_t n = size * nmemb;
+    ShardRemote *r = x->r;
+    pthread_mutex_lock(&r->mu);
+    if (x->cancel) {
+        pthread_mutex_unlock(&r->mu);
+        return 0;
+    }
+    if (!is_ok(x->resp.status)) {
+        size_t k = n < BODY_KEEP - 1 - x->nbody ? n : BODY_KEEP - 1 - x->nbody;
+        memcpy(x->body + x->nbody, p, k);
+        x->nbody += k;
+        x->body[x->nbody] = 0;
+        pthread_mutex_unlock(&r->mu);
+        return n;
+    }
+    int w = !x->rside;
+    if (x->wlen + n > x->cap[w]) {
+        if (x->wlen) { /* full: wait for the reader */
+            x->paused = 1;
+            pthread_mutex_unlock(&r->mu);
+            return CURL_WRITEFUNC_PAUSE;
+        }
+        unsigned char *b = realloc(x->buf[w], n);
+        if (!b) {
+            pthread_mutex_unlock(&r->mu);
+            return 0;
+        }
+        x->buf[w] = b;
+        x->cap[w] = n;
+    }
+    memcpy(x->buf[w] + x->wlen, p, n);
+    x->wlen += n;
+    shard_stat_add(&r->st.bytes, n);
+    pthread_cond_broadcast(&x->cv);
+    pthread_mutex_unlock(&r->mu);
+    return n;
+}
+
+/* Copies a header's value (trimmed) into out. */
+static void header_value(const char *v, size_t n, char *out, size_t cap)
+{
+    while (n && (*v == ' ' || *v == '\t')) {
+        v++;
+        n--;
+    }
+    while (n && (v[n - 1] == '\r' || v[n - 1] == '\n' || v[n - 1] == ' '))
+        n--;
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(out, v, n);
+    out[n] = 0;
+}
+
+static int header_is(const char *line, size_t n, const char *name, const char **value,
+                     size_t *vn)
+{
+    size_t k = strlen(name);
+    if (n <= k || strncasecmp(line, name, k) || line[k] != ':')
+        return 0;
+    *value = line + k + 1;
+    *vn = n - k - 1;
+    return 1;
+}
+
+static size_t on_header(char *p, size_t size, size_t nmemb, void *cookie)
+{
+    ShardXfer *x = cookie;
+    size_t n = size * nmemb;
+    ShardResponse *rs = &x->resp;
+    const char *v;
+    size_t vn;
+    char tmp[256];
+    pthread_mutex_lock(&x->r->mu);
+    if (n >= 5 && !strncmp(p, "HTTP/", 5)) { /* a new response (after a redirect or 100) */
+        const char *sp = memchr(p, ' ', n);
+        long status = sp ? strtol(sp + 1, NULL, 10) : 0;
+        memset(rs, 0, sizeof *rs);
+        rs->status = status;
+        rs->total = rs->range_start = -1;
+    } else if (n <= 2 && (p[0] == '\r' || p[0] == '\n')) {
+        long st = rs->status;
+        int final = st >= 200 && !(st >= 300 && st < 400 && !x->q.sigv4 && st != 304);
+        if (final) {
+            x->head_done = 1;
+            pthread_cond_broadcast(&x->cv);
+        }
+    } else if (header_is(p, n, "etag", &v, &vn)) {
+        header_value(v, vn, tmp, sizeof tmp);
+        if (strncmp(tmp, "W/", 2)) /* a weak ETag cannot pin a range */
+            snprintf(rs->etag, sizeof rs->etag, "%s", tmp);
+    } else if (header_is(p, n, "x-goog-generation", &v, &vn)) {
+        header_value(v, vn, rs->generation, sizeof rs->generation);
+    } else if (header_is(p, n, "last-modified", &v, &vn)) {
+        header_value(v, vn, rs->last_modified, sizeof rs->last_modified);
+    } else if (header_is(p, n, "retry-after", &v, &vn)) {
+        header_value(v, vn, tmp, sizeof tmp);
+        rs->retry_after = strtod(tmp, NULL);
+    } else if (header_is(p, n, "content-range", &v, &vn)) {
+        header_value(v, vn, tmp, sizeof tmp);
+        unsigned long long a, b, t;
+        if (sscanf(tmp, "bytes %llu-%llu/%llu", &a, &b, &t) == 3) {
+            rs->range_start = (int64_t)a;
+            rs->total = (int64_t)t;
+        } else if (sscanf(tmp, "bytes */%llu", &t) == 1) {
+            rs->total = (int64_t)t;
+        }
+    } else if (header_is(p, n, "content-length", &v, &vn)) {
+        header_value(v, vn, tmp, sizeof tmp);
+        if (rs->status == 200 && rs->total < 0)
+            rs->total = strtoll(tmp, NULL, 10);
+    }
+    pthread_mutex_unlock(&x->r->mu);
+    return n;
+}
+
+/* ---- transfers, on the reader's thread ---------------------------------------------- */
+
+static int xfer_setup(ShardXfer *x, char *err)
+{
+    ShardRemote *r = x->r;
+    const ShardRemoteSettings *s = &r->s;
+    CURL *e = x->easy;
+    ShardRequest *q = &x->q;
+    curl_easy_setopt(e, CURLOPT_URL, q->url);
+    curl_easy_setopt(e, CURLOPT_PRIVATE, (char *)x);
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, x);
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, x->errbuf);
+    curl_easy_setopt(e, CURLOPT_BUFFERSIZE, (long)XFER_CURL_BUFFER);
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)(s->connect_timeout * 1000));
+    curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, s->stall_bytes);
+    curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)ceil(s->stall_timeout));
+    curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
+    curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, q->sigv4 ? 0L : 1L);
+    curl_easy_setopt(e, CURLOPT_MAXREDIRS, 5L);
+    curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, s->verify_tls ? 1L : 0L);
+    curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, s->verify_tls ? 2L : 0L);
+    if (s->ca_bundle)
+        curl_easy_setopt(e, CURLOPT_CAINFO, s->ca_bundle);
+    curl_easy_setopt(e, CURLOPT_USERAGENT, "libshard/" SHARD_VERSION_STRING);
+    if (q->headers)
+        curl_easy_setopt(e, CURLOPT_HTTPHEADER, q->headers);
+    if (q->sigv4) {
+        curl_easy_setopt(e, CURLOPT_AWS_SIGV4, q->sigv4);
+        curl_easy_setopt(e, CURLOPT_USERNAME, q->user);
+        curl_easy_setopt(e, CURLOPT_PASSWORD, q->password);
+    }
+    if (q->post) {
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, q->post);
+    } else if (q->head) {
+        curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+    }
+    if (q->ranged) {
+        char range[64];
+        if (q->to == UINT64_MAX)
+            snprintf(range, sizeof range, "%llu-", (unsigned long long)q->from);
+        else
+            snprintf(range, sizeof range, "%llu-%llu", (unsigned long long)q->from,
+                     (unsigned long long)q->to);
+        curl_easy_setopt(e, CURLOPT_RANGE, range);
+        if (q->if_range && shard_request_header(q, "If-Range: %s", q->if_range))
+            return shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
+        curl_easy_setopt(e, CURLOPT_HTTPHEADER, q->headers);
+    }
+    return 0;
+}
+
+int shard_xfer_start(ShardRemote *r, ShardRequest *q, ShardXfer **out, char *err)
+{
+    *out = NULL;
+    ShardXfer *x = calloc(1, sizeof *x);
+    size_t cap = r->s.buffer / 2 > XFER_CURL_BUFFER ? r->s.buffer / 2 : XFER_CURL_BUFFER;
+    if (x) {
+        x->buf[0] = malloc(cap);
+        x->buf[1] = malloc(cap);
+        x->easy = curl_easy_init();
+    }
+    if (!x || !x->buf[0] || !x->buf[1] || !x->easy) {
+        if (x) {
+            free(x->buf[0]);
+            free(x->buf[1]);
+            if (x->easy)
+                curl_easy_cleanup(x->easy);
+            free(x);
+        }
+        shard_request_clear(q);
+        return shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
+    }
+    x->cap[0] = x->cap[1] = cap;
+    x->r = r;
+    x->q = *q;
+    memset(q, 0, sizeof *q);
+    x->resp.total = x->resp.range_start = -1;
+    pthread_cond_init(&x->cv, NULL);
+    int rc = xfer_setup(x, err);
+    if (!rc) {
+        pthread_mutex_lock(&r->mu);
+        rc = net_start(r, err);
+        if (!rc) {
+            x->next = r->incoming;
+            r->incoming = x;
+        }
+        pthread_mutex_unlock(&r->mu);
+    }
+    if (rc) {
+        x->removed = 1;
+        shard_xfer_free(&x);
+        return rc;
+    }
+    shard_stat_add(&r->st.requests, 1);
+    curl_multi_wakeup(r->multi);
+    *out = x;
+    return 0;
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+const ShardResponse *shard_xfer_head(ShardXfer *x)
+{
+    ShardRemote *r = x->r;
+    pthread_mutex_lock(&r->mu);
+    uint64_t t0 = now_ns();
+    while (!x->head_done && !x->done)
+        pthread_cond_wait(&x->cv, &r->mu);
+    int have = x->head_done;
+    pthread_mutex_unlock(&r->mu);
+    shard_stat_add(&r->st.wait_ns, now_ns() - t0);
+    return have ? &x->resp : NULL;
+}
+
+ssize_t shard_xfer_read(ShardXfer *x, const void **block)
+{
+    ShardRemote *r = x->r;
+    pthread_mutex_lock(&r->mu);
+    uint64_t t0 = now_ns();
+    while (!x->wlen && !x->done && !x->paused)
+        pthread_cond_wait(&x->cv, &r->mu);
+    size_t n = x->wlen;
+    int w = !x->rside;
+    x->wlen = 0;
+    x->rside = w;
+    int wake = 0;
+    if (x->paused) {
+        x->paused = 0;
+        x->want_unpause = wake = 1;
+    }
+    int done = x->done;
+    CURLcode cc = x->result;
+    pthread_mutex_unlock(&r->mu);
+    shard_stat_add(&r->st.wait_ns, now_ns() - t0);
+    if (wake)
+        curl_multi_wakeup(r->multi);
+    if (n) {
+        *block = x->buf[w];
+        return (ssize_t)n;
+    }
+    if (!done) /* paused with nothing buffered: only after the reader took it all */
+        return shard_xfer_read(x, block);
+    return cc == CURLE_OK ? 0 : -1;
+}
+
+CURLcode shard_xfer_error(ShardXfer *x, const char **why)
+{
+    pthread_mutex_lock(&x->r->mu);
+    CURLcode cc = x->done ? x->result : CURLE_OK;
+    pthread_mutex_unlock(&x->r->mu);
+    if (why)
+        *why = cc == CURLE_OK ? "" : x->errbuf[0] ? x->errbuf : curl_easy_strerror(cc);
+    return cc;
+}
+
+const char *shard_xfer_body(ShardXfer *x) { return x->body; }
+
+void shard_xfer_free(ShardXfer **px)
+{
+    ShardXfer *x = *px;
+    if (!x)
+        return;
+    *px = NULL;
+    ShardRemote *r = x->r;
+    pthread_mutex_lock(&r->mu);
+    if (!x->removed) {
+        x->cancel = 1;
+        pthread_mutex_unlock(&r->mu);
+        curl_multi_wakeup(r->multi);
+        pthread_mutex_lock(&r->mu);
+        while (!x->removed)
+            pthread_cond_wait(&x->cv, &r->mu);
+    }
+    pthread_mutex_unlock(&r->mu);
+    curl_easy_cleanup(x->easy);
+    pthread_cond_destroy(&x->cv);
+    shard_request_clear(&x->q);
+    free(x->buf[0]);
+    free(x->buf[1]);
+    free(x);
+}
+
+/* ---- retries ------------------------------------------------------------------------- */
+
+int shard_net_retryable(CURLcode cc, long status)
+{
+    if (cc != CURLE_OK) {
+        switch (cc) {
+        case CURLE_COULDNT_RESOLVE_HOST: /* DNS can be flaky; the budget bounds it */
+        case CURLE_COULDNT_CONNECT:
+        case CURLE_OPERATION_TIMEDOUT:
+        case CURLE_PARTIAL_FILE:
+        case CURLE_RECV_ERROR:
+        case CURLE_SEND_ERROR:
+        case CURLE_GOT_NOTHING:
+        case CURLE_HTTP2:
+        case CURLE_HTTP2_STREAM:
+        case CURLE_SSL_CONNECT_ERROR:
+        case CURLE_WEIRD_SERVER_REPLY:
+            return 1;
+        default:
+            return 0;
+        }
+    }
+    return status == 408 || status == 429 || status >= 500;
+}
+
+void shard_net_backoff(ShardRemote *r, int attempt, double retry_after)
+{
+    double d = r->s.backoff * ldexp(1.0, attempt > 30 ? 30 : attempt);
+    if (d > r->s.backoff_max)
+        d = r->s.backoff_max;
+    /* full jitter: a uniform delay in [0, d), so that clients cut at once spread out */
+    uint64_t z = atomic_fetch_add_explicit(&r->seq, 0x9e3779b97f4a7c15ull,
+                                           memory_order_relaxed) ^ now_ns();
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    d *= (double)(z >> 11) / 9007199254740992.0;
+    if (retry_after > d)
+        d = retry_after < r->s.backoff_max ? retry_after : r->s.backoff_max;
+    struct timespec ts = {(time_t)d, (long)((d - floor(d)) * 1e9)};
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+}
+
+int shard_net_fetch(ShardRemote *r, const char *shown, ShardBuildFn build, void *cookie,
+                    ShardBuf *out, size_t max, int retries, long *status, char *err)
+{
+    *status = 0;
+    for (int attempt = 0;; attempt++) {
+        out->len = 0;
+        ShardRequest q = {0};
+        int rc = build(cookie, &q, err);
+        ShardXfer *x = NULL;
+        if (rc || (rc = shard_xfer_start(r, &q, &x, err))) {
+            shard_request_clear(&q);
+            return rc;
+        }
+        const ShardResponse *rs = shard_xfer_head(x);
+        long st = rs ? rs->status : 0;
+        double after = rs ? rs->retry_after : 0;
+        ssize_t k = 0;
+        if (rs && is_ok(st)) {
+            const void *b;
+            while ((k = shard_xfer_read(x, &b)) > 0 && !rc) {
+                if (out->len + (size_t)k > max)
+                    rc = shard_fail(err, SHARD_ERR_FORMAT, "%s: larger than %zu bytes", shown,
+                                    max);
+                else if (shard_buf_append(out, b, (size_t)k))
+                    rc = shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", shown);
+            }
+        } else if (rs) {
+            const void *b;
+            while ((k = shard_xfer_read(x, &b)) > 0) /* the body is kept for messages */
+                ;
+            const char *body = shard_xfer_body(x);
+            if (shard_buf_append(out, body, strlen(body)))
+                rc = shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", shown);
+        }
+        const char *why;
+        CURLcode cc = shard_xfer_error(x, &why);
+        if (!rc && cc == CURLE_OK && k == 0 && !shard_net_retryable(cc, st)) {
+            shard_xfer_free(&x);
+            *status = st;
+            if (shard_buf_reserve(out, 1))
+                return shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", shown);
+            out->data[out->len] = 0;
+            return 0;
+        }
+        if (!rc && (!shard_net_retryable(cc, st) || attempt >= retries)) {
+            if (cc != CURLE_OK)
+                rc = shard_fail(err, SHARD_ERR_IO, "%s: %s%s", shown, why,
+                                attempt ? " (after retries)" : "");
+            else
+                rc = shard_fail(err, SHARD_ERR_IO, "%s: HTTP %ld after %d retries", shown, st,
+                                attempt);
+        }
+        shard_xfer_free(&x);
+        if (rc)
+            return rc;
+        shard_stat_add(&r->st.retries, 1);
+        shard_net_backoff(r, attempt, after);
+    }
+}

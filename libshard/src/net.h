@@ -1,0 +1,136 @@
+/*
+ * The network under remote sources: one libcurl multi handle per ShardRemote, driven by one
+ * thread, carrying every transfer of the sources that share it (connections are reused and
+ * shards download side by side). A transfer (ShardXfer) is one HTTP request whose body is
+ * handed to its reader through two buffers: the network thread fills one while the reader
+ * consumes the other, and a full buffer pauses the transfer (memory stays bounded by the
+ * buffer setting, whatever the object's size).
+ *
+ * Retries, resumes and object versions are the source's business (source_remote.c); a
+ * transfer is one attempt.
+ */
+#ifndef SHARD_NET_H
+#define SHARD_NET_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <curl/curl.h>
+
+#include "internal.h"
+#include "shard/remote.h"
+
+typedef struct ShardXfer ShardXfer;
+typedef struct ShardGcsAuth ShardGcsAuth;
+typedef struct ShardS3Auth ShardS3Auth;
+
+/* One HTTP request, as the scheme (gcs.c, s3.c, or plain HTTP) builds it. Every pointer is
+ * owned by the request (shard_request_clear frees them); user and password are secrets. */
+typedef struct ShardRequest {
+    char *url;                  /* what is requested (may carry a query, never a secret) */
+    struct curl_slist *headers; /* Authorization and the like: never shown */
+    char *sigv4;                /* CURLOPT_AWS_SIGV4's provider string, or NULL */
+    char *user, *password;      /* SigV4's key id and secret */
+    char *post;                 /* a form body to POST, or NULL for GET */
+    int head;                   /* no body wanted (HEAD) */
+    int ranged;                 /* send Range: bytes=from-to */
+    uint64_t from, to;          /* to is inclusive; UINT64_MAX for the end */
+    char *if_range;             /* the version the range must come from, or NULL */
+} ShardRequest;
+
+SHARD_HIDDEN void shard_request_clear(ShardRequest *q);
+/* Appends a header ("Name: value"); 0 or SHARD_ERR_NOMEM. */
+SHARD_HIDDEN int shard_request_header(ShardRequest *q, const char *fmt, ...) SHARD_PRINTF(2, 3);
+
+struct ShardRemote {
+    atomic_int refs;
+    ShardRemoteSettings s;      /* strings below are owned copies */
+    pthread_mutex_t mu;         /* the transfer lists and their buffers' state */
+    pthread_t thread;
+    int running, stopping;
+    CURLM *multi;
+    ShardXfer *incoming;        /* transfers to add (under mu) */
+    ShardXfer *active;          /* transfers on the multi handle (the network thread's) */
+    struct {
+        atomic_uint_least64_t bytes, requests, retries, resumes, range_ignored, replaced,
+            wait_ns, cache_hits, cache_misses, cache_bytes;
+    } st;
+    atomic_uint_least64_t seq;  /* jitter */
+    pthread_mutex_t auth_mu;    /* credentials, made when first needed */
+    ShardGcsAuth *gcs;
+    ShardS3Auth *s3;
+};
+
+/* A reference on r for a source; shard_remote_put drops it. */
+static inline ShardRemote *shard_remote_ref(ShardRemote *r)
+{
+    atomic_fetch_add_explicit(&r->refs, 1, memory_order_relaxed);
+    return r;
+}
+SHARD_HIDDEN void shard_remote_put(ShardRemote *r);
+
+static inline void shard_stat_add(atomic_uint_least64_t *c, uint64_t n)
+{
+    atomic_fetch_add_explicit(c, n, memory_order_relaxed);
+}
+
+/* What a response said, once its headers are in. */
+typedef struct ShardResponse {
+    long status;           /* HTTP status, 0 when no response came */
+    char etag[256];        /* strong ETag, "" when none */
+    char generation[32];   /* x-goog-generation, "" when none */
+    char last_modified[64];
+    int64_t total;         /* the object's size from Content-Range or Content-Length, or -1 */
+    int64_t range_start;   /* Content-Range's first byte, or -1 when not a 206 */
+    double retry_after;    /* Retry-After in seconds, 0 when none */
+} ShardResponse;
+
+/* Starts request q (moved into the transfer: q is left cleared) on r's network thread.
+ * Every transfer must end with shard_xfer_free. */
+SHARD_HIDDEN int shard_xfer_start(ShardRemote *r, ShardRequest *q, ShardXfer **out, char *err);
+
+/* Waits for the response's headers (or the end of the transfer): the response, or NULL when
+ * the transfer ended without one (shard_xfer_error says why). */
+SHARD_HIDDEN const ShardResponse *shard_xfer_head(ShardXfer *x);
+
+/* The next bytes of the body: n > 0 with *block valid until the next call; 0 when the body
+ * ended cleanly; -1 when the transfer failed (shard_xfer_error). Only for 2xx responses:
+ * other bodies are kept for messages (shard_xfer_body). */
+SHARD_HIDDEN ssize_t shard_xfer_read(ShardXfer *x, const void **block);
+
+/* After a failure: libcurl's code and words ("" / CURLE_OK when the transfer completed). */
+SHARD_HIDDEN CURLcode shard_xfer_error(ShardXfer *x, const char **why);
+
+/* The start of a non-2xx body (an S3 or GCS error document), NUL-terminated. */
+SHARD_HIDDEN const char *shard_xfer_body(ShardXfer *x);
+
+/* Stops the transfer if it still runs and frees it. Accepts NULL. */
+SHARD_HIDDEN void shard_xfer_free(ShardXfer **x);
+
+/* Whether a failed transfer or status is worth retrying: connection errors, cuts, stalls,
+ * 408, 429 and 5xx. */
+SHARD_HIDDEN int shard_net_retryable(CURLcode cc, long status);
+
+/* Sleeps before retry number attempt (0-based): exponential with full jitter, at least
+ * retry_after seconds when the server asked for it. */
+SHARD_HIDDEN void shard_net_backoff(ShardRemote *r, int attempt, double retry_after);
+
+/* A whole small response (a listing page, a token, an index): the request built by build
+ * (called again for each retry), retried up to retries times. out receives the body (NUL
+ * appended, not counted); *status the final HTTP status. A status >= 300 is not an error
+ * here: the caller reads the body. @return 0, or an error naming shown */
+typedef int (*ShardBuildFn)(void *cookie, ShardRequest *q, char *err);
+SHARD_HIDDEN int shard_net_fetch(ShardRemote *r, const char *shown, ShardBuildFn build,
+                                 void *cookie, ShardBuf *out, size_t max, int retries,
+                                 long *status, char *err);
+
+/* Percent-encodes s into out (appended): unreserved characters stay, and '/' too when
+ * keep_slash. 0 or SHARD_ERR_NOMEM. */
+SHARD_HIDDEN int shard_url_encode(ShardBuf *out, const char *s, int keep_slash);
+
+/* A ShardRemote for a caller that gave none: the defaults. NULL when out of memory. */
+SHARD_HIDDEN ShardRemote *shard_remote_default(char *err);
+
+#endif /* SHARD_NET_H */
