@@ -95,14 +95,16 @@ static int judge(ShardSource *s, Remote *m, ShardXfer *x, uint64_t off, int *att
                       m->attempt ? " (retries spent)" : "");
 }
 
-/* Starts a transfer of bytes off..to (to UINT64_MAX: to the end) into *out, judged. */
-static int start(ShardSource *s, Remote *m, uint64_t off, uint64_t to, ShardXfer **out)
+/* Starts a transfer of bytes off..to (to UINT64_MAX: to the end; head: the headers only)
+ * into *out, judged. */
+static int start(ShardSource *s, Remote *m, uint64_t off, uint64_t to, int head, ShardXfer **out)
 {
     for (;;) {
         ShardRequest q = {0};
         int rc = shard_object_request(m->r, &m->o, m->pin[0] ? m->pin : NULL, &q, s->err);
         if (!rc) {
-            q.ranged = off > 0 || to != UINT64_MAX;
+            q.head = head;
+            q.ranged = !head && (off > 0 || to != UINT64_MAX);
             q.from = off;
             q.to = to;
             rc = shard_xfer_start(m->r, &q, out, s->err);
@@ -156,7 +158,7 @@ static ssize_t remote_read(ShardSource *s, const void **block)
                 m->eof = 1;
                 continue;
             }
-            int rc = start(s, m, s->pos, UINT64_MAX, &m->x);
+            int rc = start(s, m, s->pos, UINT64_MAX, 0, &m->x);
             if (rc)
                 return rc;
         }
@@ -194,7 +196,7 @@ static int remote_read_at(ShardSource *s, uint64_t off, void *buf, size_t n)
     size_t got = 0;
     while (got < n) {
         ShardXfer *x;
-        int rc = start(s, m, off + got, off + n - 1, &x);
+        int rc = start(s, m, off + got, off + n - 1, 0, &x);
         if (rc)
             return rc;
         ssize_t k;
@@ -222,12 +224,14 @@ static int remote_read_at(ShardSource *s, uint64_t off, void *buf, size_t n)
     return 0;
 }
 
-/* The size, from a one-byte range (it also pins the version). */
+/* The size (and the version, pinned): a HEAD request; on GCS, whose media URL answers
+ * HEAD without the generation, a one-byte range. */
 static int remote_stat(ShardSource *s)
 {
     Remote *m = s->impl;
     ShardXfer *x;
-    int rc = start(s, m, 0, 0, &x);
+    int gcs = m->o.kind == SHARD_OBJ_GCS;
+    int rc = start(s, m, 0, 0, !gcs, &x);
     shard_xfer_free(&x);
     if (!rc && s->size < 0)
         rc = shard_fail(s->err, SHARD_ERR_IO, "%s: the server does not say the object's size",

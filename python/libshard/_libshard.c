@@ -95,6 +95,10 @@ typedef struct ReaderArgs {
     int shuffle_shards;
     Py_ssize_t shuffle, shuffle_initial, streams, queue_depth;
     int skip_errors;
+    const char *cache_dir;
+    unsigned long long cache_size;
+    int retries;
+    double timeout, stall_timeout, backoff;
 } ReaderArgs;
 
 static void reader_args_default(ReaderArgs *a)
@@ -108,12 +112,56 @@ static void reader_args_default(ReaderArgs *a)
     a->shuffle_shards = 1;
     a->streams = 4;
     a->queue_depth = 64;
+    a->retries = -1;
+    a->timeout = a->stall_timeout = a->backoff = -1;
+}
+
+/* The remote reader (remote.h) for the arguments' settings, into *rm (owned by the caller,
+ * freed after the reader) and s->remote. */
+static int remote_settings(const ReaderArgs *a, ShardReaderSettings *s, ShardRemote **rm)
+{
+    ShardRemoteSettings rs;
+    shard_remote_default_settings(&rs);
+    rs.cache_dir = a->cache_dir;
+    rs.cache_bytes = a->cache_size;
+    if (a->retries >= 0)
+        rs.retries = a->retries;
+    if (a->timeout >= 0)
+        rs.connect_timeout = a->timeout;
+    if (a->stall_timeout >= 0)
+        rs.stall_timeout = a->stall_timeout;
+    if (a->backoff >= 0)
+        rs.backoff = a->backoff;
+    ShardError err;
+    int rc = shard_remote_new(rm, &rs, &err);
+    if (rc) {
+        raise_shard(rc, err.message);
+        return -1;
+    }
+    s->remote = *rm;
+    return 0;
+}
+
+static PyObject *remote_stats_dict(ShardRemote *rm)
+{
+    ShardRemoteStats st;
+    shard_remote_stats(rm, &st);
+    return Py_BuildValue("{sKsKsKsKsKsKsdsKsKsK}", "bytes", (unsigned long long)st.bytes,
+                         "requests", (unsigned long long)st.requests, "retries",
+                         (unsigned long long)st.retries, "resumes", (unsigned long long)st.resumes,
+                         "range_ignored", (unsigned long long)st.range_ignored, "replaced",
+                         (unsigned long long)st.replaced, "wait_seconds", st.wait_seconds,
+                         "cache_hits", (unsigned long long)st.cache_hits, "cache_misses",
+                         (unsigned long long)st.cache_misses, "cache_bytes",
+                         (unsigned long long)st.cache_bytes);
 }
 
 static int reader_settings(const ReaderArgs *a, ShardReaderSettings *s, const char ***urls,
-                           PyObject **keep)
+                           PyObject **keep, ShardRemote **rm)
 {
     shard_reader_default_settings(s);
+    if (remote_settings(a, s, rm))
+        return -1;
     size_t n = 0;
     *urls = url_array(a->urls, &n, keep);
     if (!*urls)
@@ -151,12 +199,15 @@ static int reader_settings(const ReaderArgs *a, ShardReaderSettings *s, const ch
 #define READER_KWLIST                                                                       \
     "urls", "seed", "epoch", "rank", "world_size", "worker", "num_workers", "mode", "pad",  \
         "epoch_samples", "shuffle_shards", "shuffle", "shuffle_initial", "streams",          \
-        "queue_depth", "skip_errors"
-#define READER_FMT_KW "O|$OKiiiispKpnnnnp"
+        "queue_depth", "skip_errors", "cache_dir", "cache_size", "retries", "timeout",      \
+        "stall_timeout", "backoff"
+#define READER_FMT_KW "O|$OKiiiispKpnnnnpzKiddd"
 #define READER_PTRS(a)                                                                      \
     &(a).urls, &(a).seed, &(a).epoch, &(a).rank, &(a).world_size, &(a).worker,             \
         &(a).num_workers, &(a).mode, &(a).pad, &(a).epoch_samples, &(a).shuffle_shards,    \
-        &(a).shuffle, &(a).shuffle_initial, &(a).streams, &(a).queue_depth, &(a).skip_errors
+        &(a).shuffle, &(a).shuffle_initial, &(a).streams, &(a).queue_depth, &(a).skip_errors, \
+        &(a).cache_dir, &(a).cache_size, &(a).retries, &(a).timeout, &(a).stall_timeout,    \
+        &(a).backoff
 
 /* A method called on an object whose __init__ failed or never ran (Reader.__new__(Reader))
  * has no handle: it raises instead of passing NULL to the library. */
@@ -173,6 +224,7 @@ static int reader_settings(const ReaderArgs *a, ShardReaderSettings *s, const ch
 
 typedef struct {
     PyObject_HEAD ShardReader *r;
+    ShardRemote *rm; /* freed after r */
 } ReaderObject;
 
 static int Reader_init(ReaderObject *self, PyObject *args, PyObject *kw)
@@ -185,14 +237,15 @@ static int Reader_init(ReaderObject *self, PyObject *args, PyObject *kw)
     ShardReaderSettings s;
     const char **urls = NULL;
     PyObject *keep = NULL;
-    if (reader_settings(&a, &s, &urls, &keep)) {
+    shard_reader_free(&self->r);
+    shard_remote_free(&self->rm);
+    if (reader_settings(&a, &s, &urls, &keep, &self->rm)) {
         PyMem_Free(urls);
         Py_XDECREF(keep);
         return -1;
     }
     ShardError err;
     int rc;
-    shard_reader_free(&self->r);
     Py_BEGIN_ALLOW_THREADS rc = shard_reader_open(&self->r, &s, &err);
     Py_END_ALLOW_THREADS PyMem_Free(urls);
     Py_XDECREF(keep);
@@ -206,8 +259,11 @@ static int Reader_init(ReaderObject *self, PyObject *args, PyObject *kw)
 static void Reader_dealloc(ReaderObject *self)
 {
     ShardReader *r = self->r;
+    ShardRemote *rm = self->rm;
     self->r = NULL;
+    self->rm = NULL;
     Py_BEGIN_ALLOW_THREADS shard_reader_free(&r);
+    shard_remote_free(&rm);
     Py_END_ALLOW_THREADS Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -330,7 +386,16 @@ static PyObject *Reader_stats(ReaderObject *self, PyObject *unused)
                          st.skipped_samples, "errors", st.errors, "kept_errors", errors);
 }
 
+static PyObject *Reader_remote_stats(ReaderObject *self, PyObject *unused)
+{
+    (void)unused;
+    NEED_READER(self);
+    return remote_stats_dict(self->rm);
+}
+
 static PyMethodDef Reader_methods[] = {
+    {"remote_stats", (PyCFunction)Reader_remote_stats, METH_NOARGS,
+     "Counters of the remote reads: bytes, requests, retries, resumes, cache hits."},
     {"state", (PyCFunction)Reader_state, METH_NOARGS, "The state to resume from."},
     {"restore", (PyCFunction)Reader_restore, METH_O, "Continue from a state."},
     {"set_epoch", (PyCFunction)Reader_set_epoch, METH_O, "Start an epoch."},
@@ -368,6 +433,7 @@ static PyTypeObject ReaderType = {
 
 typedef struct {
     PyObject_HEAD ShardLoader *l;
+    ShardRemote *rm; /* freed after l */
     int layout, dtype, width, height;
 } LoaderObject;
 
@@ -402,7 +468,9 @@ static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kw)
     shard_loader_default_settings(&s);
     const char **urls = NULL;
     PyObject *keep = NULL;
-    if (reader_settings(&a, &s.reader, &urls, &keep))
+    shard_loader_free(&self->l);
+    shard_remote_free(&self->rm);
+    if (reader_settings(&a, &s.reader, &urls, &keep, &self->rm))
         goto fail;
     if (batch_size < 1 || threads < 0 || batches < 2) {
         PyErr_SetString(PyExc_ValueError, "batch_size >= 1, threads >= 0, batches >= 2");
@@ -483,8 +551,11 @@ fail:
 static void Loader_dealloc(LoaderObject *self)
 {
     ShardLoader *l = self->l;
+    ShardRemote *rm = self->rm;
     self->l = NULL;
+    self->rm = NULL;
     Py_BEGIN_ALLOW_THREADS shard_loader_free(&l);
+    shard_remote_free(&rm);
     Py_END_ALLOW_THREADS Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -565,7 +636,16 @@ static PyObject *Loader_skipped(LoaderObject *self, void *c)
     return PyLong_FromUnsignedLongLong(shard_loader_skipped(self->l));
 }
 
+static PyObject *Loader_remote_stats(LoaderObject *self, PyObject *unused)
+{
+    (void)unused;
+    NEED_LOADER(self);
+    return remote_stats_dict(self->rm);
+}
+
 static PyMethodDef Loader_methods[] = {
+    {"remote_stats", (PyCFunction)Loader_remote_stats, METH_NOARGS,
+     "Counters of the remote reads: bytes, requests, retries, resumes, cache hits."},
     {"state", (PyCFunction)Loader_state, METH_NOARGS, "The state after the last batch."},
     {"restore", (PyCFunction)Loader_restore, METH_O, "Continue from a state."},
     {"set_epoch", (PyCFunction)Loader_set_epoch, METH_O, "Start an epoch."},

@@ -19,7 +19,8 @@ import torch.utils.data
 from . import _libshard
 
 _READER_KEYS = ("seed", "mode", "pad", "epoch_samples", "shuffle_shards", "shuffle",
-                "shuffle_initial", "streams", "queue_depth", "skip_errors")
+                "shuffle_initial", "streams", "queue_depth", "skip_errors",
+                "cache_dir", "cache_size", "retries", "timeout", "stall_timeout", "backoff")
 _LOADER_KEYS = ("batch_size", "image_size", "crop", "flip", "fast", "layout", "dtype", "mean",
                 "std", "scale", "ratio", "drop_last", "threads", "batches", "image_fields",
                 "label_field", "raw_fields")
@@ -42,6 +43,10 @@ class ShardDataset(torch.utils.data.IterableDataset):
     Reader settings: shuffle (buffer size), shuffle_initial, seed (None: a fresh one, same
     for every rank only if given), mode ("exact", "equal", "resampled"), pad, epoch_samples,
     shuffle_shards, streams, queue_depth, skip_errors, rank, world_size.
+    Remote shards (http://, https://, gs://, s3://): cache_dir (a folder that keeps them,
+    shared by the processes of a machine), cache_size (bytes), retries, timeout (connect,
+    seconds), stall_timeout (seconds), backoff (first retry delay, seconds); credentials
+    come from the environment (README, "Remote shards").
     Batch settings: batch_size, decode, image_size (int or (h, w)), crop ("random_resized",
     "center", "none"), flip, fast, layout ("nchw", "nhwc"), dtype ("uint8", "float32":
     normalized with mean and std), scale, ratio, drop_last, threads, batches, image_fields
@@ -157,6 +162,11 @@ class ShardDataset(torch.utils.data.IterableDataset):
         state["_source"] = None
         state["_source_pid"] = None
         return state
+
+    def remote_stats(self):
+        """Counters of this process's remote reads for the current iteration (bytes,
+        requests, retries, resumes, cache hits ...); {} before the first."""
+        return self._source.remote_stats() if self._source is not None else {}
 
     def state_dict(self):
         """Where iteration stands (num_workers=0): pass to load_state_dict to continue."""

@@ -1,0 +1,385 @@
+"""Real servers on 127.0.0.1 for the remote-shard tests, each started and stopped here.
+
+- Nginx: Debian's nginx-light, unprivileged, from a temporary prefix, serving a folder.
+- FaultServer: an HTTP/1.1 file server written for these tests (standard library only)
+  that injects faults chosen by the first path segment: /cut=5000/x.tar cuts every
+  response after 5000 body bytes. Faults (joined with ','):
+      cut=N       close the connection after N body bytes of each response
+      fail=K      answer 503 to the first K requests for each object
+      flaky=P     answer 503, or cut mid-body, with probability P (seeded, repeatable)
+      stall=N     after N body bytes, stop sending (until the client gives up)
+      latency=MS  wait MS milliseconds before answering each request
+      norange     ignore Range: always 200 with the whole object
+      change=N    after N body bytes of the first response, the object changes (new
+                  bytes, new ETag): a resume must notice
+      auth=TOKEN  demand "Authorization: Bearer TOKEN" (401 otherwise)
+  It speaks Range, If-Range and ETag as nginx does, and the GCS JSON API's media path
+  (/storage/v1/b/B/o/NAME?alt=media) over the same folder, so it can stand in for a GCS
+  endpoint where credentials must be checked. Every request is recorded.
+- TokenServer: Google's OAuth2 token endpoint (JWT bearer grant) and the GCE metadata
+  server's token path, recording what it received.
+- NodeServer: the GCS emulator (firebase-tools) and s3rver, from tests/remote/node.
+"""
+import base64
+import hashlib
+import http.server
+import json
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+NODE_MODULES = HERE / "node" / "node_modules"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port, proc=None, timeout=60):
+    end = time.time() + timeout
+    while time.time() < end:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on port {port} after {timeout} s")
+
+
+def stop(proc):
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+class Nginx:
+    def __init__(self, root, extra=""):
+        self.prefix = Path(tempfile.mkdtemp(prefix="libshard-nginx-"))
+        (self.prefix / "logs").mkdir()
+        (self.prefix / "tmp").mkdir()
+        self.port = free_port()
+        conf = self.prefix / "nginx.conf"
+        t = self.prefix / "tmp"
+        # as root, workers would become nobody, who cannot read a private temporary folder
+        user = "user root;" if os.geteuid() == 0 else ""
+        conf.write_text(f"""
+daemon off;
+{user}
+worker_processes 1;
+pid {self.prefix}/nginx.pid;
+error_log {self.prefix}/logs/error.log;
+events {{ worker_connections 256; }}
+http {{
+  access_log {self.prefix}/logs/access.log;
+  client_body_temp_path {t}; proxy_temp_path {t}; fastcgi_temp_path {t};
+  uwsgi_temp_path {t}; scgi_temp_path {t};
+  sendfile on; keepalive_requests 100000;
+  server {{
+    listen 127.0.0.1:{self.port};
+    root {root};
+    {extra}
+  }}
+}}
+""")
+        nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+        self.proc = subprocess.Popen([nginx, "-p", str(self.prefix), "-e",
+                                      str(self.prefix / "logs" / "error.log"), "-c", str(conf)])
+        wait_port(self.port, self.proc)
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def close(self):
+        stop(self.proc)
+        shutil.rmtree(self.prefix, ignore_errors=True)
+
+
+class _FaultHandler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *a):
+        pass
+
+    def do_HEAD(self):
+        self.handle_get(body=False)
+
+    def do_GET(self):
+        self.handle_get(body=True)
+
+    def _parse(self):
+        u = urllib.parse.urlsplit(self.path)
+        parts = u.path.lstrip("/").split("/")
+        faults = {}
+        if parts and "=" in parts[0] or parts and parts[0] == "norange":
+            for f in parts[0].split(","):
+                k, _, v = f.partition("=")
+                faults[k] = v
+            parts = parts[1:]
+        path = "/".join(parts)
+        q = urllib.parse.parse_qs(u.query)
+        if path.startswith("storage/v1/b/"):  # GCS JSON API media download
+            rest = path[len("storage/v1/b/"):]
+            bucket, _, obj = rest.partition("/o/")
+            path = urllib.parse.unquote(obj)
+        return faults, urllib.parse.unquote(path), q
+
+    def _fail(self, code, text):
+        body = text.encode()
+        self.send_response(code)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Content-Type", "text/plain")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def handle_get(self, body):
+        srv = self.server.owner
+        faults, name, q = self._parse()
+        with srv.lock:
+            srv.requests.append({"path": self.path, "name": name,
+                                 "headers": dict(self.headers.items())})
+            key = (tuple(sorted(faults.items())), name)
+            srv.count[key] = srv.count.get(key, 0) + 1
+            nth = srv.count[key]
+            roll = srv.rng.random()
+        if "latency" in faults:
+            time.sleep(int(faults["latency"]) / 1000)
+        if "auth" in faults and self.headers.get("Authorization") != f"Bearer {faults['auth']}":
+            return self._fail(401, '{"error": {"code": 401, "message": "Invalid Credentials"}}')
+        if "fail" in faults and nth <= int(faults["fail"]):
+            return self._fail(503, "try again")
+        flaky = float(faults.get("flaky", 0))
+        if flaky and roll < flaky / 2:
+            return self._fail(503, "try again")
+        data, etag = srv.content(name, faults)
+        if data is None:
+            return self._fail(404, "no such object")
+        start, end, status = 0, len(data), 200
+        rng = self.headers.get("Range")
+        if_range = self.headers.get("If-Range")
+        if rng and "norange" not in faults and (if_range is None or if_range == etag):
+            spec = rng.split("=", 1)[1]
+            a, _, b = spec.partition("-")
+            start = int(a)
+            end = min(int(b) + 1, len(data)) if b else len(data)
+            if start >= len(data):
+                self.send_response(416)
+                self.send_header("Content-Range", f"bytes */{len(data)}")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            status = 206
+        self.send_response(status)
+        self.send_header("Content-Length", str(end - start))
+        self.send_header("ETag", etag)
+        self.send_header("Accept-Ranges", "bytes")
+        if status == 206:
+            self.send_header("Content-Range", f"bytes {start}-{end - 1}/{len(data)}")
+        self.end_headers()
+        if not body:
+            return
+        limit = end - start
+        if "cut" in faults:
+            limit = min(limit, int(faults["cut"]))
+        if flaky and flaky / 2 <= roll < flaky:
+            limit = min(limit, max(1, (end - start) // 3))
+        stall = int(faults["stall"]) if "stall" in faults else None
+        change = int(faults["change"]) if "change" in faults and nth == 1 else None
+        sent = 0
+        try:
+            while sent < limit:
+                if stall is not None and sent >= stall:
+                    time.sleep(3600)  # the client's stall timeout ends this
+                chunk = min(65536, limit - sent)
+                if stall is not None and sent < stall:
+                    chunk = min(chunk, stall - sent)
+                if change is not None and sent < change:
+                    chunk = min(chunk, change - sent)
+                self.wfile.write(data[start + sent:start + sent + chunk])
+                sent += chunk
+                if change is not None and sent >= change:
+                    srv.replace(name)
+                    change = None
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+            return
+        if sent < end - start:  # a cut: drop the connection mid-body
+            self.close_connection = True
+            try:
+                self.connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+class FaultServer:
+    def __init__(self, root, seed=1):
+        self.root = Path(root)
+        self.lock = threading.Lock()
+        self.requests = []
+        self.count = {}
+        self.rng = random.Random(seed)
+        self.changed = {}
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _FaultHandler)
+        self.httpd.daemon_threads = True
+        self.httpd.owner = self
+        self.port = self.httpd.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def content(self, name, faults):
+        with self.lock:
+            if name in self.changed:
+                data = self.changed[name]
+                return data, '"' + hashlib.md5(data).hexdigest() + '"'
+        p = self.root / name
+        if not p.is_file():
+            return None, None
+        data = p.read_bytes()
+        return data, '"' + hashlib.md5(data).hexdigest() + '"'
+
+    def replace(self, name):
+        data = (self.root / name).read_bytes()
+        with self.lock:
+            self.changed[name] = data[::-1]
+
+    def reset(self):
+        with self.lock:
+            self.requests.clear()
+            self.count.clear()
+            self.changed.clear()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+class _TokenHandler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *a):
+        pass
+
+    def _reply(self, code, obj):
+        body = json.dumps(obj).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_POST(self):
+        srv = self.server.owner
+        n = int(self.headers.get("Content-Length", 0))
+        form = urllib.parse.parse_qs(self.rfile.read(n).decode())
+        with srv.lock:
+            srv.posts.append(form)
+            k = len(srv.posts)
+        if form.get("grant_type") != ["urn:ietf:params:oauth:grant-type:jwt-bearer"]:
+            return self._reply(400, {"error": "unsupported_grant_type"})
+        if srv.refuse:
+            return self._reply(400, {"error": "invalid_grant",
+                                     "error_description": "Invalid JWT Signature."})
+        self._reply(200, {"access_token": f"{srv.prefix}-{k}", "expires_in": srv.expires_in,
+                          "token_type": "Bearer"})
+
+    def do_GET(self):
+        srv = self.server.owner
+        with srv.lock:
+            srv.gets.append({"path": self.path, "headers": dict(self.headers.items())})
+            k = len(srv.gets)
+        if (self.path != "/computeMetadata/v1/instance/service-accounts/default/token" or
+                self.headers.get("Metadata-Flavor") != "Google"):
+            return self._reply(404, {"error": "not found"})
+        self._reply(200, {"access_token": f"{srv.prefix}-{k}", "expires_in": srv.expires_in,
+                          "token_type": "Bearer"})
+
+
+class TokenServer:
+    def __init__(self, prefix="token", expires_in=3600):
+        self.lock = threading.Lock()
+        self.posts, self.gets = [], []
+        self.prefix, self.expires_in, self.refuse = prefix, expires_in, False
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _TokenHandler)
+        self.httpd.daemon_threads = True
+        self.httpd.owner = self
+        self.port = self.httpd.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def b64url_decode(s):
+    return base64.urlsafe_b64decode(s + "=" * (-len(s) % 4))
+
+
+class NodeServer:
+    """A Node.js server of tests/remote: the GCS emulator or s3rver."""
+
+    def __init__(self, script, args, port, env=None):
+        if not NODE_MODULES.is_dir():
+            raise RuntimeError(f"{NODE_MODULES} is missing: run scripts/test-servers.sh")
+        self.tmp = Path(tempfile.mkdtemp(prefix="libshard-node-"))
+        self.port = port
+        self.log = open(self.tmp / "log", "w")
+        self.proc = subprocess.Popen(["node", str(HERE / script), *args],
+                                     stdout=self.log, stderr=subprocess.STDOUT,
+                                     env={**os.environ, "TMPDIR": str(self.tmp), **(env or {})})
+        wait_port(port, self.proc)
+        self.url = f"http://127.0.0.1:{port}"
+
+    def close(self):
+        stop(self.proc)
+        self.log.close()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+class GcsEmulator(NodeServer):
+    def __init__(self):
+        port = free_port()
+        super().__init__("gcs_emulator.js", ["127.0.0.1", str(port)], port)
+
+    def upload(self, bucket, name, data):
+        q = urllib.parse.urlencode({"uploadType": "media", "name": name})
+        req = urllib.request.Request(f"{self.url}/upload/storage/v1/b/{bucket}/o?{q}", data=data,
+                                     method="POST")
+        with urllib.request.urlopen(req) as r:
+            assert r.status == 200
+
+
+class S3Server(NodeServer):
+    def __init__(self, bucket):
+        port = free_port()
+        self.data = Path(tempfile.mkdtemp(prefix="libshard-s3-"))
+        super().__init__("s3_server.js", ["-d", str(self.data), "-a", "127.0.0.1", "-p", str(port),
+                                          "--configure-bucket", bucket], port)
+
+    def upload(self, bucket, key, data):
+        # anonymous writes are allowed by s3rver: the reads under test are the signed ones
+        req = urllib.request.Request(f"{self.url}/{bucket}/{urllib.parse.quote(key)}", data=data,
+                                     method="PUT")
+        with urllib.request.urlopen(req) as r:
+            assert r.status == 200
+
+    def close(self):
+        super().close()
+        shutil.rmtree(self.data, ignore_errors=True)
