@@ -164,7 +164,6 @@ static ssize_t remote_read(ShardSource *s, const void **block)
         }
         ssize_t k = shard_xfer_read(m->x, block);
         if (k > 0) {
-            m->attempt = 0;
             if (m->drop) {
                 uint64_t d = m->drop < (uint64_t)k ? m->drop : (uint64_t)k;
                 m->drop -= d;
@@ -173,6 +172,7 @@ static ssize_t remote_read(ShardSource *s, const void **block)
                 if (!k)
                     continue;
             }
+            m->attempt = 0; /* progress: bytes not seen before */
             if (m->fill)
                 shard_cache_fill_write(&m->fill, *block, (size_t)k);
             return k;
@@ -202,7 +202,6 @@ static int remote_read_at(ShardSource *s, uint64_t off, void *buf, size_t n)
         ssize_t k;
         const void *b;
         while (got < n && (k = shard_xfer_read(x, &b)) > 0) {
-            m->attempt = 0;
             const unsigned char *p = b;
             if (m->drop) {
                 uint64_t d = m->drop < (uint64_t)k ? m->drop : (uint64_t)k;
@@ -210,6 +209,8 @@ static int remote_read_at(ShardSource *s, uint64_t off, void *buf, size_t n)
                 p += d;
                 k -= (ssize_t)d;
             }
+            if (k)
+                m->attempt = 0;
             size_t take = (size_t)k < n - got ? (size_t)k : n - got;
             memcpy((unsigned char *)buf + got, p, take);
             got += take;

@@ -1,0 +1,150 @@
+"""A flaky network loses, duplicates and splices nothing: cuts, 503s, stalls, servers that
+ignore Range, objects replaced mid-read; and failures end in bounded time with an error
+naming the URL and offset (and never a secret)."""
+import time
+
+import pytest
+
+from conftest import BUCKET, gcs_env, s3_env
+
+FAST = ["--backoff", "0.01", "--retries", "8"]
+SPEC = "data/d-{000..007}.tar"
+ZSPEC = "data/z-{000..007}.tar.zst"
+
+
+def strip(lines, base):
+    return [l.replace(base + "/", "") for l in lines]
+
+
+@pytest.fixture(scope="module")
+def expect(run, root):
+    def expect(spec, *args):
+        r = run("stream", f"{root}/{spec}", "--seed", "3", "--shuffle", "40", *args)
+        assert r.rc == 0, r.err
+        return strip(r.lines, str(root))
+    return expect
+
+
+@pytest.mark.parametrize("spec", [SPEC, ZSPEC])
+def test_hundreds_of_cuts_lose_nothing(run, fault, expect, spec):
+    base = f"{fault.url}/cut=997"
+    r = run("stream", f"{base}/{spec}", "--seed", "3", "--shuffle", "40", "--stats", *FAST)
+    assert r.rc == 0, r.err
+    assert strip(r.lines, base) == expect(spec)  # nothing lost, nothing twice, same order
+    assert r.stat("resumes") >= 100, r.err
+    assert r.stat("retries") >= r.stat("resumes")
+    ranged = [q for q in fault.requests if "Range" in q["headers"]]
+    assert ranged and all(q["headers"].get("If-Range", "").startswith('"') for q in ranged)
+
+
+def test_503s_and_random_cuts(run, fault, expect):
+    base = f"{fault.url}/fail=2,flaky=0.3"
+    r = run("stream", f"{base}/{SPEC}", "--seed", "3", "--shuffle", "40", "--stats",
+            "--streams", "4", *FAST)
+    assert r.rc == 0, r.err
+    assert strip(r.lines, base) == expect(SPEC)
+    assert r.stat("retries") >= 16  # two 503s per shard at least
+
+
+def test_stalled_transfer_resumes(run, fault, expect):
+    # libcurl judges speed over a few seconds' window: one stall costs about 7 s
+    base = f"{fault.url}/stall=50000"
+    t0 = time.time()
+    r = run("stream", f"{base}/data/d-000.tar", "--seed", "3", "--shuffle", "40",
+            "--stats", "--stall-timeout", "1", *FAST)
+    assert r.rc == 0, r.err
+    assert strip(r.lines, base) == expect("data/d-000.tar")
+    assert r.stat("resumes") == 1
+    assert time.time() - t0 < 30
+
+
+@pytest.mark.parametrize("spec", [SPEC, ZSPEC])
+def test_range_answered_whole_is_not_spliced(run, fault, expect, spec):
+    base = f"{fault.url}/norange,flaky=0.6"
+    r = run("stream", f"{base}/{spec}", "--seed", "3", "--shuffle", "40", "--stats",
+            "--backoff", "0.01", "--retries", "20")
+    assert r.rc == 0, r.err
+    assert strip(r.lines, base) == expect(spec)
+    assert r.stat("ranges answered whole") >= 1
+
+
+def test_no_progress_spends_the_budget(run, fault):
+    """Whole answers cut before the byte reached: no progress, so the retries run out."""
+    base = f"{fault.url}/norange,cut=20011"
+    t0 = time.time()
+    r = run("ls", f"{base}/data/d-000.tar", *FAST)
+    assert r.rc == 1 and f"{base}/data/d-000.tar: offset 20011" in r.err, r.err
+    assert "retries spent" in r.err
+    assert time.time() - t0 < 20
+
+
+def test_replaced_object_is_reported(run, fault):
+    base = f"{fault.url}/change=5000,cut=6000"
+    r = run("stream", f"{base}/data/d-000.tar", "--seed", "3", "--stats", *FAST)
+    assert r.rc == 1
+    assert "replaced while being read" in r.err and f"{base}/data/d-000.tar" in r.err, r.err
+    assert "offset 6000" in r.err, r.err
+    assert r.stat("replaced") == 1
+
+
+def test_skip_errors_counts_a_replaced_shard(run, fault, root):
+    base = fault.url
+    r = run("stream", f"{base}/data/d-{{000..002}}.tar", f"{base}/change=3000,cut=4000/data/d-003.tar",
+            "--seed", "3", "--skip-errors", "--stats", *FAST)
+    assert r.rc == 0, r.err
+    assert "replaced" in r.err and "skipped" in r.err
+    assert len(r.lines) >= 120  # the other shards whole
+
+
+def test_retry_budget_ends_with_url_and_offset(run, fault):
+    base = f"{fault.url}/fail=1000"
+    t0 = time.time()
+    r = run("ls", f"{base}/data/d-000.tar", "--retries", "3", "--backoff", "0.01")
+    assert r.rc == 1
+    assert f"{base}/data/d-000.tar" in r.err and "HTTP 503" in r.err, r.err
+    assert time.time() - t0 < 10
+
+
+def test_missing_object_and_unreachable_host(run, nginx, fault):
+    r = run("ls", f"{nginx.url}/data/missing.tar", *FAST)
+    assert r.rc == 1 and f"{nginx.url}/data/missing.tar: not found (HTTP 404)" in r.err, r.err
+    t0 = time.time()
+    r = run("ls", "http://127.0.0.1:9/data/d-000.tar", "--retries", "2", "--backoff", "0.05",
+            "--timeout", "2")
+    assert r.rc == 1 and "http://127.0.0.1:9/data/d-000.tar" in r.err, r.err
+    assert "onnect" in r.err, r.err
+    assert time.time() - t0 < 15
+
+
+def test_s3_errors_name_the_url_never_the_secret(run, s3):
+    secret = "wrong-secret-key-0123456789"
+    r = run("ls", f"s3://{BUCKET}/data/d-000.tar", env=s3_env(s3, secret))
+    assert r.rc == 1 and f"s3://{BUCKET}/data/d-000.tar: access denied (HTTP 403" in r.err, r.err
+    assert "SignatureDoesNotMatch" in r.err and secret not in r.err
+    r = run("ls", f"s3://{BUCKET}/data/missing.tar", env=s3_env(s3))
+    assert r.rc == 1 and "not found (HTTP 404: NoSuchKey" in r.err, r.err
+    r = run("ls", "s3://no-such-bucket/data/", env=s3_env(s3))
+    assert r.rc == 1 and "s3://no-such-bucket/data/" in r.err and "NoSuchBucket" in r.err, r.err
+
+
+def test_gcs_missing_object(run, gcs):
+    r = run("ls", f"gs://{BUCKET}/data/missing.tar", env=gcs_env(gcs))
+    assert r.rc == 1 and f"gs://{BUCKET}/data/missing.tar: not found (HTTP 404" in r.err, r.err
+
+
+def test_python_dataset_survives_faults(fault, root):
+    """ShardDataset over a cutting server: the same samples as locally, counted resumes."""
+    import sys
+    from pathlib import Path
+    import os
+    sys.path.insert(0, os.environ.get("LIBSHARD_PYTHONPATH",
+                                      str(Path(__file__).resolve().parents[2] / "build" / "python")))
+    from libshard.torch import ShardDataset
+    base = f"{fault.url}/cut=4999"
+    kw = dict(decode=False, seed=4, shuffle=30, backoff=0.01, retries=8)
+    local = [(s["__key__"], s["jpg"]) for s in ShardDataset(f"{root}/{SPEC}", **kw)]
+    ds = ShardDataset(f"{base}/{SPEC}", **kw)
+    remote = [(s["__key__"], s["jpg"]) for s in ds]
+    assert remote == local and len(local) == 320
+    st = ds.remote_stats()
+    assert st["resumes"] >= 50 and st["requests"] > st["resumes"], st
