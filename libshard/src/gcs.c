@@ -246,12 +246,16 @@ static int refresh(ShardRemote *r, ShardGcsAuth *a, char *err)
     if (!rc && status != 200) {
         char reason[256];
         shard_object_reason((char *)body.data, reason, sizeof reason);
-        const char *e = NULL;
+        const char *code = NULL, *e = NULL;
         json_t *ej = json_loads((char *)body.data, 0, NULL);
-        if (ej)
+        if (ej) { /* OAuth2's error code and description, never the request */
+            code = json_string_value(json_object_get(ej, "error"));
             e = json_string_value(json_object_get(ej, "error_description"));
-        rc = shard_fail(err, SHARD_ERR_IO, "getting a Google access token from %s: HTTP %ld%s%s%s",
-                        where, status, reason, e ? ": " : "", e ? e : "");
+        }
+        rc = shard_fail(err, SHARD_ERR_IO,
+                        "getting a Google access token from %s: HTTP %ld%s%s%s%s%s", where,
+                        status, code ? "" : reason, code ? ": " : "", code ? code : "",
+                        e ? ": " : "", e ? e : "");
         json_decref(ej);
     } else if (!rc && !(j = json_loads((char *)body.data, 0, NULL))) {
         rc = shard_fail(err, SHARD_ERR_FORMAT, "getting a Google access token from %s: the reply "

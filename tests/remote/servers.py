@@ -12,7 +12,7 @@
       norange     ignore Range: always 200 with the whole object
       change=N    after N body bytes of the first response, the object changes (new
                   bytes, new ETag): a resume must notice
-      auth=TOKEN  demand "Authorization: Bearer TOKEN" (401 otherwise)
+      auth=TOKEN  demand "Authorization: Bearer TOKEN..." (401 otherwise)
   It speaks Range, If-Range and ETag as nginx does, and the GCS JSON API's media path
   (/storage/v1/b/B/o/NAME?alt=media) over the same folder, so it can stand in for a GCS
   endpoint where credentials must be checked. Every request is recorded.
@@ -159,7 +159,8 @@ class _FaultHandler(http.server.BaseHTTPRequestHandler):
             roll = srv.rng.random()
         if "latency" in faults:
             time.sleep(int(faults["latency"]) / 1000)
-        if "auth" in faults and self.headers.get("Authorization") != f"Bearer {faults['auth']}":
+        if "auth" in faults and not self.headers.get("Authorization", "").startswith(
+                f"Bearer {faults['auth']}"):
             return self._fail(401, '{"error": {"code": 401, "message": "Invalid Credentials"}}')
         if "fail" in faults and nth <= int(faults["fail"]):
             return self._fail(503, "try again")
