@@ -254,11 +254,18 @@ static int remote_finish(ShardSource *s)
     return 0; /* a cache that could not be written is not the stream's failure */
 }
 
+/* A reader that stops at the last sample it expects leaves the archive's end unread; the
+ * cache copy is completed when little is left (a tar's end blocks, a seek table), and
+ * dropped otherwise (a seek, or a reader that stopped early). */
+#define CACHE_TAIL (4u << 20)
+
 static void remote_close(ShardSource *s)
 {
     Remote *m = s->impl;
     if (!m)
         return;
+    if (m->fill && s->pos && s->size >= 0 && (uint64_t)s->size - s->pos <= CACHE_TAIL)
+        remote_finish(s);
     shard_xfer_free(&m->x);
     shard_cache_fill_abort(&m->fill);
     shard_object_clear(&m->o);
