@@ -3,6 +3,7 @@
 # Without arguments it then runs, each timed:
 #   - the C unit tests built with AddressSanitizer and UndefinedBehaviorSanitizer (build-asan/)
 #   - the threaded C tests built with ThreadSanitizer (build-tsan/: queue, reader, loader)
+#   - in both, the remote-shard tests that run shardcat, against the sanitized shardcat
 #   - the library, tools and unit tests cross-built for aarch64, run under qemu-aarch64
 #     (build-aarch64/, scripts/cross-aarch64.sh)
 set -euo pipefail
@@ -22,7 +23,8 @@ sanitized() {
   if { [ -f "$dir/build.ninja" ] || { rm -rf "$dir" && meson setup "$dir" \
          -Db_sanitize="$sanitize" -Dbuildtype=debugoptimized -Dwerror=true \
          -Dpython=disabled -Dcuda=disabled; }; } >"$out" 2>&1 && ninja -C "$dir" >>"$out" 2>&1; then
-    env $env meson test -C "$dir" --no-rebuild --print-errorlogs --num-processes 2 --suite unit ||
+    env $env meson test -C "$dir" --no-rebuild --print-errorlogs --num-processes 2 --suite unit \
+      --suite remote ||
       status=1
     logs+=("$dir/meson-logs/testlog.json")
   else
