@@ -54,8 +54,8 @@ def test_stalled_transfer_resumes(run, fault, expect):
             "--stats", "--stall-timeout", "1", *FAST)
     assert r.rc == 0, r.err
     assert strip(r.lines, base) == expect("data/d-000.tar")
-    assert r.stat("resumes") == 1
-    assert time.time() - t0 < 30
+    assert r.stat("resumes") >= 1
+    assert time.time() - t0 < 60
 
 
 @pytest.mark.parametrize("spec", [SPEC, ZSPEC])
