@@ -48,7 +48,7 @@ def test_503s_and_random_cuts(run, fault, expect):
 
 def test_stalled_transfer_resumes(run, fault, expect):
     # libcurl judges speed over a few seconds' window: one stall costs about 7 s
-    base = f"{fault.url}/stall=50000"
+    base = f"{fault.url}/stall=120000"
     t0 = time.time()
     r = run("stream", f"{base}/data/d-000.tar", "--seed", "3", "--shuffle", "40",
             "--stats", "--stall-timeout", "1", *FAST)
