@@ -22,6 +22,8 @@
 
 #include "fetch.h"
 #include "shard/file.h"
+#include "shardfile.h"
+#include "url.h"
 
 #define KEPT_ERRORS 16
 
@@ -105,23 +107,52 @@ static void prefault(const ShardItem *it)
     (void)acc;
 }
 
-/* Reads one segment into the stream's queue. Returns 0 to go on, -1 to end the thread. */
-static int fetch_segment(Stream *st, const ShardSegment *seg, uint64_t skip)
+static int open_shard(ShardFetch *f, const char *url, ShardFile **file, ShardError *err)
 {
-    ShardFetch *f = st->f;
-    const char *url = shard_list_entry(f->s.list, seg->shard)->url;
-    if (seg->count != SHARD_COUNT_UNKNOWN && skip >= seg->count)
-        return 0;
-    uint64_t first = seg->first + skip;
-    uint64_t count = seg->count == SHARD_COUNT_UNKNOWN ? SHARD_COUNT_UNKNOWN : seg->count - skip;
-    atomic_fetch_add(&f->shards_opened, 1);
-    ShardFile *file;
-    ShardError err;
     ShardFileSettings fs;
     shard_file_default_settings(&fs);
     fs.remote = f->s.remote;
-    if (shard_file_open(&file, url, &fs, &err))
+    return shard_file_open(file, url, &fs, err);
+}
+
+/* The stream's next segment, opened ahead when it is a remote shard read from its start:
+ * its request then goes out while this one is read, so per-request latency stays hidden
+ * (a local shard gains nothing, and would only stay mapped longer). NULL when there is
+ * none, or the open failed (it is opened again in turn, and reported). */
+static ShardFile *open_ahead(Stream *st, size_t n)
+{
+    ShardFetch *f = st->f;
+    ShardSegment next;
+    ShardFile *file = NULL;
+    ShardError err;
+    const char *url;
+    if (f->s.segment(f->s.cookie, st->id, n, &next) && next.first == 0 && next.count != 0 &&
+        shard_url_is_remote(url = shard_list_entry(f->s.list, next.shard)->url) &&
+        open_shard(f, url, &file, &err) == 0)
+        shard_file_prefetch(file);
+    return file;
+}
+
+/* Reads one segment into the stream's queue (from *ahead when it was opened ahead, then
+ * opening the segment after it ahead). Returns 0 to go on, -1 to end the thread. */
+static int fetch_segment(Stream *st, const ShardSegment *seg, size_t n, uint64_t skip,
+                         ShardFile **ahead)
+{
+    ShardFetch *f = st->f;
+    const char *url = shard_list_entry(f->s.list, seg->shard)->url;
+    ShardFile *file = *ahead;
+    *ahead = NULL;
+    if (seg->count != SHARD_COUNT_UNKNOWN && skip >= seg->count) {
+        shard_file_free(&file);
+        return 0;
+    }
+    uint64_t first = seg->first + skip;
+    uint64_t count = seg->count == SHARD_COUNT_UNKNOWN ? SHARD_COUNT_UNKNOWN : seg->count - skip;
+    atomic_fetch_add(&f->shards_opened, 1);
+    ShardError err;
+    if (!file && open_shard(f, url, &file, &err))
         return failed(st, err.message, count);
+    *ahead = open_ahead(st, n + 1);
     int rc = 0;
     /* Skip the samples before first: by index where there is one, else by reading. */
     if (first && shard_file_seek(file, first) != 0)
@@ -164,13 +195,16 @@ static void *fetch_main(void *arg)
     ShardFetch *f = st->f;
     ShardSegment seg;
     uint64_t skip = st->skip;
+    ShardFile *ahead = NULL;
+    int ended = 0; /* by an error the stream's last item reports, or a stop */
     for (size_t n = st->first; !atomic_load(&f->stop) && f->s.segment(f->s.cookie, st->id, n, &seg);
          n++) {
-        if (fetch_segment(st, &seg, skip))
-            return NULL;
+        if ((ended = fetch_segment(st, &seg, n, skip, &ahead)))
+            break;
         skip = 0;
     }
-    if (!atomic_load(&f->stop))
+    shard_file_free(&ahead);
+    if (!ended && !atomic_load(&f->stop))
         put_last(st, NULL);
     return NULL;
 }

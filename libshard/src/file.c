@@ -130,6 +130,12 @@ int shard_file_open_source(ShardFile **out, ShardSource *src, const ShardFileSet
     return 0;
 }
 
+void shard_file_prefetch(ShardFile *f)
+{
+    if (!f->tar && !f->failed)
+        shard_source_prefetch(f->src);
+}
+
 int shard_file_open(ShardFile **out, const char *url, const ShardFileSettings *s, ShardError *err)
 {
     *out = NULL;

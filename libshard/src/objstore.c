@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "objstore.h"
+#include "url.h"
 
 static ShardObjectKind kind_of(const char *url, size_t *skip)
 {

@@ -17,9 +17,6 @@ typedef struct ShardObject {
     char *key;        /* the object's name in the bucket: owned */
 } ShardObject;
 
-/* Whether url names a remote object (http, https, gs, s3). */
-SHARD_HIDDEN int shard_url_is_remote(const char *url);
-
 /* Parses url into o (url borrowed). @return 0, SHARD_ERR_INVALID naming the url */
 SHARD_HIDDEN int shard_object_parse(ShardObject *o, const char *url, char *err);
 SHARD_HIDDEN void shard_object_clear(ShardObject *o);

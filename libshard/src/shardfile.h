@@ -1,6 +1,6 @@
 /*
- * ShardFile's private entry point: a shard read over a source the caller already has (a
- * verifier that checks the source's frames first, a test's own source).
+ * ShardFile's private entry points: a shard read over a source the caller already has (a
+ * verifier that checks the source's frames first, a test's own source), and a prefetch.
  */
 #ifndef SHARD_SHARDFILE_H
 #define SHARD_SHARDFILE_H
@@ -11,5 +11,9 @@
 /* Opens a shard over src, taking over the caller's reference (released on failure too). */
 SHARD_HIDDEN int shard_file_open_source(ShardFile **out, ShardSource *src,
                                         const ShardFileSettings *s, ShardError *err);
+
+/* A hint that f will be read in order from its start soon: a remote shard's first request
+ * goes out now (its latency then passes while the shard before is read). */
+SHARD_HIDDEN void shard_file_prefetch(ShardFile *f);
 
 #endif /* SHARD_SHARDFILE_H */

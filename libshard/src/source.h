@@ -83,6 +83,9 @@ typedef struct ShardSourceOps {
     ShardHold *(*hold)(ShardSource *s, const void *p, uint64_t n);
     /* Called once the stream was read to its end; 0 or a negative code. NULL: nothing. */
     int (*finish)(ShardSource *s);
+    /* Starts fetching the stream's first bytes without waiting for them. NULL: nothing to
+     * gain (the bytes are local). */
+    void (*prefetch)(ShardSource *s);
     /* Learns the object's size (into s->size) when it is not known yet: 0 or a negative
      * code. NULL: the size is known at open or never (a pipe). */
     int (*stat)(ShardSource *s);
@@ -152,6 +155,13 @@ SHARD_HIDDEN ShardHold *shard_source_hold(ShardSource *s, const void *p, uint64_
 /* The object's size, learnt with a request where it is not known yet; -1 when it cannot
  * be known (a pipe) or the request failed (message in s->err). */
 SHARD_HIDDEN int64_t shard_source_size(ShardSource *s);
+
+/* A hint that the stream will be read from its start soon (see ShardSourceOps.prefetch). */
+static inline void shard_source_prefetch(ShardSource *s)
+{
+    if (s->ops->prefetch)
+        s->ops->prefetch(s);
+}
 
 /* The stream was read to its end (see ShardSourceOps.finish). */
 SHARD_HIDDEN int shard_source_finish(ShardSource *s);

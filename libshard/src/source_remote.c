@@ -24,6 +24,7 @@ typedef struct Remote {
     ShardObject o;
     char pin[256];      /* the version read, "" until the first response */
     ShardXfer *x;       /* the stream's transfer, NULL between transfers */
+    int judged;         /* x's response was checked (a prefetched one is not yet) */
     uint64_t drop;      /* bytes of x's body to pass over (a Range answered from 0) */
     int attempt;        /* failures since the last progress */
     int eof;
@@ -95,21 +96,29 @@ static int judge(ShardSource *s, Remote *m, ShardXfer *x, uint64_t off, int *att
                       m->attempt ? " (retries spent)" : "");
 }
 
-/* Starts a transfer of bytes off..to (to UINT64_MAX: to the end; head: the headers only)
- * into *out, judged. */
+/* Sends the request for bytes off..to (to UINT64_MAX: to the end; head: the headers only)
+ * without waiting for its answer. */
+static int launch(ShardSource *s, Remote *m, uint64_t off, uint64_t to, int head, ShardXfer **out)
+{
+    ShardRequest q = {0};
+    int rc = shard_object_request(m->r, &m->o, m->pin[0] ? m->pin : NULL, &q, s->err);
+    if (!rc) {
+        q.head = head;
+        q.ranged = !head && (off > 0 || to != UINT64_MAX);
+        q.from = off;
+        q.to = to;
+        rc = shard_xfer_start(m->r, &q, out, s->err);
+    }
+    shard_request_clear(&q);
+    return rc;
+}
+
+/* A transfer of bytes off..to into *out, its answer judged (*out may have been launched
+ * already: a prefetch), retried until it is good or the budget is spent. */
 static int start(ShardSource *s, Remote *m, uint64_t off, uint64_t to, int head, ShardXfer **out)
 {
     for (;;) {
-        ShardRequest q = {0};
-        int rc = shard_object_request(m->r, &m->o, m->pin[0] ? m->pin : NULL, &q, s->err);
-        if (!rc) {
-            q.head = head;
-            q.ranged = !head && (off > 0 || to != UINT64_MAX);
-            q.from = off;
-            q.to = to;
-            rc = shard_xfer_start(m->r, &q, out, s->err);
-        }
-        shard_request_clear(&q);
+        int rc = *out ? 0 : launch(s, m, off, to, head, out);
         if (rc)
             return rc;
         int ok = 0;
@@ -153,14 +162,15 @@ static ssize_t remote_read(ShardSource *s, const void **block)
     for (;;) {
         if (m->eof)
             return 0;
-        if (!m->x) {
-            if (s->size >= 0 && s->pos >= (uint64_t)s->size) {
+        if (!m->judged) {
+            if (!m->x && s->size >= 0 && s->pos >= (uint64_t)s->size) {
                 m->eof = 1;
                 continue;
             }
             int rc = start(s, m, s->pos, UINT64_MAX, 0, &m->x);
             if (rc)
                 return rc;
+            m->judged = 1;
         }
         ssize_t k = shard_xfer_read(m->x, block);
         if (k > 0) {
@@ -177,6 +187,7 @@ static ssize_t remote_read(ShardSource *s, const void **block)
                 shard_cache_fill_write(&m->fill, *block, (size_t)k);
             return k;
         }
+        m->judged = 0;
         if (k == 0 && (s->size < 0 || s->pos >= (uint64_t)s->size)) {
             shard_xfer_free(&m->x);
             m->eof = 1;
@@ -184,7 +195,7 @@ static ssize_t remote_read(ShardSource *s, const void **block)
                 shard_cache_fill_commit(&m->fill, s->pos);
             continue;
         }
-        int rc = again(s, m, &m->x, s->pos); /* cut, or ended short of the size */
+        int rc = again(s, m, &m->x, s->pos); /* cut, or ended short of the size (frees x) */
         if (rc)
             return rc;
     }
@@ -195,7 +206,7 @@ static int remote_read_at(ShardSource *s, uint64_t off, void *buf, size_t n)
     Remote *m = s->impl;
     size_t got = 0;
     while (got < n) {
-        ShardXfer *x;
+        ShardXfer *x = NULL;
         int rc = start(s, m, off + got, off + n - 1, 0, &x);
         if (rc)
             return rc;
@@ -230,7 +241,7 @@ static int remote_read_at(ShardSource *s, uint64_t off, void *buf, size_t n)
 static int remote_stat(ShardSource *s)
 {
     Remote *m = s->impl;
-    ShardXfer *x;
+    ShardXfer *x = NULL;
     int gcs = m->o.kind == SHARD_OBJ_GCS;
     int rc = start(s, m, 0, 0, !gcs, &x);
     shard_xfer_free(&x);
@@ -238,6 +249,15 @@ static int remote_stat(ShardSource *s)
         rc = shard_fail(s->err, SHARD_ERR_IO, "%s: the server does not say the object's size",
                         s->url);
     return rc;
+}
+
+/* Sends the stream's first request now, so that its latency passes while the reader is
+ * still busy with the shard before (it waits, paused, once its buffer is full). */
+static void remote_prefetch(ShardSource *s)
+{
+    Remote *m = s->impl;
+    if (!m->x && !m->eof && s->pos == 0 && launch(s, m, 0, UINT64_MAX, 0, &m->x))
+        m->x = NULL; /* the first read tries again and reports */
 }
 
 /* With a cache copy being written, the stream is read to its very end (libarchive stops at
@@ -279,6 +299,7 @@ static const ShardSourceOps remote_ops = {
     .read_at = remote_read_at,
     .stat = remote_stat,
     .finish = remote_finish,
+    .prefetch = remote_prefetch,
     .close = remote_close,
 };
 

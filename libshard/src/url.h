@@ -38,6 +38,8 @@ SHARD_HIDDEN int shard_source_each(const char *url, ShardRemote *remote, ShardBl
 SHARD_HIDDEN int shard_source_slurp(const char *url, ShardRemote *remote, ShardBuf *out,
                                     size_t max, char *err);
 
+/* Whether url names a remote object (http, https, gs, s3). */
+SHARD_HIDDEN int shard_url_is_remote(const char *url);
 /* A command whose output is the object ("pipe:COMMAND"), rather than a location. */
 SHARD_HIDDEN int shard_url_is_command(const char *url);
 /* Whether objects beside it (its index) can be opened: a local path or a remote URL. */
