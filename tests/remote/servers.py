@@ -71,7 +71,8 @@ def stop(proc):
 
 
 class Nginx:
-    def __init__(self, root, extra=""):
+    def __init__(self, root, extra="", main=""):
+        """root served at /; extra: server-block directives; main: top-level ones."""
         self.prefix = Path(tempfile.mkdtemp(prefix="libshard-nginx-"))
         (self.prefix / "logs").mkdir()
         (self.prefix / "tmp").mkdir()
@@ -81,6 +82,7 @@ class Nginx:
         # as root, workers would become nobody, who cannot read a private temporary folder
         user = "user root;" if os.geteuid() == 0 else ""
         conf.write_text(f"""
+{main}
 daemon off;
 {user}
 worker_processes 1;

@@ -1,0 +1,122 @@
+"""Remote shards over loopback HTTP (nginx), side by side with their baselines in one run.
+
+    /usr/bin/python3 bench/remote_bench.py IMAGEFOLDER [--rounds 5] [--shards DIR]
+
+IMAGEFOLDER is packed into 16 tar shards (with a manifest) unless --shards names a folder
+packed before. nginx (nginx-light, with its echo module for the added latency) serves it
+on 127.0.0.1. Every measure is the median of --rounds rounds, the commands of a round run
+in turn, so that a noisy machine slows them alike:
+
+  read      the streaming reader (read_iter --touch --reader 0 4: four streams, every byte
+            touched) over http://, as a ratio to `curl -Z --parallel-max 4 -o /dev/null` of
+            the same shards from the same server, and to the same reader on local files
+  latency   the reader with 50 ms added to every request (echo_sleep), over the reader
+            without it, from the same server
+  first     time to the first sample (open the reader, take one), remote over local
+  batches   decoded 224x224 training batches (examples/read_batches, 256 per batch), remote
+            over local
+"""
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests" / "remote"))
+sys.path.insert(0, str(REPO / "bench"))
+import servers  # noqa: E402
+from benchtools import timed, warm  # noqa: E402
+
+BUILD = REPO / "build"
+
+
+def first_sample(url):
+    """Seconds to open a reader on url and take one sample, in a fresh process."""
+    code = ("import sys, time; sys.path.insert(0, %r); from libshard import _libshard as L; "
+            "t = time.perf_counter(); r = L.Reader([%r], seed=1); next(r); "
+            "print(time.perf_counter() - t)") % (str(BUILD / "python"), url)
+    out = subprocess.run(["/usr/bin/python3", "-c", code], check=True, capture_output=True,
+                         text=True).stdout
+    return float(out)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("imagefolder")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--shards")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="read the set this many times over in each reader run (a longer run, "
+                         "for the latency ratio: the manifest's and first requests' latency is "
+                         "paid once per run)")
+    a = ap.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="remote-bench-"))
+    shards = Path(a.shards) if a.shards else tmp / "www"
+    if not a.shards:
+        shards.mkdir()
+        subprocess.run([str(BUILD / "tools" / "shardpack"), a.imagefolder, "-o",
+                        str(shards / "t-%03d.tar"), "-c", "500", "-q", "-j", "2", "--no-fsync"],
+                       check=True)
+    tars = sorted(shards.glob("t-*.tar"))
+    total = sum(p.stat().st_size for p in tars)
+    warm(tars)
+    ng = servers.Nginx(shards, main=f"load_module {servers_echo()};",
+                       extra="location /slow/ { echo_sleep 0.05; echo_exec @file; }\n"
+                             "    location @file { rewrite ^/slow/(.*)$ /$1 break; }")
+    try:
+        base = ng.url
+        read_iter = str(BUILD / "bench" / "read_iter")
+        batches = str(BUILD / "examples" / "read_batches")
+        curl = ["curl", "-s", "-Z", "--parallel-max", "4"]
+        for p in tars:
+            curl += ["-o", "/dev/null", f"{base}/{p.name}"]
+        k = a.repeat
+        cmds = {
+            "curl": curl,
+            "remote": [read_iter, "--touch", "--reader", "0", "4"] + [f"{base}/t.json"] * k,
+            "local": [read_iter, "--touch", "--reader", "0", "4"] + [str(shards / "t.json")] * k,
+            "remote+50ms": [read_iter, "--touch", "--reader", "0", "4"] +
+                           [f"{base}/slow/t.json"] * k,
+        }
+        if k > 1:  # curl reads the shards k times over too
+            cmds["curl"] = curl + curl[5:] * (k - 1)
+        times = {k: [] for k in cmds}
+        firsts = {"remote": [], "local": []}
+        for r in range(a.rounds):
+            for k, c in cmds.items():
+                times[k].append(timed(c, quiet=True))
+            firsts["remote"].append(first_sample(f"{base}/t.json"))
+            firsts["local"].append(first_sample(str(shards / "t.json")))
+        bt = {"remote": [], "local": []}
+        for r in range(max(1, a.rounds // 2)):
+            bt["remote"].append(timed([batches, f"{base}/t.json", "256"], quiet=True))
+            bt["local"].append(timed([batches, str(shards / "t.json"), "256"], quiet=True))
+    finally:
+        ng.close()
+    med = {k: statistics.median(v) for k, v in times.items()}
+    mb = total * a.repeat / 1e6
+    print(f"{len(tars)} shards x {a.repeat}, {mb:.0f} MB, {a.rounds} rounds (medians)")
+    for k in cmds:
+        print(f"  {k:12s} {med[k]:.3f} s  {mb / med[k]:.0f} MB/s")
+    print(f"  read remote / curl           {med['curl'] / med['remote']:.2f}")
+    print(f"  read remote / local          {med['local'] / med['remote']:.2f}")
+    print(f"  remote+50ms / remote         {med['remote'] / med['remote+50ms']:.2f}")
+    fr, fl = statistics.median(firsts["remote"]), statistics.median(firsts["local"])
+    print(f"  first sample remote {fr * 1000:.1f} ms, local {fl * 1000:.1f} ms")
+    br, bl = statistics.median(bt["remote"]), statistics.median(bt["local"])
+    print(f"  decoded batches remote {br:.2f} s, local {bl:.2f} s: remote / local {bl / br:.2f}")
+
+
+def servers_echo():
+    for p in ("/usr/lib/nginx/modules/ngx_http_echo_module.so",):
+        if os.path.exists(p):
+            return p
+    sys.exit("remote_bench: nginx's echo module (libnginx-mod-http-echo) is missing")
+
+
+if __name__ == "__main__":
+    main()
