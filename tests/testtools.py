@@ -14,3 +14,15 @@ def tool_path(var, name):
     if not (path.is_file() and os.access(path, os.X_OK)):
         pytest.fail(f"{name} not found at {path} (set {var} or build the project)")
     return path
+
+
+@pytest.fixture(scope="session")
+def shardcat():
+    """The shardcat under test (a fixture a conftest imports)."""
+    return tool_path("SHARDCAT", "shardcat")
+
+
+@pytest.fixture(scope="session")
+def shardpack():
+    """The shardpack under test (a fixture a conftest imports)."""
+    return tool_path("SHARDPACK", "shardpack")

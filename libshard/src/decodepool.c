@@ -28,6 +28,7 @@ struct ShardDecodePool {
 
 static void *decoder_main(void *arg)
 {
+    pthread_setname_np(pthread_self(), "shard-decode"); /* for top -H, perf and gdb */
     ShardDecodePool *p = arg;
     ShardScratch sc = {0};
     ShardDecodeJob j;

@@ -191,6 +191,7 @@ static int fetch_segment(Stream *st, const ShardSegment *seg, size_t n, uint64_t
 
 static void *fetch_main(void *arg)
 {
+    pthread_setname_np(pthread_self(), "shard-fetch"); /* for top -H, perf and gdb */
     Stream *st = arg;
     ShardFetch *f = st->f;
     ShardSegment seg;

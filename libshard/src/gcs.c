@@ -361,18 +361,8 @@ int shard_gcs_list(ShardRemote *r, const ShardObject *prefix, ShardListFn fn, vo
     char *token = NULL;
     int rc = 0;
     for (;;) {
-        long status;
-        rc = shard_net_fetch(r, prefix->url, build_list, &lp, &body, 64u << 20, r->s.retries,
-                             &status, err);
-        if (rc)
+        if ((rc = shard_object_list_page(r, prefix, build_list, &lp, &body, err)))
             break;
-        if (status != 200) {
-            char reason[256];
-            shard_object_reason((char *)body.data, reason, sizeof reason);
-            rc = shard_fail(err, status == 404 ? SHARD_ERR_NOT_FOUND : SHARD_ERR_IO,
-                            "%s: listing failed (HTTP %ld%s)", prefix->url, status, reason);
-            break;
-        }
         json_error_t je;
         json_t *j = json_loads((char *)body.data, 0, &je);
         if (!j) {

@@ -130,6 +130,7 @@ static void put_end(ShardLoader *l, ShardSlot *sl, int code, const char *message
 
 static void *producer_main(void *arg)
 {
+    pthread_setname_np(pthread_self(), "shard-produce"); /* for top -H, perf and gdb */
     ShardLoader *l = arg;
     size_t bs = l->s.batch_size;
     const ShardList *list = shard_reader_list(l->reader);

@@ -3,8 +3,10 @@
  */
 #include <ctype.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -95,6 +97,7 @@ static void retire(ShardRemote *r, ShardXfer *x)
 
 static void *net_main(void *arg)
 {
+    pthread_setname_np(pthread_self(), "shard-net"); /* for top -H, perf and gdb */
     ShardRemote *r = arg;
     for (;;) {
         ShardXfer *unpause[64], *cancel[64];
@@ -161,7 +164,13 @@ static int net_start(ShardRemote *r, char *err)
         return shard_fail(err, SHARD_ERR_NOMEM, "libcurl: cannot make a multi handle");
     curl_multi_setopt(r->multi, CURLMOPT_MAX_HOST_CONNECTIONS, r->s.connections);
     curl_multi_setopt(r->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
-    if (pthread_create(&r->thread, NULL, net_main, r)) {
+    /* signals are for the application's threads (Python's main thread among them) */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(&r->thread, NULL, net_main, r);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc) {
         curl_multi_cleanup(r->multi);
         r->multi = NULL;
         return shard_fail(err, SHARD_ERR_IO, "cannot start the network thread");
@@ -367,14 +376,45 @@ static int xfer_setup(ShardXfer *x, char *err)
     return 0;
 }
 
+/* A transfer buffer of cap bytes: a finished transfer's, or a new one. */
+static unsigned char *buffer_get(ShardRemote *r, size_t cap)
+{
+    unsigned char *b = NULL;
+    pthread_mutex_lock(&r->mu);
+    if (r->nspare && r->spare_cap == cap)
+        b = r->spare[--r->nspare];
+    pthread_mutex_unlock(&r->mu);
+    return b ? b : malloc(cap);
+}
+
+static void buffer_put(ShardRemote *r, unsigned char *b, size_t cap)
+{
+    pthread_mutex_lock(&r->mu);
+    int keep = b && r->nspare < sizeof r->spare / sizeof *r->spare &&
+               (r->spare_cap == cap || !r->nspare);
+    if (keep) {
+        r->spare_cap = cap;
+        r->spare[r->nspare++] = b;
+    }
+    pthread_mutex_unlock(&r->mu);
+    if (!keep)
+        free(b);
+}
+
+void shard_net_buffers_free(ShardRemote *r)
+{
+    while (r->nspare)
+        free(r->spare[--r->nspare]);
+}
+
 int shard_xfer_start(ShardRemote *r, ShardRequest *q, ShardXfer **out, char *err)
 {
     *out = NULL;
     ShardXfer *x = calloc(1, sizeof *x);
     size_t cap = r->s.buffer / 2 > XFER_CURL_BUFFER ? r->s.buffer / 2 : XFER_CURL_BUFFER;
     if (x) {
-        x->buf[0] = malloc(cap);
-        x->buf[1] = malloc(cap);
+        x->buf[0] = buffer_get(r, cap);
+        x->buf[1] = buffer_get(r, cap);
         x->easy = curl_easy_init();
     }
     if (!x || !x->buf[0] || !x->buf[1] || !x->easy) {
@@ -498,8 +538,8 @@ void shard_xfer_free(ShardXfer **px)
     curl_easy_cleanup(x->easy);
     pthread_cond_destroy(&x->cv);
     shard_request_clear(&x->q);
-    free(x->buf[0]);
-    free(x->buf[1]);
+    buffer_put(r, x->buf[0], x->cap[0]);
+    buffer_put(r, x->buf[1], x->cap[1]);
     free(x);
 }
 

@@ -53,6 +53,8 @@ struct ShardRemote {
     CURLM *multi;
     ShardXfer *incoming;        /* transfers to add (under mu) */
     ShardXfer *active;          /* transfers on the multi handle (the network thread's) */
+    unsigned char *spare[8];    /* buffers of finished transfers, for the next (under mu): */
+    size_t nspare, spare_cap;   /* no page faults for each new shard */
     struct {
         atomic_uint_least64_t bytes, requests, retries, resumes, range_ignored, replaced,
             wait_ns, cache_hits, cache_misses, cache_bytes;
@@ -129,6 +131,9 @@ SHARD_HIDDEN int shard_net_fetch(ShardRemote *r, const char *shown, ShardBuildFn
 /* Percent-encodes s into out (appended): unreserved characters stay, and '/' too when
  * keep_slash. 0 or SHARD_ERR_NOMEM. */
 SHARD_HIDDEN int shard_url_encode(ShardBuf *out, const char *s, int keep_slash);
+
+/* Frees the transfer buffers kept for reuse (when the ShardRemote goes). */
+SHARD_HIDDEN void shard_net_buffers_free(ShardRemote *r);
 
 /* A ShardRemote for a caller that gave none: the defaults. NULL when out of memory. */
 SHARD_HIDDEN ShardRemote *shard_remote_default(char *err);

@@ -117,6 +117,21 @@ void shard_object_reason(const char *body, char *out, size_t cap)
     }
 }
 
+int shard_object_list_page(ShardRemote *r, const ShardObject *prefix, ShardBuildFn build,
+                           void *cookie, ShardBuf *body, char *err)
+{
+    long status;
+    int rc = shard_net_fetch(r, prefix->url, build, cookie, body, 64u << 20, r->s.retries,
+                             &status, err);
+    if (!rc && status != 200) {
+        char reason[256];
+        shard_object_reason((char *)body->data, reason, sizeof reason);
+        rc = shard_fail(err, status == 404 ? SHARD_ERR_NOT_FOUND : SHARD_ERR_IO,
+                        "%s: listing failed (HTTP %ld%s)", prefix->url, status, reason);
+    }
+    return rc;
+}
+
 int shard_object_list(ShardRemote *r, const char *url, ShardListFn fn, void *cookie, char *err)
 {
     ShardObject o;

@@ -42,6 +42,12 @@ typedef int (*ShardListFn)(void *cookie, const char *url, uint64_t size);
 SHARD_HIDDEN int shard_object_list(ShardRemote *r, const char *url, ShardListFn fn, void *cookie,
                                    char *err);
 
+/* One page of a listing, built by build: its body, or an error naming the prefix with the
+ * store's reason (404: SHARD_ERR_NOT_FOUND). */
+SHARD_HIDDEN int shard_object_list_page(ShardRemote *r, const ShardObject *prefix,
+                                        ShardBuildFn build, void *cookie, ShardBuf *body,
+                                        char *err);
+
 /* gcs.c */
 SHARD_HIDDEN int shard_gcs_request(ShardRemote *r, const ShardObject *o, const char *generation,
                                    ShardRequest *q, char *err);

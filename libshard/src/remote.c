@@ -95,6 +95,7 @@ void shard_remote_put(ShardRemote *r)
     if (!r || atomic_fetch_sub_explicit(&r->refs, 1, memory_order_acq_rel) != 1)
         return;
     shard_net_stop(r);
+    shard_net_buffers_free(r);
     shard_gcs_auth_free(r->gcs);
     shard_s3_auth_free(r->s3);
     pthread_mutex_destroy(&r->mu);

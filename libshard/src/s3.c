@@ -267,18 +267,8 @@ int shard_s3_list(ShardRemote *r, const ShardObject *prefix, ShardListFn fn, voi
     ListPage lp = {r, prefix, NULL};
     int rc = 0;
     for (;;) {
-        long status;
-        rc = shard_net_fetch(r, prefix->url, build_list, &lp, &body, 64u << 20, r->s.retries,
-                             &status, err);
-        if (rc)
+        if ((rc = shard_object_list_page(r, prefix, build_list, &lp, &body, err)))
             break;
-        if (status != 200) {
-            char reason[256];
-            shard_object_reason((char *)body.data, reason, sizeof reason);
-            rc = shard_fail(err, status == 404 ? SHARD_ERR_NOT_FOUND : SHARD_ERR_IO,
-                            "%s: listing failed (HTTP %ld%s)", prefix->url, status, reason);
-            break;
-        }
         const char *p = (const char *)body.data;
         const char *c;
         while (!rc && (c = strstr(p, "<Contents>"))) {

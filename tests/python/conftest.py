@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from testtools import tool_path  # noqa: E402
+from testtools import shardpack, tool_path  # noqa: E402,F401 (fixtures)
 
 REPO = Path(__file__).resolve().parents[2]
 _PYPATH = Path(os.environ.get("LIBSHARD_PYTHONPATH", REPO / "build" / "python")).resolve()
@@ -48,11 +48,6 @@ NSAMPLES = 300
 MAXCOUNT = 40  # samples per shard: 7 shards of 40 and one of 20
 
 
-
-
-@pytest.fixture(scope="session")
-def shardpack():
-    return tool_path("SHARDPACK", "shardpack")
 
 
 def within(seconds, fn, what):

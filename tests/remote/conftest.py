@@ -16,7 +16,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from testtools import tool_path  # noqa: E402
+from testtools import shardcat, shardpack  # noqa: E402,F401 (fixtures)
 import servers  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
@@ -26,19 +26,10 @@ BUCKET = "shards"
 # No credentials or endpoints of the machine's own leak into the runs.
 CLEAN_ENV = {k: v for k, v in os.environ.items()
              if not k.startswith(("AWS_", "GOOGLE_", "GCE_", "STORAGE_EMULATOR", "SHARD_GCS",
+                                  "CURL_CA_BUNDLE", "SSL_CERT_FILE",
                                   "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD"))}
 CLEAN_ENV["LC_ALL"] = "C.UTF-8"
 CLEAN_ENV["HOME"] = "/nonexistent"  # no ~/.aws
-
-
-@pytest.fixture(scope="session")
-def shardcat():
-    return tool_path("SHARDCAT", "shardcat")
-
-
-@pytest.fixture(scope="session")
-def shardpack():
-    return tool_path("SHARDPACK", "shardpack")
 
 
 @pytest.fixture(scope="session")

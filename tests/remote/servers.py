@@ -71,8 +71,9 @@ def stop(proc):
 
 
 class Nginx:
-    def __init__(self, root, extra="", main=""):
-        """root served at /; extra: server-block directives; main: top-level ones."""
+    def __init__(self, root, extra="", main="", tls=None):
+        """root served at /; extra: server-block directives; main: top-level ones;
+        tls: (certificate, key) to serve https with HTTP/2."""
         self.prefix = Path(tempfile.mkdtemp(prefix="libshard-nginx-"))
         (self.prefix / "logs").mkdir()
         (self.prefix / "tmp").mkdir()
@@ -95,7 +96,8 @@ http {{
   uwsgi_temp_path {t}; scgi_temp_path {t};
   sendfile on; keepalive_requests 100000;
   server {{
-    listen 127.0.0.1:{self.port};
+    listen 127.0.0.1:{self.port}{" ssl http2" if tls else ""};
+    {f"ssl_certificate {tls[0]}; ssl_certificate_key {tls[1]};" if tls else ""}
     root {root};
     {extra}
   }}
@@ -105,11 +107,20 @@ http {{
         self.proc = subprocess.Popen([nginx, "-p", str(self.prefix), "-e",
                                       str(self.prefix / "logs" / "error.log"), "-c", str(conf)])
         wait_port(self.port, self.proc)
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
 
     def close(self):
         stop(self.proc)
         shutil.rmtree(self.prefix, ignore_errors=True)
+
+
+def self_signed(folder):
+    """A certificate for 127.0.0.1 and its key, made with openssl: (cert, key) paths."""
+    cert, key = Path(folder) / "cert.pem", Path(folder) / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+    return cert, key
 
 
 class _FaultHandler(http.server.BaseHTTPRequestHandler):

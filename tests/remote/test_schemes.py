@@ -68,3 +68,30 @@ def test_resume_reads_only_what_it_needs(run, root, remote, which):
     size = sum((root / "data" / n).stat().st_size for n in local_names(root, spec[0] + "-*.t*"))
     fetched = resumed.stat("bytes")
     assert fetched < size / 4, (fetched, size)
+
+
+def test_dataset_matches_local(remote, root, monkeypatch):
+    """ShardDataset (raw samples and decoded batches) over each scheme, as over local files."""
+    import os
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, os.environ.get("LIBSHARD_PYTHONPATH",
+                                      str(Path(__file__).resolve().parents[2] / "build" / "python")))
+    import torch
+    from libshard.torch import ShardDataset
+    base, env = remote
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    spec = SETS["zst"]
+    kw = dict(decode=False, seed=9, shuffle=40)
+    local = [(s["__key__"], s["jpg"], s["cls"]) for s in ShardDataset(f"{root}/data/{spec}", **kw)]
+    ds = ShardDataset(f"{base}/{spec}", **kw)
+    got = [(s["__key__"], s["jpg"], s["cls"]) for s in ds]
+    assert got == local and len(got) == 320
+    assert ds.remote_stats()["requests"] >= 8
+    kw = dict(seed=9, batch_size=32, image_size=32, crop="center")
+    a = [(x.clone(), y.clone()) for x, y in ShardDataset(f"{root}/data/{spec}", **kw)]
+    b = [(x.clone(), y.clone()) for x, y in ShardDataset(f"{base}/{spec}", **kw)]
+    assert len(a) == len(b) == 10
+    for (xa, ya), (xb, yb) in zip(a, b):
+        assert torch.equal(xa, xb) and torch.equal(ya, yb)

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from testtools import tool_path  # noqa: E402
+from testtools import shardcat, shardpack, tool_path  # noqa: E402,F401 (fixtures)
 from PIL import Image
 
 REPO = Path(__file__).resolve().parents[2]
@@ -36,16 +36,6 @@ BASE_ENV["LC_ALL"] = "C.UTF-8"
 TIMEOUT = 60  # seconds for any one shardcat run: a hang fails the test instead of the suite
 
 
-
-
-@pytest.fixture(scope="session")
-def shardcat():
-    return tool_path("SHARDCAT", "shardcat")
-
-
-@pytest.fixture(scope="session")
-def shardpack():
-    return tool_path("SHARDPACK", "shardpack")
 
 
 class Result:
