@@ -25,7 +25,6 @@
 #include <openssl/evp.h>
 
 #include "internal.h"
-#include "url.h"
 
 #define AFILE_BUFSIZE (1u << 20)
 
@@ -337,34 +336,24 @@ void shard_afile_abort(ShardAtomicFile *f)
     f->md5 = f->sha256 = NULL;
 }
 
-typedef struct Digests {
-    void *md5, *sha256;
-    uint64_t total;
-} Digests;
-
-static int digest_block(void *cookie, const void *block, size_t n, char *err)
+int shard_digests_init(ShardDigests *d)
 {
-    Digests *d = cookie;
-    (void)err;
-    EVP_DigestUpdate(d->md5, block, n);
-    EVP_DigestUpdate(d->sha256, block, n);
-    d->total += n;
-    return 0;
+    d->total = 0;
+    return digests_new(&d->md5, &d->sha256);
 }
 
-int shard_url_digests(const char *url, char *md5, char *sha256, uint64_t *size, char *err)
+void shard_digests_update(ShardDigests *d, const void *p, size_t n)
 {
-    Digests d = {0};
-    if (digests_new(&d.md5, &d.sha256))
-        return shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", url);
-    int rc = shard_source_each(url, NULL, digest_block, &d, err);
-    if (!rc) {
-        digest_final(d.md5, md5);
-        digest_final(d.sha256, sha256);
-        if (size)
-            *size = d.total;
-    }
-    EVP_MD_CTX_free(d.md5);
-    EVP_MD_CTX_free(d.sha256);
-    return rc;
+    EVP_DigestUpdate(d->md5, p, n);
+    EVP_DigestUpdate(d->sha256, p, n);
+    d->total += n;
+}
+
+void shard_digests_final(ShardDigests *d, char *md5, char *sha256)
+{
+    digest_final(d->md5, md5);
+    digest_final(d->sha256, sha256);
+    EVP_MD_CTX_free(d->md5);
+    EVP_MD_CTX_free(d->sha256);
+    d->md5 = d->sha256 = NULL;
 }

@@ -20,7 +20,7 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 
-#include "objstore.h"
+#include "store.h"
 
 #define GCS_SCOPE "https://www.googleapis.com/auth/devstorage.read_only"
 
@@ -245,7 +245,7 @@ static int refresh(ShardRemote *r, ShardGcsAuth *a, char *err)
     json_t *j = NULL;
     if (!rc && status != 200) {
         char reason[256];
-        shard_object_reason((char *)body.data, reason, sizeof reason);
+        shard_net_reason((char *)body.data, reason, sizeof reason);
         const char *code = NULL, *e = NULL;
         json_t *ej = json_loads((char *)body.data, 0, NULL);
         if (ej) { /* OAuth2's error code and description, never the request */
@@ -361,7 +361,7 @@ int shard_gcs_list(ShardRemote *r, const ShardObject *prefix, ShardListFn fn, vo
     char *token = NULL;
     int rc = 0;
     for (;;) {
-        if ((rc = shard_object_list_page(r, prefix, build_list, &lp, &body, err)))
+        if ((rc = shard_net_list_page(r, prefix->url, build_list, &lp, &body, err)))
             break;
         json_error_t je;
         json_t *j = json_loads((char *)body.data, 0, &je);

@@ -79,10 +79,15 @@ SHARD_HIDDEN int shard_afile_commit(ShardAtomicFile *f, char *md5, char *sha256,
 /* Closes and removes the temporary file; safe to call on a committed or zeroed file. */
 SHARD_HIDDEN void shard_afile_abort(ShardAtomicFile *f);
 
-/* Hex digests of a whole object, read through the sources (md5: 33 bytes, sha256: 65
- * bytes; either may be NULL). */
-SHARD_HIDDEN int shard_url_digests(const char *url, char *md5, char *sha256, uint64_t *size,
-                                   char *err);
+/* MD5 and SHA-256 of bytes given block by block (a whole object read through a source). */
+typedef struct ShardDigests {
+    void *md5, *sha256;
+    uint64_t total;
+} ShardDigests;
+SHARD_HIDDEN int shard_digests_init(ShardDigests *d);
+SHARD_HIDDEN void shard_digests_update(ShardDigests *d, const void *p, size_t n);
+/* Hex digests (md5: 33 bytes, sha256: 65 bytes; either may be NULL); frees d's state. */
+SHARD_HIDDEN void shard_digests_final(ShardDigests *d, char *md5, char *sha256);
 
 /* Reusable buffers for decoding and resampling, one set per thread (scratch.c): no
  * allocation per sample once they have grown to the largest image. Zero-initialize. */

@@ -646,3 +646,51 @@ int shard_net_fetch(ShardRemote *r, const char *shown, ShardBuildFn build, void 
         shard_net_backoff(r, attempt, after);
     }
 }
+
+/* ---- what stores answer ------------------------------------------------------------- */
+
+/* The text between <tag> and </tag>, or after "key": "...", into out. */
+static int grab(const char *body, const char *open, const char *close, char *out, size_t cap)
+{
+    const char *a = strstr(body, open);
+    if (!a)
+        return 0;
+    a += strlen(open);
+    const char *b = strstr(a, close);
+    size_t n = b ? (size_t)(b - a) : strlen(a);
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(out, a, n);
+    out[n] = 0;
+    return 1;
+}
+
+void shard_net_reason(const char *body, char *out, size_t cap)
+{
+    out[0] = 0;
+    char code[96], msg[160];
+    if (grab(body, "<Code>", "</Code>", code, sizeof code)) {
+        if (grab(body, "<Message>", "</Message>", msg, sizeof msg))
+            snprintf(out, cap, ": %s: %s", code, msg);
+        else
+            snprintf(out, cap, ": %s", code);
+    } else if (grab(body, "\"message\": \"", "\"", msg, sizeof msg) ||
+               grab(body, "\"message\":\"", "\"", msg, sizeof msg)) {
+        snprintf(out, cap, ": %s", msg);
+    }
+}
+
+int shard_net_list_page(ShardRemote *r, const char *shown, ShardBuildFn build, void *cookie,
+                        ShardBuf *body, char *err)
+{
+    long status;
+    int rc = shard_net_fetch(r, shown, build, cookie, body, 64u << 20, r->s.retries,
+                             &status, err);
+    if (!rc && status != 200) {
+        char reason[256];
+        shard_net_reason((char *)body->data, reason, sizeof reason);
+        rc = shard_fail(err, status == 404 ? SHARD_ERR_NOT_FOUND : SHARD_ERR_IO,
+                        "%s: listing failed (HTTP %ld%s)", shown, status, reason);
+    }
+    return rc;
+}

@@ -128,6 +128,15 @@ SHARD_HIDDEN int shard_net_fetch(ShardRemote *r, const char *shown, ShardBuildFn
                                  void *cookie, ShardBuf *out, size_t max, int retries,
                                  long *status, char *err);
 
+/* A short reason from an error body (S3's <Code>, GCS's "message"), never the whole body
+ * (an S3 SignatureDoesNotMatch body echoes the request): ": reason", or "". */
+SHARD_HIDDEN void shard_net_reason(const char *body, char *out, size_t cap);
+
+/* One page of a store's listing, built by build: its body, or an error naming shown with
+ * the store's reason (404: SHARD_ERR_NOT_FOUND). */
+SHARD_HIDDEN int shard_net_list_page(ShardRemote *r, const char *shown, ShardBuildFn build,
+                                     void *cookie, ShardBuf *body, char *err);
+
 /* Percent-encodes s into out (appended): unreserved characters stay, and '/' too when
  * keep_slash. 0 or SHARD_ERR_NOMEM. */
 SHARD_HIDDEN int shard_url_encode(ShardBuf *out, const char *s, int keep_slash);

@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "objstore.h"
-#include "url.h"
 
 static ShardObjectKind kind_of(const char *url, size_t *skip)
 {
@@ -20,12 +19,6 @@ static ShardObjectKind kind_of(const char *url, size_t *skip)
     }
     *skip = 0;
     return SHARD_OBJ_HTTP;
-}
-
-int shard_url_is_remote(const char *url)
-{
-    return !strncmp(url, "http://", 7) || !strncmp(url, "https://", 8) ||
-           !strncmp(url, "gs://", 5) || !strncmp(url, "s3://", 5);
 }
 
 int shard_object_parse(ShardObject *o, const char *url, char *err)
@@ -84,52 +77,6 @@ const char *shard_object_version(const ShardObject *o, const ShardResponse *rs)
     if (o->kind == SHARD_OBJ_GCS)
         return rs->generation;
     return rs->etag[0] ? rs->etag : rs->last_modified;
-}
-
-/* The text between <tag> and </tag>, or after "key": "...", into out. */
-static int grab(const char *body, const char *open, const char *close, char *out, size_t cap)
-{
-    const char *a = strstr(body, open);
-    if (!a)
-        return 0;
-    a += strlen(open);
-    const char *b = strstr(a, close);
-    size_t n = b ? (size_t)(b - a) : strlen(a);
-    if (n >= cap)
-        n = cap - 1;
-    memcpy(out, a, n);
-    out[n] = 0;
-    return 1;
-}
-
-void shard_object_reason(const char *body, char *out, size_t cap)
-{
-    out[0] = 0;
-    char code[96], msg[160];
-    if (grab(body, "<Code>", "</Code>", code, sizeof code)) {
-        if (grab(body, "<Message>", "</Message>", msg, sizeof msg))
-            snprintf(out, cap, ": %s: %s", code, msg);
-        else
-            snprintf(out, cap, ": %s", code);
-    } else if (grab(body, "\"message\": \"", "\"", msg, sizeof msg) ||
-               grab(body, "\"message\":\"", "\"", msg, sizeof msg)) {
-        snprintf(out, cap, ": %s", msg);
-    }
-}
-
-int shard_object_list_page(ShardRemote *r, const ShardObject *prefix, ShardBuildFn build,
-                           void *cookie, ShardBuf *body, char *err)
-{
-    long status;
-    int rc = shard_net_fetch(r, prefix->url, build, cookie, body, 64u << 20, r->s.retries,
-                             &status, err);
-    if (!rc && status != 200) {
-        char reason[256];
-        shard_object_reason((char *)body->data, reason, sizeof reason);
-        rc = shard_fail(err, status == 404 ? SHARD_ERR_NOT_FOUND : SHARD_ERR_IO,
-                        "%s: listing failed (HTTP %ld%s)", prefix->url, status, reason);
-    }
-    return rc;
 }
 
 int shard_object_list(ShardRemote *r, const char *url, ShardListFn fn, void *cookie, char *err)

@@ -8,7 +8,7 @@
 
 #include "cache.h"
 #include "net.h"
-#include "objstore.h"
+#include "store.h"
 
 void shard_remote_default_settings(ShardRemoteSettings *s)
 {

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "objstore.h"
+#include "store.h"
 
 struct ShardS3Auth {
     char *key_id, *secret, *token; /* NULL key_id: anonymous */
@@ -267,7 +267,7 @@ int shard_s3_list(ShardRemote *r, const ShardObject *prefix, ShardListFn fn, voi
     ListPage lp = {r, prefix, NULL};
     int rc = 0;
     for (;;) {
-        if ((rc = shard_object_list_page(r, prefix, build_list, &lp, &body, err)))
+        if ((rc = shard_net_list_page(r, prefix->url, build_list, &lp, &body, err)))
             break;
         const char *p = (const char *)body.data;
         const char *c;

@@ -82,7 +82,7 @@ static int judge(ShardSource *s, Remote *m, ShardXfer *x, uint64_t off, int *att
     const void *b;
     while (shard_xfer_read(x, &b) > 0) /* the error body, for its reason */
         ;
-    shard_object_reason(shard_xfer_body(x), reason, sizeof reason);
+    shard_net_reason(shard_xfer_body(x), reason, sizeof reason);
     if (st == 412 || (st == 404 && m->pin[0] && m->o.kind == SHARD_OBJ_GCS))
         return fail_replaced(s, m, off, NULL);
     if (st == 404)

@@ -120,12 +120,26 @@ static void check_frames(Ctx *c, ShardSource *src, uint64_t **bounds, size_t *nb
     free(e);
 }
 
+static int digest_block(void *cookie, const void *block, size_t n, char *err)
+{
+    (void)err;
+    shard_digests_update(cookie, block, n);
+    return 0;
+}
+
 static void check_manifest(Ctx *c)
 {
     const ShardFileInfo *x = c->s->expect;
     char md5[33], sha[65], msg[SHARD_ERROR_MAX];
-    uint64_t size = 0;
-    if (shard_url_digests(c->url, md5, sha, &size, msg)) {
+    ShardDigests d;
+    if (shard_digests_init(&d)) {
+        defect(c, "%s: out of memory", c->url);
+        return;
+    }
+    int rc = shard_source_each(c->url, c->s->remote, digest_block, &d, msg);
+    uint64_t size = d.total;
+    shard_digests_final(&d, md5, sha);
+    if (rc) {
         defect(c, "%s", msg);
         return;
     }
