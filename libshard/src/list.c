@@ -2,6 +2,9 @@
  * Shard lists (shard/list.h): brace patterns as WebDataset (braceexpand) writes them,
  * manifests, plain urls; and the sample counts indexes promise.
  */
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -170,6 +173,48 @@ static uint64_t index_count(const char *url, ShardRemote *remote)
     return n;
 }
 
+#define COUNT_THREADS 16
+
+typedef struct Counter {
+    List *l;
+    ShardRemote *remote;
+    atomic_size_t next; /* the next entry to look at */
+} Counter;
+
+static void *count_main(void *arg)
+{
+    Counter *c = arg;
+    for (size_t i; (i = atomic_fetch_add(&c->next, 1)) < c->l->n;)
+        if (!c->l->v[i].info)
+            c->l->v[i].nsamples = index_count(c->l->v[i].url, c->remote);
+    return NULL;
+}
+
+/* The counts of the shards no manifest described, from their indexes' first lines: remote
+ * ones several at a time, so that a long brace pattern over a store far away does not pay
+ * one round trip after another. */
+static void counts(List *l, ShardRemote *remote)
+{
+    size_t remote_ones = 0;
+    for (size_t i = 0; i < l->n; i++)
+        remote_ones += !l->v[i].info && shard_url_is_remote(l->v[i].url);
+    Counter c = {l, remote, 0};
+    pthread_t t[COUNT_THREADS];
+    size_t nt = 0;
+    if (remote_ones > 1) {
+        size_t want = remote_ones < COUNT_THREADS ? remote_ones : COUNT_THREADS;
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        while (nt < want && pthread_create(&t[nt], NULL, count_main, &c) == 0)
+            nt++;
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+    }
+    count_main(&c); /* this thread too (alone when no thread could start) */
+    while (nt)
+        pthread_join(t[--nt], NULL);
+}
+
 /* Whether a spec names a manifest. */
 static int is_manifest(const char *spec)
 {
@@ -235,13 +280,10 @@ int shard_list_expand(ShardList **out, const char *const *specs, size_t nspecs,
     }
     l->nspecs = nspecs;
     int rc = 0;
-    for (size_t k = 0; k < nspecs && !rc; k++) {
-        size_t first = l->n;
+    for (size_t k = 0; k < nspecs && !rc; k++)
         rc = expand_one(l, specs[k], k, s->remote, msg);
-        for (size_t i = first; !rc && s->counts && i < l->n; i++)
-            if (!l->v[i].info)
-                l->v[i].nsamples = index_count(l->v[i].url, s->remote);
-    }
+    if (!rc && s->counts)
+        counts(l, s->remote);
     if (rc) {
         shard_list_free(&l);
         return shard_report(err, rc, msg);

@@ -338,7 +338,8 @@ static int xfer_setup(ShardXfer *x, char *err)
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)(s->connect_timeout * 1000));
     curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, s->stall_bytes);
     curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, (long)ceil(s->stall_timeout));
-    curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
+    /* no CURLOPT_PIPEWAIT: a transfer waiting to multiplex on a connection whose first
+     * transfer is paused (its reader busy elsewhere) would wait for good */
     curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");

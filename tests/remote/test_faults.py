@@ -148,3 +148,36 @@ def test_python_dataset_survives_faults(fault, root):
     assert remote == local and len(local) == 320
     st = ds.remote_stats()
     assert st["resumes"] >= 50 and st["requests"] > st["resumes"], st
+
+
+ECHO = "/usr/lib/nginx/modules/ngx_http_echo_module.so"
+
+
+@pytest.fixture(scope="module")
+def slow_nginx(root):
+    """nginx adding 50 ms to every request under /slow/ (its echo module)."""
+    import servers
+    s = servers.Nginx(root, main=f"load_module {ECHO};",
+                      extra="location /slow/ { echo_sleep 0.05; echo_exec @file; }\n"
+                            "    location @file { rewrite ^/slow/(.*)$ /$1 break; }")
+    yield s
+    s.close()
+
+
+def test_latency_is_hidden_not_waited_out(run, slow_nginx, expect):
+    """50 ms per request, shards opened ahead while others are read, index counts fetched
+    side by side: no stream waits on another's paused connection (this hung once), and a
+    long brace pattern does not cost one round trip after another."""
+    base = f"{slow_nginx.url}/slow"
+    for _ in range(3):
+        t0 = time.time()
+        r = run("stream", f"{base}/{SPEC}", "--seed", "3", "--shuffle", "40", "--streams", "4",
+                timeout=30)
+        assert r.rc == 0, r.err
+        assert strip(r.lines, base) == expect(SPEC)
+        assert time.time() - t0 < 5
+    t0 = time.time()
+    pattern = f"{base}/data/d-{{000..007}}.tar"
+    r = run("stream", pattern, pattern, pattern, "--samples", "1", "--seed", "3")
+    assert r.rc == 0, r.err
+    assert time.time() - t0 < 0.8  # 24 index counts one after another would take 1.2 s
