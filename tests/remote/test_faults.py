@@ -181,3 +181,21 @@ def test_latency_is_hidden_not_waited_out(run, slow_nginx, expect):
     r = run("stream", pattern, pattern, pattern, "--samples", "1", "--seed", "3")
     assert r.rc == 0, r.err
     assert time.time() - t0 < 0.8  # 24 index counts one after another would take 1.2 s
+
+
+def test_s3_profile_from_credentials_file(run, s3, tmp_path):
+    """AWS_PROFILE's keys from ~/.aws/credentials (signed: a wrong key there is refused);
+    the region from ~/.aws/config."""
+    aws = tmp_path / ".aws"
+    aws.mkdir()
+    (aws / "credentials").write_text("[default]\naws_access_key_id = nobody\n"
+                                     "aws_secret_access_key = wrong\n\n"
+                                     "[ci]\naws_access_key_id = S3RVER\n"
+                                     "aws_secret_access_key = S3RVER\n")
+    (aws / "config").write_text("[profile ci]\nregion = us-east-1\n")
+    env = {"HOME": str(tmp_path), "AWS_ENDPOINT_URL_S3": s3.url, "AWS_PROFILE": "ci"}
+    r = run("ls", f"s3://{BUCKET}/data/d-000.tar", env=env)
+    assert r.rc == 0 and len(r.lines) == 40, r.err
+    env["AWS_PROFILE"] = "default"
+    r = run("ls", f"s3://{BUCKET}/data/d-000.tar", env=env)
+    assert r.rc == 1 and "access denied (HTTP 403" in r.err and "wrong" not in r.err, r.err
