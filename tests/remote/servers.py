@@ -349,13 +349,13 @@ def b64url_decode(s):
 class NodeServer:
     """A Node.js server of tests/remote: the GCS emulator or s3rver."""
 
-    def __init__(self, script, args, port, env=None):
+    def __init__(self, script, args, port, env=None, node_args=()):
         if not NODE_MODULES.is_dir():
             raise RuntimeError(f"{NODE_MODULES} is missing: run scripts/test-servers.sh")
         self.tmp = Path(tempfile.mkdtemp(prefix="libshard-node-"))
         self.port = port
         self.log = open(self.tmp / "log", "w")
-        self.proc = subprocess.Popen(["node", str(HERE / script), *args],
+        self.proc = subprocess.Popen(["node", *node_args, str(HERE / script), *args],
                                      stdout=self.log, stderr=subprocess.STDOUT,
                                      env={**os.environ, "TMPDIR": str(self.tmp), **(env or {})})
         wait_port(port, self.proc)
@@ -384,8 +384,10 @@ class S3Server(NodeServer):
     def __init__(self, bucket):
         port = free_port()
         self.data = Path(tempfile.mkdtemp(prefix="libshard-s3-"))
+        # its listing's continuation tokens use a cipher OpenSSL 3 keeps in its legacy provider
         super().__init__("s3_server.js", ["-d", str(self.data), "-a", "127.0.0.1", "-p", str(port),
-                                          "--configure-bucket", bucket], port)
+                                          "--configure-bucket", bucket], port,
+                         node_args=["--openssl-legacy-provider"])
 
     def upload(self, bucket, key, data):
         # anonymous writes are allowed by s3rver: the reads under test are the signed ones
