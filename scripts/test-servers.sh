@@ -15,6 +15,10 @@ if ((${#missing[@]})); then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+if ! node -e 'process.exit(+process.versions.node.split(".")[0] < 20 ? 1 : 0)'; then
+  echo "test-servers: firebase-tools needs Node.js 20 or later; this is $(node --version)" >&2
+  exit 1
+fi
 dir=tests/remote/node
 want=$(sha256sum "$dir/package-lock.json" | cut -d' ' -f1)
 if [ "$(cat "$dir/node_modules/.installed-lock" 2>/dev/null)" != "$want" ]; then
