@@ -42,8 +42,9 @@ static int fail_replaced(ShardSource *s, Remote *m, uint64_t off, const char *no
                       s->url, (unsigned long long)off, m->pin, now && *now ? now : "gone");
 }
 
-/* Judges a transfer's response for bytes from off: 0 (m->drop set), RETRY, or an error. */
-static int judge(ShardSource *s, Remote *m, ShardXfer *x, uint64_t off, int *attempt_ok)
+/* Judges a transfer's response for bytes from off: 0 (with *drop the bytes of its body to
+ * pass over: a Range answered from 0), RETRY, or an error. */
+static int judge(ShardSource *s, Remote *m, ShardXfer *x, uint64_t off, uint64_t *drop)
 {
     const ShardResponse *rs = shard_xfer_head(x);
     const char *why;
@@ -70,10 +71,9 @@ static int judge(ShardSource *s, Remote *m, ShardXfer *x, uint64_t off, int *att
                 return fail_replaced(s, m, off, v);
             s->size = rs->total;
         }
-        m->drop = st == 200 ? off : 0;
+        *drop = st == 200 ? off : 0;
         if (st == 200 && off)
             shard_stat_add(&m->r->st.range_ignored, 1);
-        *attempt_ok = 1;
         return 0;
     }
     if (shard_net_retryable(CURLE_OK, st) && m->attempt < m->r->s.retries)
@@ -114,15 +114,15 @@ static int launch(ShardSource *s, Remote *m, uint64_t off, uint64_t to, int head
 }
 
 /* A transfer of bytes off..to into *out, its answer judged (*out may have been launched
- * already: a prefetch), retried until it is good or the budget is spent. */
-static int start(ShardSource *s, Remote *m, uint64_t off, uint64_t to, int head, ShardXfer **out)
+ * already: a prefetch), retried until it is good or the budget is spent; *drop as judge's. */
+static int start(ShardSource *s, Remote *m, uint64_t off, uint64_t to, int head, ShardXfer **out,
+                 uint64_t *drop)
 {
     for (;;) {
         int rc = *out ? 0 : launch(s, m, off, to, head, out);
         if (rc)
             return rc;
-        int ok = 0;
-        rc = judge(s, m, *out, off, &ok);
+        rc = judge(s, m, *out, off, drop);
         if (rc != RETRY)
             return rc;
         double after = shard_xfer_head(*out) ? shard_xfer_head(*out)->retry_after : 0;
@@ -167,7 +167,7 @@ static ssize_t remote_read(ShardSource *s, const void **block)
                 m->eof = 1;
                 continue;
             }
-            int rc = start(s, m, s->pos, UINT64_MAX, 0, &m->x);
+            int rc = start(s, m, s->pos, UINT64_MAX, 0, &m->x, &m->drop);
             if (rc)
                 return rc;
             m->judged = 1;
@@ -207,16 +207,17 @@ static int remote_read_at(ShardSource *s, uint64_t off, void *buf, size_t n)
     size_t got = 0;
     while (got < n) {
         ShardXfer *x = NULL;
-        int rc = start(s, m, off + got, off + n - 1, 0, &x);
+        uint64_t drop = 0;
+        int rc = start(s, m, off + got, off + n - 1, 0, &x, &drop);
         if (rc)
             return rc;
         ssize_t k;
         const void *b;
         while (got < n && (k = shard_xfer_read(x, &b)) > 0) {
             const unsigned char *p = b;
-            if (m->drop) {
-                uint64_t d = m->drop < (uint64_t)k ? m->drop : (uint64_t)k;
-                m->drop -= d;
+            if (drop) {
+                uint64_t d = drop < (uint64_t)k ? drop : (uint64_t)k;
+                drop -= d;
                 p += d;
                 k -= (ssize_t)d;
             }
@@ -242,8 +243,9 @@ static int remote_stat(ShardSource *s)
 {
     Remote *m = s->impl;
     ShardXfer *x = NULL;
+    uint64_t drop;
     int gcs = m->o.kind == SHARD_OBJ_GCS;
-    int rc = start(s, m, 0, 0, !gcs, &x);
+    int rc = start(s, m, 0, 0, !gcs, &x, &drop);
     shard_xfer_free(&x);
     if (!rc && s->size < 0)
         rc = shard_fail(s->err, SHARD_ERR_IO, "%s: the server does not say the object's size",
