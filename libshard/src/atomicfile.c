@@ -14,7 +14,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <signal.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -139,12 +138,7 @@ static ShardHasher *hasher_new(const EVP_MD *md)
     }
     pthread_mutex_init(&h->lock, NULL);
     pthread_cond_init(&h->cond, NULL);
-    /* Signals belong to the application's threads, not ours. */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    int rc = pthread_create(&h->thread, NULL, hasher_main, h);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    int rc = shard_thread_start(&h->thread, hasher_main, h);
     if (rc) {
         pthread_mutex_destroy(&h->lock);
         pthread_cond_destroy(&h->cond);

@@ -9,7 +9,6 @@
  * are blocked in the decoders.
  */
 #include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
 
 #include "decodepool.h"
@@ -62,15 +61,11 @@ int shard_pool_open(ShardDecodePool **out, int threads, size_t depth, const Shar
         return SHARD_ERR_NOMEM;
     }
     shard_queue_set_wake(&p->jobs, depth / 2);
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
     for (int i = 0; i < threads; i++) {
-        if (pthread_create(&p->threads[i], NULL, decoder_main, p))
+        if (shard_thread_start(&p->threads[i], decoder_main, p))
             break;
         p->nthreads++;
     }
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (!p->nthreads) {
         shard_pool_free(&p);
         return SHARD_ERR_NOMEM;

@@ -15,7 +15,6 @@
  * - Counters are atomics; kept error messages are under their own mutex.
  */
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -243,11 +242,7 @@ int shard_fetch_start(ShardFetch *f, size_t k, size_t first, uint64_t skip)
     st->skip = skip;
     if (!(st->last = shard_item_marker(SHARD_ITEM_END, NULL)))
         return SHARD_ERR_NOMEM;
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    int rc = pthread_create(&st->thread, NULL, fetch_main, st);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    int rc = shard_thread_start(&st->thread, fetch_main, st);
     if (rc) {
         shard_item_release(st->last);
         st->last = NULL;

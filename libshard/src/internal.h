@@ -5,6 +5,7 @@
 #define SHARD_INTERNAL_H
 
 #include <stdarg.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -39,6 +40,10 @@ SHARD_HIDDEN char *shard_strdup(const char *s);
 
 /* Whether s ends with suffix. */
 SHARD_HIDDEN int shard_ends_with(const char *s, const char *suffix);
+
+/* pthread_create for a library thread: every signal blocked in it, as signals belong to
+ * the application's threads (Python's main thread among them). 0 or pthread_create's code. */
+SHARD_HIDDEN int shard_thread_start(pthread_t *t, void *(*fn)(void *), void *arg);
 
 /* The folder part of a path (dirname), malloc'd; NULL when out of memory. */
 SHARD_HIDDEN char *shard_dir_of(const char *path);

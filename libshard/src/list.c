@@ -3,7 +3,6 @@
  * manifests, plain urls; and the sample counts indexes promise.
  */
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -203,12 +202,8 @@ static void counts(List *l, ShardRemote *remote)
     size_t nt = 0;
     if (remote_ones > 1) {
         size_t want = remote_ones < COUNT_THREADS ? remote_ones : COUNT_THREADS;
-        sigset_t all, old;
-        sigfillset(&all);
-        pthread_sigmask(SIG_SETMASK, &all, &old);
-        while (nt < want && pthread_create(&t[nt], NULL, count_main, &c) == 0)
+        while (nt < want && shard_thread_start(&t[nt], count_main, &c) == 0)
             nt++;
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
     }
     count_main(&c); /* this thread too (alone when no thread could start) */
     while (nt)

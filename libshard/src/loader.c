@@ -21,7 +21,6 @@
  *   epoch), so augmentation is reproducible and survives a resume.
  */
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -217,11 +216,7 @@ static int start_producer(ShardLoader *l)
 {
     l->ended = 0;
     l->next_give = l->next_fill;
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    int rc = pthread_create(&l->producer, NULL, producer_main, l);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    int rc = shard_thread_start(&l->producer, producer_main, l);
     if (rc)
         return shard_fail(l->err, SHARD_ERR_NOMEM, "loader: cannot start the producer thread");
     l->producer_running = 1;

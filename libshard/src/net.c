@@ -3,7 +3,6 @@
  */
 #include <ctype.h>
 #include <math.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <pthread.h>
@@ -164,12 +163,7 @@ static int net_start(ShardRemote *r, char *err)
         return shard_fail(err, SHARD_ERR_NOMEM, "libcurl: cannot make a multi handle");
     curl_multi_setopt(r->multi, CURLMOPT_MAX_HOST_CONNECTIONS, r->s.connections);
     curl_multi_setopt(r->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
-    /* signals are for the application's threads (Python's main thread among them) */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    int rc = pthread_create(&r->thread, NULL, net_main, r);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    int rc = shard_thread_start(&r->thread, net_main, r);
     if (rc) {
         curl_multi_cleanup(r->multi);
         r->multi = NULL;
@@ -179,10 +173,6 @@ static int net_start(ShardRemote *r, char *err)
     return 0;
 }
 
-void shard_remote_put(ShardRemote *r);
-
-/* Stops the network thread (no transfer is left: each source freed its own). */
-SHARD_HIDDEN void shard_net_stop(ShardRemote *r);
 void shard_net_stop(ShardRemote *r)
 {
     pthread_mutex_lock(&r->mu);

@@ -141,6 +141,9 @@ SHARD_HIDDEN int shard_net_list_page(ShardRemote *r, const char *shown, ShardBui
  * keep_slash. 0 or SHARD_ERR_NOMEM. */
 SHARD_HIDDEN int shard_url_encode(ShardBuf *out, const char *s, int keep_slash);
 
+/* Stops the network thread (no transfer is left: each source freed its own). */
+SHARD_HIDDEN void shard_net_stop(ShardRemote *r);
+
 /* Frees the transfer buffers kept for reuse (when the ShardRemote goes). */
 SHARD_HIDDEN void shard_net_buffers_free(ShardRemote *r);
 

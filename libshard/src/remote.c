@@ -88,8 +88,6 @@ ShardRemote *shard_remote_default(char *err)
     return r;
 }
 
-SHARD_HIDDEN void shard_net_stop(ShardRemote *r);
-
 void shard_remote_put(ShardRemote *r)
 {
     if (!r || atomic_fetch_sub_explicit(&r->refs, 1, memory_order_acq_rel) != 1)
