@@ -133,5 +133,21 @@ def run(shardcat):
     return run
 
 
+def strip(lines, base):
+    """Output lines with base + "/" taken out, to compare runs over different locations."""
+    return [l.replace(base + "/", "") for l in lines]
+
+
+@pytest.fixture(scope="session")
+def ShardDataset():  # noqa: N802 (the class it gives)
+    """libshard.torch.ShardDataset from $LIBSHARD_PYTHONPATH (default build/python),
+    imported only by the tests that use it."""
+    path = os.environ.get("LIBSHARD_PYTHONPATH", str(REPO / "build" / "python"))
+    if path not in sys.path:
+        sys.path.insert(0, path)
+    from libshard.torch import ShardDataset
+    return ShardDataset
+
+
 def local_names(root, pattern):
     return sorted(p.name for p in (root / "data").glob(pattern))

@@ -9,10 +9,6 @@ from conftest import CLEAN_ENV, TIMEOUT
 SPEC = "data/d-{000..007}.tar"
 
 
-def strip(lines, base):
-    return [l.replace(base + "/", "") for l in lines]
-
-
 def cached(d):
     return sorted(p for p in os.listdir(d) if not p.startswith("."))
 
@@ -72,12 +68,7 @@ def test_partial_reads_are_not_cached(run, nginx, tmp_path):
     assert [p for p in leftovers if p != ".lock"] == []
 
 
-def test_dataset_cache_dir(nginx, root, tmp_path):
-    import sys
-    from pathlib import Path
-    sys.path.insert(0, os.environ.get("LIBSHARD_PYTHONPATH",
-                                      str(Path(__file__).resolve().parents[2] / "build" / "python")))
-    from libshard.torch import ShardDataset
+def test_dataset_cache_dir(nginx, root, tmp_path, ShardDataset):  # noqa: N803
     ds = ShardDataset(f"{nginx.url}/{SPEC}", decode=False, seed=1, cache_dir=str(tmp_path / "c"))
     first = [s["__key__"] for s in ds]
     assert ds.remote_stats()["cache_misses"] == 8

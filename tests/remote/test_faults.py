@@ -5,15 +5,11 @@ import time
 
 import pytest
 
-from conftest import BUCKET, gcs_env, s3_env
+from conftest import BUCKET, gcs_env, s3_env, strip
 
 FAST = ["--backoff", "0.01", "--retries", "8"]
 SPEC = "data/d-{000..007}.tar"
 ZSPEC = "data/z-{000..007}.tar.zst"
-
-
-def strip(lines, base):
-    return [l.replace(base + "/", "") for l in lines]
 
 
 @pytest.fixture(scope="module")
@@ -132,14 +128,8 @@ def test_gcs_missing_object(run, gcs):
     assert r.rc == 1 and f"gs://{BUCKET}/data/missing.tar: not found (HTTP 404" in r.err, r.err
 
 
-def test_python_dataset_survives_faults(fault, root):
+def test_python_dataset_survives_faults(fault, root, ShardDataset):  # noqa: N803
     """ShardDataset over a cutting server: the same samples as locally, counted resumes."""
-    import sys
-    from pathlib import Path
-    import os
-    sys.path.insert(0, os.environ.get("LIBSHARD_PYTHONPATH",
-                                      str(Path(__file__).resolve().parents[2] / "build" / "python")))
-    from libshard.torch import ShardDataset
     base = f"{fault.url}/cut=4999"
     kw = dict(decode=False, seed=4, shuffle=30, backoff=0.01, retries=8)
     local = [(s["__key__"], s["jpg"]) for s in ShardDataset(f"{root}/{SPEC}", **kw)]

@@ -9,13 +9,9 @@ import time
 import pytest
 
 import servers
-from conftest import BUCKET
+from conftest import BUCKET, strip
 
 SPEC = f"gs://{BUCKET}/data/d-{{000..001}}.tar"
-
-
-def strip(lines, base):
-    return [l.replace(base + "/", "") for l in lines]
 
 
 @pytest.fixture(scope="module")

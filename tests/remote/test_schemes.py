@@ -2,7 +2,7 @@
 shardcat stream (same order for the same seed), prefixes, manifests, resume by index."""
 import pytest
 
-from conftest import BUCKET, gcs_env, local_names, s3_env
+from conftest import BUCKET, gcs_env, local_names, s3_env, strip
 
 SETS = {"tar": "d-{000..007}.tar", "zst": "z-{000..007}.tar.zst"}
 
@@ -17,10 +17,6 @@ def remote(request, nginx, root):
         return f"gs://{BUCKET}/data", gcs_env(g)
     s = request.getfixturevalue("s3")
     return f"s3://{BUCKET}/data", s3_env(s)
-
-
-def strip(lines, base):
-    return [l.replace(base + "/", "") for l in lines]
 
 
 @pytest.mark.parametrize("which", ["tar", "zst"])
@@ -70,15 +66,9 @@ def test_resume_reads_only_what_it_needs(run, root, remote, which):
     assert fetched < size / 4, (fetched, size)
 
 
-def test_dataset_matches_local(remote, root, monkeypatch):
+def test_dataset_matches_local(remote, root, monkeypatch, ShardDataset):  # noqa: N803
     """ShardDataset (raw samples and decoded batches) over each scheme, as over local files."""
-    import os
-    import sys
-    from pathlib import Path
-    sys.path.insert(0, os.environ.get("LIBSHARD_PYTHONPATH",
-                                      str(Path(__file__).resolve().parents[2] / "build" / "python")))
     import torch
-    from libshard.torch import ShardDataset
     base, env = remote
     for k, v in env.items():
         monkeypatch.setenv(k, v)

@@ -3,6 +3,7 @@ certificate is named (CURL_CA_BUNDLE, SSL_CERT_FILE or --ca-bundle); over HTTP/2
 import pytest
 
 import servers
+from conftest import strip
 
 SPEC = "data/z-{000..003}.tar.zst"
 
@@ -14,10 +15,6 @@ def https(root, tmp_path_factory):
     s.cert = cert
     yield s
     s.close()
-
-
-def strip(lines, base):
-    return [l.replace(base + "/", "") for l in lines]
 
 
 def test_unknown_certificate_is_refused(run, https):
