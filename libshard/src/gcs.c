@@ -43,22 +43,14 @@ static double wall_now(void)
     return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
-static void wipe(char *s)
-{
-    if (s) {
-        memset(s, 0, strlen(s));
-        free(s);
-    }
-}
-
 void shard_gcs_auth_free(ShardGcsAuth *a)
 {
     if (!a)
         return;
     free(a->endpoint);
-    wipe(a->token);
+    shard_secret_free(a->token);
     free(a->email);
-    wipe(a->private_key);
+    shard_secret_free(a->private_key);
     free(a->token_uri);
     free(a->metadata);
     free(a);
@@ -266,7 +258,7 @@ static int refresh(ShardRemote *r, ShardGcsAuth *a, char *err)
         rc = shard_fail(err, SHARD_ERR_FORMAT, "getting a Google access token from %s: the "
                         "reply has no access_token", where);
     if (!rc) {
-        wipe(a->token);
+        shard_secret_free(a->token);
         a->token = shard_strdup(tok);
         json_int_t life = json_integer_value(json_object_get(j, "expires_in"));
         if (life <= 0)

@@ -25,7 +25,7 @@ struct ShardXfer {
     size_t cap[2];
     size_t wlen;   /* bytes in buf[!rside], the one being filled */
     int rside;     /* the buffer the reader holds */
-    int paused, want_unpause, cancel, added, removed, head_done, done;
+    int paused, want_unpause, cancel, removed, head_done, done;
     CURLcode result;
     ShardResponse resp;
     char body[BODY_KEEP];
@@ -34,16 +34,21 @@ struct ShardXfer {
     ShardXfer *next;
 };
 
+void shard_secret_free(char *s)
+{
+    if (s) {
+        memset(s, 0, strlen(s));
+        free(s);
+    }
+}
+
 void shard_request_clear(ShardRequest *q)
 {
     free(q->url);
     curl_slist_free_all(q->headers);
     free(q->sigv4);
     free(q->user);
-    if (q->password) {
-        memset(q->password, 0, strlen(q->password));
-        free(q->password);
-    }
+    shard_secret_free(q->password);
     free(q->post);
     free(q->if_range);
     memset(q, 0, sizeof *q);
@@ -111,7 +116,6 @@ static void *net_main(void *arg)
             r->incoming = x->next;
             x->next = r->active;
             r->active = x;
-            x->added = 1;
             curl_multi_add_handle(r->multi, x->easy);
         }
         for (ShardXfer *x = r->active; x; x = x->next) {

@@ -41,6 +41,8 @@ typedef struct ShardRequest {
 } ShardRequest;
 
 SHARD_HIDDEN void shard_request_clear(ShardRequest *q);
+/* Frees a credential (a secret key, a token) after overwriting it. Accepts NULL. */
+SHARD_HIDDEN void shard_secret_free(char *s);
 /* Appends a header ("Name: value"); 0 or SHARD_ERR_NOMEM. */
 SHARD_HIDDEN int shard_request_header(ShardRequest *q, const char *fmt, ...) SHARD_PRINTF(2, 3);
 

@@ -32,10 +32,7 @@ static void free_strings(ShardRemoteSettings *s)
 {
     free((char *)s->ca_bundle);
     free((char *)s->cache_dir);
-    if (s->gcs_token) {
-        memset((char *)s->gcs_token, 0, strlen(s->gcs_token));
-        free((char *)s->gcs_token);
-    }
+    shard_secret_free((char *)s->gcs_token);
 }
 
 int shard_remote_new(ShardRemote **out, const ShardRemoteSettings *s, ShardError *err)

@@ -82,14 +82,8 @@ void shard_s3_auth_free(ShardS3Auth *a)
     if (!a)
         return;
     free(a->key_id);
-    if (a->secret) {
-        memset(a->secret, 0, strlen(a->secret));
-        free(a->secret);
-    }
-    if (a->token) {
-        memset(a->token, 0, strlen(a->token));
-        free(a->token);
-    }
+    shard_secret_free(a->secret);
+    shard_secret_free(a->token);
     free(a->region);
     free(a->endpoint);
     free(a);
