@@ -20,12 +20,15 @@ struct ShardXfer {
     ShardRemote *r;
     CURL *easy;
     ShardRequest q;
+    pthread_mutex_t mu; /* guards what follows, shared by its reader and the network thread
+                           (not r->mu, which every reader and transfer would contend for) */
     pthread_cond_t cv;
     unsigned char *buf[2];
     size_t cap[2];
     size_t wlen;   /* bytes in buf[!rside], the one being filled */
     int rside;     /* the buffer the reader holds */
     int paused, want_unpause, cancel, removed, head_done, done;
+    int fresh;     /* bytes came since the reader was last woken */
     CURLcode result;
     ShardResponse resp;
     char body[BODY_KEEP];
@@ -87,7 +90,7 @@ int shard_url_encode(ShardBuf *out, const char *s, int keep_slash)
 /* ---- the network thread ------------------------------------------------------------- */
 
 /* Takes x off the network thread's list once libcurl let go of it, and tells its reader,
- * which may then free it (under r->mu). */
+ * which may then free it (under r->mu; x is not touched after). */
 static void retire(ShardRemote *r, ShardXfer *x)
 {
     for (ShardXfer **pp = &r->active; *pp; pp = &(*pp)->next)
@@ -95,8 +98,10 @@ static void retire(ShardRemote *r, ShardXfer *x)
             *pp = x->next;
             break;
         }
+    pthread_mutex_lock(&x->mu);
     x->removed = 1;
     pthread_cond_broadcast(&x->cv);
+    pthread_mutex_unlock(&x->mu);
 }
 
 static void *net_main(void *arg)
@@ -119,12 +124,14 @@ static void *net_main(void *arg)
             curl_multi_add_handle(r->multi, x->easy);
         }
         for (ShardXfer *x = r->active; x; x = x->next) {
+            pthread_mutex_lock(&x->mu);
             if (x->cancel && !x->removed && nc < 64)
                 cancel[nc++] = x;
             else if (x->want_unpause && nu < 64) {
                 x->want_unpause = 0;
                 unpause[nu++] = x;
             }
+            pthread_mutex_unlock(&x->mu);
         }
         pthread_mutex_unlock(&r->mu);
         for (size_t i = 0; i < nc; i++) {
@@ -146,12 +153,26 @@ static void *net_main(void *arg)
             curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&x);
             CURLcode cc = m->data.result;
             curl_multi_remove_handle(r->multi, m->easy_handle);
-            pthread_mutex_lock(&r->mu);
+            pthread_mutex_lock(&x->mu);
             x->result = cc;
             x->done = 1;
+            pthread_mutex_unlock(&x->mu);
+            pthread_mutex_lock(&r->mu);
             retire(r, x);
             pthread_mutex_unlock(&r->mu);
         }
+        /* One wake per transfer for what this pass brought, rather than one per 16 KB
+         * chunk: a starved reader woken per chunk cost the loop a futex call each. */
+        pthread_mutex_lock(&r->mu);
+        for (ShardXfer *x = r->active; x; x = x->next) {
+            pthread_mutex_lock(&x->mu);
+            if (x->fresh) {
+                x->fresh = 0;
+                pthread_cond_broadcast(&x->cv);
+            }
+            pthread_mutex_unlock(&x->mu);
+        }
+        pthread_mutex_unlock(&r->mu);
         curl_multi_poll(r->multi, NULL, 0, 200, NULL);
     }
     return NULL;
@@ -199,9 +220,9 @@ static size_t on_body(char *p, size_t size, size_t nmemb, void *cookie)
     ShardXfer *x = cookie;
     size_t n = size * nmemb;
     ShardRemote *r = x->r;
-    pthread_mutex_lock(&r->mu);
+    pthread_mutex_lock(&x->mu);
     if (x->cancel) {
-        pthread_mutex_unlock(&r->mu);
+        pthread_mutex_unlock(&x->mu);
         return 0;
     }
     if (!is_ok(x->resp.status)) {
@@ -209,19 +230,19 @@ static size_t on_body(char *p, size_t size, size_t nmemb, void *cookie)
         memcpy(x->body + x->nbody, p, k);
         x->nbody += k;
         x->body[x->nbody] = 0;
-        pthread_mutex_unlock(&r->mu);
+        pthread_mutex_unlock(&x->mu);
         return n;
     }
     int w = !x->rside;
     if (x->wlen + n > x->cap[w]) {
         if (x->wlen) { /* full: wait for the reader */
             x->paused = 1;
-            pthread_mutex_unlock(&r->mu);
+            pthread_mutex_unlock(&x->mu);
             return CURL_WRITEFUNC_PAUSE;
         }
         unsigned char *b = realloc(x->buf[w], n);
         if (!b) {
-            pthread_mutex_unlock(&r->mu);
+            pthread_mutex_unlock(&x->mu);
             return 0;
         }
         x->buf[w] = b;
@@ -230,8 +251,10 @@ static size_t on_body(char *p, size_t size, size_t nmemb, void *cookie)
     memcpy(x->buf[w] + x->wlen, p, n);
     x->wlen += n;
     shard_stat_add(&r->st.bytes, n);
-    pthread_cond_broadcast(&x->cv);
-    pthread_mutex_unlock(&r->mu);
+    x->fresh = 1; /* the reader is woken once per pass of the loop, or at half full */
+    if (x->wlen * 2 >= x->cap[w])
+        pthread_cond_broadcast(&x->cv);
+    pthread_mutex_unlock(&x->mu);
     return n;
 }
 
@@ -269,7 +292,7 @@ static size_t on_header(char *p, size_t size, size_t nmemb, void *cookie)
     const char *v;
     size_t vn;
     char tmp[256];
-    pthread_mutex_lock(&x->r->mu);
+    pthread_mutex_lock(&x->mu);
     if (n >= 5 && !strncmp(p, "HTTP/", 5)) { /* a new response (after a redirect or 100) */
         const char *sp = memchr(p, ' ', n);
         long status = sp ? strtol(sp + 1, NULL, 10) : 0;
@@ -308,7 +331,7 @@ static size_t on_header(char *p, size_t size, size_t nmemb, void *cookie)
         if (rs->status == 200 && rs->total < 0)
             rs->total = strtoll(tmp, NULL, 10);
     }
-    pthread_mutex_unlock(&x->r->mu);
+    pthread_mutex_unlock(&x->mu);
     return n;
 }
 
@@ -428,6 +451,7 @@ int shard_xfer_start(ShardRemote *r, ShardRequest *q, ShardXfer **out, char *err
     x->q = *q;
     memset(q, 0, sizeof *q);
     x->resp.total = x->resp.range_start = -1;
+    pthread_mutex_init(&x->mu, NULL);
     pthread_cond_init(&x->cv, NULL);
     int rc = xfer_setup(x, err);
     if (!rc) {
@@ -460,12 +484,12 @@ static uint64_t now_ns(void)
 const ShardResponse *shard_xfer_head(ShardXfer *x)
 {
     ShardRemote *r = x->r;
-    pthread_mutex_lock(&r->mu);
+    pthread_mutex_lock(&x->mu);
     uint64_t t0 = now_ns();
     while (!x->head_done && !x->done)
-        pthread_cond_wait(&x->cv, &r->mu);
+        pthread_cond_wait(&x->cv, &x->mu);
     int have = x->head_done;
-    pthread_mutex_unlock(&r->mu);
+    pthread_mutex_unlock(&x->mu);
     shard_stat_add(&r->st.wait_ns, now_ns() - t0);
     return have ? &x->resp : NULL;
 }
@@ -473,10 +497,10 @@ const ShardResponse *shard_xfer_head(ShardXfer *x)
 ssize_t shard_xfer_read(ShardXfer *x, const void **block)
 {
     ShardRemote *r = x->r;
-    pthread_mutex_lock(&r->mu);
+    pthread_mutex_lock(&x->mu);
     uint64_t t0 = now_ns();
     while (!x->wlen && !x->done && !x->paused)
-        pthread_cond_wait(&x->cv, &r->mu);
+        pthread_cond_wait(&x->cv, &x->mu);
     size_t n = x->wlen;
     int w = !x->rside;
     x->wlen = 0;
@@ -488,7 +512,7 @@ ssize_t shard_xfer_read(ShardXfer *x, const void **block)
     }
     int done = x->done;
     CURLcode cc = x->result;
-    pthread_mutex_unlock(&r->mu);
+    pthread_mutex_unlock(&x->mu);
     shard_stat_add(&r->st.wait_ns, now_ns() - t0);
     if (wake)
         curl_multi_wakeup(r->multi);
@@ -503,9 +527,9 @@ ssize_t shard_xfer_read(ShardXfer *x, const void **block)
 
 CURLcode shard_xfer_error(ShardXfer *x, const char **why)
 {
-    pthread_mutex_lock(&x->r->mu);
+    pthread_mutex_lock(&x->mu);
     CURLcode cc = x->done ? x->result : CURLE_OK;
-    pthread_mutex_unlock(&x->r->mu);
+    pthread_mutex_unlock(&x->mu);
     if (why)
         *why = cc == CURLE_OK ? "" : x->errbuf[0] ? x->errbuf : curl_easy_strerror(cc);
     return cc;
@@ -520,18 +544,19 @@ void shard_xfer_free(ShardXfer **px)
         return;
     *px = NULL;
     ShardRemote *r = x->r;
-    pthread_mutex_lock(&r->mu);
+    pthread_mutex_lock(&x->mu);
     if (!x->removed) {
         x->cancel = 1;
-        pthread_mutex_unlock(&r->mu);
+        pthread_mutex_unlock(&x->mu);
         curl_multi_wakeup(r->multi);
-        pthread_mutex_lock(&r->mu);
+        pthread_mutex_lock(&x->mu);
         while (!x->removed)
-            pthread_cond_wait(&x->cv, &r->mu);
+            pthread_cond_wait(&x->cv, &x->mu);
     }
-    pthread_mutex_unlock(&r->mu);
+    pthread_mutex_unlock(&x->mu);
     curl_easy_cleanup(x->easy);
     pthread_cond_destroy(&x->cv);
+    pthread_mutex_destroy(&x->mu);
     shard_request_clear(&x->q);
     buffer_put(r, x->buf[0], x->cap[0]);
     buffer_put(r, x->buf[1], x->cap[1]);
