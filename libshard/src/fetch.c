@@ -25,6 +25,10 @@
 #include "url.h"
 
 #define KEPT_ERRORS 16
+/* Freed samples' blocks kept for the next ones: enough to ride out the consumer's jitter
+ * (a sample is freed about as often as one is made), little beside the queues' memory. */
+#define POOL_BLOCKS 64
+#define POOL_BYTES ((size_t)32 << 20)
 
 typedef struct Stream {
     ShardFetch *f;
@@ -43,6 +47,7 @@ struct ShardFetch {
     Stream *streams;
     size_t nqueues; /* streams whose queue is set up */
     atomic_int stop;
+    ShardBlockPool *pool; /* the streams' sample blocks, recycled */
     atomic_ullong shards_opened, skipped_shards, skipped_samples, errors;
     pthread_mutex_t kept_lock;
     char *kept[KEPT_ERRORS];
@@ -162,7 +167,7 @@ static int fetch_segment(Stream *st, const ShardSegment *seg, size_t n, uint64_t
     uint64_t got = 0;
     while (rc == 0 && got < count && !atomic_load(&f->stop)) {
         ShardItem *it;
-        if ((rc = shard_file_take(file, &it)))
+        if ((rc = shard_file_take_pooled(file, f->pool, &it)))
             break;
         it->shard = seg->shard;
         prefault(it);
@@ -218,7 +223,8 @@ int shard_fetch_new(ShardFetch **out, const ShardFetchSettings *s)
     f->s = *s;
     pthread_mutex_init(&f->kept_lock, NULL);
     f->streams = calloc(s->streams, sizeof *f->streams);
-    if (!f->streams) {
+    f->pool = shard_block_pool_new(POOL_BLOCKS, POOL_BYTES);
+    if (!f->streams || !f->pool) {
         shard_fetch_free(&f);
         return SHARD_ERR_NOMEM;
     }
@@ -315,6 +321,7 @@ void shard_fetch_free(ShardFetch **pf)
     }
     for (size_t i = 0; i < f->nkept; i++)
         free(f->kept[i]);
+    shard_block_pool_unref(f->pool); /* samples still out keep it */
     pthread_mutex_destroy(&f->kept_lock);
     free(f);
     *pf = NULL;

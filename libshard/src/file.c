@@ -15,6 +15,8 @@
 #include "url.h"
 #include "tar.h"
 
+#define ADOPT_MIN 4096
+
 struct ShardFile {
     ShardFileSettings s;
     ShardSource *src;
@@ -196,9 +198,12 @@ int shard_file_next(ShardFile *f, const ShardSampleView **out)
     return 0;
 }
 
-int shard_file_take(ShardFile *f, ShardItem **out)
+int shard_file_take(ShardFile *f, ShardItem **out) { return shard_file_take_pooled(f, NULL, out); }
+
+int shard_file_take_pooled(ShardFile *f, ShardBlockPool *pool, ShardItem **out)
 {
     *out = NULL;
+    f->sb.pool = pool;
     const ShardSampleView *v;
     int rc = shard_file_next(f, &v);
     if (rc)
@@ -208,7 +213,14 @@ int shard_file_take(ShardFile *f, ShardItem **out)
     if (holds)
         for (size_t i = 0; i < f->sb.n; i++)
             holds[i] = f->sb.recs[i].hold;
-    *out = holds ? shard_item_new(v, holds, 0) : NULL;
+    /* With a pool to refill the arena from, the sample takes the arena's copies over
+     * rather than copying them again; a sample of views only has names there. */
+    if (!holds)
+        *out = NULL;
+    else if (pool && f->sb.arena.len >= ADOPT_MIN)
+        *out = shard_item_adopt(v, holds, 0, pool, &f->sb.arena);
+    else
+        *out = shard_item_new(v, holds, 0, pool);
     if (holds != small)
         free(holds);
     if (!*out)

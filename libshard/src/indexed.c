@@ -163,7 +163,7 @@ int shard_indexed_read(ShardIndexed *x, uint64_t i, int lowercase, ShardSampleBu
         } else if (src->map && (rec->hold = shard_source_hold(src, src->map + e->offset, e->size))) {
             rec->view = src->map + e->offset;
             rec->data = SIZE_MAX;
-        } else if (shard_buf_reserve(&sb->arena, (size_t)e->size)) {
+        } else if (shard_sb_reserve(sb, (size_t)e->size)) {
             rc = shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", src->url);
         } else if (!(rc = shard_source_read_at(src, e->offset, sb->arena.data + sb->arena.len,
                                                (size_t)e->size))) {

@@ -15,7 +15,8 @@ static int build_block(ShardItem *it, const ShardSampleView *v, const unsigned c
     for (size_t i = 0; i < n; i++)
         need += strlen(v->fields[i].name) + 1 + strlen(v->fields[i].member) + 1 +
                 (keep[i] ? 0 : (size_t)v->fields[i].size);
-    char *block = malloc(need ? need : 1);
+    size_t cap;
+    char *block = shard_block_get(it->pool, need, &cap);
     if (!block)
         return SHARD_ERR_NOMEM;
     ShardFieldView *out = (ShardFieldView *)block;
@@ -41,7 +42,7 @@ static int build_block(ShardItem *it, const ShardSampleView *v, const unsigned c
     size_t k = strlen(v->key) + 1;
     memcpy(p, v->key, k);
     memcpy(p + k, v->url, strlen(v->url) + 1);
-    free(it->block); /* v may view it: it is read above, not after */
+    shard_block_put(it->pool, it->block, it->block_cap); /* v may view it: read above */
     it->v.key = p;
     it->v.url = p + k;
     it->v.index = v->index;
@@ -50,10 +51,14 @@ static int build_block(ShardItem *it, const ShardSampleView *v, const unsigned c
     it->v.nfields = n;
     it->block = block;
     it->block_size = need;
+    it->block_cap = cap;
     return 0;
 }
 
-ShardItem *shard_item_new(const ShardSampleView *v, ShardHold *const *holds, uint32_t shard)
+/* An item for v whose block copies every field except those with the first hold found
+ * and those whose data lie in [lo, hi). */
+static ShardItem *make(const ShardSampleView *v, ShardHold *const *holds, uint32_t shard,
+                       ShardBlockPool *pool, const unsigned char *lo, const unsigned char *hi)
 {
     ShardItem *it = calloc(1, sizeof *it);
     unsigned char small[16] = {0};
@@ -64,23 +69,44 @@ ShardItem *shard_item_new(const ShardSampleView *v, ShardHold *const *holds, uin
             free(keep);
         return NULL;
     }
+    it->pool = shard_block_pool_ref(pool);
     ShardHold *hold = NULL;
     for (size_t i = 0; i < v->nfields; i++) {
         ShardHold *h = holds ? holds[i] : NULL;
         if (h && !hold)
             hold = h;
-        keep[i] = h && h == hold;
+        const unsigned char *d = v->fields[i].data;
+        keep[i] = (h && h == hold) || (d >= lo && d < hi);
     }
     int rc = build_block(it, v, keep);
     if (keep != small)
         free(keep);
     if (rc) {
+        shard_block_pool_unref(it->pool);
         free(it);
         return NULL;
     }
     it->kind = SHARD_ITEM_SAMPLE;
     it->shard = shard;
     it->hold = shard_hold_ref(hold);
+    return it;
+}
+
+ShardItem *shard_item_new(const ShardSampleView *v, ShardHold *const *holds, uint32_t shard,
+                          ShardBlockPool *pool)
+{
+    return make(v, holds, shard, pool, NULL, NULL);
+}
+
+ShardItem *shard_item_adopt(const ShardSampleView *v, ShardHold *const *holds, uint32_t shard,
+                            ShardBlockPool *pool, ShardBuf *arena)
+{
+    ShardItem *it = make(v, holds, shard, pool, arena->data, arena->data + arena->len);
+    if (it) {
+        it->arena = arena->data;
+        it->arena_cap = arena->cap;
+        *arena = (ShardBuf){0};
+    }
     return it;
 }
 
@@ -135,7 +161,9 @@ void shard_item_release(ShardItem *it)
     if (!it)
         return;
     shard_hold_put(it->hold);
-    free(it->block);
+    shard_block_put(it->pool, it->block, it->block_cap);
+    shard_block_put(it->pool, it->arena, it->arena_cap);
+    shard_block_pool_unref(it->pool);
     free(it->error);
     free(it);
 }

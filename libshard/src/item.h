@@ -6,6 +6,7 @@
 #ifndef SHARD_ITEM_H
 #define SHARD_ITEM_H
 
+#include "blockpool.h"
 #include "internal.h"
 #include "shard/sample.h"
 #include "source.h"
@@ -18,16 +19,25 @@ struct ShardItem {
     uint32_t shard;      /* the sample's shard in the reader's list */
     uint64_t position;   /* samples the reader yielded before this one in the epoch */
     void *block;         /* field views, names, members, key, url and copied data */
-    size_t block_size;
+    size_t block_size, block_cap;
+    void *arena;         /* a sample reader's arena taken over: copied data, or NULL */
+    size_t arena_cap;
+    ShardBlockPool *pool; /* where block and arena go back to (a reference), or NULL */
     ShardHold *hold;     /* keeps the viewed fields' bytes valid, or NULL */
     char *error;         /* SHARD_ITEM_ERROR: what went wrong */
 };
 
 /* An owned copy of v: field i stays a view where holds (NULL: none) gives it a hold, the
  * same as the first field's that has one (the item takes its own reference); the rest is
- * copied into the item's block. NULL when out of memory. */
+ * copied into the item's block, taken from pool (NULL: malloc; the item takes a reference).
+ * NULL when out of memory. */
 SHARD_HIDDEN ShardItem *shard_item_new(const ShardSampleView *v, ShardHold *const *holds,
-                                       uint32_t shard);
+                                       uint32_t shard, ShardBlockPool *pool);
+/* shard_item_new, without copying the fields whose data lie in arena: the item takes
+ * arena's buffer over (given back to pool when released), leaving arena empty. NULL when
+ * out of memory (arena then unchanged). */
+SHARD_HIDDEN ShardItem *shard_item_adopt(const ShardSampleView *v, ShardHold *const *holds,
+                                         uint32_t shard, ShardBlockPool *pool, ShardBuf *arena);
 /* A sample known only by its identity (shard, index in it), as a replay tracks it. */
 SHARD_HIDDEN ShardItem *shard_item_identity(uint32_t shard, uint64_t index);
 /* An end or error marker (error copied, may be NULL). */

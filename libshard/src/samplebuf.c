@@ -49,6 +49,25 @@ ShardFieldRec *shard_sb_add(ShardSampleBuf *sb, const char *name, const char *me
     return rec;
 }
 
+int shard_sb_reserve(ShardSampleBuf *sb, size_t extra)
+{
+    ShardBuf *a = &sb->arena;
+    if (a->cap - a->len >= extra)
+        return 0;
+    if (!sb->pool || extra > SIZE_MAX - a->len)
+        return shard_buf_reserve(a, extra);
+    size_t cap;
+    unsigned char *b = shard_block_get(sb->pool, a->len + extra, &cap);
+    if (!b)
+        return SHARD_ERR_NOMEM;
+    if (a->len)
+        memcpy(b, a->data, a->len);
+    shard_block_put(sb->pool, a->data, a->cap);
+    a->data = b;
+    a->cap = cap;
+    return 0;
+}
+
 int shard_sb_set_key(ShardSampleBuf *sb, const char *key, size_t n)
 {
     sb->key.len = 0;

@@ -6,6 +6,7 @@
 #ifndef SHARD_SAMPLEBUF_H
 #define SHARD_SAMPLEBUF_H
 
+#include "blockpool.h"
 #include "internal.h"
 #include "shard/sample.h"
 #include "source.h"
@@ -20,6 +21,7 @@ typedef struct ShardFieldRec {
 
 typedef struct ShardSampleBuf {
     ShardBuf arena;
+    ShardBlockPool *pool; /* where the arena grows from (borrowed), or NULL: realloc */
     ShardBuf key;        /* the key, NUL-terminated once set */
     ShardFieldRec *recs;
     ShardFieldView *views;
@@ -33,6 +35,8 @@ SHARD_HIDDEN void shard_sb_reset(ShardSampleBuf *sb);
  * Returns the record, or NULL when out of memory. */
 SHARD_HIDDEN ShardFieldRec *shard_sb_add(ShardSampleBuf *sb, const char *name, const char *member,
                                          int lower);
+/* Makes room for extra more bytes in the arena, in one step. */
+SHARD_HIDDEN int shard_sb_reserve(ShardSampleBuf *sb, size_t extra);
 /* Sets the key from n bytes at key. */
 SHARD_HIDDEN int shard_sb_set_key(ShardSampleBuf *sb, const char *key, size_t n);
 /* The name of field i as added (lower-cased when asked). */

@@ -5,6 +5,7 @@
 #ifndef SHARD_SHARDFILE_H
 #define SHARD_SHARDFILE_H
 
+#include "blockpool.h"
 #include "shard/file.h"
 #include "source.h"
 
@@ -15,5 +16,7 @@ SHARD_HIDDEN int shard_file_open_source(ShardFile **out, ShardSource *src,
 /* A hint that f will be read in order from its start soon: a remote shard's first request
  * goes out now (its latency then passes while the shard before is read). */
 SHARD_HIDDEN void shard_file_prefetch(ShardFile *f);
+/* shard_file_take, the item's block taken from pool (NULL: malloc). */
+SHARD_HIDDEN int shard_file_take_pooled(ShardFile *f, ShardBlockPool *pool, ShardItem **out);
 
 #endif /* SHARD_SHARDFILE_H */

@@ -163,7 +163,7 @@ int shard_shuffle_load(ShardShuffle *sh, const ShardList *list, ShardRemote *rem
                 shard_file_free(&f);
                 return code;
             }
-            ShardItem *full = shard_item_new(v, NULL, shard);
+            ShardItem *full = shard_item_new(v, NULL, shard, NULL);
             if (!full) {
                 shard_file_free(&f);
                 return shard_fail(err, SHARD_ERR_NOMEM, "out of memory");

@@ -17,6 +17,9 @@
 #include "tar.h"
 #include "shard/names.h"
 
+/* the most room made ahead for one member: its declared size may be a lie */
+#define RESERVE_MAX ((uint64_t)16 << 20)
+
 struct ShardTar {
     ShardSource *src;
     ShardFileSettings s;
@@ -203,8 +206,14 @@ static int read_data(ShardTar *t, ShardSampleBuf *sb, ShardFieldRec *rec, const 
                 shard_hold_put(rec->hold);
                 rec->hold = NULL;
             }
-            if (fill_hole(sb, rec->data, (uint64_t)off) || shard_buf_append(&sb->arena, p, len))
+            /* room for the whole member at once: growing by doubling would copy it again */
+            if (blocks == 0 && rec->size <= RESERVE_MAX &&
+                shard_sb_reserve(sb, (size_t)rec->size))
                 return nomem(t, err);
+            if (fill_hole(sb, rec->data, (uint64_t)off) || shard_sb_reserve(sb, len))
+                return nomem(t, err);
+            memcpy(sb->arena.data + sb->arena.len, p, len);
+            sb->arena.len += len;
         }
         blocks++;
     }

@@ -24,6 +24,17 @@ TestSuite(reader, .init = setup, .fini = teardown, .timeout = 120);
 
 #define NSAMPLES 300
 
+/* Bytes of each sample's text when set: "sample N", then a pattern that depends on N. */
+static size_t pad;
+
+static size_t fill(char *buf, int i)
+{
+    size_t n = (size_t)snprintf(buf, 64, "sample %d", i);
+    for (; n < pad; n++)
+        buf[n] = (char)('a' + (n * 7 + (size_t)i) % 26);
+    return n;
+}
+
 /* NSAMPLES samples in shards of 23 (the last shorter), with a manifest; returns its path. */
 static const char *make_shards(const char *ext)
 {
@@ -41,12 +52,14 @@ static const char *make_shards(const char *ext)
     ShardManifest *m;
     cr_assert_eq(shard_manifest_new(&m, "r"), 0);
     for (int i = 0; i < NSAMPLES; i++) {
-        char key[32], txt[64];
+        char key[32], small[64], *txt = pad ? malloc(pad) : small;
         snprintf(key, sizeof key, "s%05d", i);
-        int n = snprintf(txt, sizeof txt, "sample %d", i);
-        ShardField f[] = {{"txt", txt, (size_t)n}};
+        size_t n = fill(txt, i);
+        ShardField f[] = {{"txt", txt, n}};
         ShardSample smp = {key, f, 1};
         cr_assert_eq(shard_writer_add(w, &smp), 0, "%s", shard_writer_error(w));
+        if (txt != small)
+            free(txt);
     }
     cr_assert_eq(shard_writer_finish(w), 0);
     for (size_t i = 0; i < shard_writer_count(w); i++)
@@ -262,6 +275,44 @@ Test(reader, owned_samples_outlive_the_reader)
         shard_item_free(&items[i]);
     }
     cr_assert_eq(sum, NSAMPLES * (NSAMPLES - 1) / 2);
+}
+
+/* Samples read out of compressed shards are copies (taken over from the tar reader, their
+ * memory recycled by the fetch stage): they too outlive the reader, every byte intact. */
+Test(reader, copied_samples_outlive_the_reader)
+{
+    pad = 20000;
+    const char *urls[] = {make_shards(".tar.zst")};
+    ShardReaderSettings s;
+    settings(&s, urls);
+    ShardReader *r;
+    ShardError err;
+    cr_assert_eq(shard_reader_open(&r, &s, &err), 0, "%s", err.message);
+    ShardItem **items = calloc(NSAMPLES, sizeof *items);
+    int n = 0;
+    while (n < NSAMPLES && shard_reader_take(r, &items[n]) == 0) {
+        if (n % 3 == 2) /* some go back while the reader runs, some after it is gone */
+            shard_item_free(&items[n - 1]);
+        n++;
+    }
+    cr_assert_eq(n, NSAMPLES);
+    shard_reader_free(&r);
+    static char want[20000];
+    int left = 0;
+    for (int i = 0; i < n; i++) {
+        if (!items[i])
+            continue;
+        const ShardSampleView *v = shard_item_sample(items[i]);
+        int k = atoi(v->key + 1);
+        size_t len = fill(want, k);
+        cr_assert_eq(v->fields[0].size, (uint64_t)len);
+        cr_assert_eq(memcmp(v->fields[0].data, want, len), 0, "sample %d's bytes", k);
+        shard_item_free(&items[i]);
+        left++;
+    }
+    cr_assert_eq(left, NSAMPLES - NSAMPLES / 3);
+    free(items);
+    pad = 0;
 }
 
 Test(reader, resampled_epochs_are_as_long_as_asked)
