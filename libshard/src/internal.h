@@ -25,6 +25,10 @@ SHARD_HIDDEN int shard_report(ShardError *err, int code, const char *msg);
  * a missing file SHARD_ERR_NOT_FOUND, the rest SHARD_ERR_IO. */
 SHARD_HIDDEN int shard_errno_code(int e);
 
+/* memcpy for bytes another thread reads next (copy.c): streaming stores where the CPU has
+ * them, so that the lines do not travel from the writer's cache to the reader's. */
+SHARD_HIDDEN void shard_copy_handoff(void *dst, const void *src, size_t n);
+
 /* A growable byte buffer. */
 typedef struct ShardBuf {
     unsigned char *data;

@@ -248,7 +248,7 @@ static size_t on_body(char *p, size_t size, size_t nmemb, void *cookie)
         x->buf[w] = b;
         x->cap[w] = n;
     }
-    memcpy(x->buf[w] + x->wlen, p, n);
+    shard_copy_handoff(x->buf[w] + x->wlen, p, n);
     x->wlen += n;
     shard_stat_add(&r->st.bytes, n);
     x->fresh = 1; /* the reader is woken once per pass of the loop, or at half full */

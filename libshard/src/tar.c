@@ -212,7 +212,8 @@ static int read_data(ShardTar *t, ShardSampleBuf *sb, ShardFieldRec *rec, const 
                 return nomem(t, err);
             if (fill_hole(sb, rec->data, (uint64_t)off) || shard_sb_reserve(sb, len))
                 return nomem(t, err);
-            memcpy(sb->arena.data + sb->arena.len, p, len);
+            /* the data go to another thread (the consumer, a decoder) */
+            shard_copy_handoff(sb->arena.data + sb->arena.len, p, len);
             sb->arena.len += len;
         }
         blocks++;
