@@ -15,6 +15,9 @@ in turn, so that a noisy machine slows them alike:
   first     time to the first sample (open the reader, take one), remote over local
   batches   decoded 224x224 training batches (examples/read_batches, 256 per batch), remote
             over local
+  ceiling   the same local batches while curl fetches the same shards from the same server
+            at the same time: what moving the bytes over loopback costs the decoders when
+            client and server share the cores, so the most any HTTP client could reach here
 """
 import argparse
 import os
@@ -97,10 +100,13 @@ def main():
                 times[k].append(timed(c, quiet=True))
             firsts["remote"].append(first_sample(f"{base}/t.json"))
             firsts["local"].append(first_sample(str(shards / "t.json")))
-        bt = {"remote": [], "local": []}
+        bt = {"remote": [], "local": [], "local+curl": []}
         for r in range(max(1, a.rounds // 2)):
             bt["remote"].append(timed([batches, f"{base}/t.json", "256"], quiet=True))
             bt["local"].append(timed([batches, str(shards / "t.json"), "256"], quiet=True))
+            side = subprocess.Popen(curl, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            bt["local+curl"].append(timed([batches, str(shards / "t.json"), "256"], quiet=True))
+            side.wait()
     finally:
         ng.close()
     med = {k: statistics.median(v) for k, v in times.items()}
@@ -114,7 +120,9 @@ def main():
     fr, fl = statistics.median(firsts["remote"]), statistics.median(firsts["local"])
     print(f"  first sample remote {fr * 1000:.1f} ms, local {fl * 1000:.1f} ms")
     br, bl = statistics.median(bt["remote"]), statistics.median(bt["local"])
+    bc = statistics.median(bt["local+curl"])
     print(f"  decoded batches remote {br:.2f} s, local {bl:.2f} s: remote / local {bl / br:.2f}")
+    print(f"  ceiling: local batches with curl beside them {bc:.2f} s: {bl / bc:.2f}")
 
 
 def servers_echo():
