@@ -10,6 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
 bash scripts/test-servers.sh
+bash scripts/test-photos.sh
 bash scripts/build.sh
 status=0
 meson test -C build --print-errorlogs --num-processes 2 "$@" || status=$?

@@ -61,18 +61,25 @@ static Box crop_box(const ShardTransform *t, int W, int H, ShardRng *r)
     if (t->crop == SHARD_CROP_NONE)
         return b;
     if (t->crop == SHARD_CROP_CENTER) {
-        /* Resize(size / fraction) of the shorter side, then CenterCrop(size). */
+        /* torchvision's Resize(n) + CenterCrop((height, width)), n = floor(size / fraction),
+         * as one box of the original: the shorter side resized to n, the longer to
+         * int(n * long / short) (so the two axes' scales differ a little), the crop at
+         * round((resized - size) / 2) whole pixels, Python rounding half to even. */
         int out_short = t->width < t->height ? t->width : t->height;
-        double resized = floor(out_short / t->center_fraction);
-        double s = resized / (W < H ? W : H);
-        b.w = t->width / s;
-        b.h = t->height / s;
-        if (b.w > W)
-            b.w = W;
-        if (b.h > H)
-            b.h = H;
-        b.x = (W - b.w) / 2;
-        b.y = (H - b.h) / 2;
+        int64_t n = (int64_t)floor(out_short / t->center_fraction);
+        int64_t lo = W < H ? W : H, hi = W < H ? H : W;
+        int64_t nl = (int64_t)((double)(n * hi) / (double)lo);
+        double rw = (double)(W <= H ? n : nl), rh = (double)(W <= H ? nl : n);
+        double sx = W / rw, sy = H / rh;
+        b.w = t->width * sx;
+        b.h = t->height * sy;
+        b.x = nearbyint((rw - t->width) / 2.0) * sx;
+        b.y = nearbyint((rh - t->height) / 2.0) * sy;
+        /* a crop larger than the resized image (torchvision pads it): the whole side */
+        if (b.x < 0 || b.w > W)
+            b.x = 0, b.w = W;
+        if (b.y < 0 || b.h > H)
+            b.y = 0, b.h = H;
         return b;
     }
     double area = (double)W * H;
@@ -472,6 +479,22 @@ int shard_decode_transform_with(ShardScratch *sc, const void *data, size_t size,
     }
     if (!direct)
         store(t, dst, flip, out);
+    return 0;
+}
+
+int shard_transform_box(const ShardTransform *t, int width, int height, uint64_t seed,
+                        double box[4], int *flip)
+{
+    if (width <= 0 || height <= 0 || t->width <= 0 || t->height <= 0)
+        return SHARD_ERR_INVALID;
+    /* the draws shard_decode_transform_with makes, in its order */
+    ShardRng rng;
+    shard_rng_init(&rng, seed, SHARD_RNG_CROP, 0, 0, 0);
+    Box b = crop_box(t, width, height, &rng);
+    int f = t->flip && (shard_rng_next(&rng) >> 63);
+    box[0] = b.x, box[1] = b.y, box[2] = b.w, box[3] = b.h;
+    if (flip)
+        *flip = f;
     return 0;
 }
 

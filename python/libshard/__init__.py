@@ -6,7 +6,9 @@
 
     from libshard.torch import ShardDataset    # batches as torch tensors
 """
-from ._libshard import Batch, Loader, Reader, ShardError, decode, decode_rgb, resize_rgb, version
+from ._libshard import (Batch, Loader, Reader, ShardError, crop_box, decode, decode_rgb, resize_rgb,
+                        version)
 
-__all__ = ["Reader", "Loader", "Batch", "ShardError", "decode", "decode_rgb", "resize_rgb", "version"]
+__all__ = ["Reader", "Loader", "Batch", "ShardError", "crop_box", "decode", "decode_rgb", "resize_rgb",
+           "version"]
 __version__ = version

@@ -817,6 +817,38 @@ static PyObject *py_decode_rgb(PyObject *m, PyObject *arg)
     return Py_BuildValue("(Nii)", b, w, h);
 }
 
+/* The transform decode and crop_box take from their keywords; -1 with an exception set. */
+static int parse_transform(ShardTransform *t, int width, int height, const char *crop, int fast,
+                           int flip, const char *layout, PyObject *scale, PyObject *ratio)
+{
+    shard_transform_default(t);
+    t->width = width;
+    t->height = height;
+    t->fast = fast;
+    t->flip = flip;
+    if (strcmp(layout, "nchw") && strcmp(layout, "nhwc")) {
+        PyErr_Format(PyExc_ValueError, "layout must be 'nchw' or 'nhwc', not '%s'", layout);
+        return -1;
+    }
+    if (strcmp(crop, "center") && strcmp(crop, "none") && strcmp(crop, "random_resized")) {
+        PyErr_Format(PyExc_ValueError,
+                     "crop must be 'random_resized', 'center' or 'none', not '%s'", crop);
+        return -1;
+    }
+    if (width <= 0 || height <= 0) {
+        PyErr_SetString(PyExc_ValueError, "width and height must be positive");
+        return -1;
+    }
+    t->layout = !strcmp(layout, "nchw") ? SHARD_LAYOUT_NCHW : SHARD_LAYOUT_NHWC;
+    t->crop = !strcmp(crop, "center") ? SHARD_CROP_CENTER
+              : !strcmp(crop, "none") ? SHARD_CROP_NONE
+                                      : SHARD_CROP_RANDOM_RESIZED;
+    if ((scale && !PyArg_ParseTuple(scale, "dd", &t->scale_min, &t->scale_max)) ||
+        (ratio && !PyArg_ParseTuple(ratio, "dd", &t->ratio_min, &t->ratio_max)))
+        return -1;
+    return 0;
+}
+
 static PyObject *py_decode(PyObject *m, PyObject *args, PyObject *kw)
 {
     (void)m;
@@ -831,33 +863,7 @@ static PyObject *py_decode(PyObject *m, PyObject *args, PyObject *kw)
                                      &fast, &flip, &seed, &layout, &scale, &ratio))
         return NULL;
     ShardTransform t;
-    shard_transform_default(&t);
-    t.width = width;
-    t.height = height;
-    t.fast = fast;
-    t.flip = flip;
-    if (strcmp(layout, "nchw") && strcmp(layout, "nhwc")) {
-        PyBuffer_Release(&in);
-        PyErr_Format(PyExc_ValueError, "layout must be 'nchw' or 'nhwc', not '%s'", layout);
-        return NULL;
-    }
-    if (strcmp(crop, "center") && strcmp(crop, "none") && strcmp(crop, "random_resized")) {
-        PyBuffer_Release(&in);
-        PyErr_Format(PyExc_ValueError,
-                     "crop must be 'random_resized', 'center' or 'none', not '%s'", crop);
-        return NULL;
-    }
-    if (width <= 0 || height <= 0) {
-        PyBuffer_Release(&in);
-        PyErr_SetString(PyExc_ValueError, "width and height must be positive");
-        return NULL;
-    }
-    t.layout = !strcmp(layout, "nchw") ? SHARD_LAYOUT_NCHW : SHARD_LAYOUT_NHWC;
-    t.crop = !strcmp(crop, "center") ? SHARD_CROP_CENTER
-             : !strcmp(crop, "none") ? SHARD_CROP_NONE
-                                     : SHARD_CROP_RANDOM_RESIZED;
-    if ((scale && !PyArg_ParseTuple(scale, "dd", &t.scale_min, &t.scale_max)) ||
-        (ratio && !PyArg_ParseTuple(ratio, "dd", &t.ratio_min, &t.ratio_max))) {
+    if (parse_transform(&t, width, height, crop, fast, flip, layout, scale, ratio)) {
         PyBuffer_Release(&in);
         return NULL;
     }
@@ -876,6 +882,29 @@ static PyObject *py_decode(PyObject *m, PyObject *args, PyObject *kw)
         return raise_shard(rc, msg);
     }
     return out;
+}
+
+static PyObject *py_crop_box(PyObject *m, PyObject *args, PyObject *kw)
+{
+    (void)m;
+    static char *kwlist[] = {"image_width", "image_height", "width", "height", "crop", "flip",
+                             "seed", "scale", "ratio", NULL};
+    int iw, ih, width = 224, height = 224, flip = 0;
+    unsigned long long seed = 0;
+    const char *crop = "random_resized";
+    PyObject *scale = NULL, *ratio = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "ii|iispKOO", kwlist, &iw, &ih, &width, &height,
+                                     &crop, &flip, &seed, &scale, &ratio))
+        return NULL;
+    ShardTransform t;
+    if (parse_transform(&t, width, height, crop, 1, flip, "nhwc", scale, ratio))
+        return NULL;
+    double box[4];
+    int flipped;
+    int rc = shard_transform_box(&t, iw, ih, seed, box, &flipped);
+    if (rc)
+        return raise_shard(rc, "crop_box: the image size must be positive");
+    return Py_BuildValue("(dddd)O", box[0], box[1], box[2], box[3], flipped ? Py_True : Py_False);
 }
 
 static PyObject *py_resize_rgb(PyObject *m, PyObject *args)
@@ -910,6 +939,10 @@ static PyMethodDef module_methods[] = {
     {"decode", (PyCFunction)(void (*)(void))py_decode, METH_VARARGS | METH_KEYWORDS,
      "decode(data, width=224, height=224, crop='random_resized', fast=True, flip=False, seed=0, "
      "layout='nhwc') -> bytes"},
+    {"crop_box", (PyCFunction)(void (*)(void))py_crop_box, METH_VARARGS | METH_KEYWORDS,
+     "crop_box(image_width, image_height, width=224, height=224, crop='random_resized', "
+     "flip=False, seed=0, scale=None, ratio=None) -> ((x, y, w, h), flipped): the box and "
+     "mirroring decode draws for an image of that size with that seed"},
     {"resize_rgb", py_resize_rgb, METH_VARARGS,
      "resize_rgb(data, w, h, (x0, y0, bw, bh), out_w, out_h) -> bytes (PIL BILINEAR)"},
     {NULL, NULL, 0, NULL},

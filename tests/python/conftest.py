@@ -50,6 +50,22 @@ MAXCOUNT = 40  # samples per shard: 7 shards of 40 and one of 20
 
 
 
+PHOTOS = REPO / "tests" / ".photos" / "usr" / "lib" / "python3" / "dist-packages" / "skimage" / "data"
+PHOTO_NAMES = ["astronaut.png", "chelsea.png", "coffee.png", "rocket.jpg", "motorcycle_left.png",
+               "retina.jpg", "hubble_deep_field.jpg"]
+
+
+@pytest.fixture(scope="session")
+def photos():
+    """Real photographs as RGB arrays by name: Debian's python3-skimage sample images,
+    unpacked by scripts/test-photos.sh (which scripts/test.sh runs)."""
+    if not (PHOTOS / PHOTO_NAMES[0]).exists():
+        if os.environ.get("CI"):
+            pytest.fail(f"no photographs in {PHOTOS}: run scripts/test-photos.sh")
+        pytest.skip(f"no photographs in {PHOTOS}: run scripts/test-photos.sh")
+    return {n: np.asarray(Image.open(PHOTOS / n).convert("RGB")) for n in PHOTO_NAMES}
+
+
 def within(seconds, fn, what):
     """Runs fn() on a daemon thread; a hang fails the test instead of the whole suite.
     (libshard releases the GIL while it waits, so the watchdog keeps running.)"""

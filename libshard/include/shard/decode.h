@@ -17,8 +17,8 @@ extern "C" {
 
 typedef enum ShardCrop {
     SHARD_CROP_RANDOM_RESIZED = 0, /**< torchvision's RandomResizedCrop (training) */
-    SHARD_CROP_CENTER = 1,         /**< resize the shorter side to size / center_fraction,
-                                        then take the center (evaluation) */
+    SHARD_CROP_CENTER = 1,         /**< torchvision's Resize(floor(size / center_fraction))
+                                        + CenterCrop(size), as one box (evaluation) */
     SHARD_CROP_NONE = 2,           /**< the whole image resized to the output size */
 } ShardCrop;
 
@@ -64,6 +64,17 @@ SHARD_API size_t shard_transform_output_size(const ShardTransform *t);
  */
 SHARD_API int shard_decode_transform(const void *data, size_t size, const ShardTransform *t,
                                      uint64_t seed, void *out, char *msg, size_t msgsize);
+
+/**
+ * The crop box and mirroring that shard_decode_transform draws for a width x height image
+ * with this seed: what an augmentation did, for labels that live in image coordinates
+ * (boxes, keypoints) and for comparing the draws with torchvision's.
+ * @param box receives x, y, width, height in pixels of the full image (fractions allowed)
+ * @param flip receives 1 when the output is mirrored; may be NULL
+ * @return 0; SHARD_ERR_INVALID for a size that is not positive
+ */
+SHARD_API int shard_transform_box(const ShardTransform *t, int width, int height, uint64_t seed,
+                                  double box[4], int *flip);
 
 /**
  * Decodes a whole image to 8-bit RGB at full size (greyscale and CMYK converted).
