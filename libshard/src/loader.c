@@ -326,8 +326,9 @@ int shard_loader_next(ShardLoader *l, const ShardBatch **out)
         if (!sl) {
             if (atomic_load(&l->held) == l->nslots)
                 return shard_fail(l->err, SHARD_ERR_STATE,
-                                  "loader: all %zu batch buffers are held: release batches, or "
-                                  "open with more",
+                                  "loader: all %zu batch buffers are held: release (or copy) the "
+                                  "batches kept, or raise the batch count (ShardLoaderSettings."
+                                  "batches; batches= in Python)",
                                   l->nslots);
             receive(l);
             continue;

@@ -10,6 +10,17 @@ The fast way is num_workers=0: libshard's own threads fetch, decode and batch, w
 released. With num_workers > 0 every DataLoader worker runs its own reader on its share of
 the shards (the reader starts inside the worker, so fork is safe). Rank and world size come
 from torch.distributed when it is initialized (else $RANK / $WORLD_SIZE).
+
+ShardLoader(ds, num_workers=..., **DataLoader options) is a DataLoader whose state_dict()
+and load_state_dict() resume mid-epoch whatever the number of workers:
+
+    loader = ShardLoader(ds, num_workers=4, persistent_workers=True)
+    loader.load_state_dict(torch.load("ckpt.pt")["data"])     # or nothing, to start
+    for epoch in range(loader.epoch, epochs):
+        loader.set_epoch(epoch)             # keeps a restored position in its own epoch
+        for images, labels in loader:
+            ...
+            torch.save({"data": loader.state_dict(), ...}, "ckpt.pt")
 """
 import os
 
@@ -27,6 +38,13 @@ _LOADER_KEYS = ("batch_size", "image_size", "crop", "flip", "fast", "layout", "d
 
 
 _INHERITED = []  # readers forked from a parent process, kept alive deliberately
+
+# What the processes of one dataset share (tensors in shared memory, so that DataLoader
+# workers, persistent or not, forked or spawned, see what the main process sets): the
+# epoch, whether workers iterated, and a ShardLoader's plan for the next iteration (the
+# worker count it is for, the rotation of workers, each worker's state to resume from).
+_EPOCH, _IN_WORKERS, _PLAN_WORKERS, _PLAN_ROTATION = range(4)
+_MAX_WORKERS, _STATE_BYTES = 64, 96
 
 
 def _rank_world(rank, world_size):
@@ -74,25 +92,52 @@ class ShardDataset(torch.utils.data.IterableDataset):
         self.device = torch.device(device)
         self.rank, self.world_size = rank, world_size
         self.settings = settings
-        self.epoch = 0
+        self._shared = torch.zeros(4, dtype=torch.int64).share_memory_()
+        self._plan_states = torch.zeros(_MAX_WORKERS, _STATE_BYTES, dtype=torch.uint8).share_memory_()
         self._resume = None
+        self._resume_epoch = None
         self._source = None
         self._source_pid = None
+
+    @property
+    def epoch(self):
+        """The epoch the next iteration reads (set_epoch; workers see it too)."""
+        return int(self._shared[_EPOCH])
 
     @property
     def seed(self):
         return self.settings["seed"]
 
     def set_epoch(self, epoch):
-        """Use epoch's shard order and shuffle next time the dataset is iterated."""
-        self.epoch = int(epoch)
-        self._resume = None
+        """Use epoch's shard order and shuffle next time the dataset is iterated, in this
+        process and in DataLoader workers (persistent ones too). A position restored by
+        load_state_dict is kept when epoch is its own epoch, and dropped otherwise."""
+        epoch = int(epoch)
+        if epoch != self._resume_epoch:
+            self._resume = self._resume_epoch = None
+        self._shared[_EPOCH] = epoch
 
-    def _split(self):
-        rank, world = _rank_world(self.rank, self.world_size)
+    def _worker(self):
+        """(this process's worker, worker count), (0, 1) outside DataLoader workers."""
         info = torch.utils.data.get_worker_info()
-        worker, workers = (info.id, info.num_workers) if info else (0, 1)
-        return dict(rank=rank, world_size=world, worker=worker, num_workers=workers)
+        return (info.id, info.num_workers) if info else (0, 1)
+
+    def _split(self, worker=None):
+        rank, world = _rank_world(self.rank, self.world_size)
+        w, workers = self._worker()
+        return dict(rank=rank, world_size=world, worker=w if worker is None else worker,
+                    num_workers=workers)
+
+    def _plan(self):
+        """For a ShardLoader's iteration: (logical worker, state to resume from or None).
+        Workers are rotated so that a resumed DataLoader, which always starts with worker
+        0, hands out batches in the order the interrupted one would have."""
+        w, n = self._worker()
+        if int(self._shared[_PLAN_WORKERS]) != n:
+            return w, None
+        logical = (w + int(self._shared[_PLAN_ROTATION])) % n
+        raw = bytes(self._plan_states[logical].tolist()).rstrip(b"\0")
+        return logical, raw.decode() if raw else None
 
     def _reader_args(self):
         return {k: v for k, v in self.settings.items() if k in _READER_KEYS}
@@ -105,22 +150,38 @@ class ShardDataset(torch.utils.data.IterableDataset):
         self._source, self._source_pid = source, os.getpid()
 
     def __iter__(self):
-        split = self._split()
+        return self._iterate(tagged=False)
+
+    def _iterate(self, tagged):
+        """The epoch's batches (or samples); tagged (for ShardLoader): each as (item,
+        (logical worker, state after it))."""
+        if torch.utils.data.get_worker_info() is not None:
+            self._shared[_IN_WORKERS] = 1
+        logical, resume = self._plan() if tagged else (None, None)
+        if not tagged and self._resume and self._resume_epoch == self.epoch:
+            resume = self._resume
+        self._resume = self._resume_epoch = None
+        split = self._split(logical)
         if not self.decode:
             reader = _libshard.Reader(self.urls, epoch=self.epoch, **split, **self._reader_args())
             self._adopt(reader)
-            if self._resume:
-                reader.restore(self._resume)
-                self._resume = None
-            yield from reader
+            if resume:
+                reader.restore(resume)
+            if tagged:
+                for sample in reader:
+                    yield sample, (logical, reader.state())
+            else:
+                yield from reader
             return
         raw = self.settings.get("raw_fields")
+        names = raw.split(";") if raw else []
+        keys = "__key__" in names
+        raw_c = ";".join(n for n in names if n != "__key__")
         loader = _libshard.Loader(self.urls, epoch=self.epoch, **split,
-                                  **{**self.settings, "raw_fields": raw or ""})
+                                  **{**self.settings, "raw_fields": raw_c})
         self._adopt(loader)
-        if self._resume:
-            loader.restore(self._resume)
-            self._resume = None
+        if resume:
+            loader.restore(resume)
         float32 = self.settings.get("dtype", "uint8") == "float32"
         cuda = self.device.type == "cuda"
         if cuda and torch.utils.data.get_worker_info() is not None:
@@ -135,7 +196,14 @@ class ShardDataset(torch.utils.data.IterableDataset):
             if cuda:
                 images = images.to(self.device, non_blocking=False)
                 labels = labels.to(self.device, non_blocking=False)
-            yield (images, labels, batch.fields) if raw else (images, labels)
+            if raw:
+                fields = batch.fields
+                if keys:
+                    fields = {n: (list(batch.keys) if n == "__key__" else fields[n]) for n in names}
+                item = (images, labels, fields)
+            else:
+                item = (images, labels)
+            yield (item, (logical, loader.state())) if tagged else item
 
     def __len__(self):
         """Batches per epoch for this rank (samples with decode=False); needs sample counts.
@@ -169,15 +237,139 @@ class ShardDataset(torch.utils.data.IterableDataset):
         return self._source.remote_stats() if self._source is not None else {}
 
     def state_dict(self):
-        """Where iteration stands (num_workers=0): pass to load_state_dict to continue."""
+        """Where iteration stands in this process (num_workers=0): pass to load_state_dict
+        to continue. With DataLoader workers the position lives in the workers: use
+        ShardLoader, whose state_dict covers them."""
         if self._source is None or self._source_pid != os.getpid():
+            if int(self._shared[_IN_WORKERS]):
+                raise RuntimeError(
+                    "ShardDataset.state_dict(): this dataset was iterated in DataLoader worker "
+                    "processes, whose positions this process cannot see; iterate it through "
+                    "libshard.torch.ShardLoader(dataset, num_workers=...) and take "
+                    "loader.state_dict() instead")
             return {"epoch": self.epoch, "state": None, "seed": self.settings.get("seed")}
         return {"epoch": self.epoch, "state": self._source.state(), "seed": self.settings.get("seed")}
 
     def load_state_dict(self, state):
         """Continue, on the next iteration, after the last batch the state was taken at."""
+        if "workers" in state:
+            raise ValueError("this state was taken by a ShardLoader: restore it with "
+                             "ShardLoader.load_state_dict")
         if state.get("seed") is not None and state["seed"] != self.settings.get("seed"):
             raise ValueError(f"the state was taken with seed {state['seed']}, this dataset has "
                              f"{self.settings.get('seed')}")
-        self.epoch = state["epoch"]
+        self._shared[_EPOCH] = int(state["epoch"])
         self._resume = state["state"]
+        self._resume_epoch = int(state["epoch"])
+
+
+class _Tagged(torch.utils.data.IterableDataset):
+    """What a ShardLoader's DataLoader iterates: the dataset's items, each tagged with the
+    worker that made it and that worker's state after it. Other attributes are the
+    dataset's."""
+
+    def __init__(self, dataset):
+        super().__init__()
+        self.shard_dataset = dataset
+
+    def __iter__(self):
+        return self.shard_dataset._iterate(tagged=True)
+
+    def __len__(self):
+        return len(self.shard_dataset)
+
+    def __getattr__(self, name):
+        if name == "shard_dataset":
+            raise AttributeError(name)
+        return getattr(self.shard_dataset, name)
+
+
+class ShardLoader(torch.utils.data.DataLoader):
+    """A DataLoader over a ShardDataset whose state_dict() / load_state_dict() save and
+    restore the position mid-epoch for any num_workers (0 included).
+
+    The main process keeps, for each worker, the state the worker attached to the last
+    batch it delivered, and which worker comes next; a restore hands each worker its state
+    and rotates the workers so that the rest of the epoch comes in the order, and with the
+    augmentation draws, of the uninterrupted run. The state is a small dict of strings and
+    ints (torch.save / torch.load keep it); it is for the same dataset settings, seed and
+    num_workers. Batches are made by the dataset (its batch_size): DataLoader's batch_size
+    stays None. set_epoch reaches the workers, persistent or not.
+    """
+
+    def __init__(self, dataset, num_workers=0, **options):
+        if not isinstance(dataset, ShardDataset):
+            raise TypeError(f"ShardLoader takes a libshard.torch.ShardDataset, not "
+                            f"{type(dataset).__name__}")
+        if options.get("batch_size") is not None:
+            raise ValueError("ShardLoader: the dataset makes the batches (ShardDataset("
+                             "batch_size=...)); leave the DataLoader's batch_size at None")
+        if num_workers > _MAX_WORKERS:
+            raise ValueError(f"ShardLoader: at most {_MAX_WORKERS} workers, not {num_workers}")
+        options["batch_size"] = None
+        super().__init__(_Tagged(dataset), num_workers=num_workers, **options)
+        self._states = [None] * max(1, num_workers)
+        self._next = 0
+        self._batches = 0
+        self._restored = None  # (epoch, states, next, batches) from load_state_dict
+
+    @property
+    def epoch(self):
+        return self.dataset.shard_dataset.epoch
+
+    def set_epoch(self, epoch):
+        """The dataset's set_epoch: a restored position is kept for its own epoch only."""
+        if self._restored is not None and int(epoch) != self._restored[0]:
+            self._restored = None
+        self.dataset.shard_dataset.set_epoch(epoch)
+
+    def __iter__(self):
+        ds = self.dataset.shard_dataset
+        n = len(self._states)
+        states, rotation, batches = [None] * n, 0, 0
+        if self._restored is not None and self._restored[0] == ds.epoch:
+            _, states, rotation, batches = self._restored
+        self._restored = None
+        plan = torch.zeros(_MAX_WORKERS, _STATE_BYTES, dtype=torch.uint8)
+        for w, st in enumerate(states):
+            if st:
+                b = st.encode()
+                plan[w, :len(b)] = torch.tensor(list(b), dtype=torch.uint8)
+        ds._plan_states.copy_(plan)
+        ds._shared[_PLAN_ROTATION] = rotation
+        ds._shared[_PLAN_WORKERS] = n
+        self._states, self._next, self._batches = list(states), rotation, batches
+        for item, (logical, state) in super().__iter__():
+            self._states[logical] = state
+            self._next = (logical + 1) % n
+            self._batches += 1
+            yield item
+
+    def state_dict(self):
+        """The position after the last batch handed out: {"epoch", "seed", "workers",
+        "states", "next", "batches"}."""
+        ds = self.dataset.shard_dataset
+        return {"epoch": ds.epoch, "seed": ds.settings.get("seed"), "workers": len(self._states),
+                "states": list(self._states), "next": self._next, "batches": self._batches}
+
+    def load_state_dict(self, state):
+        """Continue after the batch the state was taken at, on the next iteration of its
+        epoch (set_epoch to another epoch starts that one from its beginning)."""
+        ds = self.dataset.shard_dataset
+        if "workers" not in state:
+            raise ValueError("not a ShardLoader state (a ShardDataset's state goes to "
+                             "ShardDataset.load_state_dict)")
+        if state.get("seed") is not None and state["seed"] != ds.settings.get("seed"):
+            raise ValueError(f"the state was taken with seed {state['seed']}, this dataset has "
+                             f"{ds.settings.get('seed')}")
+        n = len(self._states)
+        if state["workers"] != n:
+            raise ValueError(f"the state was taken with num_workers={state['workers']}; this "
+                             f"loader has {n if self.num_workers else 0}: each worker's "
+                             f"position is its share of the epoch, so the count must match")
+        states = list(state["states"])
+        if len(states) != n:
+            raise ValueError(f"a ShardLoader state with {len(states)} worker states for "
+                             f"{n} workers")
+        ds._shared[_EPOCH] = int(state["epoch"])
+        self._restored = (int(state["epoch"]), states, int(state["next"]) % n, int(state["batches"]))

@@ -1,0 +1,197 @@
+"""libshard.torch.ShardLoader: a DataLoader whose state_dict() / load_state_dict() resume
+mid-epoch with any number of worker processes, through torch.save / torch.load, to exactly
+the batches (keys, labels, pixels) of the uninterrupted run; set_epoch reaching persistent
+workers; and the errors that replace silent loss (a dataset's own state_dict after worker
+iteration, a state for another worker count).
+
+The data set is conftest.packed: 300 JPEGs in 8 shards with a manifest.
+"""
+import io
+from collections import Counter
+
+import pytest
+
+torch = pytest.importorskip("torch")
+from torch.utils.data import DataLoader  # noqa: E402
+
+from libshard.torch import ShardDataset, ShardLoader  # noqa: E402
+
+from .conftest import NSAMPLES, within  # noqa: E402
+
+HANG = 20  # seconds for one epoch with workers, their start included
+
+
+def settings(**kw):
+    return dict(dict(seed=5, batch_size=32, image_size=40, shuffle=64, flip=True,
+                     raw_fields="__key__"), **kw)
+
+
+def batches(loader, limit=None, what="an epoch"):
+    """[(keys, labels, images)] from loader, at most limit batches."""
+
+    def run():
+        out = []
+        for images, labels, fields in loader:
+            out.append((fields["__key__"], labels.tolist(), images.clone()))
+            if limit is not None and len(out) == limit:
+                break
+        return out
+
+    return within(HANG, run, what)
+
+
+def same(a, b):
+    assert [k for k, _, _ in a] == [k for k, _, _ in b], "keys differ"
+    assert [y for _, y, _ in a] == [y for _, y, _ in b], "labels differ"
+    for i, ((_, _, x), (_, _, y)) in enumerate(zip(a, b)):
+        assert torch.equal(x, y), f"batch {i}: pixels differ"
+
+
+def saved(state):
+    """The state through torch.save and torch.load, as a checkpoint carries it."""
+    buf = io.BytesIO()
+    torch.save({"data": state}, buf)
+    buf.seek(0)
+    return torch.load(buf)["data"]
+
+
+@pytest.mark.parametrize("workers,k", [(2, 1), (2, 4), (2, 7), (3, 5), (0, 3)])
+def test_resume_after_k_batches_is_the_uninterrupted_epoch(packed, workers, k):
+    url = str(packed.manifest)
+    opts = dict(timeout=HANG) if workers else {}
+    full = batches(ShardLoader(ShardDataset(url, **settings()), num_workers=workers, **opts))
+    keys = [key for ks, _, _ in full for key in ks]
+    assert sorted(keys) == sorted(packed.keys), "one epoch: every sample once"
+
+    first = ShardLoader(ShardDataset(url, **settings()), num_workers=workers, **opts)
+    head = batches(first, limit=k, what=f"the first {k} batches")
+    state = saved(first.state_dict())
+    assert state["batches"] == k and state["workers"] == max(1, workers)
+    assert len(repr(state)) < 1000, "a small state"
+
+    again = ShardLoader(ShardDataset(url, **settings()), num_workers=workers, **opts)
+    again.load_state_dict(state)
+    again.set_epoch(state["epoch"])  # the training loop's call keeps the restored position
+    tail = batches(again, what="the rest of the epoch")
+    same(head + tail, full)
+
+
+def test_a_resumed_loader_can_be_checkpointed_again(packed):
+    url = str(packed.manifest)
+    full = batches(ShardLoader(ShardDataset(url, **settings()), num_workers=2, timeout=HANG))
+    got, state = [], None
+    for k in (2, 3, None):  # three runs, each resumed from the last one's checkpoint
+        ld = ShardLoader(ShardDataset(url, **settings()), num_workers=2, timeout=HANG)
+        if state is not None:
+            ld.load_state_dict(state)
+        got += batches(ld, limit=k)
+        state = saved(ld.state_dict())
+    same(got, full)
+
+
+def test_persistent_workers_see_set_epoch(packed):
+    url = str(packed.manifest)
+    ld = ShardLoader(ShardDataset(url, **settings()), num_workers=2, persistent_workers=True,
+                     timeout=HANG)
+    e0 = batches(ld)
+    ld.set_epoch(1)
+    e1 = batches(ld)
+    fresh = ShardDataset(url, **settings())
+    fresh.set_epoch(1)
+    want = batches(ShardLoader(fresh, num_workers=2, timeout=HANG))
+    same(e1, want)
+    assert [k for k, _, _ in e0] != [k for k, _, _ in e1], "epoch 1 has its own order"
+    # a plain DataLoader with persistent workers: set_epoch reaches them too
+    ds = ShardDataset(url, **settings())
+    dl = DataLoader(ds, batch_size=None, num_workers=2, persistent_workers=True, timeout=HANG)
+    batches(dl)
+    ds.set_epoch(1)
+    plain = batches(dl)
+    assert Counter(k for ks, _, _ in plain for k in ks) == Counter(packed.keys)
+    assert sorted(ks for ks, _, _ in plain) == sorted(ks for ks, _, _ in want), (
+        "the workers read epoch 1's order")
+
+
+def test_resume_with_persistent_workers_then_the_next_epoch(packed):
+    url = str(packed.manifest)
+    ref = ShardLoader(ShardDataset(url, **settings()), num_workers=2, persistent_workers=True,
+                      timeout=HANG)
+    full0 = batches(ref)
+    ref.set_epoch(1)
+    full1 = batches(ref)
+
+    first = ShardLoader(ShardDataset(url, **settings()), num_workers=2, timeout=HANG)
+    head = batches(first, limit=3)
+    ld = ShardLoader(ShardDataset(url, **settings()), num_workers=2, persistent_workers=True,
+                     timeout=HANG)
+    ld.load_state_dict(saved(first.state_dict()))
+    same(head + batches(ld), full0)
+    ld.set_epoch(1)  # another epoch: from its beginning
+    same(batches(ld), full1)
+
+
+def test_set_epoch_to_another_epoch_drops_a_restored_position(packed):
+    url = str(packed.manifest)
+    first = ShardLoader(ShardDataset(url, **settings()), num_workers=0)
+    batches(first, limit=2)
+    state = first.state_dict()
+    ld = ShardLoader(ShardDataset(url, **settings()), num_workers=0)
+    ld.load_state_dict(state)
+    ld.set_epoch(1)
+    n = sum(len(ks) for ks, _, _ in batches(ld))
+    assert n == NSAMPLES, "epoch 1 from its start"
+    # the dataset alone (num_workers=0) keeps its restored position through set_epoch too
+    ds = ShardDataset(url, **settings())
+    it = iter(ds)
+    for _ in range(3):
+        next(it)
+    st = ds.state_dict()
+    ds2 = ShardDataset(url, **settings())
+    ds2.load_state_dict(st)
+    ds2.set_epoch(0)
+    rest = within(HANG, lambda: sum(len(y) for _, y, _ in ds2), "the rest")
+    assert rest == NSAMPLES - 3 * 32
+
+
+def test_dataset_state_dict_after_workers_says_to_use_shardloader(packed):
+    ds = ShardDataset(str(packed.manifest), **settings())
+    dl = DataLoader(ds, batch_size=None, num_workers=2, timeout=HANG)
+    batches(dl, limit=2)
+    with pytest.raises(RuntimeError, match="ShardLoader"):
+        ds.state_dict()
+
+
+def test_a_state_for_another_worker_count_or_seed_is_refused(packed):
+    url = str(packed.manifest)
+    first = ShardLoader(ShardDataset(url, **settings()), num_workers=0)
+    batches(first, limit=1)
+    state = first.state_dict()
+    with pytest.raises(ValueError, match="num_workers"):
+        ShardLoader(ShardDataset(url, **settings()), num_workers=2).load_state_dict(state)
+    with pytest.raises(ValueError, match="seed"):
+        ShardLoader(ShardDataset(url, **settings(seed=6))).load_state_dict(state)
+    with pytest.raises(ValueError, match="ShardLoader"):
+        ShardDataset(url, **settings()).load_state_dict(state)
+    with pytest.raises(ValueError, match="batch_size"):
+        ShardLoader(ShardDataset(url, **settings()), batch_size=8)
+    with pytest.raises(TypeError, match="ShardDataset"):
+        ShardLoader([1, 2, 3])
+
+
+def test_spawned_workers_share_the_plan(packed):
+    """Workers started with spawn get the dataset pickled: the epoch and the resume plan
+    still reach them (shared memory, not a copy)."""
+    url = str(packed.manifest)
+    opts = dict(num_workers=2, timeout=60, multiprocessing_context="spawn",
+                persistent_workers=True)
+    full = batches(ShardLoader(ShardDataset(url, **settings()), num_workers=2, timeout=HANG))
+    first = ShardLoader(ShardDataset(url, **settings()), num_workers=2, timeout=HANG)
+    head = batches(first, limit=3)
+    ld = ShardLoader(ShardDataset(url, **settings()), **opts)
+    ld.load_state_dict(saved(first.state_dict()))
+    tail = within(60, lambda: batches(ld), "the rest, spawned")
+    same(head + tail, full)
+    ld.set_epoch(1)
+    e1 = within(60, lambda: batches(ld), "epoch 1, spawned")
+    assert [k for k, _, _ in e1] != [k for k, _, _ in full]
+    assert sum(len(k) for k, _, _ in e1) == NSAMPLES
