@@ -254,6 +254,17 @@ static int jpeg_decode(ShardScratch *sc, const void *data, size_t size, const Sh
         y1 = (int)ceil((b.y + b.h) * fy + my);
         x0 = x0 < 0 ? 0 : x0;
         y0 = y0 < 0 ? 0 : y0;
+        /* Skip whole iMCU rows only. libjpeg-turbo 2.1's jpeg_skip_scanlines, ending inside
+         * a row group of the merged upsampler (no fancy upsampling, 2:1 vertical chroma),
+         * hands out a row left from before the skip: stale bytes, different from run to run
+         * (libjpeg-turbo issue #915). Decoding up to one iMCU row more avoids it. */
+#if JPEG_LIB_VERSION >= 70
+        int group = ci->max_v_samp_factor * ci->min_DCT_v_scaled_size;
+#else
+        int group = ci->max_v_samp_factor * ci->min_DCT_scaled_size;
+#endif
+        if (group > 1)
+            y0 -= y0 % group;
         x1 = x1 > sw ? sw : x1;
         y1 = y1 > sh ? sh : y1;
     }
