@@ -247,6 +247,29 @@ void shard_slot_seal(ShardSlot *sl)
         field_pad(&sl->raw[k], sl->n);
 }
 
+int shard_slot_no_label(const ShardSlot *sl, const ShardBatchSpec *spec, size_t i, char *why,
+                        size_t n)
+{
+    if (!spec->label_field || sl->labels[i] >= 0)
+        return 0;
+    const ShardItem *it = sl->items[i];
+    const ShardFieldView *lab = it ? find_field(spec->label_field, it->v.fields, it->v.nfields)
+                                   : NULL;
+    if (!lab) {
+        snprintf(why, n, "no label: no field '%s' (label_field; missing_label=-1 gives -1)",
+                 spec->label_field);
+    } else {
+        char shown[24];
+        size_t k = 0;
+        for (; k < lab->size && k < sizeof shown - 1; k++) /* printable bytes only */
+            shown[k] = lab->data[k] >= 0x20 && lab->data[k] < 0x7f ? (char)lab->data[k] : '?';
+        shown[k] = 0;
+        snprintf(why, n, "label field '%s' is not a decimal class index: '%s'%s", lab->name,
+                 shown, lab->size > k ? "..." : "");
+    }
+    return 1;
+}
+
 void shard_slot_fail(ShardSlot *sl, size_t i, const char *msg)
 {
     sl->failed[i] = 1;

@@ -23,6 +23,7 @@ typedef struct ShardBatchSpec {
     const char *label_field;  /* NULL: no labels */
     const char *raw_fields;   /* ';'-separated; NULL: none */
     int raw_all;              /* raw_fields is "*": every field but the image and label */
+    int missing_label;        /* SHARD_LABEL_*: a sample without a label fails, or gets -1 */
     const ShardAllocator *alloc;
 } ShardBatchSpec;
 
@@ -76,6 +77,10 @@ SHARD_HIDDEN int shard_slot_add(ShardSlot *sl, const ShardBatchSpec *spec, Shard
 /* The batch's samples are in: key pointers final, raw fields padded. */
 SHARD_HIDDEN void shard_slot_seal(ShardSlot *sl);
 /* Records that sample i failed to decode, keeping the first message. */
+/* Why sample i of a sealed slot has no label (its field missing or not a class index),
+ * written to why; 0 when it has one or the spec asks for none. */
+SHARD_HIDDEN int shard_slot_no_label(const ShardSlot *sl, const ShardBatchSpec *spec, size_t i,
+                                     char *why, size_t n);
 SHARD_HIDDEN void shard_slot_fail(ShardSlot *sl, size_t i, const char *msg);
 /* Releases the reader's samples (their bytes were decoded or copied). */
 SHARD_HIDDEN void shard_slot_release_items(ShardSlot *sl);

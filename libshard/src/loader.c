@@ -88,11 +88,14 @@ static void decoded(void *cookie, const ShardDecodeJob *j, int rc, const char *m
 {
     ShardLoader *l = cookie;
     ShardSlot *sl = j->tag;
+    char why[320];
     if (rc) {
-        char why[320];
         if (!j->data)
             snprintf(why, sizeof why, "no image field (looked for %s)", l->spec.image_fields);
         shard_slot_fail(sl, j->index, j->data ? msg : why);
+    } else if (l->spec.missing_label == SHARD_LABEL_ERROR &&
+               shard_slot_no_label(sl, &l->spec, j->index, why, sizeof why)) {
+        shard_slot_fail(sl, j->index, why);
     }
     if (atomic_fetch_sub(&sl->pending, 1) == 1) /* never full: it holds every slot */
         shard_queue_put(&l->ready_q, &sl, (uint64_t)sl->n * l->spec.image_bytes);
@@ -260,6 +263,7 @@ int shard_loader_open(ShardLoader **out, const ShardLoaderSettings *s, ShardErro
         .label_field = l->label_field,
         .raw_fields = l->raw_fields,
         .raw_all = l->raw_fields && !strcmp(l->raw_fields, "*"),
+        .missing_label = s->missing_label,
         .alloc = s->allocator ? s->allocator : shard_default_allocator(),
     };
     ShardError e;

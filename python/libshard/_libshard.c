@@ -451,7 +451,7 @@ static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kw)
     static char *kwlist[] = {READER_KWLIST, "batch_size", "image_size", "crop", "flip", "fast",
                              "layout", "dtype", "mean", "std", "scale", "ratio", "drop_last",
                              "threads", "batches", "image_fields", "label_field", "raw_fields",
-                             NULL};
+                             "missing_label", NULL};
     ReaderArgs a;
     reader_args_default(&a);
     Py_ssize_t batch_size = 256, threads = 0, batches = 4;
@@ -459,10 +459,12 @@ static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kw)
     const char *crop = "random_resized", *layout = "nchw", *dtype = "uint8";
     const char *image_fields = "jpg;jpeg;png", *label_field = "cls", *raw_fields = "*";
     int flip = 0, fast = 1, drop_last = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, READER_FMT_KW "nOsppssOOOOpnnszz", kwlist,
+    PyObject *missing_label = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, READER_FMT_KW "nOsppssOOOOpnnszzO", kwlist,
                                      READER_PTRS(a), &batch_size, &image_size, &crop, &flip, &fast,
                                      &layout, &dtype, &mean, &std, &scale, &ratio, &drop_last,
-                                     &threads, &batches, &image_fields, &label_field, &raw_fields))
+                                     &threads, &batches, &image_fields, &label_field, &raw_fields,
+                                     &missing_label))
         return -1;
     ShardLoaderSettings s;
     shard_loader_default_settings(&s);
@@ -483,6 +485,14 @@ static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kw)
     s.image_fields = image_fields;
     s.label_field = label_field;
     s.raw_fields = raw_fields;
+    if (missing_label && PyLong_Check(missing_label) && PyLong_AsLong(missing_label) == -1) {
+        s.missing_label = SHARD_LABEL_MINUS_ONE;
+    } else if (missing_label && !(PyUnicode_Check(missing_label) &&
+                                  !PyUnicode_CompareWithASCIIString(missing_label, "error"))) {
+        PyErr_Format(PyExc_ValueError, "missing_label: 'error' (the default) or -1, not %R",
+                     missing_label);
+        goto fail;
+    }
     ShardTransform *t = &s.transform;
     if (image_size) {
         if (PyLong_Check(image_size)) {

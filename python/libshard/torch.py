@@ -34,7 +34,7 @@ _READER_KEYS = ("seed", "mode", "pad", "epoch_samples", "shuffle_shards", "shuff
                 "cache_dir", "cache_size", "retries", "timeout", "stall_timeout", "backoff")
 _LOADER_KEYS = ("batch_size", "image_size", "crop", "flip", "fast", "layout", "dtype", "mean",
                 "std", "scale", "ratio", "drop_last", "threads", "batches", "image_fields",
-                "label_field", "raw_fields")
+                "label_field", "raw_fields", "missing_label")
 
 
 _INHERITED = []  # readers forked from a parent process, kept alive deliberately

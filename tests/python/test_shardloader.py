@@ -6,6 +6,7 @@ iteration, a state for another worker count).
 
 The data set is conftest.packed: 300 JPEGs in 8 shards with a manifest.
 """
+import gc
 import io
 from collections import Counter
 
@@ -188,10 +189,16 @@ def test_spawned_workers_share_the_plan(packed):
     first = ShardLoader(ShardDataset(url, **settings()), num_workers=2, timeout=HANG)
     head = batches(first, limit=3)
     ld = ShardLoader(ShardDataset(url, **settings()), **opts)
-    ld.load_state_dict(saved(first.state_dict()))
-    tail = within(60, lambda: batches(ld), "the rest, spawned")
-    same(head + tail, full)
-    ld.set_epoch(1)
-    e1 = within(60, lambda: batches(ld), "epoch 1, spawned")
-    assert [k for k, _, _ in e1] != [k for k, _, _ in full]
-    assert sum(len(k) for k, _, _ in e1) == NSAMPLES
+    try:
+        ld.load_state_dict(saved(first.state_dict()))
+        tail = within(60, lambda: batches(ld), "the rest, spawned")
+        same(head + tail, full)
+        ld.set_epoch(1)
+        e1 = within(60, lambda: batches(ld), "epoch 1, spawned")
+        assert [k for k, _, _ in e1] != [k for k, _, _ in full]
+        assert sum(len(k) for k, _, _ in e1) == NSAMPLES
+    finally:
+        # persistent workers and their queues' feeder threads go now, not at some later
+        # collection: a later DataLoader forks this process
+        del ld
+        gc.collect()

@@ -638,3 +638,49 @@ def test_two_decode_threads_give_the_same_bytes_run_after_run(packed):
         assert r.returncode == 0, r.stderr
     digests = Counter(r.stdout.strip() for r in runs)
     assert len(digests) == 1, f"the same epoch decoded to {len(digests)} different byte streams"
+
+
+@pytest.fixture()
+def unlabelled(tmp_path):
+    """6 samples: s000-s002 labelled, s003 without a cls member, s004 with cls 'cat', s005
+    labelled."""
+    img = jpeg(textured(48, 40, seed=3))
+    members = []
+    for i in range(6):
+        members.append((f"s{i:03d}.jpg", img))
+        if i == 3:
+            continue
+        members.append((f"s{i:03d}.cls", b"cat" if i == 4 else str(i % 2).encode()))
+    write_tar(tmp_path / "u.tar", members)
+    return str(tmp_path / "u.tar")
+
+
+def test_a_missing_label_is_an_error_naming_the_sample(unlabelled, tmp_path):
+    def epoch(url):
+        return within(HANG, lambda: [b.size for b in libshard.Loader(url, batch_size=6,
+                                                                      image_size=32, shuffle=0)],
+                      "an epoch with a bad label")
+    with pytest.raises(libshard.ShardError, match=r"u.tar: sample 's003': .*no field 'cls'"):
+        epoch(unlabelled)
+    write_tar(tmp_path / "v.tar", [("a.jpg", jpeg(textured(48, 40, seed=3))), ("a.cls", b"cat\x1b[2J")])
+    with pytest.raises(libshard.ShardError,
+                       match=r"v.tar: sample 'a': label field 'cls' is not a decimal class index: 'cat\?\[2J'"):
+        epoch(str(tmp_path / "v.tar"))
+
+
+def test_missing_labels_skipped_or_minus_one_when_asked(unlabelled):
+    def labels(**kw):
+        out = []
+        for b in libshard.Loader(unlabelled, batch_size=6, image_size=32, shuffle=0, **kw):
+            out += list(zip(b.keys, np.frombuffer(b.labels, np.int64).tolist()))
+        return out
+    kept = within(HANG, lambda: labels(skip_errors=True), "skip")
+    assert [k for k, _ in kept] == ["s000", "s001", "s002", "s005"]
+    minus = within(HANG, lambda: labels(missing_label=-1), "-1")
+    assert minus == [("s000", 0), ("s001", 1), ("s002", 0), ("s003", -1), ("s004", -1),
+                     ("s005", 1)]
+    with pytest.raises(ValueError, match="missing_label"):
+        libshard.Loader(unlabelled, missing_label="ignore")
+    ds = ShardDataset(unlabelled, batch_size=6, image_size=32, missing_label=-1)
+    (_, y), = within(HANG, lambda: [(x.shape, y.tolist()) for x, y in ds], "a dataset epoch")
+    assert sorted(y) == [-1, -1, 0, 0, 1, 1]

@@ -40,9 +40,15 @@ typedef struct ShardLoaderSettings {
     /** Fields carried raw into each batch, ';'-separated; "*" (default): every field but
      *  the image and the label; NULL or "": none */
     const char *raw_fields;
+    /** A sample whose label field is missing or not a decimal class index:
+     *  SHARD_LABEL_ERROR (default) makes it an error naming the sample and the field (left
+     *  out and counted under reader.skip_errors); SHARD_LABEL_MINUS_ONE gives it label -1 */
+    int missing_label;
     /** Zero: room for settings added later without changing the struct's size. */
-    unsigned char reserved[64];
+    unsigned char reserved[60];
 } ShardLoaderSettings;
+
+enum { SHARD_LABEL_ERROR = 0, SHARD_LABEL_MINUS_ONE = 1 };
 
 /** One raw field of a batch: the samples' bytes back to back. */
 typedef struct ShardBatchField {
@@ -56,7 +62,8 @@ typedef struct ShardBatch {
     size_t size;              /**< samples in the batch (the last may be short) */
     void *images;             /**< size images of image_bytes each, as the transform says */
     size_t image_bytes;       /**< bytes per image */
-    int64_t *labels;          /**< size labels; -1 where a sample has no label */
+    int64_t *labels;          /**< size labels; -1 where a sample has none (no label_field,
+                                   or missing_label SHARD_LABEL_MINUS_ONE) */
     const char *const *keys;  /**< size sample keys */
     const char *const *urls;  /**< size shard urls */
     uint64_t epoch;           /**< epoch of the batch */
