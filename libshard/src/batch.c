@@ -270,9 +270,9 @@ int shard_slot_no_label(const ShardSlot *sl, const ShardBatchSpec *spec, size_t 
     return 1;
 }
 
-void shard_slot_fail(ShardSlot *sl, size_t i, const char *msg)
+void shard_slot_fail(ShardSlot *sl, size_t i, int why, const char *msg)
 {
-    sl->failed[i] = 1;
+    sl->failed[i] = (unsigned char)why;
     if (atomic_load(&sl->first_error))
         return;
     char full[SHARD_ERROR_MAX];
@@ -290,11 +290,12 @@ void shard_slot_release_items(ShardSlot *sl)
     }
 }
 
-size_t shard_slot_compact(ShardSlot *sl, size_t image_bytes)
+size_t shard_slot_compact(ShardSlot *sl, size_t image_bytes, uint64_t *by)
 {
     size_t o = 0;
     for (size_t i = 0; i < sl->n; i++) {
         if (sl->failed[i]) {
+            by[sl->failed[i]]++;
             sl->keys[i] = NULL;
             continue;
         }

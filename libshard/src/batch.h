@@ -76,16 +76,17 @@ SHARD_HIDDEN int shard_slot_add(ShardSlot *sl, const ShardBatchSpec *spec, Shard
                                 const char *url);
 /* The batch's samples are in: key pointers final, raw fields padded. */
 SHARD_HIDDEN void shard_slot_seal(ShardSlot *sl);
-/* Records that sample i failed to decode, keeping the first message. */
+/* Records that sample i failed (why: a ShardBadSample), keeping the first message. */
 /* Why sample i of a sealed slot has no label (its field missing or not a class index),
  * written to why; 0 when it has one or the spec asks for none. */
 SHARD_HIDDEN int shard_slot_no_label(const ShardSlot *sl, const ShardBatchSpec *spec, size_t i,
                                      char *why, size_t n);
-SHARD_HIDDEN void shard_slot_fail(ShardSlot *sl, size_t i, const char *msg);
+SHARD_HIDDEN void shard_slot_fail(ShardSlot *sl, size_t i, int why, const char *msg);
 /* Releases the reader's samples (their bytes were decoded or copied). */
 SHARD_HIDDEN void shard_slot_release_items(ShardSlot *sl);
-/* Moves the samples that decoded down over the ones that failed; returns how many failed. */
-SHARD_HIDDEN size_t shard_slot_compact(ShardSlot *sl, size_t image_bytes);
+/* Moves the samples that decoded down over the ones that failed; returns how many failed,
+ * adding them by reason to by[why]. */
+SHARD_HIDDEN size_t shard_slot_compact(ShardSlot *sl, size_t image_bytes, uint64_t *by);
 /* Fills sl->batch for the caller. */
 SHARD_HIDDEN void shard_slot_publish(ShardSlot *sl, size_t image_bytes);
 /* Forgets the batch's samples (items released, message cleared): the slot is free. */

@@ -63,7 +63,8 @@ struct ShardLoader {
     uint64_t next_give;
     int ended;          /* the caller has seen this epoch's END */
     int broken;         /* a restore or new epoch failed: no producer runs, and next says so */
-    uint64_t skipped;
+    uint64_t skipped;                  /* samples left out in skip mode, and by reason */
+    uint64_t skipped_by[SHARD_BAD_N];
     uint64_t delivered_position;
 };
 
@@ -92,10 +93,11 @@ static void decoded(void *cookie, const ShardDecodeJob *j, int rc, const char *m
     if (rc) {
         if (!j->data)
             snprintf(why, sizeof why, "no image field (looked for %s)", l->spec.image_fields);
-        shard_slot_fail(sl, j->index, j->data ? msg : why);
+        shard_slot_fail(sl, j->index, j->data ? SHARD_BAD_IMAGE : SHARD_BAD_NO_IMAGE,
+                        j->data ? msg : why);
     } else if (l->spec.missing_label == SHARD_LABEL_ERROR &&
                shard_slot_no_label(sl, &l->spec, j->index, why, sizeof why)) {
-        shard_slot_fail(sl, j->index, why);
+        shard_slot_fail(sl, j->index, SHARD_BAD_LABEL, why);
     }
     if (atomic_fetch_sub(&sl->pending, 1) == 1) /* never full: it holds every slot */
         shard_queue_put(&l->ready_q, &sl, (uint64_t)sl->n * l->spec.image_bytes);
@@ -359,7 +361,7 @@ int shard_loader_next(ShardLoader *l, const ShardBatch **out)
             return SHARD_ERR_DECODE;
         }
         if (bad)
-            l->skipped += shard_slot_compact(sl, l->spec.image_bytes);
+            l->skipped += shard_slot_compact(sl, l->spec.image_bytes, l->skipped_by);
         l->delivered_position = sl->end_position;
         if (!sl->n) { /* every sample failed: on to the next batch */
             recycle(l, sl);
@@ -437,6 +439,16 @@ int64_t shard_loader_epoch_batches(const ShardLoader *l)
 uint64_t shard_loader_seed(const ShardLoader *l) { return shard_reader_seed(l->reader); }
 
 uint64_t shard_loader_skipped(const ShardLoader *l) { return l->skipped; }
+
+uint64_t shard_loader_skipped_by(const ShardLoader *l, ShardBadSample why)
+{
+    return why > 0 && why < SHARD_BAD_N ? l->skipped_by[why] : 0;
+}
+
+void shard_loader_reader_stats(const ShardLoader *l, ShardReaderStats *out)
+{
+    shard_reader_stats(l->reader, out);
+}
 
 const char *shard_loader_error(const ShardLoader *l) { return l->err; }
 

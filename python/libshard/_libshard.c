@@ -446,6 +446,30 @@ typedef struct {
 
 static PyTypeObject BatchType;
 
+/* n numbers from the sequence o (a tuple, a list, ...) into out; -1 with a TypeError that
+ * names the option. */
+static int numbers(PyObject *o, const char *name, Py_ssize_t n, double *out)
+{
+    PyObject *seq = PyUnicode_Check(o) || PyBytes_Check(o) ? NULL : PySequence_Fast(o, "");
+    if (!seq || PySequence_Fast_GET_SIZE(seq) != n) {
+        Py_XDECREF(seq);
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError, "%s: %zd numbers, not %R", name, n, o);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        out[i] = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(seq, i));
+        if (out[i] == -1.0 && PyErr_Occurred()) {
+            Py_DECREF(seq);
+            PyErr_Clear();
+            PyErr_Format(PyExc_TypeError, "%s: %zd numbers, not %R", name, n, o);
+            return -1;
+        }
+    }
+    Py_DECREF(seq);
+    return 0;
+}
+
 static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {READER_KWLIST, "batch_size", "image_size", "crop", "flip", "fast",
@@ -495,10 +519,13 @@ static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kw)
     }
     ShardTransform *t = &s.transform;
     if (image_size) {
-        if (PyLong_Check(image_size)) {
+        double hw[2];
+        if (PyLong_Check(image_size) && !PyBool_Check(image_size)) {
             t->width = t->height = (int)PyLong_AsLong(image_size);
-        } else if (!PyArg_ParseTuple(image_size, "ii", &t->height, &t->width)) {
+        } else if (numbers(image_size, "image_size (an int, or height and width)", 2, hw)) {
             goto fail;
+        } else {
+            t->height = (int)hw[0], t->width = (int)hw[1];
         }
     }
     if (!strcmp(crop, "random_resized"))
@@ -529,14 +556,27 @@ static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kw)
         PyErr_SetString(PyExc_ValueError, "dtype must be 'uint8' or 'float32'");
         goto fail;
     }
-    if (mean && !PyArg_ParseTuple(mean, "fff", &t->mean[0], &t->mean[1], &t->mean[2]))
-        goto fail;
-    if (std && !PyArg_ParseTuple(std, "fff", &t->std[0], &t->std[1], &t->std[2]))
-        goto fail;
-    if (scale && !PyArg_ParseTuple(scale, "dd", &t->scale_min, &t->scale_max))
-        goto fail;
-    if (ratio && !PyArg_ParseTuple(ratio, "dd", &t->ratio_min, &t->ratio_max))
-        goto fail;
+    double v[3];
+    if (mean) {
+        if (numbers(mean, "mean", 3, v))
+            goto fail;
+        t->mean[0] = (float)v[0], t->mean[1] = (float)v[1], t->mean[2] = (float)v[2];
+    }
+    if (std) {
+        if (numbers(std, "std", 3, v))
+            goto fail;
+        t->std[0] = (float)v[0], t->std[1] = (float)v[1], t->std[2] = (float)v[2];
+    }
+    if (scale) {
+        if (numbers(scale, "scale", 2, v))
+            goto fail;
+        t->scale_min = v[0], t->scale_max = v[1];
+    }
+    if (ratio) {
+        if (numbers(ratio, "ratio", 2, v))
+            goto fail;
+        t->ratio_min = v[0], t->ratio_max = v[1];
+    }
     self->layout = t->layout;
     self->dtype = t->dtype;
     self->width = t->width;
@@ -646,6 +686,24 @@ static PyObject *Loader_skipped(LoaderObject *self, void *c)
     return PyLong_FromUnsignedLongLong(shard_loader_skipped(self->l));
 }
 
+static PyObject *Loader_skipped_by(LoaderObject *self, void *c)
+{
+    NEED_LOADER(self);
+    (void)c;
+    ShardReaderStats st;
+    shard_loader_reader_stats(self->l, &st);
+    unsigned long long samples = shard_loader_skipped(self->l);
+    return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K}", "image",
+                         (unsigned long long)shard_loader_skipped_by(self->l, SHARD_BAD_IMAGE),
+                         "no_image",
+                         (unsigned long long)shard_loader_skipped_by(self->l, SHARD_BAD_NO_IMAGE),
+                         "label",
+                         (unsigned long long)shard_loader_skipped_by(self->l, SHARD_BAD_LABEL),
+                         "shards", (unsigned long long)st.skipped_shards, "shard_samples",
+                         (unsigned long long)st.skipped_samples, "total",
+                         samples + (unsigned long long)st.skipped_samples);
+}
+
 static PyObject *Loader_remote_stats(LoaderObject *self, PyObject *unused)
 {
     (void)unused;
@@ -666,6 +724,10 @@ static PyGetSetDef Loader_getset[] = {
     {"epoch_batches", (getter)Loader_epoch_batches, NULL, "batches per epoch or None", NULL},
     {"seed", (getter)Loader_seed, NULL, "the seed in use", NULL},
     {"skipped", (getter)Loader_skipped, NULL, "samples left out after decode errors", NULL},
+    {"skipped_by", (getter)Loader_skipped_by, NULL,
+     "what skip mode left out: samples by reason (image, no_image, label), shards skipped "
+     "after errors and the samples lost with them (shard_samples), and the samples' total",
+     NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
@@ -853,9 +915,17 @@ static int parse_transform(ShardTransform *t, int width, int height, const char 
     t->crop = !strcmp(crop, "center") ? SHARD_CROP_CENTER
               : !strcmp(crop, "none") ? SHARD_CROP_NONE
                                       : SHARD_CROP_RANDOM_RESIZED;
-    if ((scale && !PyArg_ParseTuple(scale, "dd", &t->scale_min, &t->scale_max)) ||
-        (ratio && !PyArg_ParseTuple(ratio, "dd", &t->ratio_min, &t->ratio_max)))
-        return -1;
+    double v[2];
+    if (scale) {
+        if (numbers(scale, "scale", 2, v))
+            return -1;
+        t->scale_min = v[0], t->scale_max = v[1];
+    }
+    if (ratio) {
+        if (numbers(ratio, "ratio", 2, v))
+            return -1;
+        t->ratio_min = v[0], t->ratio_max = v[1];
+    }
     return 0;
 }
 

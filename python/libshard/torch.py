@@ -22,12 +22,14 @@ and load_state_dict() resume mid-epoch whatever the number of workers:
             ...
             torch.save({"data": loader.state_dict(), ...}, "ckpt.pt")
 """
+import logging
 import os
+import warnings
 
 import torch
 import torch.utils.data
 
-from . import _libshard
+from . import _libshard, _options
 
 _READER_KEYS = ("seed", "mode", "pad", "epoch_samples", "shuffle_shards", "shuffle",
                 "shuffle_initial", "streams", "queue_depth", "skip_errors",
@@ -38,6 +40,25 @@ _LOADER_KEYS = ("batch_size", "image_size", "crop", "flip", "fast", "layout", "d
 
 
 _INHERITED = []  # readers forked from a parent process, kept alive deliberately
+_LOG = logging.getLogger("libshard")
+_SKIP_KEYS = ("image", "no_image", "label", "shards", "shard_samples", "total")
+
+
+class ShardSkipWarning(UserWarning):
+    """skip_errors=True left data out: issued on the first skip of an iteration."""
+
+
+def _reader_skipped(stats):
+    return {"image": 0, "no_image": 0, "label": 0, "shards": stats["skipped_shards"],
+            "shard_samples": stats["skipped_samples"], "total": stats["skipped_samples"]}
+
+
+def _skip_text(d):
+    parts = [f"{d['image']} images that did not decode" if d["image"] else "",
+             f"{d['no_image']} samples without an image" if d["no_image"] else "",
+             f"{d['label']} samples without a valid label" if d["label"] else "",
+             f"{d['shards']} shards after errors ({d['shard_samples']} samples)" if d["shards"] else ""]
+    return ", ".join(p for p in parts if p)
 
 # What the processes of one dataset share (tensors in shared memory, so that DataLoader
 # workers, persistent or not, forked or spawned, see what the main process sets): the
@@ -79,6 +100,7 @@ class ShardDataset(torch.utils.data.IterableDataset):
         unknown = set(settings) - set(_READER_KEYS) - set(_LOADER_KEYS)
         if unknown:
             raise TypeError(f"ShardDataset: unknown settings {sorted(unknown)}")
+        settings = _options.check(settings)
         if settings.get("seed") is None and settings.get("mode", "exact") != "resampled":
             settings["seed"] = int.from_bytes(os.urandom(8), "little") >> 1
         raw = settings.get("raw_fields")
@@ -89,13 +111,21 @@ class ShardDataset(torch.utils.data.IterableDataset):
             settings["raw_fields"] = ";".join(raw)
         self.urls = [os.fspath(u) for u in ([urls] if isinstance(urls, (str, os.PathLike)) else urls)]
         self.decode = decode
-        self.device = torch.device(device)
+        try:
+            self.device = torch.device(device)
+        except (RuntimeError, TypeError):
+            raise ValueError(f"device: 'cpu' or 'cuda' ('cuda:N'), not {device!r}") from None
+        if self.device.type not in ("cpu", "cuda"):
+            raise ValueError(f"device: 'cpu' or 'cuda' ('cuda:N'), not {device!r}: libshard has no "
+                             f"{self.device.type} path; leave device='cpu' and move the batches "
+                             f"in the training loop")
         self.rank, self.world_size = rank, world_size
         self.settings = settings
         self._shared = torch.zeros(4, dtype=torch.int64).share_memory_()
         self._plan_states = torch.zeros(_MAX_WORKERS, _STATE_BYTES, dtype=torch.uint8).share_memory_()
         self._resume = None
         self._resume_epoch = None
+        self._skipped = {}
         self._source = None
         self._source_pid = None
 
@@ -161,17 +191,20 @@ class ShardDataset(torch.utils.data.IterableDataset):
         if not tagged and self._resume and self._resume_epoch == self.epoch:
             resume = self._resume
         self._resume = self._resume_epoch = None
+        self._skipped = {}
         split = self._split(logical)
         if not self.decode:
             reader = _libshard.Reader(self.urls, epoch=self.epoch, **split, **self._reader_args())
             self._adopt(reader)
             if resume:
                 reader.restore(resume)
-            if tagged:
-                for sample in reader:
-                    yield sample, (logical, reader.state())
-            else:
-                yield from reader
+            skip = self.settings.get("skip_errors")
+            for sample in reader:
+                if skip:
+                    self._note_skips(_reader_skipped(reader.stats()))
+                yield (sample, (logical, reader.state(), self.skipped)) if tagged else sample
+            if skip:
+                self._note_skips(_reader_skipped(reader.stats()), end=True)
             return
         raw = self.settings.get("raw_fields")
         names = raw.split(";") if raw else []
@@ -183,6 +216,7 @@ class ShardDataset(torch.utils.data.IterableDataset):
         if resume:
             loader.restore(resume)
         float32 = self.settings.get("dtype", "uint8") == "float32"
+        skip = self.settings.get("skip_errors")
         cuda = self.device.type == "cuda"
         if cuda and torch.utils.data.get_worker_info() is not None:
             raise RuntimeError("ShardDataset(device='cuda') runs with DataLoader(num_workers=0), "
@@ -203,7 +237,30 @@ class ShardDataset(torch.utils.data.IterableDataset):
                 item = (images, labels, fields)
             else:
                 item = (images, labels)
-            yield (item, (logical, loader.state())) if tagged else item
+            if skip:
+                self._note_skips(loader.skipped_by)
+            yield (item, (logical, loader.state(), self.skipped)) if tagged else item
+        if skip:
+            self._note_skips(loader.skipped_by, end=True)
+
+    def _note_skips(self, counts, end=False):
+        """Keeps this iteration's skip counts; warns at the first skip, logs a summary at
+        the end of an epoch that skipped anything."""
+        first = counts["total"] and not self._skipped.get("total")
+        self._skipped = dict(counts)
+        if first:
+            warnings.warn(f"libshard: skip_errors left out {_skip_text(counts)} (so far; "
+                          f"ds.skipped counts them)", ShardSkipWarning, stacklevel=3)
+        if end and counts["total"]:
+            _LOG.warning("libshard: epoch %d left out %s", self.epoch, _skip_text(counts))
+
+    @property
+    def skipped(self):
+        """What skip_errors left out in this process's current or last iteration: samples
+        by reason (image: did not decode, no_image, label: missing or not a class index),
+        shards skipped after errors and the samples lost with them (shard_samples), and
+        the samples' total. With DataLoader workers, ShardLoader.skipped sums the workers'."""
+        return dict(self._skipped) if self._skipped else dict.fromkeys(_SKIP_KEYS, 0)
 
     def __len__(self):
         """Batches per epoch for this rank (samples with decode=False); needs sample counts.
@@ -339,11 +396,22 @@ class ShardLoader(torch.utils.data.DataLoader):
         ds._shared[_PLAN_ROTATION] = rotation
         ds._shared[_PLAN_WORKERS] = n
         self._states, self._next, self._batches = list(states), rotation, batches
-        for item, (logical, state) in super().__iter__():
+        self._skips = {}
+        for item, (logical, state, skipped) in super().__iter__():
             self._states[logical] = state
+            self._skips[logical] = skipped
             self._next = (logical + 1) % n
             self._batches += 1
             yield item
+
+    @property
+    def skipped(self):
+        """ShardDataset.skipped summed over the workers, as of the batches handed out."""
+        out = dict.fromkeys(_SKIP_KEYS, 0)
+        for d in getattr(self, "_skips", {}).values():
+            for k in _SKIP_KEYS:
+                out[k] += d[k]
+        return out
 
     def state_dict(self):
         """The position after the last batch handed out: {"epoch", "seed", "workers",

@@ -21,7 +21,7 @@ from torch.utils.data import DataLoader  # noqa: E402
 
 import libshard  # noqa: E402
 import libshard.webdataset as lwds  # noqa: E402
-from libshard.torch import ShardDataset  # noqa: E402
+from libshard.torch import ShardDataset, ShardLoader, ShardSkipWarning  # noqa: E402
 
 from PIL import Image  # noqa: E402
 
@@ -413,6 +413,28 @@ def test_corrupt_jpeg_skipped_with_skip_errors(packed_bad):
                         skip_errors=True)
     within(HANG, lambda: [b.size for b in l], "a skip_errors epoch")
     assert l.skipped == 1
+    assert l.skipped_by == {"image": 1, "no_image": 0, "label": 0, "shards": 0,
+                            "shard_samples": 0, "total": 1}
+
+
+def test_skips_are_counted_by_reason_warned_once_and_summed(packed_bad, unlabelled, caplog):
+    ds = ShardDataset(str(packed_bad.manifest), seed=0, batch_size=8, image_size=32,
+                      skip_errors=True)
+    assert ds.skipped["total"] == 0
+    with pytest.warns(ShardSkipWarning, match="1 images that did not decode") as seen:
+        with caplog.at_level("WARNING", logger="libshard"):
+            n = sum(len(y) for _, y in ds)  # in this thread: the warning is caught here
+    assert n == 39 and len(seen) == 1, "one warning, at the first skip"
+    assert ds.skipped == {"image": 1, "no_image": 0, "label": 0, "shards": 0,
+                          "shard_samples": 0, "total": 1}
+    assert "epoch 0 left out 1 images that did not decode" in caplog.text
+    # a missing shard and samples without labels, through 2 workers: the loader sums them
+    url = [str(packed_bad.manifest), unlabelled, "/nonexistent/gone.tar"]
+    ld = ShardLoader(ShardDataset(url, seed=0, batch_size=4, image_size=32, skip_errors=True),
+                     num_workers=2, timeout=HANG)
+    n = within(HANG, lambda: sum(len(y) for _, y in ld), "an epoch skipping three ways")
+    assert ld.skipped["image"] == 1 and ld.skipped["label"] == 2 and ld.skipped["shards"] == 1
+    assert n == 39 + 4
 
 
 # ---- raw fields in batches -----------------------------------------------------------------

@@ -116,8 +116,23 @@ SHARD_API int64_t shard_loader_epoch_batches(const ShardLoader *l);
 /** @return the reader's seed */
 SHARD_API uint64_t shard_loader_seed(const ShardLoader *l);
 
-/** @return samples left out of batches because they failed to decode (skip mode) */
+/** @return samples left out of batches in skip mode (reader.skip_errors), all reasons */
 SHARD_API uint64_t shard_loader_skipped(const ShardLoader *l);
+
+/** Why the loader left a sample out in skip mode. */
+typedef enum ShardBadSample {
+    SHARD_BAD_IMAGE = 1,    /**< the image did not decode (corrupt, truncated, unsupported) */
+    SHARD_BAD_NO_IMAGE = 2, /**< no image field */
+    SHARD_BAD_LABEL = 3,    /**< the label field is missing or not a class index */
+    SHARD_BAD_N
+} ShardBadSample;
+
+/** @return samples left out for that reason so far (skip mode) */
+SHARD_API uint64_t shard_loader_skipped_by(const ShardLoader *l, ShardBadSample why);
+
+/** The reader's counters (shards and samples it skipped after errors, ...): see
+ *  shard_reader_stats. */
+SHARD_API void shard_loader_reader_stats(const ShardLoader *l, ShardReaderStats *out);
 
 /** @return the message of the last failure (borrowed), "" if none */
 SHARD_API const char *shard_loader_error(const ShardLoader *l);
