@@ -706,3 +706,30 @@ def test_missing_labels_skipped_or_minus_one_when_asked(unlabelled):
     ds = ShardDataset(unlabelled, batch_size=6, image_size=32, missing_label=-1)
     (_, y), = within(HANG, lambda: [(x.shape, y.tolist()) for x, y in ds], "a dataset epoch")
     assert sorted(y) == [-1, -1, 0, 0, 1, 1]
+
+
+@pytest.mark.parametrize("kw,err,match", [
+    (dict(image_size="224"), TypeError, "image_size: an int or a pair"),
+    (dict(image_size=(224,)), TypeError, "image_size"),
+    (dict(batch_size="32"), TypeError, "batch_size: an int"),
+    (dict(batch_size=0), ValueError, "batch_size: at least 1"),
+    (dict(crop="centre"), ValueError, "crop: one of 'random_resized', 'center', 'none'"),
+    (dict(mean=[0.5, 0.5]), TypeError, "mean: three numbers"),
+    (dict(dtype=torch.float16), ValueError, "dtype: one of 'uint8', 'float32'"),
+    (dict(device="mps"), ValueError, "device: 'cpu' or 'cuda'.*no mps path"),
+    (dict(mode="fair"), ValueError, "mode: one of 'exact', 'equal', 'resampled'"),
+    (dict(missing_label=0), ValueError, "missing_label"),
+    (dict(flip="yes"), TypeError, "flip: True or False"),
+])
+def test_options_are_checked_when_the_dataset_is_made(packed, kw, err, match):
+    with pytest.raises(err, match=match):
+        ShardDataset(str(packed.manifest), **kw)
+
+
+def test_sequences_and_torch_dtypes_are_taken(packed):
+    ds = ShardDataset(str(packed.manifest), seed=0, batch_size=32, image_size=[32, 40],
+                      mean=[0.5, 0.5, 0.5], std=torch.tensor([0.25, 0.25, 0.25]),
+                      dtype=torch.float32, scale=[0.5, 1.0])
+    x, _ = within(HANG, lambda: next(iter(ds)), "a batch")
+    assert x.dtype == torch.float32 and tuple(x.shape) == (32, 3, 32, 40)
+    assert -2.01 <= float(x.min()) and float(x.max()) <= 2.01  # (v - 0.5) / 0.25
