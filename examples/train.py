@@ -6,8 +6,10 @@
 
 The data comes from libshard.torch.ShardDataset: shards shuffled per epoch, a sample
 shuffle buffer, JPEG decode with RandomResizedCrop and flips on libshard's own threads,
-batches as uint8 tensors, normalized here on the way into the model. Under torchrun each
-rank reads its own share (mode="equal", so every rank does the same number of steps).
+batches as uint8 tensors, normalized here on the way into the model, through a ShardLoader
+(--workers N for DataLoader worker processes; its state_dict resumes mid-epoch). Under
+torchrun each rank reads its own share (mode="equal", so every rank does the same number
+of steps). Prints the batch shapes, each step's loss and the samples per second.
 """
 import argparse
 import json
@@ -16,7 +18,7 @@ import time
 import torch
 import torchvision
 
-from libshard.torch import ShardDataset
+from libshard.torch import ShardDataset, ShardLoader
 
 
 def main():
@@ -26,11 +28,12 @@ def main():
     ap.add_argument("--batch-size", type=int, default=32)
     ap.add_argument("--image-size", type=int, default=96)
     ap.add_argument("--epochs", type=int, default=1)
+    ap.add_argument("--workers", type=int, default=0)
     a = ap.parse_args()
     classes = json.load(open(a.manifest))["libshard"]["classes"]
     ds = ShardDataset(a.manifest, seed=0, shuffle=1000, mode="equal", batch_size=a.batch_size,
                       image_size=a.image_size, crop="random_resized", flip=True, drop_last=True)
-    loader = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=0)
+    loader = ShardLoader(ds, num_workers=a.workers)
     model = torchvision.models.resnet18(num_classes=len(classes))
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     mean = torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1) * 255
@@ -38,8 +41,11 @@ def main():
     step = 0
     t0 = time.time()
     for epoch in range(a.epochs):
-        ds.set_epoch(epoch)
+        loader.set_epoch(epoch)
         for images, labels in loader:
+            if step == 0:
+                print(f"batch: images {tuple(images.shape)} {images.dtype}, labels "
+                      f"{tuple(labels.shape)} {labels.dtype}")
             x = (images.float() - mean) / std
             loss = torch.nn.functional.cross_entropy(model(x), labels)
             opt.zero_grad()
@@ -51,7 +57,10 @@ def main():
                 break
         if step >= a.steps:
             break
-    print(f"{step} steps of {a.batch_size} in {time.time() - t0:.1f} s; resume state: {ds.state_dict()}")
+    secs = time.time() - t0
+    print(f"{step} steps of {a.batch_size} in {secs:.1f} s: {step * a.batch_size / secs:.0f} "
+          f"samples/s (decode, batch and a ResNet-18 step on this CPU); resume state: "
+          f"{loader.state_dict()}")
 
 
 if __name__ == "__main__":

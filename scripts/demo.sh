@@ -1,6 +1,7 @@
 #!/bin/bash
 # The main job on a small generated image set: install what is missing, build, pack the
-# set into .tar and .tar.zst shards, inspect them, read every image back, print a summary.
+# set into .tar and .tar.zst shards, inspect them, read every image back, then train a small
+# model on CPU a few steps from the shards, printing batch shapes and samples/s.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
@@ -24,4 +25,7 @@ echo "--- shardcat verify --decode (structure, index, seek tables, manifest chec
 ./build/tools/shardcat verify --decode "$work/shards/demo.json" "$work/shards/demo-zst.json"
 echo "--- read back with Python's tarfile, image bytes against the sources"
 /usr/bin/python3 examples/readback.py "$work/shards/demo.json" "$work/shards/demo-zst.json" --images "$work/images"
+echo "--- training: a ResNet-18 on CPU for a few steps, fed by libshard.torch (ShardDataset + ShardLoader)"
+PYTHONPATH=build/python /usr/bin/python3 examples/train.py "$work/shards/demo.json" --steps 10 \
+  --image-size 64
 echo "demo files are in $work"
