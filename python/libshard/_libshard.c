@@ -9,6 +9,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <pthread.h>
 #include <string.h>
 
 #include <shard/shard.h>
@@ -118,7 +119,7 @@ static void reader_args_default(ReaderArgs *a)
 
 /* The remote reader (remote.h) for the arguments' settings, into *rm (owned by the caller,
  * freed after the reader) and s->remote. */
-static int remote_settings(const ReaderArgs *a, ShardReaderSettings *s, ShardRemote **rm)
+static int make_remote(const ReaderArgs *a, ShardRemote **rm)
 {
     ShardRemoteSettings rs;
     shard_remote_default_settings(&rs);
@@ -138,6 +139,13 @@ static int remote_settings(const ReaderArgs *a, ShardReaderSettings *s, ShardRem
         raise_shard(rc, err.message);
         return -1;
     }
+    return 0;
+}
+
+static int remote_settings(const ReaderArgs *a, ShardReaderSettings *s, ShardRemote **rm)
+{
+    if (make_remote(a, rm))
+        return -1;
     s->remote = *rm;
     return 0;
 }
@@ -427,6 +435,224 @@ static PyTypeObject ReaderType = {
     .tp_iternext = (iternextfunc)Reader_next,
     .tp_methods = Reader_methods,
     .tp_getset = Reader_getset,
+};
+
+/* ---- indexed access: shard lists with counts, and single samples by index ---------------- */
+
+#define REMOTE_KWLIST "cache_dir", "cache_size", "retries", "timeout", "stall_timeout", "backoff"
+#define REMOTE_FMT "zKiddd"
+#define REMOTE_PTRS(a) &(a).cache_dir, &(a).cache_size, &(a).retries, &(a).timeout, \
+                       &(a).stall_timeout, &(a).backoff
+
+static PyObject *py_list_shards(PyObject *m, PyObject *args, PyObject *kw)
+{
+    (void)m;
+    static char *kwlist[] = {"specs", REMOTE_KWLIST, NULL};
+    ReaderArgs a;
+    reader_args_default(&a);
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$" REMOTE_FMT, kwlist, &a.urls, REMOTE_PTRS(a)))
+        return NULL;
+    size_t n = 0;
+    PyObject *keep = NULL;
+    const char **specs = url_array(a.urls, &n, &keep);
+    ShardRemote *rm = NULL;
+    if (!specs || make_remote(&a, &rm)) {
+        PyMem_Free(specs);
+        Py_XDECREF(keep);
+        return NULL;
+    }
+    ShardListSettings ls;
+    shard_list_default_settings(&ls);
+    ls.remote = rm;
+    ShardList *list = NULL;
+    ShardError err;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS rc = shard_list_expand(&list, specs, n, &ls, &err);
+    Py_END_ALLOW_THREADS PyMem_Free(specs);
+    Py_XDECREF(keep);
+    PyObject *out = rc ? raise_shard(rc, err.message) : PyList_New(0);
+    for (size_t i = 0; out && i < shard_list_count(list); i++) {
+        const ShardListEntry *e = shard_list_entry(list, i);
+        PyObject *t = e->nsamples == SHARD_COUNT_UNKNOWN
+                          ? Py_BuildValue("(sO)", e->url, Py_None)
+                          : Py_BuildValue("(sK)", e->url, (unsigned long long)e->nsamples);
+        if (!t || PyList_Append(out, t))
+            Py_CLEAR(out);
+        Py_XDECREF(t);
+    }
+    shard_list_free(&list);
+    Py_BEGIN_ALLOW_THREADS shard_remote_free(&rm);
+    Py_END_ALLOW_THREADS return out;
+}
+
+/* Shards read one sample at a time through their indexes, the most recently used open. */
+typedef struct {
+    PyObject_HEAD ShardRemote *rm;
+    PyObject *urls;  /* list of str */
+    ShardFile **open; /* per shard, NULL when closed */
+    uint64_t *used;   /* per shard: when last read, for the LRU */
+    uint64_t clock;
+    Py_ssize_t nopen, max_open;
+    pthread_mutex_t mu; /* one read at a time (the GIL is let go while it reads) */
+    int mu_ok;
+} ShardFilesObject;
+
+static int ShardFiles_init(ShardFilesObject *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"urls", "open_files", REMOTE_KWLIST, NULL};
+    ReaderArgs a;
+    reader_args_default(&a);
+    Py_ssize_t max_open = 8;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|n$" REMOTE_FMT, kwlist, &a.urls, &max_open,
+                                     REMOTE_PTRS(a)))
+        return -1;
+    if (self->urls || max_open < 1) {
+        PyErr_SetString(PyExc_ValueError, self->urls ? "ShardFiles: already set up"
+                                                     : "open_files: at least 1");
+        return -1;
+    }
+    PyObject *urls = PySequence_List(a.urls);
+    if (!urls)
+        return -1;
+    Py_ssize_t n = PyList_GET_SIZE(urls);
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (!PyUnicode_Check(PyList_GET_ITEM(urls, i))) {
+            Py_DECREF(urls);
+            PyErr_SetString(PyExc_TypeError, "urls: a list of str");
+            return -1;
+        }
+    self->open = PyMem_Calloc((size_t)(n ? n : 1), sizeof *self->open);
+    self->used = PyMem_Calloc((size_t)(n ? n : 1), sizeof *self->used);
+    if (!self->open || !self->used) {
+        Py_DECREF(urls);
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (make_remote(&a, &self->rm)) {
+        Py_DECREF(urls);
+        return -1;
+    }
+    self->urls = urls;
+    self->max_open = max_open;
+    pthread_mutex_init(&self->mu, NULL);
+    self->mu_ok = 1;
+    return 0;
+}
+
+static void ShardFiles_dealloc(ShardFilesObject *self)
+{
+    Py_ssize_t n = self->urls ? PyList_GET_SIZE(self->urls) : 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        shard_file_free(&self->open[i]);
+    PyMem_Free(self->open);
+    PyMem_Free(self->used);
+    shard_remote_free(&self->rm);
+    Py_XDECREF(self->urls);
+    if (self->mu_ok)
+        pthread_mutex_destroy(&self->mu);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* Shard i open (closing the least recently used past max_open), under self->mu. */
+static ShardFile *shard_open_lru(ShardFilesObject *self, Py_ssize_t i, const char *url,
+                                 ShardError *err, int *rc)
+{
+    self->used[i] = ++self->clock;
+    if (self->open[i])
+        return self->open[i];
+    if (self->nopen >= self->max_open) {
+        Py_ssize_t n = PyList_GET_SIZE(self->urls), old = -1;
+        for (Py_ssize_t k = 0; k < n; k++)
+            if (self->open[k] && (old < 0 || self->used[k] < self->used[old]))
+                old = k;
+        shard_file_free(&self->open[old]);
+        self->nopen--;
+    }
+    ShardFileSettings fs;
+    shard_file_default_settings(&fs);
+    fs.remote = self->rm;
+    *rc = shard_file_open(&self->open[i], url, &fs, err);
+    if (*rc)
+        return NULL;
+    self->nopen++;
+    return self->open[i];
+}
+
+static PyObject *ShardFiles_read(ShardFilesObject *self, PyObject *args)
+{
+    Py_ssize_t i;
+    unsigned long long j;
+    if (!PyArg_ParseTuple(args, "nK", &i, &j))
+        return NULL;
+    if (!self->urls) {
+        PyErr_SetString(PyExc_ValueError, "ShardFiles: not set up");
+        return NULL;
+    }
+    if (i < 0 || i >= PyList_GET_SIZE(self->urls)) {
+        PyErr_Format(PyExc_IndexError, "shard %zd of %zd", i, PyList_GET_SIZE(self->urls));
+        return NULL;
+    }
+    const char *url = PyUnicode_AsUTF8(PyList_GET_ITEM(self->urls, i));
+    if (!url)
+        return NULL;
+    ShardError err = {0};
+    char msg[SHARD_ERROR_MAX] = "";
+    int rc = 0;
+    PyObject *out = NULL;
+    Py_BEGIN_ALLOW_THREADS pthread_mutex_lock(&self->mu);
+    ShardFile *f = shard_open_lru(self, i, url, &err, &rc);
+    const ShardSampleView *v = NULL;
+    if (f && !(rc = shard_file_seek(f, j)))
+        rc = shard_file_next(f, &v);
+    if (rc && f)
+        snprintf(msg, sizeof msg, "%s", shard_file_error(f));
+    else if (rc)
+        snprintf(msg, sizeof msg, "%s", err.message);
+    Py_BLOCK_THREADS
+    if (!rc) {
+        out = sample_dict(v);
+    } else if (rc == SHARD_EOS || rc == SHARD_ERR_NOT_FOUND) {
+        PyErr_Format(PyExc_IndexError, "%s: sample %llu is past the shard's last", url, j);
+    } else {
+        raise_shard(rc, msg);
+    }
+    if (rc && f) { /* a failed seek or read leaves the file where it cannot go on */
+        shard_file_free(&self->open[i]);
+        self->nopen--;
+    }
+    Py_UNBLOCK_THREADS pthread_mutex_unlock(&self->mu);
+    Py_END_ALLOW_THREADS return out;
+}
+
+static PyObject *ShardFiles_remote_stats(ShardFilesObject *self, PyObject *unused)
+{
+    (void)unused;
+    if (!self->rm) {
+        PyErr_SetString(PyExc_ValueError, "ShardFiles: not set up");
+        return NULL;
+    }
+    return remote_stats_dict(self->rm);
+}
+
+static PyMethodDef ShardFiles_methods[] = {
+    {"read", (PyCFunction)ShardFiles_read, METH_VARARGS,
+     "read(shard, index) -> {'__key__', '__url__', field: bytes}: one sample, through the "
+     "shard's index (a Range request for a remote shard)"},
+    {"remote_stats", (PyCFunction)ShardFiles_remote_stats, METH_NOARGS,
+     "Counters of the remote reads: bytes, requests, retries, resumes, cache hits."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject ShardFilesType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "libshard._libshard.ShardFiles",
+    .tp_basicsize = sizeof(ShardFilesObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "ShardFiles(urls, open_files=8, *, remote options): shards read one sample at a "
+              "time by index, the open_files most recently read kept open.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)ShardFiles_init,
+    .tp_dealloc = (destructor)ShardFiles_dealloc,
+    .tp_methods = ShardFiles_methods,
 };
 
 /* ---- Loader and Batch ------------------------------------------------------------------- */
@@ -1019,6 +1245,9 @@ static PyMethodDef module_methods[] = {
     {"decode", (PyCFunction)(void (*)(void))py_decode, METH_VARARGS | METH_KEYWORDS,
      "decode(data, width=224, height=224, crop='random_resized', fast=True, flip=False, seed=0, "
      "layout='nhwc') -> bytes"},
+    {"list_shards", (PyCFunction)(void (*)(void))py_list_shards, METH_VARARGS | METH_KEYWORDS,
+     "list_shards(specs, *, remote options) -> [(url, samples or None)]: manifests, brace "
+     "patterns and prefixes expanded, counts from manifests or indexes"},
     {"crop_box", (PyCFunction)(void (*)(void))py_crop_box, METH_VARARGS | METH_KEYWORDS,
      "crop_box(image_width, image_height, width=224, height=224, crop='random_resized', "
      "flip=False, seed=0, scale=None, ratio=None) -> ((x, y, w, h), flipped): the box and "
@@ -1036,7 +1265,8 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC PyInit__libshard(void);
 PyMODINIT_FUNC PyInit__libshard(void)
 {
-    if (PyType_Ready(&ReaderType) < 0 || PyType_Ready(&LoaderType) < 0 || PyType_Ready(&BatchType) < 0)
+    if (PyType_Ready(&ReaderType) < 0 || PyType_Ready(&LoaderType) < 0 || PyType_Ready(&BatchType) < 0 ||
+        PyType_Ready(&ShardFilesType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m)
@@ -1046,6 +1276,8 @@ PyMODINIT_FUNC PyInit__libshard(void)
     PyModule_AddObject(m, "ShardError", ShardErrorType);
     Py_INCREF(&ReaderType);
     PyModule_AddObject(m, "Reader", (PyObject *)&ReaderType);
+    Py_INCREF(&ShardFilesType);
+    PyModule_AddObject(m, "ShardFiles", (PyObject *)&ShardFilesType);
     Py_INCREF(&LoaderType);
     PyModule_AddObject(m, "Loader", (PyObject *)&LoaderType);
     Py_INCREF(&BatchType);

@@ -85,3 +85,38 @@ def test_dataset_matches_local(remote, root, monkeypatch, ShardDataset):  # noqa
     assert len(a) == len(b) == 10
     for (xa, ya), (xb, yb) in zip(a, b):
         assert torch.equal(xa, xb) and torch.equal(ya, yb)
+
+
+@pytest.mark.parametrize("which", ["tar", "zst"])
+def test_indexed_dataset_matches_local_and_reads_only_the_sample(remote, root, monkeypatch,
+                                                                 which, ShardDataset):  # noqa: N803
+    """IndexedShardDataset and libshard.wids over each scheme: every 7th sample as the same
+    index reads locally, each through a Range request for its bytes (tar.zst: its frames),
+    far less than the shards. (ShardDataset: the fixture puts libshard on sys.path.)"""
+    from libshard.torch import IndexedShardDataset
+    from libshard.wids import ShardListDataset
+    base, env = remote
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    spec = SETS[which]
+    local = IndexedShardDataset(f"{root}/data/{spec}", image_size=32, crop="center")
+    ds = IndexedShardDataset(f"{base}/{spec}", image_size=32, crop="center", open_files=3)
+    assert len(ds) == len(local) == 320
+    picks = list(range(0, 320, 7))
+    for i in picks:
+        a, b = local.raw(i), ds.raw(i)
+        assert (a["__key__"], a["jpg"], a["cls"]) == (b["__key__"], b["jpg"], b["cls"])
+        xa, ya = local[i]
+        xb, yb = ds[i]
+        assert ya == yb and bool((xa == xb).all())
+    # four samples from four shards: their bytes (and indexes), not the shards'
+    few = IndexedShardDataset(f"{base}/{spec}", image_size=32, crop="center")
+    for i in (5, 90, 170, 300):
+        few.raw(i)
+    st = few.remote_stats()
+    size = sum(p.stat().st_size for p in (root / "data").glob(spec.replace("{000..007}", "*")))
+    assert st["bytes"] < size / 8, (st, size)
+    manifest = {"tar": "d.json", "zst": "z.json"}[which]
+    w = ShardListDataset(f"{base}/{manifest}", transformations=[])
+    assert len(w) == 320 and w[33]["__key__"] == local.raw(33)["__key__"]
+    assert w[33][".jpg"].read() == local.raw(33)["jpg"]

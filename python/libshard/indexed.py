@@ -1,0 +1,91 @@
+"""Random access to the samples of a set of shards, by a global index.
+
+    from libshard.indexed import IndexedShards
+    shards = IndexedShards("shards/train.json")      # a manifest, braces, a list, a prefix
+    len(shards), shards[12345]                       # {"__key__", "__url__", field: bytes, ...}
+
+Sample i lives in the shard whose cumulative count passes i; it is read through that shard's
+index (.idx beside it): for a local shard a seek in the mapped file, for a remote one a Range
+request for the sample's bytes (and .tar.zst frames through the seek table). The shard list
+and counts are read once (from the manifest, else from each index's header); the open shards
+are per process (safe in DataLoader workers), the open_files most recently read kept open.
+"""
+import bisect
+import os
+
+from . import _libshard
+
+REMOTE_KEYS = ("cache_dir", "cache_size", "retries", "timeout", "stall_timeout", "backoff")
+
+
+def _specs(spec):
+    return [os.fspath(spec)] if isinstance(spec, (str, os.PathLike)) else [os.fspath(s) for s in spec]
+
+
+class IndexedShards:
+    """Samples of shards by global index. spec: a manifest, a brace pattern, a gs:// or s3://
+    prefix, or a list of them. Remote options: cache_dir, cache_size, retries, timeout,
+    stall_timeout, backoff (as ShardDataset's)."""
+
+    def __init__(self, spec, *, open_files=8, entries=None, **remote):
+        unknown = set(remote) - set(REMOTE_KEYS)
+        if unknown:
+            raise TypeError(f"unknown options {sorted(unknown)}")
+        self.remote = {k: v for k, v in remote.items() if v is not None}
+        self.open_files = open_files
+        if entries is None:
+            entries = _libshard.list_shards(_specs(spec), **self.remote)
+        if not entries:
+            raise ValueError(f"{spec!r}: no shards")
+        for url, n in entries:
+            if n is None:
+                raise ValueError(f"{url}: indexed access needs each shard's sample count: a "
+                                 f"manifest listing it, or its index (.idx) beside it "
+                                 f"(`shardcat index {url}` makes one)")
+        self.urls = [u for u, _ in entries]
+        self.counts = [int(n) for _, n in entries]
+        self.ends = []
+        total = 0
+        for n in self.counts:
+            total += n
+            self.ends.append(total)
+        self._files = None
+        self._pid = None
+
+    def __len__(self):
+        return self.ends[-1] if self.ends else 0
+
+    def locate(self, i):
+        """(shard number, index in it) of sample i (negative i counts from the end)."""
+        n = len(self)
+        if not -n <= i < n:
+            raise IndexError(f"sample {i} of {n}")
+        i %= n
+        s = bisect.bisect_right(self.ends, i)
+        return s, i - (self.ends[s - 1] if s else 0)
+
+    def _open(self):
+        if self._files is None or self._pid != os.getpid():
+            self._files = _libshard.ShardFiles(self.urls, self.open_files, **self.remote)
+            self._pid = os.getpid()
+        return self._files
+
+    def __getitem__(self, i):
+        """Sample i as WebDataset's dict, with "__index__", "__shard__" (its shard's url)
+        and "__shardindex__" (its index in the shard)."""
+        s, j = self.locate(i)
+        d = self._open().read(s, j)
+        d["__index__"] = i % len(self)
+        d["__shard__"] = self.urls[s]
+        d["__shardindex__"] = j
+        return d
+
+    def remote_stats(self):
+        """This process's remote counters (bytes, requests, ...); {} before the first read."""
+        return self._files.remote_stats() if self._files is not None else {}
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_files"] = None  # opened again in the process that unpickles it
+        state["_pid"] = None
+        return state
