@@ -10,6 +10,7 @@
 #include <Python.h>
 
 #include <pthread.h>
+#include <unistd.h>
 #include <string.h>
 
 #include <shard/shard.h>
@@ -225,14 +226,32 @@ static int reader_settings(const ReaderArgs *a, ShardReaderSettings *s, const ch
             return raise_shard(SHARD_ERR_STATE, what " is not open (its __init__ failed or " \
                                                 "was not called)");                         \
     } while (0)
-#define NEED_READER(self) NEED((self)->r, "Reader")
-#define NEED_LOADER(self) NEED((self)->l, "Loader")
+/* An object made before a fork has its threads in the parent only: in the child it can be
+ * neither used nor freed (joining threads that are not there); it raises, and is let go
+ * without freeing. */
+#define NEED_HERE(self, what)                                                               \
+    do {                                                                                    \
+        if ((self)->pid != getpid())                                                        \
+            return raise_shard(SHARD_ERR_STATE, what " was made in another process (before " \
+                                                "a fork): make a new one in this process");  \
+    } while (0)
+#define NEED_READER(self)                                                                   \
+    do {                                                                                    \
+        NEED((self)->r, "Reader");                                                          \
+        NEED_HERE(self, "this Reader");                                                     \
+    } while (0)
+#define NEED_LOADER(self)                                                                   \
+    do {                                                                                    \
+        NEED((self)->l, "Loader");                                                          \
+        NEED_HERE(self, "this Loader");                                                     \
+    } while (0)
 
 /* ---- Reader ---------------------------------------------------------------------------- */
 
 typedef struct {
     PyObject_HEAD ShardReader *r;
     ShardRemote *rm; /* freed after r */
+    pid_t pid;       /* the process whose threads r runs */
 } ReaderObject;
 
 static int Reader_init(ReaderObject *self, PyObject *args, PyObject *kw)
@@ -254,6 +273,7 @@ static int Reader_init(ReaderObject *self, PyObject *args, PyObject *kw)
     }
     ShardError err;
     int rc;
+    self->pid = getpid();
     Py_BEGIN_ALLOW_THREADS rc = shard_reader_open(&self->r, &s, &err);
     Py_END_ALLOW_THREADS PyMem_Free(urls);
     Py_XDECREF(keep);
@@ -266,6 +286,10 @@ static int Reader_init(ReaderObject *self, PyObject *args, PyObject *kw)
 
 static void Reader_dealloc(ReaderObject *self)
 {
+    if (self->pid && self->pid != getpid()) { /* inherited through fork: not ours to free */
+        Py_TYPE(self)->tp_free((PyObject *)self);
+        return;
+    }
     ShardReader *r = self->r;
     ShardRemote *rm = self->rm;
     self->r = NULL;
@@ -495,6 +519,7 @@ typedef struct {
     Py_ssize_t nopen, max_open;
     pthread_mutex_t mu; /* one read at a time (the GIL is let go while it reads) */
     int mu_ok;
+    pid_t pid; /* the process whose network thread rm runs */
 } ShardFilesObject;
 
 static int ShardFiles_init(ShardFilesObject *self, PyObject *args, PyObject *kw)
@@ -534,6 +559,7 @@ static int ShardFiles_init(ShardFilesObject *self, PyObject *args, PyObject *kw)
     }
     self->urls = urls;
     self->max_open = max_open;
+    self->pid = getpid();
     pthread_mutex_init(&self->mu, NULL);
     self->mu_ok = 1;
     return 0;
@@ -541,6 +567,11 @@ static int ShardFiles_init(ShardFilesObject *self, PyObject *args, PyObject *kw)
 
 static void ShardFiles_dealloc(ShardFilesObject *self)
 {
+    if (self->pid && self->pid != getpid()) { /* inherited through fork: not ours to free */
+        Py_XDECREF(self->urls);
+        Py_TYPE(self)->tp_free((PyObject *)self);
+        return;
+    }
     Py_ssize_t n = self->urls ? PyList_GET_SIZE(self->urls) : 0;
     for (Py_ssize_t i = 0; i < n; i++)
         shard_file_free(&self->open[i]);
@@ -588,6 +619,7 @@ static PyObject *ShardFiles_read(ShardFilesObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "ShardFiles: not set up");
         return NULL;
     }
+    NEED_HERE(self, "this ShardFiles");
     if (i < 0 || i >= PyList_GET_SIZE(self->urls)) {
         PyErr_Format(PyExc_IndexError, "shard %zd of %zd", i, PyList_GET_SIZE(self->urls));
         return NULL;
@@ -660,6 +692,7 @@ static PyTypeObject ShardFilesType = {
 typedef struct {
     PyObject_HEAD ShardLoader *l;
     ShardRemote *rm; /* freed after l */
+    pid_t pid;       /* the process whose threads l runs */
     int layout, dtype, width, height;
 } LoaderObject;
 
@@ -810,6 +843,7 @@ static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kw)
     ShardError err;
     int rc;
     shard_loader_free(&self->l);
+    self->pid = getpid();
     Py_BEGIN_ALLOW_THREADS rc = shard_loader_open(&self->l, &s, &err);
     Py_END_ALLOW_THREADS PyMem_Free(urls);
     Py_XDECREF(keep);
@@ -826,6 +860,10 @@ fail:
 
 static void Loader_dealloc(LoaderObject *self)
 {
+    if (self->pid && self->pid != getpid()) { /* inherited through fork: not ours to free */
+        Py_TYPE(self)->tp_free((PyObject *)self);
+        return;
+    }
     ShardLoader *l = self->l;
     ShardRemote *rm = self->rm;
     self->l = NULL;

@@ -40,7 +40,6 @@ _LOADER_KEYS = ("batch_size", "image_size", "crop", "flip", "fast", "layout", "d
                 "label_field", "raw_fields", "missing_label")
 
 
-_INHERITED = []  # readers forked from a parent process, kept alive deliberately
 _LOG = logging.getLogger("libshard")
 _SKIP_KEYS = ("image", "no_image", "label", "shards", "shard_samples", "total")
 
@@ -174,10 +173,8 @@ class ShardDataset(torch.utils.data.IterableDataset):
         return {k: v for k, v in self.settings.items() if k in _READER_KEYS}
 
     def _adopt(self, source):
-        # A reader inherited through fork has no threads in this process: never free it here
-        # (that would join threads that do not exist); keep it for good instead.
-        if self._source is not None and self._source_pid != os.getpid():
-            _INHERITED.append(self._source)
+        # one inherited through fork is let go without being freed (the extension knows it
+        # was made in another process)
         self._source, self._source_pid = source, os.getpid()
 
     def __iter__(self):

@@ -733,3 +733,40 @@ def test_sequences_and_torch_dtypes_are_taken(packed):
     x, _ = within(HANG, lambda: next(iter(ds)), "a batch")
     assert x.dtype == torch.float32 and tuple(x.shape) == (32, 3, 32, 40)
     assert -2.01 <= float(x.min()) and float(x.max()) <= 2.01  # (v - 0.5) / 0.25
+
+
+def test_objects_inherited_through_fork_are_let_go_not_freed(packed):
+    """A DataLoader worker forked from a process holding a Loader (a batch tensor still
+    alive, say) must not free it when the copy's last reference goes: its threads are in
+    the parent, and joining them crashed the worker. In the child it raises if used."""
+    import gc
+    l = libshard.Loader(str(packed.manifest), seed=0, batch_size=32, image_size=32)
+    b = next(iter(l))
+    r = libshard.Reader(str(packed.manifest), seed=0)
+    next(r)
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            try:
+                next(l)
+                code |= 1
+            except libshard.ShardError as e:
+                code |= 0 if "another process" in str(e) else 2
+            del b, l, r
+            gc.collect()
+        except BaseException:
+            code |= 4
+        os._exit(code)
+    import time
+    deadline = time.monotonic() + 20
+    while (done := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if done[0] == 0:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        pytest.fail("the child hung letting go of what it inherited")
+    status = done[1]
+    assert os.WIFEXITED(status), f"the child died: {status}"
+    assert os.WEXITSTATUS(status) == 0, os.WEXITSTATUS(status)
+    assert b.size == 32 and next(r)["__key__"]  # the parent's are untouched
