@@ -770,3 +770,24 @@ def test_objects_inherited_through_fork_are_let_go_not_freed(packed):
     assert os.WIFEXITED(status), f"the child died: {status}"
     assert os.WEXITSTATUS(status) == 0, os.WEXITSTATUS(status)
     assert b.size == 32 and next(r)["__key__"]  # the parent's are untouched
+
+
+def test_the_type_stub_names_what_the_extension_has():
+    """python/libshard/_libshard.pyi against the extension: the same public functions,
+    classes, methods and properties, so type checkers and editors see the real API."""
+    import ast
+    from pathlib import Path
+    from libshard import _libshard
+    stub = ast.parse((Path(libshard.__file__).parent / "_libshard.pyi").read_text())
+    funcs = {n.name for n in stub.body if isinstance(n, ast.FunctionDef)}
+    classes = {n.name: {m.name for m in n.body if isinstance(m, ast.FunctionDef)
+                        and not m.name.startswith("__")}
+               for n in stub.body if isinstance(n, ast.ClassDef)}
+    public = {n for n in dir(_libshard) if not n.startswith("_")}
+    assert public == funcs | set(classes) | {"version"}, public ^ (funcs | set(classes))
+    for name, members in classes.items():
+        cls = getattr(_libshard, name)
+        real = {m for m in vars(cls) if not m.startswith("__")}
+        if issubclass(cls, Exception):
+            continue
+        assert real == members, (name, real ^ members)
