@@ -182,6 +182,8 @@ int shard_slot_init(ShardSlot *sl, const ShardBatchSpec *spec)
     size_t bs = spec->batch_size;
     sl->images = a->alloc(a->cookie, bs * spec->image_bytes, 64);
     sl->labels = a->alloc(a->cookie, bs * sizeof *sl->labels, 64);
+    sl->indices = a->alloc(a->cookie, bs * sizeof *sl->indices, 64);
+    sl->repeats = a->alloc(a->cookie, bs, 64);
     sl->keys = a->alloc(a->cookie, bs * sizeof *sl->keys, 64);
     sl->urls = calloc(bs, sizeof *sl->urls);
     sl->items = calloc(bs, sizeof *sl->items);
@@ -189,7 +191,7 @@ int shard_slot_init(ShardSlot *sl, const ShardBatchSpec *spec)
     sl->img_size = calloc(bs, sizeof *sl->img_size);
     sl->failed = calloc(bs, 1);
     sl->keyoff = calloc(bs, sizeof *sl->keyoff);
-    if (!sl->images || !sl->labels || !sl->keys || !sl->urls || !sl->items || !sl->img ||
+    if (!sl->images || !sl->labels || !sl->indices || !sl->repeats || !sl->keys || !sl->urls || !sl->items || !sl->img ||
         !sl->img_size || !sl->failed || !sl->keyoff)
         return SHARD_ERR_NOMEM;
     memset(sl->keys, 0, bs * sizeof *sl->keys);
@@ -227,6 +229,8 @@ int shard_slot_add(ShardSlot *sl, const ShardBatchSpec *spec, ShardItem *it, con
     sl->img_size[n] = im ? (size_t)im->size : 0;
     sl->urls[n] = url;
     sl->labels[n] = spec->label_field ? parse_label(lab) : -1;
+    sl->indices[n] = spec->offsets ? spec->offsets[it->shard] + it->v.index : UINT64_MAX;
+    sl->repeats[n] = (unsigned char)it->repeat;
     sl->failed[n] = 0;
     if (take_key(sl, spec->alloc, n, it->v.key) ||
         (spec->raw_fields && take_raw(sl, spec, n, f, nf, im, lab))) {
@@ -303,6 +307,8 @@ size_t shard_slot_compact(ShardSlot *sl, size_t image_bytes, uint64_t *by)
             memmove((unsigned char *)sl->images + o * image_bytes,
                     (unsigned char *)sl->images + i * image_bytes, image_bytes);
             sl->labels[o] = sl->labels[i];
+            sl->indices[o] = sl->indices[i];
+            sl->repeats[o] = sl->repeats[i];
             sl->keys[o] = sl->keys[i];
             sl->urls[o] = sl->urls[i];
             sl->keys[i] = NULL;
@@ -337,6 +343,8 @@ void shard_slot_publish(ShardSlot *sl, size_t image_bytes)
     b->images = sl->images;
     b->image_bytes = image_bytes;
     b->labels = sl->labels;
+    b->indices = sl->indices;
+    b->repeats = sl->repeats;
     b->keys = sl->keys;
     b->urls = sl->urls;
     for (size_t k = 0; k < sl->nraw; k++) {
@@ -367,6 +375,8 @@ void shard_slot_free(ShardSlot *sl, const ShardBatchSpec *spec)
         shard_slot_clear(sl);
     a->free(a->cookie, sl->images, bs * spec->image_bytes);
     a->free(a->cookie, sl->labels, bs * sizeof *sl->labels);
+    a->free(a->cookie, sl->indices, bs * sizeof *sl->indices);
+    a->free(a->cookie, sl->repeats, bs);
     a->free(a->cookie, sl->keys, bs * sizeof *sl->keys);
     a->free(a->cookie, sl->keybuf, sl->keycap);
     free(sl->urls);

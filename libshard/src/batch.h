@@ -24,6 +24,8 @@ typedef struct ShardBatchSpec {
     const char *raw_fields;   /* ';'-separated; NULL: none */
     int raw_all;              /* raw_fields is "*": every field but the image and label */
     int missing_label;        /* SHARD_LABEL_*: a sample without a label fails, or gets -1 */
+    const uint64_t *offsets;  /* per shard of the list: samples in the shards before it;
+                                 NULL when counts are unknown */
     const ShardAllocator *alloc;
 } ShardBatchSpec;
 
@@ -48,6 +50,8 @@ typedef struct ShardSlot {
     atomic_size_t pending; /* samples not decoded yet */
     void *images;
     int64_t *labels;
+    uint64_t *indices;
+    unsigned char *repeats;
     const char **keys;
     const char **urls;
     ShardItem **items;          /* the reader's samples, released once decoded */

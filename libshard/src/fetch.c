@@ -170,6 +170,7 @@ static int fetch_segment(Stream *st, const ShardSegment *seg, size_t n, uint64_t
         if ((rc = shard_file_take_pooled(file, f->pool, &it)))
             break;
         it->shard = seg->shard;
+        it->repeat = (seg->flags & SHARD_SEGMENT_REPEAT) != 0;
         prefault(it);
         if (put(st, it)) {
             shard_file_free(&file);

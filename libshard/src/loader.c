@@ -65,6 +65,7 @@ struct ShardLoader {
     int broken;         /* a restore or new epoch failed: no producer runs, and next says so */
     uint64_t skipped;                  /* samples left out in skip mode, and by reason */
     uint64_t skipped_by[SHARD_BAD_N];
+    uint64_t *offsets; /* per shard: samples in the shards before it, or NULL (the spec's) */
     uint64_t delivered_position;
 };
 
@@ -273,6 +274,23 @@ int shard_loader_open(ShardLoader **out, const ShardLoaderSettings *s, ShardErro
     rs.worker_align = bs; /* batch counts per rank independent of workers */
     if (shard_reader_open(&l->reader, &rs, &e))
         return fail_open(l, err, shard_fail(l->err, e.code, "%s", e.message));
+    /* each shard's first sample's index in the data set, where every count is known */
+    const ShardList *list = shard_reader_list(l->reader);
+    size_t nshards = shard_list_count(list);
+    l->offsets = malloc((nshards ? nshards : 1) * sizeof *l->offsets);
+    if (!l->offsets)
+        return fail_open(l, err, shard_fail(l->err, SHARD_ERR_NOMEM, "out of memory"));
+    uint64_t sum = 0;
+    for (size_t i = 0; i < nshards && l->offsets; i++) {
+        uint64_t c = shard_list_entry(list, i)->nsamples;
+        l->offsets[i] = sum;
+        if (c == SHARD_COUNT_UNKNOWN) {
+            free(l->offsets);
+            l->offsets = NULL;
+        }
+        sum += c;
+    }
+    l->spec.offsets = l->offsets;
     l->epoch = s->reader.epoch;
     int rank = s->reader.rank < 0 ? 0 : s->reader.rank;
     l->consumer = (uint64_t)rank * (uint64_t)(s->reader.num_workers ? s->reader.num_workers : 1) +
@@ -468,6 +486,7 @@ void shard_loader_free(ShardLoader **pl)
     shard_reader_free(&l->reader);
     free(l->image_fields);
     free(l->label_field);
+    free(l->offsets);
     free(l->raw_fields);
     free(l);
     *pl = NULL;

@@ -20,7 +20,7 @@ typedef struct SegList {
     size_t n, cap;
 } SegList;
 
-static int push(SegList *l, uint32_t shard, uint64_t first, uint64_t count)
+static int push(SegList *l, uint32_t shard, uint64_t first, uint64_t count, uint32_t flags)
 {
     if (count == 0)
         return 0;
@@ -32,7 +32,7 @@ static int push(SegList *l, uint32_t shard, uint64_t first, uint64_t count)
         l->v = p;
         l->cap = cap;
     }
-    l->v[l->n++] = (ShardSegment){shard, first, count};
+    l->v[l->n++] = (ShardSegment){shard, flags, first, count};
     return 0;
 }
 
@@ -58,7 +58,7 @@ static uint32_t *shard_order(size_t n, const ShardPlanSettings *p)
 
 /* Appends the segments covering [a, b) of the sequence with prefix sums pre[]. */
 static int cover(SegList *l, const uint32_t *order, const uint64_t *pre, size_t n, uint64_t a,
-                 uint64_t b)
+                 uint64_t b, uint32_t flags)
 {
     if (a >= b)
         return 0;
@@ -73,7 +73,7 @@ static int cover(SegList *l, const uint32_t *order, const uint64_t *pre, size_t 
     for (size_t i = lo; i < n && pre[i] < b; i++) {
         uint64_t s = a > pre[i] ? a : pre[i];
         uint64_t e = b < pre[i + 1] ? b : pre[i + 1];
-        int rc = push(l, order[i], s - pre[i], e > s ? e - s : 0);
+        int rc = push(l, order[i], s - pre[i], e > s ? e - s : 0, flags);
         if (rc)
             return rc;
     }
@@ -122,7 +122,7 @@ int shard_epoch_plan(const uint64_t *counts, size_t n, const ShardPlanSettings *
     uint64_t me = (uint64_t)p->rank * (uint64_t)p->num_workers + (uint64_t)p->worker;
     if (!known) {
         for (size_t i = me; i < n && !rc; i += consumers)
-            rc = push(&l, order[i], 0, SHARD_COUNT_UNKNOWN);
+            rc = push(&l, order[i], 0, SHARD_COUNT_UNKNOWN, 0);
     } else {
         uint64_t *pre = malloc((n + 1) * sizeof *pre);
         if (!pre) {
@@ -154,11 +154,11 @@ int shard_epoch_plan(const uint64_t *counts, size_t n, const ShardPlanSettings *
         if (wlo > whi)
             wlo = whi;
         uint64_t a = rlo + wlo, b = rlo + whi;
-        /* Padding wraps around to the start of the epoch's sequence. */
+        /* Padding wraps around to the start of the epoch's sequence: those are repeats. */
         while (!rc && a < b && total) {
             uint64_t sa = a % total, len = b - a;
             uint64_t take = len < total - sa ? len : total - sa;
-            rc = cover(&l, order, pre, n, sa, sa + take);
+            rc = cover(&l, order, pre, n, sa, sa + take, a >= total ? SHARD_SEGMENT_REPEAT : 0);
             a += take;
         }
         free(pre);

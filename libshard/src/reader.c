@@ -91,6 +91,7 @@ static int stream_segment(void *cookie, size_t k, size_t n, ShardSegment *out)
         shard_rng_init(&g, r->s.seed, SHARD_RNG_RESAMPLE, r->epoch, consumer_id(r),
                        ((uint64_t)k << 40) ^ n);
         out->shard = (uint32_t)shard_rng_below(&g, r->nurls);
+        out->flags = 0;
         out->first = 0;
         out->count = r->counts[out->shard];
         return 1;
@@ -258,6 +259,8 @@ static ShardItem *pull_sim(void *cookie, int *rc)
             continue;
         }
         ShardItem *it = shard_item_identity(seg.shard, seg.first + st->sim_off);
+        if (it)
+            it->repeat = (seg.flags & SHARD_SEGMENT_REPEAT) != 0;
         if (!it) {
             *rc = shard_fail(r->err, SHARD_ERR_NOMEM, "out of memory");
             return NULL;

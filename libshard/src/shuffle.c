@@ -168,6 +168,7 @@ int shard_shuffle_load(ShardShuffle *sh, const ShardList *list, ShardRemote *rem
                 shard_file_free(&f);
                 return shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
             }
+            full->repeat = x->repeat;
             shard_item_release(x);
             sh->buf[j] = full;
         }

@@ -1053,6 +1053,19 @@ static PyObject *Batch_labels(BatchObject *self, void *c)
                                      (Py_ssize_t)(self->b->size * sizeof(int64_t)));
 }
 
+static PyObject *Batch_indices(BatchObject *self, void *c)
+{
+    (void)c;
+    return PyBytes_FromStringAndSize((const char *)self->b->indices,
+                                     (Py_ssize_t)(self->b->size * sizeof(uint64_t)));
+}
+
+static PyObject *Batch_repeats(BatchObject *self, void *c)
+{
+    (void)c;
+    return PyBytes_FromStringAndSize((const char *)self->b->repeats, (Py_ssize_t)self->b->size);
+}
+
 static PyObject *Batch_keys(BatchObject *self, void *c)
 {
     (void)c;
@@ -1114,6 +1127,11 @@ static PyObject *Batch_index(BatchObject *self, void *c)
 static PyGetSetDef Batch_getset[] = {
     {"labels", (getter)Batch_labels, NULL, "int64 labels as bytes (-1: none)", NULL},
     {"keys", (getter)Batch_keys, NULL, "sample keys", NULL},
+    {"indices", (getter)Batch_indices, NULL,
+     "each sample's index in the data set (uint64 bytes; 2**64-1 where counts are unknown)",
+     NULL},
+    {"repeats", (getter)Batch_repeats, NULL,
+     "1 byte per sample: 1 where it is padding (equal mode with pad)", NULL},
     {"fields", (getter)Batch_fields, NULL,
      "raw fields: {name: [bytes, or None where a sample lacks it]}", NULL},
     {"size", (getter)Batch_size, NULL, "samples in the batch", NULL},

@@ -100,6 +100,10 @@ class ShardDataset(torch.utils.data.IterableDataset):
         unknown = set(settings) - set(_READER_KEYS) - set(_LOADER_KEYS)
         if unknown:
             raise TypeError(f"ShardDataset: unknown settings {sorted(unknown)}")
+        if settings.get("shuffle") is False:  # dataset order: for evaluation
+            settings["shuffle"] = 0
+            settings.setdefault("shuffle_shards", False)
+            settings.setdefault("streams", 1)
         settings = _options.check(settings)
         if settings.get("seed") is None and settings.get("mode", "exact") != "resampled":
             settings["seed"] = int.from_bytes(os.urandom(8), "little") >> 1
@@ -206,8 +210,9 @@ class ShardDataset(torch.utils.data.IterableDataset):
             return
         raw = self.settings.get("raw_fields")
         names = raw.split(";") if raw else []
-        keys = "__key__" in names
-        raw_c = ";".join(n for n in names if n != "__key__")
+        special = {"__key__", "__index__", "__pad__"}
+        keys = any(n in special for n in names)
+        raw_c = ";".join(n for n in names if n not in special)
         loader = _libshard.Loader(self.urls, epoch=self.epoch, **split,
                                   **{**self.settings, "raw_fields": raw_c})
         self._adopt(loader)
@@ -231,7 +236,8 @@ class ShardDataset(torch.utils.data.IterableDataset):
             if raw:
                 fields = batch.fields
                 if keys:
-                    fields = {n: (list(batch.keys) if n == "__key__" else fields[n]) for n in names}
+                    fields = {n: self._special(batch, n) if n in special else fields[n]
+                              for n in names}
                 item = (images, labels, fields)
             else:
                 item = (images, labels)
@@ -240,6 +246,14 @@ class ShardDataset(torch.utils.data.IterableDataset):
             yield (item, (logical, loader.state(), self.skipped)) if tagged else item
         if skip:
             self._note_skips(loader.skipped_by, end=True)
+
+    @staticmethod
+    def _special(batch, name):
+        if name == "__key__":
+            return list(batch.keys)
+        if name == "__index__":
+            return torch.frombuffer(bytearray(batch.indices), dtype=torch.int64)
+        return torch.frombuffer(bytearray(batch.repeats), dtype=torch.uint8).bool()
 
     def _note_skips(self, counts, end=False):
         """Keeps this iteration's skip counts; warns at the first skip, logs a summary at

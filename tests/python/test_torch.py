@@ -791,3 +791,33 @@ def test_the_type_stub_names_what_the_extension_has():
         if issubclass(cls, Exception):
             continue
         assert real == members, (name, real ^ members)
+
+
+def test_distributed_evaluation_in_dataset_order_with_padding(packed):
+    """Evaluation over 7 ranks: shuffle off, equal mode with pad, so no rank waits on
+    another. Each rank gets the same number of samples (300 = 6 x 43 + 42, so one repeat),
+    in dataset order; each batch carries the samples' dataset indices and which are padding,
+    so gathered results de-duplicate to every sample once."""
+    order = [s["__key__"] for shard in packed.shards for s in webdataset_samples(shard)]
+    got, sizes = [], []
+    for rank in range(7):
+        ds = ShardDataset(str(packed.manifest), seed=0, rank=rank, world_size=7, mode="equal",
+                          pad=True, shuffle=False, batch_size=16, image_size=32,
+                          crop="center", raw_fields="__key__;__index__;__pad__")
+        mine = []
+        for x, y, f in within(HANG, lambda: list(ds), f"rank {rank}"):
+            assert f["__index__"].dtype == torch.int64 and f["__pad__"].dtype == torch.bool
+            assert len(f["__index__"]) == len(y) == x.shape[0]
+            mine += zip(f["__index__"].tolist(), f["__key__"], f["__pad__"].tolist(),
+                        y.tolist())
+        sizes.append(len(mine))
+        idx = [i for i, _, pad, _ in mine if not pad]
+        assert idx == sorted(idx) and idx == list(range(idx[0], idx[0] + len(idx))), \
+            f"rank {rank}: dataset order"
+        got += mine
+    assert sizes == [43] * 7, "equal: every rank the same count"
+    for i, key, _, label in got:
+        assert order[i] == key and packed.class_label(key) == label
+    real = [i for i, _, pad, _ in got if not pad]
+    assert sorted(real) == list(range(NSAMPLES)), "without the padding: every sample once"
+    assert sum(pad for _, _, pad, _ in got) == 1

@@ -142,3 +142,35 @@ Test(plan, workers_split_in_whole_batches)
     cr_assert_eq(got[1], 128);
     cr_assert_eq(got[2], 94);
 }
+
+/* Equal mode with pad: the samples a rank gets past the end of the epoch's sequence come in
+ * segments flagged as repeats, and only those: without them every sample is seen once. */
+Test(plan, padding_is_flagged_as_repeats)
+{
+    uint64_t counts[] = {40, 40, 40, 40, 40, 40, 40, 20}; /* 300 over 7 ranks: 43 each */
+    unsigned seen[300] = {0};
+    uint64_t repeats = 0;
+    for (int r = 0; r < 7; r++) {
+        ShardPlanSettings p = {.seed = 1, .rank = r, .world_size = 7, .worker = 0,
+                               .num_workers = 1, .mode = SHARD_MODE_EQUAL, .pad = 1,
+                               .shuffle_shards = 1, .worker_align = 1};
+        ShardSegment *segs;
+        size_t nseg;
+        cr_assert_eq(shard_epoch_plan(counts, 8, &p, &segs, &nseg), 0);
+        uint64_t mine = 0;
+        for (size_t k = 0; k < nseg; k++) {
+            mine += segs[k].count;
+            if (segs[k].flags & SHARD_SEGMENT_REPEAT) {
+                repeats += segs[k].count;
+                continue;
+            }
+            for (uint64_t j = 0; j < segs[k].count; j++)
+                seen[segs[k].shard * 40 + segs[k].first + j]++;
+        }
+        cr_assert_eq(mine, 43, "rank %d", r);
+        free(segs);
+    }
+    cr_assert_eq(repeats, 1);
+    for (int i = 0; i < 300; i++)
+        cr_assert_eq(seen[i], 1, "sample %d seen %u times", i, seen[i]);
+}

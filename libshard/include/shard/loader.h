@@ -70,6 +70,13 @@ typedef struct ShardBatch {
     uint64_t index;           /**< batch number within the epoch */
     size_t nfields;           /**< raw fields (settings.raw_fields), in order of first use */
     const ShardBatchField *fields; /**< nfields raw fields */
+    /** size: each sample's index in the data set, the same whatever the shuffle, split or
+     *  epoch: earlier shards' sample counts (in the shard list's order) plus its index in
+     *  its shard; UINT64_MAX where counts are unknown */
+    const uint64_t *indices;
+    /** size flags: 1 where the sample is padding (equal mode with pad), a repeat of one the
+     *  epoch delivers elsewhere, to leave out when gathering results */
+    const unsigned char *repeats;
 } ShardBatch;
 
 typedef struct ShardLoader ShardLoader;

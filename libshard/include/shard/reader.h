@@ -42,9 +42,13 @@ typedef enum ShardMode {
 /** A run of consecutive samples of one shard, as an epoch plan lists them. */
 typedef struct ShardSegment {
     uint32_t shard;  /**< index into the shard list */
+    uint32_t flags;  /**< SHARD_SEGMENT_REPEAT: padding (equal mode, pad) repeating samples
+                          from the start of the epoch's sequence */
     uint64_t first;  /**< first sample */
     uint64_t count;  /**< samples, SHARD_COUNT_UNKNOWN for "to the end of the shard" */
 } ShardSegment;
+
+enum { SHARD_SEGMENT_REPEAT = 1 };
 
 typedef struct ShardReaderSettings {
     /** Shard list specs: paths, brace patterns, manifests, "pipe:" urls, in order; they are
