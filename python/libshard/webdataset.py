@@ -5,29 +5,53 @@
           .shuffle(5000).decode("torchrgb8").to_tuple("jpg;png", "cls").batched(256))
 
 Everything runs in C: shard shuffle, split by rank and worker, the shuffle buffer, decode,
-crop and batching. Stages that would run arbitrary Python per sample (.map, .select,
-decoders other than the RGB ones) are refused with a message saying what to do instead.
+crop and batching. As in WebDataset, "torchrgb8"/"rgb8" give uint8 and "torchrgb"/"torch"/
+"rgb" floats from 0 to 1 (ImageNet normalisation is ShardDataset's dtype="float32");
+shardshuffle=False reads the shards in their order. Stages that would run arbitrary Python
+per sample (.map, .select, .rename, ...) raise NotImplementedError naming the method.
 """
+import torch.utils.data
+
 from .torch import ShardDataset
 
+# name: (dtype, layout, scaled to 0..1 rather than normalized)
 _DECODERS = {"torchrgb8": ("uint8", "nchw"), "rgb8": ("uint8", "nhwc"),
-             "torchrgb": ("float32", "nchw"), "rgb": ("float32", "nhwc")}
+             "torchrgb": ("float32", "nchw"), "torch": ("float32", "nchw"),
+             "rgb": ("float32", "nhwc")}
 
 
-class WebDataset:
+class WebDataset(torch.utils.data.IterableDataset):
+    """WebDataset(urls, shardshuffle=True, resampled=False, seed=None, **ShardDataset
+    settings): an IterableDataset, usable in a DataLoader, built up with WebDataset's
+    methods."""
+
     def __init__(self, urls, shardshuffle=True, resampled=False, seed=None, **settings):
+        super().__init__()
         self.urls = urls
         self.settings = dict(settings)
         self.settings["shuffle_shards"] = bool(shardshuffle)
+        if not shardshuffle:
+            self.settings.setdefault("streams", 1)  # one shard after another, in order
         if resampled:
             self.settings["mode"] = "resampled"
         if seed is not None:
             self.settings["seed"] = seed
         self.decoded = False
         self.tuple = None
+        self.length = None
 
     def _unsupported(self, what, instead):
         raise NotImplementedError(f"libshard's WebDataset builder cannot {what}: {instead}")
+
+    def with_length(self, n):
+        """len(self) is n (as WebDataset's with_length), e.g. for a DataLoader's len."""
+        self.length = int(n)
+        return self
+
+    def __len__(self):
+        if self.length is None:
+            raise TypeError("this WebDataset has no length: give one with .with_length(n)")
+        return self.length
 
     def shuffle(self, size, initial=None):
         self.settings["shuffle"] = int(size)
@@ -38,10 +62,13 @@ class WebDataset:
     def decode(self, *handlers, **kw):
         if len(handlers) != 1 or not isinstance(handlers[0], str) or handlers[0] not in _DECODERS:
             self._unsupported(f"decode with {handlers!r}",
-                              "use one of 'torchrgb8', 'rgb8', 'torchrgb', 'rgb' (decoded in C), "
+                              "use one of 'torchrgb8', 'rgb8', 'torchrgb', 'torch', 'rgb' (decoded "
+                              "in C), "
                               "or read raw samples from libshard.Reader and decode in Python")
         dtype, layout = _DECODERS[handlers[0]]
         self.settings.update(dtype=dtype, layout=layout)
+        if dtype == "float32":  # WebDataset's float images are 0..1, not normalized
+            self.settings.update(mean=(0.0, 0.0, 0.0), std=(1.0, 1.0, 1.0))
         self.decoded = True
         return self
 
@@ -70,12 +97,21 @@ class WebDataset:
         self.settings["epoch_samples"] = int(n)
         return self
 
-    def map(self, *a, **k):
-        self._unsupported("run a Python function per sample",
-                          "set image_size/crop/flip for augmentation, or transform whole batches")
+    def _python_stage(name):
+        def stage(self, *a, **k):
+            self._unsupported(f"run .{name}() (a Python function per sample)",
+                              "set image_size/crop/flip for augmentation, transform whole "
+                              "batches, or read raw samples from libshard.Reader")
+        stage.__name__ = name
+        stage.__doc__ = f"Not supported: raises NotImplementedError naming .{name}()."
+        return stage
 
-    map_tuple = map
-    select = map
+    map = _python_stage("map")
+    map_tuple = _python_stage("map_tuple")
+    map_dict = _python_stage("map_dict")
+    select = _python_stage("select")
+    rename = _python_stage("rename")
+    del _python_stage
 
     def _dataset(self):
         if not self.decoded:

@@ -821,3 +821,31 @@ def test_distributed_evaluation_in_dataset_order_with_padding(packed):
     real = [i for i, _, pad, _ in got if not pad]
     assert sorted(real) == list(range(NSAMPLES)), "without the padding: every sample once"
     assert sum(pad for _, _, pad, _ in got) == 1
+
+
+def test_webdataset_port_is_faithful_where_it_runs(packed):
+    """As WebDataset: an IterableDataset for a DataLoader with .with_length; "torchrgb"
+    gives floats from 0 to 1 (the uint8 values / 255); shardshuffle=False keeps the shards'
+    order; a Python stage raises NotImplementedError naming itself."""
+    url = str(packed.manifest)
+
+    def pipe(decoder, **kw):
+        return (lwds.WebDataset(url, seed=0, **kw).decode(decoder).to_tuple("jpg", "cls")
+                .batched(50))
+
+    u8 = within(HANG, lambda: [next(iter(pipe("torchrgb8")))[0].clone()], "torchrgb8")
+    f = within(HANG, lambda: [next(iter(pipe("torchrgb")))[0].clone()], "torchrgb")
+    assert f[0].dtype == torch.float32 and 0.0 <= float(f[0].min()) and float(f[0].max()) <= 1.0
+    assert torch.allclose(f[0], u8[0].float() / 255)
+    ds = pipe("torchrgb8").with_length(6)
+    assert isinstance(ds, torch.utils.data.IterableDataset) and len(ds) == 6
+    dl = DataLoader(ds, batch_size=None, num_workers=0)
+    assert len(dl) == 6 and sum(len(y) for _, y in dl) == NSAMPLES
+    with pytest.raises(TypeError, match="with_length"):
+        len(lwds.WebDataset(url))
+    order = [s["__key__"] for s in within(HANG, lambda: list(lwds.WebDataset(url, shardshuffle=False)),
+                                          "raw in shard order")]
+    assert order == [s["__key__"] for p in packed.shards for s in webdataset_samples(p)]
+    for method in ("map", "rename", "map_dict", "select", "map_tuple"):
+        with pytest.raises(NotImplementedError, match=rf"\.{method}\(\)"):
+            getattr(lwds.WebDataset(url), method)(lambda x: x)
