@@ -729,6 +729,40 @@ static int numbers(PyObject *o, const char *name, Py_ssize_t n, double *out)
     return 0;
 }
 
+/* The transform options decode, crop_box and Loader share, over t's values; -1 with an
+ * exception set. */
+static int transform_options(ShardTransform *t, const char *crop, int fast, int flip,
+                             const char *layout, PyObject *scale, PyObject *ratio)
+{
+    t->fast = fast;
+    t->flip = flip;
+    if (strcmp(layout, "nchw") && strcmp(layout, "nhwc")) {
+        PyErr_Format(PyExc_ValueError, "layout must be 'nchw' or 'nhwc', not '%s'", layout);
+        return -1;
+    }
+    if (strcmp(crop, "center") && strcmp(crop, "none") && strcmp(crop, "random_resized")) {
+        PyErr_Format(PyExc_ValueError,
+                     "crop must be 'random_resized', 'center' or 'none', not '%s'", crop);
+        return -1;
+    }
+    t->layout = !strcmp(layout, "nchw") ? SHARD_LAYOUT_NCHW : SHARD_LAYOUT_NHWC;
+    t->crop = !strcmp(crop, "center") ? SHARD_CROP_CENTER
+              : !strcmp(crop, "none") ? SHARD_CROP_NONE
+                                      : SHARD_CROP_RANDOM_RESIZED;
+    double v[2];
+    if (scale) {
+        if (numbers(scale, "scale", 2, v))
+            return -1;
+        t->scale_min = v[0], t->scale_max = v[1];
+    }
+    if (ratio) {
+        if (numbers(ratio, "ratio", 2, v))
+            return -1;
+        t->ratio_min = v[0], t->ratio_max = v[1];
+    }
+    return 0;
+}
+
 static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {READER_KWLIST, "batch_size", "image_size", "crop", "flip", "fast",
@@ -787,26 +821,9 @@ static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kw)
             t->height = (int)hw[0], t->width = (int)hw[1];
         }
     }
-    if (!strcmp(crop, "random_resized"))
-        t->crop = SHARD_CROP_RANDOM_RESIZED;
-    else if (!strcmp(crop, "center"))
-        t->crop = SHARD_CROP_CENTER;
-    else if (!strcmp(crop, "none") || !strcmp(crop, "resize"))
-        t->crop = SHARD_CROP_NONE;
-    else {
-        PyErr_Format(PyExc_ValueError, "crop must be 'random_resized', 'center' or 'none', not '%s'", crop);
+    if (transform_options(t, strcmp(crop, "resize") ? crop : "none", fast, flip, layout, scale,
+                          ratio))
         goto fail;
-    }
-    t->flip = flip;
-    t->fast = fast;
-    if (!strcmp(layout, "nchw"))
-        t->layout = SHARD_LAYOUT_NCHW;
-    else if (!strcmp(layout, "nhwc"))
-        t->layout = SHARD_LAYOUT_NHWC;
-    else {
-        PyErr_SetString(PyExc_ValueError, "layout must be 'nchw' or 'nhwc'");
-        goto fail;
-    }
     if (!strcmp(dtype, "uint8"))
         t->dtype = SHARD_DTYPE_UINT8;
     else if (!strcmp(dtype, "float32"))
@@ -825,16 +842,6 @@ static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kw)
         if (numbers(std, "std", 3, v))
             goto fail;
         t->std[0] = (float)v[0], t->std[1] = (float)v[1], t->std[2] = (float)v[2];
-    }
-    if (scale) {
-        if (numbers(scale, "scale", 2, v))
-            goto fail;
-        t->scale_min = v[0], t->scale_max = v[1];
-    }
-    if (ratio) {
-        if (numbers(ratio, "ratio", 2, v))
-            goto fail;
-        t->ratio_min = v[0], t->ratio_max = v[1];
     }
     self->layout = t->layout;
     self->dtype = t->dtype;
@@ -1176,39 +1183,13 @@ static int parse_transform(ShardTransform *t, int width, int height, const char 
                            int flip, const char *layout, PyObject *scale, PyObject *ratio)
 {
     shard_transform_default(t);
-    t->width = width;
-    t->height = height;
-    t->fast = fast;
-    t->flip = flip;
-    if (strcmp(layout, "nchw") && strcmp(layout, "nhwc")) {
-        PyErr_Format(PyExc_ValueError, "layout must be 'nchw' or 'nhwc', not '%s'", layout);
-        return -1;
-    }
-    if (strcmp(crop, "center") && strcmp(crop, "none") && strcmp(crop, "random_resized")) {
-        PyErr_Format(PyExc_ValueError,
-                     "crop must be 'random_resized', 'center' or 'none', not '%s'", crop);
-        return -1;
-    }
     if (width <= 0 || height <= 0) {
         PyErr_SetString(PyExc_ValueError, "width and height must be positive");
         return -1;
     }
-    t->layout = !strcmp(layout, "nchw") ? SHARD_LAYOUT_NCHW : SHARD_LAYOUT_NHWC;
-    t->crop = !strcmp(crop, "center") ? SHARD_CROP_CENTER
-              : !strcmp(crop, "none") ? SHARD_CROP_NONE
-                                      : SHARD_CROP_RANDOM_RESIZED;
-    double v[2];
-    if (scale) {
-        if (numbers(scale, "scale", 2, v))
-            return -1;
-        t->scale_min = v[0], t->scale_max = v[1];
-    }
-    if (ratio) {
-        if (numbers(ratio, "ratio", 2, v))
-            return -1;
-        t->ratio_min = v[0], t->ratio_max = v[1];
-    }
-    return 0;
+    t->width = width;
+    t->height = height;
+    return transform_options(t, crop, fast, flip, layout, scale, ratio);
 }
 
 static PyObject *py_decode(PyObject *m, PyObject *args, PyObject *kw)
