@@ -30,11 +30,10 @@ import torch
 import torch.utils.data
 
 from . import _libshard, _options
-from .indexed import REMOTE_KEYS as IndexedShards_REMOTE, IndexedShards
+from .indexed import REMOTE_KEYS, IndexedShards
 
 _READER_KEYS = ("seed", "mode", "pad", "epoch_samples", "shuffle_shards", "shuffle",
-                "shuffle_initial", "streams", "queue_depth", "skip_errors",
-                "cache_dir", "cache_size", "retries", "timeout", "stall_timeout", "backoff")
+                "shuffle_initial", "streams", "queue_depth", "skip_errors") + REMOTE_KEYS
 _LOADER_KEYS = ("batch_size", "image_size", "crop", "flip", "fast", "layout", "dtype", "mean",
                 "std", "scale", "ratio", "drop_last", "threads", "batches", "image_fields",
                 "label_field", "raw_fields", "missing_label")
@@ -488,7 +487,7 @@ class IndexedShardDataset(torch.utils.data.Dataset):
 
     def __init__(self, spec, *, seed=0, open_files=8, **options):
         super().__init__()
-        remote = {k: options.pop(k) for k in list(options) if k in IndexedShards_REMOTE}
+        remote = {k: options.pop(k) for k in list(options) if k in REMOTE_KEYS}
         unknown = set(options) - set(_INDEXED_KEYS)
         if unknown:
             raise TypeError(f"IndexedShardDataset: unknown settings {sorted(unknown)}")

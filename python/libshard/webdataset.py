@@ -12,7 +12,7 @@ per sample (.map, .select, .rename, ...) raise NotImplementedError naming the me
 """
 import torch.utils.data
 
-from .torch import ShardDataset
+from .torch import _READER_KEYS, ShardDataset
 
 # name: (dtype, layout, scaled to 0..1 rather than normalized)
 _DECODERS = {"torchrgb8": ("uint8", "nchw"), "rgb8": ("uint8", "nhwc"),
@@ -116,9 +116,7 @@ class WebDataset(torch.utils.data.IterableDataset):
     def _dataset(self):
         if not self.decoded:
             return ShardDataset(self.urls, decode=False, **{
-                k: v for k, v in self.settings.items()
-                if k in ("seed", "mode", "pad", "epoch_samples", "shuffle_shards", "shuffle",
-                         "shuffle_initial", "streams", "queue_depth", "skip_errors")})
+                k: v for k, v in self.settings.items() if k in _READER_KEYS})
         return ShardDataset(self.urls, **self.settings)
 
     def __iter__(self):
