@@ -11,41 +11,36 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "plan.h"
 #include "rng.h"
-#include "shard/reader.h"
 
-typedef struct SegList {
-    ShardSegment *v;
-    size_t n, cap;
-} SegList;
-
-static int push(SegList *l, uint32_t shard, uint64_t first, uint64_t count, uint32_t flags)
+int shard_seglist_push(ShardSegList *l, uint32_t shard, uint64_t first, uint64_t count,
+                       uint32_t flags)
 {
     if (count == 0)
         return 0;
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 16;
-        ShardSegment *p = realloc(l->v, cap * sizeof *p);
-        if (!p)
+        ShardSegment *v = realloc(l->v, cap * sizeof *v);
+        if (!v)
             return SHARD_ERR_NOMEM;
-        l->v = p;
+        l->v = v;
         l->cap = cap;
     }
     l->v[l->n++] = (ShardSegment){shard, flags, first, count};
     return 0;
 }
 
-static uint32_t *shard_order(size_t n, const ShardPlanSettings *p)
+uint32_t *shard_plan_order(size_t n, uint64_t seed, uint64_t pass, uint64_t source, int shuffle)
 {
     uint32_t *order = malloc((n ? n : 1) * sizeof *order);
     if (!order)
         return NULL;
     for (size_t i = 0; i < n; i++)
         order[i] = (uint32_t)i;
-    if (p->shuffle_shards) {
+    if (shuffle) {
         ShardRng r;
-        shard_rng_init(&r, p->seed, SHARD_RNG_SHARDS, p->epoch, 0, 0);
+        shard_rng_init(&r, seed, SHARD_RNG_SHARDS, pass, source, 0);
         for (size_t i = n; i > 1; i--) {
             size_t j = (size_t)shard_rng_below(&r, i);
             uint32_t t = order[i - 1];
@@ -56,9 +51,8 @@ static uint32_t *shard_order(size_t n, const ShardPlanSettings *p)
     return order;
 }
 
-/* Appends the segments covering [a, b) of the sequence with prefix sums pre[]. */
-static int cover(SegList *l, const uint32_t *order, const uint64_t *pre, size_t n, uint64_t a,
-                 uint64_t b, uint32_t flags)
+int shard_plan_cover(ShardSegList *l, const uint32_t *order, const uint64_t *pre, size_t n,
+                     uint64_t a, uint64_t b, uint32_t base, uint32_t flags)
 {
     if (a >= b)
         return 0;
@@ -73,7 +67,7 @@ static int cover(SegList *l, const uint32_t *order, const uint64_t *pre, size_t 
     for (size_t i = lo; i < n && pre[i] < b; i++) {
         uint64_t s = a > pre[i] ? a : pre[i];
         uint64_t e = b < pre[i + 1] ? b : pre[i + 1];
-        int rc = push(l, order[i], s - pre[i], e > s ? e - s : 0, flags);
+        int rc = shard_seglist_push(l, base + order[i], s - pre[i], e > s ? e - s : 0, flags);
         if (rc)
             return rc;
     }
@@ -86,6 +80,39 @@ static void split(uint64_t total, uint64_t m, uint64_t k, uint64_t *lo, uint64_t
     uint64_t q = total / m, r = total % m;
     *lo = k * q + (k < r ? k : r);
     *hi = *lo + q + (k < r);
+}
+
+void shard_plan_range(uint64_t total, const ShardPlanSettings *p, uint64_t *a, uint64_t *b)
+{
+    uint64_t rlo, rhi;
+    if (p->mode == SHARD_MODE_EXACT) {
+        split(total, (uint64_t)p->world_size, (uint64_t)p->rank, &rlo, &rhi);
+    } else {
+        uint64_t per = total / (uint64_t)p->world_size;
+        if (p->pad && total % (uint64_t)p->world_size)
+            per++;
+        rlo = (uint64_t)p->rank * per;
+        rhi = rlo + per;
+    }
+    uint64_t wlo, whi, align = p->worker_align > 1 ? p->worker_align : 1;
+    /* whole multiples of align per worker: split the rank's batches, not its samples */
+    uint64_t units = (rhi - rlo + align - 1) / align;
+    split(units, (uint64_t)p->num_workers, (uint64_t)p->worker, &wlo, &whi);
+    wlo *= align;
+    whi *= align;
+    if (whi > rhi - rlo)
+        whi = rhi - rlo;
+    if (wlo > whi)
+        wlo = whi;
+    *a = rlo + wlo;
+    *b = rlo + whi;
+}
+
+int shard_plan_valid(const ShardPlanSettings *p)
+{
+    return p->world_size >= 1 && p->rank >= 0 && p->rank < p->world_size &&
+           p->num_workers >= 1 && p->worker >= 0 && p->worker < p->num_workers &&
+           (p->mode == SHARD_MODE_EXACT || p->mode == SHARD_MODE_EQUAL);
 }
 
 void shard_plan_default_settings(ShardPlanSettings *p)
@@ -103,9 +130,7 @@ int shard_epoch_plan(const uint64_t *counts, size_t n, const ShardPlanSettings *
 {
     *out = NULL;
     *nseg = 0;
-    if (p->world_size < 1 || p->rank < 0 || p->rank >= p->world_size || p->num_workers < 1 ||
-        p->worker < 0 || p->worker >= p->num_workers || n > UINT32_MAX ||
-        (p->mode != SHARD_MODE_EXACT && p->mode != SHARD_MODE_EQUAL))
+    if (!shard_plan_valid(p) || n > UINT32_MAX)
         return SHARD_ERR_INVALID;
     int known = 1;
     for (size_t i = 0; i < n; i++)
@@ -113,16 +138,16 @@ int shard_epoch_plan(const uint64_t *counts, size_t n, const ShardPlanSettings *
             known = 0;
     if (!known && p->mode == SHARD_MODE_EQUAL)
         return SHARD_ERR_UNSUPPORTED;
-    uint32_t *order = shard_order(n, p);
+    uint32_t *order = shard_plan_order(n, p->seed, p->epoch, 0, p->shuffle_shards);
     if (!order)
         return SHARD_ERR_NOMEM;
-    SegList l = {0};
+    ShardSegList l = {0};
     int rc = 0;
     uint64_t consumers = (uint64_t)p->world_size * (uint64_t)p->num_workers;
     uint64_t me = (uint64_t)p->rank * (uint64_t)p->num_workers + (uint64_t)p->worker;
     if (!known) {
         for (size_t i = me; i < n && !rc; i += consumers)
-            rc = push(&l, order[i], 0, SHARD_COUNT_UNKNOWN, 0);
+            rc = shard_seglist_push(&l, order[i], 0, SHARD_COUNT_UNKNOWN, 0);
     } else {
         uint64_t *pre = malloc((n + 1) * sizeof *pre);
         if (!pre) {
@@ -132,33 +157,14 @@ int shard_epoch_plan(const uint64_t *counts, size_t n, const ShardPlanSettings *
         pre[0] = 0;
         for (size_t i = 0; i < n; i++)
             pre[i + 1] = pre[i] + counts[order[i]];
-        uint64_t total = pre[n];
-        uint64_t rlo, rhi;
-        if (p->mode == SHARD_MODE_EXACT) {
-            split(total, (uint64_t)p->world_size, (uint64_t)p->rank, &rlo, &rhi);
-        } else {
-            uint64_t per = total / (uint64_t)p->world_size;
-            if (p->pad && total % (uint64_t)p->world_size)
-                per++;
-            rlo = (uint64_t)p->rank * per;
-            rhi = rlo + per;
-        }
-        uint64_t wlo, whi, align = p->worker_align > 1 ? p->worker_align : 1;
-        /* whole multiples of align per worker: split the rank's batches, not its samples */
-        uint64_t units = (rhi - rlo + align - 1) / align;
-        split(units, (uint64_t)p->num_workers, (uint64_t)p->worker, &wlo, &whi);
-        wlo *= align;
-        whi *= align;
-        if (whi > rhi - rlo)
-            whi = rhi - rlo;
-        if (wlo > whi)
-            wlo = whi;
-        uint64_t a = rlo + wlo, b = rlo + whi;
+        uint64_t total = pre[n], a, b;
+        shard_plan_range(total, p, &a, &b);
         /* Padding wraps around to the start of the epoch's sequence: those are repeats. */
         while (!rc && a < b && total) {
             uint64_t sa = a % total, len = b - a;
             uint64_t take = len < total - sa ? len : total - sa;
-            rc = cover(&l, order, pre, n, sa, sa + take, a >= total ? SHARD_SEGMENT_REPEAT : 0);
+            rc = shard_plan_cover(&l, order, pre, n, sa, sa + take, 0,
+                                  a >= total ? SHARD_SEGMENT_REPEAT : 0);
             a += take;
         }
         free(pre);

@@ -5,7 +5,9 @@
  *
  * DESIGN
  * - Plan: shard_epoch_plan gives this consumer's segments for the epoch (resampled mode
- *   draws shards instead). Segments are dealt to S streams statically: stream k reads
+ *   draws shards instead). A mix (mix.c) gives segments per source, each source read by
+ *   streams of its own, and says which source each of the consumer's samples comes from;
+ *   the round-robin then runs over that source's streams. Segments are dealt to S streams statically: stream k reads
  *   segments k, k+S, k+2S, ... in order. The consumer takes one sample from each stream
  *   in turn (round-robin over streams that still have samples), then passes them through
  *   the shuffle buffer. Which stream yields next, and which buffer slot is drawn, depend
@@ -31,6 +33,7 @@
 #include "fetch.h"
 #include "internal.h"
 #include "item.h"
+#include "mix.h"
 #include "rng.h"
 #include "shard/reader.h"
 #include "shuffle.h"
@@ -60,9 +63,13 @@ struct ShardReader {
     int counts_known; /* every segment's count is known */
     int64_t epoch_length;
 
-    Stream *streams;
+    ShardMix mix; /* several sources, or epoch_samples outside resampled mode */
+    int mixing;
+
+    Stream *streams; /* per source (one unless mixing), per streams of it */
     size_t nstreams;
-    size_t rr;
+    size_t per;      /* streams per source */
+    size_t *rr;      /* per source: the stream whose turn it is */
     ShardFetch *fetch;
     ShardShuffle shuffle;
     ShardItem *last; /* handed out by shard_reader_next, released at the next call */
@@ -96,10 +103,17 @@ static int stream_segment(void *cookie, size_t k, size_t n, ShardSegment *out)
         out->count = r->counts[out->shard];
         return 1;
     }
-    size_t i = k + n * r->nstreams;
-    if (i >= r->nsegs)
+    const ShardSegment *segs = r->segs;
+    size_t nsegs = r->nsegs;
+    if (r->mixing) {
+        segs = r->mix.src[k / r->per].segs.v;
+        nsegs = r->mix.src[k / r->per].segs.n;
+        k %= r->per;
+    }
+    size_t i = k + n * r->per;
+    if (i >= nsegs)
         return 0;
-    *out = r->segs[i];
+    *out = segs[i];
     return 1;
 }
 
@@ -135,23 +149,27 @@ static int plan_epoch(ShardReader *r, uint64_t e)
     r->nsegs = 0;
     r->epoch = e;
     r->position = 0;
-    r->rr = 0;
+    memset(r->rr, 0, (r->mixing ? r->mix.n : 1) * sizeof *r->rr);
     ShardRng rng;
     shard_rng_init(&rng, r->s.seed, SHARD_RNG_BUFFER, e, consumer_id(r), 0);
     shard_shuffle_reset(&r->shuffle, &rng);
-    if (r->s.mode != SHARD_MODE_RESAMPLED) {
-        ShardPlanSettings p;
-        shard_plan_default_settings(&p);
-        p.seed = r->s.seed;
-        p.epoch = e;
-        p.rank = r->s.rank;
-        p.world_size = r->s.world_size;
-        p.worker = r->s.worker;
-        p.num_workers = r->s.num_workers;
-        p.mode = r->s.mode;
-        p.pad = r->s.pad;
-        p.shuffle_shards = r->s.shuffle_shards;
-        p.worker_align = r->s.worker_align;
+    ShardPlanSettings p;
+    shard_plan_default_settings(&p);
+    p.seed = r->s.seed;
+    p.epoch = e;
+    p.rank = r->s.rank;
+    p.world_size = r->s.world_size;
+    p.worker = r->s.worker;
+    p.num_workers = r->s.num_workers;
+    p.mode = r->s.mode;
+    p.pad = r->s.pad;
+    p.shuffle_shards = r->s.shuffle_shards;
+    p.worker_align = r->s.worker_align;
+    if (r->mixing) {
+        int rc = shard_mix_plan(&r->mix, r->counts, &p);
+        if (rc)
+            return shard_fail(r->err, rc, "reader: cannot plan the epoch's mix");
+    } else if (r->s.mode != SHARD_MODE_RESAMPLED) {
         int rc = shard_epoch_plan(r->counts, r->nurls, &p, &r->segs, &r->nsegs);
         if (rc == SHARD_ERR_UNSUPPORTED)
             return shard_fail(r->err, rc, "reader: equal mode needs the sample count of every "
@@ -172,6 +190,8 @@ static int plan_epoch(ShardReader *r, uint64_t e)
             if (r->counts[i] == SHARD_COUNT_UNKNOWN)
                 r->counts_known = 0;
         r->epoch_length = r->s.epoch_samples ? (int64_t)r->s.epoch_samples : -1;
+    } else if (r->mixing) {
+        r->epoch_length = (int64_t)(r->mix.end - r->mix.pos);
     } else {
         r->epoch_length = r->counts_known ? (int64_t)total : -1;
     }
@@ -189,30 +209,28 @@ static int plan_epoch(ShardReader *r, uint64_t e)
 
 /* ---- the consumer's side --------------------------------------------------------------- */
 
-/* The stream whose turn it is in the round-robin (the next one still active from rr);
- * NULL when every stream has ended. The data path and the replay share this order. */
-static Stream *current_stream(ShardReader *r)
+/* Source src's stream whose turn it is in the round-robin (the next one still active from
+ * its rr); NULL when all of them have ended. The data path and the replay share this order. */
+static Stream *current_stream(ShardReader *r, size_t src)
 {
-    for (size_t tries = 0; tries < r->nstreams; tries++) {
-        if (r->streams[r->rr].active)
-            return &r->streams[r->rr];
-        r->rr = (r->rr + 1) % r->nstreams;
+    Stream *first = &r->streams[src * r->per];
+    for (size_t tries = 0; tries < r->per; tries++) {
+        if (first[r->rr[src]].active)
+            return &first[r->rr[src]];
+        r->rr[src] = (r->rr[src] + 1) % r->per;
     }
     return NULL;
 }
 
-/* The next item in round-robin order; NULL at the end of the epoch's streams. */
-static ShardItem *pull(void *cookie, int *rc)
+/* The source of the next sample (always 0 unless mixing); -1 at the end of a mix. */
+static int next_source(ShardReader *r) { return r->mixing ? shard_mix_next(&r->mix) : 0; }
+
+/* The next item of source src in round-robin order over its streams; NULL when they
+ * have all ended. */
+static ShardItem *pull_from(ShardReader *r, size_t src, int *rc)
 {
-    ShardReader *r = cookie;
-    *rc = 0;
-    if (r->start_due) {
-        r->start_due = 0;
-        if ((*rc = start_threads(r)))
-            return NULL;
-    }
     Stream *st;
-    while ((st = current_stream(r))) {
+    while ((st = current_stream(r, src))) {
         ShardItem *it = shard_fetch_take(r->fetch, (size_t)(st - r->streams));
         if (!it) { /* only while stopping, which this thread does: never here */
             *rc = shard_fail(r->err, SHARD_ERR_STATE, "reader: the fetch stage stopped");
@@ -222,7 +240,7 @@ static ShardItem *pull(void *cookie, int *rc)
             shard_item_release(it);
             shard_shuffle_moved_on(&r->shuffle, &st->last, NULL);
             st->active = 0;
-            r->rr = (r->rr + 1) % r->nstreams;
+            r->rr[src] = (r->rr[src] + 1) % r->per;
             continue;
         }
         if (it->kind == SHARD_ITEM_ERROR) {
@@ -232,19 +250,37 @@ static ShardItem *pull(void *cookie, int *rc)
         }
         if (r->s.shuffle_buffer)
             shard_shuffle_moved_on(&r->shuffle, &st->last, it->hold);
-        r->rr = (r->rr + 1) % r->nstreams;
+        r->rr[src] = (r->rr[src] + 1) % r->per;
         return it;
     }
     return NULL;
 }
 
-/* The identity of the next sample of the round-robin, advancing the replay state. */
-static ShardItem *pull_sim(void *cookie, int *rc)
+/* The next item of the epoch before the shuffle buffer; NULL at its end. */
+static ShardItem *pull(void *cookie, int *rc)
 {
     ShardReader *r = cookie;
     *rc = 0;
+    if (r->start_due) {
+        r->start_due = 0;
+        if ((*rc = start_threads(r)))
+            return NULL;
+    }
+    int src;
+    while ((src = next_source(r)) >= 0) {
+        ShardItem *it = pull_from(r, (size_t)src, rc);
+        /* A mixed source that ended early (skipped after an error) gives up its place. */
+        if (it || *rc || !r->mixing)
+            return it;
+    }
+    return NULL;
+}
+
+/* pull_from for the replay: the identity of source src's next sample. */
+static ShardItem *pull_sim_from(ShardReader *r, size_t src, int *rc)
+{
     Stream *st;
-    while ((st = current_stream(r))) {
+    while ((st = current_stream(r, src))) {
         size_t k = (size_t)(st - r->streams);
         ShardSegment seg;
         int ok = stream_segment(r, k, st->sim_seg, &seg);
@@ -255,7 +291,7 @@ static ShardItem *pull_sim(void *cookie, int *rc)
         }
         if (!ok) { /* the stream's END */
             st->active = 0;
-            r->rr = (r->rr + 1) % r->nstreams;
+            r->rr[src] = (r->rr[src] + 1) % r->per;
             continue;
         }
         ShardItem *it = shard_item_identity(seg.shard, seg.first + st->sim_off);
@@ -266,8 +302,22 @@ static ShardItem *pull_sim(void *cookie, int *rc)
             return NULL;
         }
         st->sim_off++;
-        r->rr = (r->rr + 1) % r->nstreams;
+        r->rr[src] = (r->rr[src] + 1) % r->per;
         return it;
+    }
+    return NULL;
+}
+
+/* The identity of the next sample of the round-robin, advancing the replay state. */
+static ShardItem *pull_sim(void *cookie, int *rc)
+{
+    ShardReader *r = cookie;
+    *rc = 0;
+    int src;
+    while ((src = next_source(r)) >= 0) {
+        ShardItem *it = pull_sim_from(r, (size_t)src, rc);
+        if (it || *rc || !r->mixing)
+            return it;
     }
     return NULL;
 }
@@ -403,6 +453,83 @@ static int env_int(const char *name, int fallback)
     return (*end || x < 0 || x > 1 << 30) ? -2 : (int)x;
 }
 
+/* Expands the shard list (every source's specs in one list, in order) and sets up the mix
+ * when there is one. */
+static int open_list(ShardReader *r, const ShardReaderSettings *s)
+{
+    const char *const *specs = s->urls;
+    size_t nspecs = s->nurls;
+    const char **flat = NULL;
+    size_t *last_spec = NULL; /* per source: one past its last spec */
+    if (s->nsources) {
+        if (s->nurls)
+            return shard_fail(r->err, SHARD_ERR_INVALID,
+                              "reader: give either urls or sources, not both");
+        if (s->mode == SHARD_MODE_RESAMPLED)
+            return shard_fail(r->err, SHARD_ERR_UNSUPPORTED,
+                              "reader: mixing sources needs exact or equal mode (a mix already "
+                              "repeats a small source as often as its weight asks)");
+        nspecs = 0;
+        for (size_t i = 0; i < s->nsources; i++)
+            nspecs += s->sources[i].nurls;
+        flat = malloc((nspecs ? nspecs : 1) * sizeof *flat);
+        last_spec = malloc(s->nsources * sizeof *last_spec);
+        if (!flat || !last_spec) {
+            free(flat);
+            free(last_spec);
+            return shard_fail(r->err, SHARD_ERR_NOMEM, "out of memory");
+        }
+        nspecs = 0;
+        for (size_t i = 0; i < s->nsources; i++) {
+            for (size_t k = 0; k < s->sources[i].nurls; k++)
+                flat[nspecs++] = s->sources[i].urls[k];
+            last_spec[i] = nspecs;
+        }
+        specs = flat;
+    }
+    ShardListSettings ls;
+    shard_list_default_settings(&ls);
+    ls.remote = r->s.remote;
+    ShardError e;
+    int rc = 0;
+    if (shard_list_expand(&r->list, specs, nspecs, &ls, &e))
+        rc = shard_fail(r->err, e.code, "%s", e.message);
+    r->nurls = rc ? 0 : shard_list_count(r->list);
+    if (!rc && !r->nurls)
+        rc = shard_fail(r->err, SHARD_ERR_INVALID, "reader: no shards given");
+    if (!rc && !(r->counts = malloc(r->nurls * sizeof *r->counts)))
+        rc = shard_fail(r->err, SHARD_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; !rc && i < r->nurls; i++)
+        r->counts[i] = shard_list_entry(r->list, i)->nsamples;
+    r->mixing = s->nsources > 1 || (s->epoch_samples && s->mode != SHARD_MODE_RESAMPLED);
+    if (!rc && r->mixing) {
+        size_t n = s->nsources ? s->nsources : 1;
+        if (shard_mix_init(&r->mix, n))
+            rc = shard_fail(r->err, SHARD_ERR_NOMEM, "out of memory");
+        /* The list keeps the specs' order, so each source's shards are a run of it. */
+        for (size_t i = 0, at = 0; !rc && i < n; i++) {
+            ShardMixSource *src = &r->mix.src[i];
+            src->lo = (uint32_t)at;
+            src->weight = s->nsources ? s->sources[i].weight : 1.0;
+            while (at < r->nurls &&
+                   (!s->nsources || shard_list_entry(r->list, at)->spec < last_spec[i]))
+                at++;
+            src->n = (uint32_t)(at - src->lo);
+            if (!src->n)
+                rc = shard_fail(r->err, SHARD_ERR_INVALID, "reader: source %zu names no shards",
+                                i);
+        }
+        uint64_t consumers = (uint64_t)r->s.world_size * (uint64_t)r->s.num_workers;
+        if (!rc && s->epoch_samples > UINT64_MAX / consumers)
+            rc = shard_fail(r->err, SHARD_ERR_INVALID, "reader: epoch_samples is too large");
+        if (!rc)
+            rc = shard_mix_size(&r->mix, r->counts, s->epoch_samples * consumers, r->err);
+    }
+    free(flat);
+    free(last_spec);
+    return rc;
+}
+
 static int fail_open(ShardReader *r, ShardError *err, int rc)
 {
     shard_report(err, rc, r->err);
@@ -450,27 +577,19 @@ int shard_reader_open(ShardReader **out, const ShardReaderSettings *s, ShardErro
             return fail_open(r, err, shard_fail(r->err, e.code, "%s", e.message));
         r->s.remote = r->own_remote;
     }
-    ShardListSettings ls;
-    shard_list_default_settings(&ls);
-    ls.remote = r->s.remote;
-    if (shard_list_expand(&r->list, s->urls, s->nurls, &ls, &e))
-        return fail_open(r, err, shard_fail(r->err, e.code, "%s", e.message));
-    r->nurls = shard_list_count(r->list);
-    if (!r->nurls)
-        return fail_open(r, err, shard_fail(r->err, SHARD_ERR_INVALID, "reader: no shards given"));
-    r->counts = malloc(r->nurls * sizeof *r->counts);
-    if (!r->counts)
-        return fail_open(r, err, shard_fail(r->err, SHARD_ERR_NOMEM, "out of memory"));
-    for (size_t i = 0; i < r->nurls; i++)
-        r->counts[i] = shard_list_entry(r->list, i)->nsamples;
-    r->nstreams = r->s.streams;
+    int rc = open_list(r, s);
+    if (rc)
+        return fail_open(r, err, rc);
+    r->per = r->s.streams;
+    r->nstreams = r->per * (r->mixing ? r->mix.n : 1);
     r->streams = calloc(r->nstreams, sizeof *r->streams);
+    r->rr = calloc(r->mixing ? r->mix.n : 1, sizeof *r->rr);
     ShardFetchSettings fs = {r->list, r->nstreams, r->s.queue_depth, r->s.skip_errors,
                              stream_segment, r, r->s.remote};
-    if (!r->streams || shard_fetch_new(&r->fetch, &fs) ||
+    if (!r->streams || !r->rr || shard_fetch_new(&r->fetch, &fs) ||
         shard_shuffle_init(&r->shuffle, r->s.shuffle_buffer, r->s.shuffle_initial, r->nstreams))
         return fail_open(r, err, shard_fail(r->err, SHARD_ERR_NOMEM, "out of memory"));
-    int rc = plan_epoch(r, r->s.epoch);
+    rc = plan_epoch(r, r->s.epoch);
     if (rc)
         return fail_open(r, err, rc);
     r->start_due = 1;
@@ -551,6 +670,8 @@ void shard_reader_free(ShardReader **pr)
     clear_buffer(r);
     shard_shuffle_free(&r->shuffle);
     free(r->streams);
+    free(r->rr);
+    shard_mix_free(&r->mix);
     free(r->segs);
     free(r->counts);
     shard_list_free(&r->list);

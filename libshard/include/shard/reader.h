@@ -50,6 +50,13 @@ typedef struct ShardSegment {
 
 enum { SHARD_SEGMENT_REPEAT = 1 };
 
+/** One source of a mix: shard specs as ShardReaderSettings.urls takes them, and a weight. */
+typedef struct ShardMixInput {
+    const char *const *urls; /**< borrowed for shard_reader_open (copied) */
+    size_t nurls;
+    double weight; /**< > 0: the source's share of each epoch is weight / (sum of weights) */
+} ShardMixInput;
+
 typedef struct ShardReaderSettings {
     /** Shard list specs: paths, brace patterns, manifests, "pipe:" urls, in order; they are
      *  expanded and concatenated. Borrowed for shard_reader_open (copied). */
@@ -64,7 +71,10 @@ typedef struct ShardReaderSettings {
     int num_workers;   /**< workers per rank (default 1) */
     ShardMode mode;    /**< default SHARD_MODE_EXACT */
     int pad;           /**< equal mode: pad the remainder instead of dropping it (default 0) */
-    uint64_t epoch_samples; /**< resampled mode: samples per consumer and epoch, 0 endless */
+    /** Samples per consumer and epoch. Resampled mode: 0 endless. Exact and equal modes:
+     *  0 for a pass over the data; else the shards are read as a mix of one source (see
+     *  sources): repeated or a different part each epoch (default 0) */
+    uint64_t epoch_samples;
     int shuffle_shards;     /**< shuffle the shard order each epoch (default 1) */
     size_t shuffle_buffer;  /**< sample shuffle buffer size, 0 for none (default 0) */
     size_t shuffle_initial; /**< samples in the buffer before the first is yielded;
@@ -81,8 +91,20 @@ typedef struct ShardReaderSettings {
      *  readers; NULL: the reader makes its own with the default settings (remote.h).
      *  Borrowed: it must outlive the reader. */
     ShardRemote *remote;
+    /**
+     * Several sources mixed by weight, instead of urls (NULL, 0: none). An epoch holds
+     * epoch_samples per consumer (0: the sources' sizes summed, divided between the
+     * consumers as one source's would be); each source gives its weight's share of it,
+     * repeated pass after pass (each pass shuffled anew) when smaller than that share, a
+     * different part each epoch when larger. The sources' samples are interleaved at random
+     * from the seed, each source spread evenly through the epoch, then pass through the
+     * shuffle buffer. Needs every shard's sample count; exact and equal modes. Each source
+     * gets `streams` streams. Borrowed for shard_reader_open (copied).
+     */
+    const ShardMixInput *sources;
+    size_t nsources;
     /** Zero: room for settings added later without changing the struct's size. */
-    unsigned char reserved[56];
+    unsigned char reserved[40];
 } ShardReaderSettings;
 
 typedef struct ShardReaderStats {
