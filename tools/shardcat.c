@@ -31,13 +31,15 @@ static void usage(FILE *f)
           "                                with --decode every JPEG decodes\n"
           "  index SHARD...                write SHARD's .idx (DALI v1.2) for shards made elsewhere\n"
           "  extract SHARD... -C DIR       extract sample members into DIR, safely\n"
-          "  stream URLS [--shuffle N[:INITIAL]] [--seed S] [--epoch E] [--rank R --world-size W]\n"
+          "  stream URLS | --mix W:SPEC... [--shuffle N[:INITIAL]] [--seed S] [--epoch E]\n"
+          "         [--rank R --world-size W]\n"
           "         [--worker I --workers N] [--mode exact|equal|resampled] [--pad]\n"
           "         [--epoch-samples N] [--streams N] [--skip-errors] [--samples N]\n"
           "         [--state STATE] [--json] [--stats]\n"
           "                                the streaming reader's samples, one line each (key, url);\n"
           "                                with --samples N it stops after N and prints the state\n"
-          "                                to resume from on stderr\n"
+          "                                to resume from on stderr; --mix W:SPEC (repeated) mixes\n"
+          "                                sources, each W's share of every epoch\n"
           "\n"
           "Remote shards (every command):\n"
           "  --cache-dir DIR      keep remote shards in DIR (shared by processes)\n"
@@ -513,12 +515,25 @@ typedef struct StreamOpts {
     const char *state;
     int json;
     int stats;
+    ShardMixInput *mix; /* --mix sources, each of one spec (its urls point at spec) */
+    const char **spec;
+    size_t nmix;
 } StreamOpts;
 
 static int cmd_stream(StreamOpts *o, char **args, int nargs)
 {
+    if (o->nmix && nargs) {
+        fprintf(stderr, "shardcat: give the shards as arguments or with --mix, not both\n");
+        return 2;
+    }
     o->s.urls = (const char *const *)args;
     o->s.nurls = (size_t)nargs;
+    if (o->nmix) {
+        for (size_t i = 0; i < o->nmix; i++)
+            o->mix[i].urls = &o->spec[i];
+        o->s.sources = o->mix;
+        o->s.nsources = o->nmix;
+    }
     ShardReader *r;
     ShardError err;
     if (shard_reader_open(&r, &o->s, &err)) {
@@ -614,7 +629,7 @@ int main(int argc, char **argv)
     shard_remote_default_settings(&ro);
     enum { O_CACHE = 200, O_CACHE_SIZE, O_RETRIES, O_TIMEOUT, O_STALL, O_BACKOFF, O_CA,
            O_SHUFFLE = 256, O_SEED, O_EPOCH, O_RANK, O_WORLD, O_WORKER, O_WORKERS, O_MODE, O_PAD,
-           O_EPOCH_SAMPLES, O_STREAMS, O_SKIP, O_SAMPLES, O_STATE, O_STATS };
+           O_EPOCH_SAMPLES, O_STREAMS, O_SKIP, O_SAMPLES, O_STATE, O_STATS, O_MIX };
     static const struct option longopts[] = {
         {"json", no_argument, NULL, 'J'},         {"decode", no_argument, NULL, 'D'},
         {"help", no_argument, NULL, 'h'},         {"shuffle", required_argument, NULL, O_SHUFFLE},
@@ -625,7 +640,7 @@ int main(int argc, char **argv)
         {"epoch-samples", required_argument, NULL, O_EPOCH_SAMPLES},
         {"streams", required_argument, NULL, O_STREAMS}, {"skip-errors", no_argument, NULL, O_SKIP},
         {"samples", required_argument, NULL, O_SAMPLES}, {"state", required_argument, NULL, O_STATE},
-        {"stats", no_argument, NULL, O_STATS},
+        {"stats", no_argument, NULL, O_STATS},    {"mix", required_argument, NULL, O_MIX},
         {"cache-dir", required_argument, NULL, O_CACHE},
         {"cache-size", required_argument, NULL, O_CACHE_SIZE},
         {"retries", required_argument, NULL, O_RETRIES},
@@ -709,6 +724,22 @@ int main(int argc, char **argv)
             so.have_samples = 1;
             break;
         case O_STATE: so.state = optarg; break;
+        case O_MIX: {
+            /* WEIGHT:SPEC, the weight first: a spec may hold ':' (URLs) but a weight not */
+            char *colon = strchr(optarg, ':'), *end;
+            double w = colon ? strtod(optarg, &end) : 0;
+            if (!colon || end != colon || !(w > 0) || !colon[1])
+                return die_usage("--mix wants WEIGHT:SPEC, e.g. --mix 0.7:a/train.json");
+            if (!so.mix) {
+                so.mix = calloc((size_t)argc, sizeof *so.mix);
+                so.spec = calloc((size_t)argc, sizeof *so.spec);
+                if (!so.mix || !so.spec)
+                    return die_usage("out of memory");
+            }
+            so.spec[so.nmix] = colon + 1;
+            so.mix[so.nmix++] = (ShardMixInput){NULL, 1, w};
+            break;
+        }
         case O_STATS: so.stats = 1; break;
         case O_CACHE: ro.cache_dir = optarg; break;
         case O_CACHE_SIZE:
@@ -752,6 +783,8 @@ int main(int argc, char **argv)
     so.s.remote = rm;
     int status = run(cmd, args, nargs, json, decode, dir, &so, rm);
     shard_remote_free(&rm);
+    free(so.mix);
+    free(so.spec);
     return status;
 }
 
@@ -761,7 +794,7 @@ static int run(const char *cmd, char **args, int nargs, int json, int decode, co
 {
     StreamOpts so = *o;
     if (!strcmp(cmd, "stream")) {
-        if (nargs < 1)
+        if (nargs < 1 && !so.nmix)
             return die_usage("no shards given");
         if (decode || dir)
             return die_usage("--decode and -C do not go with stream");

@@ -502,6 +502,13 @@ static int open_list(ShardReader *r, const ShardReaderSettings *s)
     for (size_t i = 0; !rc && i < r->nurls; i++)
         r->counts[i] = shard_list_entry(r->list, i)->nsamples;
     r->mixing = s->nsources > 1 || (s->epoch_samples && s->mode != SHARD_MODE_RESAMPLED);
+    for (size_t i = 0; !rc && r->mixing && i < r->nurls; i++)
+        if (r->counts[i] == SHARD_COUNT_UNKNOWN)
+            rc = shard_fail(r->err, SHARD_ERR_UNSUPPORTED,
+                            "reader: %s needs the sample count of every shard, and %s has none "
+                            "(it is in no manifest and has no readable .idx beside it)",
+                            s->nsources > 1 ? "mixing sources" : "epoch_samples outside resampled mode",
+                            shard_list_entry(r->list, i)->url);
     if (!rc && r->mixing) {
         size_t n = s->nsources ? s->nsources : 1;
         if (shard_mix_init(&r->mix, n))

@@ -27,47 +27,123 @@ static PyObject *raise_shard(int code, const char *msg)
     return NULL;
 }
 
-/* A list or str of urls into a C array of borrowed char pointers (kept alive by *keep). */
-static const char **url_array(PyObject *urls, size_t *n, PyObject **keep)
+static int is_path(PyObject *o)
 {
-    *keep = NULL;
-    if (PyUnicode_Check(urls) || PyBytes_Check(urls) || PyObject_HasAttrString(urls, "__fspath__")) {
-        *keep = PyList_New(1);
-        if (!*keep)
-            return NULL;
-        PyObject *p = PyOS_FSPath(urls);
-        if (!p)
-            return NULL;
-        PyList_SET_ITEM(*keep, 0, p);
+    return PyUnicode_Check(o) || PyBytes_Check(o) || PyObject_HasAttrString(o, "__fspath__");
+}
+
+/* Appends a spec (a str, bytes or path) to keep as a str, or with many a sequence of them;
+ * how many, -1 with an exception set. */
+static Py_ssize_t add_specs(PyObject *keep, PyObject *o, int many)
+{
+    if (is_path(o)) {
+        PyObject *p = PyOS_FSPath(o);
+        if (p && PyBytes_Check(p)) {
+            PyObject *u = PyUnicode_DecodeFSDefaultAndSize(PyBytes_AS_STRING(p), PyBytes_GET_SIZE(p));
+            Py_DECREF(p);
+            p = u;
+        }
+        int rc = p ? PyList_Append(keep, p) : -1;
+        Py_XDECREF(p);
+        return rc ? -1 : 1;
+    }
+    if (!many) {
+        PyErr_Format(PyExc_TypeError, "a shard spec is a str or a path, not %R", o);
+        return -1;
+    }
+    PyObject *seq = PySequence_Fast(o, "shard specs: a str, a path or a list of them");
+    if (!seq)
+        return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (add_specs(keep, PySequence_Fast_GET_ITEM(seq, i), 0) < 0) {
+            Py_DECREF(seq);
+            return -1;
+        }
+    Py_DECREF(seq);
+    return n;
+}
+
+/* Shard specs as Python gives them: a str or path, a list of them (one source), or a list of
+ * (spec or list of specs, weight) pairs (a mix). */
+typedef struct Specs {
+    const char **urls; /* borrowed from keep */
+    size_t n;
+    ShardMixInput *sources; /* their urls point into urls; NULL unless a mix */
+    size_t nsources;
+    PyObject *keep; /* the str objects */
+} Specs;
+
+static void specs_free(Specs *sp)
+{
+    PyMem_Free(sp->urls);
+    PyMem_Free(sp->sources);
+    Py_CLEAR(sp->keep);
+    memset(sp, 0, sizeof *sp);
+}
+
+static int specs_parse(PyObject *o, Specs *sp)
+{
+    memset(sp, 0, sizeof *sp);
+    if (!(sp->keep = PyList_New(0)))
+        return -1;
+    PyObject *seq = NULL;
+    if (is_path(o)) {
+        if (add_specs(sp->keep, o, 0) < 0)
+            goto fail;
     } else {
-        *keep = PySequence_List(urls);
-        if (!*keep)
-            return NULL;
-    }
-    Py_ssize_t len = PyList_GET_SIZE(*keep);
-    const char **v = PyMem_Calloc((size_t)(len ? len : 1), sizeof *v);
-    if (!v)
-        return (const char **)PyErr_NoMemory();
-    for (Py_ssize_t i = 0; i < len; i++) {
-        PyObject *o = PyList_GET_ITEM(*keep, i);
-        if (!PyUnicode_Check(o)) {
-            PyObject *p = PyOS_FSPath(o);
-            if (!p) {
-                PyMem_Free(v);
-                return NULL;
+        seq = PySequence_Fast(o, "shard specs: a str, a path, a list of them, or a list of "
+                                 "(spec, weight) pairs");
+        if (!seq)
+            goto fail;
+        Py_ssize_t len = PySequence_Fast_GET_SIZE(seq);
+        int mix = 0;
+        for (Py_ssize_t i = 0; i < len; i++)
+            mix |= PyTuple_Check(PySequence_Fast_GET_ITEM(seq, i));
+        if (mix && !(sp->sources = PyMem_Calloc((size_t)len, sizeof *sp->sources))) {
+            PyErr_NoMemory();
+            goto fail;
+        }
+        for (Py_ssize_t i = 0; i < len; i++) {
+            PyObject *it = PySequence_Fast_GET_ITEM(seq, i);
+            if (!mix) {
+                if (add_specs(sp->keep, it, 0) < 0)
+                    goto fail;
+                continue;
             }
-            PyList_SET_ITEM(*keep, i, p);
-            Py_DECREF(o);
-            o = p;
+            if (!PyTuple_Check(it) || PyTuple_GET_SIZE(it) != 2) {
+                PyErr_Format(PyExc_TypeError, "a mix is a list of (spec, weight) pairs; item %zd "
+                                              "is %R", i, it);
+                goto fail;
+            }
+            Py_ssize_t k = add_specs(sp->keep, PyTuple_GET_ITEM(it, 0), 1);
+            if (k < 0)
+                goto fail;
+            double w = PyFloat_AsDouble(PyTuple_GET_ITEM(it, 1));
+            if (w == -1 && PyErr_Occurred())
+                goto fail;
+            sp->sources[i] = (ShardMixInput){NULL, (size_t)k, w};
         }
-        v[i] = PyUnicode_AsUTF8(o);
-        if (!v[i]) {
-            PyMem_Free(v);
-            return NULL;
-        }
+        sp->nsources = mix ? (size_t)len : 0;
     }
-    *n = (size_t)len;
-    return v;
+    sp->n = (size_t)PyList_GET_SIZE(sp->keep);
+    if (!(sp->urls = PyMem_Calloc(sp->n ? sp->n : 1, sizeof *sp->urls))) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    for (size_t i = 0; i < sp->n; i++)
+        if (!(sp->urls[i] = PyUnicode_AsUTF8(PyList_GET_ITEM(sp->keep, (Py_ssize_t)i))))
+            goto fail;
+    for (size_t i = 0, at = 0; i < sp->nsources; i++) {
+        sp->sources[i].urls = sp->urls + at;
+        at += sp->sources[i].nurls;
+    }
+    Py_XDECREF(seq);
+    return 0;
+fail:
+    Py_XDECREF(seq);
+    specs_free(sp);
+    return -1;
 }
 
 static int parse_mode(const char *m, ShardMode *out)
@@ -165,18 +241,22 @@ static PyObject *remote_stats_dict(ShardRemote *rm)
                          (unsigned long long)st.cache_bytes);
 }
 
-static int reader_settings(const ReaderArgs *a, ShardReaderSettings *s, const char ***urls,
-                           PyObject **keep, ShardRemote **rm)
+/* s from a; its specs are sp's (specs_free after the open). */
+static int reader_settings(const ReaderArgs *a, ShardReaderSettings *s, Specs *sp,
+                           ShardRemote **rm)
 {
     shard_reader_default_settings(s);
     if (remote_settings(a, s, rm))
         return -1;
-    size_t n = 0;
-    *urls = url_array(a->urls, &n, keep);
-    if (!*urls)
+    if (specs_parse(a->urls, sp))
         return -1;
-    s->urls = *urls;
-    s->nurls = n;
+    if (sp->nsources) {
+        s->sources = sp->sources;
+        s->nsources = sp->nsources;
+    } else {
+        s->urls = sp->urls;
+        s->nurls = sp->n;
+    }
     if (a->seed != Py_None) {
         s->seed = PyLong_AsUnsignedLongLongMask(a->seed);
         if (PyErr_Occurred())
@@ -262,21 +342,18 @@ static int Reader_init(ReaderObject *self, PyObject *args, PyObject *kw)
     if (!PyArg_ParseTupleAndKeywords(args, kw, READER_FMT_KW, kwlist, READER_PTRS(a)))
         return -1;
     ShardReaderSettings s;
-    const char **urls = NULL;
-    PyObject *keep = NULL;
+    Specs sp = {0};
     shard_reader_free(&self->r);
     shard_remote_free(&self->rm);
-    if (reader_settings(&a, &s, &urls, &keep, &self->rm)) {
-        PyMem_Free(urls);
-        Py_XDECREF(keep);
+    if (reader_settings(&a, &s, &sp, &self->rm)) {
+        specs_free(&sp);
         return -1;
     }
     ShardError err;
     int rc;
     self->pid = getpid();
     Py_BEGIN_ALLOW_THREADS rc = shard_reader_open(&self->r, &s, &err);
-    Py_END_ALLOW_THREADS PyMem_Free(urls);
-    Py_XDECREF(keep);
+    Py_END_ALLOW_THREADS specs_free(&sp);
     if (rc) {
         raise_shard(rc, err.message);
         return -1;
@@ -451,7 +528,9 @@ static PyTypeObject ReaderType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "libshard._libshard.Reader",
     .tp_basicsize = sizeof(ReaderObject),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Raw samples as WebDataset dicts: {'__key__', '__url__', field: bytes}.",
+    .tp_doc = "Reader(urls, **settings): raw samples as WebDataset dicts: {'__key__', "
+              "'__url__', field: bytes}. urls: a spec (path, URL, braces, manifest, prefix), a "
+              "list of them, or a mix: a list of (spec or list of specs, weight) pairs.",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)Reader_init,
     .tp_dealloc = (destructor)Reader_dealloc,
@@ -476,13 +555,17 @@ static PyObject *py_list_shards(PyObject *m, PyObject *args, PyObject *kw)
     reader_args_default(&a);
     if (!PyArg_ParseTupleAndKeywords(args, kw, "O|$" REMOTE_FMT, kwlist, &a.urls, REMOTE_PTRS(a)))
         return NULL;
-    size_t n = 0;
-    PyObject *keep = NULL;
-    const char **specs = url_array(a.urls, &n, &keep);
+    Specs sp;
     ShardRemote *rm = NULL;
-    if (!specs || make_remote(&a, &rm)) {
-        PyMem_Free(specs);
-        Py_XDECREF(keep);
+    if (specs_parse(a.urls, &sp))
+        return NULL;
+    if (sp.nsources) {
+        specs_free(&sp);
+        PyErr_SetString(PyExc_TypeError, "list_shards: specs, not a mix of weighted sources");
+        return NULL;
+    }
+    if (make_remote(&a, &rm)) {
+        specs_free(&sp);
         return NULL;
     }
     ShardListSettings ls;
@@ -491,9 +574,8 @@ static PyObject *py_list_shards(PyObject *m, PyObject *args, PyObject *kw)
     ShardList *list = NULL;
     ShardError err;
     int rc;
-    Py_BEGIN_ALLOW_THREADS rc = shard_list_expand(&list, specs, n, &ls, &err);
-    Py_END_ALLOW_THREADS PyMem_Free(specs);
-    Py_XDECREF(keep);
+    Py_BEGIN_ALLOW_THREADS rc = shard_list_expand(&list, sp.urls, sp.n, &ls, &err);
+    Py_END_ALLOW_THREADS specs_free(&sp);
     PyObject *out = rc ? raise_shard(rc, err.message) : PyList_New(0);
     for (size_t i = 0; out && i < shard_list_count(list); i++) {
         const ShardListEntry *e = shard_list_entry(list, i);
@@ -785,11 +867,10 @@ static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kw)
         return -1;
     ShardLoaderSettings s;
     shard_loader_default_settings(&s);
-    const char **urls = NULL;
-    PyObject *keep = NULL;
+    Specs sp = {0};
     shard_loader_free(&self->l);
     shard_remote_free(&self->rm);
-    if (reader_settings(&a, &s.reader, &urls, &keep, &self->rm))
+    if (reader_settings(&a, &s.reader, &sp, &self->rm))
         goto fail;
     if (batch_size < 1 || threads < 0 || batches < 2) {
         PyErr_SetString(PyExc_ValueError, "batch_size >= 1, threads >= 0, batches >= 2");
@@ -852,16 +933,14 @@ static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kw)
     shard_loader_free(&self->l);
     self->pid = getpid();
     Py_BEGIN_ALLOW_THREADS rc = shard_loader_open(&self->l, &s, &err);
-    Py_END_ALLOW_THREADS PyMem_Free(urls);
-    Py_XDECREF(keep);
+    Py_END_ALLOW_THREADS specs_free(&sp);
     if (rc) {
         raise_shard(rc, err.message);
         return -1;
     }
     return 0;
 fail:
-    PyMem_Free(urls);
-    Py_XDECREF(keep);
+    specs_free(&sp);
     return -1;
 }
 

@@ -2,7 +2,9 @@
 from os import PathLike
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
-_Urls = Union[str, PathLike, Sequence[Union[str, PathLike]]]
+_Spec = Union[str, PathLike, Sequence[Union[str, PathLike]]]
+# one source, or a mix: (spec, weight) pairs, each source's share of an epoch by its weight
+_Urls = Union[_Spec, Sequence[Tuple[_Spec, float]]]
 _Pair = Sequence[float]
 
 version: str

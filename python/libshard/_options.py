@@ -111,3 +111,37 @@ CHECKS = {
 def check(settings):
     """settings with each known option checked and normalized (a new dict)."""
     return {k: CHECKS[k](v) if k in CHECKS else v for k, v in settings.items()}
+
+
+def _paths(v, what):
+    if isinstance(v, (str, bytes, os.PathLike)):
+        return [os.fsdecode(v)]
+    try:
+        items = list(v)
+    except TypeError:
+        raise TypeError(f"{what}: a path or URL, a list of them, or a list of (spec, weight) "
+                        f"pairs, not {v!r}") from None
+    for u in items:
+        if not isinstance(u, (str, bytes, os.PathLike)):
+            raise TypeError(f"{what}: a path or URL, not {u!r}")
+    return [os.fsdecode(u) for u in items]
+
+
+def specs(urls):
+    """Shard specs as the extension takes them: a list of str (one source), or a list of
+    (list of str, weight) pairs (a weighted mix), checked here so the error names the item."""
+    if isinstance(urls, (str, bytes, os.PathLike)) or not any(isinstance(u, tuple) for u in urls):
+        out = _paths(urls, "urls")
+        if not out:
+            raise ValueError("urls: no shards given")
+        return out
+    mix = []
+    for i, item in enumerate(urls):
+        if not (isinstance(item, tuple) and len(item) == 2):
+            raise TypeError(f"a mix is a list of (spec, weight) pairs; item {i} is {item!r}")
+        spec, weight = item
+        if isinstance(weight, bool) or not isinstance(weight, numbers.Real) or not weight > 0:
+            raise ValueError(f"the weight of source {i} ({spec!r}): a positive number, not "
+                             f"{weight!r}")
+        mix.append((_paths(spec, f"source {i}"), float(weight)))
+    return mix

@@ -78,6 +78,10 @@ def _rank_world(rank, world_size):
 class ShardDataset(torch.utils.data.IterableDataset):
     """Batches of (images, labels) tensors, or raw sample dicts with decode=False.
 
+    urls: a spec (path or URL, braces, a manifest, a gs:// or s3:// prefix), a list of them,
+    or a mix: [(spec or list of specs, weight), ...], each source giving its weight's share of
+    every epoch (README, "Mixing datasets").
+
     Reader settings: shuffle (buffer size), shuffle_initial, seed (None: a fresh one, same
     for every rank only if given), mode ("exact", "equal", "resampled"), pad, epoch_samples,
     shuffle_shards, streams, queue_depth, skip_errors, rank, world_size.
@@ -112,7 +116,7 @@ class ShardDataset(torch.utils.data.IterableDataset):
                 raise TypeError(f"raw_fields: a name, a ';'-separated list or a list of names, "
                                 f"not {raw!r}")
             settings["raw_fields"] = ";".join(raw)
-        self.urls = [os.fspath(u) for u in ([urls] if isinstance(urls, (str, os.PathLike)) else urls)]
+        self.urls = _options.specs(urls)
         self.decode = decode
         try:
             self.device = torch.device(device)
