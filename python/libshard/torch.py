@@ -135,6 +135,7 @@ class ShardDataset(torch.utils.data.IterableDataset):
         self._skipped = {}
         self._source = None
         self._source_pid = None
+        self._by_worker = True
 
     @property
     def epoch(self):
@@ -161,7 +162,8 @@ class ShardDataset(torch.utils.data.IterableDataset):
 
     def _split(self, worker=None):
         rank, world = _rank_world(self.rank, self.world_size)
-        w, workers = self._worker()
+        # (libshard.webdataset's workersplitter=None: every worker reads the whole share)
+        w, workers = self._worker() if self._by_worker else (0, 1)
         return dict(rank=rank, world_size=world, worker=w if worker is None else worker,
                     num_workers=workers)
 

@@ -1,0 +1,254 @@
+"""libshard.webdataset against WebDataset's own behaviour, as its source defines it
+(webdataset/compat.py, filters.py, autodecode.py, mix.py, shardlists.py): the pipelines of
+its README run on local shards with the outputs WebDataset gives, each stage's semantics,
+with_epoch counting what the pipeline yields, the node and worker splitters, WebLoader, and
+RandomMix mapped onto libshard's mixing.
+
+Data: 3 shards of 10 samples written by Python's tarfile (jpg of varied sizes, cls, json on
+every sample, txt on every other one), and conftest.packed for the mixes.
+"""
+import io
+import json
+from collections import Counter
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+from PIL import Image  # noqa: E402
+from torch.utils.data import DataLoader  # noqa: E402
+
+import libshard.webdataset as wds  # noqa: E402
+
+from .conftest import NSAMPLES, Packed, jpeg, make_imagefolder, pack, textured, within  # noqa: E402
+from .test_torch import write_tar  # noqa: E402
+
+HANG = 30
+N = 30
+
+
+@pytest.fixture(scope="module")
+def shards(tmp_path_factory):
+    """(brace pattern, {key: {field: bytes}}) of the 3 tarfile shards."""
+    root = tmp_path_factory.mktemp("wds")
+    expect = {}
+    for s in range(3):
+        members = []
+        for j in range(10):
+            i = s * 10 + j
+            key = f"w{i:03d}"
+            fields = {"jpg": jpeg(textured(30 + i, 20 + i % 5, seed=i)),
+                      "cls": str(i % 4).encode(),
+                      "json": json.dumps({"i": i, "tags": ["a"] * (i % 3)}).encode()}
+            if i % 2:
+                fields["txt"] = f"caption {i}".encode()
+            expect[key] = fields
+            members += [(f"{key}.{k}", v) for k, v in fields.items()]
+        write_tar(root / f"w-{s}.tar", members)
+    return str(root / "w-{0..2}.tar"), expect
+
+
+def run(ds, what="a pipeline epoch"):
+    return within(HANG, lambda: list(ds), what)
+
+
+def test_readme_pil_pipeline(shards):
+    """README: WebDataset(url).shuffle(n).decode("pil").to_tuple("png", "json"), here jpg."""
+    url, expect = shards
+    pil_dataset = wds.WebDataset(url, seed=1).shuffle(10).decode("pil").to_tuple("jpg", "json")
+    assert isinstance(pil_dataset, torch.utils.data.IterableDataset)
+    got = run(pil_dataset)
+    assert len(got) == N
+    for image, meta in got:
+        assert isinstance(image, Image.Image) and image.mode == "RGB"
+        want = expect[f"w{meta['i']:03d}"]
+        ref = Image.open(io.BytesIO(want["jpg"])).convert("RGB")
+        assert image.size == ref.size and np.array_equal(np.asarray(image), np.asarray(ref))
+        assert meta == json.loads(want["json"])
+
+
+def test_readme_map_makes_a_new_pipeline(shards):
+    """README: dataset = pil_dataset.map(preprocess); pil_dataset itself is unchanged."""
+    url, _ = shards
+    import torchvision.transforms as transforms
+    preproc = transforms.Compose([transforms.Resize((24, 24)), transforms.ToTensor(),
+                                  lambda x: 1 - x])
+
+    def preprocess(sample):
+        image, meta = sample
+        return preproc(image), meta["i"]
+
+    pil_dataset = wds.WebDataset(url, seed=1).decode("pil").to_tuple("jpg", "json")
+    dataset = pil_dataset.map(preprocess)
+    images = run(dataset)
+    assert all(x.shape == (3, 24, 24) and isinstance(i, int) for x, i in images)
+    assert all(isinstance(im, Image.Image) for im, _ in run(pil_dataset)), "unchanged"
+    # ... and in a DataLoader with workers, batched by WebDataset's collation
+    loader = DataLoader(dataset.batched(5), batch_size=None, num_workers=2, timeout=HANG)
+    batches = run(loader, "a DataLoader over a Python pipeline")
+    assert sorted(i for _, ids in batches for i in ids.tolist()) == list(range(N))
+    # (the DataLoader's default_convert turns the collated numpy labels into tensors)
+    assert all(x.shape[1:] == (3, 24, 24) and isinstance(ids, torch.Tensor) for x, ids in batches)
+    x, ids = run(dataset.batched(5))[0]
+    assert x.shape == (5, 3, 24, 24) and isinstance(ids, np.ndarray), "WebDataset's collation"
+
+
+@pytest.mark.parametrize("spec,check", [
+    ("rgb8", lambda a, ref: a.dtype == np.uint8 and np.array_equal(a, ref)),
+    ("rgb", lambda a, ref: a.dtype == np.float32 and np.allclose(a, ref / 255.0)),
+    ("torchrgb8", lambda a, ref: a.dtype == torch.uint8 and np.array_equal(a.numpy().transpose(1, 2, 0), ref)),
+    ("torchrgb", lambda a, ref: a.dtype == torch.float32 and a.shape[0] == 3
+     and np.allclose(a.numpy().transpose(1, 2, 0), ref / 255.0)),
+    ("l8", lambda a, ref: a.ndim == 2 and a.dtype == np.uint8),
+])
+def test_image_specs_decode_as_webdatasets(shards, spec, check):
+    url, expect = shards
+    for s in run(wds.WebDataset(url).decode(spec)):
+        ref = np.asarray(Image.open(io.BytesIO(expect[s["__key__"]]["jpg"])).convert("RGB"))
+        assert check(s["jpg"], ref), (spec, s["__key__"])
+
+
+def test_basic_handlers_and_custom_ones(shards):
+    url, expect = shards
+
+    def upper_txt(key, data):
+        return data.decode().upper() if key.endswith(".txt") else None
+
+    for s in run(wds.WebDataset(url).decode(upper_txt)):
+        i = int(s["__key__"][1:])
+        assert s["cls"] == i % 4 and s["json"]["i"] == i, "cls -> int, json -> objects"
+        assert isinstance(s["jpg"], bytes), "no image spec: image bytes stay bytes"
+        if i % 2:
+            assert s["txt"] == f"CAPTION {i}", "a handler given comes before the basic ones"
+    only = run(wds.WebDataset(url).decode(only=["cls"]))
+    assert all(isinstance(s["cls"], int) and isinstance(s["json"], bytes) for s in only)
+    with pytest.raises(ValueError, match="Unknown imagespec"):
+        wds.WebDataset(url).decode("jpeg2")
+
+
+def test_select_rename_map_dict_map_tuple(shards):
+    url, _ = shards
+    base = wds.WebDataset(url).decode()
+    odd = run(base.select(lambda s: s["cls"] % 2 == 1))
+    assert len(odd) == 15 and all(s["cls"] % 2 for s in odd)
+    renamed = run(base.rename(image="jpg;png", label="cls"))
+    assert all("image" in s and "label" in s and "jpg" not in s and "json" in s for s in renamed)
+    only = run(base.rename(image="jpg", label="cls", keep=False))
+    assert all(set(s) == {"image", "label"} for s in only)
+    doubled = run(base.map_dict(cls=lambda c: 2 * c))
+    assert sorted(s["cls"] for s in doubled) == sorted(2 * (i % 4) for i in range(N))
+    tuples = run(base.to_tuple("cls", "json").map_tuple(lambda c: c + 100, None))
+    assert all(c >= 100 and isinstance(j, dict) for c, j in tuples)
+    keyed = run(base.map(lambda s: {"n": s["cls"]}))
+    assert all(set(s) == {"n", "__key__"} for s in keyed), "a dict result keeps __key__"
+    assert len(run(base.map(lambda s: None if s["cls"] == 0 else s))) == N - 8
+
+
+def test_to_tuple_missing_field_raises_or_is_handled(shards):
+    url, _ = shards
+    with pytest.raises(ValueError, match="didn't find"):
+        run(wds.WebDataset(url).to_tuple("jpg", "txt"))
+    got = run(wds.WebDataset(url).to_tuple("jpg", "txt", handler=wds.ignore_and_continue))
+    assert len(got) == 15, "the samples without txt left out by the handler"
+    got = run(wds.WebDataset(url).to_tuple("jpg", "txt", missing_is_error=False))
+    assert sum(t is None for _, t in got) == 15
+
+
+def test_to_tuple_and_batched_without_decode_give_bytes(shards):
+    url, expect = shards
+    batches = run(wds.WebDataset(url, shardshuffle=False).to_tuple("jpg", "cls").batched(8))
+    assert [len(b[0]) for b in batches] == [8, 8, 8, 6]
+    jpgs, cls = batches[0]
+    assert isinstance(jpgs, list) and all(isinstance(j, bytes) for j in jpgs)
+    assert cls == [expect[f"w{i:03d}"]["cls"] for i in range(8)], "bytes stay a list"
+    assert len(run(wds.WebDataset(url).to_tuple("jpg", "cls").batched(8, partial=False))) == 3
+
+
+def test_with_epoch_counts_what_the_pipeline_yields(shards):
+    url, _ = shards
+    samples = run(wds.WebDataset(url).with_epoch(45))
+    assert len(samples) == 45, "on into a second pass"
+    assert Counter(s["__key__"] for s in samples).most_common(1)[0][1] == 2
+    batches = run(wds.WebDataset(url).decode().to_tuple("cls").batched(4).with_epoch(11))
+    assert len(batches) == 11, "batches after batched"
+    # per DataLoader worker, as in WebDataset
+    ds = wds.WebDataset(url).to_tuple("cls").with_epoch(7)
+    assert len(run(DataLoader(ds, batch_size=None, num_workers=2, timeout=HANG))) == 14
+    assert len(run(wds.WebDataset(url).repeat(2))) == 2 * N
+
+
+def test_fast_path_with_epoch_counts_batches(packed):
+    ds = (wds.WebDataset(str(packed.manifest), shardshuffle=True, seed=3).shuffle(50)
+          .decode("torchrgb8").to_tuple("jpg", "cls").batched(32).with_epoch(12))
+    # (C batches view libshard's buffers: keep their shapes, not them)
+    shapes = within(HANG, lambda: [tuple(x.shape) for x, _ in ds], "a C pipeline with_epoch")
+    # as in WebDataset, a pass ends on its partial batch, then the next pass begins
+    assert [n for n, *_ in shapes] == [32] * 9 + [12] + [32] * 2
+
+
+def test_node_splitters(shards, monkeypatch):
+    url, expect = shards
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("RANK", "0")
+    with pytest.raises(ValueError, match="explicit nodesplitter"):
+        run(wds.WebDataset(url))
+    parts = []
+    for rank in (0, 1):
+        monkeypatch.setenv("RANK", str(rank))
+        parts.append([s["__key__"] for s in run(wds.WebDataset(url, seed=2,
+                                                               nodesplitter=wds.split_by_node))])
+    assert sorted(parts[0] + parts[1]) == sorted(expect), "split_by_node: each sample once"
+    assert parts[0] and parts[1]
+    everyone = run(wds.WebDataset(url, nodesplitter=None))
+    assert len(everyone) == N, "nodesplitter=None: every rank reads everything"
+    assert list(wds.split_by_node(range(10))) == [1, 3, 5, 7, 9], "the function as WebDataset's"
+    with pytest.raises(NotImplementedError, match="nodesplitter"):
+        wds.WebDataset(url, nodesplitter=lambda src: src)
+
+
+def test_worker_splitters(shards):
+    url, expect = shards
+    split = run(DataLoader(wds.WebDataset(url), batch_size=None, num_workers=2, timeout=HANG))
+    assert sorted(s["__key__"] for s in split) == sorted(expect)
+    whole = run(DataLoader(wds.WebDataset(url, workersplitter=None), batch_size=None,
+                           num_workers=2, timeout=HANG))
+    assert Counter(Counter(s["__key__"] for s in whole).values()) == {2: N}
+
+
+def test_webloader_rebatches_the_workers_output(packed):
+    ds = (wds.WebDataset(str(packed.manifest), seed=4).decode("torchrgb8")
+          .to_tuple("jpg", "cls").batched(16))
+    for workers in (0, 2):
+        loader = (wds.WebLoader(ds, batch_size=None, num_workers=workers,
+                                **({"timeout": HANG} if workers else {}))
+                  .unbatched().shuffle(100).batched(50))
+        batches = run(loader, "a WebLoader epoch")
+        assert [len(y) for _, y in batches] == [50] * 6
+        assert all(x.shape == (50, 3, 224, 224) for x, _ in batches)
+        labels = Counter(int(v) for _, y in batches for v in y)
+        assert labels == packed.label_counts()
+
+
+@pytest.fixture(scope="module")
+def small(shardpack, data_root):
+    root = data_root / "wds-small-images"
+    make_imagefolder(root, n=60, classes=["p", "q"], seed=5)
+    return Packed(pack(shardpack, root, data_root / "wds-small", maxcount=25))
+
+
+def test_random_mix_is_libshards_mix(packed, small):
+    a = wds.WebDataset(str(packed.manifest), seed=6)
+    b = wds.WebDataset(str(small.manifest), seed=6)
+    mix = wds.RandomMix([a, b], [3, 1])
+    samples = run(DataLoader(mix, batch_size=None, num_workers=0))
+    assert len(samples) == NSAMPLES + 60
+    from_small = [s["__key__"] for s in samples if s["__key__"] in set(small.keys)]
+    assert len(from_small) == 90, "a quarter of the epoch: the small set once and a half"
+    assert set(from_small) == set(small.keys)
+    decoded = wds.RandomMix([a.decode("torchrgb8").to_tuple("jpg", "cls").batched(30),
+                             b.decode("torchrgb8").to_tuple("jpg", "cls").batched(30)])
+    assert within(HANG, lambda: sum(len(y) for _, y in decoded), "a decoded mix") == NSAMPLES + 60
+    with pytest.raises(NotImplementedError, match="longest"):
+        wds.RandomMix([a, b], longest=True)
+    with pytest.raises(NotImplementedError, match="differ"):
+        wds.RandomMix([a.shuffle(10), b])
