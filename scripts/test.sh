@@ -13,6 +13,7 @@ bash scripts/test-servers.sh
 bash scripts/test-photos.sh
 bash scripts/build.sh
 status=0
+failed_builds=0
 meson test -C build --print-errorlogs --num-processes 2 "$@" || status=$?
 logs=(build/meson-logs/testlog.json)
 
@@ -32,6 +33,7 @@ sanitized() {
     cat "$out"
     echo "test.sh: the $sanitize build ($dir/) failed"
     status=1
+    failed_builds=$((failed_builds + 1))
   fi
   rm -f "$out"
   echo "test.sh: $sanitize: $((SECONDS - start)) s"
@@ -41,9 +43,14 @@ if [ $# -eq 0 ]; then
   sanitized build-asan address,undefined UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
   sanitized build-tsan thread TSAN_OPTIONS=halt_on_error=1
   start=$SECONDS
+  rm -f build-aarch64/meson-logs/testlog.json
   bash scripts/cross-aarch64.sh || status=1
-  if [ -f build-aarch64/meson-logs/testlog.json ]; then logs+=(build-aarch64/meson-logs/testlog.json); fi
+  if [ -f build-aarch64/meson-logs/testlog.json ]; then
+    logs+=(build-aarch64/meson-logs/testlog.json)
+  elif [ $status -ne 0 ]; then
+    failed_builds=$((failed_builds + 1))  # it failed before its tests ran
+  fi
   echo "test.sh: aarch64 under qemu: $((SECONDS - start)) s"
 fi
-/usr/bin/python3 scripts/test_summary.py "${logs[@]}"
+/usr/bin/python3 scripts/test_summary.py --failed-builds "$failed_builds" "${logs[@]}"
 exit $status

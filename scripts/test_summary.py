@@ -1,12 +1,16 @@
 #!/usr/bin/python3
 """Adds up the test cases of every meson test (criterion and pytest report their own counts)
-in the testlog.json files named and prints one closing line: 'N passed, N failed, N skipped'."""
+in the testlog.json files named and prints one closing line: 'N passed, N failed, N skipped'.
+--failed-builds N counts N builds that failed (their tests never ran) as failures."""
 import json
 import re
 import sys
 
 passed = failed = skipped = 0
-for path in sys.argv[1:]:
+args = sys.argv[1:]
+if args[:1] == ["--failed-builds"]:
+    failed, args = int(args[1]), args[2:]
+for path in args:
     for line in open(path):
         t = json.loads(line)
         out = (t.get("stdout") or "") + (t.get("stderr") or "")

@@ -55,5 +55,6 @@ void tsh_fail(const char *file, int line, const char *expr, const char *fmt, ...
 #define cr_assert_not_null(P, ...) cr_assert((P) != NULL, __VA_ARGS__)
 #define cr_assert_str_eq(A, B, ...) cr_assert(strcmp((A), (B)) == 0, __VA_ARGS__)
 #define cr_assert_str_neq(A, B, ...) cr_assert(strcmp((A), (B)) != 0, __VA_ARGS__)
+#define cr_assert_arr_eq(A, B, Size, ...) cr_assert(memcmp((A), (B), (Size)) == 0, __VA_ARGS__)
 
 #endif /* SHARD_TSAN_CRITERION_H */
