@@ -313,18 +313,12 @@ def _shuffle(data, bufsize=1000, initial=100, rng=None, seed=None):
 
 
 def _map(data, f, handler=reraise_exception):
-    for sample in data:
-        try:
-            out = f(sample)
-        except Exception as exn:
-            if handler(exn):
-                continue
-            break
-        if out is None:
-            continue
+    def one(sample):
+        out = f(sample)
         if isinstance(sample, dict) and isinstance(out, dict):
             out["__key__"] = sample.get("__key__")
-        yield out
+        return out
+    return (out for out in _guard(data, one, handler) if out is not None)
 
 
 def _rename(data, handler=reraise_exception, keep=True, **kw):

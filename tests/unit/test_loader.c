@@ -12,7 +12,7 @@
 #include <shard/shard.h>
 
 #include "testjpeg.h"
-#include "testutil.h"
+#include "testshard.h"
 
 static char *dir;
 static char *manifest;
@@ -41,19 +41,8 @@ static void coloured(int x, int y, int w, int h, int seed, unsigned char rgb[3])
  * damage) in shards of 16, with a manifest. */
 static const char *make_shards(int damage)
 {
-    char pattern[4096];
-    snprintf(pattern, sizeof pattern, "%s/l-%%04d.tar", dir);
-    ShardWriterSettings s;
-    shard_writer_default_settings(&s);
-    s.pattern = pattern;
-    s.maxcount = 16;
-    s.sync = 0;
-    s.checksums = 0;
-    ShardWriter *w;
-    ShardError err;
-    cr_assert_eq(shard_writer_open(&w, &s, &err), 0, "%s", err.message);
-    ShardManifest *m;
-    cr_assert_eq(shard_manifest_new(&m, "l"), 0);
+    TuSet t;
+    tu_set_open(&t, dir, "l", ".tar", 16);
     for (int i = 0; i < NSAMPLES; i++) {
         char key[32], cls[8], json[32];
         snprintf(key, sizeof key, "k%04d", i);
@@ -64,18 +53,10 @@ static const char *make_shards(int damage)
         if (damage && i == 13)
             size /= 2;
         ShardField f[] = {{"jpg", img, size}, {"cls", cls, strlen(cls)}, {"json", json, (size_t)nj}};
-        ShardSample smp = {key, f, i % 2 ? 2 : 3};
-        cr_assert_eq(shard_writer_add(w, &smp), 0, "%s", shard_writer_error(w));
+        tu_set_add(&t, key, f, i % 2 ? 2 : 3);
         free(img);
     }
-    cr_assert_eq(shard_writer_finish(w), 0);
-    for (size_t i = 0; i < shard_writer_count(w); i++)
-        shard_manifest_add(m, shard_writer_shard(w, i));
-    manifest = tu_path(dir, "l.json");
-    cr_assert_eq(shard_manifest_write(m, manifest, &err), 0, "%s", err.message);
-    shard_manifest_free(&m);
-    shard_writer_free(&w);
-    return manifest;
+    return manifest = tu_set_finish(&t);
 }
 
 static void settings(ShardLoaderSettings *s, const char **urls)

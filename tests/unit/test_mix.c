@@ -8,7 +8,7 @@
 
 #include <shard/shard.h>
 
-#include "testutil.h"
+#include "testshard.h"
 
 static char *dir;
 static char *manifest[2];
@@ -30,36 +30,15 @@ TestSuite(mix, .init = setup, .fini = teardown, .timeout = 120);
 /* n samples keyed NAME%05d in shards of per, with a manifest NAME.json; returns its path. */
 static const char *make_source(int which, const char *name, int n, uint64_t per)
 {
-    char pattern[4096];
-    snprintf(pattern, sizeof pattern, "%s/%s-%%04d.tar", dir, name);
-    ShardWriterSettings s;
-    shard_writer_default_settings(&s);
-    s.pattern = pattern;
-    s.maxcount = per;
-    s.sync = 0;
-    s.checksums = 0;
-    ShardWriter *w;
-    ShardError err;
-    cr_assert_eq(shard_writer_open(&w, &s, &err), 0, "%s", err.message);
-    ShardManifest *m;
-    cr_assert_eq(shard_manifest_new(&m, name), 0);
+    TuSet t;
+    tu_set_open(&t, dir, name, ".tar", per);
     for (int i = 0; i < n; i++) {
         char key[32];
         snprintf(key, sizeof key, "%s%05d", name, i);
         ShardField f[] = {{"txt", key, strlen(key)}};
-        ShardSample smp = {key, f, 1};
-        cr_assert_eq(shard_writer_add(w, &smp), 0, "%s", shard_writer_error(w));
+        tu_set_add(&t, key, f, 1);
     }
-    cr_assert_eq(shard_writer_finish(w), 0);
-    for (size_t i = 0; i < shard_writer_count(w); i++)
-        shard_manifest_add(m, shard_writer_shard(w, i));
-    char file[64];
-    snprintf(file, sizeof file, "%s.json", name);
-    manifest[which] = tu_path(dir, file);
-    cr_assert_eq(shard_manifest_write(m, manifest[which], &err), 0, "%s", err.message);
-    shard_manifest_free(&m);
-    shard_writer_free(&w);
-    return manifest[which];
+    return manifest[which] = tu_set_finish(&t);
 }
 
 static const char *urls_a[1], *urls_b[1];

@@ -8,7 +8,7 @@
 
 #include <shard/shard.h>
 
-#include "testutil.h"
+#include "testshard.h"
 
 static char *dir;
 static char *manifest;
@@ -38,37 +38,17 @@ static size_t fill(char *buf, int i)
 /* NSAMPLES samples in shards of 23 (the last shorter), with a manifest; returns its path. */
 static const char *make_shards(const char *ext)
 {
-    char pattern[4096];
-    snprintf(pattern, sizeof pattern, "%s/r-%%04d%s", dir, ext);
-    ShardWriterSettings s;
-    shard_writer_default_settings(&s);
-    s.pattern = pattern;
-    s.maxcount = 23;
-    s.sync = 0;
-    s.checksums = 0;
-    ShardWriter *w;
-    ShardError err;
-    cr_assert_eq(shard_writer_open(&w, &s, &err), 0, "%s", err.message);
-    ShardManifest *m;
-    cr_assert_eq(shard_manifest_new(&m, "r"), 0);
+    TuSet t;
+    tu_set_open(&t, dir, "r", ext, 23);
     for (int i = 0; i < NSAMPLES; i++) {
         char key[32], small[64], *txt = pad ? malloc(pad) : small;
         snprintf(key, sizeof key, "s%05d", i);
-        size_t n = fill(txt, i);
-        ShardField f[] = {{"txt", txt, n}};
-        ShardSample smp = {key, f, 1};
-        cr_assert_eq(shard_writer_add(w, &smp), 0, "%s", shard_writer_error(w));
+        ShardField f[] = {{"txt", txt, fill(txt, i)}};
+        tu_set_add(&t, key, f, 1);
         if (txt != small)
             free(txt);
     }
-    cr_assert_eq(shard_writer_finish(w), 0);
-    for (size_t i = 0; i < shard_writer_count(w); i++)
-        shard_manifest_add(m, shard_writer_shard(w, i));
-    manifest = tu_path(dir, "r.json");
-    cr_assert_eq(shard_manifest_write(m, manifest, &err), 0, "%s", err.message);
-    shard_manifest_free(&m);
-    shard_writer_free(&w);
-    return manifest;
+    return manifest = tu_set_finish(&t);
 }
 
 static void settings(ShardReaderSettings *s, const char **urls)

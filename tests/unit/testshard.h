@@ -45,4 +45,49 @@ static inline char *tu_write_shard(const char *dir, const char *name, int n, siz
     return path;
 }
 
+/* A set of shards dir/NAME-NNNN.EXT of per samples each (the last shorter), written with a
+ * manifest dir/NAME.json. */
+typedef struct TuSet {
+    ShardWriter *w;
+    ShardManifest *m;
+    char *manifest;
+} TuSet;
+
+static inline void tu_set_open(TuSet *t, const char *dir, const char *name, const char *ext,
+                               uint64_t per)
+{
+    char pattern[4096], file[256];
+    snprintf(pattern, sizeof pattern, "%s/%s-%%04d%s", dir, name, ext);
+    snprintf(file, sizeof file, "%s.json", name);
+    ShardWriterSettings s;
+    shard_writer_default_settings(&s);
+    s.pattern = pattern;
+    s.maxcount = per;
+    s.sync = 0;
+    s.checksums = 0;
+    ShardError err;
+    cr_assert_eq(shard_writer_open(&t->w, &s, &err), 0, "%s", err.message);
+    cr_assert_eq(shard_manifest_new(&t->m, name), 0);
+    t->manifest = tu_path(dir, file);
+}
+
+static inline void tu_set_add(TuSet *t, const char *key, ShardField *f, size_t n)
+{
+    ShardSample smp = {key, f, n};
+    cr_assert_eq(shard_writer_add(t->w, &smp), 0, "%s", shard_writer_error(t->w));
+}
+
+/* Finishes the shards, writes the manifest and returns its path (malloc'd). */
+static inline char *tu_set_finish(TuSet *t)
+{
+    ShardError err;
+    cr_assert_eq(shard_writer_finish(t->w), 0);
+    for (size_t i = 0; i < shard_writer_count(t->w); i++)
+        shard_manifest_add(t->m, shard_writer_shard(t->w, i));
+    cr_assert_eq(shard_manifest_write(t->m, t->manifest, &err), 0, "%s", err.message);
+    shard_manifest_free(&t->m);
+    shard_writer_free(&t->w);
+    return t->manifest;
+}
+
 #endif /* SHARD_TESTSHARD_H */
