@@ -144,7 +144,9 @@ class ShardDataset(torch.utils.data.IterableDataset):
 
     @property
     def seed(self):
-        return self.settings["seed"]
+        """The seed of every random choice (the given one, or the fresh one drawn when the
+        dataset was made; None in resampled mode without one: each worker draws its own)."""
+        return self.settings.get("seed")
 
     def set_epoch(self, epoch):
         """Use epoch's shard order and shuffle next time the dataset is iterated, in this
@@ -389,6 +391,7 @@ class ShardLoader(torch.utils.data.DataLoader):
 
     @property
     def epoch(self):
+        """The epoch the next iteration reads: a restored state's, or the last set_epoch's."""
         return self.dataset.shard_dataset.epoch
 
     def set_epoch(self, epoch):
@@ -558,4 +561,5 @@ class IndexedShardDataset(torch.utils.data.Dataset):
         raise ValueError(f"{where}: {what} (missing_label=-1 gives -1)")
 
     def remote_stats(self):
+        """Counters of this process's remote reads (bytes, requests, retries, cache hits ...)."""
         return self.shards.remote_stats()

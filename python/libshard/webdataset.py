@@ -208,6 +208,7 @@ class Decoder:
         self.partial = partial
 
     def decode1(self, key, data):
+        """One field (its name, its bytes) through the handlers."""
         key = "." + key
         for f in self.handlers:
             out = f(key, data)
@@ -760,6 +761,7 @@ class RandomMix(torch.utils.data.IterableDataset):
         ShardDataset(self.dataset.urls, **first.settings)  # the mix's errors, now
 
     def set_epoch(self, epoch):
+        """The epoch of the mix's next iteration (as WebDataset.set_epoch)."""
         self.dataset.set_epoch(epoch)
 
     def __iter__(self):

@@ -234,6 +234,7 @@ class ChunkedSampler(Sampler):
         self.seed, self.shuffle, self.shufflefirst, self.epoch = seed, shuffle, shufflefirst, 0
 
     def set_epoch(self, epoch):
+        """The epoch whose permutation the next iteration draws."""
         self.epoch = epoch
 
     def __iter__(self):
