@@ -120,3 +120,21 @@ def test_indexed_dataset_matches_local_and_reads_only_the_sample(remote, root, m
     w = ShardListDataset(f"{base}/{manifest}", transformations=[])
     assert len(w) == 320 and w[33]["__key__"] == local.raw(33)["__key__"]
     assert w[33][".jpg"].read() == local.raw(33)["jpg"]
+
+
+def test_a_mix_of_remote_and_local_sources_reads_as_all_local(run, root, remote):
+    """shardcat stream --mix with a remote source (its manifest, or braces) beside a local
+    one: the sequence of the same mix read locally."""
+    base, env = remote
+    local = root / "data"
+    args = ["--seed", "4", "--shuffle", "50", "--rank", "1", "--world-size", "2"]
+    want = run("stream", "--mix", f"3:{local}/d-{{000..007}}.tar", "--mix",
+               f"1:{local}/z-{{000..007}}.tar.zst", *args)
+    assert want.rc == 0, want.err
+    assert len(want.lines) == 320
+    assert 78 <= sum(".tar.zst" in l for l in want.lines) <= 82, "about a quarter of rank 1's"
+    for spec in (f"{base}/z.json", f"{base}/z-{{000..007}}.tar.zst"):
+        got = run("stream", "--mix", f"3:{local}/d-{{000..007}}.tar", "--mix", f"1:{spec}",
+                  *args, env=env)
+        assert got.rc == 0, got.err
+        assert strip(strip(got.lines, base), str(local)) == strip(want.lines, str(local)), spec
