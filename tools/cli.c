@@ -74,29 +74,19 @@ double cli_now(void)
 
 const char *cli_escape_path(const char *path, char *buf, size_t size)
 {
-    size_t o = 0;
-    const unsigned char *p = (const unsigned char *)path;
-    while (*p && o + 5 < size) {
-        size_t n = *p < 0x80 ? 1 : (*p & 0xe0) == 0xc0 ? 2 : (*p & 0xf0) == 0xe0 ? 3 : 4;
-        size_t avail = strnlen((const char *)p, n);
-        if (*p >= 0x20 && *p != 0x7f && *p != '\\' && avail == n &&
-            shard_utf8_valid((const char *)p, n) && o + n < size) {
-            memcpy(buf + o, p, n);
-            o += n;
-            p += n;
-        } else {
-            o += (size_t)snprintf(buf + o, size - o, "\\x%02x", *p);
-            p++;
-        }
-    }
-    buf[o] = 0;
+    shard_escape(path, buf, size);
     return buf;
 }
 
 void cli_print_path(FILE *f, const char *path)
 {
     char buf[4096];
-    fputs(cli_escape_path(path, buf, sizeof buf), f);
+    size_t n = shard_escape(path, buf, sizeof buf);
+    char *big = n < sizeof buf ? NULL : malloc(n + 1);
+    if (big)
+        shard_escape(path, big, n + 1);
+    fputs(big ? big : buf, f);
+    free(big);
 }
 
 int cli_usage_error(const char *prog, const char *msg)

@@ -26,10 +26,11 @@ int cli_ends_with(const char *s, const char *suffix);
 /* Seconds from a monotonic clock. */
 double cli_now(void);
 
-/* Prints a path so that control bytes and invalid UTF-8 show as \xNN escapes. */
+/* Prints a name from a shard or a path so that control characters and invalid UTF-8 show
+ * as \xNN escapes (shard_escape): nothing from a shard reaches the terminal raw. */
 void cli_print_path(FILE *f, const char *path);
 
-/* The same into buf (truncated to size). */
+/* The same into buf (cut to size). */
 const char *cli_escape_path(const char *path, char *buf, size_t size);
 
 #endif /* SHARD_TOOLS_CLI_H */

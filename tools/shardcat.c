@@ -157,10 +157,12 @@ static int cmd_ls(const ShardList *t, int json, ShardRemote *rm)
                 free(line);
                 json_decref(o);
             } else {
-                fputs(v->key, stdout);
-                for (size_t k = 0; k < v->nfields; k++)
-                    printf("%s%s:%llu", k ? " " : "  ", v->fields[k].name,
-                           (unsigned long long)v->fields[k].size);
+                cli_print_path(stdout, v->key);
+                for (size_t k = 0; k < v->nfields; k++) {
+                    fputs(k ? " " : "  ", stdout);
+                    cli_print_path(stdout, v->fields[k].name);
+                    printf(":%llu", (unsigned long long)v->fields[k].size);
+                }
                 putchar('\n');
             }
         }
@@ -194,7 +196,8 @@ static int cmd_cat(const char *url, const char *member, ShardRemote *rm)
         if (strlen(v->key) != klen || strncmp(v->key, member, klen))
             continue;
         for (size_t k = 0; k < v->nfields; k++) {
-            if (strcasecmp(v->fields[k].name, dot + 1))
+            /* fields come lower-cased (ASCII only, formats/shard.md 2.2): so is the one asked */
+            if (!shard_field_equal(v->fields[k].name, dot + 1, s.lowercase))
                 continue;
             size_t n = fwrite(v->fields[k].data, 1, v->fields[k].size, stdout);
             int bad = n != v->fields[k].size || fflush(stdout) != 0;
@@ -277,15 +280,19 @@ static int cmd_info(const ShardList *t, int json, ShardRemote *rm)
             free(line);
         } else {
             char hb[32], ht[32];
-            printf("%s\n  samples      %llu (%llu members)\n  bytes        %s stored, %s as tar "
-                   "(%s)\n  index        %s\n  fields      ",
-                   url, (unsigned long long)samples, (unsigned long long)members,
+            cli_print_path(stdout, url);
+            printf("\n  samples      %llu (%llu members)\n  bytes        %s stored, %s as tar "
+                   "(%s)\n  index        %s\n  fields      ", (unsigned long long)samples, (unsigned long long)members,
                    cli_human_bytes((double)shard_file_size(f), hb, sizeof hb),
                    cli_human_bytes((double)tarsize, ht, sizeof ht), shard_file_compression(f),
                    has_index ? ipath : "none");
             const char *name;
             json_t *val;
-            json_object_foreach(hist, name, val) printf(" %s:%lld", name, (long long)json_integer_value(val));
+            json_object_foreach(hist, name, val) {
+                putchar(' ');
+                cli_print_path(stdout, name);
+                printf(":%lld", (long long)json_integer_value(val));
+            }
             putchar('\n');
         }
         json_decref(o);
@@ -318,7 +325,8 @@ static int cmd_verify(const ShardList *t, int decode, ShardRemote *rm)
         ShardError err;
         int rc = shard_verify(shard_list_entry(t, i)->url, &s, &r, &err);
         if (rc == 0) {
-            printf("%s: ok: %llu samples, %llu members%s", shard_list_entry(t, i)->url, (unsigned long long)r.samples,
+            cli_print_path(stdout, shard_list_entry(t, i)->url);
+            printf(": ok: %llu samples, %llu members%s", (unsigned long long)r.samples,
                    (unsigned long long)r.members, r.has_index ? ", index matches" : ", no index");
             if (r.frames)
                 printf(", %llu zstd frames checked", (unsigned long long)r.frames);
@@ -330,7 +338,8 @@ static int cmd_verify(const ShardList *t, int decode, ShardRemote *rm)
         } else {
             if (rc != SHARD_ERR_FORMAT && rc != SHARD_ERR_CHECKSUM)
                 fprintf(stderr, "shardcat: %s\n", err.message);
-            printf("%s: FAILED (%llu defects)\n", shard_list_entry(t, i)->url, (unsigned long long)(r.defects ? r.defects : 1));
+            cli_print_path(stdout, shard_list_entry(t, i)->url);
+            printf(": FAILED (%llu defects)\n", (unsigned long long)(r.defects ? r.defects : 1));
             status = 1;
             bad++;
         }
@@ -373,8 +382,9 @@ static void on_skip(void *cookie, const char *member, uint64_t offset, const cha
     Extract *x = cookie;
     if (!strstr(why, "link"))
         return;
+    char m[1024];
     fprintf(stderr, "shardcat: %s: offset %llu: member '%s' is %s: refused\n", x->url,
-            (unsigned long long)offset, member, why);
+            (unsigned long long)offset, cli_escape_path(member, m, sizeof m), why);
     x->refused++;
 }
 
@@ -477,16 +487,18 @@ static int cmd_extract(const ShardList *t, const char *dir, ShardRemote *rm)
         while ((rc = shard_file_next(f, &v)) == 0) {
             for (size_t k = 0; k < v->nfields; k++) {
                 const ShardFieldView *fv = &v->fields[k];
+                char m[1024];
+                cli_escape_path(fv->member, m, sizeof m);
                 if (!safe_path(fv->member)) {
                     fprintf(stderr, "shardcat: %s: offset %llu: member '%s' would land outside %s: "
                                     "refused\n",
-                            x.url, (unsigned long long)fv->offset, fv->member, dir);
+                            x.url, (unsigned long long)fv->offset, m, dir);
                     x.refused++;
                     continue;
                 }
                 int e = write_member(dirfd, fv->member, fv->data, fv->size);
                 if (e) {
-                    fprintf(stderr, "shardcat: %s/%s: %s\n", dir, fv->member, strerror(e));
+                    fprintf(stderr, "shardcat: %s/%s: %s\n", dir, m, strerror(e));
                     status = 1;
                 } else {
                     files++;
@@ -565,7 +577,10 @@ static int cmd_stream(StreamOpts *o, char **args, int nargs)
             free(line);
             json_decref(j);
         } else {
-            printf("%s\t%s\n", key, url);
+            cli_print_path(stdout, key);
+            putchar('\t');
+            cli_print_path(stdout, url);
+            putchar('\n');
         }
         n++;
     }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "shard/names.h"
 #include "shard/version.h"
 
 const char *shard_strerror(int code)
@@ -36,6 +37,19 @@ const char *shard_version(void)
     return SHARD_VERSION_STRING;
 }
 
+/* Messages name members, keys and URLs from shards, which may hold terminal escapes:
+ * every message leaves the library with its control characters escaped. */
+void shard_escape_message(char *buf, size_t size)
+{
+    char tmp[SHARD_ERROR_MAX];
+    for (const char *p = buf; *p; p++)
+        if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f) {
+            shard_escape(buf, tmp, sizeof tmp < size ? sizeof tmp : size);
+            memcpy(buf, tmp, strlen(tmp) + 1);
+            return;
+        }
+}
+
 int shard_fail(char *buf, int code, const char *fmt, ...)
 {
     if (buf) {
@@ -43,6 +57,7 @@ int shard_fail(char *buf, int code, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(buf, SHARD_ERROR_MAX, fmt, ap);
         va_end(ap);
+        shard_escape_message(buf, SHARD_ERROR_MAX);
     }
     return code;
 }
@@ -52,6 +67,7 @@ int shard_report(ShardError *err, int code, const char *msg)
     if (err) {
         err->code = code;
         snprintf(err->message, sizeof err->message, "%s", msg ? msg : shard_strerror(code));
+        shard_escape_message(err->message, sizeof err->message);
     }
     return code;
 }

@@ -18,6 +18,10 @@
  * reads `return shard_fail(w->err, SHARD_ERR_IO, "...", ...);`. */
 SHARD_HIDDEN int shard_fail(char *buf, int code, const char *fmt, ...) SHARD_PRINTF(3, 4);
 
+/* Escapes a message's control characters in place (shard_escape), as shard_fail and
+ * shard_report do: names from shards may hold terminal escape sequences. */
+SHARD_HIDDEN void shard_escape_message(char *buf, size_t size);
+
 /* Copies a message into an optional ShardError and returns code. */
 SHARD_HIDDEN int shard_report(ShardError *err, int code, const char *msg);
 
@@ -41,6 +45,20 @@ SHARD_HIDDEN int shard_buf_printf(ShardBuf *b, const char *fmt, ...) SHARD_PRINT
 SHARD_HIDDEN void shard_buf_free(ShardBuf *b);
 
 SHARD_HIDDEN char *shard_strdup(const char *s);
+
+/* strcasecmp for ASCII letters only, whatever the locale (Python sets LC_CTYPE from the
+ * environment, and strcasecmp would then fold other bytes too): as formats/shard.md 2.2
+ * compares field names. */
+static inline int shard_ascii_casecmp(const char *a, const char *b)
+{
+    for (;; a++, b++) {
+        int x = (unsigned char)*a, y = (unsigned char)*b;
+        x += (x >= 'A' && x <= 'Z') ? 'a' - 'A' : 0;
+        y += (y >= 'A' && y <= 'Z') ? 'a' - 'A' : 0;
+        if (x != y || !x)
+            return x - y;
+    }
+}
 
 /* Whether s ends with suffix. */
 SHARD_HIDDEN int shard_ends_with(const char *s, const char *suffix);

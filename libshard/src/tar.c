@@ -8,7 +8,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -19,6 +18,8 @@
 
 /* the most room made ahead for one member: its declared size may be a lie */
 #define RESERVE_MAX ((uint64_t)16 << 20)
+/* fields of one sample compared one by one; past this many, found through a hash table */
+#define FIELD_SCAN 16
 
 struct ShardTar {
     ShardSource *src;
@@ -29,6 +30,9 @@ struct ShardTar {
     int eof;
     const char *compression;
     ShardKeySet seen;
+    uint32_t *ftab;            /* the sample's fields by name hash (index + 1; 0 empty) */
+    size_t fcap, findexed;     /* its size, and how many of the sample's fields it holds */
+    uint64_t serial, ftab_serial; /* the sample being read, and the one ftab is for */
     char *last_member;         /* the member before the current header, for messages */
     unsigned char magic[4];    /* the stream's first bytes, for messages */
     int src_rc;                /* the source's failure (its message in src->err), or 0 */
@@ -247,9 +251,59 @@ static const char *skip_reason(struct archive_entry *e, const char *member, size
     return NULL;
 }
 
+static uint64_t name_hash(const char *s, int lower)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (lower && c >= 'A' && c <= 'Z')
+            c = (unsigned char)(c - 'A' + 'a');
+        h = (h ^ c) * 0x100000001b3ull;
+    }
+    return h;
+}
+
+
+/* The field of the sample named as field (compared as the lowercase setting says), or -1;
+ * a sample of many fields is searched through ftab, kept up to date here. */
+static long field_index(ShardTar *t, const ShardSampleBuf *sb, const char *field)
+{
+    if (sb->n < FIELD_SCAN) {
+        for (size_t i = 0; i < sb->n; i++)
+            if (shard_field_equal(shard_sb_name(sb, i), field, t->s.lowercase))
+                return (long)i;
+        return -1;
+    }
+    if (t->ftab_serial != t->serial || sb->n * 2 > t->fcap) {
+        size_t cap = t->fcap ? t->fcap : 64;
+        while (sb->n * 2 > cap)
+            cap *= 2;
+        uint32_t *tab = cap == t->fcap ? t->ftab : realloc(t->ftab, cap * sizeof *tab);
+        if (!tab)
+            return -2;
+        t->ftab = tab;
+        t->fcap = cap;
+        memset(tab, 0, cap * sizeof *tab);
+        t->ftab_serial = t->serial;
+        t->findexed = 0;
+    }
+    for (; t->findexed < sb->n; t->findexed++) { /* the fields added since */
+        size_t j = name_hash(shard_sb_name(sb, t->findexed), t->s.lowercase) & (t->fcap - 1);
+        while (t->ftab[j])
+            j = (j + 1) & (t->fcap - 1);
+        t->ftab[j] = (uint32_t)t->findexed + 1;
+    }
+    for (size_t j = name_hash(field, t->s.lowercase) & (t->fcap - 1); t->ftab[j];
+         j = (j + 1) & (t->fcap - 1))
+        if (shard_field_equal(shard_sb_name(sb, t->ftab[j] - 1), field, t->s.lowercase))
+            return (long)t->ftab[j] - 1;
+    return -1;
+}
+
 int shard_tar_next(ShardTar *t, ShardSampleBuf *sb, uint64_t *offset, char *err)
 {
     shard_sb_reset(sb);
+    t->serial++;
     *offset = 0;
     const char *url = t->src->url;
     int rc;
@@ -286,15 +340,14 @@ int shard_tar_next(ShardTar *t, ShardSampleBuf *sb, uint64_t *offset, char *err)
         } else if (klen != sb->key.len - 1 || memcmp(sb->key.data, member + kstart, klen)) {
             break; /* the next sample begins: keep the header for the next call */
         }
-        for (size_t i = 0; i < sb->n; i++) {
-            const char *prev = shard_sb_name(sb, i);
-            if (t->s.lowercase ? !strcasecmp(prev, field) : !strcmp(prev, field))
-                return shard_fail(err, SHARD_ERR_FORMAT,
-                                  "%s: offset %llu: member '%s': sample '%s' has field '%s' "
-                                  "twice",
-                                  url, (unsigned long long)header_off, member,
-                                  (const char *)sb->key.data, prev);
-        }
+        long dup = field_index(t, sb, field);
+        if (dup == -2)
+            return nomem(t, err);
+        if (dup >= 0)
+            return shard_fail(err, SHARD_ERR_FORMAT,
+                              "%s: offset %llu: member '%s': sample '%s' has field '%s' twice",
+                              url, (unsigned long long)header_off, member,
+                              (const char *)sb->key.data, shard_sb_name(sb, (size_t)dup));
         ShardFieldRec *rec = shard_sb_add(sb, field, member, t->s.lowercase);
         if (!rec)
             return nomem(t, err);
@@ -325,6 +378,7 @@ void shard_tar_free(ShardTar **pt)
     if (t->ar)
         archive_read_free(t->ar);
     shard_keyset_free(&t->seen);
+    free(t->ftab);
     free(t->last_member);
     free(t);
     *pt = NULL;

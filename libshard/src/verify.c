@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include <zstd.h>
 
@@ -14,6 +13,7 @@
 #include "shardfile.h"
 #include "url.h"
 #include "internal.h"
+#include "shard/names.h"
 #include "shard/file.h"
 #include "shard/image.h"
 #include "shard/verify.h"
@@ -47,7 +47,50 @@ static void defect(Ctx *c, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    shard_escape_message(msg, sizeof msg);
     c->s->on_defect(c->s->cookie, msg);
+}
+
+/* The image format a field's name promises ("jpeg", "png"), or NULL. */
+static const char *named_format(const char *field)
+{
+    static const char *const jpeg[] = {"jpg", "jpeg", "jpe", "jfif"};
+    const char *ext = strrchr(field, '.');
+    ext = ext ? ext + 1 : field;
+    for (size_t i = 0; i < sizeof jpeg / sizeof *jpeg; i++)
+        if (!shard_ascii_casecmp(ext, jpeg[i]))
+            return "jpeg";
+    return shard_ascii_casecmp(ext, "png") ? NULL : "png";
+}
+
+/* What readers would refuse in a sample: a key against the key rules, fields that clash
+ * once lower-cased (the readers' default), a field that would break an index line. */
+static void check_names(Ctx *c, const char *url, const ShardSampleView *v)
+{
+    if (shard_key_check(v->key))
+        defect(c, "%s: offset %llu: sample '%s': the key breaks the key rules (an empty, '.' or "
+                  "'..' part, a leading '/', whitespace, control characters or not UTF-8)",
+               url, (unsigned long long)v->offset, v->key);
+    for (size_t k = 0; k < v->nfields; k++) {
+        const char *f = v->fields[k].name;
+        for (const char *p = f; *p; p++)
+            if ((unsigned char)*p <= ' ' || *p == 0x7f) {
+                defect(c, "%s: offset %llu: member '%s': the field has whitespace or control "
+                          "characters",
+                       url, (unsigned long long)v->fields[k].offset, v->fields[k].member);
+                break;
+            }
+        /* a sample's fields are few in any real shard: pairs are cheap (the reader, which
+         * must cope with many, uses a hash) */
+        for (size_t j = 0; j < k && v->nfields <= 256; j++)
+            if (!shard_ascii_casecmp(v->fields[j].name, f)) {
+                defect(c, "%s: offset %llu: member '%s': sample '%s' has field '%s' twice for "
+                          "readers that lower-case field names (the default; also as '%s')",
+                       url, (unsigned long long)v->fields[k].offset, v->fields[k].member, v->key,
+                       f, v->fields[j].name);
+                break;
+            }
+    }
 }
 
 static int full(const Ctx *c)
@@ -146,10 +189,10 @@ static void check_manifest(Ctx *c)
     if (x->filesize && x->filesize != size)
         defect(c, "%s: %llu bytes, the manifest says %llu", c->url, (unsigned long long)size,
                (unsigned long long)x->filesize);
-    if (x->md5[0] && strcasecmp(x->md5, md5))
+    if (x->md5[0] && shard_ascii_casecmp(x->md5, md5))
         defect(c, "%s: MD5 %s, the manifest says %s (content changed somewhere in bytes 0..%llu)",
                c->url, md5, x->md5, (unsigned long long)size);
-    if (x->sha256[0] && strcasecmp(x->sha256, sha))
+    if (x->sha256[0] && shard_ascii_casecmp(x->sha256, sha))
         defect(c, "%s: SHA-256 %s, the manifest says %s", c->url, sha, x->sha256);
 }
 
@@ -189,6 +232,7 @@ int shard_verify(const char *url, const ShardVerifySettings *s, ShardVerifyResul
     ShardFileSettings fs;
     shard_file_default_settings(&fs);
     fs.load_index = 0;
+    fs.lowercase = 0; /* fields as stored, compared byte-wise (formats/shard.md 2.2) */
     ShardFile *f;
     ShardError ferr;
     rc = shard_file_open_source(&f, shard_source_ref(src), &fs, &ferr);
@@ -234,6 +278,7 @@ int shard_verify(const char *url, const ShardVerifySettings *s, ShardVerifyResul
         }
         const ShardFieldView *last = &v->fields[v->nfields - 1];
         tar_end = last->offset + ((last->size + 511) & ~(uint64_t)511);
+        check_names(&c, url, v);
         if (have_idx) {
             uint64_t i = v->index;
             if (i >= idx.nsamples) {
@@ -253,7 +298,7 @@ int shard_verify(const char *url, const ShardVerifySettings *s, ShardVerifyResul
                         const ShardIndexEntry *e = &idx.entries[k];
                         const ShardFieldView *fv = &v->fields[k - a];
                         if (e->offset != fv->offset || e->size != fv->size ||
-                            strcasecmp(e->ext, fv->name) || (e->name && strcmp(e->name, fv->member))) {
+                            strcmp(e->ext, fv->name) || (e->name && strcmp(e->name, fv->member))) {
                             defect(&c, "%s: line %llu: '%s %llu %llu %s', the shard has member '%s' "
                                        "with data at offset %llu, size %llu",
                                    ipath, (unsigned long long)i + 2, e->ext,
@@ -269,6 +314,14 @@ int shard_verify(const char *url, const ShardVerifySettings *s, ShardVerifyResul
             for (size_t k = 0; k < v->nfields; k++) {
                 const ShardFieldView *fv = &v->fields[k];
                 const char *fmt = shard_image_format(fv->data, fv->size);
+                const char *named = named_format(fv->name);
+                if (named && (!fmt || strcmp(fmt, named))) {
+                    defect(&c, "%s: offset %llu: member '%s': named as %s, it holds %s%s", url,
+                           (unsigned long long)fv->offset, fv->member,
+                           !strcmp(named, "jpeg") ? "a JPEG" : "a PNG",
+                           fmt ? "an image in " : "no image format libshard knows", fmt ? fmt : "");
+                    continue;
+                }
                 if (!fmt || strcmp(fmt, "jpeg"))
                     continue;
                 r->jpegs++;

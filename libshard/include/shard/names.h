@@ -45,6 +45,24 @@ SHARD_API int shard_key_check(const char *key);
  */
 SHARD_API int shard_key_from_path(const char *path, char *out, size_t outsize);
 
+/**
+ * Copies text from a shard (a name, a key, a message naming them) for a terminal or a log:
+ * control characters (C0, DEL and C1, which include terminal escape sequences' starts) and
+ * bytes that are not UTF-8 become \xNN (tab and newline \t, \n); the rest is kept.
+ * @param in NUL-terminated; borrowed
+ * @param out receives the escaped text, cut at a whole character to fit outsize bytes and
+ *        NUL-terminated; caller-owned; NULL to measure
+ * @return the length of the whole escaped text (as snprintf)
+ */
+SHARD_API size_t shard_escape(const char *in, char *out, size_t outsize);
+
+/**
+ * Whether two field names name the same field for a reader with that lowercase setting:
+ * equal after lower-casing ASCII A-Z (lowercase on), or byte for byte (off). Independent of
+ * the locale, unlike strcasecmp.
+ */
+SHARD_API int shard_field_equal(const char *a, const char *b, int lowercase);
+
 /** @return 1 if the size bytes at s are valid UTF-8 (no overlongs, no surrogates), else 0 */
 SHARD_API int shard_utf8_valid(const char *s, size_t size);
 

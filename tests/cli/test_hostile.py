@@ -1,0 +1,110 @@
+"""Hostile input: shards built to hurt a reader, each met with a clear error naming the
+shard, offset and member (or a documented, counted skip), in bounded time and memory.
+Shards are written by Python's tarfile (or by hand where tarfile refuses); the readers are
+shardcat's commands, which go through the same library as training."""
+import io
+import tarfile
+
+from conftest import out_text
+
+TIMEOUT = 60  # seconds for any one command: a case that hangs fails, not the suite
+
+
+def write_tar(path, members, fmt=tarfile.PAX_FORMAT):
+    """A tar of (name, bytes) members, or (TarInfo, bytes) for special entries."""
+    with tarfile.open(path, "w", format=fmt) as tf:
+        for name, data in members:
+            ti = name if isinstance(name, tarfile.TarInfo) else tarfile.TarInfo(name)
+            if data is not None:
+                ti.size = len(data)
+            tf.addfile(ti, io.BytesIO(data) if data is not None else None)
+    return path
+
+
+def test_a_sample_of_many_fields_reads_and_its_duplicate_is_found(run_sc, tmp_path):
+    """100,000 fields in one sample: read whole (the duplicate check is a hash lookup, not
+    a scan of the fields before); one field given twice, in another case, is named."""
+    n = 100_000
+    fields = [(f"k.f{i:06d}", b"x") for i in range(n)]
+    many = write_tar(tmp_path / "many.tar", fields, fmt=tarfile.USTAR_FORMAT)
+    cp = run_sc("ls", many, timeout=TIMEOUT)
+    assert cp.returncode == 0, out_text(cp)
+    assert cp.stdout.decode().count(" f0") == n, "every field listed"
+    twice = write_tar(tmp_path / "twice.tar", fields + [("k.F054321", b"y")],
+                      fmt=tarfile.USTAR_FORMAT)
+    cp = run_sc("ls", twice, timeout=TIMEOUT)
+    assert cp.returncode == 1
+    err = out_text(cp)
+    assert "twice.tar" in err and "member 'k.F054321'" in err and "field 'f054321' twice" in err
+    # verify reads fields as stored: F054321 and f054321 are two fields there
+    cp = run_sc("verify", twice, timeout=TIMEOUT)
+    assert "twice" not in out_text(cp), out_text(cp)
+
+
+def test_fields_compare_as_formats_shard_md_says(run_sc, tmp_path):
+    """formats/shard.md 2.2: readers lower-case ASCII A-Z in field names and nothing else,
+    whatever the locale; verify reads fields as stored and compares them byte-wise."""
+    shard = write_tar(tmp_path / "case.tar", [("a.JPG", b"upper"), ("b.\u00c9x", b"e-acute")])
+    for name in ("a.JPG", "a.jpg", "a.Jpg"):
+        cp = run_sc("cat", shard, name)
+        assert cp.returncode == 0 and cp.stdout == b"upper", name
+    cp = run_sc("cat", shard, "b.\u00e9x")  # not ASCII: not folded
+    assert cp.returncode == 1 and cp.stdout == b"" and "no field" in out_text(cp)
+    # an index whose ext differs from the stored field only in case is a defect
+    one = write_tar(tmp_path / "one.tar", [("b.JPG", b"data")])
+    cp = run_sc("index", one)
+    assert cp.returncode == 0, out_text(cp)
+    idx = tmp_path / "one.idx"
+    idx.write_text(idx.read_text().replace("JPG 512", "jpg 512"))
+    cp = run_sc("verify", one)
+    assert cp.returncode == 1 and "'jpg 512 4 b.JPG'" in out_text(cp), out_text(cp)
+    # two fields that are one for the (lower-casing) readers
+    both = write_tar(tmp_path / "both.tar", [("c.JPG", b"1"), ("c.jpg", b"2")])
+    cp = run_sc("verify", both)
+    assert cp.returncode == 1 and "field 'jpg' twice for readers" in out_text(cp), out_text(cp)
+
+
+ESC = "\x1b]0;owned\x07\x1b[31m"  # set the terminal title, turn the text red
+
+
+def test_names_never_reach_the_terminal_raw(run_sc, tmp_path):
+    """Keys and members with terminal escape sequences: every command prints them escaped
+    (\\xNN), on stdout and in messages alike."""
+    shard = write_tar(tmp_path / "esc.tar", [(f"a{ESC}b.jpg", b"x"), (f"a{ESC}b.txt", b"y"),
+                                              (f"k.f{ESC}", b"z"), ("k2.jpg", b"1"),
+                                              ("k2.jpg", b"2")])
+    outs = []
+    for args in (["ls", shard], ["ls", "--json", shard], ["stream", shard, "--seed", "1"],
+                 ["verify", shard], ["info", shard], ["cat", shard, f"a{ESC}b.txt"]):
+        cp = run_sc(*args, timeout=TIMEOUT)
+        outs.append(cp)
+        both = cp.stdout + cp.stderr
+        assert b"\x1b" not in both and b"\x07" not in both, (args, both)
+    ls, _, stream, verify, _, _ = outs
+    assert b"a\\x1b]0;owned\\x07\\x1b[31mb" in ls.stdout + ls.stderr
+    assert b"\\x1b" in stream.stdout and b"twice" in stream.stderr
+    assert verify.returncode == 1 and b"key breaks the key rules" in verify.stderr
+
+
+def test_verify_holds_keys_to_the_key_rules(run_sc, tmp_path):
+    for key in ("../../x", "/etc/x", "a/./b", "sp ace", "ctl\x01x"):
+        shard = write_tar(tmp_path / "k.tar", [(f"{key}.txt", b"1")])
+        cp = run_sc("verify", shard, timeout=TIMEOUT)
+        assert cp.returncode == 1, (key, out_text(cp))
+        assert "key breaks the key rules" in out_text(cp), (key, out_text(cp))
+    good = write_tar(tmp_path / "g.tar", [("n01/img_1.txt", b"1")])
+    assert run_sc("verify", good).returncode == 0
+
+
+def test_verify_decode_refuses_an_image_field_that_is_no_image(run_sc, tmp_path):
+    from conftest import image_bytes
+    png = image_bytes(1, "PNG")
+    shard = write_tar(tmp_path / "fake.tar", [("a.jpg", b"this is not a JPEG"), ("b.jpg", png),
+                                              ("c.png", image_bytes(2)), ("d.jpg", image_bytes(3))])
+    cp = run_sc("verify", "--decode", shard, timeout=TIMEOUT)
+    err = out_text(cp)
+    assert cp.returncode == 1, err
+    assert "member 'a.jpg': named as a JPEG, it holds no image format libshard knows" in err
+    assert "member 'b.jpg': named as a JPEG, it holds an image in png" in err
+    assert "member 'c.png': named as a PNG, it holds an image in jpeg" in err
+    assert "d.jpg" not in err
