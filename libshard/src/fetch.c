@@ -159,7 +159,8 @@ static int fetch_segment(Stream *st, const ShardSegment *seg, size_t n, uint64_t
     *ahead = open_ahead(st, n + 1);
     int rc = 0;
     /* Skip the samples before first: by index where there is one, else by reading. */
-    if (first && shard_file_seek(file, first) != 0)
+    int seeked = first && shard_file_seek(file, first) == 0;
+    if (first && !seeked)
         for (uint64_t i = 0; i < first && rc == 0; i++) {
             const ShardSampleView *v;
             rc = shard_file_next(file, &v);
@@ -178,6 +179,26 @@ static int fetch_segment(Stream *st, const ShardSegment *seg, size_t n, uint64_t
         }
         got++;
     }
+    /* Read through the tar to the count that says where it ends: the shard must end there
+     * too, or the samples past the count would be lost without a word. */
+    uint64_t known = shard_list_entry(f->s.list, seg->shard)->nsamples;
+    if (rc == 0 && count != SHARD_COUNT_UNKNOWN && got == count && !seeked &&
+        first + count == known && !atomic_load(&f->stop)) {
+        const ShardSampleView *v;
+        rc = shard_file_next(file, &v);
+        if (rc == 0) {
+            char msg[SHARD_ERROR_MAX];
+            snprintf(msg, sizeof msg, "%s: offset %llu: sample '%s' is past the end the count "
+                                      "says: the shard has more than %llu samples (the manifest "
+                                      "or index is out of date)",
+                     url, (unsigned long long)v->offset, v->key, (unsigned long long)known);
+            shard_escape_message(msg, sizeof msg);
+            shard_file_free(&file);
+            return failed(st, msg, 0);
+        }
+        if (rc == SHARD_EOS)
+            rc = 0;
+    }
     int out = 0;
     if (rc == SHARD_EOS && count != SHARD_COUNT_UNKNOWN && got < count) {
         char msg[SHARD_ERROR_MAX];
@@ -186,6 +207,7 @@ static int fetch_segment(Stream *st, const ShardSegment *seg, size_t n, uint64_t
                                   "date)",
                  url, (long long)shard_file_size(file), (unsigned long long)(first + got),
                  (unsigned long long)(first + count));
+        shard_escape_message(msg, sizeof msg);
         out = failed(st, msg, count - got);
     } else if (rc && rc != SHARD_EOS) {
         out = failed(st, shard_file_error(file), count == SHARD_COUNT_UNKNOWN ? count : count - got);

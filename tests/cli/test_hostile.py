@@ -108,3 +108,22 @@ def test_verify_decode_refuses_an_image_field_that_is_no_image(run_sc, tmp_path)
     assert "member 'b.jpg': named as a JPEG, it holds an image in png" in err
     assert "member 'c.png': named as a PNG, it holds an image in jpeg" in err
     assert "d.jpg" not in err
+
+
+def test_a_count_that_disagrees_with_the_shard_is_an_error(run_sc, tmp_path):
+    """A manifest's nsamples (or an index header) too low would drop the samples past it
+    without a word, too high would end the shard early: both are errors naming the shard."""
+    import json
+    shard = write_tar(tmp_path / "five.tar", [(f"s{i}.txt", b"%d" % i) for i in range(5)])
+    for n, want in ((4, "has more than 4 samples"), (6, "ends after 5 samples, 6 were expected")):
+        m = tmp_path / f"m{n}.json"
+        m.write_text(json.dumps({"shardlist": [{"url": "five.tar", "nsamples": n}]}))
+        cp = run_sc("stream", m, "--seed", "1", timeout=TIMEOUT)
+        assert cp.returncode == 1 and want in out_text(cp) and "five.tar" in out_text(cp), out_text(cp)
+        cp = run_sc("stream", m, "--seed", "1", "--skip-errors", timeout=TIMEOUT)
+        assert cp.returncode == 0 and "skipped" in out_text(cp) and want in out_text(cp)
+        assert len(cp.stdout.splitlines()) == min(n, 5)
+    m = tmp_path / "m5.json"
+    m.write_text(json.dumps({"shardlist": [{"url": "five.tar", "nsamples": 5}]}))
+    cp = run_sc("stream", m, "--seed", "1", timeout=TIMEOUT)
+    assert cp.returncode == 0 and len(cp.stdout.splitlines()) == 5, out_text(cp)
