@@ -41,6 +41,10 @@ static void usage(FILE *f)
           "                                to resume from on stderr; --mix W:SPEC (repeated) mixes\n"
           "                                sources, each W's share of every epoch\n"
           "\n"
+          "Manifests (every command):\n"
+          "  --allow-manifest-commands  let a manifest list pipe:COMMAND shards (a manifest\n"
+          "                       from elsewhere runs nothing without it)\n"
+          "\n"
           "Remote shards (every command):\n"
           "  --cache-dir DIR      keep remote shards in DIR (shared by processes)\n"
           "  --cache-size SIZE    the cache's limit, least recently used out first\n"
@@ -64,12 +68,13 @@ static int die_usage(const char *msg)
 
 /* Expands every argument into one list (with what each manifest says of its shards);
  * NULL after printing why an argument is unusable. */
-static ShardList *collect(char **args, int n, ShardRemote *rm)
+static ShardList *collect(char **args, int n, ShardRemote *rm, int manifest_commands)
 {
     ShardListSettings s;
     shard_list_default_settings(&s);
     s.counts = 0;
     s.remote = rm;
+    s.manifest_commands = manifest_commands;
     ShardList *l;
     ShardError err;
     if (shard_list_expand(&l, (const char *const *)args, (size_t)n, &s, &err)) {
@@ -644,7 +649,7 @@ int main(int argc, char **argv)
     shard_remote_default_settings(&ro);
     enum { O_CACHE = 200, O_CACHE_SIZE, O_RETRIES, O_TIMEOUT, O_STALL, O_BACKOFF, O_CA,
            O_SHUFFLE = 256, O_SEED, O_EPOCH, O_RANK, O_WORLD, O_WORKER, O_WORKERS, O_MODE, O_PAD,
-           O_EPOCH_SAMPLES, O_STREAMS, O_SKIP, O_SAMPLES, O_STATE, O_STATS, O_MIX };
+           O_EPOCH_SAMPLES, O_STREAMS, O_SKIP, O_SAMPLES, O_STATE, O_STATS, O_MIX, O_CMDS = 150 };
     static const struct option longopts[] = {
         {"json", no_argument, NULL, 'J'},         {"decode", no_argument, NULL, 'D'},
         {"help", no_argument, NULL, 'h'},         {"shuffle", required_argument, NULL, O_SHUFFLE},
@@ -663,6 +668,7 @@ int main(int argc, char **argv)
         {"stall-timeout", required_argument, NULL, O_STALL},
         {"backoff", required_argument, NULL, O_BACKOFF},
         {"ca-bundle", required_argument, NULL, O_CA},
+        {"allow-manifest-commands", no_argument, NULL, O_CMDS},
         {NULL, 0, NULL, 0},
     };
     optind = 2;
@@ -782,6 +788,7 @@ int main(int argc, char **argv)
             break;
         }
         case O_CA: ro.ca_bundle = optarg; break;
+        case O_CMDS: so.s.manifest_commands = 1; break;
         default: return die_usage("unknown option");
         }
     }
@@ -837,7 +844,7 @@ static int run(const char *cmd, char **args, int nargs, int json, int decode, co
         return die_usage("no SHARD given");
     if (!strcmp(cmd, "extract") && !dir)
         return die_usage("extract wants -C DIR");
-    ShardList *t = collect(args, nargs, rm);
+    ShardList *t = collect(args, nargs, rm, o->s.manifest_commands);
     int status = 1;
     if (t) {
         if (!strcmp(cmd, "ls"))

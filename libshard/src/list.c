@@ -227,8 +227,10 @@ static int prefix_add(void *cookie, const char *url)
     return list_push(p->l, shard_strdup(url), p->which);
 }
 
-static int expand_one(List *l, const char *spec, size_t which, ShardRemote *remote, char *msg)
+static int expand_one(List *l, const char *spec, size_t which, const ShardListSettings *s,
+                      char *msg)
 {
+    ShardRemote *remote = s->remote;
     if (shard_url_is_prefix(spec)) {
         size_t first = l->n;
         Prefix p = {l, which};
@@ -247,6 +249,13 @@ static int expand_one(List *l, const char *spec, size_t which, ShardRemote *remo
         const ShardManifest *m = l->manifests[which];
         for (size_t i = 0; i < shard_manifest_count(m) && !rc; i++) {
             const ShardFileInfo *fi = shard_manifest_shard(m, i);
+            /* a manifest from elsewhere must not run anything the user did not allow */
+            if (shard_url_is_command(fi->url) && !s->manifest_commands)
+                return shard_fail(msg, SHARD_ERR_INVALID,
+                                  "%s: shardlist[%zu] is a command ('%.40s...'): a manifest "
+                                  "runs commands only when allowed (manifest_commands; "
+                                  "shardcat --allow-manifest-commands)",
+                                  spec, i, fi->url);
             rc = list_add(l, shard_strdup(fi->url), fi->nsamples, fi, which);
         }
         return rc ? shard_fail(msg, rc, "out of memory") : 0;
@@ -276,7 +285,7 @@ int shard_list_expand(ShardList **out, const char *const *specs, size_t nspecs,
     l->nspecs = nspecs;
     int rc = 0;
     for (size_t k = 0; k < nspecs && !rc; k++)
-        rc = expand_one(l, specs[k], k, s->remote, msg);
+        rc = expand_one(l, specs[k], k, s, msg);
     if (!rc && s->counts)
         counts(l, s->remote);
     if (rc) {

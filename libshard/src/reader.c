@@ -490,6 +490,7 @@ static int open_list(ShardReader *r, const ShardReaderSettings *s)
     ShardListSettings ls;
     shard_list_default_settings(&ls);
     ls.remote = r->s.remote;
+    ls.manifest_commands = s->manifest_commands;
     ShardError e;
     int rc = 0;
     if (shard_list_expand(&r->list, specs, nspecs, &ls, &e))

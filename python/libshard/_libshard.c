@@ -173,6 +173,7 @@ typedef struct ReaderArgs {
     int shuffle_shards;
     Py_ssize_t shuffle, shuffle_initial, streams, queue_depth;
     int skip_errors;
+    int manifest_commands;
     const char *cache_dir;
     unsigned long long cache_size;
     int retries;
@@ -282,20 +283,21 @@ static int reader_settings(const ReaderArgs *a, ShardReaderSettings *s, Specs *s
     s->streams = (size_t)a->streams;
     s->queue_depth = (size_t)a->queue_depth;
     s->skip_errors = a->skip_errors;
+    s->manifest_commands = a->manifest_commands;
     return 0;
 }
 
 #define READER_KWLIST                                                                       \
     "urls", "seed", "epoch", "rank", "world_size", "worker", "num_workers", "mode", "pad",  \
         "epoch_samples", "shuffle_shards", "shuffle", "shuffle_initial", "streams",          \
-        "queue_depth", "skip_errors", "cache_dir", "cache_size", "retries", "timeout",      \
-        "stall_timeout", "backoff"
-#define READER_FMT_KW "O|$OKiiiispKpnnnnpzKiddd"
+        "queue_depth", "skip_errors", "manifest_commands", "cache_dir", "cache_size",       \
+        "retries", "timeout", "stall_timeout", "backoff"
+#define READER_FMT_KW "O|$OKiiiispKpnnnnppzKiddd"
 #define READER_PTRS(a)                                                                      \
     &(a).urls, &(a).seed, &(a).epoch, &(a).rank, &(a).world_size, &(a).worker,             \
         &(a).num_workers, &(a).mode, &(a).pad, &(a).epoch_samples, &(a).shuffle_shards,    \
         &(a).shuffle, &(a).shuffle_initial, &(a).streams, &(a).queue_depth, &(a).skip_errors, \
-        &(a).cache_dir, &(a).cache_size, &(a).retries, &(a).timeout, &(a).stall_timeout,    \
+        &(a).manifest_commands, &(a).cache_dir, &(a).cache_size, &(a).retries, &(a).timeout, &(a).stall_timeout,    \
         &(a).backoff
 
 /* A method called on an object whose __init__ failed or never ran (Reader.__new__(Reader))

@@ -22,7 +22,8 @@ class Reader:
                  num_workers: int = ..., mode: str = ..., pad: bool = ...,
                  epoch_samples: int = ..., shuffle_shards: bool = ..., shuffle: int = ...,
                  shuffle_initial: int = ..., streams: int = ..., queue_depth: int = ...,
-                 skip_errors: bool = ..., cache_dir: Optional[str] = ..., cache_size: int = ...,
+                 skip_errors: bool = ..., manifest_commands: bool = ...,
+                 cache_dir: Optional[str] = ..., cache_size: int = ...,
                  retries: int = ..., timeout: float = ..., stall_timeout: float = ...,
                  backoff: float = ...) -> None: ...
     def __iter__(self) -> Iterator[Dict[str, Any]]: ...
@@ -65,7 +66,8 @@ class Loader:
                  num_workers: int = ..., mode: str = ..., pad: bool = ...,
                  epoch_samples: int = ..., shuffle_shards: bool = ..., shuffle: int = ...,
                  shuffle_initial: int = ..., streams: int = ..., queue_depth: int = ...,
-                 skip_errors: bool = ..., cache_dir: Optional[str] = ..., cache_size: int = ...,
+                 skip_errors: bool = ..., manifest_commands: bool = ...,
+                 cache_dir: Optional[str] = ..., cache_size: int = ...,
                  retries: int = ..., timeout: float = ..., stall_timeout: float = ...,
                  backoff: float = ..., batch_size: int = ...,
                  image_size: Union[int, Sequence[int]] = ..., crop: str = ..., flip: bool = ...,

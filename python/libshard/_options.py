@@ -81,6 +81,7 @@ CHECKS = {
     "streams": lambda v: _int("streams", v, 1),
     "queue_depth": lambda v: _int("queue_depth", v, 1),
     "skip_errors": lambda v: _bool("skip_errors", v),
+    "manifest_commands": lambda v: _bool("manifest_commands", v),
     "cache_dir": lambda v: None if v is None else os.fspath(v),
     "cache_size": lambda v: _int("cache_size", v, 0),
     "retries": lambda v: _int("retries", v, 0),

@@ -127,3 +127,22 @@ def test_a_count_that_disagrees_with_the_shard_is_an_error(run_sc, tmp_path):
     m.write_text(json.dumps({"shardlist": [{"url": "five.tar", "nsamples": 5}]}))
     cp = run_sc("stream", m, "--seed", "1", timeout=TIMEOUT)
     assert cp.returncode == 0 and len(cp.stdout.splitlines()) == 5, out_text(cp)
+
+
+def test_a_manifest_runs_no_command_unless_allowed(run_sc, tmp_path):
+    """pipe: shards inside a manifest would run whatever the manifest's author wrote: refused
+    unless the user allows it. A pipe: spec given on the command line is the user's own."""
+    import json
+    shard = write_tar(tmp_path / "one.tar", [("a.txt", b"1")])
+    marker = tmp_path / "ran"
+    m = tmp_path / "m.json"
+    m.write_text(json.dumps({"shardlist": [{"url": f"pipe:touch {marker}; cat {shard}",
+                                            "nsamples": 1}]}))
+    for args in (["ls", m], ["stream", m, "--seed", "1"]):
+        cp = run_sc(*args, timeout=TIMEOUT)
+        assert cp.returncode != 0 and "runs commands only when allowed" in out_text(cp), args
+        assert not marker.exists(), "the command ran"
+    cp = run_sc("stream", m, "--seed", "1", "--allow-manifest-commands", timeout=TIMEOUT)
+    assert cp.returncode == 0 and marker.exists() and len(cp.stdout.splitlines()) == 1
+    cp = run_sc("ls", f"pipe:cat {shard}", timeout=TIMEOUT)
+    assert cp.returncode == 0, out_text(cp)

@@ -7,6 +7,7 @@ The data set (conftest.packed): 300 JPEGs of 48..120 pixels in 5 ImageFolder cla
 with `shardpack -c 40` into 8 shards (7 x 40 + 20) with a manifest.
 """
 import io
+import json
 import os
 import subprocess
 import sys
@@ -841,3 +842,16 @@ def test_webdataset_port_is_faithful_where_it_runs(packed):
     for method in ("rsample", "xdecode", "listed"):
         with pytest.raises(NotImplementedError, match=rf"\.{method}\(\)"):
             getattr(lwds.WebDataset(url), method)(0.5)
+
+
+def test_a_manifest_runs_no_command_unless_allowed(packed, tmp_path):
+    """manifest_commands=True lets a manifest list pipe: shards; without it, refused."""
+    marker = tmp_path / "ran"
+    m = tmp_path / "m.json"
+    m.write_text(json.dumps({"shardlist": [{"url": f"pipe:touch {marker}; cat {packed.shards[0]}",
+                                            "nsamples": 40}]}))
+    with pytest.raises(libshard.ShardError, match="runs commands only when allowed"):
+        list(libshard.Reader(str(m), seed=0))
+    assert not marker.exists()
+    ds = ShardDataset(str(m), decode=False, seed=0, manifest_commands=True)
+    assert len(list(ds)) == 40 and marker.exists()

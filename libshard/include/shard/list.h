@@ -35,8 +35,12 @@ typedef struct ShardListSettings {
     /** Where remote specs, manifests and indexes are read through (a prefix gs://B/P/ or
      *  s3://B/P/ lists the shards under it); NULL: one made for the call. Borrowed. */
     ShardRemote *remote;
+    /** Let a manifest's shard list hold "pipe:COMMAND" entries, which run commands
+     *  (default 0: a manifest, which may come from anywhere, runs nothing; a pipe: spec
+     *  given directly is always allowed) */
+    int manifest_commands;
     /** Zero: room for settings added later without changing the struct's size. */
-    unsigned char reserved[48];
+    unsigned char reserved[44];
 } ShardListSettings;
 
 typedef struct ShardList ShardList;

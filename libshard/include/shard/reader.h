@@ -103,8 +103,11 @@ typedef struct ShardReaderSettings {
      */
     const ShardMixInput *sources;
     size_t nsources;
+    /** Let manifests name "pipe:COMMAND" shards (ShardListSettings.manifest_commands;
+     *  default 0) */
+    int manifest_commands;
     /** Zero: room for settings added later without changing the struct's size. */
-    unsigned char reserved[40];
+    unsigned char reserved[36];
 } ShardReaderSettings;
 
 typedef struct ShardReaderStats {
