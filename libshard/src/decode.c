@@ -21,6 +21,26 @@
 #include "shard/decode.h"
 #include "shard/image.h"
 
+/* PIL's decompression-bomb limit (Image.MAX_IMAGE_PIXELS x 2, where it raises) */
+#define DEFAULT_MAX_PIXELS 178956970ull
+
+static uint64_t pixel_limit(const ShardTransform *t)
+{
+    return t && t->max_pixels ? t->max_pixels : DEFAULT_MAX_PIXELS;
+}
+
+/* An image declaring more pixels than max is refused before any memory goes to it. */
+static int too_big(const char *what, uint64_t w, uint64_t h, uint64_t max, char *msg,
+                   size_t msgsize)
+{
+    if (w * h <= max)
+        return 0;
+    if (msg)
+        snprintf(msg, msgsize, "%s of %llux%llu pixels, more than the limit of %llu (max_pixels)",
+                 what, (unsigned long long)w, (unsigned long long)h, (unsigned long long)max);
+    return SHARD_ERR_DECODE;
+}
+
 void shard_transform_default(ShardTransform *t)
 {
     memset(t, 0, sizeof *t);
@@ -38,6 +58,7 @@ void shard_transform_default(ShardTransform *t)
     t->dtype = SHARD_DTYPE_UINT8;
     t->mean[0] = 0.485f, t->mean[1] = 0.456f, t->mean[2] = 0.406f;
     t->std[0] = 0.229f, t->std[1] = 0.224f, t->std[2] = 0.225f;
+    t->max_pixels = DEFAULT_MAX_PIXELS;
 }
 
 size_t shard_transform_output_size(const ShardTransform *t)
@@ -212,6 +233,11 @@ static int jpeg_decode(ShardScratch *sc, const void *data, size_t size, const Sh
     jpeg_mem_src(ci, data, (unsigned long)size);
     jpeg_read_header(ci, TRUE);
     int W = (int)ci->image_width, H = (int)ci->image_height;
+    int big = too_big("a JPEG", (uint64_t)W, (uint64_t)H, pixel_limit(t), msg, msgsize);
+    if (big) {
+        jpeg_abort_decompress(ci); /* ready for the next image */
+        return big;
+    }
     int cmyk = ci->jpeg_color_space == JCS_CMYK || ci->jpeg_color_space == JCS_YCCK;
     ci->out_color_space = cmyk ? JCS_CMYK : JCS_RGB;
     Box b = {0, 0, W, H};
@@ -340,8 +366,8 @@ static int jpeg_has_eoi(const void *data, size_t size)
 
 /* ---- PNG ------------------------------------------------------------------------------- */
 
-static int png_decode(ShardScratch *sc, const void *data, size_t size, unsigned char **rgb, int *w,
-                      int *h, char *msg, size_t msgsize)
+static int png_decode(ShardScratch *sc, const void *data, size_t size, uint64_t max_pixels,
+                      unsigned char **rgb, int *w, int *h, char *msg, size_t msgsize)
 {
     png_image img;
     memset(&img, 0, sizeof img);
@@ -354,6 +380,11 @@ static int png_decode(ShardScratch *sc, const void *data, size_t size, unsigned 
     /* RGBA, then the alpha dropped: what PIL's convert("RGB") gives, so PNGs come out as
      * the reference pipelines see them (grey and palettes expanded by libpng). */
     img.format = PNG_FORMAT_RGBA;
+    int big = too_big("a PNG", img.width, img.height, max_pixels, msg, msgsize);
+    if (big) {
+        png_image_free(&img);
+        return big;
+    }
     size_t n = (size_t)img.width * img.height;
     unsigned char *buf = shard_scratch(sc, SHARD_SCR_PIXELS, PNG_IMAGE_SIZE(img));
     if (!buf) {
@@ -382,12 +413,13 @@ static int png_decode(ShardScratch *sc, const void *data, size_t size, unsigned 
 /* The whole image (of format fmt, as shard_image_format says) as RGB in the scratch's
  * pixel buffer. */
 static int decode_rgb(ShardScratch *sc, const char *fmt, const void *data, size_t size,
-                      unsigned char **out, int *width, int *height, char *msg, size_t msgsize)
+                      const ShardTransform *t, unsigned char **out, int *width, int *height,
+                      char *msg, size_t msgsize)
 {
     if (fmt && !strcmp(fmt, "jpeg"))
-        return jpeg_decode(sc, data, size, NULL, NULL, NULL, out, width, height, msg, msgsize);
+        return jpeg_decode(sc, data, size, t, NULL, NULL, out, width, height, msg, msgsize);
     if (fmt && !strcmp(fmt, "png"))
-        return png_decode(sc, data, size, out, width, height, msg, msgsize);
+        return png_decode(sc, data, size, pixel_limit(t), out, width, height, msg, msgsize);
     if (msg)
         snprintf(msg, msgsize, "%s images are not decoded (JPEG and PNG are)",
                  fmt ? fmt : "unknown");
@@ -400,7 +432,7 @@ int shard_decode_rgb(const void *data, size_t size, unsigned char **out, int *wi
     *out = NULL;
     ShardScratch sc = {0};
     unsigned char *px;
-    int rc = decode_rgb(&sc, shard_image_format(data, size), data, size, &px, width, height, msg,
+    int rc = decode_rgb(&sc, shard_image_format(data, size), data, size, NULL, &px, width, height, msg,
                         msgsize);
     if (!rc)
         *out = shard_scratch_take(&sc, SHARD_SCR_PIXELS); /* px: the caller's now */
@@ -466,7 +498,7 @@ int shard_decode_transform_with(ShardScratch *sc, const void *data, size_t size,
         }
         rc = jpeg_decode(sc, data, size, t, &rng, &box, &rgb, &w, &h, msg, msgsize);
     } else {
-        rc = decode_rgb(sc, fmt, data, size, &rgb, &w, &h, msg, msgsize);
+        rc = decode_rgb(sc, fmt, data, size, t, &rgb, &w, &h, msg, msgsize);
         if (!rc)
             box = crop_box(t, w, h, &rng);
     }

@@ -39,6 +39,9 @@ void shard_file_default_settings(ShardFileSettings *s)
     s->on_skip = NULL;
     s->on_skip_reason = NULL;
     s->cookie = NULL;
+    s->max_member_size = SHARD_DEFAULT_MAX_MEMBER;
+    s->max_fields = SHARD_DEFAULT_MAX_FIELDS;
+    s->max_name = SHARD_DEFAULT_MAX_NAME;
 }
 
 char *shard_index_path(const char *url)
@@ -178,7 +181,7 @@ static int next(ShardFile *f, uint64_t *offset)
     if (f->indexed) {
         if (f->next_index >= shard_indexed_count(f->ix))
             return SHARD_EOS;
-        rc = shard_indexed_read(f->ix, f->next_index, f->s.lowercase, &f->sb, offset, f->err);
+        rc = shard_indexed_read(f->ix, f->next_index, &f->s, &f->sb, offset, f->err);
     } else if (!(rc = open_tar(f))) {
         rc = shard_tar_next(f->tar, &f->sb, offset, f->err);
     }

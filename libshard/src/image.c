@@ -57,6 +57,9 @@ static void on_message(j_common_ptr cinfo, int level)
     }
 }
 
+/* as the decoder's default max_pixels (PIL's decompression-bomb limit) */
+#define VERIFY_MAX_PIXELS 178956970ull
+
 static int verify_jpeg(const void *data, size_t size, char *msg, size_t msgsize)
 {
     struct jpeg_decompress_struct cinfo;
@@ -76,6 +79,15 @@ static int verify_jpeg(const void *data, size_t size, char *msg, size_t msgsize)
     jpeg_create_decompress(&cinfo);
     jpeg_mem_src(&cinfo, data, (unsigned long)size);
     jpeg_read_header(&cinfo, TRUE);
+    /* progressive JPEGs keep every coefficient: a bomb's header alone asks for gigabytes */
+    if ((uint64_t)cinfo.image_width * cinfo.image_height > VERIFY_MAX_PIXELS) {
+        if (msg)
+            snprintf(msg, msgsize, "a JPEG of %ux%u pixels, more than the limit of %llu",
+                     (unsigned)cinfo.image_width, (unsigned)cinfo.image_height,
+                     (unsigned long long)VERIFY_MAX_PIXELS);
+        jpeg_destroy_decompress(&cinfo);
+        return SHARD_ERR_DECODE;
+    }
     /* Every coefficient is still entropy-decoded at 1/8 scale, which is where damage
      * shows, but the inverse DCT and colour work shrink to almost nothing. */
     cinfo.scale_num = 1;

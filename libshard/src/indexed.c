@@ -7,6 +7,7 @@
 #include <zstd.h>
 
 #include "indexed.h"
+#include "tar.h"
 #include "url.h"
 #include "shard/names.h"
 
@@ -84,8 +85,10 @@ static int prepare_frames(ShardIndexed *x, char *err)
     return 0;
 }
 
-/* Copies size bytes at tar offset off into the arena, decompressing frames as needed. */
-static int read_zst_range(ShardIndexed *x, uint64_t off, uint64_t size, ShardBuf *arena, char *err)
+/* Copies size bytes at tar offset off into the arena, decompressing frames as needed; a
+ * frame may not claim more than limit bytes decompressed. */
+static int read_zst_range(ShardIndexed *x, uint64_t off, uint64_t size, uint64_t limit,
+                          ShardBuf *arena, char *err)
 {
     const char *url = x->src->url;
     int rc = prepare_frames(x, err);
@@ -111,6 +114,12 @@ static int read_zst_range(ShardIndexed *x, uint64_t off, uint64_t size, ShardBuf
             const ShardSeekEntry *e = &x->frames[lo];
             x->frame.len = 0;
             x->frame_no = SIZE_MAX;
+            if (e->dsize > limit)
+                return shard_fail(err, SHARD_ERR_FORMAT,
+                                  "%s: zstd frame %zu at offset %llu claims %llu bytes "
+                                  "decompressed, more than the limit of %llu (max_member_size)",
+                                  url, lo, (unsigned long long)x->frame_coff[lo],
+                                  (unsigned long long)e->dsize, (unsigned long long)limit);
             if (shard_buf_reserve(&x->frame, e->dsize ? e->dsize : 1))
                 return shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", url);
             const unsigned char *packed =
@@ -136,11 +145,13 @@ static int read_zst_range(ShardIndexed *x, uint64_t off, uint64_t size, ShardBuf
     return 0;
 }
 
-int shard_indexed_read(ShardIndexed *x, uint64_t i, int lowercase, ShardSampleBuf *sb,
+int shard_indexed_read(ShardIndexed *x, uint64_t i, const ShardFileSettings *s, ShardSampleBuf *sb,
                        uint64_t *offset, char *err)
 {
     shard_sb_reset(sb);
     ShardSource *src = x->src;
+    int lowercase = s->lowercase;
+    uint64_t limit = s->max_member_size ? s->max_member_size : SHARD_DEFAULT_MAX_MEMBER;
     for (uint64_t k = x->idx.first[i]; k < x->idx.first[i + 1]; k++) {
         const ShardIndexEntry *e = &x->idx.entries[k];
         const char *name = e->name ? e->name : e->ext;
@@ -150,8 +161,14 @@ int shard_indexed_read(ShardIndexed *x, uint64_t i, int lowercase, ShardSampleBu
         rec->size = e->size;
         rec->offset = e->offset;
         int rc = 0;
-        if (x->zstd) {
-            rc = read_zst_range(x, e->offset, e->size, &sb->arena, err);
+        if (e->size > limit) {
+            rc = shard_fail(err, SHARD_ERR_FORMAT,
+                            "%s: index line %llu: member '%s' of %llu bytes, more than the limit "
+                            "of %llu (max_member_size)",
+                            src->url, (unsigned long long)i + 2, name,
+                            (unsigned long long)e->size, (unsigned long long)limit);
+        } else if (x->zstd) {
+            rc = read_zst_range(x, e->offset, e->size, limit, &sb->arena, err);
         } else if (src->size >= 0 &&
                    (e->offset > (uint64_t)src->size || e->size > (uint64_t)src->size - e->offset)) {
             rc = shard_fail(err, SHARD_ERR_FORMAT,

@@ -10,6 +10,7 @@
 #include "index.h"
 #include "internal.h"
 #include "samplebuf.h"
+#include "shard/file.h"
 #include "source.h"
 #include "zstdseek.h"
 
@@ -25,9 +26,10 @@ SHARD_HIDDEN int shard_indexed_open(ShardIndexed **out, ShardSource *src, const 
 /* Whether samples can be read by index: an uncompressed tar, or zstd with a seek table. */
 SHARD_HIDDEN int shard_indexed_can_seek(const ShardIndexed *x);
 SHARD_HIDDEN uint64_t shard_indexed_count(const ShardIndexed *x);
-/* Reads sample i into sb (i < count); *offset receives its first header's tar offset. */
-SHARD_HIDDEN int shard_indexed_read(ShardIndexed *x, uint64_t i, int lowercase, ShardSampleBuf *sb,
-                                    uint64_t *offset, char *err);
+/* Reads sample i into sb (i < count) as s says (lowercase, max_member_size); *offset
+ * receives its first header's tar offset. */
+SHARD_HIDDEN int shard_indexed_read(ShardIndexed *x, uint64_t i, const ShardFileSettings *s,
+                                    ShardSampleBuf *sb, uint64_t *offset, char *err);
 SHARD_HIDDEN void shard_indexed_free(ShardIndexed **x);
 
 #endif /* SHARD_INDEXED_H */

@@ -300,6 +300,33 @@ static long field_index(ShardTar *t, const ShardSampleBuf *sb, const char *field
     return -1;
 }
 
+/* The limits of the settings on a member (formats/shard.md 2.5): its name, its declared
+ * size. Checked before anything is read or kept for it. */
+static int check_limits(const ShardTar *t, struct archive_entry *e,
+                        const char *member, uint64_t header_off, char *err)
+{
+    const char *url = t->src->url;
+    uint64_t max_name = t->s.max_name ? t->s.max_name : SHARD_DEFAULT_MAX_NAME;
+    uint64_t max_size = t->s.max_member_size ? t->s.max_member_size : SHARD_DEFAULT_MAX_MEMBER;
+    size_t len = member ? strlen(member) : 0;
+    if (len > max_name)
+        return shard_fail(err, SHARD_ERR_FORMAT,
+                          "%s: offset %llu: a member name of %zu bytes, more than the limit of "
+                          "%llu (max_name): '%.60s...'",
+                          url, (unsigned long long)header_off, len, (unsigned long long)max_name,
+                          member);
+    if (archive_entry_filetype(e) != AE_IFREG)
+        return 0;
+    la_int64_t size = archive_entry_size(e);
+    if (size < 0 || (uint64_t)size > max_size)
+        return shard_fail(err, SHARD_ERR_FORMAT,
+                          "%s: offset %llu: member '%s' declares %lld bytes, more than the limit "
+                          "of %llu (max_member_size)",
+                          url, (unsigned long long)header_off, member ? member : "",
+                          (long long)size, (unsigned long long)max_size);
+    return 0;
+}
+
 int shard_tar_next(ShardTar *t, ShardSampleBuf *sb, uint64_t *offset, char *err)
 {
     shard_sb_reset(sb);
@@ -314,6 +341,8 @@ int shard_tar_next(ShardTar *t, ShardSampleBuf *sb, uint64_t *offset, char *err)
         const char *member = archive_entry_pathname(e);
         uint64_t header_off = (uint64_t)archive_read_header_position(t->ar);
         uint64_t data_off = (uint64_t)archive_filter_bytes(t->ar, 0);
+        if ((rc = check_limits(t, e, member, header_off, err)))
+            return rc;
         size_t kstart = 0, klen = 0;
         const char *field = NULL;
         ShardSkipReason code;
@@ -340,6 +369,13 @@ int shard_tar_next(ShardTar *t, ShardSampleBuf *sb, uint64_t *offset, char *err)
         } else if (klen != sb->key.len - 1 || memcmp(sb->key.data, member + kstart, klen)) {
             break; /* the next sample begins: keep the header for the next call */
         }
+        uint64_t max_fields = t->s.max_fields ? t->s.max_fields : SHARD_DEFAULT_MAX_FIELDS;
+        if (sb->n >= max_fields)
+            return shard_fail(err, SHARD_ERR_FORMAT,
+                              "%s: offset %llu: member '%s': sample '%s' has more than %llu "
+                              "members (max_fields)",
+                              url, (unsigned long long)header_off, member,
+                              (const char *)sb->key.data, (unsigned long long)max_fields);
         long dup = field_index(t, sb, field);
         if (dup == -2)
             return nomem(t, err);

@@ -10,6 +10,11 @@
 #include "shard/file.h"
 #include "source.h"
 
+/* ShardFileSettings' limits when left 0 */
+#define SHARD_DEFAULT_MAX_MEMBER ((uint64_t)1 << 30)
+#define SHARD_DEFAULT_MAX_FIELDS 100000u
+#define SHARD_DEFAULT_MAX_NAME 4096u
+
 typedef struct ShardTar ShardTar;
 
 /* Opens the tar stream of src (borrowed: it must outlive the reader) and reads up to its

@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import tarfile
+from pathlib import Path
 from collections import Counter
 
 import numpy as np
@@ -855,3 +856,27 @@ def test_a_manifest_runs_no_command_unless_allowed(packed, tmp_path):
     assert not marker.exists()
     ds = ShardDataset(str(m), decode=False, seed=0, manifest_commands=True)
     assert len(list(ds)) == 40 and marker.exists()
+
+
+def test_an_image_declaring_too_many_pixels_is_refused_before_memory_goes_to_it():
+    """A JPEG whose header claims 65500 x 65500 pixels (12 GB of RGB): an error naming the
+    size and the limit, fast path or not, in a process capped at 1.5 GB of address space."""
+    data = bytearray(jpeg(textured(16, 16)))
+    i = next(k for k in range(len(data) - 9) if data[k] == 0xFF and data[k + 1] in (0xC0, 0xC2))
+    data[i + 5:i + 9] = bytes([0xFF, 0xDC, 0xFF, 0xDC])
+    code = (
+        "import resource, sys\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (1536 << 20, 1536 << 20))\n"
+        f"sys.path.insert(0, {str(Path(libshard.__file__).parents[1])!r})\n"
+        "import libshard\n"
+        "data = sys.stdin.buffer.read()\n"
+        "for fast in (True, False):\n"
+        "    try:\n"
+        "        libshard.decode(data, fast=fast)\n"
+        "    except libshard.ShardError as e:\n"
+        "        print(e)\n")
+    cp = subprocess.run([sys.executable, "-c", code], input=bytes(data), capture_output=True,
+                        timeout=60)
+    out = cp.stdout.decode()
+    assert cp.returncode == 0, cp.stderr.decode()
+    assert out.count("65500x65500 pixels, more than the limit of 178956970") == 2, out

@@ -44,8 +44,12 @@ typedef struct ShardTransform {
     ShardLayout layout;         /**< default SHARD_LAYOUT_NCHW */
     ShardDType dtype;           /**< default SHARD_DTYPE_UINT8 */
     float mean[3], std[3];      /**< for FLOAT32 (default ImageNet's) */
+    /** The most pixels an image may declare (width x height); a larger one is refused
+     *  before any memory goes to it, as PIL's decompression-bomb limit does (default and
+     *  0: 178956970, PIL's) */
+    uint64_t max_pixels;
     /** Zero: room for settings added later without changing the struct's size. */
-    unsigned char reserved[32];
+    unsigned char reserved[24];
 } ShardTransform;
 
 /** Fills t with the defaults written beside each field. */

@@ -54,8 +54,14 @@ typedef struct ShardFileSettings {
     /** Where a remote shard (http, https, gs, s3) is read through; NULL: one made for this
      *  shard with the default settings. Borrowed: it must outlive the file. */
     ShardRemote *remote;
+    /** Limits against hostile shards, each an error naming the shard, offset and member
+     *  (0: the default). The largest member, by its declared size (default 1 GiB): a
+     *  sparse or compressed member cannot make the reader hold more. */
+    uint64_t max_member_size;
+    uint32_t max_fields; /**< the most members in one sample (default 100000) */
+    uint32_t max_name;   /**< the longest member name, in bytes (default 4096) */
     /** Zero: room for settings added later without changing the struct's size. */
-    unsigned char reserved[56];
+    unsigned char reserved[40];
 } ShardFileSettings;
 
 /* ShardFieldView and ShardSampleView (sample.h): views from a ShardFile are borrowed from

@@ -25,7 +25,8 @@ SHARD_API const char *shard_image_format(const void *data, size_t size);
  * checked by signature only.
  * @param msg optional buffer for what is wrong (e.g. "corrupt JPEG: premature end of data")
  * @return 0, SHARD_ERR_FORMAT if the bytes are not an image, SHARD_ERR_DECODE if the
- *         JPEG does not decode cleanly
+ *         JPEG does not decode cleanly or declares more than 178956970 pixels (the
+ *         decoder's default max_pixels)
  */
 SHARD_API int shard_image_verify(const void *data, size_t size, char *msg, size_t msgsize);
 
