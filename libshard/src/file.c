@@ -147,7 +147,9 @@ int shard_file_open(ShardFile **out, const char *url, const ShardFileSettings *s
     ShardSource *src;
     char msg[SHARD_ERROR_MAX];
     int rc = shard_source_open(&src, url, s ? s->remote : NULL,
-                               SHARD_SOURCE_SEQUENTIAL | SHARD_SOURCE_SHARD, msg);
+                               SHARD_SOURCE_SEQUENTIAL | SHARD_SOURCE_SHARD |
+                                   (s && s->map ? SHARD_SOURCE_MAP : 0),
+                               msg);
     if (rc)
         return shard_report(err, rc, msg);
     return shard_file_open_source(out, src, s, err);

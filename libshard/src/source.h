@@ -110,6 +110,8 @@ struct ShardSource {
 enum {
     SHARD_SOURCE_SEQUENTIAL = 1, /* the object is read once from start to end (a hint) */
     SHARD_SOURCE_SHARD = 2,      /* a shard (not an index or manifest): may be cached */
+    SHARD_SOURCE_MAP = 4,        /* a local file may be mapped (zero-copy views; a truncation
+                                    while mapped is then a SIGBUS) */
 };
 
 /* A source reading the size bytes at data, which the caller keeps valid and unchanged

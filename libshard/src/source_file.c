@@ -1,8 +1,9 @@
 /*
- * Local files as sources (source.h). A regular file is mapped: the mapping is handed to
- * libarchive as one block, so member data of an uncompressed tar come back as pointers into
- * it (no copy), and samples hold the source to keep viewing them. A file that cannot be
- * mapped is read with read() and pread().
+ * Local files as sources (source.h), read with read() and pread(). Asked to (SHARD_SOURCE_MAP)
+ * a regular file is mapped instead: the mapping is handed to libarchive as one block, so
+ * member data of an uncompressed tar come back as pointers into it (no copy), and samples
+ * hold the source to keep viewing them; but a file truncated while mapped then kills the
+ * process with SIGBUS, where read() reports a short file as any other error.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -39,11 +40,18 @@ static ssize_t file_read(ShardSource *s, const void **block)
     }
 }
 
+/* Skips at most to the file's end as it is now: lseek would go past it and claim the
+ * bytes were there, hiding a cut (or since truncated) file from the tar reader. */
 static int64_t file_skip(ShardSource *s, int64_t n)
 {
     FileSource *f = s->impl;
-    off_t at = lseek(f->fd, (off_t)n, SEEK_CUR);
-    return at < 0 ? 0 : n;
+    struct stat st;
+    off_t cur = lseek(f->fd, 0, SEEK_CUR);
+    if (cur < 0 || fstat(f->fd, &st) != 0)
+        return 0;
+    if (n > st.st_size - cur)
+        n = st.st_size > cur ? st.st_size - cur : 0;
+    return lseek(f->fd, (off_t)n, SEEK_CUR) < 0 ? 0 : n;
 }
 
 static int file_read_at(ShardSource *s, uint64_t off, void *buf, size_t n)
@@ -96,7 +104,8 @@ int shard_source_file(ShardSource **out, const char *path, int flags, char *err)
     f->fd = -1;
     s->impl = f;
     int rc = 0;
-    f->fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: opening a FIFO put in a shard's place must not wait for a writer */
+    f->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     struct stat st;
     if (f->fd < 0) {
         int e = errno;
@@ -104,8 +113,9 @@ int shard_source_file(ShardSource **out, const char *path, int flags, char *err)
     } else if (fstat(f->fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         rc = shard_fail(err, SHARD_ERR_IO, "%s: not a regular file", path);
     } else {
+        fcntl(f->fd, F_SETFL, fcntl(f->fd, F_GETFL) & ~O_NONBLOCK);
         s->size = (int64_t)st.st_size;
-        if (s->size) {
+        if (s->size && (flags & SHARD_SOURCE_MAP)) {
             void *m = mmap(NULL, (size_t)s->size, PROT_READ, MAP_PRIVATE, f->fd, 0);
             if (m != MAP_FAILED) {
                 if (flags & SHARD_SOURCE_SEQUENTIAL)

@@ -880,3 +880,31 @@ def test_an_image_declaring_too_many_pixels_is_refused_before_memory_goes_to_it(
     out = cp.stdout.decode()
     assert cp.returncode == 0, cp.stderr.decode()
     assert out.count("65500x65500 pixels, more than the limit of 178956970") == 2, out
+
+
+def test_a_shard_cut_while_it_is_read_is_an_error_not_a_crash(packed, tmp_path):
+    """Truncating a shard in place under a running reader (as a sync job or a full disk
+    might) reports a truncated shard; a mapped file would have been SIGBUS."""
+    shard = tmp_path / "s.tar"
+    shard.write_bytes(b"".join(p.read_bytes()[:-1024] for p in packed.shards))  # one long tar
+    code = (
+        "import os, sys\n"
+        f"sys.path.insert(0, {str(Path(libshard.__file__).parents[1])!r})\n"
+        "import libshard\n"
+        f"path = {str(shard)!r}\n"
+        "r = libshard.Reader(path, seed=0, rank=0, world_size=1, streams=1, queue_depth=1)\n"
+        "it = iter(r)\n"
+        "n = 0\n"
+        "try:\n"
+        "    for s in it:\n"
+        "        n += 1\n"
+        "        if n == 5:\n"
+        "            os.truncate(path, os.path.getsize(path) // 3)\n"
+        "except libshard.ShardError as e:\n"
+        "    print('error after', n, ':', e)\n"
+        "else:\n"
+        "    print('no error after', n)\n")
+    cp = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60)
+    out = cp.stdout.decode()
+    assert cp.returncode == 0, f"exit {cp.returncode}: {cp.stderr.decode()[-500:]}"
+    assert "error after" in out and "s.tar" in out and "Truncated" in out, out

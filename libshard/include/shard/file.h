@@ -60,8 +60,12 @@ typedef struct ShardFileSettings {
     uint64_t max_member_size;
     uint32_t max_fields; /**< the most members in one sample (default 100000) */
     uint32_t max_name;   /**< the longest member name, in bytes (default 4096) */
+    /** Map a local file (mmap): member data of an uncompressed tar are then views into the
+     *  mapping, with no copy; but a file truncated while mapped kills the process with
+     *  SIGBUS. Default 0: read() and pread(), a cut file an error like any other. */
+    int map;
     /** Zero: room for settings added later without changing the struct's size. */
-    unsigned char reserved[40];
+    unsigned char reserved[36];
 } ShardFileSettings;
 
 /* ShardFieldView and ShardSampleView (sample.h): views from a ShardFile are borrowed from
