@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -431,7 +432,7 @@ static int write_member(int dirfd, const char *path, const unsigned char *data, 
             e = errno;
             break;
         }
-        int next = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        int next = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
         if (next < 0) {
             e = errno;
             break;
@@ -441,7 +442,13 @@ static int write_member(int dirfd, const char *path, const unsigned char *data, 
         comp = slash + 1;
     }
     if (!e) {
-        int out = openat(fd, comp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+        /* A new file under a temporary name, then renamed over the member's name: whatever
+         * was there (a hard link to a file elsewhere, a FIFO, a symbolic link) is replaced,
+         * never written through or waited on. */
+        char tmp[64];
+        snprintf(tmp, sizeof tmp, ".shardcat-%ld-%lu.tmp", (long)getpid(),
+                 (unsigned long)(uintptr_t)data);
+        int out = openat(fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
         if (out < 0)
             e = errno;
         else {
@@ -458,6 +465,10 @@ static int write_member(int dirfd, const char *path, const unsigned char *data, 
             }
             if (close(out) != 0 && !e)
                 e = errno;
+            if (!e && renameat(fd, tmp, fd, comp) != 0)
+                e = errno;
+            if (e)
+                unlinkat(fd, tmp, 0);
         }
     }
     close(fd);

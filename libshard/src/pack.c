@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -323,12 +324,21 @@ void shard_pack_plan_part(const ShardPackPlan *p, size_t *lo, size_t *hi)
 
 /* ---- writing a shard ------------------------------------------------------------------- */
 
-/* Reads a whole file into *buf; returns 0, or an errno value, or -1 for a size change. */
+/* Reads a whole file into *buf; returns 0, or an errno value, or -1 for a size change, -2
+ * for a file that is no longer a regular one.
+ * An input replaced by something that is no regular file (a FIFO, a device) since the scan
+ * is refused at open, not waited on. */
 static int read_input(const Input *x, unsigned char **buf, size_t *cap)
 {
-    int fd = open(x->path, O_RDONLY | O_CLOEXEC);
+    int fd = open(x->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
         return errno;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return -2;
+    }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     if (*cap < x->in.size + 1) {
         free(*buf);
         *cap = x->in.size + 1;
@@ -394,7 +404,10 @@ int shard_pack_write_shard(const ShardPackPlan *p, size_t j, const ShardPackCall
             if (e > 0)
                 snprintf(what, sizeof what, "cannot read: %s", strerror(e));
             if (!bad_input(cb, i, x, e > 0 ? SHARD_PACK_UNREADABLE : SHARD_PACK_CHANGED,
-                           e > 0 ? what : "file changed size while packing", msg))
+                           e > 0 ? what
+                           : e == -2 ? "no longer a regular file (replaced since the scan)"
+                                     : "file changed size while packing",
+                           msg))
                 rc = e > 0 ? SHARD_ERR_IO : SHARD_ERR_FORMAT;
             continue;
         }

@@ -230,3 +230,22 @@ def subprocess_ok(cmd):
     import subprocess
     cp = subprocess.run(cmd, capture_output=True, timeout=TIMEOUT)
     assert cp.returncode == 0, cp.stderr.decode(errors="replace")
+
+
+def test_extract_replaces_what_is_there_and_never_waits(run_sc, tmp_path):
+    """shardcat extract into a folder holding, under the members' names, a hard link to a
+    file elsewhere and a FIFO: the outside file is untouched, nothing blocks."""
+    import os
+    shard = write_tar(tmp_path / "x.tar", [("a.txt", b"from the shard"), ("b.txt", b"bee")])
+    out = tmp_path / "out"
+    out.mkdir()
+    precious = tmp_path / "precious"
+    precious.write_bytes(b"keep me")
+    os.link(precious, out / "a.txt")
+    os.mkfifo(out / "b.txt")
+    cp = run_sc("extract", shard, "-C", out, timeout=TIMEOUT)
+    assert cp.returncode == 0, out_text(cp)
+    assert precious.read_bytes() == b"keep me", "written through the hard link"
+    assert (out / "a.txt").read_bytes() == b"from the shard"
+    assert (out / "b.txt").read_bytes() == b"bee"
+    assert sorted(p.name for p in out.iterdir()) == ["a.txt", "b.txt"], "no temporary left"
