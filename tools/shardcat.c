@@ -36,11 +36,12 @@ static void usage(FILE *f)
           "         [--rank R --world-size W]\n"
           "         [--worker I --workers N] [--mode exact|equal|resampled] [--pad]\n"
           "         [--epoch-samples N] [--streams N] [--skip-errors] [--samples N]\n"
-          "         [--state STATE] [--json] [--stats]\n"
+          "         [--state STATE] [--json] [--stats] [--map]\n"
           "                                the streaming reader's samples, one line each (key, url);\n"
           "                                with --samples N it stops after N and prints the state\n"
           "                                to resume from on stderr; --mix W:SPEC (repeated) mixes\n"
-          "                                sources, each W's share of every epoch\n"
+          "                                sources, each W's share of every epoch; --map maps\n"
+          "                                local shards (faster; a shard cut meanwhile: SIGBUS)\n"
           "\n"
           "Manifests (every command):\n"
           "  --allow-manifest-commands  let a manifest list pipe:COMMAND shards (a manifest\n"
@@ -660,7 +661,8 @@ int main(int argc, char **argv)
     shard_remote_default_settings(&ro);
     enum { O_CACHE = 200, O_CACHE_SIZE, O_RETRIES, O_TIMEOUT, O_STALL, O_BACKOFF, O_CA,
            O_SHUFFLE = 256, O_SEED, O_EPOCH, O_RANK, O_WORLD, O_WORKER, O_WORKERS, O_MODE, O_PAD,
-           O_EPOCH_SAMPLES, O_STREAMS, O_SKIP, O_SAMPLES, O_STATE, O_STATS, O_MIX, O_CMDS = 150 };
+           O_EPOCH_SAMPLES, O_STREAMS, O_SKIP, O_SAMPLES, O_STATE, O_STATS, O_MIX, O_MAP,
+           O_CMDS = 150 };
     static const struct option longopts[] = {
         {"json", no_argument, NULL, 'J'},         {"decode", no_argument, NULL, 'D'},
         {"help", no_argument, NULL, 'h'},         {"shuffle", required_argument, NULL, O_SHUFFLE},
@@ -680,6 +682,7 @@ int main(int argc, char **argv)
         {"backoff", required_argument, NULL, O_BACKOFF},
         {"ca-bundle", required_argument, NULL, O_CA},
         {"allow-manifest-commands", no_argument, NULL, O_CMDS},
+        {"map", no_argument, NULL, O_MAP},
         {NULL, 0, NULL, 0},
     };
     optind = 2;
@@ -800,6 +803,7 @@ int main(int argc, char **argv)
         }
         case O_CA: ro.ca_bundle = optarg; break;
         case O_CMDS: so.s.manifest_commands = 1; break;
+        case O_MAP: so.s.map_files = 1; break;
         default: return die_usage("unknown option");
         }
     }

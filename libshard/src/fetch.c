@@ -116,6 +116,7 @@ static int open_shard(ShardFetch *f, const char *url, ShardFile **file, ShardErr
     ShardFileSettings fs;
     shard_file_default_settings(&fs);
     fs.remote = f->s.remote;
+    fs.map = f->s.map;
     return shard_file_open(file, url, &fs, err);
 }
 

@@ -26,6 +26,7 @@ typedef struct ShardFetchSettings {
     ShardSegmentFn segment; /* called on the stream's own thread */
     void *cookie;
     ShardRemote *remote;    /* remote shards are read through it; borrowed */
+    int map;                /* map local shards (ShardFileSettings.map) */
 } ShardFetchSettings;
 
 typedef struct ShardFetchCounters {

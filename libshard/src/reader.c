@@ -593,7 +593,7 @@ int shard_reader_open(ShardReader **out, const ShardReaderSettings *s, ShardErro
     r->streams = calloc(r->nstreams, sizeof *r->streams);
     r->rr = calloc(r->mixing ? r->mix.n : 1, sizeof *r->rr);
     ShardFetchSettings fs = {r->list, r->nstreams, r->s.queue_depth, r->s.skip_errors,
-                             stream_segment, r, r->s.remote};
+                             stream_segment, r, r->s.remote, r->s.map_files};
     if (!r->streams || !r->rr || shard_fetch_new(&r->fetch, &fs) ||
         shard_shuffle_init(&r->shuffle, r->s.shuffle_buffer, r->s.shuffle_initial, r->nstreams))
         return fail_open(r, err, shard_fail(r->err, SHARD_ERR_NOMEM, "out of memory"));
