@@ -213,6 +213,27 @@ static int build_token(void *cookie, ShardRequest *q, char *err)
 }
 
 /* A fresh token into a->token (under r->auth_mu). */
+int shard_gcs_parse_token(const char *body, const char *where, char **token, double *life,
+                          char *err)
+{
+    *token = NULL;
+    json_t *j = json_loads(body, 0, NULL);
+    if (!j)
+        return shard_fail(err, SHARD_ERR_FORMAT, "getting a Google access token from %s: the "
+                          "reply is not JSON", where);
+    const char *tok = json_string_value(json_object_get(j, "access_token"));
+    json_int_t secs = json_integer_value(json_object_get(j, "expires_in"));
+    int rc = 0;
+    if (!tok)
+        rc = shard_fail(err, SHARD_ERR_FORMAT, "getting a Google access token from %s: the "
+                        "reply has no access_token", where);
+    else if (!(*token = shard_strdup(tok)))
+        rc = shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
+    *life = secs > 0 ? (double)secs : 3600;
+    json_decref(j);
+    return rc;
+}
+
 static int refresh(ShardRemote *r, ShardGcsAuth *a, char *err)
 {
     ShardBuf jwt = {0}, body = {0};
@@ -234,7 +255,6 @@ static int refresh(ShardRemote *r, ShardGcsAuth *a, char *err)
         shard_buf_free(&body);
         return 0;
     }
-    json_t *j = NULL;
     if (!rc && status != 200) {
         char reason[256];
         shard_net_reason((char *)body.data, reason, sizeof reason);
@@ -249,27 +269,16 @@ static int refresh(ShardRemote *r, ShardGcsAuth *a, char *err)
                         status, code ? "" : reason, code ? ": " : "", code ? code : "",
                         e ? ": " : "", e ? e : "");
         json_decref(ej);
-    } else if (!rc && !(j = json_loads((char *)body.data, 0, NULL))) {
-        rc = shard_fail(err, SHARD_ERR_FORMAT, "getting a Google access token from %s: the reply "
-                        "is not JSON", where);
     }
-    const char *tok = j ? json_string_value(json_object_get(j, "access_token")) : NULL;
-    if (!rc && !tok)
-        rc = shard_fail(err, SHARD_ERR_FORMAT, "getting a Google access token from %s: the "
-                        "reply has no access_token", where);
-    if (!rc) {
+    char *tok = NULL;
+    double life = 0;
+    if (!rc && !(rc = shard_gcs_parse_token((char *)body.data, where, &tok, &life, err))) {
         shard_secret_free(a->token);
-        a->token = shard_strdup(tok);
-        json_int_t life = json_integer_value(json_object_get(j, "expires_in"));
-        if (life <= 0)
-            life = 3600;
+        a->token = tok;
         /* refresh a minute early, or halfway through a short-lived token */
-        double margin = life > 120 ? 60 : (double)life / 2;
-        a->expires = wall_now() + (double)life - margin;
-        if (!a->token)
-            rc = shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
+        double margin = life > 120 ? 60 : life / 2;
+        a->expires = wall_now() + life - margin;
     }
-    json_decref(j);
     if (body.data)
         memset(body.data, 0, body.len);
     shard_buf_free(&body);
@@ -345,49 +354,60 @@ static int build_list(void *cookie, ShardRequest *q, char *err)
     return rc ? shard_fail(err, SHARD_ERR_NOMEM, "out of memory") : 0;
 }
 
+int shard_gcs_parse_page(const char *body, const ShardObject *prefix, ShardListFn fn,
+                         void *cookie, char **next, char *err)
+{
+    *next = NULL;
+    json_error_t je;
+    json_t *j = json_loads(body, 0, &je);
+    if (!j)
+        return shard_fail(err, SHARD_ERR_FORMAT, "%s: the listing is not JSON: %s", prefix->url,
+                          je.text);
+    ShardBuf url = {0};
+    int rc = 0;
+    json_t *items = json_object_get(j, "items");
+    size_t i;
+    json_t *it;
+    json_array_foreach(items, i, it) {
+        const char *name = json_string_value(json_object_get(it, "name"));
+        const char *size = json_string_value(json_object_get(it, "size"));
+        if (!name)
+            continue;
+        url.len = 0;
+        if (shard_buf_printf(&url, "gs://%s/%s", prefix->bucket, name)) {
+            rc = shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
+            break;
+        }
+        if ((rc = fn(cookie, (char *)url.data, size ? strtoull(size, NULL, 10) : 0)))
+            break;
+    }
+    const char *token = json_string_value(json_object_get(j, "nextPageToken"));
+    if (!rc && token && *token && !(*next = shard_strdup(token)))
+        rc = shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
+    json_decref(j);
+    shard_buf_free(&url);
+    return rc;
+}
+
 int shard_gcs_list(ShardRemote *r, const ShardObject *prefix, ShardListFn fn, void *cookie,
                    char *err)
 {
-    ShardBuf body = {0}, url = {0};
+    ShardBuf body = {0};
     ListPage lp = {r, prefix, NULL};
     char *token = NULL;
     int rc = 0;
     for (;;) {
         if ((rc = shard_net_list_page(r, prefix->url, build_list, &lp, &body, err)))
             break;
-        json_error_t je;
-        json_t *j = json_loads((char *)body.data, 0, &je);
-        if (!j) {
-            rc = shard_fail(err, SHARD_ERR_FORMAT, "%s: the listing is not JSON: %s",
-                            prefix->url, je.text);
-            break;
-        }
-        json_t *items = json_object_get(j, "items");
-        size_t i;
-        json_t *it;
-        json_array_foreach(items, i, it) {
-            const char *name = json_string_value(json_object_get(it, "name"));
-            const char *size = json_string_value(json_object_get(it, "size"));
-            if (!name)
-                continue;
-            url.len = 0;
-            if (shard_buf_printf(&url, "gs://%s/%s", prefix->bucket, name)) {
-                rc = shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
-                break;
-            }
-            if ((rc = fn(cookie, (char *)url.data, size ? strtoull(size, NULL, 10) : 0)))
-                break;
-        }
-        const char *next = json_string_value(json_object_get(j, "nextPageToken"));
+        char *next;
+        rc = shard_gcs_parse_page((const char *)body.data, prefix, fn, cookie, &next, err);
         free(token);
-        token = next && *next ? shard_strdup(next) : NULL;
-        json_decref(j);
+        token = next;
         if (rc || !token)
             break;
         lp.token = token;
     }
     free(token);
     shard_buf_free(&body);
-    shard_buf_free(&url);
     return rc;
 }

@@ -254,53 +254,63 @@ static int build_list(void *cookie, ShardRequest *q, char *err)
     return rc;
 }
 
+int shard_s3_parse_page(const char *body, const ShardObject *prefix, ShardListFn fn,
+                        void *cookie, ShardBuf *token, char *err)
+{
+    ShardBuf key = {0}, size = {0}, url = {0}, trunc = {0};
+    int rc = 0;
+    token->len = 0;
+    const char *p = body, *c;
+    while (!rc && (c = strstr(p, "<Contents>"))) {
+        const char *end = strstr(c, "</Contents>");
+        if (!end)
+            break;
+        const char *q = c;
+        int ok = xml_text(&q, end, "Key", &key);
+        q = c;
+        int have_size = ok > 0 && xml_text(&q, end, "Size", &size) > 0;
+        if (ok < 0)
+            rc = shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
+        if (ok > 0) {
+            url.len = 0;
+            if (shard_buf_printf(&url, "s3://%s/%s", prefix->bucket, (char *)key.data))
+                rc = shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
+            else
+                rc = fn(cookie, (char *)url.data,
+                        have_size ? strtoull((char *)size.data, NULL, 10) : 0);
+        }
+        p = end + 11;
+    }
+    if (!rc) {
+        p = body;
+        int more = xml_text(&p, NULL, "IsTruncated", &trunc) > 0 &&
+                   !strcmp((char *)trunc.data, "true");
+        p = body;
+        if (!more || xml_text(&p, NULL, "NextContinuationToken", token) <= 0)
+            token->len = 0;
+    }
+    shard_buf_free(&key);
+    shard_buf_free(&size);
+    shard_buf_free(&url);
+    shard_buf_free(&trunc);
+    return rc;
+}
+
 int shard_s3_list(ShardRemote *r, const ShardObject *prefix, ShardListFn fn, void *cookie,
                   char *err)
 {
-    ShardBuf body = {0}, key = {0}, size = {0}, token = {0}, url = {0};
+    ShardBuf body = {0}, token = {0};
     ListPage lp = {r, prefix, NULL};
     int rc = 0;
     for (;;) {
         if ((rc = shard_net_list_page(r, prefix->url, build_list, &lp, &body, err)))
             break;
-        const char *p = (const char *)body.data;
-        const char *c;
-        while (!rc && (c = strstr(p, "<Contents>"))) {
-            const char *end = strstr(c, "</Contents>");
-            if (!end)
-                break;
-            const char *q = c;
-            int ok = xml_text(&q, end, "Key", &key);
-            q = c;
-            int have_size = ok > 0 && xml_text(&q, end, "Size", &size) > 0;
-            if (ok < 0)
-                rc = shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
-            if (ok > 0) {
-                url.len = 0;
-                if (shard_buf_printf(&url, "s3://%s/%s", prefix->bucket, (char *)key.data))
-                    rc = shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
-                else
-                    rc = fn(cookie, (char *)url.data,
-                            have_size ? strtoull((char *)size.data, NULL, 10) : 0);
-            }
-            p = end + 11;
-        }
-        if (rc)
-            break;
-        p = (const char *)body.data;
-        ShardBuf trunc = {0};
-        int more = xml_text(&p, NULL, "IsTruncated", &trunc) > 0 &&
-                   !strcmp((char *)trunc.data, "true");
-        shard_buf_free(&trunc);
-        p = (const char *)body.data;
-        if (!more || xml_text(&p, NULL, "NextContinuationToken", &token) <= 0)
+        if ((rc = shard_s3_parse_page((const char *)body.data, prefix, fn, cookie, &token, err)) ||
+            !token.len)
             break;
         lp.token = (const char *)token.data;
     }
     shard_buf_free(&body);
-    shard_buf_free(&key);
-    shard_buf_free(&size);
     shard_buf_free(&token);
-    shard_buf_free(&url);
     return rc;
 }

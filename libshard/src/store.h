@@ -26,6 +26,14 @@ SHARD_HIDDEN int shard_gcs_request(ShardRemote *r, const ShardObject *o, const c
 SHARD_HIDDEN int shard_gcs_list(ShardRemote *r, const ShardObject *prefix, ShardListFn fn,
                                 void *cookie, char *err);
 SHARD_HIDDEN void shard_gcs_auth_free(ShardGcsAuth *a);
+/* One page of a GCS listing (JSON, body NUL-terminated): each object to fn as
+ * gs://BUCKET/NAME; *next receives the page token (malloc'd) or NULL at the last page. */
+SHARD_HIDDEN int shard_gcs_parse_page(const char *body, const ShardObject *prefix,
+                                      ShardListFn fn, void *cookie, char **next, char *err);
+/* An OAuth2 token reply (JSON, NUL-terminated): the access token (malloc'd) and its
+ * lifetime in seconds (3600 when the reply gives none). */
+SHARD_HIDDEN int shard_gcs_parse_token(const char *body, const char *where, char **token,
+                                       double *life, char *err);
 
 /* s3.c */
 SHARD_HIDDEN int shard_s3_request(ShardRemote *r, const ShardObject *o, ShardRequest *q,
@@ -33,5 +41,10 @@ SHARD_HIDDEN int shard_s3_request(ShardRemote *r, const ShardObject *o, ShardReq
 SHARD_HIDDEN int shard_s3_list(ShardRemote *r, const ShardObject *prefix, ShardListFn fn,
                                void *cookie, char *err);
 SHARD_HIDDEN void shard_s3_auth_free(ShardS3Auth *a);
+/* One page of an S3 ListObjectsV2 reply (XML, body NUL-terminated): each object to fn as
+ * s3://BUCKET/KEY; *token receives the continuation token when the listing goes on (its
+ * data NUL-terminated), else its len is 0. */
+SHARD_HIDDEN int shard_s3_parse_page(const char *body, const ShardObject *prefix, ShardListFn fn,
+                                     void *cookie, ShardBuf *token, char *err);
 
 #endif /* SHARD_STORE_H */
