@@ -65,14 +65,20 @@ static int expand_joined(const char *a, size_t na, const char *b, size_t nb, con
     return rc;
 }
 
-#define MAX_EXPANSION 100000000ull
+/* the most names one pattern may give: a typo ({0..9999999999}) fails instead of filling
+ * memory */
+#define MAX_EXPANSION 10000000ull
 
 /* Expands the first brace group of s (recursively the rest) into l. */
 static int expand(const char *s, List *l, char *err, const char *spec, size_t which)
 {
     const char *open = strchr(s, '{');
-    if (!open)
+    if (!open) {
+        if (l->n >= MAX_EXPANSION)
+            return shard_fail(err, SHARD_ERR_FORMAT, "'%.200s': expands to more than %llu names",
+                              spec, MAX_EXPANSION);
         return list_push(l, shard_strdup(s), which);
+    }
     int depth = 0;
     const char *close = NULL;
     for (const char *p = open; *p; p++) {
