@@ -4,7 +4,7 @@
 # something is missing.
 set -euo pipefail
 pkgs=(
-  build-essential meson ninja-build pkg-config
+  build-essential meson ninja-build pkg-config clang libclang-rt-14-dev
   libarchive-dev libzstd-dev libjpeg62-turbo-dev libpng-dev libcurl4-openssl-dev libjansson-dev libssl-dev
   libcriterion-dev
   tar libarchive-tools zstd libjpeg-turbo-progs

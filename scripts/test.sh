@@ -1,11 +1,13 @@
 #!/bin/bash
 # Every test: install what is missing, build, run all meson test suites, print a summary.
 # Without arguments it then runs, each timed:
-#   - the C unit tests built with AddressSanitizer and UndefinedBehaviorSanitizer (build-asan/)
+#   - the C unit tests built with AddressSanitizer and UndefinedBehaviorSanitizer (build-asan/),
+#     and against that build the CLI suite and the Python suite (runtime preloaded)
 #   - the threaded C tests built with ThreadSanitizer (build-tsan/: queue, reader, loader)
 #   - in both, the remote-shard tests that run shardcat, against the sanitized shardcat
 #   - the library, tools and unit tests cross-built for aarch64, run under qemu-aarch64
 #     (build-aarch64/, scripts/cross-aarch64.sh)
+#   - each fuzz target for 15 s (scripts/fuzz.sh: clang, libFuzzer, ASan + UBSan)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
@@ -17,16 +19,18 @@ failed_builds=0
 meson test -C build --print-errorlogs --num-processes 2 "$@" || status=$?
 logs=(build/meson-logs/testlog.json)
 
-# A sanitizer build (configured once) and its unit suite; a failed build fails the run.
+# A sanitizer build (configured once) and its suites (unit, and those marked 'sanitized': the
+# tools' pytest suites against the sanitized tools; with python, the extension's suite with
+# the runtime preloaded); a failed build fails the run.
 sanitized() {
-  local dir=$1 sanitize=$2 env=$3
+  local dir=$1 sanitize=$2 python=$3 env=$4
   local out start=$SECONDS
   out=$(mktemp)
   if { [ -f "$dir/build.ninja" ] || { rm -rf "$dir" && meson setup "$dir" \
          -Db_sanitize="$sanitize" -Dbuildtype=debugoptimized -Dwerror=true \
-         -Dpython=disabled -Dcuda=disabled; }; } >"$out" 2>&1 && ninja -C "$dir" >>"$out" 2>&1; then
+         -Dpython="$python" -Dcuda=disabled; }; } >"$out" 2>&1 && ninja -C "$dir" >>"$out" 2>&1; then
     env $env meson test -C "$dir" --no-rebuild --print-errorlogs --num-processes 2 --suite unit \
-      --suite remote ||
+      --suite sanitized ||
       status=1
     logs+=("$dir/meson-logs/testlog.json")
   else
@@ -40,8 +44,8 @@ sanitized() {
 }
 
 if [ $# -eq 0 ]; then
-  sanitized build-asan address,undefined UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
-  sanitized build-tsan thread TSAN_OPTIONS=halt_on_error=1
+  sanitized build-asan address,undefined enabled UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+  sanitized build-tsan thread disabled TSAN_OPTIONS=halt_on_error=1
   start=$SECONDS
   rm -f build-aarch64/meson-logs/testlog.json
   bash scripts/cross-aarch64.sh || status=1
@@ -51,6 +55,10 @@ if [ $# -eq 0 ]; then
     failed_builds=$((failed_builds + 1))  # it failed before its tests ran
   fi
   echo "test.sh: aarch64 under qemu: $((SECONDS - start)) s"
+  # each fuzz target briefly (clang, ASan + UBSan): a finding fails the run
+  start=$SECONDS
+  bash scripts/fuzz.sh 15 || { status=1; failed_builds=$((failed_builds + 1)); }
+  echo "test.sh: fuzz smoke: $((SECONDS - start)) s"
 fi
 /usr/bin/python3 scripts/test_summary.py --failed-builds "$failed_builds" "${logs[@]}"
 exit $status

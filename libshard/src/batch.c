@@ -323,7 +323,8 @@ size_t shard_slot_compact(ShardSlot *sl, size_t image_bytes, uint64_t *by)
             uint64_t from = f->offsets[i], to = f->offsets[i + 1];
             if (sl->failed[i])
                 continue;
-            memmove(f->data + at, f->data + from, (size_t)(to - from));
+            if (to > from) /* data is NULL while no sample had bytes for the field */
+                memmove(f->data + at, f->data + from, (size_t)(to - from));
             f->present[m] = f->present[i];
             f->offsets[m] = at;
             at += to - from;

@@ -66,9 +66,15 @@ def photos():
     return {n: np.asarray(Image.open(PHOTOS / n).convert("RGB")) for n in PHOTO_NAMES}
 
 
+# Hang bounds stretch under a sanitizer (the sanitized build sets it: AddressSanitizer runs
+# several times slower, DataLoader workers start slowly).
+SLOW = float(os.environ.get("LIBSHARD_TEST_SLOWDOWN", "1"))
+
+
 def within(seconds, fn, what):
     """Runs fn() on a daemon thread; a hang fails the test instead of the whole suite.
     (libshard releases the GIL while it waits, so the watchdog keeps running.)"""
+    seconds *= SLOW
     box = {}
 
     def target():

@@ -19,9 +19,9 @@ import libshard  # noqa: E402
 from libshard.torch import IndexedShardDataset  # noqa: E402
 from libshard.wids import ShardListDataset, ShardListSampler, ChunkedSampler  # noqa: E402
 
-from .conftest import NSAMPLES, webdataset_samples, within  # noqa: E402
+from .conftest import SLOW, NSAMPLES, webdataset_samples, within  # noqa: E402
 
-HANG = 20
+HANG = 20 * SLOW
 
 
 def streamed(packed):

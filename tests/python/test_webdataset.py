@@ -20,10 +20,10 @@ from torch.utils.data import DataLoader  # noqa: E402
 
 import libshard.webdataset as wds  # noqa: E402
 
-from .conftest import NSAMPLES, Packed, jpeg, make_imagefolder, pack, textured, within  # noqa: E402
+from .conftest import SLOW, NSAMPLES, Packed, jpeg, make_imagefolder, pack, textured, within  # noqa: E402
 from .test_torch import write_tar  # noqa: E402
 
-HANG = 30
+HANG = 30 * SLOW
 N = 30
 
 
