@@ -283,6 +283,14 @@ static int do_join(const char *out, char **parts, int n)
     return rc;
 }
 
+static void print_leftover(void *cookie, const char *path)
+{
+    (void)cookie;
+    fputs("shardpack: not this run's: ", stderr);
+    cli_print_path(stderr, path);
+    fputc('\n', stderr);
+}
+
 int main(int argc, char **argv)
 {
     Options o = {0};
@@ -470,6 +478,14 @@ int main(int argc, char **argv)
         free(manifest);
         return 1;
     }
+    /* No manifest while shards are written: one left by an earlier run, or half a run,
+     * would name shards that are not this run's. */
+    if (shard_pack_prepare(plan, manifest, &perr)) {
+        fprintf(stderr, "shardpack: %s\n", perr.message);
+        shard_pack_plan_free(&plan);
+        free(manifest);
+        return 1;
+    }
     run.plan = plan;
     run.infos = calloc(shard_pack_plan_shards(plan) + 1, sizeof *run.infos);
     if (!run.infos) {
@@ -553,6 +569,9 @@ int main(int argc, char **argv)
             status = 1;
         }
         shard_manifest_free(&m);
+        if (!status && shard_pack_leftovers(plan, print_leftover, NULL))
+            fprintf(stderr, "shardpack: the files above are from an earlier run into the same "
+                            "folder and not in the manifest: remove them\n");
     }
     if (!o.quiet && !status) {
         double dt = cli_now() - t0;

@@ -3,6 +3,7 @@
  * sample convention (image, cls, json), writing one shard, and the manifest that goes
  * with the plan.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -448,6 +449,116 @@ int shard_pack_write_shard(const ShardPackPlan *p, size_t j, const ShardPackCall
     }
     shard_writer_free(&w);
     return rc ? shard_report(err, rc, msg) : 0;
+}
+
+/* ---- a run's folder: before and after --------------------------------------------------- */
+
+/* Shard number k's path, malloc'd (NULL when out of memory). */
+static char *numbered(const ShardPackPlan *p, uint64_t k)
+{
+    int n = snprintf(NULL, 0, p->pattern, (unsigned long long)k);
+    char *path = n < 0 ? NULL : malloc((size_t)n + 1);
+    if (path)
+        snprintf(path, (size_t)n + 1, p->pattern, (unsigned long long)k);
+    return path;
+}
+
+/* The index path beside a shard path: x.tar, x.tar.zst -> x.idx (as writer.c names it). */
+static char *index_of(const char *shard)
+{
+    static const char *const suffixes[] = {".tar.zst", ".tar.gz", ".tgz", ".tar", ".zst"};
+    size_t len = strlen(shard);
+    for (size_t i = 0; i < sizeof suffixes / sizeof *suffixes; i++)
+        if (shard_ends_with(shard, suffixes[i])) {
+            len -= strlen(suffixes[i]);
+            break;
+        }
+    char *ipath = malloc(len + 5);
+    if (ipath) {
+        memcpy(ipath, shard, len);
+        memcpy(ipath + len, ".idx", 5);
+    }
+    return ipath;
+}
+
+static const char *base_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+int shard_pack_prepare(const ShardPackPlan *p, const char *manifest_path, ShardError *err)
+{
+    if (manifest_path && unlink(manifest_path) != 0 && errno != ENOENT) {
+        int e = errno;
+        char msg[SHARD_ERROR_MAX];
+        shard_fail(msg, shard_errno_code(e), "%s: cannot remove the earlier manifest: %s",
+                   manifest_path, strerror(e));
+        return shard_report(err, shard_errno_code(e), msg);
+    }
+    /* The names (".NAME.tmp-*", atomicfile.c) of this part's shards and indexes. */
+    ShardKeySet mine = {.owns = 1};
+    size_t lo, hi;
+    shard_pack_plan_part(p, &lo, &hi);
+    char *first = numbered(p, lo), *dir = first ? shard_dir_of(first) : NULL;
+    int rc = first && dir ? 0 : SHARD_ERR_NOMEM;
+    for (size_t j = lo; j < hi && !rc; j++) {
+        char *path = numbered(p, j), *ipath = path ? index_of(path) : NULL;
+        char *a = path ? shard_strdup(base_of(path)) : NULL;
+        char *b = ipath ? shard_strdup(base_of(ipath)) : NULL;
+        if (!a || !b || shard_keyset_insert(&mine, a) < 0 || shard_keyset_insert(&mine, b) < 0)
+            rc = SHARD_ERR_NOMEM;
+        free(path);
+        free(ipath);
+    }
+    DIR *d = !rc ? opendir(dir) : NULL;
+    for (struct dirent *e; d && (e = readdir(d));) {
+        const char *tmp = strstr(e->d_name, ".tmp-");
+        if (e->d_name[0] != '.' || !tmp)
+            continue;
+        char *base = strndup(e->d_name + 1, (size_t)(tmp - e->d_name - 1));
+        if (base && shard_keyset_has(&mine, base)) {
+            char path[4096];
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+            unlink(path);
+        }
+        free(base);
+    }
+    if (d)
+        closedir(d);
+    shard_keyset_free(&mine);
+    free(first);
+    free(dir);
+    return rc ? shard_report(err, rc, "out of memory") : 0;
+}
+
+size_t shard_pack_leftovers(const ShardPackPlan *p, void (*fn)(void *cookie, const char *path),
+                            void *cookie)
+{
+    size_t found = 0;
+    if (p->s.nparts)
+        return 0; /* a part does not know how many shards the others write */
+    /* an earlier run numbered its shards on from 0: follow the numbers past this run's */
+    for (uint64_t k = p->nshards;; k++) {
+        char *path = numbered(p, k), *ipath = path ? index_of(path) : NULL;
+        int any = 0;
+        struct stat st;
+        if (path && stat(path, &st) == 0) {
+            fn(cookie, path);
+            found++;
+            any = 1;
+        }
+        if (ipath && stat(ipath, &st) == 0) {
+            fn(cookie, ipath);
+            found++;
+            any = 1;
+        }
+        free(path);
+        free(ipath);
+        if (!any)
+            break;
+    }
+    return found;
 }
 
 /* ---- the manifest ---------------------------------------------------------------------- */

@@ -359,12 +359,14 @@ static int finish_shard(ShardWriter *w)
     info.nsamples = w->count;
     info.tarsize = w->tar_off;
     info.filesize = w->file.written + w->file.len;
+    /* The index first: killed in between, a folder holds an index without its shard (the
+     * next run replaces it), never a shard without its index. */
+    if (w->s.write_index && (rc = write_index(w)))
+        return rc;
     if ((rc = shard_afile_commit(&w->file, info.md5, info.sha256, w->err)))
         return rc;
     w->open = 0;
     w->next_number++;
-    if (w->s.write_index && (rc = write_index(w)))
-        return rc;
     info.url = w->path;
     if (record_info(w, &info))
         return shard_fail(w->err, SHARD_ERR_NOMEM, "writer: out of memory");

@@ -151,6 +151,25 @@ SHARD_API char *shard_pack_manifest_path(const ShardPackSettings *s);
 SHARD_API int shard_pack_manifest(ShardManifest **out, const ShardPackPlan *p,
                                   const char *manifest_path);
 
+/**
+ * Makes the output folder safe to write this plan's part into, before any shard: removes
+ * the manifest at manifest_path (it is written last, so a run that fails or is killed
+ * leaves none naming shards it did not finish, nor an earlier run's) and the temporary
+ * files that killed runs left for the shards this part writes.
+ * @param err optional; a manifest or temporary that cannot be removed
+ */
+SHARD_API int shard_pack_prepare(const ShardPackPlan *p, const char *manifest_path,
+                                 ShardError *err);
+
+/**
+ * After a whole run (no parts): shards and indexes beside this run's that the pattern
+ * numbers past its last shard, left by an earlier, larger run into the same folder. Nothing
+ * is removed: fn is called with each path (borrowed), for the caller to name or remove.
+ * @return the number found
+ */
+SHARD_API size_t shard_pack_leftovers(const ShardPackPlan *p,
+                                      void (*fn)(void *cookie, const char *path), void *cookie);
+
 /** Frees a plan and sets *p to NULL; accepts NULL. */
 SHARD_API void shard_pack_plan_free(ShardPackPlan **p);
 

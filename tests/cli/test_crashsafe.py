@@ -1,0 +1,107 @@
+"""Crash-safe packing: shardpack killed with SIGKILL at random points (plain, .tar.zst, with
+--jobs) leaves only complete shards, each with its index, and no manifest; the run again
+gives output byte-identical to an uninterrupted one, with no temporary file left. A failed
+run into a folder leaves no manifest from before; shards of an earlier, larger run are named.
+"""
+import os
+import random
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import BASE_ENV, bulk_tree, out_text
+
+IMAGES = 360  # 3 classes x 120: about 40 shards of 9
+
+
+@pytest.fixture(scope="module")
+def src(tmp_path_factory):
+    root = tmp_path_factory.mktemp("crash-src")
+    bulk_tree(root, per_class=IMAGES // 3, sizes=[(64, 48), (80, 60), (48, 64)])
+    return root
+
+
+def files(d):
+    """{name: bytes} of a folder's visible files, and the hidden ones' names."""
+    visible = {p.name: p.read_bytes() for p in sorted(d.iterdir()) if not p.name.startswith(".")}
+    hidden = sorted(p.name for p in d.iterdir() if p.name.startswith("."))
+    return visible, hidden
+
+
+def pack_cmd(shardpack, src, out, ext, extra):
+    return [str(shardpack), str(src), "-o", str(out / f"train-%03d{ext}"), "-c", "9", "-q",
+            "--shuffle", "3", *extra]
+
+
+@pytest.mark.parametrize("ext,extra", [(".tar", []), (".tar.zst", []), (".tar", ["-j", "2"]),
+                                       (".tar.zst", ["-j", "2"])],
+                         ids=["tar", "zst", "tar-jobs", "zst-jobs"])
+def test_killed_runs_leave_complete_shards_and_rerun_identically(shardpack, run_sc, src, tmp_path,
+                                                                  ext, extra):
+    ref = tmp_path / "ref"
+    ref.mkdir()
+    t0 = time.monotonic()
+    cp = subprocess.run(pack_cmd(shardpack, src, ref, ext, extra), capture_output=True,
+                        env=BASE_ENV, timeout=120)
+    took = time.monotonic() - t0
+    assert cp.returncode == 0, out_text(cp)
+    want, _ = files(ref)
+    assert "train.json" in want and sum(n.endswith(ext) for n in want) > 30
+    out = tmp_path / "out"
+    out.mkdir()
+    rng = random.Random(f"{ext}{extra}")
+    for attempt in range(6):
+        p = subprocess.Popen(pack_cmd(shardpack, src, out, ext, extra), env=BASE_ENV,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        time.sleep(rng.uniform(0.02, 0.9) * took)
+        p.send_signal(signal.SIGKILL)
+        p.wait(timeout=60)
+        got, hidden = files(out)
+        if p.returncode == -signal.SIGKILL:
+            assert "train.json" not in got, f"attempt {attempt}: a manifest after a kill"
+        shards = [n for n in got if n.endswith(ext)]
+        for n in shards:
+            assert n.replace(ext, ".idx") in got, f"attempt {attempt}: {n} without its index"
+            assert got[n] == want[n], f"attempt {attempt}: {n} differs from the uninterrupted run's"
+        if shards:
+            cp = run_sc("verify", *[out / n for n in shards])
+            assert cp.returncode == 0, out_text(cp)
+    cp = subprocess.run(pack_cmd(shardpack, src, out, ext, extra), capture_output=True,
+                        env=BASE_ENV, timeout=120)
+    assert cp.returncode == 0, out_text(cp)
+    got, hidden = files(out)
+    assert hidden == [], f"temporaries left: {hidden}"
+    assert got.keys() == want.keys() and all(got[n] == want[n] for n in want), "not identical"
+
+
+def test_a_failed_rerun_leaves_no_manifest_from_before(shardpack, src, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    cmd = pack_cmd(shardpack, src, out, ".tar", [])
+    assert subprocess.run(cmd, env=BASE_ENV, capture_output=True).returncode == 0
+    assert (out / "train.json").exists()
+    bad = src / "bee" / "img051.jpg"
+    data = bad.read_bytes()
+    try:
+        bad.write_bytes(b"not an image any more")
+        cp = subprocess.run(cmd, env=BASE_ENV, capture_output=True)
+        assert cp.returncode == 1 and "img051.jpg" in out_text(cp)
+        assert not (out / "train.json").exists(), "the earlier run's manifest survived"
+    finally:
+        bad.write_bytes(data)
+
+
+def test_shards_of_an_earlier_larger_run_are_named(shardpack, src, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    small = [str(shardpack), str(src), "-o", str(out / "train-%03d.tar"), "-q"]
+    assert subprocess.run(small + ["-c", "9"], env=BASE_ENV, capture_output=True).returncode == 0
+    cp = subprocess.run(small + ["-c", "100"], env=BASE_ENV, capture_output=True)
+    err = out_text(cp)
+    assert cp.returncode == 0, err
+    assert "not this run's: " + str(out / "train-004.tar") in err
+    assert "not this run's: " + str(out / "train-039.idx") in err
+    assert "train-003.tar" not in err and "remove them" in err
+    assert os.path.exists(out / "train-039.tar"), "named, not removed"
