@@ -11,6 +11,7 @@
 
 #include <archive.h>
 #include <archive_entry.h>
+#include <zstd.h>
 
 #include "keyset.h"
 #include "tar.h"
@@ -18,6 +19,9 @@
 
 /* the most room made ahead for one member: its declared size may be a lie */
 #define RESERVE_MAX ((uint64_t)16 << 20)
+/* a zstd frame is decompressed whole, its checksum checked, before libarchive sees a byte
+ * of it; a frame larger than this (another tool's one-frame .tar.zst) goes on in pieces */
+#define ZFRAME_MAX ((size_t)64 << 20)
 /* fields of one sample compared one by one; past this many, found through a hash table */
 #define FIELD_SCAN 16
 
@@ -35,21 +39,120 @@ struct ShardTar {
     uint64_t serial, ftab_serial; /* the sample being read, and the one ftab is for */
     char *last_member;         /* the member before the current header, for messages */
     unsigned char magic[4];    /* the stream's first bytes, for messages */
-    int src_rc;                /* the source's failure (its message in src->err), or 0 */
+    int src_rc;                /* the source's or the zstd layer's failure, or 0 */
+    char rerr[SHARD_ERROR_MAX]; /* its message, naming the URL and the offset */
     size_t nmagic;
+    /* .tar.zst: frames decompressed here, whole (libarchive then reads a plain tar) */
+    int started;                  /* the first block was read */
+    int zstd;
+    ZSTD_DStream *zs;
+    ShardBuf zout;                /* the frame handed out last, or being decompressed */
+    int zout_given;               /* zout was handed out: start the next frame */
+    const unsigned char *zin;     /* the source's block being decompressed */
+    size_t zin_len, zin_pos;
+    uint64_t zin_off, zframe_off; /* compressed offsets: of zin, of the frame's start */
 };
+
+static int zstd_magic(const unsigned char *p, size_t n)
+{
+    return n >= 4 && p[0] == 0x28 && p[1] == 0xb5 && p[2] == 0x2f && p[3] == 0xfd;
+}
+
+/* The next whole zstd frame of the stream, decompressed (a piece of one past ZFRAME_MAX);
+ * 0 at the end, -1 with t->rerr set. libzstd checks each frame's checksum at its end, so a
+ * damaged frame is reported before any of its samples exist. */
+static la_ssize_t zstd_next(ShardTar *t, const void **buf)
+{
+    if (t->zout_given) {
+        t->zout.len = 0;
+        t->zout_given = 0;
+    }
+    const char *url = t->src->url;
+    for (;;) {
+        if (t->zin_pos == t->zin_len) {
+            const void *block;
+            t->zin_off += t->zin_len;
+            ssize_t k = shard_source_read(t->src, &block);
+            if (k < 0) {
+                t->src_rc = (int)k;
+                snprintf(t->rerr, sizeof t->rerr, "%s", t->src->err);
+                return -1;
+            }
+            t->zin = block;
+            t->zin_len = (size_t)k;
+            t->zin_pos = 0;
+            if (k == 0) {
+                if (t->zout.len || t->zframe_off < t->zin_off) {
+                    t->src_rc = shard_fail(t->rerr, SHARD_ERR_FORMAT,
+                                           "%s: offset %llu: the zstd frame at offset %llu is cut "
+                                           "short (truncated)",
+                                           url, (unsigned long long)t->zin_off,
+                                           (unsigned long long)t->zframe_off);
+                    return -1;
+                }
+                return 0;
+            }
+        }
+        if (shard_buf_reserve(&t->zout, ZSTD_DStreamOutSize())) {
+            t->src_rc = shard_fail(t->rerr, SHARD_ERR_NOMEM, "%s: out of memory", url);
+            return -1;
+        }
+        ZSTD_inBuffer in = {t->zin, t->zin_len, t->zin_pos};
+        ZSTD_outBuffer out = {t->zout.data + t->zout.len, t->zout.cap - t->zout.len, 0};
+        size_t r = ZSTD_decompressStream(t->zs, &out, &in);
+        t->zin_pos = in.pos;
+        t->zout.len += out.pos;
+        if (ZSTD_isError(r)) {
+            t->src_rc = shard_fail(t->rerr, SHARD_ERR_FORMAT,
+                                   "%s: offset %llu: zstd frame at offset %llu: decompression "
+                                   "failed: %s",
+                                   url, (unsigned long long)(t->zin_off + in.pos),
+                                   (unsigned long long)t->zframe_off, ZSTD_getErrorName(r));
+            return -1;
+        }
+        int done = r == 0; /* a frame ended, its checksum checked */
+        if (done)
+            t->zframe_off = t->zin_off + t->zin_pos;
+        if ((done && t->zout.len) || t->zout.len >= ZFRAME_MAX) {
+            *buf = t->zout.data;
+            t->zout_given = 1;
+            return (la_ssize_t)t->zout.len;
+        }
+    }
+}
 
 static la_ssize_t read_cb(struct archive *a, void *cookie, const void **buf)
 {
     ShardTar *t = cookie;
+    if (t->zstd) {
+        la_ssize_t k = zstd_next(t, buf);
+        if (k < 0)
+            archive_set_error(a, EIO, "%s", t->rerr);
+        return k;
+    }
     ssize_t k = shard_source_read(t->src, buf);
     if (k < 0) {
         t->src_rc = (int)k;
+        snprintf(t->rerr, sizeof t->rerr, "%s", t->src->err);
         archive_set_error(a, EIO, "%s", t->src->err);
         return -1;
     }
     for (ssize_t i = 0; i < k && t->nmagic < sizeof t->magic; i++)
         t->magic[t->nmagic++] = ((const unsigned char *)*buf)[i];
+    int first = !t->started;
+    t->started = 1;
+    if (first && zstd_magic(*buf, (size_t)k) && (t->zs = ZSTD_createDStream())) {
+        /* the first block of a zstd stream: decompress it here, frame by frame */
+        ZSTD_initDStream(t->zs);
+        t->zstd = 1;
+        t->zin = *buf;
+        t->zin_len = (size_t)k;
+        t->zin_pos = 0;
+        la_ssize_t z = zstd_next(t, buf);
+        if (z < 0)
+            archive_set_error(a, EIO, "%s", t->rerr);
+        return z;
+    }
     return k;
 }
 
@@ -57,6 +160,8 @@ static la_int64_t skip_cb(struct archive *a, void *cookie, la_int64_t request)
 {
     ShardTar *t = cookie;
     (void)a;
+    if (t->zstd) /* the source's bytes are compressed: libarchive reads through instead */
+        return 0;
     int64_t k = shard_source_skip(t->src, request);
     return k < 0 ? 0 : k;
 }
@@ -88,8 +193,8 @@ int shard_tar_open(ShardTar **out, ShardSource *src, const ShardFileSettings *s,
     archive_read_support_filter_all(t->ar);
     archive_read_support_format_tar(t->ar);
     if (archive_read_open2(t->ar, t, NULL, read_cb, skip_cb, NULL) != ARCHIVE_OK) {
-        if (t->src_rc) { /* the bytes never came: the source says why */
-            int rc = shard_fail(err, t->src_rc, "%s", src->err);
+        if (t->src_rc) { /* the bytes never came: the source (or the zstd layer) says why */
+            int rc = shard_fail(err, t->src_rc, "%s", t->rerr);
             shard_tar_free(&t);
             return rc;
         }
@@ -114,7 +219,7 @@ int shard_tar_open(ShardTar **out, ShardSource *src, const ShardFileSettings *s,
         shard_tar_free(&t);
         return rc;
     }
-    t->compression = filter_name(t->ar);
+    t->compression = t->zstd ? "zstd" : filter_name(t->ar);
     *out = t;
     return 0;
 }
@@ -126,8 +231,9 @@ static int archive_fail(ShardTar *t, const char *member, uint64_t offset, char *
     const char *msg = archive_error_string(t->ar);
     const char *url = t->src->url;
     if (t->src_rc) /* already names the URL and the offset */
-        return shard_fail(err, t->src_rc, "%s%s%s", t->src->err, member ? ", in member " : "",
-                          member ? member : "");
+        return shard_fail(err, t->src_rc, "%s%s%s", t->rerr,
+                          member ? ", in member " : t->last_member ? ", after member " : "",
+                          member ? member : t->last_member ? t->last_member : "");
     if (member)
         return shard_fail(err, SHARD_ERR_FORMAT, "%s: offset %llu: member '%s': %s", url,
                           (unsigned long long)offset, member, msg ? msg : "damaged tar data");
@@ -415,6 +521,8 @@ void shard_tar_free(ShardTar **pt)
         archive_read_free(t->ar);
     shard_keyset_free(&t->seen);
     free(t->ftab);
+    ZSTD_freeDStream(t->zs);
+    shard_buf_free(&t->zout);
     free(t->last_member);
     free(t);
     *pt = NULL;

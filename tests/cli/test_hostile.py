@@ -252,3 +252,38 @@ def test_extract_replaces_what_is_there_and_never_waits(run_sc, tmp_path):
     assert (out / "a.txt").read_bytes() == b"from the shard"
     assert (out / "b.txt").read_bytes() == b"bee"
     assert sorted(p.name for p in out.iterdir()) == ["a.txt", "b.txt"], "no temporary left"
+
+
+def test_a_zstd_frame_that_fails_its_checksum_gives_none_of_its_samples(run_sc, shardpack, tmp_path):
+    """The frame's last 4 bytes (its XXH64 checksum) altered: libzstd finds it at the frame's
+    end, and the reader decompresses each frame whole first, so no sample of it comes out;
+    the error names the frame's offset."""
+    import subprocess
+    from conftest import bulk_tree, parse_seek_table
+    src = tmp_path / "src"
+    bulk_tree(src, per_class=10, sizes=[(64, 48)])
+    out = tmp_path / "out"
+    out.mkdir()
+    cp = subprocess.run([str(shardpack), str(src), "-o", str(out / "z-%03d.tar.zst"), "-q",
+                         "--frame-size", "8KiB"], capture_output=True)
+    assert cp.returncode == 0, cp.stderr
+    shard = out / "z-000.tar.zst"
+    data = bytearray(shard.read_bytes())
+    frames, _ = parse_seek_table(bytes(data))
+    assert len(frames) >= 4
+    # the samples that lie wholly in frames 0 and 1 (frames end on sample boundaries)
+    first_bad = sum(d for _, d, _ in frames[:2])  # tar offset where frame 2 begins
+    lines = (out / "z-000.idx").read_text().splitlines()[1:]
+    before = sum(int(line.split()[1]) < first_bad for line in lines)
+    assert 0 < before < len(lines)
+    offset = sum(c for c, _, _ in frames[:2])  # frame 2's compressed offset
+    data[offset + frames[2][0] - 1] ^= 0xFF  # the last byte of its checksum
+    shard.write_bytes(bytes(data))
+    (out / "z-000.idx").unlink()  # read in order, not through the index
+    cp = run_sc("ls", shard, timeout=TIMEOUT)
+    err = out_text(cp)
+    assert cp.returncode == 1 and f"zstd frame at offset {offset}" in err, err
+    assert "checksum" in err.lower(), err
+    # the last sample of frame 1 ends where frame 2's first header would be read: it goes
+    # with the error (a sample is whole only once the next header says so)
+    assert len(cp.stdout.decode().splitlines()) == before - 1, "a sample of the damaged frame came out"
