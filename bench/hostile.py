@@ -5,9 +5,7 @@ table for the README's reliability section.
     /usr/bin/python3 bench/hostile.py [--shardcat build/tools/shardcat]
 """
 import argparse
-import io
 import json
-import os
 import subprocess
 import sys
 import tarfile
@@ -16,26 +14,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "cli"))
-
-
-def tar(path, members, fmt=tarfile.PAX_FORMAT):
-    with tarfile.open(path, "w", format=fmt) as tf:
-        for name, data in members:
-            ti = name if isinstance(name, tarfile.TarInfo) else tarfile.TarInfo(name)
-            if data is not None:
-                ti.size = len(data)
-            tf.addfile(ti, io.BytesIO(data) if data is not None else None)
-    return path
-
-
-def jpeg_claiming(w, h):
-    from PIL import Image
-    b = io.BytesIO()
-    Image.new("RGB", (16, 16), (90, 120, 30)).save(b, "JPEG")
-    data = bytearray(b.getvalue())
-    i = next(k for k in range(len(data) - 9) if data[k] == 0xFF and data[k + 1] in (0xC0, 0xC2))
-    data[i + 5:i + 9] = bytes([h >> 8, h & 255, w >> 8, w & 255])
-    return bytes(data)
+from test_hostile import jpeg_claiming, write_tar  # noqa: E402  (the tests' builders)
 
 
 def cases(d):
@@ -55,23 +34,23 @@ def cases(d):
     subprocess.run(["sh", "-c", f"tar -cf - -C {d} z.bin | gzip -1 > {d}/bomb.tar.gz"], check=True)
     out.append(("zstd bomb (1.25 GiB of zeros in 40 KiB)", ["ls", d / "bomb.tar.zst"]))
     out.append(("gzip bomb (1.25 GiB of zeros)", ["ls", d / "bomb.tar.gz"]))
-    tar(d / "jpeg.tar", [("a.jpg", jpeg_claiming(65500, 65500))])
+    write_tar(d / "jpeg.tar", [("a.jpg", jpeg_claiming(65500, 65500))])
     out.append(("JPEG declaring 65500x65500 pixels", ["verify", "--decode", d / "jpeg.tar"]))
-    tar(d / "many.tar", [(f"k.f{i:06d}", b"") for i in range(100_001)], tarfile.USTAR_FORMAT)
+    write_tar(d / "many.tar", [(f"k.f{i:06d}", b"") for i in range(100_001)], tarfile.USTAR_FORMAT)
     out.append(("100,001 members in one sample", ["ls", d / "many.tar"]))
-    tar(d / "million.tar", [(f"s{i:07d}.txt", b"") for i in range(1_000_000)], tarfile.USTAR_FORMAT)
+    write_tar(d / "million.tar", [(f"s{i:07d}.txt", b"") for i in range(1_000_000)], tarfile.USTAR_FORMAT)
     out.append(("a million tiny samples", ["ls", d / "million.tar"]))
-    tar(d / "long.tar", [("a.txt", b"0"), ("k." + "x" * 300_000, b"1")])
+    write_tar(d / "long.tar", [("a.txt", b"0"), ("k." + "x" * 300_000, b"1")])
     out.append(("a 300 KB member name", ["ls", d / "long.tar"]))
     ti = tarfile.TarInfo("k.bin")
     ti.pax_headers = {"size": str(1 << 63)}
-    tar(d / "pax.tar", [(ti, b"")])
+    write_tar(d / "pax.tar", [(ti, b"")])
     out.append(("pax size of 2^63", ["ls", d / "pax.tar"]))
-    tar(d / "esc.tar", [("a\x1b]0;owned\x07.txt", b"1")])
+    write_tar(d / "esc.tar", [("a\x1b]0;owned\x07.txt", b"1")])
     out.append(("terminal escape in a name", ["ls", d / "esc.tar"]))
-    tar(d / "keys.tar", [("../../x.txt", b"1"), ("/etc/x.txt", b"2")])
+    write_tar(d / "keys.tar", [("../../x.txt", b"1"), ("/etc/x.txt", b"2")])
     out.append(("keys ../../x and /etc/x", ["verify", d / "keys.tar"]))
-    tar(d / "five.tar", [(f"s{i}.txt", b"1") for i in range(5)])
+    write_tar(d / "five.tar", [(f"s{i}.txt", b"1") for i in range(5)])
     (d / "low.json").write_text(json.dumps({"shardlist": [{"url": "five.tar", "nsamples": 4}]}))
     out.append(("manifest count too low", ["stream", d / "low.json", "--seed", "1"]))
     (d / "cmd.json").write_text(json.dumps({"shardlist": [{"url": "pipe:true", "nsamples": 1}]}))

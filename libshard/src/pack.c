@@ -18,6 +18,7 @@
 #include "internal.h"
 #include "keyset.h"
 #include "rng.h"
+#include "shard/file.h"
 #include "shard/image.h"
 #include "shard/names.h"
 #include "shard/pack.h"
@@ -463,24 +464,6 @@ static char *numbered(const ShardPackPlan *p, uint64_t k)
     return path;
 }
 
-/* The index path beside a shard path: x.tar, x.tar.zst -> x.idx (as writer.c names it). */
-static char *index_of(const char *shard)
-{
-    static const char *const suffixes[] = {".tar.zst", ".tar.gz", ".tgz", ".tar", ".zst"};
-    size_t len = strlen(shard);
-    for (size_t i = 0; i < sizeof suffixes / sizeof *suffixes; i++)
-        if (shard_ends_with(shard, suffixes[i])) {
-            len -= strlen(suffixes[i]);
-            break;
-        }
-    char *ipath = malloc(len + 5);
-    if (ipath) {
-        memcpy(ipath, shard, len);
-        memcpy(ipath + len, ".idx", 5);
-    }
-    return ipath;
-}
-
 static const char *base_of(const char *path)
 {
     const char *slash = strrchr(path, '/');
@@ -503,7 +486,7 @@ int shard_pack_prepare(const ShardPackPlan *p, const char *manifest_path, ShardE
     char *first = numbered(p, lo), *dir = first ? shard_dir_of(first) : NULL;
     int rc = first && dir ? 0 : SHARD_ERR_NOMEM;
     for (size_t j = lo; j < hi && !rc; j++) {
-        char *path = numbered(p, j), *ipath = path ? index_of(path) : NULL;
+        char *path = numbered(p, j), *ipath = path ? shard_index_path(path) : NULL;
         char *a = path ? shard_strdup(base_of(path)) : NULL;
         char *b = ipath ? shard_strdup(base_of(ipath)) : NULL;
         if (!a || !b || shard_keyset_insert(&mine, a) < 0 || shard_keyset_insert(&mine, b) < 0)
@@ -540,7 +523,7 @@ size_t shard_pack_leftovers(const ShardPackPlan *p, void (*fn)(void *cookie, con
         return 0; /* a part does not know how many shards the others write */
     /* an earlier run numbered its shards on from 0: follow the numbers past this run's */
     for (uint64_t k = p->nshards;; k++) {
-        char *path = numbered(p, k), *ipath = path ? index_of(path) : NULL;
+        char *path = numbered(p, k), *ipath = path ? shard_index_path(path) : NULL;
         int any = 0;
         struct stat st;
         if (path && stat(path, &st) == 0) {

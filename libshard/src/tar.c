@@ -21,7 +21,7 @@
 #define RESERVE_MAX ((uint64_t)16 << 20)
 /* a zstd frame is decompressed whole, its checksum checked, before libarchive sees a byte
  * of it; a frame larger than this (another tool's one-frame .tar.zst) goes on in pieces */
-#define ZFRAME_MAX ((size_t)64 << 20)
+#define ZFRAME_MAX ((size_t)16 << 20)
 /* fields of one sample compared one by one; past this many, found through a hash table */
 #define FIELD_SCAN 16
 

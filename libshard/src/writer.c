@@ -16,6 +16,7 @@
 #include <zstd.h>
 
 #include "internal.h"
+#include "shard/file.h"
 #include "shard/names.h"
 #include "shard/writer.h"
 #include "zstdseek.h"
@@ -302,20 +303,9 @@ static int record_info(ShardWriter *w, const ShardFileInfo *info)
  * them, so one index serves a shard compressed or not (offsets are of the plain tar). */
 static int write_index(ShardWriter *w)
 {
-    static const char *const suffixes[] = {".tar.zst", ".tar.gz", ".tgz", ".tar", ".zst"};
-    size_t len = strlen(w->path);
-    for (size_t i = 0; i < sizeof suffixes / sizeof *suffixes; i++) {
-        size_t k = strlen(suffixes[i]);
-        if (len > k && !strcmp(w->path + len - k, suffixes[i])) {
-            len -= k;
-            break;
-        }
-    }
-    char *ipath = malloc(len + 5);
+    char *ipath = shard_index_path(w->path);
     if (!ipath)
         return shard_fail(w->err, SHARD_ERR_NOMEM, "writer: out of memory");
-    memcpy(ipath, w->path, len);
-    memcpy(ipath + len, ".idx", 5);
     ShardAtomicFile f;
     int rc = shard_afile_open(&f, ipath, w->s.sync, 0, w->err);
     if (!rc) {

@@ -59,8 +59,8 @@ def test_killed_runs_leave_complete_shards_and_rerun_identically(shardpack, run_
         p.send_signal(signal.SIGKILL)
         p.wait(timeout=60)
         got, hidden = files(out)
-        if p.returncode == -signal.SIGKILL:
-            assert "train.json" not in got, f"attempt {attempt}: a manifest after a kill"
+        if "train.json" in got:  # killed after its very end: then the run is all there
+            assert got == want, f"attempt {attempt}: a manifest beside an unfinished run"
         shards = [n for n in got if n.endswith(ext)]
         for n in shards:
             assert n.replace(ext, ".idx") in got, f"attempt {attempt}: {n} without its index"
