@@ -909,3 +909,27 @@ def test_a_shard_cut_while_it_is_read_is_an_error_not_a_crash(packed, tmp_path):
     out = cp.stdout.decode()
     assert cp.returncode == 0, f"exit {cp.returncode}: {cp.stderr.decode()[-500:]}"
     assert "error after" in out and "s.tar" in out and "Truncated" in out, out
+
+
+def test_a_shard_deleted_mid_epoch_is_skipped_and_counted(packed, tmp_path):
+    """A shard removed while the epoch runs (a cleanup job, a lost disk): with skip_errors
+    every other sample arrives exactly once, and the loss is counted by shard and samples."""
+    import shutil
+    for p in [packed.manifest, *packed.shards]:
+        shutil.copy(p, tmp_path / p.name)
+        idx = p.with_suffix(".idx")
+        if idx.exists():
+            shutil.copy(idx, tmp_path / idx.name)
+    gone = tmp_path / packed.shards[5].name
+    r = libshard.Reader(str(tmp_path / packed.manifest.name), seed=0, rank=0, world_size=1,
+                        shuffle_shards=False, streams=1, queue_depth=1, skip_errors=True)
+    keys = []
+    for s in r:
+        keys.append(s["__key__"])
+        if len(keys) == 10:
+            gone.unlink()
+    lost = {s["__key__"] for s in packed.by_shard[5]}
+    assert Counter(keys) == Counter(k for k in packed.keys if k not in lost)
+    st = r.stats()
+    assert st["skipped_shards"] == 1 and st["skipped_samples"] == len(lost)
+    assert any(gone.name in e and "cannot open" in e for e in st["kept_errors"]), st

@@ -117,11 +117,15 @@ typedef struct Trickle {
     const unsigned char *data;
     size_t size, pos, step;
     unsigned reads_at;
+    size_t fail_at; /* fault injection: a read that reaches this offset fails (0: none) */
 } Trickle;
 
 static ssize_t trickle_read(ShardSource *s, const void **block)
 {
     Trickle *t = s->impl;
+    if (t->fail_at && t->pos + t->step >= t->fail_at)
+        return shard_fail(s->err, SHARD_ERR_IO, "%s: offset %llu: read failed: injected", s->url,
+                          (unsigned long long)t->pos);
     size_t n = t->size - t->pos < t->step ? t->size - t->pos : t->step;
     *block = t->data + t->pos;
     t->pos += n;
@@ -133,6 +137,9 @@ static int trickle_read_at(ShardSource *s, uint64_t off, void *buf, size_t n)
 {
     Trickle *t = s->impl;
     t->reads_at++;
+    if (t->fail_at && off + n >= t->fail_at)
+        return shard_fail(s->err, SHARD_ERR_IO, "%s: offset %llu: read failed: injected", s->url,
+                          (unsigned long long)off);
     memcpy(buf, t->data + off, n);
     return 0;
 }
@@ -161,7 +168,7 @@ Test(source, short_reads_give_the_same_samples)
         uint64_t want = digest_url(path, &n1);
         size_t size;
         unsigned char *bytes = tu_read(path, &size);
-        Trickle t = {bytes, size, 0, 1, 0};
+        Trickle t = {bytes, size, 0, 1, 0, 0};
         ShardFileSettings s;
         shard_file_default_settings(&s);
         s.load_index = 0;
@@ -192,6 +199,59 @@ Test(source, short_reads_give_the_same_samples)
     }
 }
 
+/* The keys of f's samples until its end or its first error, which *rc receives. */
+static int keys_until_error(ShardFile *f, char keys[][16], int max, int *rc)
+{
+    const ShardSampleView *v;
+    int n = 0;
+    while (n < max && (*rc = shard_file_next(f, &v)) == 0)
+        snprintf(keys[n++], 16, "%s", v->key + 3);
+    return n;
+}
+
+Test(source, an_injected_read_failure_is_an_error_after_whole_samples_only)
+{
+    const char *names[] = {"f-%06d.tar", "g-%06d.tar.zst"};
+    for (int z = 0; z < 2; z++) {
+        char *path = tu_write_shard(dir, names[z], 40, 2500);
+        size_t size;
+        unsigned char *bytes = tu_read(path, &size);
+        char all[64][16];
+        int rc;
+        ShardFile *f;
+        ShardError err;
+        cr_assert_eq(shard_file_open(&f, path, NULL, &err), 0, "%s", err.message);
+        int n = keys_until_error(f, all, 64, &rc);
+        shard_file_free(&f);
+        cr_assert_eq(n, 40);
+        /* a failure at a sweep of offsets: before it, a prefix of the samples, each whole;
+         * then an error naming the shard and the offset */
+        for (size_t at = 700; at < size; at += size / 23) {
+            Trickle t = {bytes, size, 0, 1, 0, at};
+            ShardFileSettings s;
+            shard_file_default_settings(&s);
+            s.load_index = 0;
+            int orc = shard_file_open_source(&f, trickle(&t, path), &s, &err);
+            if (orc) { /* failed before the first header */
+                cr_assert(strstr(err.message, "injected"), "%s", err.message);
+                continue;
+            }
+            char got[64][16];
+            int k = keys_until_error(f, got, 64, &rc);
+            cr_assert_lt(k, 40, "the failure at %zu went unnoticed", at);
+            cr_assert_neq(rc, SHARD_EOS, "at %zu: the end instead of the error", at);
+            for (int i = 0; i < k; i++)
+                cr_assert_str_eq(got[i], all[i], "at %zu: sample %d", at, i);
+            cr_assert(strstr(shard_file_error(f), "injected") &&
+                          strstr(shard_file_error(f), names[z][0] == 'f' ? "f-000000" : "g-000000"),
+                      "%s", shard_file_error(f));
+            shard_file_free(&f);
+        }
+        free(bytes);
+        free(path);
+    }
+}
+
 Test(source, read_at_across_frames_without_a_mapping)
 {
     /* frames of 1 KiB, members up to 3 KiB: most members span several frames */
@@ -201,7 +261,7 @@ Test(source, read_at_across_frames_without_a_mapping)
     cr_assert_eq(shard_file_open(&ref, path, NULL, &err), 0, "%s", err.message);
     size_t size;
     unsigned char *bytes = tu_read(path, &size);
-    Trickle t = {bytes, size, 0, 1, 0};
+    Trickle t = {bytes, size, 0, 1, 0, 0};
     ShardFileSettings s;
     shard_file_default_settings(&s);
     char *ip = shard_index_path(path);
