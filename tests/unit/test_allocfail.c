@@ -23,6 +23,7 @@ void *__wrap_calloc(size_t n, size_t size);
 void *__wrap_realloc(void *p, size_t n);
 
 static atomic_long calls, fail_at = -1;
+static char last_error[SHARD_ERROR_MAX]; /* the failed run's message */
 
 static int failing(void)
 {
@@ -54,6 +55,12 @@ static long sweep(int (*fn)(const char *), const char *arg)
         long made = atomic_load(&calls);
         atomic_store(&fail_at, -1);
         cr_assert(rc == 0 || rc < 0, "run %ld: %d", n, rc);
+        if (rc) { /* a message that says something: set, printable */
+            cr_assert(last_error[0], "run %ld: error %d without a message", n, rc);
+            for (const char *p = last_error; *p; p++)
+                cr_assert((unsigned char)*p >= 0x20 && (unsigned char)*p < 0x7f,
+                          "run %ld: a message with byte %#x: %s", n, (unsigned char)*p, last_error);
+        }
         if (made <= n) { /* the failure was never reached: the whole run succeeded */
             cr_assert_eq(rc, 0, "run %ld failed without an injected failure", n);
             return n;
@@ -77,14 +84,19 @@ static int read_all(const char *manifest)
     s.shuffle_buffer = 8;
     ShardReader *r;
     ShardError err;
+    memset(&err, 0x7f, sizeof err); /* what an unset message would show */
+    err.message[sizeof err.message - 1] = 0;
     int rc = shard_reader_open(&r, &s, &err);
-    if (rc)
+    if (rc) {
+        snprintf(last_error, sizeof last_error, "%s", err.message);
         return rc;
+    }
     const char *key, *url;
     const ShardFieldView *f;
     size_t nf;
     while ((rc = shard_reader_next(r, &key, &url, &f, &nf)) == 0)
         ;
+    snprintf(last_error, sizeof last_error, "%s", shard_reader_error(r));
     shard_reader_free(&r);
     return rc == SHARD_EOS ? 0 : rc;
 }
@@ -108,12 +120,17 @@ static int load_all(const char *manifest)
     s.transform.height = 16;
     ShardLoader *l;
     ShardError err;
+    memset(&err, 0x7f, sizeof err);
+    err.message[sizeof err.message - 1] = 0;
     int rc = shard_loader_open(&l, &s, &err);
-    if (rc)
+    if (rc) {
+        snprintf(last_error, sizeof last_error, "%s", err.message);
         return rc;
+    }
     const ShardBatch *b;
     while ((rc = shard_loader_next(l, &b)) == 0)
         shard_batch_release(l, b);
+    snprintf(last_error, sizeof last_error, "%s", shard_loader_error(l));
     shard_loader_free(&l);
     return rc == SHARD_EOS ? 0 : rc;
 }
