@@ -19,6 +19,7 @@ struct ShardList {
     size_t n, cap;
     ShardManifest **manifests; /* per spec, NULL where it was no manifest */
     size_t nspecs;
+    uint64_t bytes; /* of the names brace patterns gave */
 };
 
 typedef ShardList List;
@@ -65,18 +66,21 @@ static int expand_joined(const char *a, size_t na, const char *b, size_t nb, con
     return rc;
 }
 
-/* the most names one pattern may give: a typo ({0..9999999999}) fails instead of filling
- * memory */
+/* the most names, and bytes of them, a list may hold: a typo ({0..9999999999}) fails
+ * instead of filling memory */
 #define MAX_EXPANSION 10000000ull
+#define MAX_EXPANSION_BYTES (1ull << 30)
 
 /* Expands the first brace group of s (recursively the rest) into l. */
 static int expand(const char *s, List *l, char *err, const char *spec, size_t which)
 {
     const char *open = strchr(s, '{');
     if (!open) {
-        if (l->n >= MAX_EXPANSION)
-            return shard_fail(err, SHARD_ERR_FORMAT, "'%.200s': expands to more than %llu names",
-                              spec, MAX_EXPANSION);
+        l->bytes += strlen(s) + 1;
+        if (l->n >= MAX_EXPANSION || l->bytes > MAX_EXPANSION_BYTES)
+            return shard_fail(err, SHARD_ERR_FORMAT,
+                              "'%.200s': expands to more than %llu names or %llu bytes of them",
+                              spec, MAX_EXPANSION, MAX_EXPANSION_BYTES);
         return list_push(l, shard_strdup(s), which);
     }
     int depth = 0;
