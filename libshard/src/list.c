@@ -104,8 +104,10 @@ static int expand(const char *s, List *l, char *err, const char *spec, size_t wh
     const char *dots = strstr(body, "..");
     if (dots && dots < close && !memchr(body, ',', blen)) {
         char *end;
+        /* digits only: strtoull would take "-16" (as 2^64 - 16) and leading spaces */
+        int ok = body[0] >= '0' && body[0] <= '9' && dots[2] >= '0' && dots[2] <= '9';
         unsigned long long a = strtoull(body, &end, 10);
-        int ok = end == dots && body < dots;
+        ok = ok && end == dots && body < dots;
         unsigned long long b = strtoull(dots + 2, &end, 10);
         ok = ok && end == close && dots + 2 < close;
         if (!ok)
@@ -117,12 +119,14 @@ static int expand(const char *s, List *l, char *err, const char *spec, size_t wh
         if (b < a || b - a >= MAX_EXPANSION)
             return shard_fail(err, SHARD_ERR_FORMAT, "'%s': range {%llu..%llu} is empty or too large",
                               spec, a, b);
-        for (unsigned long long v = a; v <= b; v++) {
+        for (unsigned long long v = a;; v++) { /* to b included, which may be the largest */
             char num[32];
             int k = pad ? snprintf(num, sizeof num, "%0*llu", width, v) : snprintf(num, sizeof num, "%llu", v);
             int rc = expand_joined(s, pre, num, (size_t)k, rest, l, err, spec, which);
             if (rc)
                 return rc;
+            if (v == b)
+                break;
         }
         return 0;
     }

@@ -287,3 +287,12 @@ def test_a_zstd_frame_that_fails_its_checksum_gives_none_of_its_samples(run_sc, 
     # the last sample of frame 1 ends where frame 2's first header would be read: it goes
     # with the error (a sample is whole only once the next header says so)
     assert len(cp.stdout.decode().splitlines()) == before - 1, "a sample of the damaged frame came out"
+
+
+def test_brace_ranges_that_wrap_are_refused(run_sc):
+    """A fuzzer's finding: strtoull read {-16..-1} as 2^64-16 .. 2^64-1, and the loop to the
+    largest number wrapped around, producing names until memory ran out."""
+    cp = run_sc("ls", "x-{-16..-1}.tar", timeout=TIMEOUT)
+    assert cp.returncode == 1 and "is not a range" in out_text(cp), out_text(cp)
+    cp = run_sc("ls", "x-{18446744073709551614..18446744073709551615}.tar", timeout=TIMEOUT)
+    assert cp.returncode == 1 and out_text(cp).count("cannot open") == 2, out_text(cp)
