@@ -66,6 +66,14 @@ def photos():
     return {n: np.asarray(Image.open(PHOTOS / n).convert("RGB")) for n in PHOTO_NAMES}
 
 
+# Under AddressSanitizer, DataLoader workers start from a fork server: forking the test
+# process itself, whose torch and libshard threads may be inside ASan's allocator at that
+# moment, leaves the child blocked on the allocator's lock forever (GCC 12's libasan takes no
+# such lock around fork; seen with gdb in a hung worker).
+if os.environ.get("LIBSHARD_TEST_FORKSERVER"):
+    import multiprocessing
+    multiprocessing.set_start_method("forkserver", force=True)
+
 # Hang bounds stretch under a sanitizer (the sanitized build sets it: AddressSanitizer runs
 # several times slower, DataLoader workers start slowly).
 SLOW = float(os.environ.get("LIBSHARD_TEST_SLOWDOWN", "1"))

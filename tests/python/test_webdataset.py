@@ -67,16 +67,21 @@ def test_readme_pil_pipeline(shards):
         assert meta == json.loads(want["json"])
 
 
+def invert(x):
+    return 1 - x
+
+
+def preprocess(sample):
+    """The README's preprocess (module level: DataLoader workers may be spawned)."""
+    import torchvision.transforms as transforms
+    preproc = transforms.Compose([transforms.Resize((24, 24)), transforms.ToTensor(), invert])
+    image, meta = sample
+    return preproc(image), meta["i"]
+
+
 def test_readme_map_makes_a_new_pipeline(shards):
     """README: dataset = pil_dataset.map(preprocess); pil_dataset itself is unchanged."""
     url, _ = shards
-    import torchvision.transforms as transforms
-    preproc = transforms.Compose([transforms.Resize((24, 24)), transforms.ToTensor(),
-                                  lambda x: 1 - x])
-
-    def preprocess(sample):
-        image, meta = sample
-        return preproc(image), meta["i"]
 
     pil_dataset = wds.WebDataset(url, seed=1).decode("pil").to_tuple("jpg", "json")
     dataset = pil_dataset.map(preprocess)
