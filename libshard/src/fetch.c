@@ -189,11 +189,10 @@ static int fetch_segment(Stream *st, const ShardSegment *seg, size_t n, uint64_t
         rc = shard_file_next(file, &v);
         if (rc == 0) {
             char msg[SHARD_ERROR_MAX];
-            snprintf(msg, sizeof msg, "%s: offset %llu: sample '%s' is past the end the count "
-                                      "says: the shard has more than %llu samples (the manifest "
-                                      "or index is out of date)",
-                     url, (unsigned long long)v->offset, v->key, (unsigned long long)known);
-            shard_escape_message(msg, sizeof msg);
+            shard_fail(msg, SHARD_ERR_FORMAT,
+                       "%s: offset %llu: sample '%s' is past the end the count says: the shard "
+                       "has more than %llu samples (the manifest or index is out of date)",
+                       url, (unsigned long long)v->offset, v->key, (unsigned long long)known);
             shard_file_free(&file);
             return failed(st, msg, 0);
         }
@@ -203,12 +202,11 @@ static int fetch_segment(Stream *st, const ShardSegment *seg, size_t n, uint64_t
     int out = 0;
     if (rc == SHARD_EOS && count != SHARD_COUNT_UNKNOWN && got < count) {
         char msg[SHARD_ERROR_MAX];
-        snprintf(msg, sizeof msg, "%s: offset %lld: the shard ends after %llu samples, %llu "
-                                  "were expected (truncated, or the manifest or index is out of "
-                                  "date)",
-                 url, (long long)shard_file_size(file), (unsigned long long)(first + got),
-                 (unsigned long long)(first + count));
-        shard_escape_message(msg, sizeof msg);
+        shard_fail(msg, SHARD_ERR_FORMAT,
+                   "%s: offset %lld: the shard ends after %llu samples, %llu were expected "
+                   "(truncated, or the manifest or index is out of date)",
+                   url, (long long)shard_file_size(file), (unsigned long long)(first + got),
+                   (unsigned long long)(first + count));
         out = failed(st, msg, count - got);
     } else if (rc && rc != SHARD_EOS) {
         out = failed(st, shard_file_error(file), count == SHARD_COUNT_UNKNOWN ? count : count - got);

@@ -199,9 +199,7 @@ int shard_tar_open(ShardTar **out, ShardSource *src, const ShardFileSettings *s,
             return rc;
         }
         const unsigned char *m = t->magic;
-        int compressed = t->nmagic >= 4 && ((m[0] == 0x28 && m[1] == 0xb5 && m[2] == 0x2f &&
-                                             m[3] == 0xfd) ||
-                                            (m[0] == 0x1f && m[1] == 0x8b));
+        int compressed = zstd_magic(m, t->nmagic) || (t->nmagic >= 4 && m[0] == 0x1f && m[1] == 0x8b);
         const char *why = archive_error_string(t->ar);
         int rc;
         if (compressed) { /* libarchive decompresses ahead: the first tar header never came */
