@@ -199,7 +199,8 @@ int shard_tar_open(ShardTar **out, ShardSource *src, const ShardFileSettings *s,
             return rc;
         }
         const unsigned char *m = t->magic;
-        int compressed = zstd_magic(m, t->nmagic) || (t->nmagic >= 4 && m[0] == 0x1f && m[1] == 0x8b);
+        int compressed = zstd_magic(m, t->nmagic) ||
+                         (t->nmagic >= 4 && m[0] == 0x1f && m[1] == 0x8b);
         const char *why = archive_error_string(t->ar);
         int rc;
         if (compressed) { /* libarchive decompresses ahead: the first tar header never came */
