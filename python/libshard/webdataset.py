@@ -641,7 +641,9 @@ class WebDataset(_Fluid, torch.utils.data.IterableDataset):
         return rank, world
 
     def _fast(self):
-        """(settings, stages left) for the C path, or None."""
+        """(settings, stages left to run in Python, to_tuple's fields): the fields are None
+        unless the whole pipeline runs in C (then no stage is left); a leading shuffle
+        becomes the reader's buffer either way."""
         settings, stages = dict(self.settings), list(self.stages)
         if stages and stages[0][0] == "shuffle" and not set(stages[0][2]) - {"initial"}:
             size = stages[0][1][0]
