@@ -97,7 +97,9 @@ static void usage(FILE *f)
           "      --part I/N         pack only part I (0-based) of N: a disjoint share of the shards\n"
           "      --manifest PATH    manifest path (default: the pattern's stem + .json)\n"
           "      --no-fsync         do not fsync shards before renaming them into place\n"
-          "      --no-checksum      leave MD5 and SHA-256 out of the manifest (faster)\n"
+          "      --checksum LIST    digests in the manifest: sha256 (default), md5 (what wids\n"
+          "                         carries), md5,sha256, or none\n"
+          "      --no-checksum      same as --checksum none\n"
           "  -q, --quiet            no progress bar and no summary\n"
           "      --join             join part manifests into -o MANIFEST\n"
           "  -h, --help             this help\n",
@@ -107,6 +109,32 @@ static void usage(FILE *f)
 static void die_usage(const char *msg)
 {
     exit(cli_usage_error("shardpack", msg));
+}
+
+/* "sha256", "md5", "md5,sha256" (either order) or "none" into SHARD_DIGEST_* bits. */
+static int parse_checksums(const char *arg, int *out)
+{
+    if (!strcmp(arg, "none")) {
+        *out = 0;
+        return 0;
+    }
+    int bits = 0;
+    for (const char *t = arg;;) {
+        size_t n = strcspn(t, ",");
+        if (n == 6 && !strncmp(t, "sha256", 6))
+            bits |= SHARD_DIGEST_SHA256;
+        else if (n == 3 && !strncmp(t, "md5", 3))
+            bits |= SHARD_DIGEST_MD5;
+        else
+            return -1; /* an unknown or empty name */
+        if (!t[n])
+            break;
+        t += n + 1;
+    }
+    if (!bits)
+        return -1;
+    *out = bits;
+    return 0;
 }
 
 /* ---- packing ------------------------------------------------------------------------- */
@@ -301,14 +329,14 @@ int main(int argc, char **argv)
     o.compress = -1;
     o.jobs = 1;
     o.fsync = 1;
-    o.checksums = 1;
+    o.checksums = SHARD_DIGEST_SHA256;
     int join = 0;
     const char *sde = getenv("SOURCE_DATE_EPOCH");
     if (sde && *sde)
         o.mtime = strtoll(sde, NULL, 10);
 
     enum { OPT_COMPRESS = 256, OPT_FRAME, OPT_SHUFFLE, OPT_VERIFY, OPT_ON_ERROR, OPT_LIST,
-           OPT_PART, OPT_MANIFEST, OPT_NO_FSYNC, OPT_NO_CHECKSUM, OPT_JOIN };
+           OPT_PART, OPT_MANIFEST, OPT_NO_FSYNC, OPT_NO_CHECKSUM, OPT_CHECKSUM, OPT_JOIN };
     static const struct option longopts[] = {
         {"output", required_argument, NULL, 'o'},   {"maxcount", required_argument, NULL, 'c'},
         {"maxsize", required_argument, NULL, 's'},  {"compress", required_argument, NULL, OPT_COMPRESS},
@@ -317,7 +345,8 @@ int main(int argc, char **argv)
         {"verify", no_argument, NULL, OPT_VERIFY},  {"on-error", required_argument, NULL, OPT_ON_ERROR},
         {"list", no_argument, NULL, OPT_LIST},      {"part", required_argument, NULL, OPT_PART},
         {"manifest", required_argument, NULL, OPT_MANIFEST},
-        {"no-fsync", no_argument, NULL, OPT_NO_FSYNC}, {"no-checksum", no_argument, NULL, OPT_NO_CHECKSUM}, {"quiet", no_argument, NULL, 'q'},
+        {"no-fsync", no_argument, NULL, OPT_NO_FSYNC}, {"no-checksum", no_argument, NULL, OPT_NO_CHECKSUM},
+        {"checksum", required_argument, NULL, OPT_CHECKSUM}, {"quiet", no_argument, NULL, 'q'},
         {"join", no_argument, NULL, OPT_JOIN},      {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -386,6 +415,10 @@ int main(int argc, char **argv)
         case OPT_MANIFEST: o.manifest = optarg; break;
         case OPT_NO_FSYNC: o.fsync = 0; break;
         case OPT_NO_CHECKSUM: o.checksums = 0; break;
+        case OPT_CHECKSUM:
+            if (parse_checksums(optarg, &o.checksums))
+                die_usage("--checksum wants sha256, md5, md5,sha256 or none");
+            break;
         case 'q': o.quiet = 1; break;
         case OPT_JOIN: join = 1; break;
         case 'h': usage(stdout); return 0;

@@ -3,8 +3,9 @@
  * destination folder (so the rename stays on one filesystem), fsynced, renamed, and the
  * folder fsynced so the rename itself survives a crash.
  *
- * DESIGN: checksums. MD5 and SHA-256 together cost more CPU than reading and writing the
- * bytes, so each digest runs on a hasher thread of its own per open file. The file has two
+ * DESIGN: checksums. A digest can cost more CPU than reading and writing the bytes (MD5
+ * without SHA extensions runs at ~750 MB/s), so each digest asked for runs on a hasher
+ * thread of its own per open file. The file has two
  * buffers: when the one being filled is full, the caller waits until both hashers are done
  * with the other, hands the full one to both, writes it to the file itself, and fills the
  * other. A hasher only reads a buffer the caller no longer touches until the next
@@ -45,20 +46,6 @@ static int digest_final(void *ctx, char *out)
         return SHARD_ERR_NOMEM;
     if (out)
         hex(md, n, out);
-    return 0;
-}
-
-static int digests_new(void **md5, void **sha256)
-{
-    *md5 = EVP_MD_CTX_new();
-    *sha256 = EVP_MD_CTX_new();
-    if (!*md5 || !*sha256 || !EVP_DigestInit_ex(*md5, EVP_md5(), NULL) ||
-        !EVP_DigestInit_ex(*sha256, EVP_sha256(), NULL)) {
-        EVP_MD_CTX_free(*md5);
-        EVP_MD_CTX_free(*sha256);
-        *md5 = *sha256 = NULL;
-        return SHARD_ERR_NOMEM;
-    }
     return 0;
 }
 
@@ -163,8 +150,12 @@ int shard_afile_open(ShardAtomicFile *f, const char *final_path, int sync, int c
     int rc = SHARD_ERR_NOMEM;
     if (!f->final_path || !base_copy || !dir || !f->buf)
         goto fail;
-    if (checksums && (!(f->spare = malloc(AFILE_BUFSIZE)) || !(f->md5 = hasher_new(EVP_md5())) ||
-                      !(f->sha256 = hasher_new(EVP_sha256()))))
+    if ((checksums & (SHARD_DIGEST_MD5 | SHARD_DIGEST_SHA256)) &&
+        !(f->spare = malloc(AFILE_BUFSIZE)))
+        goto fail;
+    if ((checksums & SHARD_DIGEST_MD5) && !(f->md5 = hasher_new(EVP_md5())))
+        goto fail;
+    if ((checksums & SHARD_DIGEST_SHA256) && !(f->sha256 = hasher_new(EVP_sha256())))
         goto fail;
     const char *base = basename(base_copy);
     size_t n = strlen(dir) + strlen(base) + 40;
@@ -198,6 +189,30 @@ fail:
     return rc;
 }
 
+static void hashers_wait(ShardAtomicFile *f)
+{
+    if (f->md5)
+        hasher_wait(f->md5);
+    if (f->sha256)
+        hasher_wait(f->sha256);
+}
+
+/* With sync, the kernel is asked to start writing back each few MiB as they are written,
+ * so that the fsync before the rename finds little left to do: the disk works while the
+ * next bytes are read and hashed, instead of after. */
+#define AFILE_WRITEBACK (8u << 20)
+
+static void start_writeback(ShardAtomicFile *f)
+{
+    if (!f->sync || f->written - f->writeback < AFILE_WRITEBACK)
+        return;
+#ifdef SYNC_FILE_RANGE_WRITE
+    (void)sync_file_range(f->fd, (off_t)f->writeback, (off_t)(f->written - f->writeback),
+                          SYNC_FILE_RANGE_WRITE); /* a hint: fsync still decides */
+#endif
+    f->writeback = f->written;
+}
+
 static int flush_buf(ShardAtomicFile *f, const unsigned char *p, size_t n, char *err)
 {
     while (n) {
@@ -213,6 +228,7 @@ static int flush_buf(ShardAtomicFile *f, const unsigned char *p, size_t n, char 
         n -= (size_t)k;
         f->written += (uint64_t)k;
     }
+    start_writeback(f);
     return 0;
 }
 
@@ -221,11 +237,12 @@ static int flush_filled(ShardAtomicFile *f, char *err)
 {
     if (!f->len)
         return 0;
-    if (f->md5) {
-        hasher_wait(f->md5);
-        hasher_wait(f->sha256);
-        hasher_give(f->md5, f->buf, f->len);
-        hasher_give(f->sha256, f->buf, f->len);
+    if (f->spare) {
+        hashers_wait(f);
+        if (f->md5)
+            hasher_give(f->md5, f->buf, f->len);
+        if (f->sha256)
+            hasher_give(f->sha256, f->buf, f->len);
         unsigned char *t = f->buf;
         f->buf = f->spare;
         f->spare = t;
@@ -259,10 +276,7 @@ int shard_afile_write(ShardAtomicFile *f, const void *p, size_t n, char *err)
 int shard_afile_commit(ShardAtomicFile *f, char *md5, char *sha256, char *err)
 {
     int rc = flush_filled(f, err);
-    if (f->md5) {
-        hasher_wait(f->md5);
-        hasher_wait(f->sha256);
-    }
+    hashers_wait(f);
     if (rc)
         goto fail;
     if (f->sync && fsync(f->fd) != 0) {
@@ -296,15 +310,14 @@ int shard_afile_commit(ShardAtomicFile *f, char *md5, char *sha256, char *err)
         }
         free(dir);
     }
-    if (f->md5) {
+    if (md5)
+        md5[0] = 0;
+    if (sha256)
+        sha256[0] = 0;
+    if (f->md5)
         digest_final(f->md5->ctx, md5);
+    if (f->sha256)
         digest_final(f->sha256->ctx, sha256);
-    } else {
-        if (md5)
-            md5[0] = 0;
-        if (sha256)
-            sha256[0] = 0;
-    }
     shard_afile_abort(f);
     return 0;
 fail:
@@ -330,23 +343,40 @@ void shard_afile_abort(ShardAtomicFile *f)
     f->md5 = f->sha256 = NULL;
 }
 
-int shard_digests_init(ShardDigests *d)
+int shard_digests_init(ShardDigests *d, int which)
 {
     d->total = 0;
-    return digests_new(&d->md5, &d->sha256);
+    d->md5 = d->sha256 = NULL;
+    if ((which & SHARD_DIGEST_MD5) &&
+        (!(d->md5 = EVP_MD_CTX_new()) || !EVP_DigestInit_ex(d->md5, EVP_md5(), NULL)))
+        goto fail;
+    if ((which & SHARD_DIGEST_SHA256) &&
+        (!(d->sha256 = EVP_MD_CTX_new()) || !EVP_DigestInit_ex(d->sha256, EVP_sha256(), NULL)))
+        goto fail;
+    return 0;
+fail:
+    EVP_MD_CTX_free(d->md5);
+    EVP_MD_CTX_free(d->sha256);
+    d->md5 = d->sha256 = NULL;
+    return SHARD_ERR_NOMEM;
 }
 
 void shard_digests_update(ShardDigests *d, const void *p, size_t n)
 {
-    EVP_DigestUpdate(d->md5, p, n);
-    EVP_DigestUpdate(d->sha256, p, n);
+    if (d->md5)
+        EVP_DigestUpdate(d->md5, p, n);
+    if (d->sha256)
+        EVP_DigestUpdate(d->sha256, p, n);
     d->total += n;
 }
 
 void shard_digests_final(ShardDigests *d, char *md5, char *sha256)
 {
-    digest_final(d->md5, md5);
-    digest_final(d->sha256, sha256);
+    md5[0] = sha256[0] = 0;
+    if (d->md5)
+        digest_final(d->md5, md5);
+    if (d->sha256)
+        digest_final(d->sha256, sha256);
     EVP_MD_CTX_free(d->md5);
     EVP_MD_CTX_free(d->sha256);
     d->md5 = d->sha256 = NULL;

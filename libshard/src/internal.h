@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "shard/common.h"
+#include "shard/writer.h"
 
 #define SHARD_HIDDEN __attribute__((visibility("hidden")))
 #define SHARD_PRINTF(f, a) __attribute__((format(printf, f, a)))
@@ -93,25 +94,27 @@ typedef struct ShardAtomicFile {
     unsigned char *spare; /* being hashed (with checksums), else NULL */
     size_t len, cap;
     uint64_t written;
-    ShardHasher *md5;    /* NULL without checksums */
-    ShardHasher *sha256; /* NULL without checksums */
+    uint64_t writeback;  /* bytes before this were handed to the kernel's writeback */
+    ShardHasher *md5;    /* NULL unless SHARD_DIGEST_MD5 */
+    ShardHasher *sha256; /* NULL unless SHARD_DIGEST_SHA256 */
 } ShardAtomicFile;
 
 SHARD_HIDDEN int shard_afile_open(ShardAtomicFile *f, const char *final_path, int sync,
                                   int checksums, char *err);
 SHARD_HIDDEN int shard_afile_write(ShardAtomicFile *f, const void *p, size_t n, char *err);
 /* Flushes, fsyncs (when sync), renames into place and fsyncs the folder. Hex digests
- * go to md5/sha256 (33 and 65 bytes) when checksums were asked for; either may be NULL. */
+ * go to md5/sha256 (33 and 65 bytes), "" for one not asked for (checksums: SHARD_DIGEST_*
+ * bits); either may be NULL. */
 SHARD_HIDDEN int shard_afile_commit(ShardAtomicFile *f, char *md5, char *sha256, char *err);
 /* Closes and removes the temporary file; safe to call on a committed or zeroed file. */
 SHARD_HIDDEN void shard_afile_abort(ShardAtomicFile *f);
 
-/* MD5 and SHA-256 of bytes given block by block (a whole object read through a source). */
+/* MD5 and/or SHA-256 of bytes given block by block (a whole object read through a source). */
 typedef struct ShardDigests {
     void *md5, *sha256;
     uint64_t total;
 } ShardDigests;
-SHARD_HIDDEN int shard_digests_init(ShardDigests *d);
+SHARD_HIDDEN int shard_digests_init(ShardDigests *d, int which); /* SHARD_DIGEST_* bits */
 SHARD_HIDDEN void shard_digests_update(ShardDigests *d, const void *p, size_t n);
 /* Hex digests (md5: 33 bytes, sha256: 65 bytes; either may be NULL); frees d's state. */
 SHARD_HIDDEN void shard_digests_final(ShardDigests *d, char *md5, char *sha256);

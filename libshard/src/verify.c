@@ -175,7 +175,8 @@ static void check_manifest(Ctx *c)
     const ShardFileInfo *x = c->s->expect;
     char md5[33], sha[65], msg[SHARD_ERROR_MAX];
     ShardDigests d;
-    if (shard_digests_init(&d)) {
+    int which = (x->md5[0] ? SHARD_DIGEST_MD5 : 0) | (x->sha256[0] ? SHARD_DIGEST_SHA256 : 0);
+    if (shard_digests_init(&d, which)) {
         defect(c, "%s: out of memory", c->url);
         return;
     }

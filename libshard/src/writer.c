@@ -80,7 +80,7 @@ void shard_writer_default_settings(ShardWriterSettings *s)
     s->frame_size = 4u << 20;
     s->mtime = 0;
     s->write_index = 1;
-    s->checksums = 1;
+    s->checksums = SHARD_DIGEST_SHA256;
     s->sync = 1;
 }
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from conftest import (BASE_ENV, expected_keys, group_samples, idx_path, image_bytes, load_manifest,
-                      make_tree, md5, ok, parse_idx, parse_seek_table, read_members, sample_json,
+                      make_tree, ok, parse_idx, parse_seek_table, read_members, sample_json, sha256,
                       shard_paths, snapshot, split_name, tar_bytes, xxh64, zstd_decompress,
                       zstd_frame_header)
 
@@ -261,7 +261,7 @@ def check_urls(manifest):
         assert not url.startswith("./") and ".." not in url.split("/"), url
         p = resolve(manifest, url)
         assert os.path.isfile(p), f"{url} does not resolve from {manifest}"
-        assert md5(Path(p).read_bytes()) == e["md5sum"]
+        assert sha256(Path(p).read_bytes()) == e["sha256"]
     return man
 
 

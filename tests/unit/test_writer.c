@@ -6,6 +6,7 @@
 
 #include <archive.h>
 #include <archive_entry.h>
+#include <openssl/evp.h>
 #include <shard/shard.h>
 #include <zstd.h>
 
@@ -153,7 +154,7 @@ Test(writer, tar_rotation_members_and_index)
     for (size_t i = 0; i < 3; i++) {
         const ShardFileInfo *info = shard_writer_shard(w, i);
         cr_assert_eq(info->nsamples, counts[i]);
-        cr_assert_eq(strlen(info->md5), 32);
+        cr_assert_str_eq(info->md5, "", "MD5 only on request");
         cr_assert_eq(strlen(info->sha256), 64);
         char name[32];
         snprintf(name, sizeof name, "t-%04zu.tar", i);
@@ -448,6 +449,7 @@ Test(writer, golden_files)
         s.pattern = pattern;
         s.frame_size = 1; /* one frame per sample */
         s.sync = 0;
+        s.checksums = SHARD_DIGEST_MD5 | SHARD_DIGEST_SHA256; /* the manifest in its full form */
         ShardWriter *w;
         ShardError err;
         cr_assert_eq(shard_writer_open(&w, &s, &err), 0);
@@ -486,5 +488,59 @@ Test(writer, golden_files)
         free(y);
         free(a);
         free(b);
+    }
+}
+
+static void hex_digest(const EVP_MD *md, const unsigned char *p, size_t n, char *out)
+{
+    unsigned char d[EVP_MAX_MD_SIZE];
+    unsigned len = 0;
+    cr_assert(EVP_Digest(p, n, d, &len, md, NULL));
+    for (unsigned i = 0; i < len; i++)
+        sprintf(out + 2 * i, "%02x", d[i]);
+}
+
+/* Each digest is computed when asked for, and only then; large enough for several of the
+ * writer's buffers to be hashed in turn. */
+Test(writer, digests_as_asked)
+{
+    const int which[] = {0, SHARD_DIGEST_SHA256, SHARD_DIGEST_MD5, SHARD_DIGEST_MD5 | SHARD_DIGEST_SHA256};
+    for (int k = 0; k < 4; k++) {
+        ShardWriterSettings s;
+        shard_writer_default_settings(&s);
+        char name[32];
+        snprintf(name, sizeof name, "d%d-%%d.tar", k);
+        char *pattern = tu_path(dir, name);
+        s.pattern = pattern;
+        s.checksums = which[k];
+        s.sync = k & 1; /* the writeback hints on and off */
+        ShardWriter *w = NULL;
+        ShardError err;
+        cr_assert_eq(shard_writer_open(&w, &s, &err), 0, "%s", err.message);
+        static unsigned char big[3 << 20];
+        for (size_t i = 0; i < sizeof big; i++)
+            big[i] = (unsigned char)(i * 2654435761u >> 13);
+        for (int i = 0; i < 4; i++) {
+            char key[16];
+            snprintf(key, sizeof key, "s%d", i);
+            big[0] = (unsigned char)i;
+            ShardField f = {"bin", big, sizeof big};
+            ShardSample smp = {key, &f, 1};
+            cr_assert_eq(shard_writer_add(w, &smp), 0, "%s", shard_writer_error(w));
+        }
+        cr_assert_eq(shard_writer_finish(w), 0, "%s", shard_writer_error(w));
+        const ShardFileInfo *info = shard_writer_shard(w, 0);
+        size_t n;
+        unsigned char *data = tu_read(info->url, &n);
+        char md5[33] = "", sha[65] = "";
+        if (which[k] & SHARD_DIGEST_MD5)
+            hex_digest(EVP_md5(), data, n, md5);
+        if (which[k] & SHARD_DIGEST_SHA256)
+            hex_digest(EVP_sha256(), data, n, sha);
+        cr_assert_str_eq(info->md5, md5, "case %d", k);
+        cr_assert_str_eq(info->sha256, sha, "case %d", k);
+        free(data);
+        shard_writer_free(&w);
+        free(pattern);
     }
 }

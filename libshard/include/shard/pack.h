@@ -44,7 +44,8 @@ typedef struct ShardPackSettings {
     int verify;                   /**< decode every JPEG fully; a corrupt one is bad input
                                        (default 0: image signatures are checked) */
     int64_t mtime;                /**< mtime of every member (default 0) */
-    int checksums;                /**< MD5 and SHA-256 of each shard (default 1) */
+    int checksums;                /**< digests of each shard: SHARD_DIGEST_* bits (writer.h),
+                                       0 for none (default SHARD_DIGEST_SHA256) */
     int sync;                     /**< fsync before renaming into place (default 1) */
     /** Zero: room for settings added later without changing the struct's size. */
     unsigned char reserved[64];

@@ -28,6 +28,12 @@ typedef enum ShardCompression {
     SHARD_COMPRESSION_ZSTD = 2, /**< zstd frames on sample boundaries + seek table */
 } ShardCompression;
 
+/** Digests of each shard for its manifest entry (ShardWriterSettings.checksums): bits. */
+enum {
+    SHARD_DIGEST_SHA256 = 1, /**< "sha256": fast where the CPU has SHA extensions */
+    SHARD_DIGEST_MD5 = 2,    /**< "md5sum": what wids' shard indexes carry */
+};
+
 typedef struct ShardWriterSettings {
     /** Output pattern with exactly one integer conversion (%d, %06d, %u, ...); borrowed,
      *  copied by shard_writer_open. No default: must be set. */
@@ -42,8 +48,10 @@ typedef struct ShardWriterSettings {
     size_t frame_size;            /**< target uncompressed bytes per zstd frame (default 4 MiB) */
     int64_t mtime;                /**< mtime of every member (default 0) */
     int write_index;              /**< write the .idx beside each shard (default 1) */
-    int checksums;                /**< compute MD5 and SHA-256 of each shard (default 1) */
-    int sync;                     /**< fsync shards and folders before renaming (default 1) */
+    int checksums;                /**< digests of each shard: SHARD_DIGEST_* bits, 0 for none
+                                       (default SHARD_DIGEST_SHA256) */
+    int sync;                     /**< fsync shards and folders before renaming, writeback
+                                       started as bytes are written (default 1) */
     /** Zero: room for settings added later without changing the struct's size. */
     unsigned char reserved[64];
 } ShardWriterSettings;
