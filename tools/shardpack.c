@@ -2,7 +2,7 @@
  * shardpack — turn an image folder (or a list file) into WebDataset shards with an index
  * per shard and a manifest.
  *
- * DESIGN: the main thread scans the input (packscan.c) and builds the library's pack plan
+ * DESIGN: the main thread scans the input and builds the library's pack plan
  * (shard/pack.h: keys, the shuffle, which samples go into which numbered shard, from file
  * sizes alone). The plan is a pure function of the input and options, so the output does
  * not depend on --jobs, and --part I/N packs a disjoint slice of the very same plan.
@@ -27,13 +27,21 @@
 #include <shard/shard.h>
 
 #include "cli.h"
-#include "packscan.h"
 
 enum { ON_ERROR_FAIL, ON_ERROR_SKIP };
 
-/* The summary's names of the skip reasons (packscan.h). */
+/* The summary's names of the skip reasons, in the order it prints them. */
+enum { SKIP_NAME, SKIP_EMPTY, SKIP_UNREADABLE, SKIP_NOT_IMAGE, SKIP_CORRUPT, SKIP_CHANGED, NSKIP };
 static const char *const skip_names[NSKIP] = {
     "invalid name", "zero-byte", "unreadable", "not an image", "corrupt image", "changed while packing",
+};
+static const int skip_reason[] = {
+    [SHARD_PACK_UNREADABLE] = SKIP_UNREADABLE,
+    [SHARD_PACK_CHANGED] = SKIP_CHANGED,
+    [SHARD_PACK_NOT_IMAGE] = SKIP_NOT_IMAGE,
+    [SHARD_PACK_CORRUPT] = SKIP_CORRUPT,
+    [SHARD_PACK_BAD_NAME] = SKIP_NAME,
+    [SHARD_PACK_EMPTY] = SKIP_EMPTY,
 };
 
 typedef struct Options {
@@ -71,6 +79,7 @@ typedef struct Run {
     char error[2048];
     pthread_cond_t cond;
     int workers_left;
+    size_t scan_named; /* bad inputs the scan named, the run failing */
 } Run;
 
 static void usage(FILE *f)
@@ -153,12 +162,22 @@ static void record_error(Run *run, const char *fmt, ...)
     pthread_mutex_unlock(&run->lock);
 }
 
-static const int skip_reason[] = {
-    [SHARD_PACK_UNREADABLE] = SKIP_UNREADABLE,
-    [SHARD_PACK_CHANGED] = SKIP_CHANGED,
-    [SHARD_PACK_NOT_IMAGE] = SKIP_NOT_IMAGE,
-    [SHARD_PACK_CORRUPT] = SKIP_CORRUPT,
-};
+/* A bad input found by the scan: named, and skipped or fatal by --on-error. */
+static int on_scan_bad(void *cookie, const char *path, ShardPackBad reason, const char *what)
+{
+    Run *run = cookie;
+    char buf[4096];
+    cli_escape_path(path, buf, sizeof buf);
+    if (run->o->on_error == ON_ERROR_FAIL) {
+        fprintf(stderr, "shardpack: %s: %s\n", buf, what);
+        run->scan_named++;
+        return 0;
+    }
+    if (!run->o->quiet)
+        fprintf(stderr, "shardpack: skipping %s: %s\n", buf, what);
+    atomic_fetch_add(&run->skipped[skip_reason[reason]], 1);
+    return 1;
+}
 
 /* A bad input found while packing: 1 to skip it, 0 after failing the run. */
 static int on_bad(void *cookie, size_t input, ShardPackBad reason, const char *what)
@@ -480,32 +499,21 @@ int main(int argc, char **argv)
     }
 
     double t0 = cli_now();
-    Items items = {0};
     Run run;
     memset(&run, 0, sizeof run);
     run.o = &o;
     pthread_mutex_init(&run.lock, NULL);
     pthread_cond_init(&run.cond, NULL);
-    ScanCtx scan = {o.on_error == ON_ERROR_SKIP, o.quiet, &items, run.skipped, 0};
-    int rc = o.list ? pack_scan_list(&scan, o.src) : pack_scan_folder(&scan, o.src);
-    if (!rc && items.n == 0) {
-        fprintf(stderr, "shardpack: %s: no images found\n", o.src);
-        rc = -1;
-    }
-    for (size_t i = 0; i < items.n && !rc; i++) {
-        const Item *x = &items.v[i];
-        ShardPackInput in = {x->path, x->rel, x->field, x->label, x->class_name, x->extra, x->size};
-        rc = shard_pack_plan_add(plan, &in);
-    }
-    if (!rc)
-        rc = shard_pack_plan_set_classes(plan, (const char *const *)items.classes, items.nclasses);
-    if (rc == SHARD_ERR_NOMEM)
-        fprintf(stderr, "shardpack: out of memory\n");
+    ShardPackScanCallbacks scb = {on_scan_bad, &run};
+    uint64_t ignored = 0;
+    int rc = shard_pack_plan_scan(plan, o.src, o.list, &scb, &ignored, &perr);
+    /* A scan that named bad inputs fails with the first of them: said already. */
+    if (rc && (!run.scan_named || rc == SHARD_ERR_NOMEM))
+        fprintf(stderr, "shardpack: %s\n", perr.message);
     if (!rc && shard_pack_plan_build(plan, &perr)) {
         fprintf(stderr, "shardpack: %s\n", perr.message);
         rc = -1;
     }
-    free_items(&items);
     if (rc) {
         shard_pack_plan_free(&plan);
         free(manifest);
@@ -626,8 +634,8 @@ int main(int argc, char **argv)
             }
             fputc(')', stderr);
         }
-        if (items.ignored)
-            fprintf(stderr, "; ignored %llu files without an image extension", (unsigned long long)items.ignored);
+        if (ignored)
+            fprintf(stderr, "; ignored %llu files without an image extension", (unsigned long long)ignored);
         fprintf(stderr, "; manifest %s\n", manifest);
     }
     for (size_t j = 0; j < shard_pack_plan_shards(plan); j++)

@@ -378,3 +378,74 @@ Test(pack, bad_inputs_fail_or_are_skipped)
     free((char *)info.url);
     shard_pack_plan_free(&p);
 }
+
+typedef struct Bad {
+    int reasons[8];
+    int leave_out;
+} Bad;
+
+static int collect_bad(void *cookie, const char *path, ShardPackBad reason, const char *what)
+{
+    Bad *b = cookie;
+    cr_assert(path && *path && what && *what);
+    b->reasons[reason]++;
+    return b->leave_out;
+}
+
+/* The library's scan gives the inputs shardpack always planned from: sorted by relative
+ * path, labelled by class folder, sized; bad ones named and left out or fatal. */
+Test(pack, scan_finds_the_inputs_in_plan_order)
+{
+    make_input();
+    char src[4096], path[4200];
+    snprintf(src, sizeof src, "%s/src", dir);
+    snprintf(path, sizeof path, "%s/cat/notes.txt", src);
+    tu_write(path, "text", 4);
+    ShardPackSettings s;
+    shard_pack_default_settings(&s);
+    s.pattern = "s-%06d.tar";
+    s.maxcount = 7;
+    ShardPackPlan *want = built_plan(&s), *got;
+    ShardError err;
+    cr_assert_eq(shard_pack_plan_new(&got, &s, &err), 0);
+    uint64_t ignored = 0;
+    cr_assert_eq(shard_pack_plan_scan(got, src, 0, NULL, &ignored, &err), 0, "%s", err.message);
+    cr_assert_eq(ignored, 1);
+    cr_assert_eq(shard_pack_plan_build(got, &err), 0, "%s", err.message);
+    cr_assert_eq(shard_pack_plan_inputs(got), shard_pack_plan_inputs(want));
+    cr_assert_eq(shard_pack_plan_shards(got), shard_pack_plan_shards(want));
+    for (size_t i = 0; i < shard_pack_plan_inputs(want); i++) {
+        const ShardPackInput *a = shard_pack_plan_input(got, i), *b = shard_pack_plan_input(want, i);
+        cr_assert_str_eq(a->path, b->path);
+        cr_assert_str_eq(a->rel, b->rel);
+        cr_assert_eq(a->label, b->label);
+        cr_assert_str_eq(a->class_name, b->class_name);
+        cr_assert_eq(a->size, b->size);
+        cr_assert_str_eq(shard_pack_plan_key(got, i), shard_pack_plan_key(want, i));
+    }
+    shard_pack_plan_free(&got);
+    shard_pack_plan_free(&want);
+
+    /* two bad inputs: both named, then left out or the scan fails naming the first */
+    snprintf(path, sizeof path, "%s/dog/empty.jpg", src);
+    tu_write(path, "", 0);
+    snprintf(path, sizeof path, "%s/dog/\xff.jpg", src);
+    tu_write(path, "\xff\xd8\xff\xe0", 4);
+    for (int leave_out = 0; leave_out < 2; leave_out++) {
+        Bad bad = {{0}, leave_out};
+        ShardPackScanCallbacks cb = {collect_bad, &bad};
+        cr_assert_eq(shard_pack_plan_new(&got, &s, &err), 0);
+        int rc = shard_pack_plan_scan(got, src, 0, &cb, NULL, &err);
+        cr_assert_eq(bad.reasons[SHARD_PACK_EMPTY], 1);
+        cr_assert_eq(bad.reasons[SHARD_PACK_BAD_NAME], 1);
+        if (leave_out) {
+            cr_assert_eq(rc, 0, "%s", err.message);
+            cr_assert_eq(shard_pack_plan_build(got, &err), 0);
+            cr_assert_eq(shard_pack_plan_inputs(got), nnames);
+        } else {
+            cr_assert_eq(rc, SHARD_ERR_FORMAT);
+            cr_assert(strstr(err.message, "dog/empty.jpg: zero-byte file"), "%s", err.message);
+        }
+        shard_pack_plan_free(&got);
+    }
+}

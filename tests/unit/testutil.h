@@ -69,4 +69,13 @@ static inline char *tu_path(const char *dir, const char *name)
     return p;
 }
 
+static inline void tu_write(const char *path, const void *data, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(data, 1, n, f) != n || fclose(f) != 0) {
+        fprintf(stderr, "cannot write %s\n", path);
+        abort();
+    }
+}
+
 #endif

@@ -70,7 +70,18 @@ typedef enum ShardPackBad {
     SHARD_PACK_CHANGED = 2,    /**< its size changed since it was listed */
     SHARD_PACK_NOT_IMAGE = 3,  /**< no image signature */
     SHARD_PACK_CORRUPT = 4,    /**< a JPEG that does not decode cleanly (verify) */
+    SHARD_PACK_BAD_NAME = 5,   /**< its name is not valid UTF-8 (found by a scan) */
+    SHARD_PACK_EMPTY = 6,      /**< a zero-byte file (found by a scan) */
 } ShardPackBad;
+
+/** What a scan (shard_pack_plan_scan) reports beside the inputs it adds. */
+typedef struct ShardPackScanCallbacks {
+    /** A bad input (path and what borrowed for the call): return 1 to leave it out, 0 to
+     *  fail the scan. The scan goes on either way, so that every bad input is named once;
+     *  a failed scan's error is the first not left out. NULL: fail. */
+    int (*on_bad)(void *cookie, const char *path, ShardPackBad reason, const char *what);
+    void *cookie;
+} ShardPackScanCallbacks;
 
 /** What a shard's writing reports, on the thread that writes it. */
 typedef struct ShardPackCallbacks {
@@ -100,6 +111,29 @@ SHARD_API int shard_pack_plan_add(ShardPackPlan *p, const ShardPackInput *in);
 
 /** Sets the class names, in label order, for the manifest (copied). */
 SHARD_API int shard_pack_plan_set_classes(ShardPackPlan *p, const char *const *names, size_t n);
+
+/**
+ * Adds the inputs found at src, in the order shardpack packs them, and sets the class names;
+ * shardpack, libshard.distributed and any other packer scan alike, so that their plans agree.
+ *  - a folder in ImageFolder layout: class = first-level folder, labelled 0.. in byte-wise
+ *    order of the names; files below it (links followed, hidden entries left out) with an
+ *    image extension (jpg jpeg png ppm bmp pgm tif tiff webp, any case), in byte-wise order of
+ *    their relative paths; other files are ignored and counted;
+ *  - with list set, a list file: TSV whose header row names a "path" column (and "label",
+ *    and any others, which go into the sample's .json), or JSONL objects with "path" (and
+ *    "label", and any others); relative paths resolve against the list's folder; string
+ *    labels are class names, numbered in byte-wise order.
+ * Bad inputs (a name that is not UTF-8, unreadable, zero-byte, no image extension in a list)
+ * go to cb. The inputs' sizes are taken now: a file whose size changes before its shard is
+ * written is bad input then (SHARD_PACK_CHANGED).
+ * @param cb optional; NULL fails the scan at any bad input (after naming none)
+ * @param ignored optional; receives the number of files ignored for their extension
+ * @param err optional; why: src unreadable or not in the layout, a malformed list line
+ *        (named by file and line), the first bad input not left out, no images at all
+ */
+SHARD_API int shard_pack_plan_scan(ShardPackPlan *p, const char *src, int list,
+                                   const ShardPackScanCallbacks *cb, uint64_t *ignored,
+                                   ShardError *err);
 
 /**
  * Builds the plan: keys, the shuffle, the shards. The plan takes no inputs after this.
