@@ -1,6 +1,7 @@
 /*
  * libshard._libshard — the CPython binding: Reader (raw WebDataset-style samples), Loader
- * (decoded batches whose buffers are exported without a copy), and the decode functions.
+ * (decoded batches whose buffers are exported without a copy), and the decode functions;
+ * the writing half (Writer, PackPlan) is in _pack.c.
  *
  * The GIL is released around every call that waits or decodes. A Batch object owns one of
  * the loader's batch buffers until it is garbage: tensors made from its buffers keep it
@@ -15,9 +16,12 @@
 
 #include <shard/shard.h>
 
+#include "_libshard.h"
+
+
 static PyObject *ShardErrorType;
 
-static PyObject *raise_shard(int code, const char *msg)
+PyObject *shard_py_raise(int code, const char *msg)
 {
     PyObject *type = code == SHARD_ERR_INVALID ? PyExc_ValueError
                      : code == SHARD_ERR_NOT_FOUND ? PyExc_FileNotFoundError
@@ -214,7 +218,7 @@ static int make_remote(const ReaderArgs *a, ShardRemote **rm)
     ShardError err;
     int rc = shard_remote_new(rm, &rs, &err);
     if (rc) {
-        raise_shard(rc, err.message);
+        shard_py_raise(rc, err.message);
         return -1;
     }
     return 0;
@@ -305,7 +309,7 @@ static int reader_settings(const ReaderArgs *a, ShardReaderSettings *s, Specs *s
 #define NEED(handle, what)                                                                  \
     do {                                                                                    \
         if (!(handle))                                                                      \
-            return raise_shard(SHARD_ERR_STATE, what " is not open (its __init__ failed or " \
+            return shard_py_raise(SHARD_ERR_STATE, what " is not open (its __init__ failed or " \
                                                 "was not called)");                         \
     } while (0)
 /* An object made before a fork has its threads in the parent only: in the child it can be
@@ -314,7 +318,7 @@ static int reader_settings(const ReaderArgs *a, ShardReaderSettings *s, Specs *s
 #define NEED_HERE(self, what)                                                               \
     do {                                                                                    \
         if ((self)->pid != getpid())                                                        \
-            return raise_shard(SHARD_ERR_STATE, what " was made in another process (before " \
+            return shard_py_raise(SHARD_ERR_STATE, what " was made in another process (before " \
                                                 "a fork): make a new one in this process");  \
     } while (0)
 #define NEED_READER(self)                                                                   \
@@ -357,7 +361,7 @@ static int Reader_init(ReaderObject *self, PyObject *args, PyObject *kw)
     Py_BEGIN_ALLOW_THREADS rc = shard_reader_open(&self->r, &s, &err);
     Py_END_ALLOW_THREADS specs_free(&sp);
     if (rc) {
-        raise_shard(rc, err.message);
+        shard_py_raise(rc, err.message);
         return -1;
     }
     return 0;
@@ -417,7 +421,7 @@ static PyObject *Reader_next(ReaderObject *self)
     Py_BEGIN_ALLOW_THREADS rc = shard_reader_take(self->r, &it);
     Py_END_ALLOW_THREADS if (rc == SHARD_EOS) return NULL; /* StopIteration */
     if (rc)
-        return raise_shard(rc, shard_reader_error(self->r));
+        return shard_py_raise(rc, shard_reader_error(self->r));
     PyObject *d = sample_dict(shard_item_sample(it));
     shard_item_free(&it);
     return d;
@@ -440,7 +444,7 @@ static PyObject *Reader_restore(ReaderObject *self, PyObject *arg)
         return NULL;
     int rc;
     Py_BEGIN_ALLOW_THREADS rc = shard_reader_restore(self->r, st);
-    Py_END_ALLOW_THREADS if (rc) return raise_shard(rc, shard_reader_error(self->r));
+    Py_END_ALLOW_THREADS if (rc) return shard_py_raise(rc, shard_reader_error(self->r));
     Py_RETURN_NONE;
 }
 
@@ -452,7 +456,7 @@ static PyObject *Reader_set_epoch(ReaderObject *self, PyObject *arg)
         return NULL;
     int rc;
     Py_BEGIN_ALLOW_THREADS rc = shard_reader_set_epoch(self->r, e);
-    Py_END_ALLOW_THREADS if (rc) return raise_shard(rc, shard_reader_error(self->r));
+    Py_END_ALLOW_THREADS if (rc) return shard_py_raise(rc, shard_reader_error(self->r));
     Py_RETURN_NONE;
 }
 
@@ -578,7 +582,7 @@ static PyObject *py_list_shards(PyObject *m, PyObject *args, PyObject *kw)
     int rc;
     Py_BEGIN_ALLOW_THREADS rc = shard_list_expand(&list, sp.urls, sp.n, &ls, &err);
     Py_END_ALLOW_THREADS specs_free(&sp);
-    PyObject *out = rc ? raise_shard(rc, err.message) : PyList_New(0);
+    PyObject *out = rc ? shard_py_raise(rc, err.message) : PyList_New(0);
     for (size_t i = 0; out && i < shard_list_count(list); i++) {
         const ShardListEntry *e = shard_list_entry(list, i);
         PyObject *t = e->nsamples == SHARD_COUNT_UNKNOWN
@@ -730,7 +734,7 @@ static PyObject *ShardFiles_read(ShardFilesObject *self, PyObject *args)
     } else if (rc == SHARD_EOS || rc == SHARD_ERR_NOT_FOUND) {
         PyErr_Format(PyExc_IndexError, "%s: sample %llu is past the shard's last", url, j);
     } else {
-        raise_shard(rc, msg);
+        shard_py_raise(rc, msg);
     }
     if (rc && f) { /* a failed seek or read leaves the file where it cannot go on */
         shard_file_free(&self->open[i]);
@@ -937,7 +941,7 @@ static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kw)
     Py_BEGIN_ALLOW_THREADS rc = shard_loader_open(&self->l, &s, &err);
     Py_END_ALLOW_THREADS specs_free(&sp);
     if (rc) {
-        raise_shard(rc, err.message);
+        shard_py_raise(rc, err.message);
         return -1;
     }
     return 0;
@@ -969,7 +973,7 @@ static PyObject *Loader_next(LoaderObject *self)
     Py_BEGIN_ALLOW_THREADS rc = shard_loader_next(self->l, &b);
     Py_END_ALLOW_THREADS if (rc == SHARD_EOS) return NULL;
     if (rc)
-        return raise_shard(rc, shard_loader_error(self->l));
+        return shard_py_raise(rc, shard_loader_error(self->l));
     BatchObject *o = PyObject_New(BatchObject, &BatchType);
     if (!o) {
         shard_batch_release(self->l, b);
@@ -998,7 +1002,7 @@ static PyObject *Loader_restore(LoaderObject *self, PyObject *arg)
         return NULL;
     int rc;
     Py_BEGIN_ALLOW_THREADS rc = shard_loader_restore(self->l, st);
-    Py_END_ALLOW_THREADS if (rc) return raise_shard(rc, shard_loader_error(self->l));
+    Py_END_ALLOW_THREADS if (rc) return shard_py_raise(rc, shard_loader_error(self->l));
     Py_RETURN_NONE;
 }
 
@@ -1010,7 +1014,7 @@ static PyObject *Loader_set_epoch(LoaderObject *self, PyObject *arg)
         return NULL;
     int rc;
     Py_BEGIN_ALLOW_THREADS rc = shard_loader_set_epoch(self->l, e);
-    Py_END_ALLOW_THREADS if (rc) return raise_shard(rc, shard_loader_error(self->l));
+    Py_END_ALLOW_THREADS if (rc) return shard_py_raise(rc, shard_loader_error(self->l));
     Py_RETURN_NONE;
 }
 
@@ -1251,7 +1255,7 @@ static PyObject *py_decode_rgb(PyObject *m, PyObject *arg)
     Py_BEGIN_ALLOW_THREADS rc = shard_decode_rgb(in.buf, (size_t)in.len, &out, &w, &h, msg, sizeof msg);
     Py_END_ALLOW_THREADS PyBuffer_Release(&in);
     if (rc)
-        return raise_shard(rc, msg);
+        return shard_py_raise(rc, msg);
     PyObject *b = PyBytes_FromStringAndSize((const char *)out, (Py_ssize_t)w * h * 3);
     free(out);
     if (!b)
@@ -1303,7 +1307,7 @@ static PyObject *py_decode(PyObject *m, PyObject *args, PyObject *kw)
     Py_END_ALLOW_THREADS PyBuffer_Release(&in);
     if (rc) {
         Py_DECREF(out);
-        return raise_shard(rc, msg);
+        return shard_py_raise(rc, msg);
     }
     return out;
 }
@@ -1327,7 +1331,7 @@ static PyObject *py_crop_box(PyObject *m, PyObject *args, PyObject *kw)
     int flipped;
     int rc = shard_transform_box(&t, iw, ih, seed, box, &flipped);
     if (rc)
-        return raise_shard(rc, "crop_box: the image size must be positive");
+        return shard_py_raise(rc, "crop_box: the image size must be positive");
     return Py_BuildValue("(dddd)O", box[0], box[1], box[2], box[3], flipped ? Py_True : Py_False);
 }
 
@@ -1353,7 +1357,7 @@ static PyObject *py_resize_rgb(PyObject *m, PyObject *args)
     PyBuffer_Release(&in);
     if (rc) {
         Py_DECREF(out);
-        return raise_shard(rc, "resize: bad box or sizes");
+        return shard_py_raise(rc, "resize: bad box or sizes");
     }
     return out;
 }
@@ -1384,7 +1388,8 @@ PyMODINIT_FUNC PyInit__libshard(void);
 PyMODINIT_FUNC PyInit__libshard(void)
 {
     if (PyType_Ready(&ReaderType) < 0 || PyType_Ready(&LoaderType) < 0 || PyType_Ready(&BatchType) < 0 ||
-        PyType_Ready(&ShardFilesType) < 0)
+        PyType_Ready(&ShardFilesType) < 0 || PyType_Ready(&ShardPyWriterType) < 0 ||
+        PyType_Ready(&ShardPyPackPlanType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m)
@@ -1400,6 +1405,10 @@ PyMODINIT_FUNC PyInit__libshard(void)
     PyModule_AddObject(m, "Loader", (PyObject *)&LoaderType);
     Py_INCREF(&BatchType);
     PyModule_AddObject(m, "Batch", (PyObject *)&BatchType);
+    Py_INCREF(&ShardPyWriterType);
+    PyModule_AddObject(m, "Writer", (PyObject *)&ShardPyWriterType);
+    Py_INCREF(&ShardPyPackPlanType);
+    PyModule_AddObject(m, "PackPlan", (PyObject *)&ShardPyPackPlanType);
     PyModule_AddStringConstant(m, "version", shard_version());
     return m;
 }

@@ -18,6 +18,9 @@ A pipeline runs one of two ways, as it allows:
   callables, and the basic ones for txt, cls, json, npy, ...), map, select, rename,
   map_dict, to_tuple, map_tuple, batched with its collation, unbatched, slice, shuffle.
 
+Writing: ShardWriter and TarWriter are libshard's (libshard.writer), written by the C writer;
+ShardWriter prints a line per finished shard, as WebDataset's does (verbose=0: none).
+
 with_epoch(n) counts what the pipeline yields (batches after batched), per DataLoader
 worker, as WebDataset's. RandomMix maps onto libshard's weighted mixing. What has no
 equivalent raises NotImplementedError naming the method.
@@ -38,11 +41,13 @@ import torch
 import torch.utils.data
 
 from .torch import _READER_KEYS, ShardDataset, _rank_world
+from .writer import ShardWriter as _ShardWriter
+from .writer import TarWriter
 
 __all__ = ["WebDataset", "WebLoader", "RandomMix", "split_by_node", "split_by_worker",
            "single_node_only", "reraise_exception", "ignore_and_continue", "warn_and_continue",
            "ignore_and_stop", "warn_and_stop", "default_collation_fn", "Decoder",
-           "DecodingError", "imagehandler"]
+           "DecodingError", "imagehandler", "ShardWriter", "TarWriter"]
 
 # ---- exception handlers: return True to go on, False to stop, or raise --------------------
 
@@ -768,3 +773,10 @@ class RandomMix(torch.utils.data.IterableDataset):
 
     def __iter__(self):
         return iter(self.dataset)
+
+
+class ShardWriter(_ShardWriter):
+    """libshard.ShardWriter with WebDataset's default verbose=1 (a line per finished shard)."""
+
+    def __init__(self, pattern, maxcount=100000, maxsize=3e9, post=None, start_shard=0, verbose=1, **kw):
+        super().__init__(pattern, maxcount, maxsize, post, start_shard, verbose, **kw)

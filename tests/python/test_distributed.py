@@ -1,0 +1,114 @@
+"""libshard.distributed.pack on a Dask LocalCluster of worker processes: shards, indexes and
+manifest byte-identical to shardpack's from the same input and options."""
+import json
+import os
+import subprocess
+
+import pytest
+
+distributed = pytest.importorskip("distributed", reason="python3-distributed (Dask) is not installed")
+
+from libshard import ShardError  # noqa: E402
+from libshard.distributed import pack  # noqa: E402
+
+from .conftest import SLOW, make_imagefolder  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def client():
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                       dashboard_address=None, silence_logs=40)
+    with distributed.Client(cluster, timeout=60 * SLOW) as c:
+        yield c
+    cluster.close()
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    root = tmp_path_factory.mktemp("dask") / "src"
+    make_imagefolder(root, n=90)
+    (root / "Apple" / "notes.txt").write_text("not an image")
+    return root
+
+
+def files(d):
+    return {p: (d / p).read_bytes() for p in sorted(os.listdir(d))}
+
+
+def shardpack_run(shardpack, src, out, *opts):
+    out.mkdir()
+    subprocess.run([str(shardpack), str(src), "-o", str(out / "train-%06d.tar"), "-q", *opts], check=True,
+                   env={**os.environ, "SOURCE_DATE_EPOCH": ""})
+    return files(out)
+
+
+@pytest.mark.parametrize("opts,kw", [
+    (["-c", "16"], dict(maxcount=16)),
+    (["-c", "10", "--shuffle", "7", "--checksum", "md5,sha256"], dict(maxcount=10, shuffle=7, checksums="md5,sha256")),
+    (["-s", "40000"], dict(maxsize=40_000)),
+], ids=["count", "shuffle-md5", "size"])
+def test_pack_is_byte_identical_to_shardpack(client, folder, shardpack, tmp_path, opts, kw):
+    want = shardpack_run(shardpack, folder, tmp_path / "sp", *opts)
+    out = tmp_path / "dask"
+    out.mkdir()
+    res = pack(folder, out / "train-%06d.tar", client=client, **kw)
+    got = files(out)
+    assert sorted(got) == sorted(want)
+    assert [p for p in got if got[p] != want[p]] == [], "shards, indexes and manifest as shardpack's"
+    assert res.manifest == str(out / "train.json") and res.samples == 90 and res.ignored == 1
+    assert res.shards == len(json.loads(got["train.json"])["shardlist"]) > 2
+    # tasks of several shards each, and zstd: still the same bytes
+    zout, zsp = tmp_path / "daskz", tmp_path / "spz"
+    zout.mkdir()
+    zsp.mkdir()
+    subprocess.run([str(shardpack), str(folder), "-o", str(zsp / "t-%04d.tar.zst"), "-q", *opts], check=True)
+    pack(folder, zout / "t-%04d.tar.zst", client=client, shards_per_task=2, **kw)
+    assert files(zout) == files(zsp)
+
+
+def test_list_input_and_skipped_inputs_are_counted(client, tmp_path, shardpack):
+    src = tmp_path / "src"
+    make_imagefolder(src, n=30)
+    rows = [f"{c}/{f}" for c in sorted(os.listdir(src)) for f in sorted(os.listdir(src / c))]
+    (src / "empty.jpg").write_bytes(b"")
+    (src / "list.tsv").write_text("path\tlabel\n" + "".join(f"{r}\t{r.split('/')[0]}\n" for r in rows)
+                                  + "empty.jpg\tApple\nmissing.jpg\tApple\n")
+    want = shardpack_run(shardpack, src / "list.tsv", tmp_path / "sp", "--list", "-c", "8", "--on-error", "skip")
+    out = tmp_path / "dask"
+    out.mkdir()
+    res = pack(src / "list.tsv", out / "train-%06d.tar", client=client, list=True, maxcount=8, on_error="skip")
+    assert files(out) == want
+    assert res.samples == 30
+    assert sorted((os.path.basename(p), why) for p, why, _ in res.skipped) == \
+        [("empty.jpg", "zero-byte"), ("missing.jpg", "unreadable")]
+
+
+def test_a_bad_input_fails_the_run_and_writes_no_manifest(client, tmp_path):
+    src = tmp_path / "src"
+    make_imagefolder(src, n=20)
+    (src / "Apple" / "bad.jpg").write_bytes(b"this is text, not a JPEG at all")
+    out = tmp_path / "out"
+    out.mkdir()
+    with pytest.raises(ShardError, match=r"bad\.jpg: not an image"):
+        pack(src, out / "train-%06d.tar", client=client, maxcount=4)
+    assert "train.json" not in os.listdir(out)
+    assert not [p for p in os.listdir(out) if ".tmp-" in p], "no temporaries left"
+
+
+def test_a_worker_that_plans_differently_refuses(client, tmp_path):
+    """The plan's fingerprint guards against a worker seeing other inputs than the client."""
+    from libshard import _libshard
+    from libshard.distributed import _worker_plan, _write_shards
+    src = tmp_path / "src"
+    make_imagefolder(src, n=12)
+    out = tmp_path / "out"
+    out.mkdir()
+    pattern = str(out / "t-%d.tar")
+    plan = _libshard.PackPlan(str(src), pattern, maxcount=4)
+    items = (("maxcount", 4),)
+    assert client.submit(_write_shards, str(src), pattern, items, plan.fingerprint(), 0, 1, pure=False).result()
+    (src / "Apple" / "new.jpg").write_bytes(next((src / "Apple").iterdir()).read_bytes())
+    client.run(_worker_plan.cache_clear)  # the next task plans anew, and finds one more input
+    fut = client.submit(_write_shards, str(src), pattern, items, plan.fingerprint(), 0, 1, pure=False)
+    with pytest.raises(RuntimeError, match="plan differs from the client's"):
+        fut.result()
