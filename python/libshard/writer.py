@@ -234,6 +234,7 @@ class ShardWriter:
 
     @property
     def shards(self):
+        """The shards completed so far: dicts of url, nsamples, filesize, tarsize, digests."""
         return self._w.shards
 
     def close(self):
@@ -290,6 +291,7 @@ class TarWriter:
         return self._sink.write(obj)
 
     def close(self):
+        """Completes the file: renamed into place, or copied into the stream."""
         if self._sink is None:
             return
         sink, self._sink = self._sink, None
@@ -314,6 +316,7 @@ class TarWriter:
 
     @property
     def shards(self):
+        """The tar written so far, once complete (a list of one info dict), else []."""
         return self._sink.shards if self._sink else []
 
     def __enter__(self):

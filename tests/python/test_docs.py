@@ -5,6 +5,7 @@ import inspect
 import pytest
 
 import libshard
+import libshard.distributed
 import libshard.indexed
 import libshard.webdataset
 import libshard.wids
@@ -12,7 +13,8 @@ import libshard.wids
 pytest.importorskip("torch")
 import libshard.torch  # noqa: E402
 
-MODULES = [libshard, libshard.torch, libshard.webdataset, libshard.wids, libshard.indexed]
+MODULES = [libshard, libshard.torch, libshard.webdataset, libshard.wids, libshard.indexed,
+           libshard.distributed]
 
 
 def public(module):
