@@ -64,6 +64,8 @@ typedef struct Options {
     int quiet;
     int tty; /* stderr is a terminal: progress bar, and lines start with \r over it */
     int64_t mtime;
+    uint32_t max_side;
+    int quality;
 } Options;
 
 typedef struct Run {
@@ -100,6 +102,9 @@ static void usage(FILE *f)
           "      --shuffle SEED     shuffle samples across the whole set before sharding\n"
           "  -j, --jobs N           shards packed in parallel (default 1; output identical)\n"
           "      --verify           decode every JPEG with libjpeg-turbo; corrupt ones are bad input\n"
+          "      --resize N         re-encode JPEGs whose longer side exceeds N pixels to N\n"
+          "                         (originals are packed as they are without it)\n"
+          "      --quality Q        JPEG quality 1..100 for --resize (default 95)\n"
           "      --on-error MODE    fail (default) or skip: skip bad inputs and count them\n"
           "      --list             SRC is a list file: TSV with a header row naming a 'path'\n"
           "                         column (and 'label', and any others), or JSONL objects\n"
@@ -349,13 +354,15 @@ int main(int argc, char **argv)
     o.jobs = 1;
     o.fsync = 1;
     o.checksums = SHARD_DIGEST_SHA256;
+    o.quality = 95;
     int join = 0;
     const char *sde = getenv("SOURCE_DATE_EPOCH");
     if (sde && *sde)
         o.mtime = strtoll(sde, NULL, 10);
 
     enum { OPT_COMPRESS = 256, OPT_FRAME, OPT_SHUFFLE, OPT_VERIFY, OPT_ON_ERROR, OPT_LIST,
-           OPT_PART, OPT_MANIFEST, OPT_NO_FSYNC, OPT_NO_CHECKSUM, OPT_CHECKSUM, OPT_JOIN };
+           OPT_PART, OPT_MANIFEST, OPT_NO_FSYNC, OPT_NO_CHECKSUM, OPT_CHECKSUM, OPT_JOIN, OPT_RESIZE,
+           OPT_QUALITY };
     static const struct option longopts[] = {
         {"output", required_argument, NULL, 'o'},   {"maxcount", required_argument, NULL, 'c'},
         {"maxsize", required_argument, NULL, 's'},  {"compress", required_argument, NULL, OPT_COMPRESS},
@@ -365,7 +372,8 @@ int main(int argc, char **argv)
         {"list", no_argument, NULL, OPT_LIST},      {"part", required_argument, NULL, OPT_PART},
         {"manifest", required_argument, NULL, OPT_MANIFEST},
         {"no-fsync", no_argument, NULL, OPT_NO_FSYNC}, {"no-checksum", no_argument, NULL, OPT_NO_CHECKSUM},
-        {"checksum", required_argument, NULL, OPT_CHECKSUM}, {"quiet", no_argument, NULL, 'q'},
+        {"checksum", required_argument, NULL, OPT_CHECKSUM},
+        {"resize", required_argument, NULL, OPT_RESIZE}, {"quality", required_argument, NULL, OPT_QUALITY}, {"quiet", no_argument, NULL, 'q'},
         {"join", no_argument, NULL, OPT_JOIN},      {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -434,6 +442,16 @@ int main(int argc, char **argv)
         case OPT_MANIFEST: o.manifest = optarg; break;
         case OPT_NO_FSYNC: o.fsync = 0; break;
         case OPT_NO_CHECKSUM: o.checksums = 0; break;
+        case OPT_RESIZE:
+            if (cli_parse_u64(optarg, &v) || v < 1 || v > 65500)
+                die_usage("--resize wants a longer side of 1..65500 pixels");
+            o.max_side = (uint32_t)v;
+            break;
+        case OPT_QUALITY:
+            if (cli_parse_u64(optarg, &v) || v < 1 || v > 100)
+                die_usage("--quality wants 1..100");
+            o.quality = (int)v;
+            break;
         case OPT_CHECKSUM:
             if (parse_checksums(optarg, &o.checksums))
                 die_usage("--checksum wants sha256, md5, md5,sha256 or none");
@@ -475,6 +493,8 @@ int main(int argc, char **argv)
     ps.mtime = o.mtime < 0 ? 0 : o.mtime;
     ps.checksums = o.checksums;
     ps.sync = o.fsync;
+    ps.max_side = o.max_side;
+    ps.quality = o.quality;
     ShardPackPlan *plan;
     ShardError perr;
     if (shard_pack_plan_new(&plan, &ps, &perr)) {

@@ -149,6 +149,18 @@ SHARD_HIDDEN void shard_scratch_release(ShardScratch *s);
 
 /* shard_decode_transform with the thread's scratch buffers. */
 struct ShardTransform;
+/* A JPEG re-encoded smaller (shrink.c): data malloc'd, NULL when left as it was. */
+typedef struct ShardShrunk {
+    unsigned char *data;
+    size_t size;
+    int width, height;         /* the original's */
+    int out_width, out_height; /* the new one's */
+} ShardShrunk;
+/* A JPEG whose longer side exceeds max_side re-encoded with that longer side at quality;
+ * anything else (another format, small enough) left alone: out->data NULL. */
+SHARD_HIDDEN int shard_jpeg_shrink(const void *data, size_t size, int max_side, int quality,
+                                   ShardShrunk *out, char *msg);
+
 SHARD_HIDDEN int shard_decode_transform_with(ShardScratch *sc, const void *data, size_t size,
                                              const struct ShardTransform *t, uint64_t seed,
                                              void *out, char *msg, size_t msgsize);

@@ -61,6 +61,8 @@ void shard_pack_default_settings(ShardPackSettings *s)
     s->mtime = w.mtime;
     s->checksums = w.checksums;
     s->sync = w.sync;
+    s->max_side = 0;
+    s->quality = 95;
 }
 
 /* The writer settings for shard j of the plan: one shard, numbered j, no rotation. */
@@ -84,6 +86,9 @@ int shard_pack_plan_new(ShardPackPlan **out, const ShardPackSettings *s, ShardEr
     *out = NULL;
     if (s->nparts ? s->part >= s->nparts : s->part != 0)
         return shard_report(err, SHARD_ERR_INVALID, "pack: the part must be I of N, 0 <= I < N");
+    if (s->max_side && (s->max_side > 65500 || s->quality < 1 || s->quality > 100))
+        return shard_report(err, SHARD_ERR_INVALID,
+                            "pack: resizing wants a longer side of 1..65500 pixels and a quality of 1..100");
     ShardPackPlan *p = calloc(1, sizeof *p);
     if (!p)
         return shard_report(err, SHARD_ERR_NOMEM, "out of memory");
@@ -220,12 +225,17 @@ static int assign_keys(ShardPackPlan *p, ShardError *err)
     return rc;
 }
 
-/* The sample's .json: its extra fields, path, label and class. */
-static char *sample_json(const Input *x)
+/* The sample's .json: its extra fields, path, label and class (and, resized, the
+ * original's size). */
+static char *sample_json(const Input *x, const ShardShrunk *shrunk)
 {
     json_t *o = x->extra ? json_loads(x->extra, 0, NULL) : json_object();
     if (!o)
         return NULL;
+    if (shrunk && shrunk->data) {
+        json_object_set_new(o, "original_width", json_integer(shrunk->width));
+        json_object_set_new(o, "original_height", json_integer(shrunk->height));
+    }
     json_object_set_new(o, "path", json_string(x->rel));
     if (x->in.label >= 0)
         json_object_set_new(o, "label", json_integer(x->in.label));
@@ -237,11 +247,11 @@ static char *sample_json(const Input *x)
 }
 
 /* The fields of input x: image, cls (when labelled) and json. */
-static size_t sample_fields(const Input *x, ShardField *f, const void *image, char *cls,
-                            const char *json)
+static size_t sample_fields(const Input *x, ShardField *f, const void *image, size_t image_size,
+                            char *cls, const char *json)
 {
     size_t n = 0;
-    f[n++] = (ShardField){x->field, image, x->in.size};
+    f[n++] = (ShardField){x->field, image, image_size};
     if (x->in.label >= 0) {
         int k = snprintf(cls, 24, "%lld", (long long)x->in.label);
         f[n++] = (ShardField){"cls", cls, (size_t)k};
@@ -252,10 +262,10 @@ static size_t sample_fields(const Input *x, ShardField *f, const void *image, ch
 
 static uint64_t sample_size(const Input *x)
 {
-    char *json = sample_json(x);
+    char *json = sample_json(x, NULL);
     char cls[24];
     ShardField f[3];
-    ShardSample s = {x->key, f, sample_fields(x, f, NULL, cls, json ? json : "")};
+    ShardSample s = {x->key, f, sample_fields(x, f, NULL, x->in.size, cls, json ? json : "")};
     uint64_t size = shard_writer_sample_size(&s);
     free(json);
     return size;
@@ -424,12 +434,26 @@ int shard_pack_write_shard(const ShardPackPlan *p, size_t j, const ShardPackCall
                 rc = vr;
             continue;
         }
-        char *json = sample_json(x);
+        ShardShrunk shrunk = {0};
+        if (p->s.max_side) {
+            int sr = shard_jpeg_shrink(buf, x->in.size, (int)p->s.max_side, p->s.quality, &shrunk, what);
+            if (sr) {
+                if (!bad_input(cb, i, x, sr == SHARD_ERR_NOMEM ? SHARD_PACK_UNREADABLE : SHARD_PACK_CORRUPT,
+                               what, msg))
+                    rc = sr;
+                continue;
+            }
+        }
+        char *json = sample_json(x, &shrunk);
         char cls[24];
         ShardField f[3];
-        ShardSample sample = {x->key, f, sample_fields(x, f, buf, cls, json ? json : "{}")};
+        ShardSample sample = {x->key, f,
+                              sample_fields(x, f, shrunk.data ? shrunk.data : buf,
+                                            shrunk.data ? shrunk.size : x->in.size, cls,
+                                            json ? json : "{}")};
         int wr = json ? shard_writer_add(w, &sample) : SHARD_ERR_NOMEM;
         free(json);
+        free(shrunk.data);
         if (wr) {
             rc = wr;
             snprintf(msg, sizeof msg, "%s", wr == SHARD_ERR_NOMEM && !json ? "out of memory"
@@ -587,6 +611,10 @@ static char *options_json(const ShardPackPlan *p)
                         p->s.shuffle ? json_integer((json_int_t)p->s.shuffle_seed) : json_null());
     json_object_set_new(j, "verify", json_boolean(p->s.verify));
     json_object_set_new(j, "mtime", json_integer(p->s.mtime));
+    if (p->s.max_side) { /* only then, so that earlier manifests stay as they were */
+        json_object_set_new(j, "max_side", json_integer(p->s.max_side));
+        json_object_set_new(j, "quality", json_integer(p->s.quality));
+    }
     char *s = json_dumps(j, JSON_COMPACT);
     json_decref(j);
     return s;

@@ -392,15 +392,25 @@ static int scan_bad(void *cookie, const char *path, ShardPackBad reason, const c
 static int PackPlan_init(PackPlanObject *self, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"src", "pattern", "list", "on_error", "maxcount", "maxsize", "level",
-                             "frame_size", "shuffle", "verify", "mtime", "checksums", "sync", NULL};
+                             "frame_size", "shuffle", "verify", "mtime", "checksums", "sync",
+                             "resize", "quality", NULL};
     const char *src, *pattern, *on_error = "fail";
-    int list = 0, level = 3, verify = 0, sync = 1;
+    int list = 0, level = 3, verify = 0, sync = 1, quality = 95;
     PyObject *maxcount = NULL, *maxsize = NULL, *frame = NULL, *shuffle = Py_None, *checksums = NULL;
+    PyObject *resize = NULL;
     long long mtime = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "ss|$psOOiOOpLOp", kwlist, &src, &pattern, &list,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "ss|$psOOiOOpLOpOi", kwlist, &src, &pattern, &list,
                                      &on_error, &maxcount, &maxsize, &level, &frame, &shuffle,
-                                     &verify, &mtime, &checksums, &sync))
+                                     &verify, &mtime, &checksums, &sync, &resize, &quality))
         return -1;
+    uint64_t max_side = 0;
+    if (u64_arg(resize, "resize", &max_side))
+        return -1;
+    if (max_side > 65500) {
+        PyErr_Format(PyExc_ValueError, "resize: a longer side of 1..65500 pixels, not %llu",
+                     (unsigned long long)max_side);
+        return -1;
+    }
     if (strcmp(on_error, "fail") && strcmp(on_error, "skip")) {
         PyErr_Format(PyExc_ValueError, "on_error: \"fail\" or \"skip\", not '%s'", on_error);
         return -1;
@@ -422,6 +432,8 @@ static int PackPlan_init(PackPlanObject *self, PyObject *args, PyObject *kw)
     s.verify = verify;
     s.mtime = mtime < 0 ? 0 : mtime;
     s.sync = sync;
+    s.max_side = (uint32_t)max_side;
+    s.quality = quality;
     shard_pack_plan_free(&self->plan);
     free(self->manifest);
     self->manifest = NULL;
@@ -723,7 +735,8 @@ PyTypeObject ShardPyPackPlanType = {
     .tp_dealloc = (destructor)PackPlan_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "PackPlan(src, pattern, *, list, on_error, maxcount, maxsize, level, frame_size, "
-              "shuffle, verify, mtime, checksums, sync): shardpack's plan (shard/pack.h).",
+              "shuffle, verify, mtime, checksums, sync, resize, quality): shardpack's plan "
+              "(shard/pack.h).",
     .tp_methods = PackPlan_methods,
     .tp_getset = PackPlan_getset,
     .tp_init = (initproc)PackPlan_init,

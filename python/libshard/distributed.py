@@ -45,10 +45,11 @@ class PackResult:
                 f"skipped={len(self.skipped)}, ignored={self.ignored})")
 
 
-def _plan_kwargs(list, on_error, maxcount, maxsize, level, frame_size, shuffle, verify, mtime, checksums, sync):
+def _plan_kwargs(list, on_error, maxcount, maxsize, level, frame_size, shuffle, verify, mtime, checksums, sync,
+                 resize, quality):
     return dict(list=list, on_error=on_error, maxcount=maxcount, maxsize=maxsize, level=level,
                 frame_size=frame_size, shuffle=shuffle, verify=verify, mtime=mtime, checksums=checksums,
-                sync=sync)
+                sync=sync, resize=resize, quality=quality)
 
 
 @functools.lru_cache(maxsize=2)
@@ -68,14 +69,15 @@ def _write_shards(source, pattern, items, fingerprint, lo, hi):
 
 def pack(source, pattern, *, client, list=False, on_error="fail", maxcount=100000, maxsize=3e9, level=3,
          frame_size=4 << 20, shuffle=None, verify=False, mtime=None, checksums="sha256", sync=True,
-         manifest=None, shards_per_task=1):
+         resize=None, quality=95, manifest=None, shards_per_task=1):
     """Packs source (an ImageFolder tree, or with list=True a TSV/JSONL list file) into shards
     named by pattern on the Dask client's cluster, as shardpack does; returns a PackResult.
 
     The options are shardpack's: maxcount, maxsize, level and frame_size (.tar.zst), shuffle
     (a seed: shuffle the samples across the whole set), verify (decode every JPEG), on_error
     ("fail", or "skip": leave bad inputs out, named in the result), mtime (default
-    SOURCE_DATE_EPOCH or 0), checksums, sync, manifest (default: the pattern's stem + .json).
+    SOURCE_DATE_EPOCH or 0), checksums, sync, resize and quality (re-encode JPEGs whose
+    longer side exceeds resize pixels), manifest (default: the pattern's stem + .json).
     Each task writes shards_per_task consecutive shards. A failed task fails the run: the
     remaining tasks are cancelled, and no manifest is written (complete shards stay).
     """
@@ -85,7 +87,7 @@ def pack(source, pattern, *, client, list=False, on_error="fail", maxcount=10000
     if int(shards_per_task) < 1:
         raise ValueError(f"shards_per_task: at least 1, not {shards_per_task!r}")
     kw = _plan_kwargs(list, on_error, maxcount, maxsize, level, frame_size, shuffle, verify, mtime,
-                      checksums, sync)
+                      checksums, sync, resize, quality)
     plan = PackPlan(source, pattern, **kw)
     fingerprint = plan.fingerprint()
     manifest = os.fspath(manifest) if manifest is not None else plan.manifest

@@ -1,5 +1,6 @@
 """shardpack: layout, keys, rotation, reproducibility, shuffle, errors, parts, list files,
 manifest. Every check runs the real tool on images made here with PIL."""
+import io
 import json
 import os
 import re
@@ -7,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from PIL import Image
 
 from conftest import (all_keys_in_order, expected_keys, group_samples, hidden_files,
                       idx_path, image_bytes, is_root, load_manifest, make_tree, md5, ok, out_text,
@@ -665,3 +667,77 @@ def test_manifest_options_per_format_spec(run_sp, tmp_path, ext):
     want = {"maxcount": 7, "maxsize": 3000000000, "compression": "zstd" if ext.endswith("zst") else "none",
             "level": 5, "frame_size": 65536, "shuffle_seed": 9}
     assert {k: opts.get(k, "<missing>") for k in want} == want
+
+
+# ---- resizing while packing -----------------------------------------------------------------
+
+
+def smooth_image(w, h, mode="RGB", seed=0):
+    """A photograph-like image (gradients and soft shapes): JPEG keeps it well, so the
+    comparisons below measure the resize, not the noise."""
+    import numpy as np
+    y, x = np.mgrid[0:h, 0:w].astype(np.float64)
+    r = 128 + 100 * np.sin(x / (17 + seed) + y / 31)
+    g = 128 + 100 * np.cos(y / (23 + seed) - x / 41)
+    b = 255 * ((x - w / 2) ** 2 + (y - h / 2) ** 2 < (min(w, h) / 3) ** 2) * 0.6 + 40
+    arr = np.clip(np.stack([r, g, b], -1), 0, 255).astype(np.uint8)
+    img = Image.fromarray(arr)
+    return img.convert("L") if mode == "L" else img
+
+
+def psnr(a, b):
+    import numpy as np
+    d = np.asarray(a, np.float64) - np.asarray(b, np.float64)
+    return 10 * np.log10(255 ** 2 / max(np.mean(d * d), 1e-12))
+
+
+def test_resize_shrinks_large_jpegs_and_leaves_the_rest(run_sp, tmp_path):
+    src = tmp_path / "src" / "c"
+    src.mkdir(parents=True)
+    cases = {"wide.jpg": ((900, 500), "RGB", "JPEG"), "tall.jpg": ((301, 1000), "RGB", "JPEG"),
+             "gray.jpg": ((640, 480), "L", "JPEG"), "small.jpg": ((200, 120), "RGB", "JPEG"),
+             "edge.jpg": ((256, 100), "RGB", "JPEG"), "big.png": ((800, 600), "RGB", "PNG")}
+    orig = {}
+    for i, (name, (size, mode, fmt)) in enumerate(cases.items()):
+        buf = io.BytesIO()
+        smooth_image(*size, mode=mode, seed=i).save(buf, format=fmt, **({"quality": 92} if fmt == "JPEG" else {}))
+        orig[name] = buf.getvalue()
+        (src / name).write_bytes(orig[name])
+    outs = []
+    for run in ("a", "b"):
+        out = tmp_path / run
+        out.mkdir()
+        ok(run_sp(tmp_path / "src", "-o", out / "t-%06d.tar", "--resize", "256", "--quality", "90"))
+        outs.append(out)
+    assert (outs[0] / "t-000000.tar").read_bytes() == (outs[1] / "t-000000.tar").read_bytes(), "reproducible"
+    samples = {k: {m["field"]: m["data"] for m in ms}
+               for k, ms in group_samples(read_members((outs[0] / "t-000000.tar").read_bytes()))}
+    want = {"wide": (256, 142), "tall": (77, 256), "gray": (256, 192)}
+    for key, (w, h) in want.items():
+        s = samples[f"c/{key}"]
+        img = Image.open(io.BytesIO(s["jpg"]))
+        assert img.size == (w, h), key
+        assert img.mode == ("L" if key == "gray" else "RGB"), "greyscale stays greyscale"
+        meta = json.loads(s["json"])
+        src_img = Image.open(io.BytesIO(orig[f"{key}.jpg"]))
+        assert (meta["original_width"], meta["original_height"]) == src_img.size
+        ref = src_img.resize((w, h), Image.BILINEAR)  # PIL's own resize of PIL's decode
+        buf = io.BytesIO()
+        ref.save(buf, format="JPEG", quality=90)  # and PIL's own encode at the same quality
+        floor = psnr(Image.open(buf), ref)
+        assert psnr(img, ref) > floor - 0.5, (key, psnr(img, ref), floor)
+    for key, ext in (("small", "jpg"), ("edge", "jpg"), ("big", "png")):
+        s = samples[f"c/{key}"]
+        assert s[ext] == orig[f"{key}.{ext}"], f"{key}: left as it was"
+        assert "original_width" not in json.loads(s["json"])
+    man = load_manifest(outs[0] / "t.json")
+    assert man["libshard"]["options"]["max_side"] == 256 and man["libshard"]["options"]["quality"] == 90
+
+
+@pytest.mark.parametrize("args", [["--resize", "0"], ["--resize", "70000"], ["--resize", "9", "--quality", "0"],
+                                  ["--resize", "9", "--quality", "101"]])
+def test_resize_usage_errors(run_sp, tmp_path, args):
+    make_tree(tmp_path / "src", {"c/a.jpg": 1})
+    (tmp_path / "out").mkdir()
+    cp = run_sp(tmp_path / "src", "-o", tmp_path / "out/t-%d.tar", *args)
+    assert cp.returncode == 2 and out_text(cp).strip()

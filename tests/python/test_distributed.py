@@ -46,7 +46,8 @@ def shardpack_run(shardpack, src, out, *opts):
     (["-c", "16"], dict(maxcount=16)),
     (["-c", "10", "--shuffle", "7", "--checksum", "md5,sha256"], dict(maxcount=10, shuffle=7, checksums="md5,sha256")),
     (["-s", "40000"], dict(maxsize=40_000)),
-], ids=["count", "shuffle-md5", "size"])
+    (["-c", "32", "--resize", "40", "--quality", "80"], dict(maxcount=32, resize=40, quality=80)),
+], ids=["count", "shuffle-md5", "size", "resize"])
 def test_pack_is_byte_identical_to_shardpack(client, folder, shardpack, tmp_path, opts, kw):
     want = shardpack_run(shardpack, folder, tmp_path / "sp", *opts)
     out = tmp_path / "dask"

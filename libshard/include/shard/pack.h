@@ -10,7 +10,7 @@
  * clash getting the smallest free "_N"; with a shuffle seed, the order shuffled across the
  * whole set; then shards cut by the writer's rule (shard_writer_rotates) on the exact sizes
  * of the samples; `part` of `nparts` is a contiguous share of those shards under their own
- * numbers. Each sample has the image as it is (field: its lower-cased extension), "cls"
+ * numbers. Each sample has the image as it is, or resized (max_side) (field: its lower-cased extension), "cls"
  * (the label in decimal, when labelled) and "json" (path, label, class and extra fields).
  *
  * A plan is built by one thread; once built it is read-only, and any number of threads
@@ -47,8 +47,15 @@ typedef struct ShardPackSettings {
     int checksums;                /**< digests of each shard: SHARD_DIGEST_* bits (writer.h),
                                        0 for none (default SHARD_DIGEST_SHA256) */
     int sync;                     /**< fsync before renaming into place (default 1) */
+    /** Resize while packing: a JPEG whose longer side exceeds max_side pixels is re-encoded
+     *  with that longer side (PIL's antialiased bilinear filter, libjpeg-turbo at quality);
+     *  its .json gets original_width and original_height. Other formats and smaller JPEGs
+     *  stay as they are. 0 (default): every file as it is. Shards are still cut on the
+     *  inputs' sizes as listed, so maxsize bounds them from above. */
+    uint32_t max_side;
+    int quality;                  /**< JPEG quality 1..100 for max_side (default 95) */
     /** Zero: room for settings added later without changing the struct's size. */
-    unsigned char reserved[64];
+    unsigned char reserved[56];
 } ShardPackSettings;
 
 /** One input file. Strings are borrowed for the call and copied. */
