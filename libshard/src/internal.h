@@ -149,6 +149,14 @@ SHARD_HIDDEN void shard_scratch_release(ShardScratch *s);
 
 /* shard_decode_transform with the thread's scratch buffers. */
 struct ShardTransform;
+/* The ShardRemote a plan reads remote inputs through, made when first needed (pack.c);
+ * NULL when out of memory (err says so). Thread-safe. */
+struct ShardPackPlan;
+struct ShardRemote;
+SHARD_HIDDEN struct ShardRemote *shard_pack_plan_remote(struct ShardPackPlan *p, char *err);
+/* Remote inputs a plan requests at once (ShardPackSettings.inflight, clamped). */
+SHARD_HIDDEN unsigned shard_pack_plan_inflight(const struct ShardPackPlan *p);
+
 /* A JPEG re-encoded smaller (shrink.c): data malloc'd, NULL when left as it was. */
 typedef struct ShardShrunk {
     unsigned char *data;

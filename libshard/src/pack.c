@@ -22,6 +22,8 @@
 #include "shard/image.h"
 #include "shard/names.h"
 #include "shard/pack.h"
+#include "url.h"
+#include "net.h"
 
 typedef struct Input {
     ShardPackInput in; /* strings point at the copies below */
@@ -38,6 +40,8 @@ struct ShardPackPlan {
     size_t nclasses;
     size_t *first; /* nshards + 1 boundaries */
     size_t nshards;
+    ShardRemote *remote; /* a reference: remote inputs are read through it; NULL until one */
+    pthread_mutex_t remote_mu;
     int built;
 };
 
@@ -63,6 +67,8 @@ void shard_pack_default_settings(ShardPackSettings *s)
     s->sync = w.sync;
     s->max_side = 0;
     s->quality = 95;
+    s->remote = NULL;
+    s->inflight = 16;
 }
 
 /* The writer settings for shard j of the plan: one shard, numbered j, no rotation. */
@@ -95,6 +101,13 @@ int shard_pack_plan_new(ShardPackPlan **out, const ShardPackSettings *s, ShardEr
     p->s = *s;
     if (p->s.mtime < 0)
         p->s.mtime = 0;
+    if (p->s.inflight == 0)
+        p->s.inflight = 1;
+    if (p->s.inflight > 256)
+        p->s.inflight = 256;
+    pthread_mutex_init(&p->remote_mu, NULL);
+    p->remote = s->remote ? shard_remote_ref(s->remote) : NULL;
+    p->s.remote = NULL; /* the plan's own reference is p->remote */
     p->pattern = s->pattern ? shard_strdup(s->pattern) : NULL;
     p->s.pattern = p->pattern;
     /* Let the writer judge the pattern and the zstd options now, not after a long scan. */
@@ -109,6 +122,21 @@ int shard_pack_plan_new(ShardPackPlan **out, const ShardPackSettings *s, ShardEr
     }
     *out = p;
     return 0;
+}
+
+ShardRemote *shard_pack_plan_remote(ShardPackPlan *p, char *err)
+{
+    pthread_mutex_lock(&p->remote_mu);
+    if (!p->remote)
+        p->remote = shard_remote_default(err);
+    ShardRemote *r = p->remote;
+    pthread_mutex_unlock(&p->remote_mu);
+    return r;
+}
+
+unsigned shard_pack_plan_inflight(const ShardPackPlan *p)
+{
+    return p->s.inflight;
 }
 
 static char *copy_or_null(const char *s, int *bad)
@@ -237,6 +265,8 @@ static char *sample_json(const Input *x, const ShardShrunk *shrunk)
         json_object_set_new(o, "original_height", json_integer(shrunk->height));
     }
     json_object_set_new(o, "path", json_string(x->rel));
+    if (shard_url_is_remote(x->path))
+        json_object_set_new(o, "url", json_string(x->path));
     if (x->in.label >= 0)
         json_object_set_new(o, "label", json_integer(x->in.label));
     if (x->class_name)
@@ -382,6 +412,62 @@ static int read_input(const Input *x, unsigned char **buf, size_t *cap)
     return got == x->in.size ? 0 : -1;
 }
 
+/* Opens the remote inputs among [*next, min(i + w, end)) and starts their transfers, so
+ * that w of them are on their way while one is written. A slot left NULL (the open
+ * failed) is opened again when its turn comes, for the message. */
+static void open_ahead(const ShardPackPlan *p, ShardRemote *r, ShardSource **ring, size_t w,
+                       size_t i, size_t end, size_t *next)
+{
+    for (; *next < end && *next < i + w; (*next)++) {
+        const Input *x = &p->v[*next];
+        ShardSource *s = NULL;
+        char err[SHARD_ERROR_MAX];
+        if (r && shard_url_is_remote(x->path) &&
+            !shard_source_open(&s, x->path, r, SHARD_SOURCE_SEQUENTIAL, err))
+            shard_source_prefetch(s);
+        ring[*next % w] = s;
+    }
+}
+
+/* A remote input read whole through s (taken; NULL: opened now): 0, 1 when it cannot be
+ * read (what says why, naming the URL and offset), -1 when its size is not the listed one. */
+static int read_remote(ShardRemote *r, const Input *x, ShardSource *s, unsigned char **buf,
+                       size_t *cap, char *what)
+{
+    if (!s && shard_source_open(&s, x->path, r, SHARD_SOURCE_SEQUENTIAL, what))
+        return 1;
+    if (*cap < x->in.size + 1) {
+        free(*buf);
+        *cap = x->in.size + 1;
+        if (!(*buf = malloc(*cap))) {
+            *cap = 0;
+            shard_source_put(s);
+            snprintf(what, SHARD_ERROR_MAX, "out of memory");
+            return 1;
+        }
+    }
+    size_t got = 0;
+    const void *b;
+    ssize_t k;
+    int rc = 0;
+    while ((k = shard_source_read(s, &b)) > 0) {
+        if ((uint64_t)k > x->in.size - got) {
+            rc = -1; /* grew: no need to read the rest */
+            break;
+        }
+        memcpy(*buf + got, b, (size_t)k);
+        got += (size_t)k;
+    }
+    if (k < 0) {
+        snprintf(what, SHARD_ERROR_MAX, "%s", s->err);
+        rc = 1;
+    } else if (!rc && got != x->in.size) {
+        rc = -1;
+    }
+    shard_source_put(s);
+    return rc;
+}
+
 /* A bad input: 1 to leave it out, or 0 after the error is set. */
 static int bad_input(const ShardPackCallbacks *cb, size_t i, const Input *x, ShardPackBad why,
                      const char *what, char *msg)
@@ -407,11 +493,32 @@ int shard_pack_write_shard(const ShardPackPlan *p, size_t j, const ShardPackCall
         return rc;
     char msg[SHARD_ERROR_MAX] = "";
     unsigned char *buf = NULL;
-    size_t cap = 0;
-    for (size_t i = p->first[j]; i < p->first[j + 1] && !rc; i++) {
+    size_t cap = 0, win = p->s.inflight, end = p->first[j + 1], next = p->first[j];
+    ShardRemote *remote = NULL;
+    for (size_t i = p->first[j]; i < end && !remote; i++)
+        if (shard_url_is_remote(p->v[i].path) &&
+            !(remote = shard_pack_plan_remote((ShardPackPlan *)p, msg)))
+            rc = SHARD_ERR_NOMEM;
+    ShardSource **ring = remote ? calloc(win, sizeof *ring) : NULL;
+    if (remote && !ring)
+        rc = shard_fail(msg, SHARD_ERR_NOMEM, "out of memory");
+    for (size_t i = p->first[j]; i < end && !rc; i++) {
         const Input *x = &p->v[i];
-        int e = read_input(x, &buf, &cap);
         char what[SHARD_ERROR_MAX];
+        int e;
+        if (remote && shard_url_is_remote(x->path)) {
+            open_ahead(p, remote, ring, win, i, end, &next);
+            e = read_remote(remote, x, ring[i % win], &buf, &cap, what);
+            ring[i % win] = NULL;
+            if (e == 1) {
+                if (!bad_input(cb, i, x, SHARD_PACK_UNREADABLE, what, msg))
+                    rc = SHARD_ERR_IO;
+                continue;
+            }
+            e = e ? -1 : 0;
+        } else {
+            e = read_input(x, &buf, &cap);
+        }
         if (e) {
             if (e > 0)
                 snprintf(what, sizeof what, "cannot read: %s", strerror(e));
@@ -463,6 +570,9 @@ int shard_pack_write_shard(const ShardPackPlan *p, size_t j, const ShardPackCall
         }
     }
     free(buf);
+    for (size_t k = 0; ring && k < win; k++)
+        shard_source_put(ring[k]); /* opened ahead of a failure */
+    free(ring);
     if (!rc && shard_writer_finish(w)) {
         rc = SHARD_ERR_IO;
         snprintf(msg, sizeof msg, "%s", shard_writer_error(w));
@@ -667,6 +777,9 @@ void shard_pack_plan_free(ShardPackPlan **pp)
     free(p->classes);
     free(p->first);
     free(p->pattern);
+    if (p->remote)
+        shard_remote_put(p->remote);
+    pthread_mutex_destroy(&p->remote_mu);
     free(p);
     *pp = NULL;
 }

@@ -6,6 +6,10 @@
  *
  * A bad input is reported through the callback and the scan goes on, so that one run names
  * every bad file; the scan then fails with the first one unless each was left out.
+ *
+ * A list may name remote files (http, https, gs, s3 URLs). Their sizes, which the plan cuts
+ * shards by, are asked for by `inflight` threads at once (a HEAD request each, or GCS's
+ * one-byte range), through the plan's ShardRemote with its retries.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -20,6 +24,8 @@
 #include "internal.h"
 #include "shard/names.h"
 #include "shard/pack.h"
+#include "source.h"
+#include "url.h"
 
 static const char *const image_exts[] = {"jpg", "jpeg", "png", "ppm", "bmp", "pgm", "tif", "tiff", "webp"};
 
@@ -31,10 +37,14 @@ typedef struct Item {
     long label;
     size_t class_index; /* into Scan.classes when label >= 0 and named */
     int named;
+    int remote;   /* a URL: its size is asked for after the list is read */
+    int dropped;  /* a remote file found bad: not added to the plan */
+    char *failed; /* why a remote file's size could not be had */
     uint64_t size;
 } Item;
 
 typedef struct Scan {
+    ShardPackPlan *plan;
     const ShardPackScanCallbacks *cb;
     Item *v;
     size_t n, cap;
@@ -85,6 +95,7 @@ static void scan_free(Scan *c)
         free(c->v[i].rel);
         free(c->v[i].field);
         free(c->v[i].extra);
+        free(c->v[i].failed);
     }
     free(c->v);
     for (size_t i = 0; i < c->nclasses; i++)
@@ -161,8 +172,13 @@ static void add_file(Scan *c, const char *path, const char *rel, const char *ext
         scan_bad(c, path, SHARD_PACK_BAD_NAME, "file name is not valid UTF-8");
         return;
     }
+    int remote = shard_url_is_remote(path);
     struct stat st;
-    if (stat(path, &st) != 0) {
+    memset(&st, 0, sizeof st);
+    if (remote) {
+        st.st_mode = S_IFREG;
+        st.st_size = 1; /* asked for later */
+    } else if (stat(path, &st) != 0) {
         char msg[256];
         snprintf(msg, sizeof msg, "cannot stat: %s", strerror(errno));
         scan_bad(c, path, SHARD_PACK_UNREADABLE, msg);
@@ -199,6 +215,7 @@ static void add_file(Scan *c, const char *path, const char *rel, const char *ext
         if (*p >= 'A' && *p <= 'Z')
             *p = (char)(*p - 'A' + 'a');
     x->label = label;
+    x->remote = remote;
     x->named = class_index >= 0;
     x->class_index = class_index >= 0 ? (size_t)class_index : 0;
     x->size = (uint64_t)st.st_size;
@@ -472,6 +489,93 @@ static int list_classes(Scan *c, ListRow *rows, size_t nrows, const char *file, 
     return 0;
 }
 
+/* A remote file's name in the dataset: its URL without the scheme, query and fragment
+ * ("https://host/a/b.jpg?x=1" gives "host/a/b.jpg"), from which its key is derived. */
+static char *url_rel(const char *url)
+{
+    const char *p = strstr(url, "://");
+    p = p ? p + 3 : url;
+    return strndup(p, strcspn(p, "?#"));
+}
+
+typedef struct SizeJob {
+    Scan *c;
+    ShardRemote *remote;
+    size_t *items; /* indexes of remote items */
+    size_t n;
+    atomic_size_t next;
+} SizeJob;
+
+/* One of the threads asking for remote files' sizes. */
+static void *size_thread(void *arg)
+{
+    SizeJob *j = arg;
+    size_t k;
+    while ((k = atomic_fetch_add(&j->next, 1)) < j->n) {
+        Item *x = &j->c->v[j->items[k]];
+        ShardSource *s = NULL;
+        char err[SHARD_ERROR_MAX];
+        int64_t size = -1;
+        if (!shard_source_open(&s, x->path, j->remote, SHARD_SOURCE_SEQUENTIAL, err)) {
+            size = shard_source_size(s);
+            if (size < 0)
+                snprintf(err, sizeof err, "%s", s->err);
+            shard_source_put(s);
+        }
+        if (size < 0)
+            x->failed = shard_strdup(err[0] ? err : "cannot learn its size");
+        else
+            x->size = (uint64_t)size;
+    }
+    return NULL;
+}
+
+/* The sizes of the list's remote files, inflight at once; the bad ones reported in list
+ * order and dropped. */
+static int stat_remote(Scan *c, char *msg)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < c->n; i++)
+        n += c->v[i].remote;
+    if (!n)
+        return 0;
+    ShardRemote *r = shard_pack_plan_remote(c->plan, msg);
+    if (!r)
+        return SHARD_ERR_NOMEM;
+    SizeJob j = {c, r, malloc(n * sizeof(size_t)), n, 0};
+    if (!j.items)
+        return SHARD_ERR_NOMEM;
+    n = 0;
+    for (size_t i = 0; i < c->n; i++)
+        if (c->v[i].remote)
+            j.items[n++] = i;
+    size_t nt = shard_pack_plan_inflight(c->plan);
+    nt = nt < n ? nt : n;
+    pthread_t *t = calloc(nt, sizeof *t);
+    size_t started = 0;
+    while (t && started < nt && !shard_thread_start(&t[started], size_thread, &j))
+        started++;
+    if (!started)
+        size_thread(&j); /* no thread to be had: one at a time, here */
+    for (size_t i = 0; i < started; i++)
+        pthread_join(t[i], NULL);
+    free(t);
+    free(j.items);
+    for (size_t i = 0; i < c->n; i++) {
+        Item *x = &c->v[i];
+        if (!x->remote)
+            continue;
+        if (x->failed) {
+            x->dropped = 1;
+            scan_bad(c, x->path, SHARD_PACK_UNREADABLE, x->failed);
+        } else if (x->size == 0) {
+            x->dropped = 1;
+            scan_bad(c, x->path, SHARD_PACK_EMPTY, "zero-byte file");
+        }
+    }
+    return 0;
+}
+
 static int scan_list(Scan *c, const char *file, ShardError *err)
 {
     FILE *f = fopen(file, "rb");
@@ -532,13 +636,17 @@ static int scan_list(Scan *c, const char *file, ShardError *err)
     for (size_t i = 0; i < nrows; i++) {
         if (!rc && !c->nomem) {
             const char *p = rows[i].path;
-            char *full = p[0] == '/' ? shard_strdup(p) : join_path(c, base, p);
-            const char *rel = p;
-            while (rel[0] == '.' && rel[1] == '/')
+            int remote = shard_url_is_remote(p);
+            char *full = remote || p[0] == '/' ? shard_strdup(p) : join_path(c, base, p);
+            char *relcopy = remote ? url_rel(p) : NULL;
+            const char *rel = remote ? relcopy : p;
+            while (rel && rel[0] == '.' && rel[1] == '/')
                 rel += 2;
-            while (*rel == '/')
+            while (rel && *rel == '/')
                 rel++;
-            const char *ext = image_ext(rel);
+            if (remote && !relcopy)
+                c->nomem = 1;
+            const char *ext = rel ? image_ext(rel) : NULL;
             long label = -1, cls = -1;
             if (json_is_integer(rows[i].label))
                 label = (long)json_integer_value(rows[i].label);
@@ -547,7 +655,7 @@ static int scan_list(Scan *c, const char *file, ShardError *err)
             char *extra = json_object_size(rows[i].extra)
                               ? json_dumps(rows[i].extra, JSON_COMPACT | JSON_SORT_KEYS)
                               : NULL;
-            if (!full || (json_object_size(rows[i].extra) && !extra))
+            if (c->nomem || !full || (json_object_size(rows[i].extra) && !extra))
                 c->nomem = 1;
             else if (!ext)
                 scan_bad(c, full, SHARD_PACK_NOT_IMAGE, "no image extension (jpg, jpeg, png, webp, ...)");
@@ -555,6 +663,7 @@ static int scan_list(Scan *c, const char *file, ShardError *err)
                 add_file(c, full, rel, ext, label, cls, extra);
             free(extra);
             free(full);
+            free(relcopy);
         }
         free(rows[i].path);
         json_decref(rows[i].label);
@@ -564,6 +673,11 @@ static int scan_list(Scan *c, const char *file, ShardError *err)
     free(base);
     if (!rc && c->nomem)
         rc = SHARD_ERR_NOMEM;
+    if (!rc) {
+        char msg[SHARD_ERROR_MAX] = "";
+        if ((rc = stat_remote(c, msg)))
+            shard_report(err, rc, msg[0] ? msg : "out of memory");
+    }
     if (!rc && c->n == 0 && !c->failed) {
         char msg[SHARD_ERROR_MAX];
         shard_fail(msg, SHARD_ERR_INVALID, "%s: the list names no files", file);
@@ -577,6 +691,7 @@ int shard_pack_plan_scan(ShardPackPlan *p, const char *src, int list, const Shar
 {
     Scan c;
     memset(&c, 0, sizeof c);
+    c.plan = p;
     c.cb = cb;
     if (ignored)
         *ignored = 0;
@@ -587,13 +702,18 @@ int shard_pack_plan_scan(ShardPackPlan *p, const char *src, int list, const Shar
         rc = SHARD_ERR_NOMEM;
     if (!rc && c.failed)
         rc = shard_report(err, c.first_code, c.first);
-    if (!rc && c.n == 0) {
+    size_t live = 0;
+    for (size_t i = 0; i < c.n; i++)
+        live += !c.v[i].dropped;
+    if (!rc && live == 0) {
         char msg[SHARD_ERROR_MAX];
         shard_fail(msg, SHARD_ERR_INVALID, "%s: no images found", src);
         rc = shard_report(err, SHARD_ERR_INVALID, msg);
     }
     for (size_t i = 0; i < c.n && !rc; i++) {
         const Item *x = &c.v[i];
+        if (x->dropped)
+            continue;
         ShardPackInput in = {x->path, x->rel, x->field, x->label,
                              x->named ? c.classes[x->class_index] : NULL, x->extra, x->size};
         rc = shard_pack_plan_add(p, &in);

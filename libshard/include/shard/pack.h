@@ -21,6 +21,7 @@
 
 #include "common.h"
 #include "manifest.h"
+#include "remote.h"
 #include "writer.h"
 
 #ifdef __cplusplus
@@ -54,8 +55,15 @@ typedef struct ShardPackSettings {
      *  inputs' sizes as listed, so maxsize bounds them from above. */
     uint32_t max_side;
     int quality;                  /**< JPEG quality 1..100 for max_side (default 95) */
+    /** Where inputs named by http://, https://, gs:// and s3:// URLs (list files) are read
+     *  through; NULL (default): the plan makes one with the default settings when it meets
+     *  such an input. Borrowed: kept alive by the plan while it lives. */
+    ShardRemote *remote;
+    /** Remote inputs requested at once: while a shard is written, and while a scan asks
+     *  for their sizes (default 16) */
+    uint32_t inflight;
     /** Zero: room for settings added later without changing the struct's size. */
-    unsigned char reserved[56];
+    unsigned char reserved[44];
 } ShardPackSettings;
 
 /** One input file. Strings are borrowed for the call and copied. */
