@@ -66,6 +66,7 @@ typedef struct Options {
     int64_t mtime;
     uint32_t max_side;
     int quality;
+    uint64_t upload_part;
 } Options;
 
 typedef struct Run {
@@ -93,7 +94,8 @@ static void usage(FILE *f)
           "--list, a TSV/JSONL list file into WebDataset shards (.tar or .tar.zst, by the\n"
           "pattern's extension), with a DALI-compatible .idx per shard and a manifest.\n"
           "\n"
-          "  -o, --output PATTERN   shard names, e.g. out/train-%06d.tar or .tar.zst\n"
+          "  -o, --output PATTERN   shard names, e.g. out/train-%06d.tar or .tar.zst, or in a\n"
+          "                         bucket: gs://BUCKET/train-%06d.tar, s3://BUCKET/...\n"
           "  -c, --maxcount N       samples per shard (default 100000)\n"
           "  -s, --maxsize SIZE     bytes per shard, e.g. 1G, 500MB (default 3e9)\n"
           "      --compress KIND    none or zstd (default: from PATTERN)\n"
@@ -105,6 +107,8 @@ static void usage(FILE *f)
           "      --resize N         re-encode JPEGs whose longer side exceeds N pixels to N\n"
           "                         (originals are packed as they are without it)\n"
           "      --quality Q        JPEG quality 1..100 for --resize (default 95)\n"
+          "      --upload-part SIZE into a bucket, shards over SIZE go up in parts of SIZE\n"
+          "                         (GCS resumable, S3 multipart; default 64MiB)\n"
           "      --on-error MODE    fail (default) or skip: skip bad inputs and count them\n"
           "      --list             SRC is a list file: TSV with a header row naming a 'path'\n"
           "                         column (and 'label', and any others), or JSONL objects;\n"
@@ -268,6 +272,8 @@ static void progress(Run *run, uint64_t total_samples, uint64_t total_bytes, dou
 
 static int check_output_dir(const char *pattern)
 {
+    if (strstr(pattern, "://"))
+        return 0; /* a bucket: the library says what is wrong with it */
     char *copy = strdup(pattern);
     if (!copy) {
         fprintf(stderr, "shardpack: out of memory\n");
@@ -363,7 +369,7 @@ int main(int argc, char **argv)
 
     enum { OPT_COMPRESS = 256, OPT_FRAME, OPT_SHUFFLE, OPT_VERIFY, OPT_ON_ERROR, OPT_LIST,
            OPT_PART, OPT_MANIFEST, OPT_NO_FSYNC, OPT_NO_CHECKSUM, OPT_CHECKSUM, OPT_JOIN, OPT_RESIZE,
-           OPT_QUALITY };
+           OPT_QUALITY, OPT_UPLOAD_PART };
     static const struct option longopts[] = {
         {"output", required_argument, NULL, 'o'},   {"maxcount", required_argument, NULL, 'c'},
         {"maxsize", required_argument, NULL, 's'},  {"compress", required_argument, NULL, OPT_COMPRESS},
@@ -374,7 +380,8 @@ int main(int argc, char **argv)
         {"manifest", required_argument, NULL, OPT_MANIFEST},
         {"no-fsync", no_argument, NULL, OPT_NO_FSYNC}, {"no-checksum", no_argument, NULL, OPT_NO_CHECKSUM},
         {"checksum", required_argument, NULL, OPT_CHECKSUM},
-        {"resize", required_argument, NULL, OPT_RESIZE}, {"quality", required_argument, NULL, OPT_QUALITY}, {"quiet", no_argument, NULL, 'q'},
+        {"resize", required_argument, NULL, OPT_RESIZE}, {"quality", required_argument, NULL, OPT_QUALITY},
+        {"upload-part", required_argument, NULL, OPT_UPLOAD_PART}, {"quiet", no_argument, NULL, 'q'},
         {"join", no_argument, NULL, OPT_JOIN},      {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -453,6 +460,10 @@ int main(int argc, char **argv)
                 die_usage("--quality wants 1..100");
             o.quality = (int)v;
             break;
+        case OPT_UPLOAD_PART:
+            if (cli_parse_size(optarg, &o.upload_part) || o.upload_part < 1)
+                die_usage("--upload-part wants a size such as 64MiB");
+            break;
         case OPT_CHECKSUM:
             if (parse_checksums(optarg, &o.checksums))
                 die_usage("--checksum wants sha256, md5, md5,sha256 or none");
@@ -496,9 +507,23 @@ int main(int argc, char **argv)
     ps.sync = o.fsync;
     ps.max_side = o.max_side;
     ps.quality = o.quality;
+    ShardRemote *remote = NULL;
+    if (o.upload_part) {
+        ShardRemoteSettings rs;
+        shard_remote_default_settings(&rs);
+        rs.upload_part = o.upload_part;
+        ShardError rerr;
+        if (shard_remote_new(&remote, &rs, &rerr)) {
+            fprintf(stderr, "shardpack: %s\n", rerr.message);
+            return 1;
+        }
+        ps.remote = remote; /* the plan keeps its own reference */
+    }
     ShardPackPlan *plan;
     ShardError perr;
-    if (shard_pack_plan_new(&plan, &ps, &perr)) {
+    int prc = shard_pack_plan_new(&plan, &ps, &perr);
+    shard_remote_free(&remote);
+    if (prc) {
         fprintf(stderr, "shardpack: %s\n", perr.message);
         return 2;
     }

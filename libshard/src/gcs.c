@@ -246,7 +246,7 @@ static int refresh(ShardRemote *r, ShardGcsAuth *a, char *err)
     /* off GCE nothing answers the metadata server: find out quickly */
     int retries = a->mode == AUTH_METADATA && r->s.retries > 2 ? 2 : r->s.retries;
     if (!rc)
-        rc = shard_net_fetch(r, where, build_token, &t, &body, 1u << 20, retries, &status, err);
+        rc = shard_net_fetch(r, where, build_token, &t, &body, 1u << 20, retries, &status, NULL, err);
     if (jwt.data)
         memset(jwt.data, 0, jwt.len);
     shard_buf_free(&jwt);
@@ -326,6 +326,27 @@ int shard_gcs_request(ShardRemote *r, const ShardObject *o, const char *generati
          shard_buf_printf(&u, "?alt=media");
     if (!rc && generation && *generation)
         rc = shard_buf_printf(&u, "&generation=%s", generation);
+    free(ep);
+    q->url = (char *)u.data;
+    return rc ? shard_fail(err, SHARD_ERR_NOMEM, "out of memory") : 0;
+}
+
+int shard_gcs_write_request(ShardRemote *r, const ShardObject *o, const char *what,
+                            const char *session, ShardRequest *q, char *err)
+{
+    char *ep = NULL;
+    int rc = authorize(r, q, &ep, err);
+    if (rc)
+        return rc;
+    ShardBuf u = {0};
+    if (session) /* a resumable upload's session URI, as the store gave it */
+        rc = shard_buf_printf(&u, "%s", session);
+    else if (!strcmp(what, "delete"))
+        rc = shard_buf_printf(&u, "%s/storage/v1/b/", ep) || shard_url_encode(&u, o->bucket, 0) ||
+             shard_buf_printf(&u, "/o/") || shard_url_encode(&u, o->key, 0);
+    else /* uploadType=media or resumable */
+        rc = shard_buf_printf(&u, "%s/upload/storage/v1/b/", ep) || shard_url_encode(&u, o->bucket, 0) ||
+             shard_buf_printf(&u, "/o?uploadType=%s&name=", what) || shard_url_encode(&u, o->key, 0);
     free(ep);
     q->url = (char *)u.data;
     return rc ? shard_fail(err, SHARD_ERR_NOMEM, "out of memory") : 0;

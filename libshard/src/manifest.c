@@ -11,7 +11,11 @@
 
 #include <jansson.h>
 
+#include <unistd.h>
+
 #include "internal.h"
+#include "net.h"
+#include "upload.h"
 #include "url.h"
 #include "shard/manifest.h"
 
@@ -147,6 +151,11 @@ const char *shard_manifest_options(const ShardManifest *m) { return m->options; 
  * "../" where the shard lies elsewhere), so a dataset can be moved as a whole. */
 static char *relative_url(const char *url, const char *mdir_real)
 {
+    if (mdir_real && shard_url_is_remote(mdir_real)) {
+        /* a manifest in a bucket: shards beside it or below it by name, others absolute */
+        size_t n = strlen(mdir_real);
+        return shard_strdup(!strncmp(url, mdir_real, n) && url[n] == '/' && url[n + 1] ? url + n + 1 : url);
+    }
     if (!shard_url_has_siblings(url) || !mdir_real)
         return shard_strdup(url);
     char *sdir = shard_dir_of(url);
@@ -246,12 +255,42 @@ fail:
     return NULL;
 }
 
+/* A manifest into a bucket: written to a temporary file, then uploaded (upload.c). */
+static int write_remote(const char *path, const char *text, char *msg)
+{
+    const char *tmpdir = getenv("TMPDIR");
+    char tmp[PATH_MAX];
+    snprintf(tmp, sizeof tmp, "%s/libshard-manifest-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
+    int fd = mkstemp(tmp);
+    if (fd < 0)
+        return shard_fail(msg, shard_errno_code(errno), "%s: cannot make a temporary file: %s", tmp,
+                          strerror(errno));
+    size_t n = strlen(text);
+    int rc = write(fd, text, n) == (ssize_t)n && write(fd, "\n", 1) == 1
+                 ? 0
+                 : shard_fail(msg, SHARD_ERR_IO, "%s: write failed: %s", tmp, strerror(errno));
+    close(fd);
+    ShardRemote *r = rc ? NULL : shard_remote_default(msg);
+    if (!rc && !r)
+        rc = SHARD_ERR_NOMEM;
+    if (!rc)
+        rc = shard_object_upload(r, path, tmp, msg);
+    if (r)
+        shard_remote_put(r);
+    unlink(tmp);
+    return rc;
+}
+
 int shard_manifest_write(const ShardManifest *m, const char *path, ShardError *err)
 {
     char msg[SHARD_ERROR_MAX];
     char *mdir = shard_dir_of(path);
     char real[PATH_MAX];
-    const char *mdir_real = mdir && realpath(mdir, real) ? real : NULL;
+    int remote = shard_url_is_remote(path);
+    const char *mdir_real = mdir && (remote ? snprintf(real, sizeof real, "%s", mdir) < (int)sizeof real
+                                            : realpath(mdir, real) != NULL)
+                                ? real
+                                : NULL;
     free(mdir);
     if (!mdir_real) {
         int e = errno;
@@ -264,16 +303,21 @@ int shard_manifest_write(const ShardManifest *m, const char *path, ShardError *e
     json_decref(root);
     if (!text)
         return shard_report(err, SHARD_ERR_NOMEM, "manifest: out of memory");
-    ShardAtomicFile f;
-    int rc = shard_afile_open(&f, path, 1, 0, msg);
-    if (!rc) {
-        rc = shard_afile_write(&f, text, strlen(text), msg);
-        if (!rc)
-            rc = shard_afile_write(&f, "\n", 1, msg);
-        if (!rc)
-            rc = shard_afile_commit(&f, NULL, NULL, msg);
-        else
-            shard_afile_abort(&f);
+    int rc = 0;
+    if (remote) {
+        rc = write_remote(path, text, msg);
+    } else {
+        ShardAtomicFile f;
+        rc = shard_afile_open(&f, path, 1, 0, msg);
+        if (!rc) {
+            rc = shard_afile_write(&f, text, strlen(text), msg);
+            if (!rc)
+                rc = shard_afile_write(&f, "\n", 1, msg);
+            if (!rc)
+                rc = shard_afile_commit(&f, NULL, NULL, msg);
+            else
+                shard_afile_abort(&f);
+        }
     }
     free(text);
     return rc ? shard_report(err, rc, msg) : 0;

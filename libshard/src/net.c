@@ -298,10 +298,11 @@ static size_t on_header(char *p, size_t size, size_t nmemb, void *cookie)
         long status = sp ? strtol(sp + 1, NULL, 10) : 0;
         memset(rs, 0, sizeof *rs);
         rs->status = status;
-        rs->total = rs->range_start = -1;
+        rs->total = rs->range_start = rs->persisted = -1;
     } else if (n <= 2 && (p[0] == '\r' || p[0] == '\n')) {
         long st = rs->status;
-        int final = st >= 200 && !(st >= 300 && st < 400 && !x->q.sigv4 && st != 304);
+        int follows = !x->q.sigv4 && !x->q.method; /* an upload's 308 is an answer */
+        int final = st >= 200 && !(st >= 300 && st < 400 && follows && st != 304);
         if (final) {
             x->head_done = 1;
             pthread_cond_broadcast(&x->cv);
@@ -326,6 +327,13 @@ static size_t on_header(char *p, size_t size, size_t nmemb, void *cookie)
         } else if (sscanf(tmp, "bytes */%llu", &t) == 1) {
             rs->total = (int64_t)t;
         }
+    } else if (header_is(p, n, "location", &v, &vn)) {
+        header_value(v, vn, rs->location, sizeof rs->location);
+    } else if (header_is(p, n, "range", &v, &vn)) {
+        header_value(v, vn, tmp, sizeof tmp);
+        unsigned long long a, b;
+        if (sscanf(tmp, "bytes=%llu-%llu", &a, &b) == 2)
+            rs->persisted = (int64_t)b + 1;
     } else if (header_is(p, n, "content-length", &v, &vn)) {
         header_value(v, vn, tmp, sizeof tmp);
         if (rs->status == 200 && rs->total < 0)
@@ -360,7 +368,7 @@ static int xfer_setup(ShardXfer *x, char *err)
     curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(e, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, q->sigv4 ? 0L : 1L);
+    curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, q->sigv4 || q->method ? 0L : 1L);
     curl_easy_setopt(e, CURLOPT_MAXREDIRS, 5L);
     curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, s->verify_tls ? 1L : 0L);
     curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, s->verify_tls ? 2L : 0L);
@@ -374,7 +382,16 @@ static int xfer_setup(ShardXfer *x, char *err)
         curl_easy_setopt(e, CURLOPT_USERNAME, q->user);
         curl_easy_setopt(e, CURLOPT_PASSWORD, q->password);
     }
-    if (q->post) {
+    if (q->method) {
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, q->body ? q->body : "");
+        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(q->body ? q->body_len : 0));
+        curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, q->method);
+        /* no "Expect: 100-continue" round trip before each part; not with SigV4, which
+         * would sign the emptied header that is then not sent */
+        if (!q->sigv4 && shard_request_header(q, "Expect:"))
+            return shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
+        curl_easy_setopt(e, CURLOPT_HTTPHEADER, q->headers);
+    } else if (q->post) {
         curl_easy_setopt(e, CURLOPT_POSTFIELDS, q->post);
     } else if (q->head) {
         curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
@@ -450,7 +467,7 @@ int shard_xfer_start(ShardRemote *r, ShardRequest *q, ShardXfer **out, char *err
     x->r = r;
     x->q = *q;
     memset(q, 0, sizeof *q);
-    x->resp.total = x->resp.range_start = -1;
+    x->resp.total = x->resp.range_start = x->resp.persisted = -1;
     pthread_mutex_init(&x->mu, NULL);
     pthread_cond_init(&x->cv, NULL);
     int rc = xfer_setup(x, err);
@@ -608,7 +625,8 @@ void shard_net_backoff(ShardRemote *r, int attempt, double retry_after)
 }
 
 int shard_net_fetch(ShardRemote *r, const char *shown, ShardBuildFn build, void *cookie,
-                    ShardBuf *out, size_t max, int retries, long *status, char *err)
+                    ShardBuf *out, size_t max, int retries, long *status, ShardResponse *resp,
+                    char *err)
 {
     *status = 0;
     for (int attempt = 0;; attempt++) {
@@ -644,6 +662,8 @@ int shard_net_fetch(ShardRemote *r, const char *shown, ShardBuildFn build, void 
         const char *why;
         CURLcode cc = shard_xfer_error(x, &why);
         if (!rc && cc == CURLE_OK && k == 0 && !shard_net_retryable(cc, st)) {
+            if (resp)
+                *resp = *rs;
             shard_xfer_free(&x);
             *status = st;
             if (shard_buf_reserve(out, 1))
@@ -705,7 +725,7 @@ int shard_net_list_page(ShardRemote *r, const char *shown, ShardBuildFn build, v
 {
     long status;
     int rc = shard_net_fetch(r, shown, build, cookie, body, 64u << 20, r->s.retries,
-                             &status, err);
+                             &status, NULL, err);
     if (!rc && status != 200) {
         char reason[256];
         shard_net_reason((char *)body->data, reason, sizeof reason);

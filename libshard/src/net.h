@@ -38,6 +38,9 @@ typedef struct ShardRequest {
     int ranged;                 /* send Range: bytes=from-to */
     uint64_t from, to;          /* to is inclusive; UINT64_MAX for the end */
     char *if_range;             /* the version the range must come from, or NULL */
+    const char *method;         /* "PUT", "POST", "DELETE" (a literal), or NULL: GET / post */
+    const void *body;           /* bytes to send (an upload), borrowed until the transfer ends */
+    size_t body_len;            /* with body; a body of 0 bytes is sent when method is set */
 } ShardRequest;
 
 SHARD_HIDDEN void shard_request_clear(ShardRequest *q);
@@ -89,6 +92,8 @@ typedef struct ShardResponse {
     int64_t total;         /* the object's size from Content-Range or Content-Length, or -1 */
     int64_t range_start;   /* Content-Range's first byte, or -1 when not a 206 */
     double retry_after;    /* Retry-After in seconds, 0 when none */
+    char location[2048];   /* Location (a GCS resumable upload's session), "" when none */
+    int64_t persisted;     /* a 308's Range end + 1 (bytes a GCS upload holds), -1 when none */
 } ShardResponse;
 
 /* Starts request q (moved into the transfer: q is left cleared) on r's network thread.
@@ -121,14 +126,15 @@ SHARD_HIDDEN int shard_net_retryable(CURLcode cc, long status);
  * retry_after seconds when the server asked for it. */
 SHARD_HIDDEN void shard_net_backoff(ShardRemote *r, int attempt, double retry_after);
 
-/* A whole small response (a listing page, a token, an index): the request built by build
- * (called again for each retry), retried up to retries times. out receives the body (NUL
- * appended, not counted); *status the final HTTP status. A status >= 300 is not an error
+/* A whole small response (a listing page, a token, an index, an upload's answer): the
+ * request built by build (called again for each retry), retried up to retries times. out
+ * receives the body (NUL appended, not counted); *status the final HTTP status; resp
+ * (optional) the final response's headers. A status >= 300 is not an error
  * here: the caller reads the body. @return 0, or an error naming shown */
 typedef int (*ShardBuildFn)(void *cookie, ShardRequest *q, char *err);
 SHARD_HIDDEN int shard_net_fetch(ShardRemote *r, const char *shown, ShardBuildFn build,
                                  void *cookie, ShardBuf *out, size_t max, int retries,
-                                 long *status, char *err);
+                                 long *status, ShardResponse *resp, char *err);
 
 /* A short reason from an error body (S3's <Code>, GCS's "message"), never the whole body
  * (an S3 SignatureDoesNotMatch body echoes the request): ": reason", or "". */

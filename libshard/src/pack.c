@@ -24,6 +24,7 @@
 #include "shard/pack.h"
 #include "url.h"
 #include "net.h"
+#include "upload.h"
 
 typedef struct Input {
     ShardPackInput in; /* strings point at the copies below */
@@ -42,8 +43,29 @@ struct ShardPackPlan {
     size_t nshards;
     ShardRemote *remote; /* a reference: remote inputs are read through it; NULL until one */
     pthread_mutex_t remote_mu;
+    /* Packing into a bucket: the shards' URLs (the settings' pattern), while the writer
+     * writes each shard into stage (a temporary folder) to be uploaded, then removed. */
+    char *out_pattern;
+    char *stage;
     int built;
 };
+
+/* Number k in a pattern, malloc'd (NULL when out of memory). */
+static char *numbered_with(const char *pattern, uint64_t k)
+{
+    int n = snprintf(NULL, 0, pattern, (unsigned long long)k);
+    char *path = n < 0 ? NULL : malloc((size_t)n + 1);
+    if (path)
+        snprintf(path, (size_t)n + 1, pattern, (unsigned long long)k);
+    return path;
+}
+
+
+static const char *base_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
 
 void shard_pack_default_settings(ShardPackSettings *s)
 {
@@ -87,6 +109,33 @@ static void writer_settings(const ShardPackPlan *p, size_t j, ShardWriterSetting
     w->checksums = p->s.checksums;
 }
 
+/* Packing into gs:// or s3://: the writer writes into a temporary folder (p->stage), under
+ * the pattern's file name, and each shard is uploaded when complete. */
+static int stage_output(ShardPackPlan *p, ShardError *err)
+{
+    if (strncmp(p->pattern, "gs://", 5) && strncmp(p->pattern, "s3://", 5))
+        return shard_report(err, SHARD_ERR_UNSUPPORTED,
+                            "pack: shards can be written to a folder, gs:// or s3://, not plain HTTP");
+    const char *tmpdir = getenv("TMPDIR");
+    char tmpl[4096];
+    snprintf(tmpl, sizeof tmpl, "%s/libshard-pack-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
+    if (!mkdtemp(tmpl)) {
+        char msg[SHARD_ERROR_MAX];
+        int code = shard_fail(msg, shard_errno_code(errno), "%s: cannot make a staging folder: %s",
+                              tmpl, strerror(errno));
+        return shard_report(err, code, msg);
+    }
+    p->out_pattern = p->pattern;
+    p->stage = shard_strdup(tmpl);
+    size_t n = strlen(tmpl) + strlen(base_of(p->out_pattern)) + 2;
+    p->pattern = malloc(n);
+    if (!p->stage || !p->pattern)
+        return shard_report(err, SHARD_ERR_NOMEM, "out of memory");
+    snprintf(p->pattern, n, "%s/%s", tmpl, base_of(p->out_pattern));
+    p->s.sync = 0; /* staged files are uploaded, not kept */
+    return 0;
+}
+
 int shard_pack_plan_new(ShardPackPlan **out, const ShardPackSettings *s, ShardError *err)
 {
     *out = NULL;
@@ -109,7 +158,14 @@ int shard_pack_plan_new(ShardPackPlan **out, const ShardPackSettings *s, ShardEr
     p->remote = s->remote ? shard_remote_ref(s->remote) : NULL;
     p->s.remote = NULL; /* the plan's own reference is p->remote */
     p->pattern = s->pattern ? shard_strdup(s->pattern) : NULL;
-    p->s.pattern = p->pattern;
+    if (p->pattern && shard_url_is_remote(p->pattern)) {
+        int rc = stage_output(p, err);
+        if (rc) {
+            shard_pack_plan_free(&p);
+            return rc;
+        }
+    }
+    p->s.pattern = p->out_pattern ? p->out_pattern : p->pattern;
     /* Let the writer judge the pattern and the zstd options now, not after a long scan. */
     ShardWriterSettings ws;
     writer_settings(p, 0, &ws);
@@ -479,6 +535,34 @@ static int bad_input(const ShardPackCallbacks *cb, size_t i, const Input *x, Sha
     return 0;
 }
 
+/* A staged shard and its index put into the bucket (the index first, so that a shard
+ * found there has its index), then removed here; info->url becomes the shard's URL. */
+static int upload_shard(const ShardPackPlan *p, size_t j, ShardFileInfo *info, char *msg)
+{
+    ShardRemote *r = shard_pack_plan_remote((ShardPackPlan *)p, msg);
+    char *url = numbered_with(p->out_pattern, j);
+    char *ipath = shard_index_path(info->url), *iurl = url ? shard_index_path(url) : NULL;
+    int rc = r && url && ipath && iurl ? 0 : SHARD_ERR_NOMEM;
+    if (rc)
+        shard_fail(msg, rc, "out of memory");
+    if (!rc && access(ipath, F_OK) == 0)
+        rc = shard_object_upload(r, iurl, ipath, msg);
+    if (!rc)
+        rc = shard_object_upload(r, url, info->url, msg);
+    if (ipath)
+        unlink(ipath);
+    unlink(info->url);
+    free((char *)info->url);
+    info->url = url;
+    if (rc) {
+        free(url);
+        info->url = NULL;
+    }
+    free(ipath);
+    free(iurl);
+    return rc;
+}
+
 int shard_pack_write_shard(const ShardPackPlan *p, size_t j, const ShardPackCallbacks *cb,
                            ShardFileInfo *info, ShardError *err)
 {
@@ -581,6 +665,8 @@ int shard_pack_write_shard(const ShardPackPlan *p, size_t j, const ShardPackCall
         *info = *shard_writer_shard(w, 0);
         if (!(info->url = shard_strdup(info->url)))
             rc = shard_fail(msg, SHARD_ERR_NOMEM, "out of memory");
+        else if (p->out_pattern)
+            rc = upload_shard(p, j, info, msg);
     }
     shard_writer_free(&w);
     return rc ? shard_report(err, rc, msg) : 0;
@@ -591,21 +677,19 @@ int shard_pack_write_shard(const ShardPackPlan *p, size_t j, const ShardPackCall
 /* Shard number k's path, malloc'd (NULL when out of memory). */
 static char *numbered(const ShardPackPlan *p, uint64_t k)
 {
-    int n = snprintf(NULL, 0, p->pattern, (unsigned long long)k);
-    char *path = n < 0 ? NULL : malloc((size_t)n + 1);
-    if (path)
-        snprintf(path, (size_t)n + 1, p->pattern, (unsigned long long)k);
-    return path;
+    return numbered_with(p->pattern, k);
 }
 
-static const char *base_of(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    return slash ? slash + 1 : path;
-}
 
 int shard_pack_prepare(const ShardPackPlan *p, const char *manifest_path, ShardError *err)
 {
+    if (manifest_path && shard_url_is_remote(manifest_path)) {
+        /* in a bucket, uploads leave no temporaries: the earlier manifest is all to go */
+        char msg[SHARD_ERROR_MAX];
+        ShardRemote *r = shard_pack_plan_remote((ShardPackPlan *)p, msg);
+        int rc = r ? shard_object_delete(r, manifest_path, msg) : SHARD_ERR_NOMEM;
+        return rc ? shard_report(err, rc, msg) : 0;
+    }
     if (manifest_path && unlink(manifest_path) != 0 && errno != ENOENT) {
         int e = errno;
         char msg[SHARD_ERROR_MAX];
@@ -653,8 +737,9 @@ size_t shard_pack_leftovers(const ShardPackPlan *p, void (*fn)(void *cookie, con
                             void *cookie)
 {
     size_t found = 0;
-    if (p->s.nparts)
-        return 0; /* a part does not know how many shards the others write */
+    if (p->s.nparts || p->out_pattern)
+        return 0; /* a part does not know how many shards the others write; a bucket is
+                     not listed for this */
     /* an earlier run numbered its shards on from 0: follow the numbers past this run's */
     for (uint64_t k = p->nshards;; k++) {
         char *path = numbered(p, k), *ipath = path ? shard_index_path(path) : NULL;
@@ -777,6 +862,10 @@ void shard_pack_plan_free(ShardPackPlan **pp)
     free(p->classes);
     free(p->first);
     free(p->pattern);
+    free(p->out_pattern);
+    if (p->stage)
+        rmdir(p->stage); /* each staged file went when uploaded or failed */
+    free(p->stage);
     if (p->remote)
         shard_remote_put(p->remote);
     pthread_mutex_destroy(&p->remote_mu);

@@ -22,6 +22,7 @@ void shard_remote_default_settings(ShardRemoteSettings *s)
     s->connections = 16;
     s->buffer = 4u << 20;
     s->verify_tls = 1;
+    s->upload_part = 64u << 20;
 }
 
 int shard_remote_available(void) { return 1; }
@@ -56,6 +57,8 @@ int shard_remote_new(ShardRemote **out, const ShardRemoteSettings *s, ShardError
         return shard_report(err, SHARD_ERR_NOMEM, "out of memory");
     }
     r->s = *s;
+    if (!r->s.upload_part)
+        r->s.upload_part = 64u << 20;
     const char *ca = s->ca_bundle ? s->ca_bundle : getenv("CURL_CA_BUNDLE");
     if (!ca || !*ca)
         ca = getenv("SSL_CERT_FILE");

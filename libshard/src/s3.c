@@ -178,6 +178,12 @@ int shard_s3_request(ShardRemote *r, const ShardObject *o, ShardRequest *q, char
     return build(r, o->bucket, o->key, NULL, q, err);
 }
 
+int shard_s3_request_query(ShardRemote *r, const ShardObject *o, const char *query,
+                           ShardRequest *q, char *err)
+{
+    return build(r, o->bucket, o->key, query, q, err);
+}
+
 /* ---- ListObjectsV2 ------------------------------------------------------------------- */
 
 /* The text of the first <tag>...</tag> at or after *p, XML entities decoded, into out;

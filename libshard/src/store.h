@@ -23,6 +23,11 @@ typedef int (*ShardListFn)(void *cookie, const char *url, uint64_t size);
 /* gcs.c */
 SHARD_HIDDEN int shard_gcs_request(ShardRemote *r, const ShardObject *o, const char *generation,
                                    ShardRequest *q, char *err);
+/* A request that writes: what "media" (a whole object in one request), "resumable" (the
+ * start of a resumable upload) or "delete", for o; or with session set, a request on that
+ * resumable upload's session URI. Method and body are the caller's. */
+SHARD_HIDDEN int shard_gcs_write_request(ShardRemote *r, const ShardObject *o, const char *what,
+                                         const char *session, ShardRequest *q, char *err);
 SHARD_HIDDEN int shard_gcs_list(ShardRemote *r, const ShardObject *prefix, ShardListFn fn,
                                 void *cookie, char *err);
 SHARD_HIDDEN void shard_gcs_auth_free(ShardGcsAuth *a);
@@ -38,6 +43,10 @@ SHARD_HIDDEN int shard_gcs_parse_token(const char *body, const char *where, char
 /* s3.c */
 SHARD_HIDDEN int shard_s3_request(ShardRemote *r, const ShardObject *o, ShardRequest *q,
                                   char *err);
+/* A signed request on o with a query (sorted, its values encoded: SigV4 signs it as given),
+ * for the multipart upload's steps. Method and body are the caller's. */
+SHARD_HIDDEN int shard_s3_request_query(ShardRemote *r, const ShardObject *o, const char *query,
+                                        ShardRequest *q, char *err);
 SHARD_HIDDEN int shard_s3_list(ShardRemote *r, const ShardObject *prefix, ShardListFn fn,
                                void *cookie, char *err);
 SHARD_HIDDEN void shard_s3_auth_free(ShardS3Auth *a);

@@ -26,6 +26,7 @@ import http.server
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import socket
@@ -278,6 +279,125 @@ class FaultServer:
             self.requests.clear()
             self.count.clear()
             self.changed.clear()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+class _UploadHandler(http.server.BaseHTTPRequestHandler):
+    """GCS's upload protocol as the JSON API documents it, which the emulator lacks: media
+    uploads, resumable sessions taking chunks (308 with the Range held, 200 when whole), the
+    status query, deletes and media downloads; with faults armed by the test."""
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *a):
+        pass
+
+    def _reply(self, code, body=b"", headers=()):
+        self.send_response(code)
+        for k, v in headers:
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _body(self, cut=None):
+        n = int(self.headers.get("Content-Length", 0))
+        if cut is not None and cut < n:  # read part of it, then drop the connection
+            data = self.rfile.read(cut)
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return data, True
+        return self.rfile.read(n), False
+
+    def do_POST(self):
+        srv = self.server.owner
+        u = urllib.parse.urlsplit(self.path)
+        q = urllib.parse.parse_qs(u.query)
+        name = q.get("name", [""])[0]
+        body, _ = self._body()
+        with srv.lock:
+            srv.log.append(("POST", q.get("uploadType", [""])[0], name))
+        if q.get("uploadType") == ["media"]:
+            with srv.lock:
+                srv.objects[name] = body
+            return self._reply(200, json.dumps({"name": name, "size": str(len(body))}).encode())
+        if q.get("uploadType") == ["resumable"]:
+            with srv.lock:
+                sid = f"s{len(srv.sessions)}"
+                srv.sessions[sid] = {"name": name, "data": bytearray(), "done": False}
+            return self._reply(200, headers=[("Location", f"{srv.url}/upload/session/{sid}")])
+        return self._reply(400, b"unknown upload type")
+
+    def do_PUT(self):
+        srv = self.server.owner
+        sid = self.path.rsplit("/", 1)[-1]
+        rng = self.headers.get("Content-Range", "")
+        with srv.lock:
+            srv.log.append(("PUT", rng, sid))
+            fault = srv.faults.pop(0) if srv.faults and rng and not rng.startswith("bytes */") else None
+        sess = srv.sessions.get(sid)
+        if sess is None:
+            self._body()
+            return self._reply(404, b"no such session")
+        if fault == "503":
+            self._body()
+            return self._reply(503, b"try again")
+        body, cut = self._body(cut=int(fault[4:]) if fault and fault.startswith("cut=") else None)
+        m = re.match(r"bytes (\d+)-(\d+)/(\d+)$", rng)
+        with srv.lock:
+            held = len(sess["data"])
+            if m:
+                a, total = int(m.group(1)), int(m.group(3))
+                if a > held:
+                    return self._reply(400, b"a chunk past what the session holds")
+                sess["data"] += body[held - a:]  # overlap with what is held is dropped
+                if cut:
+                    return
+                if len(sess["data"]) >= total:
+                    sess["done"] = True
+                    srv.objects[sess["name"]] = bytes(sess["data"][:total])
+            elif rng.startswith("bytes */"):
+                total = int(rng[8:])
+            else:
+                return self._reply(400, b"no Content-Range")
+            if sess["done"]:
+                return self._reply(200, json.dumps({"name": sess["name"]}).encode())
+            held = len(sess["data"])
+        return self._reply(308, headers=[("Range", f"bytes=0-{held - 1}")] if held else [])
+
+    def do_DELETE(self):
+        srv = self.server.owner
+        name = urllib.parse.unquote(self.path.split("/o/", 1)[-1])
+        with srv.lock:
+            srv.log.append(("DELETE", "", name))
+            gone = srv.objects.pop(name, None)
+        return self._reply(204 if gone is not None else 404)
+
+    def do_GET(self):
+        srv = self.server.owner
+        name = urllib.parse.unquote(urllib.parse.urlsplit(self.path).path.split("/o/", 1)[-1])
+        data = srv.objects.get(name)
+        if data is None:
+            return self._reply(404, b"no such object")
+        return self._reply(200, data, [("x-goog-generation", "1")])
+
+
+class GcsUploadServer:
+    """An in-memory store speaking GCS's upload protocol (_UploadHandler). faults: a list of
+    what the next chunk PUTs get, in turn: "503", or "cut=N" (N bytes read, then the
+    connection dropped)."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.objects, self.sessions, self.log, self.faults = {}, {}, [], []
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _UploadHandler)
+        self.httpd.daemon_threads = True
+        self.httpd.owner = self
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
 
     def close(self):
         self.httpd.shutdown()

@@ -59,8 +59,13 @@ typedef struct ShardRemoteSettings {
     /** A Google access token; NULL: GOOGLE_OAUTH_ACCESS_TOKEN, then the credential chain
      *  above. Copied; never shown. */
     const char *gcs_token;
+    /** Objects written (packing into gs:// or s3://) larger than this go up in parts of
+     *  this size: a GCS resumable upload, an S3 multipart upload; smaller ones in one
+     *  request. Either way an object appears only once whole. Default 64 MiB; S3 wants
+     *  parts of at least 5 MiB, GCS multiples of 256 KiB (rounded up to one). */
+    uint64_t upload_part;
     /** Zero: room for settings added later without changing the struct's size. */
-    unsigned char reserved[64];
+    unsigned char reserved[56];
 } ShardRemoteSettings;
 
 typedef struct ShardRemoteStats {
