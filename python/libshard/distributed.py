@@ -58,13 +58,23 @@ def _worker_plan(source, pattern, items):
     return PackPlan(source, pattern, **dict(items))
 
 
-def _write_shards(source, pattern, items, fingerprint, lo, hi):
+def _write_shards(source, pattern, items, fingerprint, lo, hi, stop=None):
+    """Shards [lo, hi) of the plan, written on a worker; none once the run's stop event is set
+    (another task failed)."""
     plan = _worker_plan(source, pattern, items)
     if plan.fingerprint() != fingerprint:
         _worker_plan.cache_clear()
         raise RuntimeError(f"{source}: this worker's plan differs from the client's (the input changed "
                            f"since it was planned, or the worker sees another folder at this path)")
-    return [plan.write_shard(j) for j in range(lo, hi)]
+    if stop is not None:
+        from distributed import Event
+        stop = Event(stop)
+    out = []
+    for j in range(lo, hi):
+        if stop is not None and stop.is_set():
+            break
+        out.append(plan.write_shard(j))
+    return out
 
 
 def pack(source, pattern, *, client, list=False, on_error="fail", maxcount=100000, maxsize=3e9, level=3,
@@ -78,8 +88,9 @@ def pack(source, pattern, *, client, list=False, on_error="fail", maxcount=10000
     ("fail", or "skip": leave bad inputs out, named in the result), mtime (default
     SOURCE_DATE_EPOCH or 0), checksums, sync, resize and quality (re-encode JPEGs whose
     longer side exceeds resize pixels), manifest (default: the pattern's stem + .json).
-    Each task writes shards_per_task consecutive shards. A failed task fails the run: the
-    remaining tasks are cancelled, and no manifest is written (complete shards stay).
+    Each task writes shards_per_task consecutive shards. A failed task fails the run: tasks
+    not started do nothing, the shards being written are finished, then the error is raised
+    and no manifest is written (complete shards stay).
     """
     source, pattern = os.fspath(source), os.fspath(pattern)
     if mtime is None:
@@ -95,8 +106,11 @@ def pack(source, pattern, *, client, list=False, on_error="fail", maxcount=10000
     items = tuple(sorted(kw.items()))
     step = int(shards_per_task)
     ranges = [(lo, min(lo + step, plan.shards)) for lo in range(0, plan.shards, step)]
+    from distributed import Event, wait
     run = uuid.uuid4().hex[:12]
-    futures = [client.submit(_write_shards, source, pattern, items, fingerprint, lo, hi, pure=False,
+    stop = f"libshard-pack-{run}-stop"
+    stop_event = Event(stop, client=client)
+    futures = [client.submit(_write_shards, source, pattern, items, fingerprint, lo, hi, stop, pure=False,
                              key=f"libshard-pack-{run}-{lo}")
                for lo, hi in ranges]
     try:
@@ -104,7 +118,10 @@ def pack(source, pattern, *, client, list=False, on_error="fail", maxcount=10000
         for f in futures:
             infos.extend(f.result())
     except BaseException:
-        client.cancel(futures)
+        # tasks not started return at once; those writing a shard finish it: when pack
+        # raises, nothing is being written any more
+        stop_event.set()
+        wait(futures)
         raise
     path = plan.write_manifest(infos, manifest)
     skipped = plan.scan_skipped + [s for info in infos if info for s in info["skipped"]]

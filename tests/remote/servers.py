@@ -337,6 +337,11 @@ class _UploadHandler(http.server.BaseHTTPRequestHandler):
         with srv.lock:
             srv.log.append(("PUT", rng, sid))
             fault = srv.faults.pop(0) if srv.faults and rng and not rng.startswith("bytes */") else None
+            srv.chunks += 1
+            hang = srv.slow_chunk is not None and srv.chunks == srv.slow_chunk
+        if hang:  # hold the request until the test lets go (it kills the client meanwhile)
+            srv.hanging.set()
+            srv.release.wait(120)
         sess = srv.sessions.get(sid)
         if sess is None:
             self._body()
@@ -387,11 +392,14 @@ class _UploadHandler(http.server.BaseHTTPRequestHandler):
 class GcsUploadServer:
     """An in-memory store speaking GCS's upload protocol (_UploadHandler). faults: a list of
     what the next chunk PUTs get, in turn: "503", or "cut=N" (N bytes read, then the
-    connection dropped)."""
+    connection dropped). slow_chunk = K: the K-th chunk PUT waits for release (hanging is
+    set meanwhile)."""
 
     def __init__(self):
         self.lock = threading.Lock()
         self.objects, self.sessions, self.log, self.faults = {}, {}, [], []
+        self.chunks, self.slow_chunk = 0, None
+        self.hanging, self.release = threading.Event(), threading.Event()
         self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _UploadHandler)
         self.httpd.daemon_threads = True
         self.httpd.owner = self

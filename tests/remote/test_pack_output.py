@@ -8,6 +8,7 @@ import json
 import subprocess
 import urllib.parse
 import urllib.request
+from pathlib import Path
 
 import pytest
 
@@ -115,4 +116,72 @@ def test_gcs_resumable_upload_resumes_a_cut_chunk(shardpack, root, tmp_path):
             "the manifest goes last"
         assert up.log[0] == ("DELETE", "", "res/r.json"), "an earlier manifest goes first"
     finally:
+        up.close()
+
+
+def test_dask_pack_into_s3_is_byte_identical(root, s3, tmp_path, shardpack):
+    """libshard.distributed.pack with an s3:// pattern: the workers upload the shards."""
+    distributed = pytest.importorskip("distributed", reason="python3-distributed (Dask) is not installed")
+    import os
+    import sys
+    sys.path.insert(0, os.environ.get("LIBSHARD_PYTHONPATH", str(Path(__file__).resolve().parents[2] / "build" / "python")))
+    from libshard.distributed import pack
+    src = root.parent / "imgs"
+    local = tmp_path / "local"
+    local.mkdir()
+    assert run_sp(shardpack, src, "-o", local / "k-%03d.tar", "-c", "64").returncode == 0
+    env = s3_env(s3)
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)  # the worker processes inherit the credentials
+    try:
+        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                      silence_logs=40) as cluster, distributed.Client(cluster) as client:
+            res = pack(src, f"s3://{BUCKET}/dask/k-%03d.tar", client=client, maxcount=64)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    assert res.manifest == f"s3://{BUCKET}/dask/k.json" and res.shards == 5
+    for p in local.iterdir():
+        assert fetch(s3, "s3", f"dask/{p.name}") == p.read_bytes(), p.name
+
+
+def test_a_killed_pack_leaves_only_whole_objects_and_no_manifest(shardpack, root, tmp_path):
+    """kill -9 while a shard is going up in parts: what the store holds is whole shards (each
+    as a local pack writes it) and no manifest; a second run completes the set."""
+    import signal
+    import time
+    up = servers.GcsUploadServer()
+    try:
+        src = root.parent / "imgs"
+        local = tmp_path / "local"
+        local.mkdir()
+        assert run_sp(shardpack, src, "-o", local / "c-%03d.tar", "-c", "80").returncode == 0
+        up.slow_chunk = 3  # the third chunk PUT hangs: the run is killed while it waits
+        env = {**CLEAN_ENV, "SOURCE_DATE_EPOCH": "", "STORAGE_EMULATOR_HOST": up.url, "TMPDIR": str(tmp_path)}
+        proc = subprocess.Popen([str(shardpack), str(src), "-o", f"gs://{BUCKET}/kill/c-%03d.tar", "-c", "80",
+                                 "--upload-part", "256K"], env=env, stderr=subprocess.PIPE)
+        deadline = time.time() + 60
+        while not up.hanging.is_set() and time.time() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+        assert up.hanging.is_set(), proc.stderr.read().decode() if proc.poll() is not None else "no hang"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        up.release.set()
+        names = {k.split("/", 1)[1] for k in up.objects if k.startswith("kill/")}
+        assert "c.json" not in names, "no manifest after a killed run"
+        assert names, "the shards before the hang are there"
+        for n in names:
+            assert up.objects[f"kill/{n}"] == (local / n).read_bytes(), f"{n} is not whole"
+        assert f"c-{len([n for n in names if n.endswith('.tar')]):03d}.tar" not in names
+        up.slow_chunk = None
+        cp = subprocess.run([str(shardpack), str(src), "-o", f"gs://{BUCKET}/kill/c-%03d.tar", "-c", "80",
+                             "--upload-part", "256K"], env=env, capture_output=True, timeout=TIMEOUT)
+        assert cp.returncode == 0, cp.stderr.decode()
+        for p in local.iterdir():
+            assert up.objects.get(f"kill/{p.name}") == p.read_bytes(), p.name
+    finally:
+        up.release.set()
         up.close()
