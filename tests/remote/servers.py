@@ -184,6 +184,8 @@ class _FaultHandler(http.server.BaseHTTPRequestHandler):
         data, etag = srv.content(name, faults)
         if data is None:
             return self._fail(404, "no such object")
+        if "short" in faults:  # a server that says (and sends) a shorter object than it holds
+            data = data[:int(faults["short"])]
         start, end, status = 0, len(data), 200
         rng = self.headers.get("Range")
         if_range = self.headers.get("If-Range")

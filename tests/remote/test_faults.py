@@ -189,3 +189,22 @@ def test_s3_profile_from_credentials_file(run, s3, tmp_path):
     env["AWS_PROFILE"] = "default"
     r = run("ls", f"s3://{BUCKET}/data/d-000.tar", env=env)
     assert r.rc == 1 and "access denied (HTTP 403" in r.err and "wrong" not in r.err, r.err
+
+
+def test_a_server_that_lies_about_the_length_is_reported(run, fault, root):
+    """A server that says an object is shorter than it is (and sends only that): the shard
+    ends inside a member, an error naming the URL and offset; with --skip-errors the other
+    shards arrive whole and the loss is counted."""
+    base = f"{fault.url}/short=30000"
+    r = run("stream", f"{base}/data/d-000.tar", "--seed", "3", *FAST)
+    assert r.rc == 1, r.err
+    assert f"{base}/data/d-000.tar" in r.err and "offset" in r.err, r.err
+    full = run("stream", f"{root}/data/d-003.tar", "--seed", "3")
+    r = run("stream", f"{fault.url}/data/d-{{000..002}}.tar", f"{base}/data/d-003.tar", "--seed", "3",
+            "--skip-errors", "--stats", *FAST)
+    assert r.rc == 0, r.err
+    keys = [l.split()[0] for l in r.lines]
+    assert len(keys) == len(set(keys)), "nothing twice"
+    lost = 40 - sum(1 for l in full.lines if l.split()[0] in keys)
+    assert 120 + 40 - lost == len(keys) and lost > 0
+    assert f"{base}/data/d-003.tar" in r.err and "lost" in r.err, r.err
