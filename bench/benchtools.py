@@ -23,3 +23,15 @@ def pack(shardpack, src, pattern, maxcount):
     """src packed by shardpack into shards named by pattern, maxcount samples each."""
     subprocess.run([shardpack, src, "-o", pattern, "-c", str(maxcount), "-q", "-j", "2",
                     "--no-fsync"], check=True)
+
+
+def medians_table(times, nfiles, total, maxcount, rounds):
+    """Prints the medians of interleaved rounds ({name: [seconds]}) with MB/s; returns them."""
+    import statistics
+    med = {k: statistics.median(v) for k, v in times.items()}
+    width = max(len(k) for k in times) + 2
+    print(f"input: {nfiles} files, {total / 1e6:.1f} MB, {maxcount} per shard, {rounds} rounds interleaved, medians")
+    print(f"{'command':{width}} {'median s':>9} {'MB/s':>8}")
+    for k in times:
+        print(f"{k:{width}} {med[k]:9.3f} {total / med[k] / 1e6:8.1f}")
+    return med

@@ -10,7 +10,6 @@ The cluster is started once per worker count, outside the timings: the figure is
 import argparse
 import os
 import shutil
-import statistics
 import sys
 import tempfile
 import time
@@ -21,7 +20,7 @@ sys.path.insert(0, str(REPO / "build" / "python"))
 
 from distributed import Client, LocalCluster  # noqa: E402
 
-from benchtools import timed, warm  # noqa: E402
+from benchtools import medians_table, timed, warm  # noqa: E402
 from libshard.distributed import pack  # noqa: E402
 
 
@@ -60,11 +59,7 @@ def main():
         for c in clusters.values():
             c.close()
         shutil.rmtree(work, ignore_errors=True)
-    med = {k: statistics.median(v) for k, v in times.items()}
-    print(f"input: {len(files)} files, {total / 1e6:.1f} MB, {a.maxcount} per shard, {a.rounds} rounds interleaved, medians")
-    print(f"{'command':24} {'median s':>9} {'MB/s':>8}")
-    for k in times:
-        print(f"{k:24} {med[k]:9.3f} {total / med[k] / 1e6:8.1f}")
+    med = medians_table(times, len(files), total, a.maxcount, a.rounds)
     print("ratios (time / baseline time):")
     print(f"  dask, 1 worker / shardpack -j 1   = {med['dask, 1 worker'] / med['shardpack -j 1']:.2f}")
     print(f"  dask, 2 workers / shardpack -j 2  = {med['dask, 2 workers'] / med['shardpack -j 2']:.2f}")

@@ -7,7 +7,6 @@ from disk, page cache warm, rounds interleaved; reports medians and the ratio.
 import argparse
 import os
 import shutil
-import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -17,7 +16,7 @@ sys.path.insert(0, str(REPO / "tests" / "remote"))
 
 import servers  # noqa: E402
 
-from benchtools import timed, warm  # noqa: E402
+from benchtools import medians_table, timed, warm  # noqa: E402
 
 
 def main():
@@ -49,11 +48,7 @@ def main():
     finally:
         ng.close()
         shutil.rmtree(work, ignore_errors=True)
-    med = {k: statistics.median(v) for k, v in times.items()}
-    print(f"input: {len(rels)} files, {total / 1e6:.1f} MB, {a.maxcount} per shard, {a.rounds} rounds interleaved, medians")
-    print(f"{'command':42} {'median s':>9} {'MB/s':>8}")
-    for k in times:
-        print(f"{k:42} {med[k]:9.3f} {total / med[k] / 1e6:8.1f}")
+    med = medians_table(times, len(rels), total, a.maxcount, a.rounds)
     d, u = times
     print(f"ratio (time / baseline time): URLs / disk = {med[u] / med[d]:.2f}")
 

@@ -130,32 +130,6 @@ static void die_usage(const char *msg)
     exit(cli_usage_error("shardpack", msg));
 }
 
-/* "sha256", "md5", "md5,sha256" (either order) or "none" into SHARD_DIGEST_* bits. */
-static int parse_checksums(const char *arg, int *out)
-{
-    if (!strcmp(arg, "none")) {
-        *out = 0;
-        return 0;
-    }
-    int bits = 0;
-    for (const char *t = arg;;) {
-        size_t n = strcspn(t, ",");
-        if (n == 6 && !strncmp(t, "sha256", 6))
-            bits |= SHARD_DIGEST_SHA256;
-        else if (n == 3 && !strncmp(t, "md5", 3))
-            bits |= SHARD_DIGEST_MD5;
-        else
-            return -1; /* an unknown or empty name */
-        if (!t[n])
-            break;
-        t += n + 1;
-    }
-    if (!bits)
-        return -1;
-    *out = bits;
-    return 0;
-}
-
 /* ---- packing ------------------------------------------------------------------------- */
 
 static void record_error(Run *run, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -465,7 +439,7 @@ int main(int argc, char **argv)
                 die_usage("--upload-part wants a size such as 64MiB");
             break;
         case OPT_CHECKSUM:
-            if (parse_checksums(optarg, &o.checksums))
+            if (shard_digests_parse(optarg, &o.checksums))
                 die_usage("--checksum wants sha256, md5, md5,sha256 or none");
             break;
         case 'q': o.quiet = 1; break;

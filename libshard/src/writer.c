@@ -68,6 +68,31 @@ struct ShardWriter {
     size_t capsorted;
 };
 
+int shard_digests_parse(const char *names, int *bits)
+{
+    if (!names)
+        return SHARD_ERR_INVALID;
+    if (!strcmp(names, "none")) {
+        *bits = 0;
+        return 0;
+    }
+    int b = 0;
+    for (const char *t = names;;) {
+        size_t n = strcspn(t, ",");
+        if (n == 6 && !strncmp(t, "sha256", 6))
+            b |= SHARD_DIGEST_SHA256;
+        else if (n == 3 && !strncmp(t, "md5", 3))
+            b |= SHARD_DIGEST_MD5;
+        else
+            return SHARD_ERR_INVALID;
+        if (!t[n])
+            break;
+        t += n + 1;
+    }
+    *bits = b;
+    return 0;
+}
+
 void shard_writer_default_settings(ShardWriterSettings *s)
 {
     memset(s, 0, sizeof *s);

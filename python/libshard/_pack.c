@@ -54,30 +54,11 @@ static int checksums_arg(PyObject *o, int *out)
         return 0;
     }
     const char *s = PyUnicode_Check(o) ? PyUnicode_AsUTF8(o) : NULL;
-    if (!s) {
-        PyErr_Format(PyExc_TypeError, "checksums: \"sha256\", \"md5\", \"md5,sha256\" or \"none\", not %R", o);
+    if (!s || shard_digests_parse(s, out)) {
+        PyErr_Format(s ? PyExc_ValueError : PyExc_TypeError,
+                     "checksums: \"sha256\", \"md5\", \"md5,sha256\" or \"none\", not %R", o);
         return -1;
     }
-    if (!strcmp(s, "none")) {
-        *out = 0;
-        return 0;
-    }
-    int bits = 0;
-    for (const char *t = s;;) {
-        size_t n = strcspn(t, ",");
-        if (n == 6 && !strncmp(t, "sha256", 6))
-            bits |= SHARD_DIGEST_SHA256;
-        else if (n == 3 && !strncmp(t, "md5", 3))
-            bits |= SHARD_DIGEST_MD5;
-        else {
-            PyErr_Format(PyExc_ValueError, "checksums: \"sha256\", \"md5\", \"md5,sha256\" or \"none\", not %R", o);
-            return -1;
-        }
-        if (!t[n])
-            break;
-        t += n + 1;
-    }
-    *out = bits;
     return 0;
 }
 

@@ -544,3 +544,19 @@ Test(writer, digests_as_asked)
         free(pattern);
     }
 }
+
+Test(writer, digest_names)
+{
+    int b = -1;
+    cr_assert_eq(shard_digests_parse("sha256", &b), 0);
+    cr_assert_eq(b, SHARD_DIGEST_SHA256);
+    cr_assert_eq(shard_digests_parse("md5", &b), 0);
+    cr_assert_eq(b, SHARD_DIGEST_MD5);
+    cr_assert_eq(shard_digests_parse("sha256,md5", &b), 0);
+    cr_assert_eq(b, SHARD_DIGEST_MD5 | SHARD_DIGEST_SHA256);
+    cr_assert_eq(shard_digests_parse("none", &b), 0);
+    cr_assert_eq(b, 0);
+    const char *bad[] = {"", "md5,", ",md5", "crc32", "sha256,,md5", "SHA256", "none,md5"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        cr_assert_eq(shard_digests_parse(bad[i], &b), SHARD_ERR_INVALID, "%s", bad[i]);
+}

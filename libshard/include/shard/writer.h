@@ -74,6 +74,14 @@ typedef struct ShardSample {
 SHARD_API void shard_writer_default_settings(ShardWriterSettings *s);
 
 /**
+ * Digests by name, as tools and bindings take them: "sha256", "md5", both comma-separated
+ * in either order, or "none".
+ * @param bits receives the SHARD_DIGEST_* bits
+ * @return 0, or SHARD_ERR_INVALID for anything else (an unknown or empty name)
+ */
+SHARD_API int shard_digests_parse(const char *names, int *bits);
+
+/**
  * Checks the settings and creates a writer. No file is created until the first sample.
  * @param out receives the writer, owned by the caller (shard_writer_free); NULL on failure
  * @param s settings; borrowed, copied
