@@ -111,9 +111,26 @@ static int gcs_resumable(ShardRemote *r, const ShardObject *o, int fd, const cha
             rc = off + n == size ? 0 : shard_fail(err, SHARD_ERR_IO, "%s: the upload ended early", o->url);
             break;
         }
-        if (!sent && st == 308) { /* the part is in: on to the next */
-            off = rs.persisted >= 0 ? (uint64_t)rs.persisted : off + n;
-            attempt = 0;
+        if (!sent && st == 308) { /* on from what the session holds (no Range: nothing) */
+            uint64_t held = rs.persisted >= 0 ? (uint64_t)rs.persisted : 0;
+            if (held > size) {
+                rc = shard_fail(err, SHARD_ERR_FORMAT, "%s: the session says it holds %llu of %llu bytes",
+                                o->url, (unsigned long long)held, (unsigned long long)size);
+                break;
+            }
+            if (held > off) {
+                off = held;
+                attempt = 0;
+                continue;
+            }
+            off = held; /* no progress: counts against the retries below */
+            if (attempt >= r->s.retries) {
+                rc = shard_fail(err, SHARD_ERR_IO, "%s: the upload makes no progress at byte %llu", o->url,
+                                (unsigned long long)off);
+                break;
+            }
+            shard_stat_add(&r->st.retries, 1);
+            shard_net_backoff(r, attempt++, 0);
             continue;
         }
         if (!sent && !shard_net_retryable(CURLE_OK, st)) {
@@ -135,7 +152,8 @@ static int gcs_resumable(ShardRemote *r, const ShardObject *o, int fd, const cha
             if (st == 200 || st == 201)
                 break; /* it was all in */
             if (st == 308) {
-                off = rs.persisted >= 0 ? (uint64_t)rs.persisted : 0;
+                uint64_t held = rs.persisted >= 0 ? (uint64_t)rs.persisted : 0;
+                off = held <= size ? held : off;
                 shard_stat_add(&r->st.resumes, 1);
             }
         }
