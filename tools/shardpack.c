@@ -67,6 +67,7 @@ typedef struct Options {
     uint32_t max_side;
     int quality;
     uint64_t upload_part;
+    uint32_t inflight;
 } Options;
 
 typedef struct Run {
@@ -107,6 +108,7 @@ static void usage(FILE *f)
           "      --resize N         re-encode JPEGs whose longer side exceeds N pixels to N\n"
           "                         (originals are packed as they are without it)\n"
           "      --quality Q        JPEG quality 1..100 for --resize (default 95)\n"
+          "      --inflight N       remote files (URL lists) requested at once per job (default 16)\n"
           "      --upload-part SIZE into a bucket, shards over SIZE go up in parts of SIZE\n"
           "                         (GCS resumable, S3 multipart; default 64MiB)\n"
           "      --on-error MODE    fail (default) or skip: skip bad inputs and count them\n"
@@ -343,7 +345,7 @@ int main(int argc, char **argv)
 
     enum { OPT_COMPRESS = 256, OPT_FRAME, OPT_SHUFFLE, OPT_VERIFY, OPT_ON_ERROR, OPT_LIST,
            OPT_PART, OPT_MANIFEST, OPT_NO_FSYNC, OPT_NO_CHECKSUM, OPT_CHECKSUM, OPT_JOIN, OPT_RESIZE,
-           OPT_QUALITY, OPT_UPLOAD_PART };
+           OPT_QUALITY, OPT_UPLOAD_PART, OPT_INFLIGHT };
     static const struct option longopts[] = {
         {"output", required_argument, NULL, 'o'},   {"maxcount", required_argument, NULL, 'c'},
         {"maxsize", required_argument, NULL, 's'},  {"compress", required_argument, NULL, OPT_COMPRESS},
@@ -355,7 +357,8 @@ int main(int argc, char **argv)
         {"no-fsync", no_argument, NULL, OPT_NO_FSYNC}, {"no-checksum", no_argument, NULL, OPT_NO_CHECKSUM},
         {"checksum", required_argument, NULL, OPT_CHECKSUM},
         {"resize", required_argument, NULL, OPT_RESIZE}, {"quality", required_argument, NULL, OPT_QUALITY},
-        {"upload-part", required_argument, NULL, OPT_UPLOAD_PART}, {"quiet", no_argument, NULL, 'q'},
+        {"upload-part", required_argument, NULL, OPT_UPLOAD_PART},
+        {"inflight", required_argument, NULL, OPT_INFLIGHT}, {"quiet", no_argument, NULL, 'q'},
         {"join", no_argument, NULL, OPT_JOIN},      {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -434,6 +437,11 @@ int main(int argc, char **argv)
                 die_usage("--quality wants 1..100");
             o.quality = (int)v;
             break;
+        case OPT_INFLIGHT:
+            if (cli_parse_u64(optarg, &v) || v < 1 || v > 256)
+                die_usage("--inflight wants 1..256");
+            o.inflight = (uint32_t)v;
+            break;
         case OPT_UPLOAD_PART:
             if (cli_parse_size(optarg, &o.upload_part) || o.upload_part < 1)
                 die_usage("--upload-part wants a size such as 64MiB");
@@ -481,6 +489,8 @@ int main(int argc, char **argv)
     ps.sync = o.fsync;
     ps.max_side = o.max_side;
     ps.quality = o.quality;
+    if (o.inflight)
+        ps.inflight = o.inflight;
     ShardRemote *remote = NULL;
     if (o.upload_part) {
         ShardRemoteSettings rs;

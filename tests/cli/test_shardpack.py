@@ -454,7 +454,7 @@ def test_full_disk(run_sp, tmp_path):
 @pytest.mark.parametrize("args", [
     ["--part", "3/3"], ["--part", "1"], ["--part", "a/2"], ["--part", "0/0"], ["--part", "-1/2"],
     ["--part", "1/2/3"], ["--bogus"], ["-Z"], ["--on-error", "ignore"], ["--jobs", "0"],
-    ["--level", "23"], ["--checksum", "crc32"], ["--checksum", ""], ["--checksum", "md5,"],
+    ["--level", "23"], ["--inflight", "0"], ["--inflight", "300"], ["--checksum", "crc32"], ["--checksum", ""], ["--checksum", "md5,"],
     ["PATTERN=out/train.tar"], ["PATTERN=out/train-%d-%d.tar"], ["PATTERN=out/train-%s.tar"],
 ], ids=lambda a: " ".join(a))
 def test_usage_errors(run_sp, tmp_path, args):

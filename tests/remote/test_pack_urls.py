@@ -61,7 +61,8 @@ def test_url_list_packs_the_files_and_counts_the_missing(shardpack, shardcat, re
     lst.write_text("path\tlabel\n" + "\n".join(rows) + "\n")
     out = tmp_path / "out"
     out.mkdir()
-    cp = run_sp(shardpack, lst, "--list", "-o", out / "u-%03d.tar", "-c", "50", "--on-error", "skip", env=env)
+    cp = run_sp(shardpack, lst, "--list", "-o", out / "u-%03d.tar", "-c", "50", "--on-error", "skip",
+                "--inflight", "4", env=env)
     err = cp.stderr.decode()
     assert cp.returncode == 0, err
     assert "skipped 2 (2 unreadable)" in err, err
