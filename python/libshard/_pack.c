@@ -70,14 +70,19 @@ static PyObject *info_dict(const ShardFileInfo *x)
                                 (unsigned long long)x->tarsize);
     if (!d)
         return NULL;
-    if (x->md5[0] && PyDict_SetItemString(d, "md5sum", PyUnicode_FromString(x->md5)) < 0)
-        goto fail;
-    if (x->sha256[0] && PyDict_SetItemString(d, "sha256", PyUnicode_FromString(x->sha256)) < 0)
-        goto fail;
+    const char *keys[] = {"md5sum", "sha256"}, *vals[] = {x->md5, x->sha256};
+    for (int i = 0; i < 2; i++) {
+        if (!vals[i][0])
+            continue;
+        PyObject *v = PyUnicode_FromString(vals[i]);
+        int rc = v ? PyDict_SetItemString(d, keys[i], v) : -1; /* does not take v */
+        Py_XDECREF(v);
+        if (rc < 0) {
+            Py_DECREF(d);
+            return NULL;
+        }
+    }
     return d;
-fail:
-    Py_DECREF(d);
-    return NULL;
 }
 
 /* A dict as info_dict makes it back into a ShardFileInfo; url borrowed from the dict. */
