@@ -17,6 +17,7 @@
 #include <png.h>
 
 #include "internal.h"
+#include "jpegerr.h"
 #include "rng.h"
 #include "shard/decode.h"
 #include "shard/image.h"
@@ -133,29 +134,6 @@ static Box crop_box(const ShardTransform *t, int W, int H, ShardRng *r)
 
 /* ---- JPEG ------------------------------------------------------------------------------ */
 
-typedef struct JErr {
-    struct jpeg_error_mgr mgr;
-    jmp_buf jump;
-    char msg[JMSG_LENGTH_MAX];
-    int warned;
-} JErr;
-
-static void j_error(j_common_ptr c)
-{
-    JErr *e = (JErr *)c->err;
-    (*c->err->format_message)(c, e->msg);
-    longjmp(e->jump, 1);
-}
-
-static void j_message(j_common_ptr c, int level)
-{
-    JErr *e = (JErr *)c->err;
-    if (level < 0 && !e->warned) {
-        e->warned = 1;
-        (*c->err->format_message)(c, e->msg);
-    }
-}
-
 static inline int muldiv255(int a, int b)
 {
     int t = a * b + 128;
@@ -180,7 +158,7 @@ static void cmyk_row_to_rgb(const unsigned char *in, unsigned char *out, size_t 
 /* A libjpeg decompressor kept in a thread's scratch and reused from image to image. */
 typedef struct Jpeg {
     struct jpeg_decompress_struct ci;
-    JErr err;
+    ShardJpegErr err;
 } Jpeg;
 
 static void jpeg_object_free(void *p)
@@ -197,9 +175,7 @@ static Jpeg *jpeg_object(ShardScratch *sc)
     Jpeg *j = calloc(1, sizeof *j);
     if (!j)
         return NULL;
-    j->ci.err = jpeg_std_error(&j->err.mgr);
-    j->err.mgr.error_exit = j_error;
-    j->err.mgr.emit_message = j_message;
+    j->ci.err = shard_jpeg_err_init(&j->err);
     if (setjmp(j->err.jump)) {
         free(j);
         return NULL;

@@ -9,6 +9,7 @@
 #include <jpeglib.h>
 
 #include "internal.h"
+#include "jpegerr.h"
 #include "shard/image.h"
 
 const char *shard_image_format(const void *data, size_t size)
@@ -32,42 +33,15 @@ const char *shard_image_format(const void *data, size_t size)
     return NULL;
 }
 
-typedef struct JpegErr {
-    struct jpeg_error_mgr mgr;
-    jmp_buf jump;
-    char msg[JMSG_LENGTH_MAX];
-    int warned;
-} JpegErr;
-
-static void on_error(j_common_ptr cinfo)
-{
-    JpegErr *e = (JpegErr *)cinfo->err;
-    (*cinfo->err->format_message)(cinfo, e->msg);
-    longjmp(e->jump, 1);
-}
-
-static void on_message(j_common_ptr cinfo, int level)
-{
-    JpegErr *e = (JpegErr *)cinfo->err;
-    /* Level -1 is a warning: corrupt entropy data or a truncated stream that libjpeg
-     * would otherwise paper over with grey. */
-    if (level < 0 && !e->warned) {
-        e->warned = 1;
-        (*cinfo->err->format_message)(cinfo, e->msg);
-    }
-}
-
 /* as the decoder's default max_pixels (PIL's decompression-bomb limit) */
 #define VERIFY_MAX_PIXELS 178956970ull
 
 static int verify_jpeg(const void *data, size_t size, char *msg, size_t msgsize)
 {
     struct jpeg_decompress_struct cinfo;
-    JpegErr err;
+    ShardJpegErr err;
     memset(&err, 0, sizeof err);
-    cinfo.err = jpeg_std_error(&err.mgr);
-    err.mgr.error_exit = on_error;
-    err.mgr.emit_message = on_message;
+    cinfo.err = shard_jpeg_err_init(&err);
     JSAMPLE *volatile row = NULL;
     if (setjmp(err.jump)) {
         free(row);

@@ -16,36 +16,16 @@
 #include <jpeglib.h>
 
 #include "internal.h"
+#include "jpegerr.h"
 #include "shard/decode.h"
 #include "shard/image.h"
-
-typedef struct JErr {
-    struct jpeg_error_mgr mgr;
-    jmp_buf jump;
-    char msg[JMSG_LENGTH_MAX];
-} JErr;
-
-static void j_error(j_common_ptr c)
-{
-    JErr *e = (JErr *)c->err;
-    c->err->format_message(c, e->msg);
-    longjmp(e->jump, 1);
-}
-
-static void j_quiet(j_common_ptr c, int level)
-{
-    (void)c;
-    (void)level;
-}
 
 /* Width, height and components from the JPEG's header. */
 static int jpeg_header(const void *data, size_t size, int *w, int *h, int *comps, char *msg)
 {
     struct jpeg_decompress_struct d;
-    JErr e;
-    d.err = jpeg_std_error(&e.mgr);
-    e.mgr.error_exit = j_error;
-    e.mgr.emit_message = j_quiet;
+    ShardJpegErr e;
+    d.err = shard_jpeg_err_init(&e);
     if (setjmp(e.jump)) {
         jpeg_destroy_decompress(&d);
         return shard_fail(msg, SHARD_ERR_DECODE, "JPEG header: %s", e.msg);
@@ -65,13 +45,11 @@ static int jpeg_encode(const unsigned char *rgb, int w, int h, int gray, int qua
                        unsigned char **out, size_t *out_size, char *msg)
 {
     struct jpeg_compress_struct c;
-    JErr e;
+    ShardJpegErr e;
     unsigned char *mem = NULL; /* address taken: in memory when longjmp comes back */
     unsigned long mem_size = 0;
     unsigned char *volatile row = NULL;
-    c.err = jpeg_std_error(&e.mgr);
-    e.mgr.error_exit = j_error;
-    e.mgr.emit_message = j_quiet;
+    c.err = shard_jpeg_err_init(&e);
     if (setjmp(e.jump)) {
         jpeg_destroy_compress(&c);
         free(mem);

@@ -1,0 +1,49 @@
+/*
+ * libjpeg's errors as libshard takes them, for every file that calls libjpeg (decode.c,
+ * image.c, shrink.c): an error longjmps back to the caller's setjmp with libjpeg's message,
+ * and the first warning (corrupt data libjpeg would otherwise paper over with grey) is kept
+ * in the same message for the caller to judge.
+ */
+#ifndef SHARD_JPEGERR_H
+#define SHARD_JPEGERR_H
+
+#include <setjmp.h>
+#include <stdio.h>
+
+#include <jpeglib.h>
+
+typedef struct ShardJpegErr {
+    struct jpeg_error_mgr mgr;
+    jmp_buf jump;
+    char msg[JMSG_LENGTH_MAX];
+    int warned; /* a warning's message is in msg */
+} ShardJpegErr;
+
+static inline void shard_jpeg_error_exit(j_common_ptr c)
+{
+    ShardJpegErr *e = (ShardJpegErr *)c->err;
+    (*c->err->format_message)(c, e->msg);
+    longjmp(e->jump, 1);
+}
+
+static inline void shard_jpeg_emit_message(j_common_ptr c, int level)
+{
+    ShardJpegErr *e = (ShardJpegErr *)c->err;
+    if (level < 0 && !e->warned) { /* -1: a warning; others are trace messages */
+        e->warned = 1;
+        (*c->err->format_message)(c, e->msg);
+    }
+}
+
+/* The error manager for a libjpeg object (its err member); the caller then sets e->jump. */
+static inline struct jpeg_error_mgr *shard_jpeg_err_init(ShardJpegErr *e)
+{
+    struct jpeg_error_mgr *m = jpeg_std_error(&e->mgr);
+    m->error_exit = shard_jpeg_error_exit;
+    m->emit_message = shard_jpeg_emit_message;
+    e->warned = 0;
+    e->msg[0] = 0;
+    return m;
+}
+
+#endif /* SHARD_JPEGERR_H */
