@@ -681,6 +681,27 @@ static char *numbered(const ShardPackPlan *p, uint64_t k)
 }
 
 
+/* Removes the temporaries (".NAME.tmp-*", atomicfile.c) an earlier, killed run left in dir
+   for the NAMEs in names. */
+static void remove_temporaries(const char *dir, const ShardKeySet *names)
+{
+    DIR *d = opendir(dir);
+    for (struct dirent *e; d && (e = readdir(d));) {
+        const char *tmp = strstr(e->d_name, ".tmp-");
+        if (e->d_name[0] != '.' || !tmp)
+            continue;
+        char *base = strndup(e->d_name + 1, (size_t)(tmp - e->d_name - 1));
+        if (base && shard_keyset_has(names, base)) {
+            char path[4096];
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+            unlink(path);
+        }
+        free(base);
+    }
+    if (d)
+        closedir(d);
+}
+
 int shard_pack_prepare(const ShardPackPlan *p, const char *manifest_path, ShardError *err)
 {
     if (manifest_path && shard_url_is_remote(manifest_path)) {
@@ -697,7 +718,7 @@ int shard_pack_prepare(const ShardPackPlan *p, const char *manifest_path, ShardE
                    manifest_path, strerror(e));
         return shard_report(err, shard_errno_code(e), msg);
     }
-    /* The names (".NAME.tmp-*", atomicfile.c) of this part's shards and indexes. */
+    /* the names of this part's shards and indexes */
     ShardKeySet mine = {.owns = 1};
     size_t lo, hi;
     shard_pack_plan_part(p, &lo, &hi);
@@ -712,22 +733,21 @@ int shard_pack_prepare(const ShardPackPlan *p, const char *manifest_path, ShardE
         free(path);
         free(ipath);
     }
-    DIR *d = !rc ? opendir(dir) : NULL;
-    for (struct dirent *e; d && (e = readdir(d));) {
-        const char *tmp = strstr(e->d_name, ".tmp-");
-        if (e->d_name[0] != '.' || !tmp)
-            continue;
-        char *base = strndup(e->d_name + 1, (size_t)(tmp - e->d_name - 1));
-        if (base && shard_keyset_has(&mine, base)) {
-            char path[4096];
-            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-            unlink(path);
-        }
-        free(base);
-    }
-    if (d)
-        closedir(d);
+    if (!rc)
+        remove_temporaries(dir, &mine);
     shard_keyset_free(&mine);
+    if (!rc && manifest_path) { /* a run killed while writing its manifest left one too */
+        ShardKeySet m = {.owns = 1};
+        char *mdir = shard_dir_of(manifest_path), *mbase = shard_strdup(base_of(manifest_path));
+        if (mdir && mbase && shard_keyset_insert(&m, mbase) >= 0)
+            remove_temporaries(mdir, &m);
+        else {
+            free(mbase);
+            rc = SHARD_ERR_NOMEM;
+        }
+        shard_keyset_free(&m);
+        free(mdir);
+    }
     free(first);
     free(dir);
     return rc ? shard_report(err, rc, "out of memory") : 0;

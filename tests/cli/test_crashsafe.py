@@ -76,6 +76,22 @@ def test_killed_runs_leave_complete_shards_and_rerun_identically(shardpack, run_
     assert got.keys() == want.keys() and all(got[n] == want[n] for n in want), "not identical"
 
 
+def test_a_rerun_removes_the_temporaries_of_a_killed_run(shardpack, src, tmp_path):
+    # a kill lands between a temporary's creation and its rename: the manifest's as well as
+    # a shard's; another job's or another dataset's temporaries stay
+    out = tmp_path / "out"
+    out.mkdir()
+    left = [".train.json.tmp-0123456789abcdef", ".train-004.tar.tmp-0123456789abcdef",
+            ".train-004.idx.tmp-0123456789abcdef"]
+    kept = [".val.json.tmp-0123456789abcdef", ".train-999.tar.tmp-0123456789abcdef"]
+    for n in left + kept:
+        (out / n).write_bytes(b"half written")
+    cp = subprocess.run(pack_cmd(shardpack, src, out, ".tar", []), env=BASE_ENV,
+                        capture_output=True)
+    assert cp.returncode == 0, out_text(cp)
+    assert files(out)[1] == sorted(kept)
+
+
 def test_a_failed_rerun_leaves_no_manifest_from_before(shardpack, src, tmp_path):
     out = tmp_path / "out"
     out.mkdir()
