@@ -22,6 +22,7 @@
 #include "common.h"
 #include "decode.h"
 #include "file.h"
+#include "gpu.h"
 #include "image.h"
 #include "list.h"
 #include "loader.h"
