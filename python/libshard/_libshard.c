@@ -780,6 +780,7 @@ static PyTypeObject ShardFilesType = {
 typedef struct {
     PyObject_HEAD ShardLoader *l;
     ShardRemote *rm; /* freed after l */
+    PyObject *gpu;   /* the Gpu whose pinned memory l's batches are in; released after l */
     pid_t pid;       /* the process whose threads l runs */
     int layout, dtype, width, height;
 } LoaderObject;
@@ -792,6 +793,7 @@ typedef struct {
 } BatchObject;
 
 static PyTypeObject BatchType;
+static PyTypeObject LoaderType;
 
 /* n numbers from the sequence o (a tuple, a list, ...) into out; -1 with a TypeError that
  * names the option. */
@@ -856,7 +858,7 @@ static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kw)
     static char *kwlist[] = {READER_KWLIST, "batch_size", "image_size", "crop", "flip", "fast",
                              "layout", "dtype", "mean", "std", "scale", "ratio", "drop_last",
                              "threads", "batches", "image_fields", "label_field", "raw_fields",
-                             "missing_label", NULL};
+                             "missing_label", "gpu", NULL};
     ReaderArgs a;
     reader_args_default(&a);
     Py_ssize_t batch_size = 256, threads = 0, batches = 4;
@@ -864,15 +866,19 @@ static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kw)
     const char *crop = "random_resized", *layout = "nchw", *dtype = "uint8";
     const char *image_fields = "jpg;jpeg;png", *label_field = "cls", *raw_fields = "*";
     int flip = 0, fast = 1, drop_last = 0;
-    PyObject *missing_label = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, READER_FMT_KW "nOsppssOOOOpnnszzO", kwlist,
+    PyObject *missing_label = NULL, *gpu = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, READER_FMT_KW "nOsppssOOOOpnnszzOO", kwlist,
                                      READER_PTRS(a), &batch_size, &image_size, &crop, &flip, &fast,
                                      &layout, &dtype, &mean, &std, &scale, &ratio, &drop_last,
                                      &threads, &batches, &image_fields, &label_field, &raw_fields,
-                                     &missing_label))
+                                     &missing_label, &gpu))
         return -1;
     ShardLoaderSettings s;
     shard_loader_default_settings(&s);
+    if (gpu == Py_None)
+        gpu = NULL;
+    if (gpu && !(s.allocator = shard_py_pinned(gpu)))
+        return -1;
     Specs sp = {0};
     shard_loader_free(&self->l);
     shard_remote_free(&self->rm);
@@ -937,6 +943,8 @@ static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kw)
     ShardError err;
     int rc;
     shard_loader_free(&self->l);
+    Py_XINCREF(gpu);
+    Py_XSETREF(self->gpu, gpu);
     self->pid = getpid();
     Py_BEGIN_ALLOW_THREADS rc = shard_loader_open(&self->l, &s, &err);
     Py_END_ALLOW_THREADS specs_free(&sp);
@@ -962,7 +970,22 @@ static void Loader_dealloc(LoaderObject *self)
     self->rm = NULL;
     Py_BEGIN_ALLOW_THREADS shard_loader_free(&l);
     shard_remote_free(&rm);
-    Py_END_ALLOW_THREADS Py_TYPE(self)->tp_free((PyObject *)self);
+    Py_END_ALLOW_THREADS Py_CLEAR(self->gpu); /* its pinned memory went with l */
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+ShardLoader *shard_py_loader(PyObject *o)
+{
+    if (!PyObject_TypeCheck(o, &LoaderType)) {
+        PyErr_Format(PyExc_TypeError, "loader: a libshard Loader, not %R", o);
+        return NULL;
+    }
+    LoaderObject *lo = (LoaderObject *)o;
+    if (!lo->l || lo->pid != getpid()) {
+        PyErr_SetString(PyExc_ValueError, "loader: not open in this process");
+        return NULL;
+    }
+    return lo->l;
 }
 
 static PyObject *Loader_next(LoaderObject *self)
@@ -1410,5 +1433,9 @@ PyMODINIT_FUNC PyInit__libshard(void)
     Py_INCREF(&ShardPyPackPlanType);
     PyModule_AddObject(m, "PackPlan", (PyObject *)&ShardPyPackPlanType);
     PyModule_AddStringConstant(m, "version", shard_version());
+    if (shard_py_gpu_ready(m)) {
+        Py_DECREF(m);
+        return NULL;
+    }
     return m;
 }

@@ -14,4 +14,13 @@ PyObject *shard_py_raise(int code, const char *msg);
 extern PyTypeObject ShardPyWriterType;
 extern PyTypeObject ShardPyPackPlanType;
 
+/* The GPU half (_gpu.c): its types added to the module m; 0 or -1. */
+int shard_py_gpu_ready(PyObject *m);
+/* A Gpu object's pinned allocator, or NULL with TypeError. */
+struct ShardAllocator;
+const struct ShardAllocator *shard_py_pinned(PyObject *gpu);
+/* A Loader object's loader (_libshard.c), or NULL with TypeError or ValueError. */
+struct ShardLoader;
+struct ShardLoader *shard_py_loader(PyObject *loader);
+
 #endif

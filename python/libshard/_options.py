@@ -55,11 +55,14 @@ def _image_size(v):
     raise TypeError(f"image_size: an int or a pair of ints (height, width), not {v!r}")
 
 
+DTYPES = ("uint8", "float32", "float16", "bfloat16")  # the last two on the GPU only
+
+
 def _dtype(v):
     name = getattr(v, "__module__", "") == "torch" and str(v).replace("torch.", "")
-    if name in ("uint8", "float32"):
+    if name in DTYPES:
         return name
-    return _choice("dtype", v, ("uint8", "float32"))
+    return _choice("dtype", v, DTYPES)
 
 
 def _fields(name, v, none=False):
@@ -93,7 +96,7 @@ CHECKS = {
     "crop": lambda v: _choice("crop", v, ("random_resized", "center", "none")),
     "flip": lambda v: _bool("flip", v),
     "fast": lambda v: _bool("fast", v),
-    "layout": lambda v: _choice("layout", v, ("nchw", "nhwc")),
+    "layout": lambda v: _choice("layout", v, ("nchw", "nhwc", "channels_last")),
     "dtype": _dtype,
     "mean": lambda v: _numbers("mean", v, 3, "three numbers (red, green, blue), 0 to 1"),
     "std": lambda v: _numbers("std", v, 3, "three numbers (red, green, blue), 0 to 1"),
@@ -102,6 +105,7 @@ CHECKS = {
     "drop_last": lambda v: _bool("drop_last", v),
     "threads": lambda v: _int("threads", v, 0),
     "batches": lambda v: _int("batches", v, 2),
+    "device_buffers": lambda v: _int("device_buffers", v, 2),
     "image_fields": lambda v: _fields("image_fields", v),
     "label_field": lambda v: _fields("label_field", v, none=True),
     "missing_label": lambda v: v if v in ("error", -1) else _choice("missing_label", v,

@@ -21,9 +21,20 @@ and load_state_dict() resume mid-epoch whatever the number of workers:
         for images, labels in loader:
             ...
             torch.save({"data": loader.state_dict(), ...}, "ckpt.pt")
+
+device="cuda" delivers batches already on the GPU: the decoders write into pinned memory,
+a copy stream uploads batch N+1 while the model computes on batch N, and the batch arrives
+through DLPack on torch's current stream (the stream waits for the copy on the GPU, and the
+buffer is reused only after the work queued on it when the tensor was freed). dtype
+"float32", "float16" or "bfloat16" and layout "nchw", "nhwc" or "channels_last" are made on
+the GPU, in one kernel, from uint8: the host never touches floats. With num_workers=0
+libshard's threads do everything; with workers, ShardLoader(ds, num_workers=N) uploads in
+the main process (a plain DataLoader refuses: its workers cannot hand out GPU memory).
 """
+import collections
 import logging
 import os
+import time
 import warnings
 
 import torch
@@ -92,9 +103,13 @@ class ShardDataset(torch.utils.data.IterableDataset):
     seconds), stall_timeout (seconds), backoff (first retry delay, seconds); credentials
     come from the environment (README, "Remote shards").
     Batch settings: batch_size, decode, image_size (int or (h, w)), crop ("random_resized",
-    "center", "none"), flip, fast, layout ("nchw", "nhwc"), dtype ("uint8", "float32":
-    normalized with mean and std), scale, ratio, drop_last, threads, batches, image_fields
-    ("jpg;jpeg;png"), label_field ("cls"), device ("cpu" or "cuda").
+    "center", "none"), flip, fast, layout ("nchw", "nhwc", "channels_last": NCHW-shaped with
+    NHWC strides), dtype ("uint8", "float32": normalized with mean and std; with
+    device="cuda" also "float16" and "bfloat16"), scale, ratio, drop_last, threads, batches,
+    image_fields ("jpg;jpeg;png"), label_field ("cls"), device ("cpu", "cuda" or "cuda:N";
+    "cuda" is torch.cuda.current_device(), so set_device(LOCAL_RANK) picks each rank's GPU),
+    device_buffers (3: device buffers in the ring, the batches held plus those uploaded
+    ahead).
     raw_fields: other fields to carry along ("json;txt", a list of names, or "*" for every
     field but the image and label); batches are then (images, labels, {name: [bytes or
     None per sample]}).
@@ -102,7 +117,7 @@ class ShardDataset(torch.utils.data.IterableDataset):
 
     def __init__(self, urls, *, decode=True, device="cpu", rank=None, world_size=None, **settings):
         super().__init__()
-        unknown = set(settings) - set(_READER_KEYS) - set(_LOADER_KEYS)
+        unknown = set(settings) - set(_READER_KEYS) - set(_LOADER_KEYS) - {"device_buffers"}
         if unknown:
             raise TypeError(f"ShardDataset: unknown settings {sorted(unknown)}")
         if settings.get("shuffle") is False:  # dataset order: for evaluation
@@ -128,6 +143,10 @@ class ShardDataset(torch.utils.data.IterableDataset):
             raise ValueError(f"device: 'cpu' or 'cuda' ('cuda:N'), not {device!r}: libshard has no "
                              f"{self.device.type} path; leave device='cpu' and move the batches "
                              f"in the training loop")
+        if self.device.type == "cpu" and settings.get("dtype") in ("float16", "bfloat16"):
+            raise ValueError(f"dtype {settings['dtype']!r} is made on the GPU (device='cuda'); "
+                             f"on the CPU: 'uint8' or 'float32'")
+        self.device_buffers = settings.pop("device_buffers", 3)
         self.rank, self.world_size = rank, world_size
         self.settings = settings
         self._shared = torch.zeros(4, dtype=torch.int64).share_memory_()
@@ -138,6 +157,8 @@ class ShardDataset(torch.utils.data.IterableDataset):
         self._source = None
         self._source_pid = None
         self._by_worker = True
+        self._uploader = None
+        self._handed_state = None
 
     @property
     def epoch(self):
@@ -222,26 +243,37 @@ class ShardDataset(torch.utils.data.IterableDataset):
         special = {"__key__", "__index__", "__pad__"}
         keys = any(n in special for n in names)
         raw_c = ";".join(n for n in names if n not in special)
-        loader = _libshard.Loader(self.urls, epoch=self.epoch, **split,
-                                  **{**self.settings, "raw_fields": raw_c})
+        cuda = self.device.type == "cuda"
+        in_worker = torch.utils.data.get_worker_info() is not None
+        if cuda and in_worker and not tagged:
+            raise RuntimeError("ShardDataset(device='cuda') with DataLoader workers: the upload "
+                               "must happen in the main process, so iterate it through "
+                               "libshard.torch.ShardLoader(dataset, num_workers=...), or use "
+                               "num_workers=0, where libshard's own threads decode")
+        args = {**self.settings, "raw_fields": raw_c}
+        layout = args.pop("layout", "nchw")
+        if cuda:  # uint8 NHWC on the host; type and layout are made on the GPU
+            args.update(layout="nhwc", dtype="uint8")
+        elif layout == "channels_last":
+            args["layout"] = "nhwc"
+        else:
+            args["layout"] = layout
+        gpu = None
+        if cuda and not in_worker:
+            gpu = _libshard.Gpu(self._device_index())
+            args["batches"] = max(args.get("batches", 4), self.device_buffers + 2)
+            args["gpu"] = gpu
+        loader = _libshard.Loader(self.urls, epoch=self.epoch, **split, **args)
         self._adopt(loader)
+        self._handed_state = None
         if resume:
             loader.restore(resume)
-        float32 = self.settings.get("dtype", "uint8") == "float32"
+        if gpu is not None:
+            batches = self._uploaded(gpu, loader)
+        else:
+            batches = self._host_batches(loader, layout if not cuda else "nhwc")
         skip = self.settings.get("skip_errors")
-        cuda = self.device.type == "cuda"
-        if cuda and torch.utils.data.get_worker_info() is not None:
-            raise RuntimeError("ShardDataset(device='cuda') runs with DataLoader(num_workers=0), "
-                               "where libshard's own threads decode; with worker processes, "
-                               "leave device='cpu' and move batches in the training loop")
-        for batch in loader:
-            images = torch.frombuffer(batch, dtype=torch.float32 if float32 else torch.uint8)
-            view = memoryview(batch)
-            images = images.view(view.shape)
-            labels = torch.frombuffer(bytearray(batch.labels), dtype=torch.int64)
-            if cuda:
-                images = images.to(self.device, non_blocking=False)
-                labels = labels.to(self.device, non_blocking=False)
+        for images, labels, batch in batches:
             if raw:
                 fields = batch.fields
                 if keys:
@@ -252,9 +284,73 @@ class ShardDataset(torch.utils.data.IterableDataset):
                 item = (images, labels)
             if skip:
                 self._note_skips(loader.skipped_by)
-            yield (item, (logical, loader.state(), self.skipped)) if tagged else item
+            state = batch.state if gpu is not None else loader.state()
+            self._handed_state = state if gpu is not None else None
+            del batch
+            yield (item, (logical, state, self.skipped)) if tagged else item
         if skip:
             self._note_skips(loader.skipped_by, end=True)
+
+    def _device_index(self):
+        if self.device.index is not None:
+            return self.device.index
+        # without CUDA in torch, libshard's own error says why there is no GPU
+        return torch.cuda.current_device() if torch.cuda.is_available() else 0
+
+    def _host_batches(self, loader, layout):
+        """(images, labels, batch) in host memory."""
+        float32 = self.settings.get("dtype", "uint8") == "float32" and self.device.type == "cpu"
+        for batch in loader:
+            images = torch.frombuffer(batch, dtype=torch.float32 if float32 else torch.uint8)
+            images = images.view(memoryview(batch).shape)
+            if layout == "channels_last":
+                images = images.permute(0, 3, 1, 2)
+            labels = torch.frombuffer(bytearray(batch.labels), dtype=torch.int64)
+            yield images, labels, batch
+
+    def _uploaded(self, gpu, loader):
+        """(images, labels, device batch) on the GPU, uploaded by libshard's thread ahead of
+        the consumer; each arrives on torch's current stream at the time it is asked for."""
+        h, w = _hw(self.settings.get("image_size", 224))
+        up = _libshard.Uploader(gpu, loader, **self._upload_args(h, w))
+        self._uploader = up
+        dev = torch.device("cuda", self._device_index())
+        try:
+            while True:
+                db = up.next(torch.cuda.current_stream(dev).cuda_stream)
+                if db is None:
+                    return
+                yield self._tensors(db) + (db,)
+                del db
+        finally:
+            self._gpu_last = _gpu_stats(up)
+            up.close()
+
+    def _upload_args(self, h, w):
+        s = self.settings
+        layout = s.get("layout", "nchw")
+        out = dict(buffers=self.device_buffers, batch_size=s.get("batch_size", 256), height=h,
+                   width=w, dtype=s.get("dtype", "uint8"),
+                   layout="nchw" if layout == "nchw" else "nhwc")
+        for k in ("mean", "std"):
+            if s.get(k) is not None:
+                out[k] = s[k]
+        return out
+
+    def _tensors(self, db):
+        images = torch.from_dlpack(db.images)
+        labels = torch.from_dlpack(db.labels)
+        if self.settings.get("layout") == "channels_last":
+            images = images.permute(0, 3, 1, 2)
+        return images, labels
+
+    def gpu_stats(self):
+        """The upload's counters for this process's current or last iteration with
+        device="cuda" (num_workers=0; ShardLoader.gpu_stats with workers): batches, bytes,
+        copy_seconds and finish_seconds (GPU time on the copy stream), upload_gbps,
+        wait_seconds (time the training loop waited for a batch), in_flight and
+        max_in_flight (device buffers uploading, uploaded ahead or held), buffers."""
+        return _gpu_stats(self._uploader, getattr(self, "_gpu_last", None))
 
     @staticmethod
     def _special(batch, name):
@@ -307,6 +403,7 @@ class ShardDataset(torch.utils.data.IterableDataset):
         state = dict(self.__dict__)
         state["_source"] = None
         state["_source_pid"] = None
+        state["_uploader"] = None
         return state
 
     def remote_stats(self):
@@ -318,6 +415,10 @@ class ShardDataset(torch.utils.data.IterableDataset):
         """Where iteration stands in this process (num_workers=0): pass to load_state_dict
         to continue. With DataLoader workers the position lives in the workers: use
         ShardLoader, whose state_dict covers them."""
+        if self._handed_state is not None and self._source_pid == os.getpid():
+            # with device="cuda" the loader runs ahead of the batches handed out
+            return {"epoch": self.epoch, "state": self._handed_state,
+                    "seed": self.settings.get("seed")}
         if self._source is None or self._source_pid != os.getpid():
             if int(self._shared[_IN_WORKERS]):
                 raise RuntimeError(
@@ -419,12 +520,67 @@ class ShardLoader(torch.utils.data.DataLoader):
         ds._shared[_PLAN_WORKERS] = n
         self._states, self._next, self._batches = list(states), rotation, batches
         self._skips = {}
-        for item, (logical, state, skipped) in super().__iter__():
+        items = super().__iter__()
+        if ds.device.type == "cuda" and self.num_workers > 0:
+            items = self._upload(ds, items)
+        for item, (logical, state, skipped) in items:
             self._states[logical] = state
             self._skips[logical] = skipped
             self._next = (logical + 1) % n
             self._batches += 1
             yield item
+
+    def _upload(self, ds, items):
+        """The workers' host batches (uint8 NHWC) onto the GPU, from this process: each is
+        copied into a device buffer's pinned staging memory and uploaded on the copy stream
+        while the batches before it are trained on; the ring is kept as full as it goes."""
+        h, w = _hw(ds.settings.get("image_size", 224))
+        gpu = _libshard.Gpu(ds._device_index())
+        up = _libshard.Uploader(gpu, None, **ds._upload_args(h, w))
+        self._uploader = up
+        dev = torch.device("cuda", ds._device_index())
+        pending = collections.deque()  # (the rest of the item, its tag), in put order
+        src = iter(items)
+        self._host_wait = 0.0  # the training loop waiting on the workers, nothing uploaded
+
+        def fetch():
+            t0 = time.perf_counter()
+            item = next(src, None)
+            if not pending:
+                self._host_wait += time.perf_counter() - t0
+            return item
+
+        nxt = fetch()
+        try:
+            while True:
+                while nxt is not None:
+                    (images, labels, *rest), tag = nxt
+                    if not up.put(images.numpy(), labels.numpy()):
+                        break  # every buffer is uploaded ahead or held
+                    pending.append((rest, tag))
+                    nxt = fetch()
+                    if nxt is None:
+                        up.put_end()
+                if not pending:
+                    return
+                db = up.next(torch.cuda.current_stream(dev).cuda_stream)
+                rest, tag = pending.popleft()
+                images, labels = ds._tensors(db)
+                del db
+                yield (images, labels, *rest), tag
+        finally:
+            self._gpu_last = _gpu_stats(up)
+            up.close()
+
+    def gpu_stats(self):
+        """ShardDataset.gpu_stats for this loader: its own upload with workers, the
+        dataset's with num_workers=0."""
+        if self.num_workers == 0:
+            return self.dataset.shard_dataset.gpu_stats()
+        st = _gpu_stats(getattr(self, "_uploader", None), getattr(self, "_gpu_last", None))
+        if st:  # with workers the wait is for their batches, upstream of the ring
+            st["wait_seconds"] += getattr(self, "_host_wait", 0.0)
+        return st
 
     @property
     def skipped(self):
@@ -463,6 +619,22 @@ class ShardLoader(torch.utils.data.DataLoader):
                              f"{n} workers")
         ds._shared[_EPOCH] = int(state["epoch"])
         self._restored = (int(state["epoch"]), states, int(state["next"]) % n, int(state["batches"]))
+
+
+def _hw(size):
+    return (size, size) if isinstance(size, int) else tuple(size)
+
+
+def _gpu_stats(up, last=None):
+    """An uploader's counters, or last (taken as it closed) once it is closed."""
+    if up is None:
+        return dict(last or {})
+    try:
+        st = up.stats()
+    except ValueError:
+        return dict(last or {})
+    st["upload_gbps"] = st["bytes"] / st["copy_seconds"] / 1e9 if st["copy_seconds"] else 0.0
+    return st
 
 
 def _mix(*parts):

@@ -1,43 +1,212 @@
-"""ShardDataset(device="cuda") on a real GPU: batches arrive on the device, equal to the CPU
-path's, labels included (skipped, saying so, where torch sees no CUDA device); with
-DataLoader workers, a clear refusal."""
+"""ShardDataset(device="cuda") on a real GPU: batches arrive on the device through DLPack,
+equal to the CPU path's byte for byte; the on-GPU finish (float32, float16, bfloat16;
+NCHW, NHWC, channels_last) matches a float64 reference; tensors held across steps are never
+overwritten, even with the consumer's kernels still queued when they are dropped; holding
+every buffer says so; shutdown with batches in flight is clean; ShardLoader with workers
+uploads in the main process; a side stream is honoured. Skipped, saying so, where torch
+sees no CUDA device. Where there is no CUDA driver at all, asking for the GPU fails with
+libshard's own message, and a plain DataLoader with workers is refused before any CUDA call.
+"""
+import gc
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 torch = pytest.importorskip("torch")
 from torch.utils.data import DataLoader  # noqa: E402
 
-from libshard.torch import ShardDataset  # noqa: E402
+import libshard  # noqa: E402
+from libshard import ShardError, _libshard  # noqa: E402
+from libshard.torch import ShardDataset, ShardLoader  # noqa: E402
 
 from .conftest import NSAMPLES, within  # noqa: E402
 
 needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(),
                                reason="no CUDA device here (torch.cuda.is_available() is False)")
+needs_kernels = pytest.mark.skipif(not _libshard.gpu_kernels,
+                                   reason="libshard built without nvcc: no finish kernels")
+
+KW = dict(seed=3, shuffle=50, batch_size=32, image_size=(40, 56), flip=True)
+MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+
+
+def cpu_epoch(manifest, **kw):
+    """The CPU path's batches, copied out of the loader's buffers."""
+    return [(x.clone(), y.clone()) for x, y in ShardDataset(str(manifest), device="cpu",
+                                                            **{**KW, **kw})]
 
 
 @needs_gpu
-@pytest.mark.parametrize("dtype", ["uint8", "float32"])
-def test_cuda_batches_equal_the_cpu_ones(packed, dtype):
-    kw = dict(seed=3, shuffle=50, batch_size=32, image_size=64, flip=True, dtype=dtype)
+@pytest.mark.parametrize("dtype,layout", [("uint8", "nhwc"), ("uint8", "nchw"),
+                                          ("float32", "nchw")])
+def test_cuda_batches_equal_the_cpu_ones(packed, dtype, layout):
+    if (dtype, layout) != ("uint8", "nhwc") and not _libshard.gpu_kernels:
+        pytest.skip("libshard built without nvcc: no finish kernels")
 
-    def epoch(device):
+    def epoch():
         out = []
-        for x, y in DataLoader(ShardDataset(str(packed.manifest), device=device, **kw),
-                               batch_size=None, num_workers=0):
-            out.append((x.device.type, x.cpu().clone(), y.device.type, y.cpu().clone()))
+        for x, y in DataLoader(ShardDataset(str(packed.manifest), device="cuda", dtype=dtype,
+                                            layout=layout, **KW), batch_size=None, num_workers=0):
+            assert x.device.type == y.device.type == "cuda"
+            assert x.device.index == torch.cuda.current_device()
+            out.append((x.cpu(), y.cpu()))
         return out
 
-    gpu = within(60, lambda: epoch("cuda"), "a CUDA epoch")
-    cpu = within(60, lambda: epoch("cpu"), "a CPU epoch")
-    assert sum(len(y) for _, _, _, y in gpu) == NSAMPLES
+    gpu = within(120, epoch, "a CUDA epoch")
+    cpu = cpu_epoch(packed.manifest, dtype=dtype, layout=layout)
+    assert sum(len(y) for _, y in gpu) == NSAMPLES
     assert len(gpu) == len(cpu)
-    for (dx, x, dy, y), (_, cx, _, cy) in zip(gpu, cpu):
-        assert dx == dy == "cuda"
+    for (x, y), (cx, cy) in zip(gpu, cpu):
+        assert x.dtype == cx.dtype and x.shape == cx.shape
         assert torch.equal(x, cx) and torch.equal(y, cy)
 
 
-def test_cuda_with_workers_says_how(packed):
+@needs_gpu
+@needs_kernels
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+@pytest.mark.parametrize("layout", ["nchw", "nhwc", "channels_last"])
+def test_normalize_matches_a_float64_reference(packed, dtype, layout):
+    mean, std = (0.5, 0.4, 0.3), (0.2, 0.25, 0.3)
+    ds = ShardDataset(str(packed.manifest), device="cuda", dtype=dtype, layout=layout,
+                      mean=mean, std=std, **KW)
+    ref = cpu_epoch(packed.manifest, layout="nhwc")  # the same pixels, uint8
+    tol = {"float32": (1e-6, 1e-5), "float16": (2 ** -10, 1e-3), "bfloat16": (2 ** -7, 1e-2)}
+    rtol, atol = tol[dtype]
+    m = torch.tensor(mean, dtype=torch.float64)
+    s = torch.tensor(std, dtype=torch.float64)
+    n = 0
+    for (x, _), (u8, _) in zip(ds, ref):
+        assert x.dtype == getattr(torch, dtype)
+        want = (u8.double() / 255 - m) / s  # NHWC
+        if layout != "nhwc":
+            want = want.permute(0, 3, 1, 2)
+            assert x.shape == want.shape
+        if layout == "channels_last":
+            assert x.is_contiguous(memory_format=torch.channels_last)
+        torch.testing.assert_close(x.cpu().double(), want, rtol=rtol, atol=atol)
+        n += len(x)
+    assert n == NSAMPLES
+
+
+@needs_gpu
+def test_held_tensors_are_never_overwritten(packed):
+    """A window of the last two batches is held while the ring (3 buffers) keeps uploading;
+    each batch is dropped with a slow kernel still reading it on the current stream, so a
+    reuse that waited on the host's word alone would change what that kernel sums."""
+    want = cpu_epoch(packed.manifest, layout="nhwc")
+    ds = ShardDataset(str(packed.manifest), device="cuda", layout="nhwc", device_buffers=3, **KW)
+    window, sums = [], []
+    for i, (x, y) in enumerate(ds):
+        window.append((i, x, x.clone()))
+        torch.cuda._sleep(20_000_000)  # the consumer's work, queued before the drop
+        sums.append(x.sum(dtype=torch.int64))
+        if len(window) > 2:
+            j, held, copy = window.pop(0)
+            assert torch.equal(held, copy), f"batch {j} changed while held"
+            del held
+    torch.cuda.synchronize()
+    for i, x, copy in window:
+        assert torch.equal(x, copy)
+    assert [int(s) for s in sums] == [int(x.sum(dtype=torch.int64)) for x, _ in want]
+
+
+@needs_gpu
+def test_holding_every_buffer_says_so(packed):
+    ds = ShardDataset(str(packed.manifest), device="cuda", layout="nhwc", device_buffers=2, **KW)
+    it = iter(ds)
+    kept = [next(it), next(it)]
+    with pytest.raises(ShardError, match="all 2 device buffers are held"):
+        next(it)
+    del kept
+
+
+@needs_gpu
+def test_shutdown_with_batches_in_flight_is_clean(packed):
+    want = cpu_epoch(packed.manifest, layout="nhwc")
+    ds = ShardDataset(str(packed.manifest), device="cuda", layout="nhwc", **KW)
+    it = iter(ds)
+    x, _ = next(it)
+    del it  # the upload thread is uploading ahead; the held batch stays valid
+    gc.collect()
+    assert torch.equal(x.cpu(), want[0][0])
+    del x
+    # a process that exits with uploads in flight and a batch held exits cleanly
+    pkg = str(Path(libshard.__file__).resolve().parents[1])
+    code = (f"import sys; sys.path.insert(0, {pkg!r})\n"
+            f"import torch; from libshard.torch import ShardDataset\n"
+            f"it = iter(ShardDataset({str(packed.manifest)!r}, device='cuda', **{KW!r}))\n"
+            f"x = next(it); next(it); print('ok', x.shape)\n")
+    cp = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert cp.returncode == 0 and "ok" in cp.stdout, cp.stderr
+
+
+@needs_gpu
+@pytest.mark.parametrize("workers", [0, 2])
+def test_shardloader_uploads_in_the_main_process(packed, workers):
+    dtype = "float32" if _libshard.gpu_kernels else "uint8"
+    layout = "nchw" if _libshard.gpu_kernels else "nhwc"
+    ds = ShardDataset(str(packed.manifest), device="cuda", dtype=dtype, layout=layout,
+                      raw_fields="__key__", **KW)
+    loader = ShardLoader(ds, num_workers=workers)
+    got = within(120, lambda: [(x.device.type, x.cpu(), y.cpu(), f["__key__"])
+                               for x, y, f in loader], "a ShardLoader epoch")
+    ref = ShardLoader(ShardDataset(str(packed.manifest), dtype=dtype, layout=layout,
+                                   raw_fields="__key__", **KW), num_workers=workers)
+    want = [(x.clone(), y, f["__key__"]) for x, y, f in ref]
+    assert len(got) == len(want)
+    for (dev, x, y, k), (cx, cy, ck) in zip(got, want):
+        assert dev == "cuda" and k == ck
+        assert torch.equal(x, cx) and torch.equal(y, cy)
+    st = loader.gpu_stats()
+    assert st["batches"] == len(want) and st["bytes"] > 0 and st["in_flight"] == 0
+    assert st["copy_seconds"] > 0 and st["upload_gbps"] > 0
+
+
+@needs_gpu
+def test_batches_arrive_on_a_side_stream(packed):
+    want = cpu_epoch(packed.manifest, layout="nhwc")
+    side = torch.cuda.Stream()
+    got = []
+    with torch.cuda.stream(side):
+        for x, y in ShardDataset(str(packed.manifest), device="cuda", layout="nhwc", **KW):
+            got.append(x.to(torch.int64).sum(dim=(1, 2, 3)))  # queued on the side stream
+    torch.cuda.synchronize()
+    assert [g.cpu().tolist() for g in got] == [x.to(torch.int64).sum(dim=(1, 2, 3)).tolist()
+                                               for x, _ in want]
+
+
+@needs_gpu
+def test_statistics_count_the_epoch(packed):
+    ds = ShardDataset(str(packed.manifest), device="cuda", layout="nhwc", **KW)
+    n = sum(1 for _ in ds)
+    st = ds.gpu_stats()
+    assert st["batches"] == n and st["buffers"] == 3 and 1 <= st["max_in_flight"] <= 3
+    assert st["bytes"] == NSAMPLES * (40 * 56 * 3 + 8)
+    assert st["wait_seconds"] >= 0 and st["upload_gbps"] > 0
+
+
+@needs_gpu
+def test_another_device_by_index():
+    if torch.cuda.device_count() < 2:
+        pytest.skip("one CUDA device here: cuda:1 needs two")
+    g = _libshard.Gpu(1)
+    assert g.name
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has a GPU")
+def test_no_gpu_is_a_clear_error(packed):
+    with pytest.raises(ShardError, match="CUDA"):
+        _libshard.Gpu(0)
+    ds = ShardDataset(str(packed.manifest), device="cuda", **KW)
+    with pytest.raises(ShardError, match="no CUDA driver|no usable GPU|CUDA device 0"):
+        next(iter(ds))
+
+
+def test_cuda_with_plain_dataloader_workers_says_how(packed):
     """Refused in the worker before any CUDA call: runs without a GPU too."""
     ds = ShardDataset(str(packed.manifest), device="cuda", seed=0, batch_size=32, image_size=32)
     dl = DataLoader(ds, batch_size=None, num_workers=1)
-    with pytest.raises(RuntimeError, match="num_workers=0"):
+    with pytest.raises(RuntimeError, match="ShardLoader"):
         within(120, lambda: next(iter(dl)), "a worker start")

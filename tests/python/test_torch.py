@@ -707,7 +707,10 @@ def test_missing_labels_skipped_or_minus_one_when_asked(unlabelled):
     (dict(batch_size=0), ValueError, "batch_size: at least 1"),
     (dict(crop="centre"), ValueError, "crop: one of 'random_resized', 'center', 'none'"),
     (dict(mean=[0.5, 0.5]), TypeError, "mean: three numbers"),
-    (dict(dtype=torch.float16), ValueError, "dtype: one of 'uint8', 'float32'"),
+    (dict(dtype=torch.float64), ValueError, "dtype: one of 'uint8', 'float32', 'float16'"),
+    (dict(dtype=torch.float16), ValueError, "made on the GPU .device='cuda'.; on the CPU"),
+    (dict(layout="chw"), ValueError, "layout: one of 'nchw', 'nhwc', 'channels_last'"),
+    (dict(device_buffers=1), ValueError, "device_buffers: at least 2"),
     (dict(device="mps"), ValueError, "device: 'cpu' or 'cuda'.*no mps path"),
     (dict(mode="fair"), ValueError, "mode: one of 'exact', 'equal', 'resampled'"),
     (dict(missing_label=0), ValueError, "missing_label"),
@@ -776,7 +779,8 @@ def test_the_type_stub_names_what_the_extension_has():
                         and not m.name.startswith("__")}
                for n in stub.body if isinstance(n, ast.ClassDef)}
     public = {n for n in dir(_libshard) if not n.startswith("_")}
-    assert public == funcs | set(classes) | {"version"}, public ^ (funcs | set(classes))
+    constants = {"version", "gpu_kernels"}
+    assert public == funcs | set(classes) | constants, public ^ (funcs | set(classes) | constants)
     for name, members in classes.items():
         cls = getattr(_libshard, name)
         real = {m for m in vars(cls) if not m.startswith("__")}
