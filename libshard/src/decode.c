@@ -241,6 +241,10 @@ static int jpeg_decode(ShardScratch *sc, const void *data, size_t size, const Sh
         ci->do_fancy_upsampling = TRUE;
         ci->dct_method = JDCT_ISLOW;
     }
+    /* The merged upsampler converts colours itself, so libjpeg-turbo 2.1 then leaves cconvert
+     * as the last image had it: freed with that image, and jpeg_skip_scanlines writes through
+     * it (heap corruption). A fresh decompressor has it NULL; so does a reused one here. */
+    ci->cconvert = NULL;
     jpeg_start_decompress(ci);
     int sw = (int)ci->output_width, sh = (int)ci->output_height;
     double fx = (double)sw / W, fy = (double)sh / H;
