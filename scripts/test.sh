@@ -3,7 +3,7 @@
 # Without arguments it then runs, each timed:
 #   - the C unit tests built with AddressSanitizer and UndefinedBehaviorSanitizer (build-asan/),
 #     and against that build the CLI suite and the Python suite (runtime preloaded)
-#   - the threaded C tests built with ThreadSanitizer (build-tsan/: queue, reader, loader)
+#   - the threaded C tests built with ThreadSanitizer (build-tsan/: queue, reader, mix, loader, gpu)
 #   - in both, the remote-shard tests that run shardcat, against the sanitized shardcat
 #   - the library, tools and unit tests cross-built for aarch64, run under qemu-aarch64
 #     (build-aarch64/, scripts/cross-aarch64.sh)

@@ -25,13 +25,19 @@ void shard_gpu_leave(ShardGpu *g)
     g->cu.CtxPopCurrent(&c);
 }
 
+/* Blocks the copy engine reads (images, labels) are pinned; small ones (keys, offsets) are
+ * not worth a driver call and a locked page each. By size alone, so free can tell. */
+#define PINNED_MIN ((size_t)64 << 10)
+
 /* Pinned blocks: the allocator's functions run on the loader's threads (common.h), where no
  * context need be current. PORTABLE: pinned for every context, not just this one. */
 static void *pinned_alloc(void *cookie, size_t n, size_t align)
 {
     ShardGpu *g = cookie;
     void *p = NULL;
-    (void)align; /* cuMemHostAlloc gives page-aligned blocks */
+    if (n < PINNED_MIN && align <= 4096)
+        return shard_default_allocator()->alloc(NULL, n, align);
+    /* cuMemHostAlloc gives page-aligned blocks */
     if (shard_gpu_enter(g) != CUDA_SUCCESS)
         return NULL;
     if (g->cu.MemHostAlloc(&p, n ? n : 1, CU_MEMHOSTALLOC_PORTABLE) != CUDA_SUCCESS)
@@ -43,7 +49,10 @@ static void *pinned_alloc(void *cookie, size_t n, size_t align)
 static void pinned_free(void *cookie, void *p, size_t n)
 {
     ShardGpu *g = cookie;
-    (void)n;
+    if (n < PINNED_MIN) {
+        shard_default_allocator()->free(NULL, p, n);
+        return;
+    }
     if (!p || shard_gpu_enter(g) != CUDA_SUCCESS)
         return;
     g->cu.MemFreeHost(p);

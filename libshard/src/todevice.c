@@ -35,7 +35,9 @@ typedef struct Slot {
     CUdeviceptr raw;    /* uint8 NHWC, the copy's target */
     CUdeviceptr out;    /* the finished images; raw itself without a finish kernel */
     CUdeviceptr labels;
-    unsigned char *staging; /* pinned, for shard_uploader_put */
+    unsigned char *staging; /* pinned, for shard_uploader_put's images */
+    int64_t *labstage;      /* pinned: the labels, copied here (a loader's are too small to
+                               be pinned, see gpu.c) */
     CUevent start, copied, ready;
     CUevent freed[MAX_RELEASES];
     int nfreed;
@@ -126,6 +128,8 @@ static void destroy(ShardUploader *u)
             cu->MemFree(sl->labels);
         if (sl->staging)
             cu->MemFreeHost(sl->staging);
+        if (sl->labstage)
+            cu->MemFreeHost(sl->labstage);
     }
     if (entered) {
         if (u->copy)
@@ -155,11 +159,10 @@ static void host_unref(Slot *sl)
     if (atomic_fetch_sub(&sl->host_refs, 1) != 1)
         return;
     ShardUploader *u = sl->u;
-    const ShardBatch *hb = sl->host;
+    pthread_mutex_lock(&u->mu); /* the slot's next filler waits for host to be NULL */
+    if (sl->host)
+        shard_batch_release(u->loader, sl->host);
     sl->host = NULL;
-    if (hb)
-        shard_batch_release(u->loader, hb);
-    pthread_mutex_lock(&u->mu);
     u->host_out--;
     pthread_cond_broadcast(&u->cv);
     pthread_mutex_unlock(&u->mu);
@@ -194,6 +197,11 @@ static int slot_init(ShardUploader *u, Slot *sl, char *msg)
     }
     if (!u->finish)
         sl->out = sl->raw;
+    void *lab = NULL;
+    if ((r = cu->MemHostAlloc(&lab, bs * sizeof(int64_t), CU_MEMHOSTALLOC_PORTABLE)) !=
+        CUDA_SUCCESS)
+        return shard_cuda_fail(cu, r, msg, "uploader: pinned memory for labels");
+    sl->labstage = lab;
     if ((r = cu->EventCreate(&sl->start, 0)) != CUDA_SUCCESS ||
         (r = cu->EventCreate(&sl->copied, 0)) != CUDA_SUCCESS ||
         (r = cu->EventCreate(&sl->ready, 0)) != CUDA_SUCCESS)
@@ -310,12 +318,20 @@ static void account(ShardUploader *u, Slot *sl)
     u->st.finish_seconds += finish_ms * 1e-3;
 }
 
-/* Queues slot sl's upload on the copy stream; the context is current. */
+/* Queues slot sl's upload on the copy stream; the context is current. labels may be NULL
+ * (-1 each). */
 static int upload(ShardUploader *u, Slot *sl, const void *images, const int64_t *labels,
                   size_t n, const ShardBatch *host, char *msg)
 {
     ShardCuda *cu = u->cu;
     CUresult r = CUDA_SUCCESS;
+    if (sl->queued_host) { /* the last use's callback may still be to come: it is that
+                              use's, and must not count against this one */
+        pthread_mutex_lock(&u->mu);
+        while (sl->host)
+            pthread_cond_wait(&u->cv, &u->mu);
+        pthread_mutex_unlock(&u->mu);
+    }
     if (sl->timed) { /* the last use's times, long done */
         cu->EventSynchronize(sl->ready);
         pthread_mutex_lock(&u->mu);
@@ -327,12 +343,14 @@ static int upload(ShardUploader *u, Slot *sl, const void *images, const int64_t 
     for (int k = 0; k < sl->nfreed && r == CUDA_SUCCESS; k++)
         r = cu->StreamWaitEvent(u->copy, sl->freed[k], 0);
     sl->nfreed = 0;
+    for (size_t i = 0; i < n; i++) /* the last copy from labstage is done (ready, above) */
+        sl->labstage[i] = labels ? labels[i] : -1;
     if (r == CUDA_SUCCESS)
         r = cu->EventRecord(sl->start, u->copy);
     if (r == CUDA_SUCCESS)
         r = cu->MemcpyHtoDAsync(sl->raw, images, n * u->in_bytes, u->copy);
     if (r == CUDA_SUCCESS)
-        r = cu->MemcpyHtoDAsync(sl->labels, labels, n * sizeof *labels, u->copy);
+        r = cu->MemcpyHtoDAsync(sl->labels, sl->labstage, n * sizeof *labels, u->copy);
     if (r == CUDA_SUCCESS)
         r = cu->EventRecord(sl->copied, u->copy);
     if (r == CUDA_SUCCESS && u->finish) {
@@ -354,7 +372,9 @@ static int upload(ShardUploader *u, Slot *sl, const void *images, const int64_t 
         r = cu->EventRecord(sl->ready, u->copy);
     sl->queued_host = 0;
     if (r == CUDA_SUCCESS && host) {
+        pthread_mutex_lock(&u->mu);
         sl->host = host;
+        pthread_mutex_unlock(&u->mu);
         atomic_store(&sl->host_refs, 2);
         atomic_store(&sl->host_done, 0);
         sl->queued_host = 1;
@@ -370,7 +390,7 @@ static int upload(ShardUploader *u, Slot *sl, const void *images, const int64_t 
     pthread_mutex_lock(&u->mu);
     sl->timed = 1;
     u->st.batches++;
-    u->st.bytes += n * (u->in_bytes + sizeof *labels);
+    u->st.bytes += n * (u->in_bytes + sizeof(int64_t));
     pthread_mutex_unlock(&u->mu);
     sl->b.size = n;
     sl->b.images = (void *)(uintptr_t)sl->out;
@@ -509,7 +529,7 @@ int shard_uploader_put(ShardUploader *u, const void *images, size_t n, const int
     size_t bs = u->s.batch_size;
     if (r == CUDA_SUCCESS && !sl->staging) {
         void *p = NULL;
-        r = cu->MemHostAlloc(&p, bs * (u->in_bytes + sizeof(int64_t)), CU_MEMHOSTALLOC_PORTABLE);
+        r = cu->MemHostAlloc(&p, bs * u->in_bytes, CU_MEMHOSTALLOC_PORTABLE);
         sl->staging = p;
     }
     if (r != CUDA_SUCCESS) {
@@ -517,12 +537,9 @@ int shard_uploader_put(ShardUploader *u, const void *images, size_t n, const int
     } else {
         if (sl->timed) /* the previous upload from this staging memory is done */
             cu->EventSynchronize(sl->copied);
-        int64_t *lab = (int64_t *)(sl->staging + bs * u->in_bytes);
         memcpy(sl->staging, images, n * u->in_bytes);
-        for (size_t i = 0; i < n; i++)
-            lab[i] = labels ? labels[i] : -1;
         sl->state[0] = 0;
-        rc = upload(u, sl, sl->staging, lab, n, NULL, msg);
+        rc = upload(u, sl, sl->staging, labels, n, NULL, msg);
     }
     pthread_mutex_lock(&u->mu);
     u->st.put_seconds += now() - t0;
@@ -611,35 +628,30 @@ void shard_device_batch_release(const ShardDeviceBatch *b, void *stream)
     ShardUploader *u = sl->u;
     ShardCuda *cu = u->cu;
     int entered = stream && shard_gpu_enter(u->g) == CUDA_SUCCESS;
-    pthread_mutex_lock(&u->mu);
     if (entered) {
-        if (sl->nfreed == MAX_RELEASES) { /* rare: many streams; fold the oldest in */
-            cu->EventSynchronize(sl->freed[0]);
-            memmove(sl->freed, sl->freed + 1, (MAX_RELEASES - 1) * sizeof *sl->freed);
-            sl->freed[MAX_RELEASES - 1] = NULL;
-            sl->nfreed--;
-            CUevent ev;
-            if (cu->EventCreate(&ev, CU_EVENT_DISABLE_TIMING) == CUDA_SUCCESS)
-                sl->freed[MAX_RELEASES - 1] = ev;
-        }
-        if (sl->freed[sl->nfreed] &&
-            cu->EventRecord(sl->freed[sl->nfreed], (CUstream)stream) == CUDA_SUCCESS)
-            sl->nfreed++;
-        else
+        pthread_mutex_lock(&u->mu);
+        int recorded = sl->nfreed < MAX_RELEASES &&
+                       cu->EventRecord(sl->freed[sl->nfreed], (CUstream)stream) == CUDA_SUCCESS;
+        sl->nfreed += recorded;
+        pthread_mutex_unlock(&u->mu);
+        /* rare (more streams than events): the host waits instead, outside the mutex, which
+         * the copy stream's host functions need before the stream can go on */
+        if (!recorded)
             cu->StreamSynchronize((CUstream)stream);
-    }
-    int last = --sl->holders == 0;
-    if (last) {
-        u->held--;
-        give_back(u, sl);
-    }
-    pthread_mutex_unlock(&u->mu);
-    if (entered)
         shard_gpu_leave(u->g);
-    if (last) {
-        consumer_host_done(sl);
-        unref(u);
     }
+    pthread_mutex_lock(&u->mu);
+    int last = --sl->holders == 0;
+    pthread_mutex_unlock(&u->mu);
+    if (!last)
+        return;
+    /* before the slot is free: once it is, the next upload's host batch is in it */
+    consumer_host_done(sl);
+    pthread_mutex_lock(&u->mu);
+    u->held--;
+    give_back(u, sl);
+    pthread_mutex_unlock(&u->mu);
+    unref(u);
 }
 
 void shard_uploader_stats(const ShardUploader *cu, ShardUploadStats *out)

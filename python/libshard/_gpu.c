@@ -268,10 +268,12 @@ static int take_host(DeviceBatchObject *o, const ShardBatch *h)
 
 static PyObject *Uploader_next(UploaderObject *self, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"stream", NULL};
+    static char *kwlist[] = {"stream", "host", NULL};
     PyObject *so = NULL;
+    int host = 0;
     void *stream;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|O", kwlist, &so) || parse_stream(so, &stream))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|Op", kwlist, &so, &host) ||
+        parse_stream(so, &stream))
         return NULL;
     NEED_UPLOADER(self);
     const ShardDeviceBatch *b;
@@ -289,7 +291,7 @@ static PyObject *Uploader_next(UploaderObject *self, PyObject *args, PyObject *k
     o->b = b;
     o->keys = o->fields = o->indices = o->repeats = NULL;
     o->state = PyUnicode_FromString(b->state);
-    int bad = take_host(o, b->host) || !o->state;
+    int bad = (host && take_host(o, b->host)) || !o->state;
     shard_device_batch_host_done(b);
     if (bad) {
         Py_DECREF(o);
@@ -377,8 +379,9 @@ static PyObject *Uploader_close(UploaderObject *self, PyObject *unused)
 
 static PyMethodDef Uploader_methods[] = {
     {"next", (PyCFunction)(void (*)(void))Uploader_next, METH_VARARGS | METH_KEYWORDS,
-     "next(stream=None): the next DeviceBatch, the stream (an int, torch's cuda_stream) made "
-     "to wait for its upload; None at the end"},
+     "next(stream=None, host=False): the next DeviceBatch, the stream (an int, torch's "
+     "cuda_stream) made to wait for its upload; None at the end. host: copy the keys, "
+     "indices, padding flags and raw fields too"},
     {"put", (PyCFunction)Uploader_put, METH_VARARGS,
      "put(images, labels=None): upload a host batch (uint8 NHWC buffer, int64 labels); "
      "False when every buffer is uploaded or held"},

@@ -314,10 +314,11 @@ class ShardDataset(torch.utils.data.IterableDataset):
         h, w = _hw(self.settings.get("image_size", 224))
         up = _libshard.Uploader(gpu, loader, **self._upload_args(h, w))
         self._uploader = up
+        host = bool(self.settings.get("raw_fields"))  # keys and fields wanted
         dev = torch.device("cuda", self._device_index())
         try:
             while True:
-                db = up.next(torch.cuda.current_stream(dev).cuda_stream)
+                db = up.next(torch.cuda.current_stream(dev).cuda_stream, host=host)
                 if db is None:
                     return
                 yield self._tensors(db) + (db,)

@@ -3,6 +3,7 @@
  * registration order, each between its suite's init and fini; prints Criterion's
  * synthesis line, which scripts/test_summary.py reads.
  */
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +38,18 @@ void tsh_register_test(const char *suite, const char *name, void (*fn)(void))
 }
 
 static const char *current;
+static jmp_buf skipped;
+
+void tsh_skip(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    printf("[SKIP] %s: ", current);
+    vprintf(fmt, ap);
+    putchar('\n');
+    va_end(ap);
+    longjmp(skipped, 1);
+}
 
 void tsh_fail(const char *file, int line, const char *expr, const char *fmt, ...)
 {
@@ -53,8 +66,18 @@ void tsh_fail(const char *file, int line, const char *expr, const char *fmt, ...
     exit(1);
 }
 
+/* 1 when fn ran to its end, 0 when it skipped itself */
+static int call(void (*fn)(void))
+{
+    if (setjmp(skipped))
+        return 0;
+    fn();
+    return 1;
+}
+
 int main(void)
 {
+    int ran = 0;
     for (int i = 0; i < ntests; i++) {
         const tsh_suite_cfg *cfg = NULL;
         for (int k = 0; k < nsuites; k++)
@@ -65,11 +88,15 @@ int main(void)
         current = name;
         if (cfg && cfg->init)
             cfg->init();
-        tests[i].fn();
+        int done = call(tests[i].fn);
         if (cfg && cfg->fini)
             cfg->fini();
-        printf("[PASS] %s\n", name);
+        if (done) {
+            printf("[PASS] %s\n", name);
+            ran++;
+        }
     }
-    printf("[====] Synthesis: Tested: %d | Passing: %d | Failing: 0 | Crashing: 0\n", ntests, ntests);
+    /* as Criterion, skipped tests are not counted */
+    printf("[====] Synthesis: Tested: %d | Passing: %d | Failing: 0 | Crashing: 0\n", ran, ran);
     return 0;
 }

@@ -22,6 +22,7 @@ void tsh_register_suite(const char *name, const tsh_suite_cfg *cfg);
 void tsh_register_test(const char *suite, const char *name, void (*fn)(void));
 void tsh_fail(const char *file, int line, const char *expr, const char *fmt, ...)
     __attribute__((format(printf, 4, 5), noreturn));
+void tsh_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
 #define TestSuite(Name, ...)                                                                   \
     static const tsh_suite_cfg tsh_cfg_##Name = {__VA_ARGS__};                                 \
@@ -56,5 +57,7 @@ void tsh_fail(const char *file, int line, const char *expr, const char *fmt, ...
 #define cr_assert_str_eq(A, B, ...) cr_assert(strcmp((A), (B)) == 0, __VA_ARGS__)
 #define cr_assert_str_neq(A, B, ...) cr_assert(strcmp((A), (B)) != 0, __VA_ARGS__)
 #define cr_assert_arr_eq(A, B, Size, ...) cr_assert(memcmp((A), (B), (Size)) == 0, __VA_ARGS__)
+/* Ends the test as skipped, saying why (from any function it calls, as Criterion's does). */
+#define cr_skip_test(...) tsh_skip(__VA_ARGS__)
 
 #endif /* SHARD_TSAN_CRITERION_H */
