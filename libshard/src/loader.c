@@ -309,7 +309,7 @@ int shard_loader_open(ShardLoader **out, const ShardLoaderSettings *s, ShardErro
                                                 "bytes", l->nslots, bs * l->spec.image_bytes));
         shard_queue_put(&l->free_q, &sl, 0);
     }
-    int threads = s->threads > 0 ? s->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    int threads = s->threads > 0 ? s->threads : shard_cpus_available();
     if (shard_pool_open(&l->pool, threads < 1 ? 1 : threads, bs * 2, t, decoded, l))
         return fail_open(l, err, shard_fail(l->err, SHARD_ERR_NOMEM, "loader: no decode thread"));
     int rc = start_producer(l);

@@ -1385,7 +1385,16 @@ static PyObject *py_resize_rgb(PyObject *m, PyObject *args)
     return out;
 }
 
+static PyObject *py_cpus_available(PyObject *m, PyObject *unused)
+{
+    (void)m, (void)unused;
+    return PyLong_FromLong(shard_cpus_available());
+}
+
 static PyMethodDef module_methods[] = {
+    {"cpus_available", py_cpus_available, METH_NOARGS,
+     "cpus_available() -> int: the CPUs this process may use (affinity, cgroup quota): what "
+     "threads=0 starts"},
     {"decode_rgb", py_decode_rgb, METH_O, "decode_rgb(data) -> (bytes, width, height): full RGB decode"},
     {"decode", (PyCFunction)(void (*)(void))py_decode, METH_VARARGS | METH_KEYWORDS,
      "decode(data, width=224, height=224, crop='random_resized', fast=True, flip=False, seed=0, "

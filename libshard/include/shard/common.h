@@ -85,6 +85,13 @@ typedef struct ShardAllocator {
  */
 SHARD_API const ShardAllocator *shard_default_allocator(void);
 
+/**
+ * @return the CPUs this process may use, at least 1: its affinity mask (taskset, cpusets),
+ *         capped by a cgroup CPU quota (a container's --cpus; cgroup v2 or v1), rounded up.
+ *         What decode threads default to.
+ */
+SHARD_API int shard_cpus_available(void);
+
 /** @return the library version as "MAJOR.MINOR.PATCH" (static string). */
 SHARD_API const char *shard_version(void);
 

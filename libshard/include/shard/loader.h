@@ -27,7 +27,8 @@ typedef struct ShardLoaderSettings {
     ShardTransform transform;   /**< decode and augmentation */
     size_t batch_size;          /**< samples per batch (default 256) */
     int drop_last;              /**< drop the epoch's partial last batch (default 0: keep) */
-    int threads;                /**< decode threads; 0: one per core (default 0) */
+    int threads;                /**< decode threads; 0: one per CPU this process may use,
+                                     shard_cpus_available (default 0) */
     size_t batches;             /**< batch buffers in the ring (default 4): prefetch depth
                                      plus the batches the caller holds */
     /** Field names tried in order for the image, ';'-separated (default "jpg;jpeg;png") */
