@@ -25,10 +25,12 @@ static void usage(FILE *f)
 {
     fputs("usage: shardcat COMMAND [options] SHARD...\n"
           "\n"
-          "  ls [--json] SHARD...          one line per sample: key and fields with sizes\n"
+          "  ls [--json] SHARD...          one line per sample: key and fields with their sizes\n"
+          "                                in bytes (jpg:81234B cls:1B)\n"
           "  cat SHARD KEY.FIELD           the member's bytes to stdout\n"
           "  info [--json] SHARD...        samples, bytes, fields, compression, index\n"
-          "  verify [--decode] SHARD...    structure, index, seek table, manifest checksums,\n"
+          "  verify [--decode] [--json] SHARD...\n"
+          "                                structure, index, seek table, manifest checksums,\n"
           "                                key rules; with --decode every JPEG decodes and\n"
           "                                every image field holds its kind of image\n"
           "  index SHARD...                write SHARD's .idx (DALI v1.2) for shards made elsewhere\n"
@@ -61,13 +63,55 @@ static void usage(FILE *f)
           "SHARD is a path, a brace pattern (train-{000000..000099}.tar), a manifest (.json),\n"
           "pipe:COMMAND, or http://, https://, gs://BUCKET/NAME, s3://BUCKET/KEY (the URLs\n"
           "also in patterns and manifests; gs:// and s3:// prefixes ending in / list every\n"
-          "shard under them). Exit status: 0 success, 1 a defect or failure, 2 bad usage.\n",
+          "shard under them); file:///PATH is PATH. Exit status: 0 success, 1 a defect or\n"
+          "failure, 2 bad usage. shardcat COMMAND --help: that command's help; --version.\n",
           f);
 }
 
 static int die_usage(const char *msg)
 {
     return cli_usage_error("shardcat", msg);
+}
+
+/* Each command's own help (shardcat COMMAND --help). */
+static const struct {
+    const char *cmd, *text;
+} command_help[] = {
+    {"ls", "usage: shardcat ls [--json] SHARD...\n\n"
+           "One line per sample: its key, then each field with its size in bytes (jpg:81234B).\n"
+           "  --json   one JSON object per sample: __key__, __url__, fields {name: bytes}\n"},
+    {"cat", "usage: shardcat cat SHARD KEY.FIELD\n\n"
+            "Writes the member's bytes to stdout. SHARD may also be a manifest or a brace\n"
+            "pattern: the first shard holding KEY gives it.\n"},
+    {"info", "usage: shardcat info [--json] SHARD...\n\n"
+             "Samples, bytes, fields, compression and index of each shard.\n"
+             "  --json   one JSON object per shard\n"},
+    {"verify", "usage: shardcat verify [--decode] [--json] SHARD...\n\n"
+               "Checks structure, index, zstd seek table, manifest size and checksums and the\n"
+               "key rules; exit status 1 when any shard has a defect.\n"
+               "  --decode  also decode every JPEG, and check every image field holds its kind\n"
+               "  --json    one JSON object per shard: url, ok, samples, members, index,\n"
+               "            frames, jpegs, manifest, defects, error\n"},
+    {"index", "usage: shardcat index SHARD...\n\n"
+              "Writes SHARD's .idx (DALI v1.2) beside it, for shards made elsewhere.\n"},
+    {"extract", "usage: shardcat extract SHARD... -C DIR\n\n"
+                "Extracts the samples' members into DIR (no member leaves DIR).\n"},
+    {"stream", NULL}, /* the global help's own section */
+};
+
+/* The command's help, or the global one; returns 0. */
+static int help(const char *cmd)
+{
+    for (size_t i = 0; i < sizeof command_help / sizeof *command_help; i++)
+        if (cmd && !strcmp(cmd, command_help[i].cmd) && command_help[i].text) {
+            fputs(command_help[i].text, stdout);
+            fputs("\nShards: paths, file:// URLs, brace patterns, manifests, pipe:COMMAND, "
+                  "http(s)://,\ngs:// and s3:// (see shardcat --help for remote options).\n",
+                  stdout);
+            return 0;
+        }
+    usage(stdout);
+    return 0;
 }
 
 /* Expands every argument into one list (with what each manifest says of its shards);
@@ -170,7 +214,7 @@ static int cmd_ls(const ShardList *t, int json, ShardRemote *rm)
                 for (size_t k = 0; k < v->nfields; k++) {
                     fputs(k ? " " : "  ", stdout);
                     cli_print_path(stdout, v->fields[k].name);
-                    printf(":%llu", (unsigned long long)v->fields[k].size);
+                    printf(":%lluB", (unsigned long long)v->fields[k].size); /* a size */
                 }
                 putchar('\n');
             }
@@ -187,46 +231,57 @@ static int cmd_ls(const ShardList *t, int json, ShardRemote *rm)
 
 /* ---- cat ----------------------------------------------------------------------------- */
 
-static int cmd_cat(const char *url, const char *member, ShardRemote *rm)
+/* The member KEY.FIELD from the first shard of t that holds KEY (a manifest or pattern
+ * is searched shard by shard, in order). */
+static int cmd_cat(const ShardList *t, const char *member, ShardRemote *rm)
 {
     const char *slash = strrchr(member, '/');
     const char *dot = strchr(slash ? slash + 1 : member, '.');
-    if (!dot)
-        return die_usage("cat wants KEY.FIELD, e.g. n01440764/img_0001.jpg");
     size_t klen = (size_t)(dot - member);
-    ShardFileSettings s;
-    shard_file_default_settings(&s);
-    ShardFile *f = open_shard(url, &s, rm);
-    if (!f)
-        return 1;
-    const ShardSampleView *v;
-    int rc;
-    while ((rc = shard_file_next(f, &v)) == 0) {
-        if (strlen(v->key) != klen || strncmp(v->key, member, klen))
-            continue;
-        for (size_t k = 0; k < v->nfields; k++) {
-            /* fields come lower-cased (ASCII only, formats/shard.md 2.2): so is the one asked */
-            if (!shard_field_equal(v->fields[k].name, dot + 1, s.lowercase))
+    for (size_t i = 0; i < shard_list_count(t); i++) {
+        const char *url = shard_list_entry(t, i)->url;
+        ShardFileSettings s;
+        shard_file_default_settings(&s);
+        ShardFile *f = open_shard(url, &s, rm);
+        if (!f)
+            return 1;
+        const ShardSampleView *v;
+        int rc;
+        while ((rc = shard_file_next(f, &v)) == 0) {
+            if (strlen(v->key) != klen || strncmp(v->key, member, klen))
                 continue;
-            size_t n = fwrite(v->fields[k].data, 1, v->fields[k].size, stdout);
-            int bad = n != v->fields[k].size || fflush(stdout) != 0;
-            shard_file_free(&f);
-            if (bad) {
-                fprintf(stderr, "shardcat: writing to stdout: %s\n", strerror(errno));
-                return 1;
+            for (size_t k = 0; k < v->nfields; k++) {
+                /* fields come lower-cased (ASCII only, formats/shard.md 2.2): so is the one
+                 * asked */
+                if (!shard_field_equal(v->fields[k].name, dot + 1, s.lowercase))
+                    continue;
+                size_t n = fwrite(v->fields[k].data, 1, v->fields[k].size, stdout);
+                int bad = n != v->fields[k].size || fflush(stdout) != 0;
+                shard_file_free(&f);
+                if (bad) {
+                    fprintf(stderr, "shardcat: writing to stdout: %s\n", strerror(errno));
+                    return 1;
+                }
+                return 0;
             }
-            return 0;
+            fprintf(stderr, "shardcat: %s: sample '%.*s' has no field '%s'\n", url, (int)klen,
+                    member, dot + 1);
+            shard_file_free(&f);
+            return 1;
         }
-        fprintf(stderr, "shardcat: %s: sample '%.*s' has no field '%s'\n", url, (int)klen, member,
-                dot + 1);
+        if (rc != SHARD_EOS) {
+            fprintf(stderr, "shardcat: %s\n", shard_file_error(f));
+            shard_file_free(&f);
+            return 1;
+        }
         shard_file_free(&f);
-        return 1;
     }
-    if (rc == SHARD_EOS)
-        fprintf(stderr, "shardcat: %s: no sample '%.*s'\n", url, (int)klen, member);
+    if (shard_list_count(t) == 1)
+        fprintf(stderr, "shardcat: %s: no sample '%.*s'\n", shard_list_entry(t, 0)->url,
+                (int)klen, member);
     else
-        fprintf(stderr, "shardcat: %s\n", shard_file_error(f));
-    shard_file_free(&f);
+        fprintf(stderr, "shardcat: no sample '%.*s' in any of %zu shards\n", (int)klen, member,
+                shard_list_count(t));
     return 1;
 }
 
@@ -319,11 +374,12 @@ static void print_defect(void *cookie, const char *msg)
     fprintf(stderr, "shardcat: %s\n", msg);
 }
 
-static int cmd_verify(const ShardList *t, int decode, ShardRemote *rm)
+static int cmd_verify(const ShardList *t, int decode, int json, ShardRemote *rm)
 {
     int status = 0;
     uint64_t bad = 0;
     for (size_t i = 0; i < shard_list_count(t); i++) {
+        const char *url = shard_list_entry(t, i)->url;
         ShardVerifySettings s;
         shard_verify_default_settings(&s);
         s.remote = rm;
@@ -332,9 +388,34 @@ static int cmd_verify(const ShardList *t, int decode, ShardRemote *rm)
         s.on_defect = print_defect;
         ShardVerifyResult r;
         ShardError err;
-        int rc = shard_verify(shard_list_entry(t, i)->url, &s, &r, &err);
-        if (rc == 0) {
-            cli_print_path(stdout, shard_list_entry(t, i)->url);
+        int rc = shard_verify(url, &s, &r, &err);
+        if (rc && rc != SHARD_ERR_FORMAT && rc != SHARD_ERR_CHECKSUM)
+            fprintf(stderr, "shardcat: %s\n", err.message);
+        if (rc) {
+            status = 1;
+            bad++;
+        }
+        if (json) {
+            json_t *o = json_object();
+            json_object_set_new(o, "url", json_text(url));
+            json_object_set_new(o, "ok", json_boolean(rc == 0));
+            json_object_set_new(o, "samples", json_integer((json_int_t)r.samples));
+            json_object_set_new(o, "members", json_integer((json_int_t)r.members));
+            json_object_set_new(o, "index", json_boolean(r.has_index));
+            json_object_set_new(o, "frames", json_integer((json_int_t)r.frames));
+            if (decode)
+                json_object_set_new(o, "jpegs", json_integer((json_int_t)r.jpegs));
+            json_object_set_new(o, "manifest", s.expect ? json_boolean(rc == 0) : json_null());
+            json_object_set_new(o, "defects",
+                                json_integer((json_int_t)(rc ? (r.defects ? r.defects : 1) : 0)));
+            json_object_set_new(o, "error", rc ? json_text(err.message) : json_null());
+            char *line = json_dumps(o, JSON_COMPACT);
+            if (line)
+                puts(line);
+            free(line);
+            json_decref(o);
+        } else if (rc == 0) {
+            cli_print_path(stdout, url);
             printf(": ok: %llu samples, %llu members%s", (unsigned long long)r.samples,
                    (unsigned long long)r.members, r.has_index ? ", index matches" : ", no index");
             if (r.frames)
@@ -345,16 +426,12 @@ static int cmd_verify(const ShardList *t, int decode, ShardRemote *rm)
                 printf(", manifest size and checksums match");
             putchar('\n');
         } else {
-            if (rc != SHARD_ERR_FORMAT && rc != SHARD_ERR_CHECKSUM)
-                fprintf(stderr, "shardcat: %s\n", err.message);
-            cli_print_path(stdout, shard_list_entry(t, i)->url);
+            cli_print_path(stdout, url);
             printf(": FAILED (%llu defects)\n", (unsigned long long)(r.defects ? r.defects : 1));
-            status = 1;
-            bad++;
         }
         fflush(stdout);
     }
-    if (shard_list_count(t) > 1)
+    if (shard_list_count(t) > 1 && !json)
         printf("%zu shards, %llu failed\n", shard_list_count(t), (unsigned long long)bad);
     return status;
 }
@@ -653,6 +730,10 @@ int main(int argc, char **argv)
     const char *cmd = argv[1];
     if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help"))
         return usage(stdout), 0;
+    if (!strcmp(cmd, "--version") || !strcmp(cmd, "-V")) {
+        printf("shardcat (libshard) %s\n", shard_version());
+        return 0;
+    }
     int json = 0, decode = 0;
     const char *dir = NULL;
     StreamOpts so;
@@ -688,16 +769,17 @@ int main(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     optind = 2;
+    opterr = 0; /* one message for an unknown option, ours */
     int c;
     uint64_t v;
-    while ((c = getopt_long(argc, argv, "C:h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":C:h", longopts, NULL)) != -1) {
         if (c >= O_SHUFFLE)
             stream_opt = 1;
         switch (c) {
         case 'J': json = 1; break;
         case 'D': decode = 1; break;
         case 'C': dir = optarg; break;
-        case 'h': usage(stdout); return 0;
+        case 'h': return help(cmd);
         case O_SHUFFLE: {
             char *colon = strchr(optarg, ':');
             if (colon)
@@ -806,7 +888,16 @@ int main(int argc, char **argv)
         case O_CA: ro.ca_bundle = optarg; break;
         case O_CMDS: so.s.manifest_commands = 1; break;
         case O_MAP: so.s.map_files = 1; break;
-        default: return die_usage("unknown option");
+        case ':': {
+            char msg[256];
+            snprintf(msg, sizeof msg, "%s wants a value", argv[optind - 1]);
+            return die_usage(msg);
+        }
+        default: {
+            char msg[256];
+            snprintf(msg, sizeof msg, "unknown option '%s'", argv[optind - 1]);
+            return die_usage(msg);
+        }
         }
     }
     char **args = argv + optind;
@@ -840,8 +931,8 @@ static int run(const char *cmd, char **args, int nargs, int json, int decode, co
         so.json = json;
         return cmd_stream(&so, args, nargs);
     }
-    if (json && strcmp(cmd, "ls") && strcmp(cmd, "info"))
-        return die_usage("--json goes with ls, info and stream");
+    if (json && strcmp(cmd, "ls") && strcmp(cmd, "info") && strcmp(cmd, "verify"))
+        return die_usage("--json goes with ls, info, verify and stream");
     if (decode && strcmp(cmd, "verify"))
         return die_usage("--decode goes with verify");
     if (dir && strcmp(cmd, "extract"))
@@ -849,7 +940,13 @@ static int run(const char *cmd, char **args, int nargs, int json, int decode, co
     if (!strcmp(cmd, "cat")) {
         if (nargs != 2)
             return die_usage("cat wants SHARD KEY.FIELD");
-        return cmd_cat(args[0], args[1], rm);
+        const char *member = args[1], *slash = strrchr(member, '/');
+        if (!strchr(slash ? slash + 1 : member, '.'))
+            return die_usage("cat wants KEY.FIELD, e.g. n01440764/img_0001.jpg");
+        ShardList *t = collect(args, 1, rm, o->s.manifest_commands);
+        int status = t ? cmd_cat(t, member, rm) : 1;
+        shard_list_free(&t);
+        return status;
     }
     if (strcmp(cmd, "ls") && strcmp(cmd, "info") && strcmp(cmd, "verify") && strcmp(cmd, "index") &&
         strcmp(cmd, "extract")) {
@@ -869,7 +966,7 @@ static int run(const char *cmd, char **args, int nargs, int json, int decode, co
         else if (!strcmp(cmd, "info"))
             status = cmd_info(t, json, rm);
         else if (!strcmp(cmd, "verify"))
-            status = cmd_verify(t, decode, rm);
+            status = cmd_verify(t, decode, json, rm);
         else if (!strcmp(cmd, "index"))
             status = cmd_index(t);
         else

@@ -123,7 +123,8 @@ static void usage(FILE *f)
           "      --no-checksum      same as --checksum none\n"
           "  -q, --quiet            no progress bar and no summary\n"
           "      --join             join part manifests into -o MANIFEST\n"
-          "  -h, --help             this help\n",
+          "  -h, --help             this help\n"
+          "  -V, --version          the version\n",
           f);
 }
 
@@ -258,6 +259,20 @@ static int check_output_dir(const char *pattern)
     char *d = dirname(copy);
     struct stat st;
     int rc = 0;
+    /* made when missing, parents too, as mkdir -p */
+    for (char *p = d + 1; stat(d, &st) != 0 && errno == ENOENT && p;) {
+        p = strchr(p, '/');
+        if (p)
+            *p = 0;
+        if (mkdir(d, 0777) != 0 && errno != EEXIST) {
+            fprintf(stderr, "shardpack: cannot make the output folder %s: %s\n", d,
+                    strerror(errno));
+            free(copy);
+            return -1;
+        }
+        if (p)
+            *p++ = '/';
+    }
     if (stat(d, &st) != 0) {
         fprintf(stderr, "shardpack: output folder %s: %s\n", d, strerror(errno));
         rc = -1;
@@ -360,16 +375,18 @@ int main(int argc, char **argv)
         {"upload-part", required_argument, NULL, OPT_UPLOAD_PART},
         {"inflight", required_argument, NULL, OPT_INFLIGHT}, {"quiet", no_argument, NULL, 'q'},
         {"join", no_argument, NULL, OPT_JOIN},      {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
     int c;
     uint64_t v;
-    while ((c = getopt_long(argc, argv, "o:c:s:l:j:qh", longopts, NULL)) != -1) {
+    opterr = 0; /* one message for an unknown option, ours */
+    while ((c = getopt_long(argc, argv, ":o:c:s:l:j:qhV", longopts, NULL)) != -1) {
         switch (c) {
         case 'o': o.pattern = optarg; break;
         case 'c':
-            if (cli_parse_u64(optarg, &o.maxcount))
-                die_usage("--maxcount wants a whole number");
+            if (cli_parse_u64(optarg, &o.maxcount) || o.maxcount == 0)
+                die_usage("--maxcount wants a whole number of samples per shard, at least 1");
             break;
         case 's':
             if (cli_parse_size(optarg, &o.maxsize))
@@ -453,7 +470,18 @@ int main(int argc, char **argv)
         case 'q': o.quiet = 1; break;
         case OPT_JOIN: join = 1; break;
         case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+        case 'V': printf("shardpack (libshard) %s\n", shard_version()); return 0;
+        case ':': {
+            char msg[256];
+            snprintf(msg, sizeof msg, "%s wants a value", argv[optind - 1]);
+            die_usage(msg);
+            break;
+        }
+        default: {
+            char msg[256];
+            snprintf(msg, sizeof msg, "unknown option '%s'", argv[optind - 1]);
+            die_usage(msg);
+        }
         }
     }
     if (join)

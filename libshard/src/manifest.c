@@ -28,7 +28,16 @@ struct ShardManifest {
     char **classes;
     size_t nclasses;
     char *options; /* compact JSON object text */
+    size_t part, nparts, plan_shards; /* a part of a plan (nparts 0: not one) */
 };
+
+int shard_manifest_set_part(ShardManifest *m, size_t part, size_t nparts, size_t plan_shards)
+{
+    if (part >= nparts)
+        return SHARD_ERR_INVALID;
+    m->part = part, m->nparts = nparts, m->plan_shards = plan_shards;
+    return 0;
+}
 
 int shard_manifest_new(ShardManifest **out, const char *name)
 {
@@ -244,6 +253,10 @@ static json_t *to_json(const ShardManifest *m, const char *mdir_real)
     json_object_set_new(lib, "nsamples", json_integer((json_int_t)shard_manifest_samples(m)));
     json_object_set_new(lib, "options", options);
     options = NULL;
+    if (m->nparts)
+        json_object_set_new(lib, "part", json_pack("{s:I,s:I,s:I}", "index", (json_int_t)m->part,
+                                                   "of", (json_int_t)m->nparts, "shards",
+                                                   (json_int_t)m->plan_shards));
     json_object_set_new(root, "libshard", lib);
     return root;
 fail:
@@ -435,6 +448,16 @@ int shard_manifest_parse(ShardManifest **out, const char *text, size_t len, cons
     if (lib) {
         json_t *classes = json_object_get(lib, "classes");
         json_t *options = json_object_get(lib, "options");
+        json_t *part = json_object_get(lib, "part");
+        json_int_t pi = 0, pn = 0, ps = 0;
+        if (part && (json_unpack(part, "{s:I,s:I,s:I}", "index", &pi, "of", &pn, "shards", &ps) ||
+                     pi < 0 || pn <= pi || ps < 0)) {
+            rc = bad(err, path, "\"libshard.part\" is not {\"index\", \"of\", \"shards\"} "
+                     "with index < of");
+            goto out;
+        }
+        if (part)
+            shard_manifest_set_part(m, (size_t)pi, (size_t)pn, (size_t)ps);
         if (classes) {
             if (!json_is_array(classes)) {
                 rc = bad(err, path, "\"libshard.classes\" is not an array");
@@ -516,6 +539,53 @@ int shard_manifest_join(ShardManifest **out, const ShardManifest *const *parts, 
     if (rc) {
         shard_manifest_free(&m);
         return shard_report(err, rc, "join: out of memory");
+    }
+    /* parts of one plan: each exactly once, and together every shard of it */
+    size_t nparts = parts[0]->nparts;
+    for (size_t p = 1; p < n && !rc; p++)
+        if (parts[p]->nparts != nparts || parts[p]->plan_shards != parts[0]->plan_shards)
+            rc = SHARD_ERR_FORMAT;
+    if (rc) {
+        shard_manifest_free(&m);
+        return shard_report(err, rc, "join: the manifests are not parts of the same pack plan "
+                                     "(their libshard.part counts differ)");
+    }
+    if (nparts) {
+        unsigned char *seen = calloc(nparts, 1);
+        if (!seen) {
+            shard_manifest_free(&m);
+            return shard_report(err, SHARD_ERR_NOMEM, "join: out of memory");
+        }
+        size_t dup = SIZE_MAX;
+        for (size_t p = 0; p < n; p++)
+            if (seen[parts[p]->part]++)
+                dup = parts[p]->part;
+        char missing[256] = "";
+        size_t nmissing = 0, len = 0;
+        for (size_t i = 0; i < nparts; i++)
+            if (!seen[i] && nmissing++ < 16 && len < sizeof missing - 24)
+                len += (size_t)snprintf(missing + len, sizeof missing - len, "%s%zu",
+                                        len ? ", " : "", i);
+        free(seen);
+        if (dup != SIZE_MAX || nmissing) {
+            if (dup != SIZE_MAX)
+                shard_fail(msg, SHARD_ERR_FORMAT, "join: part %zu of %zu is given twice", dup,
+                           nparts);
+            else
+                shard_fail(msg, SHARD_ERR_FORMAT,
+                           "join: an incomplete set: part%s %s%s of %zu missing (parts count "
+                           "from 0; pack them with --part I/%zu)",
+                           nmissing > 1 ? "s" : "", missing, nmissing > 16 ? ", ..." : "",
+                           nparts, nparts);
+            shard_manifest_free(&m);
+            return shard_report(err, SHARD_ERR_FORMAT, msg);
+        }
+        if (m->n != parts[0]->plan_shards) {
+            shard_fail(msg, SHARD_ERR_FORMAT, "join: the parts list %zu shards, their plan has "
+                       "%zu", m->n, parts[0]->plan_shards);
+            shard_manifest_free(&m);
+            return shard_report(err, SHARD_ERR_FORMAT, msg);
+        }
     }
     qsort(m->shards, m->n, sizeof *m->shards, url_cmp);
     for (size_t i = 1; i < m->n; i++) {

@@ -856,6 +856,8 @@ int shard_pack_manifest(ShardManifest **out, const ShardPackPlan *p, const char 
     int rc = shard_manifest_new(&m, b);
     if (!rc && !(rc = shard_manifest_set_options(m, opts)))
         rc = shard_manifest_set_classes(m, (const char *const *)p->classes, p->nclasses);
+    if (!rc && p->s.nparts)
+        rc = shard_manifest_set_part(m, p->s.part, p->s.nparts, (size_t)p->nshards);
     free(stem);
     free(opts);
     if (rc) {

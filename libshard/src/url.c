@@ -24,9 +24,21 @@ static int has_scheme(const char *url)
     return p && p > url;
 }
 
+/* file:///PATH and file://localhost/PATH name the local PATH; NULL for anything else. */
+static const char *file_path(const char *url)
+{
+    if (strncmp(url, "file://", 7))
+        return NULL;
+    const char *p = url + 7;
+    if (!strncmp(p, "localhost/", 10))
+        p += 9;
+    return *p == '/' ? p : NULL;
+}
+
 int shard_url_has_siblings(const char *url)
 {
-    return !shard_url_is_command(url) && (!has_scheme(url) || shard_url_is_remote(url));
+    return !shard_url_is_command(url) &&
+           (!has_scheme(url) || shard_url_is_remote(url) || file_path(url));
 }
 
 int shard_url_is_prefix(const char *url)
@@ -92,11 +104,13 @@ int shard_source_open(ShardSource **out, const char *url, ShardRemote *remote, i
         return shard_source_pipe(out, url, url + 5, err);
     if (shard_url_is_remote(url))
         return shard_source_remote(out, url, remote, flags, err);
+    if (file_path(url))
+        return shard_source_file(out, file_path(url), flags, err);
     if (has_scheme(url))
         return shard_fail(err, SHARD_ERR_UNSUPPORTED,
-                          "%s: unknown scheme (want a path, pipe:, http://, https://, gs:// or "
-                          "s3://)",
-                          url);
+                          "%s: unsupported scheme '%.*s' (libshard reads paths, file:///PATH, "
+                          "pipe:, http://, https://, gs:// and s3://)",
+                          url, (int)(strstr(url, "://") - url), url);
     return shard_source_file(out, url, flags, err);
 }
 

@@ -393,11 +393,26 @@ class ShardDataset(torch.utils.data.IterableDataset):
         n = r.epoch_length
         del r
         if n is None:
-            raise TypeError("len() needs sample counts: a manifest, or a .idx beside every shard")
+            raise self._no_count()
         if not self.decode:
             return n
         bs = self.settings.get("batch_size", 256)
         return n // bs if self.settings.get("drop_last") else -(-n // bs)
+
+    def _no_count(self):
+        """Why len() has no count, naming the shards: a missing one, or those without an
+        index."""
+        specs = self.urls if not (self.urls and isinstance(self.urls[0], tuple)) else [
+            u for spec, _ in self.urls for u in spec]
+        remote = {k: v for k, v in self.settings.items() if k in REMOTE_KEYS}
+        uncounted = [u for u, n in _libshard.list_shards(specs, **remote) if n is None]
+        for u in uncounted:
+            if "://" not in u and not u.startswith("pipe:") and not os.path.exists(u):
+                return FileNotFoundError(f"len(): shard {u} does not exist")
+        shown = ", ".join(uncounted[:3]) + (f" and {len(uncounted) - 3} more"
+                                              if len(uncounted) > 3 else "")
+        return TypeError(f"len() needs sample counts: a manifest, or a .idx beside every shard; "
+                         f"{len(uncounted)} shard(s) have neither: {shown}")
 
     def __getstate__(self):
         # Pickled for spawn-started workers: the running reader stays behind.

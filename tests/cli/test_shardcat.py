@@ -372,7 +372,7 @@ def test_ls_json_matches_webdataset_grouping(foreign, run_sc):
 def test_ls_text_format(foreign, run_sc):
     kind, p, tb = foreign
     ref = wds_reference(tb, p)
-    want = [s["__key__"] + "  " + " ".join(f"{f}:{n}" for f, n in s["fields"].items()) for s in ref]
+    want = [s["__key__"] + "  " + " ".join(f"{f}:{n}B" for f, n in s["fields"].items()) for s in ref]
     assert sc_ok(run_sc("ls", p)).splitlines() == want, kind
 
 
@@ -923,7 +923,7 @@ def test_brace_patterns_manifests_and_pipes(packed, run_sc):
     ["ls"],
     ["ls", "--bogus", "x.tar"],
     ["ls", "--decode", "x.tar"],
-    ["verify", "--json", "x.tar"],
+    ["index", "--json", "x.tar"],
     ["info", "-C", "d", "x.tar"],
     ["cat", "x.tar"],
     ["cat", "x.tar", "a.jpg", "b.jpg"],
@@ -955,3 +955,75 @@ def test_cat_missing_member_exits_1(packed, run_sc):
     assert cp.returncode == 1 and "missing.tar" in err_text(cp)
     cp = run_sc("ls", s.parent / "missing.tar")
     assert cp.returncode == 1 and "missing.tar" in err_text(cp)
+
+
+# ---- behaving as a new user expects ------------------------------------------------------
+
+
+def test_version_and_each_commands_help(run_sc):
+    cp = run_sc("--version")
+    assert cp.returncode == 0 and cp.stdout.decode().startswith("shardcat (libshard) ")
+    for cmd, says in (("ls", "jpg:81234B"), ("verify", "--json"), ("cat", "manifest"),
+                      ("extract", "-C DIR")):
+        cp = run_sc(cmd, "--help")
+        out = cp.stdout.decode()
+        assert cp.returncode == 0 and out.startswith(f"usage: shardcat {cmd}"), out
+        assert says in out and "stream URLS" not in out, out
+
+
+def test_an_unknown_option_is_reported_once(run_sc, tmp_path):
+    cp = run_sc("ls", "--bogus", tmp_path / "x.tar")
+    err = err_text(cp)
+    assert cp.returncode == 2 and err.count("bogus") == 1, err
+    assert "unknown option '--bogus'" in err
+    cp = run_sc("ls", "--cache-dir")
+    assert cp.returncode == 2 and "--cache-dir wants a value" in err_text(cp)
+
+
+def sc_ok_bytes(cp):
+    assert cp.returncode == 0, err_text(cp)
+    return cp.stdout
+
+
+def test_cat_takes_a_manifest_or_pattern(packed, run_sc):
+    d, shards = packed
+    manifest = d / "tr.json"
+    last = ls_json(run_sc, shards[-1])[-1]["__key__"]
+    with tarfile.open(shards[-1]) as tf:
+        want = tf.extractfile(f"{last}.cls").read()
+    assert sc_ok_bytes(run_sc("cat", manifest, f"{last}.cls")) == want
+    pattern = str(shards[0]).replace("000", "{000..002}")
+    assert sc_ok_bytes(run_sc("cat", pattern, f"{last}.cls")) == want
+    cp = run_sc("cat", manifest, "zz/none.jpg")
+    assert cp.returncode == 1 and "no sample 'zz/none' in any of 3 shards" in err_text(cp)
+
+
+def test_verify_json(packed, run_sc, tmp_path):
+    d, shards = packed
+    manifest = d / "tr.json"
+    rows = [json.loads(l) for l in sc_ok(run_sc("verify", "--json", manifest)).splitlines()]
+    assert [r["url"] for r in rows] == [str(s) for s in shards]
+    assert all(r["ok"] and r["manifest"] is True and r["defects"] == 0 and r["index"]
+               and r["samples"] == 4 and r["error"] is None for r in rows), rows
+    bad = tmp_path / "bad.tar"
+    data = bytearray(shards[0].read_bytes())
+    data[10] ^= 0xFF  # the first member's name: its header checksum fails
+    bad.write_bytes(bytes(data))
+    cp = run_sc("verify", "--json", bad, shards[1])
+    rows = [json.loads(l) for l in cp.stdout.decode().splitlines()]
+    assert cp.returncode == 1 and len(rows) == 2
+    assert rows[0]["ok"] is False and rows[0]["defects"] >= 1 and rows[0]["manifest"] is None
+    assert rows[1]["ok"] is True
+
+
+def test_file_urls_are_paths_and_other_schemes_are_unsupported(packed, run_sc):
+    d, shards = packed
+    manifest = d / "tr.json"
+    assert sc_ok(run_sc("ls", f"file://{shards[0]}")) == sc_ok(run_sc("ls", shards[0]))
+    out = sc_ok(run_sc("verify", f"file://{manifest}"))
+    assert "3 shards, 0 failed" in out and "index matches" in out
+    for url, scheme in (("ftp://host/x.tar", "ftp"), ("file://host/x.tar", "file")):
+        cp = run_sc("ls", url)
+        assert cp.returncode == 1, err_text(cp)
+        assert f"unsupported scheme '{scheme}'" in err_text(cp)
+        assert "No such file" not in err_text(cp)

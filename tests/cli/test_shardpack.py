@@ -387,15 +387,51 @@ def test_skip_messages_are_plain_lines_when_not_a_tty(run_sp, tmp_path):
         assert line.startswith("shardpack: "), f"line {line!r} in non-tty stderr"
 
 
-def test_missing_output_folder(run_sp, tmp_path):
+def test_a_missing_output_folder_is_made(run_sp, tmp_path):
     make_tree(tmp_path / "src", GOOD)
+    ok(run_sp(tmp_path / "src", "-o", tmp_path / "nope/sub/t-%06d.tar", "-q"))
+    assert (tmp_path / "nope/sub/t-000000.tar").is_file()
+    assert (tmp_path / "nope/sub/t.json").is_file()
+    # a file where a folder should be: said, and nothing made
+    (tmp_path / "afile").write_bytes(b"x")
     before = snapshot(tmp_path)
-    cp = run_sp(tmp_path / "src", "-o", tmp_path / "nope/sub/t-%06d.tar")
+    cp = run_sp(tmp_path / "src", "-o", tmp_path / "afile/sub/t-%06d.tar")
     err = out_text(cp)
     assert cp.returncode == 1, err
-    assert "nope" in err and err.startswith("shardpack: "), err
-    assert not (tmp_path / "nope").exists()
+    assert "afile" in err and err.startswith("shardpack: "), err
     assert snapshot(tmp_path) == before
+
+
+def test_maxcount_zero_is_refused(run_sp, tmp_path):
+    make_tree(tmp_path / "src", GOOD)
+    cp = run_sp(tmp_path / "src", "-o", tmp_path / "o/t-%06d.tar", "-c", "0")
+    assert cp.returncode == 2 and "--maxcount" in out_text(cp) and "at least 1" in out_text(cp)
+    assert not (tmp_path / "o").exists()
+
+
+def test_version_and_one_message_for_an_unknown_option(run_sp):
+    cp = run_sp("--version")
+    assert cp.returncode == 0 and cp.stdout.decode().startswith("shardpack (libshard) ")
+    cp = run_sp("--bogus")
+    err = out_text(cp)
+    assert cp.returncode == 2 and err.count("--bogus") == 1 and "unknown option '--bogus'" in err
+
+
+def test_join_refuses_an_incomplete_or_repeated_set_of_parts(run_sp, tmp_path):
+    bulk_tree(tmp_path / "src", per_class=3)
+    out = tmp_path / "out"
+    for i in range(3):
+        ok(run_sp(tmp_path / "src", "-o", out / "train-%06d.tar", "-c", "2", "--part", f"{i}/3"))
+    part = [out / f"train.part-{i}-of-3.json" for i in range(3)]
+    assert load_manifest(part[1])["libshard"]["part"] == {"index": 1, "of": 3, "shards": 5}
+    for given, msg in (([part[0], part[2]], "part 1 of 3 missing"),
+                       ([part[0], part[1]], "part 2 of 3 missing"),
+                       ([part[0], part[0], part[1], part[2]], "part 0 of 3 is given twice")):
+        cp = run_sp("--join", "-o", out / "train.json", *given)
+        assert cp.returncode == 1 and msg in out_text(cp), out_text(cp)
+        assert not (out / "train.json").exists()
+    ok(run_sp("--join", "-o", out / "train.json", *part))
+    assert len(load_manifest(out / "train.json")["shardlist"]) == 5
 
 
 def test_unwritable_output_folder(run_sp, world_tmp):

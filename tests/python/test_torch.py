@@ -233,6 +233,17 @@ def test_dataset_covers_every_sample_once(packed, num_workers):
         assert labels == [packed.class_label(k) for k in keys]
 
 
+def test_len_names_a_missing_shard_or_those_without_counts(packed, tmp_path):
+    shards = [str(p) for p in packed.shards[:2]] + [str(tmp_path / "gone-000.tar")]
+    with pytest.raises(FileNotFoundError, match="gone-000.tar does not exist"):
+        len(ShardDataset(shards, batch_size=32))
+    bare = tmp_path / "bare.tar"
+    bare.write_bytes(packed.shards[0].read_bytes())  # no .idx beside it
+    with pytest.raises(TypeError, match="1 shard.s. have neither: .*bare.tar"):
+        len(ShardDataset([str(packed.shards[1]), str(bare)], batch_size=32))
+    assert len(ShardDataset(str(packed.manifest), batch_size=32)) == -(-NSAMPLES // 32)
+
+
 def test_len_counts_each_workers_partial_batch(packed):
     """With 2 workers each worker yields its own partial last batch: 300 samples in batches
     of 64 are 150 + 150 per worker, 3 + 3 = 6 batches; len(ds) (which DataLoader reports as

@@ -82,6 +82,14 @@ SHARD_API int shard_manifest_set_classes(ShardManifest *m, const char *const *na
  */
 SHARD_API int shard_manifest_set_options(ShardManifest *m, const char *json_object);
 
+/**
+ * Marks the manifest as part `part` of `nparts` of one pack plan of `plan_shards` shards
+ * (written as libshard.part: {"index", "of", "shards"}), so a join can tell a missing or
+ * repeated part. @return SHARD_ERR_INVALID unless part < nparts.
+ */
+SHARD_API int shard_manifest_set_part(ShardManifest *m, size_t part, size_t nparts,
+                                      size_t plan_shards);
+
 /** @return the number of shards */
 SHARD_API size_t shard_manifest_count(const ShardManifest *m);
 
