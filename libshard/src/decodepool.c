@@ -9,6 +9,7 @@
  * are blocked in the decoders.
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "decodepool.h"
@@ -23,6 +24,8 @@ struct ShardDecodePool {
     ShardQueue jobs;
     pthread_t *threads;
     int nthreads;
+    atomic_ullong decoded;
+    _Atomic double busy; /* seconds decoding, all threads */
 };
 
 static void *decoder_main(void *arg)
@@ -32,12 +35,18 @@ static void *decoder_main(void *arg)
     ShardScratch sc = {0};
     ShardDecodeJob j;
     while (shard_queue_take(&p->jobs, &j) == 0) {
+        double t0 = shard_seconds();
         char msg[256] = "";
         int rc = j.data ? shard_decode_transform_with(&sc, j.data, j.size, &p->t, j.seed, j.out, msg,
                                                       sizeof msg)
                         : SHARD_ERR_NOT_FOUND;
         /* a huge image leaves huge buffers: not kept for the thread's life */
         shard_scratch_trim(&sc, SCRATCH_KEEP);
+        /* counted before done: the batch it completes may be the consumer's last */
+        double dt = shard_seconds() - t0, b = atomic_load(&p->busy);
+        while (!atomic_compare_exchange_weak(&p->busy, &b, b + dt))
+            ;
+        atomic_fetch_add(&p->decoded, 1);
         p->done(p->cookie, &j, rc, msg);
     }
     shard_scratch_release(&sc);
@@ -77,6 +86,14 @@ int shard_pool_open(ShardDecodePool **out, int threads, size_t depth, const Shar
 int shard_pool_submit(ShardDecodePool *p, const ShardDecodeJob *job)
 {
     return shard_queue_put(&p->jobs, job, job->size);
+}
+
+void shard_pool_stats(ShardDecodePool *p, ShardPoolStats *out)
+{
+    out->decoded = atomic_load(&p->decoded);
+    out->busy = atomic_load(&p->busy);
+    out->threads = p->nthreads;
+    shard_queue_stats(&p->jobs, &out->jobs);
 }
 
 void shard_pool_free(ShardDecodePool **pp)

@@ -7,6 +7,7 @@
 #define SHARD_DECODEPOOL_H
 
 #include "internal.h"
+#include "queue.h"
 #include "shard/decode.h"
 
 typedef struct ShardDecodeJob {
@@ -30,6 +31,15 @@ SHARD_HIDDEN int shard_pool_open(ShardDecodePool **out, int threads, size_t dept
                                  const ShardTransform *t, ShardDecodeDone done, void *cookie);
 /* Queues a job, waiting while the queue is full; 0, or SHARD_EOS once the pool closes. */
 SHARD_HIDDEN int shard_pool_submit(ShardDecodePool *p, const ShardDecodeJob *job);
+/* The pool's counters: jobs decoded, seconds decoding (summed over the threads), the job
+ * queue's statistics (its take_wait is the decoders waiting for work), threads. */
+typedef struct ShardPoolStats {
+    uint64_t decoded;
+    double busy;
+    ShardQueueStats jobs;
+    int threads;
+} ShardPoolStats;
+SHARD_HIDDEN void shard_pool_stats(ShardDecodePool *p, ShardPoolStats *out);
 /* Lets the decoders finish the jobs queued, then joins them and frees the pool. */
 SHARD_HIDDEN void shard_pool_free(ShardDecodePool **p);
 

@@ -40,6 +40,7 @@ typedef struct Stream {
     uint64_t skip;
     ShardItem *last; /* the END or ERROR marker, made before the thread starts so that the
                         stream always ends with one, out of memory or not */
+    _Atomic double started; /* when the thread began, 0 once it ended (statistics) */
 } Stream;
 
 struct ShardFetch {
@@ -49,6 +50,8 @@ struct ShardFetch {
     atomic_int stop;
     ShardBlockPool *pool; /* the streams' sample blocks, recycled */
     atomic_ullong shards_opened, skipped_shards, skipped_samples, errors;
+    _Atomic double alive; /* seconds of ended stream threads */
+    atomic_ullong samples; /* put into the queues (markers not counted) */
     pthread_mutex_t kept_lock;
     char *kept[KEPT_ERRORS];
     size_t nkept;
@@ -69,8 +72,13 @@ static int put(Stream *st, ShardItem *it)
     uint64_t bytes = 0;
     for (size_t i = 0; it && i < it->v.nfields; i++)
         bytes += it->v.fields[i].size;
+    int sample = it && it->kind == SHARD_ITEM_SAMPLE;
+    if (sample) /* counted first: the consumer may count it before this thread goes on */
+        atomic_fetch_add(&st->f->samples, 1);
     if (it && shard_queue_put(&st->q, &it, bytes) == 0)
         return 0;
+    if (sample)
+        atomic_fetch_sub(&st->f->samples, 1);
     shard_item_release(it);
     return -1;
 }
@@ -220,6 +228,7 @@ static void *fetch_main(void *arg)
     pthread_setname_np(pthread_self(), "shard-fetch"); /* for top -H, perf and gdb */
     Stream *st = arg;
     ShardFetch *f = st->f;
+    atomic_store(&st->started, shard_seconds());
     ShardSegment seg;
     uint64_t skip = st->skip;
     ShardFile *ahead = NULL;
@@ -233,6 +242,9 @@ static void *fetch_main(void *arg)
     shard_file_free(&ahead);
     if (!ended && !atomic_load(&f->stop))
         put_last(st, NULL);
+    double t0 = atomic_exchange(&st->started, 0.0), a = atomic_load(&f->alive);
+    while (!atomic_compare_exchange_weak(&f->alive, &a, a + (shard_seconds() - t0)))
+        ;
     return NULL;
 }
 
@@ -314,11 +326,25 @@ void shard_fetch_counters(ShardFetch *f, ShardFetchCounters *c)
     c->skipped_shards = atomic_load(&f->skipped_shards);
     c->skipped_samples = atomic_load(&f->skipped_samples);
     c->errors = atomic_load(&f->errors);
-    c->take_wait = 0;
+    c->take_wait = c->put_wait = 0;
+    c->items = c->bytes = 0;
+    c->fill = c->capacity = 0;
+    c->threads = f->s.streams;
+    c->alive = atomic_load(&f->alive);
+    c->items = atomic_load(&f->samples);
+    double now = shard_seconds();
     for (size_t k = 0; k < f->nqueues; k++) {
         ShardQueueStats st;
         shard_queue_stats(&f->streams[k].q, &st);
         c->take_wait += st.take_wait;
+        c->put_wait += st.put_wait;
+
+        c->bytes += st.bytes;
+        c->fill += st.fill;
+        c->capacity += st.capacity;
+        double t0 = atomic_load(&f->streams[k].started);
+        if (t0 > 0)
+            c->alive += now - t0;
     }
 }
 

@@ -32,9 +32,18 @@ typedef struct ShardFetchSettings {
 typedef struct ShardFetchCounters {
     uint64_t shards_opened, skipped_shards, skipped_samples, errors;
     double take_wait; /* seconds the consumer waited on the streams' queues */
+    uint64_t items, bytes;   /* put into the streams' queues */
+    double put_wait;         /* seconds the streams waited on full queues */
+    double alive;            /* seconds the stream threads ran, summed (running ones too) */
+    size_t fill, capacity;   /* of the queues, summed */
+    size_t threads;          /* streams */
 } ShardFetchCounters;
 
 typedef struct ShardFetch ShardFetch;
+
+/* A reader's fetch counters (reader.c), for the loader's statistics. */
+struct ShardReader;
+SHARD_HIDDEN void shard_reader_fetch_counters(const struct ShardReader *r, ShardFetchCounters *c);
 
 SHARD_HIDDEN int shard_fetch_new(ShardFetch **out, const ShardFetchSettings *s);
 /* Starts stream k's thread at its segment first, skipping skip samples of it. */

@@ -147,6 +147,9 @@ SHARD_HIDDEN void *shard_scratch_take(ShardScratch *s, int which);
 SHARD_HIDDEN void shard_scratch_trim(ShardScratch *s, size_t keep);
 SHARD_HIDDEN void shard_scratch_release(ShardScratch *s);
 
+/* Seconds from a monotonic clock (CLOCK_MONOTONIC): stage timing. */
+SHARD_HIDDEN double shard_seconds(void);
+
 /* The CPU quota (cores, fractional) of the cgroup /proc/self/cgroup-style file proc_cgroup
  * names under the cgroup mount root, the smallest on the way up; 0 when none (cpus.c). */
 SHARD_HIDDEN double shard_cpu_quota(const char *proc_cgroup, const char *root);

@@ -29,6 +29,7 @@
 
 #include "batch.h"
 #include "decodepool.h"
+#include "fetch.h"
 #include "internal.h"
 #include "item.h"
 #include "queue.h"
@@ -67,7 +68,21 @@ struct ShardLoader {
     uint64_t skipped_by[SHARD_BAD_N];
     uint64_t *offsets; /* per shard: samples in the shards before it, or NULL (the spec's) */
     uint64_t delivered_position;
+
+    /* statistics (shard_loader_stats) */
+    double opened;                /* when */
+    _Atomic double producer_time; /* seconds of ended producer runs */
+    _Atomic double producer_start;/* when the running one began; 0: none runs */
+    _Atomic double reader_time;   /* seconds the producer spent in shard_reader_take */
+    atomic_ullong delivered, delivered_bytes; /* samples handed to the caller */
 };
+
+static void add_seconds(_Atomic double *a, double d)
+{
+    double v = atomic_load(a);
+    while (!atomic_compare_exchange_weak(a, &v, v + d))
+        ;
+}
 
 void shard_loader_default_settings(ShardLoaderSettings *s)
 {
@@ -137,6 +152,7 @@ static void *producer_main(void *arg)
 {
     pthread_setname_np(pthread_self(), "shard-produce"); /* for top -H, perf and gdb */
     ShardLoader *l = arg;
+    atomic_store(&l->producer_start, shard_seconds());
     size_t bs = l->s.batch_size;
     const ShardList *list = shard_reader_list(l->reader);
     ShardSlot *sl;
@@ -145,7 +161,10 @@ static void *producer_main(void *arg)
         int rc = 0;
         while (sl->n < bs) {
             ShardItem *it;
-            if ((rc = shard_reader_take(l->reader, &it)))
+            double t0 = shard_seconds();
+            rc = shard_reader_take(l->reader, &it);
+            add_seconds(&l->reader_time, shard_seconds() - t0);
+            if (rc)
                 break;
             if ((rc = shard_slot_add(sl, &l->spec, it, shard_list_entry(list, it->shard)->url)))
                 break;
@@ -177,6 +196,7 @@ static void *producer_main(void *arg)
             break;
         }
     }
+    add_seconds(&l->producer_time, shard_seconds() - atomic_exchange(&l->producer_start, 0.0));
     return NULL;
 }
 
@@ -245,6 +265,7 @@ int shard_loader_open(ShardLoader **out, const ShardLoaderSettings *s, ShardErro
     if (!l)
         return shard_report(err, SHARD_ERR_NOMEM, "out of memory");
     l->s = *s;
+    l->opened = shard_seconds();
     l->image_fields = shard_strdup(s->image_fields ? s->image_fields : "jpg;jpeg;png");
     l->label_field = s->label_field ? shard_strdup(s->label_field) : NULL;
     l->raw_fields = s->raw_fields && *s->raw_fields ? shard_strdup(s->raw_fields) : NULL;
@@ -388,6 +409,8 @@ int shard_loader_next(ShardLoader *l, const ShardBatch **out)
         free(atomic_exchange(&sl->first_error, NULL));
         shard_slot_publish(sl, l->spec.image_bytes);
         atomic_fetch_add(&l->held, 1);
+        atomic_fetch_add(&l->delivered, sl->n);
+        atomic_fetch_add(&l->delivered_bytes, (uint64_t)sl->n * l->spec.image_bytes);
         *out = &sl->batch;
         return 0;
     }
@@ -466,6 +489,92 @@ uint64_t shard_loader_skipped_by(const ShardLoader *l, ShardBadSample why)
 void shard_loader_reader_stats(const ShardLoader *l, ShardReaderStats *out)
 {
     shard_reader_stats(l->reader, out);
+}
+
+/* ---- statistics ----------------------------------------------------------------------- */
+
+static double share(double part, double whole) { return whole > 0 ? part / whole : 0; }
+
+/* Names the stage the others wait on: the busiest for its threads (the caller, "deliver",
+ * counts: its busy time is its own work), with the evidence, the stages waiting on it. */
+static void judge(ShardLoaderStats *o)
+{
+    ShardStageStats *st = o->stages;
+    int b = 0;
+    double best = -1;
+    for (int i = 0; i < SHARD_STAGES; i++) {
+        double u = share(st[i].busy_seconds, st[i].seconds);
+        if (u > best)
+            best = u, b = i;
+    }
+    o->bottleneck = b;
+    int n;
+    if (b == SHARD_STAGES - 1)
+        n = snprintf(o->verdict, sizeof o->verdict,
+                     "deliver: the caller's own work takes %.0f%% of the time, waiting for "
+                     "batches %.0f%%: the pipeline keeps up", 100 * best,
+                     100 * share(st[b].wait_input_seconds, st[b].seconds));
+    else
+        n = snprintf(o->verdict, sizeof o->verdict, "%s: busy %.0f%% of %u thread%s",
+                     st[b].name, 100 * best, st[b].threads, st[b].threads == 1 ? "" : "s");
+    const char *sep = "; ";
+    for (int i = 0; i < SHARD_STAGES && n > 0 && (size_t)n < sizeof o->verdict; i++) {
+        double w = i < b ? share(st[i].wait_output_seconds, st[i].seconds)
+                 : i > b ? share(st[i].wait_input_seconds, st[i].seconds) : 0;
+        if (w < 0.1)
+            continue;
+        n += snprintf(o->verdict + n, sizeof o->verdict - (size_t)n, "%s%s waits on it %.0f%%",
+                      sep, st[i].name, 100 * w);
+        sep = ", ";
+    }
+}
+
+void shard_loader_stats(const ShardLoader *cl, ShardLoaderStats *o)
+{
+    ShardLoader *l = (ShardLoader *)cl;
+    memset(o, 0, sizeof *o);
+    double now = shard_seconds(), wall = now - l->opened;
+    o->wall_seconds = wall;
+    ShardFetchCounters fc;
+    shard_reader_fetch_counters(l->reader, &fc);
+    ShardReaderStats rs;
+    shard_reader_stats(l->reader, &rs);
+    ShardPoolStats ps;
+    shard_pool_stats(l->pool, &ps);
+    ShardQueueStats free_q, ready_q;
+    shard_queue_stats(&l->free_q, &free_q);
+    shard_queue_stats(&l->ready_q, &ready_q);
+    double start = atomic_load(&l->producer_start);
+    double producer = atomic_load(&l->producer_time) + (start > 0 ? now - start : 0);
+    double reader = atomic_load(&l->reader_time);
+
+    /* Every stage's time is its threads x the loader's life, so shares compare: a thread
+     * not running (a fetch stream between shards or epochs, the producer between epochs)
+     * waits for input; the shuffle, pulled on the producer's thread, waits for its output
+     * while the producer does batch work. */
+    ShardStageStats *st = o->stages;
+    double fwall = (double)fc.threads * wall;
+    st[0] = (ShardStageStats){"fetch", (unsigned)fc.threads, fc.items, fc.bytes, fwall,
+                              fc.alive - fc.put_wait, fwall - fc.alive, fc.put_wait, fc.fill,
+                              fc.capacity};
+    st[1] = (ShardStageStats){"shuffle", 1, rs.samples, rs.bytes, wall,
+                              reader - rs.wait_seconds, rs.wait_seconds, wall - reader, 0, 0};
+    double batch_out = free_q.take_wait + ps.jobs.put_wait;
+    st[2] = (ShardStageStats){"batch", 1, ps.jobs.items, ps.jobs.bytes, wall,
+                              producer - reader - batch_out, reader + (wall - producer),
+                              batch_out, ps.jobs.fill, ps.jobs.capacity};
+    st[3] = (ShardStageStats){"decode", (unsigned)ps.threads, ps.decoded,
+                              ps.decoded * l->spec.image_bytes, ps.threads * wall, ps.busy,
+                              ps.threads * wall - ps.busy, 0, ready_q.fill, ready_q.capacity};
+    uint64_t d = atomic_load(&l->delivered);
+    st[4] = (ShardStageStats){"deliver", 1, d, atomic_load(&l->delivered_bytes), wall,
+                              wall - ready_q.take_wait, ready_q.take_wait, 0,
+                              l->nslots - atomic_load(&l->held), l->nslots};
+    for (int i = 0; i < SHARD_STAGES; i++)
+        for (double *v = &st[i].busy_seconds; v <= &st[i].wait_output_seconds; v++)
+            if (*v < 0) /* clock readings a moment apart */
+                *v = 0;
+    judge(o);
 }
 
 const char *shard_loader_error(const ShardLoader *l) { return l->err; }

@@ -23,6 +23,7 @@
  *   buffered samples by index and starts each stream where the replay left it. Without
  *   counts it replays by reading (and dropping) P samples.
  */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,7 +76,7 @@ struct ShardReader {
     ShardItem *last; /* handed out by shard_reader_next, released at the next call */
     int start_due;   /* the fetch threads start at the first pull: a restore or set_epoch
                         right after open or an epoch change reads nothing it drops */
-    uint64_t samples, bytes;
+    atomic_ullong samples, bytes; /* read by other threads' statistics (loader.c) */
 };
 
 /* ---- the epoch's segments -------------------------------------------------------------- */
@@ -347,9 +348,11 @@ int shard_reader_take(ShardReader *r, ShardItem **out)
     if (!it)
         return SHARD_EOS;
     it->position = r->position++;
-    r->samples++;
+    uint64_t bytes = 0;
     for (size_t i = 0; i < it->v.nfields; i++)
-        r->bytes += it->v.fields[i].size;
+        bytes += it->v.fields[i].size;
+    atomic_fetch_add_explicit(&r->samples, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&r->bytes, bytes, memory_order_relaxed);
     *out = it;
     return 0;
 }
@@ -391,7 +394,7 @@ static int restore_to(ShardReader *r, uint64_t epoch, uint64_t position)
                 return rc;
             shard_item_release(it);
         }
-        r->samples -= position;
+        atomic_fetch_sub(&r->samples, position);
         return 0;
     }
     for (uint64_t i = 0; i < position; i++) {
@@ -645,12 +648,17 @@ uint64_t shard_reader_seed(const ShardReader *r) { return r->s.seed; }
 
 int64_t shard_reader_epoch_length(const ShardReader *r) { return r->epoch_length; }
 
+void shard_reader_fetch_counters(const ShardReader *r, ShardFetchCounters *c)
+{
+    shard_fetch_counters(r->fetch, c);
+}
+
 void shard_reader_stats(const ShardReader *r, ShardReaderStats *st)
 {
     ShardFetchCounters c;
     shard_fetch_counters(r->fetch, &c);
-    st->samples = r->samples;
-    st->bytes = r->bytes;
+    st->samples = atomic_load(&((ShardReader *)r)->samples);
+    st->bytes = atomic_load(&((ShardReader *)r)->bytes);
     st->shards_opened = c.shards_opened;
     st->wait_seconds = c.take_wait;
     st->skipped_shards = c.skipped_shards;

@@ -1090,7 +1090,35 @@ static PyObject *Loader_remote_stats(LoaderObject *self, PyObject *unused)
     return remote_stats_dict(self->rm);
 }
 
+static PyObject *Loader_stats(LoaderObject *self, PyObject *unused)
+{
+    (void)unused;
+    NEED_LOADER(self);
+    ShardLoaderStats st;
+    shard_loader_stats(self->l, &st);
+    PyObject *stages = PyDict_New();
+    for (int i = 0; stages && i < SHARD_STAGES; i++) {
+        const ShardStageStats *g = &st.stages[i];
+        PyObject *d = Py_BuildValue(
+            "{s:I,s:K,s:K,s:d,s:d,s:d,s:d,s:n,s:n}", "threads", g->threads, "items",
+            (unsigned long long)g->items, "bytes", (unsigned long long)g->bytes, "seconds",
+            g->seconds, "busy_seconds", g->busy_seconds, "wait_input_seconds",
+            g->wait_input_seconds, "wait_output_seconds", g->wait_output_seconds, "queue_fill",
+            (Py_ssize_t)g->queue_fill, "queue_capacity", (Py_ssize_t)g->queue_capacity);
+        if (!d || PyDict_SetItemString(stages, g->name, d))
+            Py_CLEAR(stages);
+        Py_XDECREF(d);
+    }
+    if (!stages)
+        return NULL;
+    return Py_BuildValue("{s:d,s:N,s:s,s:s}", "wall_seconds", st.wall_seconds, "stages", stages,
+                         "bottleneck", st.stages[st.bottleneck].name, "verdict", st.verdict);
+}
+
 static PyMethodDef Loader_methods[] = {
+    {"stats", (PyCFunction)Loader_stats, METH_NOARGS,
+     "Per-stage counters since the loader opened (fetch, shuffle, batch, decode, deliver: "
+     "items, bytes, busy and waiting seconds, queue fill), the bottleneck and the verdict."},
     {"remote_stats", (PyCFunction)Loader_remote_stats, METH_NOARGS,
      "Counters of the remote reads: bytes, requests, retries, resumes, cache hits."},
     {"state", (PyCFunction)Loader_state, METH_NOARGS, "The state after the last batch."},

@@ -234,7 +234,7 @@ class ShardDataset(torch.utils.data.IterableDataset):
             for sample in reader:
                 if skip:
                     self._note_skips(_reader_skipped(reader.stats()))
-                yield (sample, (logical, reader.state(), self.skipped)) if tagged else sample
+                yield (sample, (logical, reader.state(), self.skipped, None)) if tagged else sample
             if skip:
                 self._note_skips(_reader_skipped(reader.stats()), end=True)
             return
@@ -287,7 +287,8 @@ class ShardDataset(torch.utils.data.IterableDataset):
             state = batch.state if gpu is not None else loader.state()
             self._handed_state = state if gpu is not None else None
             del batch
-            yield (item, (logical, state, self.skipped)) if tagged else item
+            stats = loader.stats() if tagged and in_worker else None
+            yield (item, (logical, state, self.skipped, stats)) if tagged else item
         if skip:
             self._note_skips(loader.skipped_by, end=True)
 
@@ -422,6 +423,23 @@ class ShardDataset(torch.utils.data.IterableDataset):
         state["_uploader"] = None
         return state
 
+    def stats(self):
+        """Where the time goes, for this process's current or last iteration (num_workers=0;
+        ShardLoader.stats() covers DataLoader workers): {"wall_seconds", "stages": {fetch,
+        shuffle, batch, decode, deliver: {threads, items, bytes, seconds, busy_seconds,
+        wait_input_seconds, wait_output_seconds, queue_fill, queue_capacity}}, "bottleneck":
+        the stage the others wait on, "verdict": the evidence in words}; with
+        device="cuda" also "upload" (gpu_stats()). {} before the first iteration, and with
+        decode=False."""
+        src = self._source
+        if src is None or self._source_pid != os.getpid() or not hasattr(src, "stats"):
+            return {}
+        st = src.stats()
+        up = self.gpu_stats() if self.device.type == "cuda" else {}
+        if up:
+            st["upload"] = up
+        return st
+
     def remote_stats(self):
         """Counters of this process's remote reads for the current iteration (bytes,
         requests, retries, resumes, cache hits ...); {} before the first."""
@@ -539,7 +557,10 @@ class ShardLoader(torch.utils.data.DataLoader):
         items = super().__iter__()
         if ds.device.type == "cuda" and self.num_workers > 0:
             items = self._upload(ds, items)
-        for item, (logical, state, skipped) in items:
+        self._worker_stats = {}
+        for item, (logical, state, skipped, stats) in items:
+            if stats is not None:
+                self._worker_stats[logical] = stats
             self._states[logical] = state
             self._skips[logical] = skipped
             self._next = (logical + 1) % n
@@ -587,6 +608,18 @@ class ShardLoader(torch.utils.data.DataLoader):
         finally:
             self._gpu_last = _gpu_stats(up)
             up.close()
+
+    def stats(self):
+        """ShardDataset.stats for this loader: with num_workers=0 the dataset's; with workers
+        {"workers": {worker: that worker's stats as of its last batch handed out}} (and
+        "upload", this process's, with device="cuda")."""
+        if self.num_workers == 0:
+            return self.dataset.shard_dataset.stats()
+        out = {"workers": dict(getattr(self, "_worker_stats", {}))}
+        up = self.gpu_stats() if self.dataset.shard_dataset.device.type == "cuda" else {}
+        if up:
+            out["upload"] = up
+        return out
 
     def gpu_stats(self):
         """ShardDataset.gpu_stats for this loader: its own upload with workers, the

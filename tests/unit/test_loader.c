@@ -378,3 +378,37 @@ Test(loader, everything_a_batch_hands_out_comes_from_the_allocator)
     pthread_mutex_destroy(&c.lock);
     cr_assert_not_null(shard_default_allocator());
 }
+
+Test(loader, stage_statistics_agree_and_add_up)
+{
+    const char *urls[] = {make_shards(0)};
+    ShardLoaderSettings s;
+    settings(&s, urls);
+    ShardLoader *l;
+    ShardError err;
+    cr_assert_eq(shard_loader_open(&l, &s, &err), 0, "%s", err.message);
+    const ShardBatch *b;
+    while (shard_loader_next(l, &b) == 0) {
+        ShardLoaderStats mid; /* read while the threads run */
+        shard_loader_stats(l, &mid);
+        cr_assert_leq(mid.stages[4].items, NSAMPLES);
+        shard_batch_release(l, b);
+    }
+    ShardLoaderStats st;
+    shard_loader_stats(l, &st);
+    static const char *names[] = {"fetch", "shuffle", "batch", "decode", "deliver"};
+    for (int i = 0; i < SHARD_STAGES; i++) {
+        const ShardStageStats *g = &st.stages[i];
+        cr_assert_str_eq(g->name, names[i]);
+        cr_assert_eq(g->items, NSAMPLES, "%s: %llu samples", g->name, (unsigned long long)g->items);
+        double sum = g->busy_seconds + g->wait_input_seconds + g->wait_output_seconds;
+        cr_assert(sum <= g->seconds * 1.1 + 0.05 && sum >= g->seconds * 0.9 - 0.05,
+                  "%s: busy %.3f + waits %.3f + %.3f against %.3f", g->name, g->busy_seconds,
+                  g->wait_input_seconds, g->wait_output_seconds, g->seconds);
+    }
+    cr_assert_eq(st.stages[3].threads, 3);
+    cr_assert(st.bottleneck >= 0 && st.bottleneck < SHARD_STAGES);
+    cr_assert(!strncmp(st.verdict, names[st.bottleneck], strlen(names[st.bottleneck])), "%s",
+              st.verdict);
+    shard_loader_free(&l);
+}

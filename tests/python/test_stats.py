@@ -1,0 +1,81 @@
+"""Where the time goes: ds.stats() per stage (fetch, shuffle, batch, decode, deliver). The
+counts agree from stage to stage, each stage's busy and waiting time add up to its time,
+and the stage made slow is the one named: a fetch throttled by a slow pipe: command, a
+decode of huge images on one thread, a training step that sleeps. Per DataLoader worker
+through ShardLoader."""
+import time
+
+import numpy as np
+import pytest
+from PIL import Image
+
+torch = pytest.importorskip("torch")
+
+from libshard.torch import ShardDataset, ShardLoader  # noqa: E402
+
+from .conftest import NSAMPLES, pack, within  # noqa: E402
+
+STAGES = ["fetch", "shuffle", "batch", "decode", "deliver"]
+KW = dict(seed=0, shuffle=50, batch_size=32, image_size=32)
+
+
+def epoch(ds, step=0.0):
+    for _ in ds:
+        if step:
+            time.sleep(step)
+    return ds.stats()
+
+
+def test_counts_agree_and_times_add_up(packed):
+    st = within(120, lambda: epoch(ShardDataset(str(packed.manifest), **KW)), "an epoch")
+    assert list(st["stages"]) == STAGES
+    for name in STAGES:
+        g = st["stages"][name]
+        assert g["items"] == NSAMPLES, (name, g)
+        parts = g["busy_seconds"] + g["wait_input_seconds"] + g["wait_output_seconds"]
+        assert abs(parts - g["seconds"]) <= 0.1 * g["seconds"] + 0.05, (name, g)
+        assert g["busy_seconds"] >= 0 and g["queue_fill"] <= g["queue_capacity"], (name, g)
+    assert st["stages"]["decode"]["bytes"] == NSAMPLES * 32 * 32 * 3
+    assert st["stages"]["deliver"]["seconds"] == pytest.approx(st["wall_seconds"], rel=0.01)
+    assert st["bottleneck"] in STAGES and st["verdict"].startswith(st["bottleneck"])
+
+
+def test_a_slow_training_step_is_named(packed):
+    st = within(120, lambda: epoch(ShardDataset(str(packed.manifest), **KW), step=0.15),
+                "an epoch")
+    assert st["bottleneck"] == "deliver", st["verdict"]
+    assert "the pipeline keeps up" in st["verdict"]
+
+
+def test_a_throttled_fetch_is_named(packed):
+    # each shard through a command that stalls before its bytes, one stream: a slow source
+    urls = [f"pipe:sleep 0.4; cat '{p}'" for p in packed.shards]
+    ds = ShardDataset(urls, streams=1, **KW)
+    st = within(120, lambda: epoch(ds), "an epoch")
+    assert st["bottleneck"] == "fetch", st["verdict"]
+    assert "deliver waits on it" in st["verdict"], st["verdict"]
+
+
+def test_a_slow_decode_is_named(shardpack, tmp_path):
+    src = tmp_path / "huge"
+    for i in range(12):
+        p = src / "c" / f"{i}.jpg"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        small = np.random.default_rng(i).integers(0, 256, (60, 80, 3), dtype=np.uint8)
+        Image.fromarray(small).resize((3200, 2400), Image.BILINEAR).save(p, quality=85)
+    manifest = pack(shardpack, src, tmp_path / "shards", maxcount=4)
+    ds = ShardDataset(str(manifest), seed=0, batch_size=4, image_size=32, threads=1,
+                      fast=False, crop="center")
+    st = within(120, lambda: epoch(ds), "an epoch of huge images")
+    assert st["bottleneck"] == "decode", st["verdict"]
+    assert st["verdict"].startswith("decode: busy") and "1 thread" in st["verdict"]
+
+
+def test_each_dataloader_worker_reports(packed):
+    loader = ShardLoader(ShardDataset(str(packed.manifest), **KW), num_workers=2)
+    n = within(120, lambda: sum(len(y) for _, y in loader), "a ShardLoader epoch")
+    st = loader.stats()
+    assert n == NSAMPLES and sorted(st["workers"]) == [0, 1]
+    for w in st["workers"].values():
+        assert list(w["stages"]) == STAGES and w["stages"]["decode"]["items"] > 0
+    assert sum(w["stages"]["deliver"]["items"] for w in st["workers"].values()) == NSAMPLES
