@@ -34,6 +34,7 @@ the main process (a plain DataLoader refuses: its workers cannot hand out GPU me
 import collections
 import logging
 import os
+import sys
 import time
 import warnings
 
@@ -109,7 +110,9 @@ class ShardDataset(torch.utils.data.IterableDataset):
     image_fields ("jpg;jpeg;png"), label_field ("cls"), device ("cpu", "cuda" or "cuda:N";
     "cuda" is torch.cuda.current_device(), so set_device(LOCAL_RANK) picks each rank's GPU),
     device_buffers (3: device buffers in the ring, the batches held plus those uploaded
-    ahead).
+    ahead). report_every (seconds; None: off) with report ("log": the libshard logger at
+    INFO, "stderr", or a callable taking the report dict): the periodic report while
+    iterating.
     raw_fields: other fields to carry along ("json;txt", a list of names, or "*" for every
     field but the image and label); batches are then (images, labels, {name: [bytes or
     None per sample]}).
@@ -117,7 +120,8 @@ class ShardDataset(torch.utils.data.IterableDataset):
 
     def __init__(self, urls, *, decode=True, device="cpu", rank=None, world_size=None, **settings):
         super().__init__()
-        unknown = set(settings) - set(_READER_KEYS) - set(_LOADER_KEYS) - {"device_buffers"}
+        unknown = (set(settings) - set(_READER_KEYS) - set(_LOADER_KEYS)
+                   - {"device_buffers", "report_every", "report"})
         if unknown:
             raise TypeError(f"ShardDataset: unknown settings {sorted(unknown)}")
         if settings.get("shuffle") is False:  # dataset order: for evaluation
@@ -147,6 +151,14 @@ class ShardDataset(torch.utils.data.IterableDataset):
             raise ValueError(f"dtype {settings['dtype']!r} is made on the GPU (device='cuda'); "
                              f"on the CPU: 'uint8' or 'float32'")
         self.device_buffers = settings.pop("device_buffers", 3)
+        self.report_every = settings.pop("report_every", None)
+        self.report = settings.pop("report", "log")
+        if self.report_every is not None and not self.report_every > 0:
+            raise ValueError(f"report_every: seconds between reports, more than 0, not "
+                             f"{self.report_every!r}")
+        if not (callable(self.report) or self.report in ("log", "stderr")):
+            raise ValueError(f"report: 'log', 'stderr' or a callable taking the report dict, "
+                             f"not {self.report!r}")
         self.rank, self.world_size = rank, world_size
         self.settings = settings
         self._shared = torch.zeros(4, dtype=torch.int64).share_memory_()
@@ -273,7 +285,10 @@ class ShardDataset(torch.utils.data.IterableDataset):
         else:
             batches = self._host_batches(loader, layout if not cuda else "nhwc")
         skip = self.settings.get("skip_errors")
+        reporter = _Reporter(self, loader) if self.report_every else None
         for images, labels, batch in batches:
+            if reporter:
+                reporter.tick()
             if raw:
                 fields = batch.fields
                 if keys:
@@ -668,6 +683,50 @@ class ShardLoader(torch.utils.data.DataLoader):
                              f"{n} workers")
         ds._shared[_EPOCH] = int(state["epoch"])
         self._restored = (int(state["epoch"]), states, int(state["next"]) % n, int(state["batches"]))
+
+
+class _Reporter:
+    """The periodic report: every report_every seconds, what the last interval did (samples/s,
+    MB/s read), the bottleneck so far with its evidence, the queues' fill and the GPU's wait,
+    to the logging module, stderr or the dataset's callable."""
+
+    def __init__(self, ds, loader):
+        self.ds, self.loader = ds, loader
+        self.every = float(ds.report_every)
+        self.last = time.monotonic()
+        self.prev = loader.stats()
+
+    def tick(self):
+        now = time.monotonic()
+        if now - self.last < self.every:
+            return
+        st = self.loader.stats()
+        dt = now - self.last
+        prev = self.prev["stages"]
+        cur = st["stages"]
+        rep = {"interval_seconds": dt,
+               "samples_per_second": (cur["deliver"]["items"] - prev["deliver"]["items"]) / dt,
+               "mb_per_second": (cur["fetch"]["bytes"] - prev["fetch"]["bytes"]) / dt / 1e6,
+               "bottleneck": st["bottleneck"], "verdict": st["verdict"],
+               "queues": {k: (v["queue_fill"], v["queue_capacity"]) for k, v in cur.items()
+                          if v["queue_capacity"]},
+               "stats": st}
+        up = self.ds.gpu_stats() if self.ds.device.type == "cuda" else {}
+        if up:
+            rep["gpu_wait_seconds"] = up["wait_seconds"]
+        self.last, self.prev = now, st
+        if callable(self.ds.report):
+            self.ds.report(rep)
+            return
+        queues = " ".join(f"{k} {f}/{c}" for k, (f, c) in rep["queues"].items())
+        line = (f"libshard: {rep['samples_per_second']:.0f} samples/s, "
+                f"{rep['mb_per_second']:.1f} MB/s read; bottleneck {rep['verdict']}; "
+                f"queues {queues}"
+                + (f"; GPU waited {up['wait_seconds']:.1f} s" if up else ""))
+        if self.ds.report == "stderr":
+            print(line, file=sys.stderr, flush=True)
+        else:
+            _LOG.info("%s", line)
 
 
 def _hw(size):

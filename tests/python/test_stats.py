@@ -79,3 +79,24 @@ def test_each_dataloader_worker_reports(packed):
     for w in st["workers"].values():
         assert list(w["stages"]) == STAGES and w["stages"]["decode"]["items"] > 0
     assert sum(w["stages"]["deliver"]["items"] for w in st["workers"].values()) == NSAMPLES
+
+
+def test_the_periodic_report(packed, capfd, caplog):
+    got = []
+    ds = ShardDataset(str(packed.manifest), report_every=0.2, report=got.append, **KW)
+    within(120, lambda: epoch(ds, step=0.1), "an epoch")
+    assert len(got) >= 3, got
+    for r in got:
+        assert r["interval_seconds"] >= 0.2 and r["samples_per_second"] > 0
+        assert r["bottleneck"] in STAGES and r["verdict"] and "decode" in r["queues"]
+    assert sum(r["samples_per_second"] * r["interval_seconds"] for r in got) <= NSAMPLES + 1
+    ds = ShardDataset(str(packed.manifest), report_every=0.2, report="stderr", **KW)
+    within(120, lambda: epoch(ds, step=0.1), "an epoch")
+    err = capfd.readouterr().err
+    assert "libshard: " in err and "samples/s" in err and "bottleneck deliver" in err, err
+    with caplog.at_level("INFO", logger="libshard"):
+        within(120, lambda: epoch(ShardDataset(str(packed.manifest), report_every=0.2, **KW),
+                                  step=0.1), "an epoch")
+    assert any("samples/s" in r.getMessage() for r in caplog.records)
+    with pytest.raises(ValueError, match="report_every"):
+        ShardDataset(str(packed.manifest), report_every=0, **KW)
