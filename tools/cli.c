@@ -100,3 +100,50 @@ int cli_ends_with(const char *s, const char *suffix)
     size_t n = strlen(s), k = strlen(suffix);
     return n >= k && !strcmp(s + n - k, suffix);
 }
+
+void cli_progress_begin(CliProgress *p, int on, const char *unit, uint64_t total)
+{
+    p->on = on;
+    p->unit = unit;
+    p->total = total;
+    p->t0 = p->last = cli_now();
+    p->drawn = 0;
+}
+
+void cli_progress_update(CliProgress *p, uint64_t done, double bytes, int force)
+{
+    if (!p->on)
+        return;
+    double now = cli_now();
+    if (!force && now - p->last < 0.1)
+        return;
+    p->last = now;
+    double dt = now - p->t0, rate = dt > 0 ? bytes / dt : 0;
+    char hb[32], hr[32];
+    cli_human_bytes(bytes, hb, sizeof hb);
+    cli_human_bytes(rate, hr, sizeof hr);
+    if (p->total) {
+        enum { WIDTH = 30 };
+        char bar[WIDTH + 1];
+        int fill = (int)((double)(done < p->total ? done : p->total) * WIDTH / (double)p->total);
+        for (int i = 0; i < WIDTH; i++)
+            bar[i] = i < fill ? '#' : '.';
+        bar[WIDTH] = 0;
+        double eta = done ? dt * (double)(p->total - (done < p->total ? done : p->total)) / (double)done : 0;
+        fprintf(stderr, "\r\033[K[%s] %llu/%llu %s  %s  %s/s  ETA %.0fs", bar,
+                (unsigned long long)done, (unsigned long long)p->total, p->unit, hb, hr, eta);
+    } else {
+        fprintf(stderr, "\r\033[K%llu %s  %s  %s/s", (unsigned long long)done, p->unit, hb, hr);
+    }
+    fflush(stderr);
+    p->drawn = 1;
+}
+
+void cli_progress_clear(CliProgress *p)
+{
+    if (p->on && p->drawn) {
+        fputs("\r\033[K", stderr);
+        fflush(stderr);
+        p->drawn = 0;
+    }
+}

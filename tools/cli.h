@@ -33,4 +33,19 @@ void cli_print_path(FILE *f, const char *path);
 /* The same into buf (cut to size). */
 const char *cli_escape_path(const char *path, char *buf, size_t size);
 
+/* A progress line on stderr, drawn over itself: only when on (a terminal, not -q). */
+typedef struct CliProgress {
+    int on;
+    const char *unit; /* "shards", "samples" */
+    uint64_t total;   /* 0: unknown (count and rate only) */
+    double t0, last;
+    int drawn;
+} CliProgress;
+
+void cli_progress_begin(CliProgress *p, int on, const char *unit, uint64_t total);
+/* Redraws with done units and bytes so far, at most every 0.1 s unless force. */
+void cli_progress_update(CliProgress *p, uint64_t done, double bytes, int force);
+/* Clears the line, before other output to the terminal. */
+void cli_progress_clear(CliProgress *p);
+
 #endif /* SHARD_TOOLS_CLI_H */

@@ -46,6 +46,9 @@ static void usage(FILE *f)
           "                                sources, each W's share of every epoch; --map maps\n"
           "                                local shards (faster; a shard cut meanwhile: SIGBUS)\n"
           "\n"
+          "  -q, --quiet          no progress line (one is drawn on stderr, when it is a\n"
+          "                       terminal, over many shards and for stream)\n"
+          "\n"
           "Manifests (every command):\n"
           "  --allow-manifest-commands\n"
           "                       let a manifest list pipe:COMMAND shards (a manifest from\n"
@@ -374,12 +377,16 @@ static void print_defect(void *cookie, const char *msg)
     fprintf(stderr, "shardcat: %s\n", msg);
 }
 
-static int cmd_verify(const ShardList *t, int decode, int json, ShardRemote *rm)
+static int cmd_verify(const ShardList *t, int decode, int json, int bar, ShardRemote *rm)
 {
     int status = 0;
     uint64_t bad = 0;
+    CliProgress pg;
+    cli_progress_begin(&pg, bar && shard_list_count(t) > 1, "shards", shard_list_count(t));
+    double bytes = 0;
     for (size_t i = 0; i < shard_list_count(t); i++) {
         const char *url = shard_list_entry(t, i)->url;
+        cli_progress_update(&pg, i, bytes, 1);
         ShardVerifySettings s;
         shard_verify_default_settings(&s);
         s.remote = rm;
@@ -389,6 +396,8 @@ static int cmd_verify(const ShardList *t, int decode, int json, ShardRemote *rm)
         ShardVerifyResult r;
         ShardError err;
         int rc = shard_verify(url, &s, &r, &err);
+        cli_progress_clear(&pg);
+        bytes += rc ? 0 : (double)r.filesize;
         if (rc && rc != SHARD_ERR_FORMAT && rc != SHARD_ERR_CHECKSUM)
             fprintf(stderr, "shardcat: %s\n", err.message);
         if (rc) {
@@ -431,6 +440,7 @@ static int cmd_verify(const ShardList *t, int decode, int json, ShardRemote *rm)
         }
         fflush(stdout);
     }
+    cli_progress_clear(&pg);
     if (shard_list_count(t) > 1 && !json)
         printf("%zu shards, %llu failed\n", shard_list_count(t), (unsigned long long)bad);
     return status;
@@ -438,13 +448,18 @@ static int cmd_verify(const ShardList *t, int decode, int json, ShardRemote *rm)
 
 /* ---- index --------------------------------------------------------------------------- */
 
-static int cmd_index(const ShardList *t)
+static int cmd_index(const ShardList *t, int bar)
 {
     int status = 0;
+    CliProgress pg;
+    cli_progress_begin(&pg, bar && shard_list_count(t) > 1, "shards", shard_list_count(t));
     for (size_t i = 0; i < shard_list_count(t); i++) {
         ShardError err;
         uint64_t n;
-        if (shard_index_build(shard_list_entry(t, i)->url, NULL, &n, &err)) {
+        cli_progress_update(&pg, i, 0, 1);
+        int rc = shard_index_build(shard_list_entry(t, i)->url, NULL, &n, &err);
+        cli_progress_clear(&pg);
+        if (rc) {
             fprintf(stderr, "shardcat: %s\n", err.message);
             status = 1;
             continue;
@@ -556,8 +571,10 @@ static int write_member(int dirfd, const char *path, const unsigned char *data, 
     return e;
 }
 
-static int cmd_extract(const ShardList *t, const char *dir, ShardRemote *rm)
+static int cmd_extract(const ShardList *t, const char *dir, int bar, ShardRemote *rm)
 {
+    CliProgress pg;
+    cli_progress_begin(&pg, bar && shard_list_count(t) > 1, "shards", shard_list_count(t));
     int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dirfd < 0) {
         fprintf(stderr, "shardcat: %s: %s\n", dir, strerror(errno));
@@ -566,6 +583,8 @@ static int cmd_extract(const ShardList *t, const char *dir, ShardRemote *rm)
     int status = 0;
     uint64_t files = 0;
     for (size_t i = 0; i < shard_list_count(t); i++) {
+        cli_progress_update(&pg, i, 0, 1);
+        cli_progress_clear(&pg); /* members' messages may follow */
         Extract x = {shard_list_entry(t, i)->url, 0};
         ShardFileSettings s;
         shard_file_default_settings(&s);
@@ -623,6 +642,7 @@ typedef struct StreamOpts {
     const char *state;
     int json;
     int stats;
+    int bar; /* progress line on stderr (a terminal, no -q) */
     ShardMixInput *mix; /* --mix sources, each of one spec (its urls point at spec) */
     const char **spec;
     size_t nmix;
@@ -661,8 +681,17 @@ static int cmd_stream(StreamOpts *o, char **args, int nargs)
     const char *key, *url;
     const ShardFieldView *fields;
     size_t nfields;
+    int64_t length = shard_reader_epoch_length(r);
+    uint64_t total = o->have_samples ? o->samples : length > 0 ? (uint64_t)length : 0;
+    CliProgress pg;
+    /* over the samples printed only when they go elsewhere: a terminal shows them */
+    cli_progress_begin(&pg, o->bar && !isatty(1), "samples", total);
+    double bytes = 0;
     while ((!o->have_samples || n < o->samples) &&
            (rc = shard_reader_next(r, &key, &url, &fields, &nfields)) == 0) {
+        for (size_t k = 0; k < nfields; k++)
+            bytes += (double)fields[k].size;
+        cli_progress_update(&pg, n, bytes, n == 0);
         if (o->json) {
             json_t *j = json_object();
             json_object_set_new(j, "__key__", json_text(key));
@@ -680,6 +709,8 @@ static int cmd_stream(StreamOpts *o, char **args, int nargs)
         }
         n++;
     }
+    cli_progress_update(&pg, n, bytes, 1);
+    cli_progress_clear(&pg);
     fflush(stdout);
     if (rc && rc != SHARD_EOS) {
         fprintf(stderr, "shardcat: %s\n", shard_reader_error(r));
@@ -766,13 +797,15 @@ int main(int argc, char **argv)
         {"ca-bundle", required_argument, NULL, O_CA},
         {"allow-manifest-commands", no_argument, NULL, O_CMDS},
         {"map", no_argument, NULL, O_MAP},
+        {"quiet", no_argument, NULL, 'q'},
         {NULL, 0, NULL, 0},
     };
     optind = 2;
     opterr = 0; /* one message for an unknown option, ours */
     int c;
     uint64_t v;
-    while ((c = getopt_long(argc, argv, ":C:h", longopts, NULL)) != -1) {
+    int quiet = 0;
+    while ((c = getopt_long(argc, argv, ":C:hq", longopts, NULL)) != -1) {
         if (c >= O_SHUFFLE)
             stream_opt = 1;
         switch (c) {
@@ -780,6 +813,7 @@ int main(int argc, char **argv)
         case 'D': decode = 1; break;
         case 'C': dir = optarg; break;
         case 'h': return help(cmd);
+        case 'q': quiet = 1; break;
         case O_SHUFFLE: {
             char *colon = strchr(optarg, ':');
             if (colon)
@@ -911,6 +945,7 @@ int main(int argc, char **argv)
         return 2;
     }
     so.s.remote = rm;
+    so.bar = !quiet && isatty(2); /* a progress line where someone watches */
     int status = run(cmd, args, nargs, json, decode, dir, &so, rm);
     shard_remote_free(&rm);
     free(so.mix);
@@ -966,11 +1001,11 @@ static int run(const char *cmd, char **args, int nargs, int json, int decode, co
         else if (!strcmp(cmd, "info"))
             status = cmd_info(t, json, rm);
         else if (!strcmp(cmd, "verify"))
-            status = cmd_verify(t, decode, json, rm);
+            status = cmd_verify(t, decode, json, o->bar, rm);
         else if (!strcmp(cmd, "index"))
-            status = cmd_index(t);
+            status = cmd_index(t, o->bar);
         else
-            status = cmd_extract(t, dir, rm);
+            status = cmd_extract(t, dir, o->bar, rm);
     }
     shard_list_free(&t);
     if (fflush(stdout) != 0 || ferror(stdout)) {

@@ -1027,3 +1027,41 @@ def test_file_urls_are_paths_and_other_schemes_are_unsupported(packed, run_sc):
         assert cp.returncode == 1, err_text(cp)
         assert f"unsupported scheme '{scheme}'" in err_text(cp)
         assert "No such file" not in err_text(cp)
+
+
+def stderr_on_a_terminal(cmd):
+    """Runs cmd with stderr on a pseudo-terminal (stdout a pipe); its stdout and what the
+    terminal showed."""
+    import pty
+    master, slave = pty.openpty()
+    p = subprocess.Popen([os.fspath(c) for c in cmd], stdout=subprocess.PIPE, stderr=slave,
+                         stdin=subprocess.DEVNULL, env=BASE_ENV)
+    os.close(slave)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # the child closed its end
+            break
+        if not chunk:
+            break
+        shown += chunk
+    out = p.stdout.read()
+    p.wait(timeout=60)
+    os.close(master)
+    return p.returncode, out, shown
+
+
+@pytest.mark.parametrize("cmd", ["verify", "index", "stream"])
+def test_progress_on_a_terminal_only(packed, shardcat, run_sc, tmp_path, cmd):
+    d, shards = packed
+    extra = ["--seed", "0"] if cmd == "stream" else []
+    rc, out, shown = stderr_on_a_terminal([shardcat, cmd, *extra, *shards])
+    assert rc == 0, shown
+    unit = b"samples" if cmd == "stream" else b"shards"
+    assert b"\r\x1b[K" in shown and b"/" + str(12 if cmd == "stream" else 3).encode() in shown, shown
+    assert unit in shown
+    rc, out, shown = stderr_on_a_terminal([shardcat, cmd, "-q", *extra, *shards])
+    assert rc == 0 and b"\r" not in shown, shown
+    cp = run_sc(cmd, *extra, *shards)  # stderr a pipe: no progress line
+    assert cp.returncode == 0 and b"\r" not in cp.stderr
