@@ -13,6 +13,7 @@
 #include <stdlib.h>
 
 #include "decodepool.h"
+#include "trace.h"
 #include "queue.h"
 
 #define SCRATCH_KEEP ((size_t)64 << 20) /* bytes of one decode buffer kept between samples */
@@ -26,6 +27,7 @@ struct ShardDecodePool {
     int nthreads;
     atomic_ullong decoded;
     _Atomic double busy; /* seconds decoding, all threads */
+    struct ShardTrace *_Atomic trace;
 };
 
 static void *decoder_main(void *arg)
@@ -43,7 +45,8 @@ static void *decoder_main(void *arg)
         /* a huge image leaves huge buffers: not kept for the thread's life */
         shard_scratch_trim(&sc, SCRATCH_KEEP);
         /* counted before done: the batch it completes may be the consumer's last */
-        double dt = shard_seconds() - t0, b = atomic_load(&p->busy);
+        double t1 = shard_seconds(), dt = t1 - t0, b = atomic_load(&p->busy);
+        shard_trace_span(atomic_load(&p->trace), "decode", t0, t1, 1);
         while (!atomic_compare_exchange_weak(&p->busy, &b, b + dt))
             ;
         atomic_fetch_add(&p->decoded, 1);
@@ -86,6 +89,11 @@ int shard_pool_open(ShardDecodePool **out, int threads, size_t depth, const Shar
 int shard_pool_submit(ShardDecodePool *p, const ShardDecodeJob *job)
 {
     return shard_queue_put(&p->jobs, job, job->size);
+}
+
+void shard_pool_set_trace(ShardDecodePool *p, struct ShardTrace *trace)
+{
+    atomic_store(&p->trace, trace);
 }
 
 void shard_pool_stats(ShardDecodePool *p, ShardPoolStats *out)

@@ -40,6 +40,9 @@ typedef struct ShardPoolStats {
     int threads;
 } ShardPoolStats;
 SHARD_HIDDEN void shard_pool_stats(ShardDecodePool *p, ShardPoolStats *out);
+/* Spans of the decoders go to trace (borrowed; NULL: none); set before jobs are queued. */
+struct ShardTrace;
+SHARD_HIDDEN void shard_pool_set_trace(ShardDecodePool *p, struct ShardTrace *trace);
 /* Lets the decoders finish the jobs queued, then joins them and frees the pool. */
 SHARD_HIDDEN void shard_pool_free(ShardDecodePool **p);
 

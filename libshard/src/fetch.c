@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "fetch.h"
+#include "trace.h"
 #include "shard/file.h"
 #include "shardfile.h"
 #include "url.h"
@@ -52,6 +53,7 @@ struct ShardFetch {
     atomic_ullong shards_opened, skipped_shards, skipped_samples, errors;
     _Atomic double alive; /* seconds of ended stream threads */
     atomic_ullong samples; /* put into the queues (markers not counted) */
+    struct ShardTrace *trace;
     pthread_mutex_t kept_lock;
     char *kept[KEPT_ERRORS];
     size_t nkept;
@@ -235,7 +237,13 @@ static void *fetch_main(void *arg)
     int ended = 0; /* by an error the stream's last item reports, or a stop */
     for (size_t n = st->first; !atomic_load(&f->stop) && f->s.segment(f->s.cookie, st->id, n, &seg);
          n++) {
-        if ((ended = fetch_segment(st, &seg, n, skip, &ahead)))
+        double t0 = f->trace ? shard_seconds() : 0;
+        uint64_t before = atomic_load(&f->samples);
+        ended = fetch_segment(st, &seg, n, skip, &ahead);
+        if (f->trace) /* samples: all streams' in that time, near enough for a span */
+            shard_trace_span(f->trace, "fetch", t0, shard_seconds(),
+                             atomic_load(&f->samples) - before);
+        if (ended)
             break;
         skip = 0;
     }
@@ -311,6 +319,8 @@ void shard_fetch_stop(ShardFetch *f)
     }
     atomic_store(&f->stop, 0);
 }
+
+void shard_fetch_set_trace(ShardFetch *f, struct ShardTrace *trace) { f->trace = trace; }
 
 ShardItem *shard_fetch_take(ShardFetch *f, size_t k)
 {

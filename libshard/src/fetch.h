@@ -44,6 +44,10 @@ typedef struct ShardFetch ShardFetch;
 /* A reader's fetch counters (reader.c), for the loader's statistics. */
 struct ShardReader;
 SHARD_HIDDEN void shard_reader_fetch_counters(const struct ShardReader *r, ShardFetchCounters *c);
+/* Spans of the fetch threads go to trace (borrowed; NULL: none); before they start. */
+struct ShardTrace;
+SHARD_HIDDEN void shard_fetch_set_trace(ShardFetch *f, struct ShardTrace *trace);
+SHARD_HIDDEN void shard_reader_set_trace(struct ShardReader *r, struct ShardTrace *trace);
 
 SHARD_HIDDEN int shard_fetch_new(ShardFetch **out, const ShardFetchSettings *s);
 /* Starts stream k's thread at its segment first, skipping skip samples of it. */

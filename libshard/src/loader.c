@@ -30,6 +30,7 @@
 #include "batch.h"
 #include "decodepool.h"
 #include "fetch.h"
+#include "trace.h"
 #include "internal.h"
 #include "item.h"
 #include "queue.h"
@@ -75,6 +76,8 @@ struct ShardLoader {
     _Atomic double producer_start;/* when the running one began; 0: none runs */
     _Atomic double reader_time;   /* seconds the producer spent in shard_reader_take */
     atomic_ullong delivered, delivered_bytes; /* samples handed to the caller */
+    ShardTrace *trace;            /* settings.trace_path: spans of every stage */
+    char *trace_path;
 };
 
 static void add_seconds(_Atomic double *a, double d)
@@ -159,6 +162,7 @@ static void *producer_main(void *arg)
     while ((sl = take_slot(l))) {
         /* Take the batch's samples (the reader runs on this thread). */
         int rc = 0;
+        double shuffle_from = l->trace ? shard_seconds() : 0;
         while (sl->n < bs) {
             ShardItem *it;
             double t0 = shard_seconds();
@@ -170,6 +174,8 @@ static void *producer_main(void *arg)
                 break;
         }
         shard_slot_seal(sl);
+        double batch_from = l->trace ? shard_seconds() : 0;
+        shard_trace_span(l->trace, "shuffle", shuffle_from, batch_from, sl->n);
         if (rc && rc != SHARD_EOS) {
             put_end(l, sl, rc, rc == SHARD_ERR_NOMEM
                                    ? "loader: out of memory for a batch's keys or raw fields"
@@ -190,6 +196,8 @@ static void *producer_main(void *arg)
                                 (unsigned char *)sl->images + i * l->spec.image_bytes, sl, i};
             shard_pool_submit(l->pool, &j); /* the pool closes only after the producer ends */
         }
+        if (l->trace)
+            shard_trace_span(l->trace, "batch", batch_from, shard_seconds(), n);
         if (n < bs) { /* the partial last batch is out; the END follows */
             if ((sl = take_slot(l)))
                 put_end(l, sl, 0, NULL);
@@ -333,6 +341,14 @@ int shard_loader_open(ShardLoader **out, const ShardLoaderSettings *s, ShardErro
     int threads = s->threads > 0 ? s->threads : shard_cpus_available();
     if (shard_pool_open(&l->pool, threads < 1 ? 1 : threads, bs * 2, t, decoded, l))
         return fail_open(l, err, shard_fail(l->err, SHARD_ERR_NOMEM, "loader: no decode thread"));
+    if (s->trace_path) { /* before any thread records */
+        l->trace_path = shard_strdup(s->trace_path);
+        l->trace = shard_trace_new(s->trace_spans ? s->trace_spans : (size_t)1 << 20);
+        if (!l->trace || !l->trace_path)
+            return fail_open(l, err, shard_fail(l->err, SHARD_ERR_NOMEM, "out of memory"));
+        shard_pool_set_trace(l->pool, l->trace);
+        shard_reader_set_trace(l->reader, l->trace);
+    }
     int rc = start_producer(l);
     if (rc)
         return fail_open(l, err, rc);
@@ -359,7 +375,18 @@ static ShardSlot *unpark(ShardLoader *l)
     return NULL;
 }
 
+static int loader_next(ShardLoader *l, const ShardBatch **out);
+
 int shard_loader_next(ShardLoader *l, const ShardBatch **out)
+{
+    double t0 = l->trace ? shard_seconds() : 0;
+    int rc = loader_next(l, out);
+    if (l->trace) /* the caller's wait for a batch */
+        shard_trace_span(l->trace, "deliver", t0, shard_seconds(), *out ? (*out)->size : 0);
+    return rc;
+}
+
+static int loader_next(ShardLoader *l, const ShardBatch **out)
 {
     *out = NULL;
     if (l->broken)
@@ -597,6 +624,22 @@ void shard_loader_free(ShardLoader **pl)
     free(l->label_field);
     free(l->offsets);
     free(l->raw_fields);
+    if (l->trace) {
+        char msg[SHARD_ERROR_MAX];
+        if (shard_trace_write(l->trace, l->trace_path, msg)) /* nowhere else to say it */
+            fprintf(stderr, "libshard: %s\n", msg);
+        shard_trace_free(&l->trace);
+    }
+    free(l->trace_path);
     free(l);
     *pl = NULL;
+}
+
+int shard_loader_trace_write(const ShardLoader *l, const char *path, ShardError *err)
+{
+    if (!l->trace)
+        return shard_report(err, SHARD_ERR_STATE, "loader: no trace recorded (trace_path unset)");
+    char msg[SHARD_ERROR_MAX];
+    int rc = shard_trace_write(l->trace, path, msg);
+    return rc ? shard_report(err, rc, msg) : 0;
 }

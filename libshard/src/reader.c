@@ -648,6 +648,11 @@ uint64_t shard_reader_seed(const ShardReader *r) { return r->s.seed; }
 
 int64_t shard_reader_epoch_length(const ShardReader *r) { return r->epoch_length; }
 
+void shard_reader_set_trace(ShardReader *r, struct ShardTrace *trace)
+{
+    shard_fetch_set_trace(r->fetch, trace);
+}
+
 void shard_reader_fetch_counters(const ShardReader *r, ShardFetchCounters *c)
 {
     shard_fetch_counters(r->fetch, c);

@@ -858,7 +858,7 @@ static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kw)
     static char *kwlist[] = {READER_KWLIST, "batch_size", "image_size", "crop", "flip", "fast",
                              "layout", "dtype", "mean", "std", "scale", "ratio", "drop_last",
                              "threads", "batches", "image_fields", "label_field", "raw_fields",
-                             "missing_label", "gpu", NULL};
+                             "missing_label", "gpu", "trace", NULL};
     ReaderArgs a;
     reader_args_default(&a);
     Py_ssize_t batch_size = 256, threads = 0, batches = 4;
@@ -867,14 +867,16 @@ static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kw)
     const char *image_fields = "jpg;jpeg;png", *label_field = "cls", *raw_fields = "*";
     int flip = 0, fast = 1, drop_last = 0;
     PyObject *missing_label = NULL, *gpu = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, READER_FMT_KW "nOsppssOOOOpnnszzOO", kwlist,
+    const char *trace = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, READER_FMT_KW "nOsppssOOOOpnnszzOOz", kwlist,
                                      READER_PTRS(a), &batch_size, &image_size, &crop, &flip, &fast,
                                      &layout, &dtype, &mean, &std, &scale, &ratio, &drop_last,
                                      &threads, &batches, &image_fields, &label_field, &raw_fields,
-                                     &missing_label, &gpu))
+                                     &missing_label, &gpu, &trace))
         return -1;
     ShardLoaderSettings s;
     shard_loader_default_settings(&s);
+    s.trace_path = trace;
     if (gpu == Py_None)
         gpu = NULL;
     if (gpu && !(s.allocator = shard_py_pinned(gpu)))
@@ -1115,7 +1117,23 @@ static PyObject *Loader_stats(LoaderObject *self, PyObject *unused)
                          "bottleneck", st.stages[st.bottleneck].name, "verdict", st.verdict);
 }
 
+static PyObject *Loader_write_trace(LoaderObject *self, PyObject *arg)
+{
+    NEED_LOADER(self);
+    PyObject *b;
+    if (!PyUnicode_FSConverter(arg, &b))
+        return NULL;
+    ShardError err;
+    int rc = shard_loader_trace_write(self->l, PyBytes_AS_STRING(b), &err);
+    Py_DECREF(b);
+    if (rc)
+        return shard_py_raise(rc, err.message);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef Loader_methods[] = {
+    {"write_trace", (PyCFunction)Loader_write_trace, METH_O,
+     "write_trace(path): the spans so far (a Loader made with trace=...), Chrome trace JSON"},
     {"stats", (PyCFunction)Loader_stats, METH_NOARGS,
      "Per-stage counters since the loader opened (fetch, shuffle, batch, decode, deliver: "
      "items, bytes, busy and waiting seconds, queue fill), the bottleneck and the verdict."},

@@ -49,7 +49,7 @@ _READER_KEYS = ("seed", "mode", "pad", "epoch_samples", "shuffle_shards", "shuff
                 "manifest_commands") + REMOTE_KEYS
 _LOADER_KEYS = ("batch_size", "image_size", "crop", "flip", "fast", "layout", "dtype", "mean",
                 "std", "scale", "ratio", "drop_last", "threads", "batches", "image_fields",
-                "label_field", "raw_fields", "missing_label")
+                "label_field", "raw_fields", "missing_label", "trace")
 
 
 _LOG = logging.getLogger("libshard")
@@ -112,7 +112,9 @@ class ShardDataset(torch.utils.data.IterableDataset):
     device_buffers (3: device buffers in the ring, the batches held plus those uploaded
     ahead). report_every (seconds; None: off) with report ("log": the libshard logger at
     INFO, "stderr", or a callable taking the report dict): the periodic report while
-    iterating.
+    iterating. trace: a path: the stages' spans of each iteration written there in the Chrome
+    trace event format (Perfetto, chrome://tracing); DataLoader workers each write
+    PATH.worker-N.json.
     raw_fields: other fields to carry along ("json;txt", a list of names, or "*" for every
     field but the image and label); batches are then (images, labels, {name: [bytes or
     None per sample]}).
@@ -275,6 +277,13 @@ class ShardDataset(torch.utils.data.IterableDataset):
             gpu = _libshard.Gpu(self._device_index())
             args["batches"] = max(args.get("batches", 4), self.device_buffers + 2)
             args["gpu"] = gpu
+        trace = args.get("trace")
+        if trace is not None:
+            trace = os.fspath(trace)
+            if in_worker:  # one file per worker: the workers' names, and no clobbering
+                root, ext = os.path.splitext(trace)
+                trace = f"{root}.worker-{split['worker']}{ext}"
+            args["trace"] = trace
         loader = _libshard.Loader(self.urls, epoch=self.epoch, **split, **args)
         self._adopt(loader)
         self._handed_state = None
@@ -306,6 +315,8 @@ class ShardDataset(torch.utils.data.IterableDataset):
             yield (item, (logical, state, self.skipped, stats)) if tagged else item
         if skip:
             self._note_skips(loader.skipped_by, end=True)
+        if trace is not None:
+            loader.write_trace(trace)
 
     def _device_index(self):
         if self.device.index is not None:

@@ -100,3 +100,32 @@ def test_the_periodic_report(packed, capfd, caplog):
     assert any("samples/s" in r.getMessage() for r in caplog.records)
     with pytest.raises(ValueError, match="report_every"):
         ShardDataset(str(packed.manifest), report_every=0, **KW)
+
+
+def test_a_trace_in_the_chrome_trace_event_format(packed, tmp_path):
+    import json
+    path = tmp_path / "run.json"
+    within(120, lambda: epoch(ShardDataset(str(packed.manifest), trace=path, **KW)), "an epoch")
+    doc = json.loads(path.read_text())
+    events = doc["traceEvents"]
+    spans = [e for e in events if e["ph"] == "X"]
+    assert {e["name"] for e in spans} == set(STAGES)
+    assert all(e["ts"] >= 0 and e["dur"] >= 0 and e["cat"] == "libshard" for e in spans)
+    assert sum(1 for e in spans if e["name"] == "decode") == NSAMPLES
+    assert sum(e["args"]["samples"] for e in spans if e["name"] == "batch") == NSAMPLES
+    threads = {e["tid"]: e["args"]["name"] for e in events if e["name"] == "thread_name"}
+    assert {"shard-decode", "shard-fetch", "shard-produce"} <= set(threads.values()), threads
+    for e in spans:  # each stage on its own threads
+        want = {"decode": "shard-decode", "fetch": "shard-fetch", "batch": "shard-produce",
+                "shuffle": "shard-produce"}.get(e["name"])
+        assert want is None or threads[e["tid"]] == want, e
+    assert doc["otherData"]["dropped_spans"] == 0
+    # DataLoader workers: one file each
+    loader = ShardLoader(ShardDataset(str(packed.manifest), trace=tmp_path / "w.json", **KW),
+                         num_workers=2)
+    within(120, lambda: sum(1 for _ in loader), "a ShardLoader epoch")
+    decoded = 0
+    for w in (0, 1):
+        doc = json.loads((tmp_path / f"w.worker-{w}.json").read_text())
+        decoded += sum(1 for e in doc["traceEvents"] if e.get("name") == "decode")
+    assert decoded == NSAMPLES

@@ -412,3 +412,44 @@ Test(loader, stage_statistics_agree_and_add_up)
               st.verdict);
     shard_loader_free(&l);
 }
+
+/* Spans from every thread, written when the loader is freed: a decode span per sample. */
+Test(loader, a_trace_has_every_stages_spans)
+{
+    const char *urls[] = {make_shards(0)};
+    ShardLoaderSettings s;
+    settings(&s, urls);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/trace.json", dir);
+    s.trace_path = path;
+    ShardLoader *l;
+    ShardError err;
+    cr_assert_eq(shard_loader_open(&l, &s, &err), 0, "%s", err.message);
+    const ShardBatch *b;
+    while (shard_loader_next(l, &b) == 0)
+        shard_batch_release(l, b);
+    shard_loader_free(&l);
+    FILE *f = fopen(path, "r");
+    cr_assert(f, "no trace at %s", path);
+    static char text[1 << 20];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = 0;
+    int decode = 0;
+    for (const char *p = text; (p = strstr(p, "\"name\": \"decode\"")); p++)
+        decode++;
+    cr_assert_eq(decode, NSAMPLES);
+    const char *stages[] = {"fetch", "shuffle", "batch", "deliver"};
+    for (int i = 0; i < 4; i++) {
+        char want[64];
+        snprintf(want, sizeof want, "\"name\": \"%s\", \"cat\": \"libshard\", \"ph\": \"X\"",
+                 stages[i]);
+        cr_assert(strstr(text, want), "no %s span", stages[i]);
+    }
+    cr_assert(strstr(text, "\"traceEvents\"") && strstr(text, "\"dropped_spans\": 0"));
+    ShardLoaderSettings none;
+    settings(&none, urls);
+    cr_assert_eq(shard_loader_open(&l, &none, &err), 0, "%s", err.message);
+    cr_assert_eq(shard_loader_trace_write(l, path, &err), SHARD_ERR_STATE);
+    shard_loader_free(&l);
+}

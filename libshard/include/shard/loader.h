@@ -45,8 +45,15 @@ typedef struct ShardLoaderSettings {
      *  SHARD_LABEL_ERROR (default) makes it an error naming the sample and the field (left
      *  out and counted under reader.skip_errors); SHARD_LABEL_MINUS_ONE gives it label -1 */
     int missing_label;
+    /** Where to write a trace of the stages' spans (Chrome trace event JSON: Perfetto,
+     *  chrome://tracing) when the loader is freed; NULL: none (default). Borrowed for
+     *  shard_loader_open (copied). shard_loader_trace_write writes one at any time. */
+    const char *trace_path;
+    /** The most spans a trace keeps (default 1048576, about 40 MB); later ones are counted
+     *  in its otherData.dropped_spans */
+    size_t trace_spans;
     /** Zero: room for settings added later without changing the struct's size. */
-    unsigned char reserved[60];
+    unsigned char reserved[36];
 } ShardLoaderSettings;
 
 enum { SHARD_LABEL_ERROR = 0, SHARD_LABEL_MINUS_ONE = 1 };
@@ -171,6 +178,14 @@ typedef struct ShardLoaderStats {
      *  room 41%, deliver for batches 52%", or that the caller is the limit */
     char verdict[256];
 } ShardLoaderStats;
+
+/**
+ * Writes the spans recorded so far (a loader opened with trace_path) to path, in the Chrome
+ * trace event format: one span per shard fetched, per batch shuffled and assembled, per
+ * sample decoded and per wait of the caller for a batch, on the threads that ran them.
+ * @return 0; SHARD_ERR_STATE when the loader records no trace; SHARD_ERR_IO
+ */
+SHARD_API int shard_loader_trace_write(const ShardLoader *l, const char *path, ShardError *err);
 
 /** Fills out with every stage's counters and names the bottleneck; any thread. */
 SHARD_API void shard_loader_stats(const ShardLoader *l, ShardLoaderStats *out);
