@@ -95,6 +95,15 @@ Test(queue, threads_exchange_everything_and_the_counters_add_up)
     shard_queue_destroy(&q);
 }
 
+/* Whether a thread is blocked in put (putters) or take. */
+static int blocked(ShardQueue *q, int putters)
+{
+    pthread_mutex_lock(&q->lock);
+    int n = putters ? q->putters : q->takers;
+    pthread_mutex_unlock(&q->lock);
+    return n > 0;
+}
+
 Test(queue, blocked_time_is_counted_on_the_side_that_waited)
 {
     ShardQueue q;
@@ -102,6 +111,8 @@ Test(queue, blocked_time_is_counted_on_the_side_that_waited)
     Worker c = {&q, 1, 0, 0, 0};
     pthread_t t;
     pthread_create(&t, NULL, consumer, &c);
+    while (!blocked(&q, 0)) /* however loaded the machine: once it is blocked, 60 ms more */
+        sleep_ms(1);
     sleep_ms(60); /* the consumer waits on the empty queue */
     int one = 1;
     cr_assert_eq(shard_queue_put(&q, &one, 0), 0);
@@ -114,6 +125,8 @@ Test(queue, blocked_time_is_counted_on_the_side_that_waited)
     cr_assert_eq(shard_queue_put(&q, &one, 0), 0); /* full now */
     Worker p = {&q, 1, 0, 0, 0};
     pthread_create(&t, NULL, producer, &p);
+    while (!blocked(&q, 1))
+        sleep_ms(1);
     sleep_ms(60); /* the producer waits on the full queue */
     int x;
     cr_assert_eq(shard_queue_take(&q, &x), 0);
