@@ -204,9 +204,11 @@ int shard_slot_init(ShardSlot *sl, const ShardBatchSpec *spec)
     return 0;
 }
 
-void shard_slot_begin(ShardSlot *sl, const ShardBatchSpec *spec, uint64_t seq, uint64_t epoch)
+void shard_slot_begin(ShardSlot *sl, const ShardBatchSpec *spec, uint64_t seq, uint64_t index,
+                      uint64_t epoch)
 {
     sl->seq = seq;
+    sl->index = index;
     sl->epoch = epoch;
     sl->n = 0;
     sl->end = sl->code = sl->discarded = 0;
@@ -355,7 +357,7 @@ void shard_slot_publish(ShardSlot *sl, size_t image_bytes)
     b->nfields = sl->nraw;
     b->fields = sl->views;
     b->epoch = sl->epoch;
-    b->index = sl->seq;
+    b->index = sl->index;
 }
 
 void shard_slot_clear(ShardSlot *sl)

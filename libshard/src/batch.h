@@ -42,6 +42,7 @@ typedef struct ShardRawField {
 typedef struct ShardSlot {
     ShardBatch batch;      /* first: the caller gets &slot->batch */
     uint64_t seq;          /* fill order */
+    uint64_t index;        /* batch number in its epoch */
     uint64_t epoch;
     int end;               /* the epoch ended here: no samples */
     int code;              /* with end: the error that ended it, 0 for none */
@@ -73,7 +74,7 @@ typedef struct ShardSlot {
 SHARD_HIDDEN int shard_slot_init(ShardSlot *sl, const ShardBatchSpec *spec);
 /* A new batch: no samples, no keys, the named raw fields empty. */
 SHARD_HIDDEN void shard_slot_begin(ShardSlot *sl, const ShardBatchSpec *spec, uint64_t seq,
-                                   uint64_t epoch);
+                                  uint64_t index, uint64_t epoch);
 /* Adds the reader's sample it (the slot owns it from here, also on failure) as sample n:
  * its image bytes, label, key, url and raw fields. SHARD_ERR_NOMEM for keys or raw fields. */
 SHARD_HIDDEN int shard_slot_add(ShardSlot *sl, const ShardBatchSpec *spec, ShardItem *it,

@@ -57,7 +57,14 @@ struct ShardLoader {
     atomic_size_t inflight; /* slots the producer took that have not reached the caller */
     atomic_size_t held;     /* slots the caller holds */
     uint64_t next_fill;     /* the producer's */
-    uint64_t epoch;         /* of the batches the producer fills */
+    uint64_t fill_epoch;    /* the producer's: the epoch of the batches it fills */
+    uint64_t fill_index;    /* the producer's: the next batch's number in that epoch */
+    atomic_ullong ahead;    /* the epoch the producer went on into by itself (0: none) */
+    pthread_mutex_t at_end_lock;
+    ShardReaderStats at_end; /* the reader's counters when the producer left at_end_epoch */
+    uint64_t at_end_epoch;
+    int have_at_end;
+    uint64_t epoch;         /* the caller's: of the batches it takes */
 
     /* the caller's side */
     ShardSlot **parked; /* finished before their turn */
@@ -131,7 +138,7 @@ static ShardSlot *take_slot(ShardLoader *l)
     if (atomic_load(&l->stop) || shard_queue_take(&l->free_q, &sl) || !sl)
         return NULL;
     atomic_fetch_add(&l->inflight, 1);
-    shard_slot_begin(sl, &l->spec, l->next_fill++, l->epoch);
+    shard_slot_begin(sl, &l->spec, l->next_fill++, l->fill_index++, l->fill_epoch);
     if (atomic_load(&l->stop)) {
         sl->discarded = 1;
         shard_queue_put(&l->ready_q, &sl, 0);
@@ -151,11 +158,10 @@ static void put_end(ShardLoader *l, ShardSlot *sl, int code, const char *message
     shard_queue_put(&l->ready_q, &sl, 0);
 }
 
-static void *producer_main(void *arg)
+/* Fills the batches of the producer's epoch; 1 when it ended (its END slot out), 0 on an
+ * error or a stop. */
+static int produce_epoch(ShardLoader *l)
 {
-    pthread_setname_np(pthread_self(), "shard-produce"); /* for top -H, perf and gdb */
-    ShardLoader *l = arg;
-    atomic_store(&l->producer_start, shard_seconds());
     size_t bs = l->s.batch_size;
     const ShardList *list = shard_reader_list(l->reader);
     ShardSlot *sl;
@@ -180,12 +186,12 @@ static void *producer_main(void *arg)
             put_end(l, sl, rc, rc == SHARD_ERR_NOMEM
                                    ? "loader: out of memory for a batch's keys or raw fields"
                                    : shard_reader_error(l->reader));
-            break;
+            return 0;
         }
         size_t n = sl->n;
         if (n < bs && (n == 0 || l->s.drop_last)) {
             put_end(l, sl, 0, NULL);
-            break;
+            return 1;
         }
         atomic_store(&sl->pending, n);
         for (size_t i = 0; i < n; i++) {
@@ -199,14 +205,42 @@ static void *producer_main(void *arg)
         if (l->trace)
             shard_trace_span(l->trace, "batch", batch_from, shard_seconds(), n);
         if (n < bs) { /* the partial last batch is out; the END follows */
-            if ((sl = take_slot(l)))
-                put_end(l, sl, 0, NULL);
-            break;
+            if (!(sl = take_slot(l)))
+                return 0;
+            put_end(l, sl, 0, NULL);
+            return 1;
         }
+    }
+    return 0; /* stopped */
+}
+
+/* Epoch after epoch: at the end of one the producer goes on into the next, whose plan is
+ * known, so its first batches are fetched and decoded while the caller finishes this one;
+ * shard_loader_set_epoch of that very epoch then finds them ready (no stall between
+ * epochs), any other epoch stops and restarts it. */
+static void *producer_main(void *arg)
+{
+    pthread_setname_np(pthread_self(), "shard-produce"); /* for top -H, perf and gdb */
+    ShardLoader *l = arg;
+    atomic_store(&l->producer_start, shard_seconds());
+    while (produce_epoch(l) && !atomic_load(&l->stop)) {
+        /* the caller, still in this epoch, sees its counters, not the next one's */
+        pthread_mutex_lock(&l->at_end_lock);
+        shard_reader_stats(l->reader, &l->at_end);
+        l->at_end_epoch = l->fill_epoch;
+        l->have_at_end = 1;
+        pthread_mutex_unlock(&l->at_end_lock);
+        if (shard_reader_set_epoch(l->reader, l->fill_epoch + 1))
+            break; /* the caller's own set_epoch meets the error */
+        l->fill_epoch++;
+        l->fill_index = 0;
+        atomic_store(&l->ahead, l->fill_epoch);
     }
     add_seconds(&l->producer_time, shard_seconds() - atomic_exchange(&l->producer_start, 0.0));
     return NULL;
 }
+
+
 
 /* ---- threads --------------------------------------------------------------------------- */
 
@@ -230,6 +264,7 @@ static void stop_producer(ShardLoader *l)
     shard_queue_put(&l->free_q, &wake, 0); /* room for it: nslots + 1 */
     pthread_join(l->producer, NULL);
     l->producer_running = 0;
+    atomic_store(&l->ahead, 0);
     while (atomic_load(&l->inflight))
         receive(l);
     /* every slot taken back, and the NULL out of free_q again */
@@ -274,6 +309,7 @@ int shard_loader_open(ShardLoader **out, const ShardLoaderSettings *s, ShardErro
         return shard_report(err, SHARD_ERR_NOMEM, "out of memory");
     l->s = *s;
     l->opened = shard_seconds();
+    pthread_mutex_init(&l->at_end_lock, NULL);
     l->image_fields = shard_strdup(s->image_fields ? s->image_fields : "jpg;jpeg;png");
     l->label_field = s->label_field ? shard_strdup(s->label_field) : NULL;
     l->raw_fields = s->raw_fields && *s->raw_fields ? shard_strdup(s->raw_fields) : NULL;
@@ -320,7 +356,7 @@ int shard_loader_open(ShardLoader **out, const ShardLoaderSettings *s, ShardErro
         sum += c;
     }
     l->spec.offsets = l->offsets;
-    l->epoch = s->reader.epoch;
+    l->epoch = l->fill_epoch = s->reader.epoch;
     int rank = s->reader.rank < 0 ? 0 : s->reader.rank;
     l->consumer = (uint64_t)rank * (uint64_t)(s->reader.num_workers ? s->reader.num_workers : 1) +
                   (uint64_t)s->reader.worker;
@@ -466,8 +502,16 @@ static int restart(ShardLoader *l, int rc)
 
 int shard_loader_set_epoch(ShardLoader *l, uint64_t e)
 {
+    if (l->producer_running && l->ended && !l->broken && e > 0 && atomic_load(&l->ahead) == e) {
+        /* the producer is already in it, past the END the caller took */
+        l->epoch = e;
+        l->delivered_position = 0;
+        l->ended = 0;
+        return 0;
+    }
     stop_producer(l);
-    l->epoch = e;
+    l->epoch = l->fill_epoch = e;
+    l->fill_index = 0;
     l->delivered_position = 0;
     return restart(l, shard_reader_set_epoch(l->reader, e));
 }
@@ -489,8 +533,9 @@ int shard_loader_restore(ShardLoader *l, const char *state)
     stop_producer(l);
     int rc = shard_reader_restore(l->reader, state);
     if (!rc) {
-        l->epoch = e;
+        l->epoch = l->fill_epoch = e;
         l->delivered_position = p;
+        l->fill_index = p / l->s.batch_size;
     }
     return restart(l, rc);
 }
@@ -513,9 +558,16 @@ uint64_t shard_loader_skipped_by(const ShardLoader *l, ShardBadSample why)
     return why > 0 && why < SHARD_BAD_N ? l->skipped_by[why] : 0;
 }
 
-void shard_loader_reader_stats(const ShardLoader *l, ShardReaderStats *out)
+void shard_loader_reader_stats(const ShardLoader *cl, ShardReaderStats *out)
 {
-    shard_reader_stats(l->reader, out);
+    ShardLoader *l = (ShardLoader *)cl;
+    pthread_mutex_lock(&l->at_end_lock);
+    int ahead = l->have_at_end && l->at_end_epoch == l->epoch && atomic_load(&l->ahead);
+    if (ahead)
+        *out = l->at_end;
+    pthread_mutex_unlock(&l->at_end_lock);
+    if (!ahead)
+        shard_reader_stats(l->reader, out);
 }
 
 /* ---- statistics ----------------------------------------------------------------------- */
@@ -631,6 +683,7 @@ void shard_loader_free(ShardLoader **pl)
         shard_trace_free(&l->trace);
     }
     free(l->trace_path);
+    pthread_mutex_destroy(&l->at_end_lock);
     free(l);
     *pl = NULL;
 }

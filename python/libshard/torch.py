@@ -173,6 +173,8 @@ class ShardDataset(torch.utils.data.IterableDataset):
         self._by_worker = True
         self._uploader = None
         self._handed_state = None
+        self._busy = False
+        self._source_key = self._source_gpu = None
 
     @property
     def epoch(self):
@@ -274,9 +276,7 @@ class ShardDataset(torch.utils.data.IterableDataset):
             args["layout"] = layout
         gpu = None
         if cuda and not in_worker:
-            gpu = _libshard.Gpu(self._device_index())
             args["batches"] = max(args.get("batches", 4), self.device_buffers + 2)
-            args["gpu"] = gpu
         trace = args.get("trace")
         if trace is not None:
             trace = os.fspath(trace)
@@ -284,16 +284,47 @@ class ShardDataset(torch.utils.data.IterableDataset):
                 root, ext = os.path.splitext(trace)
                 trace = f"{root}.worker-{split['worker']}{ext}"
             args["trace"] = trace
-        loader = _libshard.Loader(self.urls, epoch=self.epoch, **split, **args)
-        self._adopt(loader)
+        # The loader of the last iteration goes on: its threads stay, and it has read ahead
+        # into the next epoch, so the new epoch's first batches are ready (no stall).
+        key = (repr(self.urls), repr(sorted(split.items())), repr(sorted(args.items())),
+               cuda and not in_worker)
+        prev = self._source
+        if (prev is not None and isinstance(prev, _libshard.Loader) and not self._busy
+                and self._source_pid == os.getpid() and self._source_key == key):
+            loader, gpu = prev, self._source_gpu
+            base = dict(loader.skipped_by)  # at the end of the epoch before (the C loader's)
+            loader.set_epoch(self.epoch)
+        else:
+            self._source = None  # the last one's threads end before the new one's start
+            del prev
+            if cuda and not in_worker:
+                gpu = _libshard.Gpu(self._device_index())
+            loader = _libshard.Loader(self.urls, epoch=self.epoch, **split, **args,
+                                      **({"gpu": gpu} if gpu is not None else {}))
+            self._adopt(loader)
+            self._source_key, self._source_gpu = key, gpu
+            base = {}
         self._handed_state = None
         if resume:
             loader.restore(resume)
+        self._busy = True
+        try:
+            yield from self._batches_of(loader, gpu, cuda, raw, names, special, keys, tagged,
+                                        in_worker, logical, trace, base)
+        finally:
+            self._busy = False
+
+    def _batches_of(self, loader, gpu, cuda, raw, names, special, keys, tagged, in_worker,
+                    logical, trace, base):
+        layout = self.settings.get("layout", "nchw")
         if gpu is not None:
             batches = self._uploaded(gpu, loader)
         else:
             batches = self._host_batches(loader, layout if not cuda else "nhwc")
         skip = self.settings.get("skip_errors")
+        def skipped():  # the loader counts across epochs: this one's
+            return {k: v - base.get(k, 0) for k, v in loader.skipped_by.items()}
+
         reporter = _Reporter(self, loader) if self.report_every else None
         for images, labels, batch in batches:
             if reporter:
@@ -307,14 +338,14 @@ class ShardDataset(torch.utils.data.IterableDataset):
             else:
                 item = (images, labels)
             if skip:
-                self._note_skips(loader.skipped_by)
+                self._note_skips(skipped())
             state = batch.state if gpu is not None else loader.state()
             self._handed_state = state if gpu is not None else None
             del batch
             stats = loader.stats() if tagged and in_worker else None
             yield (item, (logical, state, self.skipped, stats)) if tagged else item
         if skip:
-            self._note_skips(loader.skipped_by, end=True)
+            self._note_skips(skipped(), end=True)
         if trace is not None:
             loader.write_trace(trace)
 
@@ -447,6 +478,8 @@ class ShardDataset(torch.utils.data.IterableDataset):
         state["_source"] = None
         state["_source_pid"] = None
         state["_uploader"] = None
+        state["_source_gpu"] = None
+        state["_busy"] = False
         return state
 
     def stats(self):

@@ -1,5 +1,6 @@
 """Where the time goes: ds.stats() per stage (fetch, shuffle, batch, decode, deliver). The
-counts agree from stage to stage, each stage's busy and waiting time add up to its time,
+counts agree from stage to stage (up to what the loader has already read ahead into the
+next epoch), each stage's busy and waiting time add up to its time,
 and the stage made slow is the one named: a fetch throttled by a slow pipe: command, a
 decode of huge images on one thread, a training step that sleeps. Per DataLoader worker
 through ShardLoader."""
@@ -29,13 +30,15 @@ def epoch(ds, step=0.0):
 def test_counts_agree_and_times_add_up(packed):
     st = within(120, lambda: epoch(ShardDataset(str(packed.manifest), **KW)), "an epoch")
     assert list(st["stages"]) == STAGES
+    items = [st["stages"][n]["items"] for n in STAGES]
+    assert items[-1] == NSAMPLES and items == sorted(items, reverse=True), items
+    assert items[3] - items[4] <= 8 * 32, items  # decoded ahead: at most the batch buffers
     for name in STAGES:
         g = st["stages"][name]
-        assert g["items"] == NSAMPLES, (name, g)
         parts = g["busy_seconds"] + g["wait_input_seconds"] + g["wait_output_seconds"]
         assert abs(parts - g["seconds"]) <= 0.1 * g["seconds"] + 0.05, (name, g)
         assert g["busy_seconds"] >= 0 and g["queue_fill"] <= g["queue_capacity"], (name, g)
-    assert st["stages"]["decode"]["bytes"] == NSAMPLES * 32 * 32 * 3
+    assert st["stages"]["deliver"]["bytes"] == NSAMPLES * 32 * 32 * 3
     assert st["stages"]["deliver"]["seconds"] == pytest.approx(st["wall_seconds"], rel=0.01)
     assert st["bottleneck"] in STAGES and st["verdict"].startswith(st["bottleneck"])
 
@@ -111,8 +114,9 @@ def test_a_trace_in_the_chrome_trace_event_format(packed, tmp_path):
     spans = [e for e in events if e["ph"] == "X"]
     assert {e["name"] for e in spans} == set(STAGES)
     assert all(e["ts"] >= 0 and e["dur"] >= 0 and e["cat"] == "libshard" for e in spans)
-    assert sum(1 for e in spans if e["name"] == "decode") == NSAMPLES
-    assert sum(e["args"]["samples"] for e in spans if e["name"] == "batch") == NSAMPLES
+    # the next epoch's first batches may be read ahead already
+    assert sum(1 for e in spans if e["name"] == "decode") >= NSAMPLES
+    assert sum(e["args"]["samples"] for e in spans if e["name"] == "deliver") == NSAMPLES
     threads = {e["tid"]: e["args"]["name"] for e in events if e["name"] == "thread_name"}
     assert {"shard-decode", "shard-fetch", "shard-produce"} <= set(threads.values()), threads
     for e in spans:  # each stage on its own threads
@@ -127,5 +131,6 @@ def test_a_trace_in_the_chrome_trace_event_format(packed, tmp_path):
     decoded = 0
     for w in (0, 1):
         doc = json.loads((tmp_path / f"w.worker-{w}.json").read_text())
-        decoded += sum(1 for e in doc["traceEvents"] if e.get("name") == "decode")
+        decoded += sum(e["args"]["samples"] for e in doc["traceEvents"]
+                       if e.get("name") == "deliver")
     assert decoded == NSAMPLES

@@ -145,7 +145,9 @@ typedef enum ShardBadSample {
 /** @return samples left out for that reason so far (skip mode) */
 SHARD_API uint64_t shard_loader_skipped_by(const ShardLoader *l, ShardBadSample why);
 
-/** The reader's counters (shards and samples it skipped after errors, ...): see
+/** The reader's counters (shards and samples it skipped after errors, ...), since the loader
+ *  opened, as of the epoch the caller is in: what the loader has read ahead into the next
+ *  epoch counts once the caller moves there (shard_loader_set_epoch). See
  *  shard_reader_stats. */
 SHARD_API void shard_loader_reader_stats(const ShardLoader *l, ShardReaderStats *out);
 
