@@ -236,33 +236,10 @@ static int take_host(DeviceBatchObject *o, const ShardBatch *h)
 {
     if (!h)
         return 0;
-    o->keys = PyList_New((Py_ssize_t)h->size);
-    for (size_t i = 0; o->keys && i < h->size; i++) {
-        PyObject *k = PyUnicode_DecodeUTF8(h->keys[i], (Py_ssize_t)strlen(h->keys[i]),
-                                           "surrogateescape");
-        if (!k)
-            return -1;
-        PyList_SET_ITEM(o->keys, (Py_ssize_t)i, k);
-    }
+    o->keys = shard_py_batch_keys(h);
     o->indices = bytes_of(h->indices, h->size * sizeof *h->indices);
     o->repeats = bytes_of(h->repeats, h->size);
-    o->fields = PyDict_New();
-    for (size_t k = 0; o->fields && k < h->nfields; k++) {
-        const ShardBatchField *f = &h->fields[k];
-        PyObject *list = PyList_New((Py_ssize_t)h->size);
-        for (size_t i = 0; list && i < h->size; i++) {
-            PyObject *v = f->present[i] ? bytes_of(f->data + f->offsets[i],
-                                                   f->offsets[i + 1] - f->offsets[i])
-                                        : (Py_INCREF(Py_None), Py_None);
-            if (!v)
-                Py_CLEAR(list);
-            else
-                PyList_SET_ITEM(list, (Py_ssize_t)i, v);
-        }
-        if (!list || PyDict_SetItemString(o->fields, f->name, list))
-            Py_CLEAR(o->fields);
-        Py_XDECREF(list);
-    }
+    o->fields = shard_py_batch_fields(h);
     return o->keys && o->indices && o->repeats && o->fields ? 0 : -1;
 }
 

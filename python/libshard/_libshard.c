@@ -1227,12 +1227,11 @@ static PyObject *Batch_repeats(BatchObject *self, void *c)
     return PyBytes_FromStringAndSize((const char *)self->b->repeats, (Py_ssize_t)self->b->size);
 }
 
-static PyObject *Batch_keys(BatchObject *self, void *c)
+PyObject *shard_py_batch_keys(const ShardBatch *b)
 {
-    (void)c;
-    PyObject *list = PyList_New((Py_ssize_t)self->b->size);
-    for (size_t i = 0; list && i < self->b->size; i++) {
-        PyObject *k = PyUnicode_DecodeUTF8(self->b->keys[i], (Py_ssize_t)strlen(self->b->keys[i]),
+    PyObject *list = PyList_New((Py_ssize_t)b->size);
+    for (size_t i = 0; list && i < b->size; i++) {
+        PyObject *k = PyUnicode_DecodeUTF8(b->keys[i], (Py_ssize_t)strlen(b->keys[i]),
                                            "surrogateescape");
         if (!k) {
             Py_CLEAR(list);
@@ -1243,11 +1242,8 @@ static PyObject *Batch_keys(BatchObject *self, void *c)
     return list;
 }
 
-/* {name: [bytes, or None where the sample has no such field]} */
-static PyObject *Batch_fields(BatchObject *self, void *c)
+PyObject *shard_py_batch_fields(const ShardBatch *b)
 {
-    (void)c;
-    const ShardBatch *b = self->b;
     PyObject *d = PyDict_New();
     for (size_t k = 0; d && k < b->nfields; k++) {
         const ShardBatchField *f = &b->fields[k];
@@ -1271,6 +1267,19 @@ static PyObject *Batch_fields(BatchObject *self, void *c)
         Py_XDECREF(list);
     }
     return d;
+}
+
+static PyObject *Batch_keys(BatchObject *self, void *c)
+{
+    (void)c;
+    return shard_py_batch_keys(self->b);
+}
+
+/* {name: [bytes, or None where the sample has no such field]} */
+static PyObject *Batch_fields(BatchObject *self, void *c)
+{
+    (void)c;
+    return shard_py_batch_fields(self->b);
 }
 
 static PyObject *Batch_size(BatchObject *self, void *c)

@@ -19,6 +19,11 @@ int shard_py_gpu_ready(PyObject *m);
 /* A Gpu object's pinned allocator, or NULL with TypeError. */
 struct ShardAllocator;
 const struct ShardAllocator *shard_py_pinned(PyObject *gpu);
+/* A batch's keys as a list of str (surrogateescape), and its raw fields as
+ * {name: [bytes, or None where a sample lacks it]}: new references, NULL with an exception. */
+struct ShardBatch;
+PyObject *shard_py_batch_keys(const struct ShardBatch *b);
+PyObject *shard_py_batch_fields(const struct ShardBatch *b);
 /* A Loader object's loader (_libshard.c), or NULL with TypeError or ValueError. */
 struct ShardLoader;
 struct ShardLoader *shard_py_loader(PyObject *loader);
