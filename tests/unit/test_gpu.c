@@ -74,6 +74,23 @@ static void loader_settings(ShardLoaderSettings *s, const char **urls, ShardDTyp
     s->transform.layout = layout;
 }
 
+/* An uploader taking loader_settings' batches. */
+static ShardUploader *uploader_for(ShardGpu *g, ShardLoader *l, ShardGpuDType dtype,
+                                   ShardLayout layout)
+{
+    ShardUploadSettings us;
+    shard_upload_default_settings(&us);
+    us.batch_size = 8;
+    us.height = 12;
+    us.width = 20;
+    us.dtype = dtype;
+    us.layout = layout;
+    ShardUploader *u;
+    ShardError err;
+    cr_assert_eq(shard_uploader_open(&u, g, &us, l, &err), 0, "%s", err.message);
+    return u;
+}
+
 /* ---- the driver, for copying back ----------------------------------------------------- */
 
 typedef int (*Fn)();
@@ -167,15 +184,7 @@ static void epoch_equals_cpu(ShardGpuDType dtype, ShardLayout layout)
     ShardError err;
     cr_assert_eq(shard_loader_open(&cpu, &cs, &err), 0, "%s", err.message);
     cr_assert_eq(shard_loader_open(&gl, &gs, &err), 0, "%s", err.message);
-    ShardUploadSettings us;
-    shard_upload_default_settings(&us);
-    us.batch_size = 8;
-    us.height = 12;
-    us.width = 20;
-    us.dtype = dtype;
-    us.layout = layout;
-    ShardUploader *u;
-    cr_assert_eq(shard_uploader_open(&u, g, &us, gl, &err), 0, "%s", err.message);
+    ShardUploader *u = uploader_for(g, gl, dtype, layout);
     const ShardBatch *hb;
     const ShardDeviceBatch *db;
     size_t samples = 0, batches = 0;
@@ -292,15 +301,7 @@ Test(gpu, freeing_with_batches_uploading_and_held_is_clean)
     ShardLoader *gl;
     ShardError err;
     cr_assert_eq(shard_loader_open(&gl, &gs, &err), 0, "%s", err.message);
-    ShardUploadSettings us;
-    shard_upload_default_settings(&us);
-    us.batch_size = 8;
-    us.height = 12;
-    us.width = 20;
-    us.dtype = SHARD_GPU_UINT8;
-    us.layout = SHARD_LAYOUT_NHWC;
-    ShardUploader *u;
-    cr_assert_eq(shard_uploader_open(&u, g, &us, gl, &err), 0, "%s", err.message);
+    ShardUploader *u = uploader_for(g, gl, SHARD_GPU_UINT8, SHARD_LAYOUT_NHWC);
     const ShardDeviceBatch *held;
     cr_assert_eq(shard_uploader_next(u, NULL, &held), 0);
     shard_uploader_free(&u); /* the thread uploading ahead, one batch held */
