@@ -19,6 +19,7 @@
 #include <jansson.h>
 #include <shard/shard.h>
 
+#include "bench.h"
 #include "cli.h"
 
 static void usage(FILE *f)
@@ -35,6 +36,10 @@ static void usage(FILE *f)
           "                                every image field holds its kind of image\n"
           "  index SHARD...                write SHARD's .idx (DALI v1.2) for shards made elsewhere\n"
           "  extract SHARD... -C DIR       extract sample members into DIR, safely\n"
+          "  bench SHARD... [--threads LIST] [--streams LIST] [--seconds S] ...\n"
+          "                                decoded batches/s for each setting swept, the stage\n"
+          "                                the others wait on, the decoder's ceiling, the best\n"
+          "                                setting (shardcat bench --help)\n"
           "  stream URLS | --mix W:SPEC... [--shuffle N[:INITIAL]] [--seed S] [--epoch E]\n"
           "         [--rank R --world-size W] [--worker I --workers N]\n"
           "         [--mode exact|equal|resampled] [--pad]\n"
@@ -761,6 +766,8 @@ int main(int argc, char **argv)
     const char *cmd = argv[1];
     if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help"))
         return usage(stdout), 0;
+    if (!strcmp(cmd, "bench")) /* options of its own */
+        return shardcat_bench(argc - 1, argv + 1);
     if (!strcmp(cmd, "--version") || !strcmp(cmd, "-V")) {
         printf("shardcat (libshard) %s\n", shard_version());
         return 0;

@@ -1065,3 +1065,26 @@ def test_progress_on_a_terminal_only(packed, shardcat, run_sc, tmp_path, cmd):
     assert rc == 0 and b"\r" not in shown, shown
     cp = run_sc(cmd, *extra, *shards)  # stderr a pipe: no progress line
     assert cp.returncode == 0 and b"\r" not in cp.stderr
+
+
+def test_bench_sweeps_names_the_bottleneck_and_the_ceiling(packed, run_sc):
+    d, shards = packed
+    cp = run_sc("bench", "--seconds", "0.3", "--warmup", "0.1", "--repeats", "1",
+                "--threads", "1,2", "--streams", "1", "--batch-size", "4", "--image-size", "32",
+                "--json", d / "tr.json", timeout=120)
+    out = json.loads(sc_ok(cp))
+    assert [(r["threads"], r["streams"], r["queue_depth"]) for r in out["runs"]] == [
+        (1, 1, 64), (2, 1, 64)]
+    stages = ("fetch", "shuffle", "batch", "decode", "deliver")
+    for r in out["runs"]:
+        assert r["samples_per_second"] > 0 and r["bottleneck"].startswith(stages), r
+    best = max(out["runs"], key=lambda r: r["samples_per_second"])
+    assert out["best"]["samples_per_second"] == best["samples_per_second"]
+    assert out["ceiling"]["samples_per_second"] > 0 and out["ceiling"]["threads"] == 2
+    cp = run_sc("bench", "--seconds", "0.2", "--warmup", "0", "--repeats", "1", "--threads", "1",
+                "--streams", "1", "--batch-size", "4", "--image-size", "32", d / "tr.json")
+    text = sc_ok(cp)
+    assert "threads streams queue  samples/s  bottleneck" in text and "best: --threads 1" in text
+    assert run_sc("bench", "--help").stdout.startswith(b"usage: shardcat bench")
+    cp = run_sc("bench", "--threads", "x", d / "tr.json")
+    assert cp.returncode == 2 and "--threads" in err_text(cp)
