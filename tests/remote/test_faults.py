@@ -208,3 +208,15 @@ def test_a_server_that_lies_about_the_length_is_reported(run, fault, root):
     lost = 40 - sum(1 for l in full.lines if l.split()[0] in keys)
     assert 120 + 40 - lost == len(keys) and lost > 0
     assert f"{base}/data/d-003.tar" in r.err and "lost" in r.err, r.err
+
+
+def test_a_slow_server_is_named_the_bottleneck_of_a_dataset(fault, ShardDataset):
+    """A throttled fetch (each response from the fault server held back 250 ms, one stream)
+    is the stage the statistics name, with the others waiting on it."""
+    url = f"{fault.url}/latency=250/data/d-{{000..007}}.tar"
+    ds = ShardDataset(url, seed=0, batch_size=16, image_size=32, streams=1, shuffle=0)
+    n = sum(len(y) for _, y in ds)
+    st = ds.stats()
+    assert n == 320 and st["stages"]["deliver"]["items"] == 320
+    assert st["bottleneck"] == "fetch", st["verdict"]
+    assert "deliver waits on it" in st["verdict"], st["verdict"]
