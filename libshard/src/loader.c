@@ -308,7 +308,6 @@ int shard_loader_open(ShardLoader **out, const ShardLoaderSettings *s, ShardErro
     if (!l)
         return shard_report(err, SHARD_ERR_NOMEM, "out of memory");
     l->s = *s;
-    l->opened = shard_seconds();
     pthread_mutex_init(&l->at_end_lock, NULL);
     l->image_fields = shard_strdup(s->image_fields ? s->image_fields : "jpg;jpeg;png");
     l->label_field = s->label_field ? shard_strdup(s->label_field) : NULL;
@@ -385,6 +384,9 @@ int shard_loader_open(ShardLoader **out, const ShardLoaderSettings *s, ShardErro
         shard_pool_set_trace(l->pool, l->trace);
         shard_reader_set_trace(l->reader, l->trace);
     }
+    /* the clock of the statistics starts once the shard list is read (indexes and
+     * manifests fetched): the stages' time from here */
+    l->opened = shard_seconds();
     int rc = start_producer(l);
     if (rc)
         return fail_open(l, err, rc);
