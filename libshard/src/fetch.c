@@ -278,6 +278,10 @@ int shard_fetch_new(ShardFetch **out, const ShardFetchSettings *s)
             return SHARD_ERR_NOMEM;
         }
         f->nqueues++;
+        if (shard_queue_set_byte_cap(&f->streams[k].q, s->byte_cap)) {
+            shard_fetch_free(&f);
+            return SHARD_ERR_NOMEM;
+        }
     }
     *out = f;
     return 0;

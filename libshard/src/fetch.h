@@ -27,6 +27,7 @@ typedef struct ShardFetchSettings {
     void *cookie;
     ShardRemote *remote;    /* remote shards are read through it; borrowed */
     int map;                /* map local shards (ShardFileSettings.map) */
+    uint64_t byte_cap;      /* bytes each stream's queue may hold (0: queue_depth alone) */
 } ShardFetchSettings;
 
 typedef struct ShardFetchCounters {

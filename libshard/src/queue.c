@@ -31,11 +31,33 @@ int shard_queue_init(ShardQueue *q, size_t cap, size_t esize)
     return 0;
 }
 
+int shard_queue_set_byte_cap(ShardQueue *q, uint64_t cap)
+{
+    if (!cap)
+        return 0;
+    uint64_t *sizes = calloc(q->cap, sizeof *sizes);
+    if (!sizes)
+        return SHARD_ERR_NOMEM;
+    pthread_mutex_lock(&q->lock);
+    free(q->sizes);
+    q->sizes = sizes;
+    q->byte_cap = cap;
+    pthread_mutex_unlock(&q->lock);
+    return 0;
+}
+
+/* Whether an element of bytes must wait; the lock is held. */
+static int full(const ShardQueue *q, uint64_t bytes)
+{
+    return q->n == q->cap || (q->byte_cap && q->n && q->held + bytes > q->byte_cap);
+}
+
 void shard_queue_destroy(ShardQueue *q)
 {
     if (!q->v)
         return;
     free(q->v);
+    free(q->sizes);
     pthread_mutex_destroy(&q->lock);
     pthread_cond_destroy(&q->not_empty);
     pthread_cond_destroy(&q->not_full);
@@ -52,10 +74,10 @@ void shard_queue_set_wake(ShardQueue *q, size_t below)
 int shard_queue_put(ShardQueue *q, const void *e, uint64_t bytes)
 {
     pthread_mutex_lock(&q->lock);
-    if (q->n == q->cap && !q->closed) {
+    if (full(q, bytes) && !q->closed) {
         double t = now();
         q->putters++;
-        while (q->n == q->cap && !q->closed)
+        while (full(q, bytes) && !q->closed)
             pthread_cond_wait(&q->not_full, &q->lock);
         q->putters--;
         q->put_wait += now() - t;
@@ -64,7 +86,12 @@ int shard_queue_put(ShardQueue *q, const void *e, uint64_t bytes)
         pthread_mutex_unlock(&q->lock);
         return SHARD_EOS;
     }
-    memcpy(q->v + ((q->head + q->n) % q->cap) * q->esize, e, q->esize);
+    size_t at = (q->head + q->n) % q->cap;
+    memcpy(q->v + at * q->esize, e, q->esize);
+    if (q->sizes) {
+        q->sizes[at] = bytes;
+        q->held += bytes;
+    }
     q->n++;
     q->items++;
     q->bytes += bytes;
@@ -78,9 +105,11 @@ int shard_queue_put(ShardQueue *q, const void *e, uint64_t bytes)
 static void take_head(ShardQueue *q, void *e)
 {
     memcpy(e, q->v + q->head * q->esize, q->esize);
+    if (q->sizes)
+        q->held -= q->sizes[q->head];
     q->head = (q->head + 1) % q->cap;
     q->n--;
-    if (q->putters && q->n <= q->wake_below)
+    if (q->putters && (q->n <= q->wake_below || q->byte_cap)) /* bytes may fit now */
         pthread_cond_broadcast(&q->not_full);
 }
 

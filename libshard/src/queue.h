@@ -37,12 +37,18 @@ typedef struct ShardQueue {
     int takers, putters; /* threads blocked in take and put */
     uint64_t items, bytes;
     double put_wait, take_wait;
+    uint64_t byte_cap, held;  /* bytes the queue may hold (0: no limit), and holds */
+    uint64_t *sizes;          /* each element's bytes, with a byte cap */
 } ShardQueue;
 
 /* A queue of cap elements of esize bytes each. */
 SHARD_HIDDEN int shard_queue_init(ShardQueue *q, size_t cap, size_t esize);
 /* Frees the queue (elements left in it are dropped: take them first). Accepts a zeroed one. */
 SHARD_HIDDEN void shard_queue_destroy(ShardQueue *q);
+/* Also bounds the bytes held (as put counts them) to cap: a put waits while the queue holds
+ * something and the element would take it past cap (one element always fits). 0 or
+ * SHARD_ERR_NOMEM; call before any put. */
+SHARD_HIDDEN int shard_queue_set_byte_cap(ShardQueue *q, uint64_t cap);
 /* A putter blocked on a full queue wakes once the fill is at most below (< capacity). */
 SHARD_HIDDEN void shard_queue_set_wake(ShardQueue *q, size_t below);
 /* Copies e in, waiting while the queue is full; bytes counts toward the statistics.

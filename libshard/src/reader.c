@@ -442,6 +442,7 @@ void shard_reader_default_settings(ShardReaderSettings *s)
     s->shuffle_initial = 0;
     s->streams = 4;
     s->queue_depth = 64;
+    s->memory_budget = (size_t)256 << 20;
     s->skip_errors = 0;
     s->worker_align = 1;
 }
@@ -548,6 +549,15 @@ static int fail_open(ShardReader *r, ShardError *err, int rc)
     return rc;
 }
 
+/* Each stream's share of the memory budget: at least a byte, so a budget is never none. */
+static uint64_t stream_budget(const ShardReaderSettings *s, size_t streams)
+{
+    if (!s->memory_budget)
+        return 0;
+    uint64_t b = s->memory_budget / (streams ? streams : 1);
+    return b ? b : 1;
+}
+
 int shard_reader_open(ShardReader **out, const ShardReaderSettings *s, ShardError *err)
 {
     *out = NULL;
@@ -596,7 +606,8 @@ int shard_reader_open(ShardReader **out, const ShardReaderSettings *s, ShardErro
     r->streams = calloc(r->nstreams, sizeof *r->streams);
     r->rr = calloc(r->mixing ? r->mix.n : 1, sizeof *r->rr);
     ShardFetchSettings fs = {r->list, r->nstreams, r->s.queue_depth, r->s.skip_errors,
-                             stream_segment, r, r->s.remote, r->s.map_files};
+                             stream_segment, r, r->s.remote, r->s.map_files,
+                             stream_budget(&r->s, r->nstreams)};
     if (!r->streams || !r->rr || shard_fetch_new(&r->fetch, &fs) ||
         shard_shuffle_init(&r->shuffle, r->s.shuffle_buffer, r->s.shuffle_initial, r->nstreams))
         return fail_open(r, err, shard_fail(r->err, SHARD_ERR_NOMEM, "out of memory"));

@@ -182,6 +182,7 @@ typedef struct ReaderArgs {
     unsigned long long cache_size;
     int retries;
     double timeout, stall_timeout, backoff;
+    unsigned long long memory_budget;
 } ReaderArgs;
 
 static void reader_args_default(ReaderArgs *a)
@@ -197,6 +198,7 @@ static void reader_args_default(ReaderArgs *a)
     a->queue_depth = 64;
     a->retries = -1;
     a->timeout = a->stall_timeout = a->backoff = -1;
+    a->memory_budget = 256ull << 20;
 }
 
 /* The remote reader (remote.h) for the arguments' settings, into *rm (owned by the caller,
@@ -286,6 +288,7 @@ static int reader_settings(const ReaderArgs *a, ShardReaderSettings *s, Specs *s
     s->shuffle_initial = (size_t)a->shuffle_initial;
     s->streams = (size_t)a->streams;
     s->queue_depth = (size_t)a->queue_depth;
+    s->memory_budget = (size_t)a->memory_budget;
     s->skip_errors = a->skip_errors;
     s->manifest_commands = a->manifest_commands;
     return 0;
@@ -295,14 +298,14 @@ static int reader_settings(const ReaderArgs *a, ShardReaderSettings *s, Specs *s
     "urls", "seed", "epoch", "rank", "world_size", "worker", "num_workers", "mode", "pad",  \
         "epoch_samples", "shuffle_shards", "shuffle", "shuffle_initial", "streams",          \
         "queue_depth", "skip_errors", "manifest_commands", "cache_dir", "cache_size",       \
-        "retries", "timeout", "stall_timeout", "backoff"
-#define READER_FMT_KW "O|$OKiiiispKpnnnnppzKiddd"
+        "retries", "timeout", "stall_timeout", "backoff", "memory_budget"
+#define READER_FMT_KW "O|$OKiiiispKpnnnnppzKidddK"
 #define READER_PTRS(a)                                                                      \
     &(a).urls, &(a).seed, &(a).epoch, &(a).rank, &(a).world_size, &(a).worker,             \
         &(a).num_workers, &(a).mode, &(a).pad, &(a).epoch_samples, &(a).shuffle_shards,    \
         &(a).shuffle, &(a).shuffle_initial, &(a).streams, &(a).queue_depth, &(a).skip_errors, \
         &(a).manifest_commands, &(a).cache_dir, &(a).cache_size, &(a).retries, &(a).timeout, &(a).stall_timeout,    \
-        &(a).backoff
+        &(a).backoff, &(a).memory_budget
 
 /* A method called on an object whose __init__ failed or never ran (Reader.__new__(Reader))
  * has no handle: it raises instead of passing NULL to the library. */

@@ -83,6 +83,7 @@ CHECKS = {
     "shuffle_initial": lambda v: _int("shuffle_initial", v, 0),
     "streams": lambda v: _int("streams", v, 1),
     "queue_depth": lambda v: _int("queue_depth", v, 1),
+    "memory_budget": lambda v: _int("memory_budget", v, 0),
     "skip_errors": lambda v: _bool("skip_errors", v),
     "manifest_commands": lambda v: _bool("manifest_commands", v),
     "cache_dir": lambda v: None if v is None else os.fspath(v),

@@ -46,7 +46,7 @@ from .indexed import REMOTE_KEYS, IndexedShards
 
 _READER_KEYS = ("seed", "mode", "pad", "epoch_samples", "shuffle_shards", "shuffle",
                 "shuffle_initial", "streams", "queue_depth", "skip_errors",
-                "manifest_commands") + REMOTE_KEYS
+                "manifest_commands", "memory_budget") + REMOTE_KEYS
 _LOADER_KEYS = ("batch_size", "image_size", "crop", "flip", "fast", "layout", "dtype", "mean",
                 "std", "scale", "ratio", "drop_last", "threads", "batches", "image_fields",
                 "label_field", "raw_fields", "missing_label", "trace")
@@ -97,7 +97,8 @@ class ShardDataset(torch.utils.data.IterableDataset):
 
     Reader settings: shuffle (buffer size), shuffle_initial, seed (None: a fresh one, same
     for every rank only if given), mode ("exact", "equal", "resampled"), pad, epoch_samples,
-    shuffle_shards, streams, queue_depth, skip_errors, rank, world_size, manifest_commands
+    shuffle_shards, streams, queue_depth, memory_budget (bytes the streams may hold read
+    ahead, default 256 MiB), skip_errors, rank, world_size, manifest_commands
     (let a manifest list pipe:COMMAND shards; off: a manifest runs nothing).
     Remote shards (http://, https://, gs://, s3://): cache_dir (a folder that keeps them,
     shared by the processes of a machine), cache_size (bytes), retries, timeout (connect,

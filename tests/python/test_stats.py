@@ -134,3 +134,20 @@ def test_a_trace_in_the_chrome_trace_event_format(packed, tmp_path):
         decoded += sum(e["args"]["samples"] for e in doc["traceEvents"]
                        if e.get("name") == "deliver")
     assert decoded == NSAMPLES
+
+
+def test_a_memory_budget_bounds_the_read_ahead_not_the_result(packed):
+    def run(**kw):
+        ds = ShardDataset(str(packed.manifest), raw_fields="__key__", **KW, **kw)
+        keys, fills = [], []
+        for x, y, f in ds:
+            keys += f["__key__"]
+            fills.append(ds.stats()["stages"]["fetch"]["queue_fill"])
+        return keys, fills
+
+    keys, _ = within(120, run, "an epoch")
+    tight, fills = within(120, lambda: run(memory_budget=1, streams=2), "an epoch on a budget")
+    assert sorted(tight) == sorted(keys) and len(keys) == NSAMPLES
+    assert max(fills) <= 2, fills  # one sample a stream, whatever it weighs
+    with pytest.raises(ValueError, match="memory_budget"):
+        ShardDataset(str(packed.manifest), memory_budget=-1)

@@ -211,3 +211,61 @@ Test(queue, a_blocked_putter_wakes_at_the_threshold)
     cr_assert_eq(st.items, 9);
     shard_queue_destroy(&q);
 }
+
+Test(queue, a_byte_cap_bounds_what_it_holds_one_element_always_fits)
+{
+    ShardQueue q;
+    cr_assert_eq(shard_queue_init(&q, 8, sizeof(int)), 0);
+    cr_assert_eq(shard_queue_set_byte_cap(&q, 100), 0);
+    int v = 1;
+    cr_assert_eq(shard_queue_put(&q, &v, 60), 0);
+    cr_assert_eq(shard_queue_put(&q, &v, 40), 0); /* 100: at the cap */
+    int x;
+    cr_assert_eq(shard_queue_take(&q, &x), 0); /* 40 held */
+    cr_assert_eq(shard_queue_put(&q, &v, 60), 0); /* 100 again */
+    cr_assert_eq(shard_queue_take(&q, &x), 0);
+    cr_assert_eq(shard_queue_take(&q, &x), 0); /* empty */
+    cr_assert_eq(shard_queue_put(&q, &v, 500), 0, "one element always fits, however big");
+    shard_queue_close(&q);
+    cr_assert_eq(shard_queue_put(&q, &v, 1), SHARD_EOS, "past the cap and closed: no wait");
+    shard_queue_destroy(&q);
+}
+
+typedef struct Bigs {
+    ShardQueue *q;
+    int done;
+} Bigs;
+
+static void *put_bigs(void *arg)
+{
+    Bigs *b = arg;
+    for (int i = 0; i < 4; i++) {
+        int v = i;
+        shard_queue_put(b->q, &v, 80); /* two do not fit under 100 */
+    }
+    b->done = 1;
+    return NULL;
+}
+
+Test(queue, a_put_past_the_byte_cap_waits_for_a_take)
+{
+    ShardQueue q;
+    cr_assert_eq(shard_queue_init(&q, 8, sizeof(int)), 0);
+    cr_assert_eq(shard_queue_set_byte_cap(&q, 100), 0);
+    Bigs b = {&q, 0};
+    pthread_t t;
+    pthread_create(&t, NULL, put_bigs, &b);
+    while (!blocked(&q, 1)) /* the second put waits: 80 + 80 > 100 */
+        sleep_ms(1);
+    ShardQueueStats st;
+    shard_queue_stats(&q, &st);
+    cr_assert_eq(st.fill, 1);
+    for (int i = 0; i < 4; i++) {
+        int x;
+        cr_assert_eq(shard_queue_take(&q, &x), 0);
+        cr_assert_eq(x, i);
+    }
+    pthread_join(t, NULL);
+    cr_assert(b.done);
+    shard_queue_destroy(&q);
+}

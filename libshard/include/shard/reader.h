@@ -11,8 +11,9 @@
  *
  * Threads: one fetch thread per stream reads shards ahead into bounded queues; everything
  * else runs on the thread that calls shard_reader_next. Memory is bounded by the settings:
- * (streams x queue_depth + shuffle_buffer) samples, plus the samples the caller keeps from
- * shard_reader_take (each may hold its shard's mapping open).
+ * the streams' queues (streams x queue_depth samples, and at most memory_budget bytes, one
+ * sample per stream at least) and shuffle_buffer samples, plus the samples the caller keeps
+ * from shard_reader_take (each may hold its shard's mapping open).
  */
 #ifndef SHARD_READER_H
 #define SHARD_READER_H
@@ -109,8 +110,13 @@ typedef struct ShardReaderSettings {
     /** Map local shards (ShardFileSettings.map): zero-copy, about twice the raw reading
      *  speed, but a shard truncated while mapped kills the process (default 0) */
     int map_files;
+    /** Bytes the fetch streams may hold read ahead, all together (default 268435456, 256
+     *  MiB; 0: only queue_depth bounds them): with large samples the queues hold fewer,
+     *  so memory follows this setting whatever the samples weigh (a stream always holds
+     *  one) */
+    size_t memory_budget;
     /** Zero: room for settings added later without changing the struct's size. */
-    unsigned char reserved[32];
+    unsigned char reserved[24];
 } ShardReaderSettings;
 
 typedef struct ShardReaderStats {
