@@ -24,7 +24,7 @@ typedef struct Bench {
     char **urls;
     size_t nurls;
     double seconds, warmup;
-    int repeats, json, bar;
+    int repeats, json, bar, stats;
     size_t batch_size, shuffle;
     int size, fast;
     uint64_t threads[MAX_LIST], streams[MAX_LIST], depths[MAX_LIST];
@@ -35,6 +35,7 @@ typedef struct Result {
     uint64_t threads, streams, depth;
     double rate; /* samples/s, median of the repeats */
     char verdict[256];
+    ShardLoaderStats stats; /* of the last repeat */
 } Result;
 
 static void usage(FILE *f)
@@ -52,7 +53,8 @@ static void usage(FILE *f)
           "  --queue-depth LIST samples read ahead per stream (default 64)\n"
           "  --batch-size N     (default 256)   --image-size N (default 224)\n"
           "  --shuffle N        shuffle buffer (default 1000)   --no-fast: full decode\n"
-          "  --json             one JSON document   -q: no progress line\n",
+          "  --stats            each run's stages: busy and waiting shares, queue fill\n"
+          "  --json             one JSON document (with the stages)   -q: no progress line\n",
           f);
 }
 
@@ -88,9 +90,9 @@ static void loader_settings(const Bench *b, ShardLoaderSettings *s, uint64_t thr
     s->transform.fast = b->fast;
 }
 
-/* One run: samples/s after the warm-up; the verdict at its end. -1 on an error (said). */
+/* One run: samples/s after the warm-up; its statistics at its end. -1 on an error (said). */
 static double run_once(const Bench *b, uint64_t threads, uint64_t streams, uint64_t depth,
-                       char *verdict, size_t vsize)
+                       ShardLoaderStats *out)
 {
     ShardLoaderSettings s;
     loader_settings(b, &s, threads, streams, depth);
@@ -127,9 +129,8 @@ static double run_once(const Bench *b, uint64_t threads, uint64_t streams, uint6
             break;
         }
     }
-    shard_loader_stats(l, &st);
-    double rate = (double)(st.stages[SHARD_STAGES - 1].items - before) / (cli_now() - start);
-    snprintf(verdict, vsize, "%s", st.verdict);
+    shard_loader_stats(l, out);
+    double rate = (double)(out->stages[SHARD_STAGES - 1].items - before) / (cli_now() - start);
     shard_loader_free(&l);
     return rate;
 }
@@ -231,7 +232,7 @@ int shardcat_bench(int argc, char **argv)
     b.depths[0] = 64, b.ndepths = 1;
     int quiet = 0;
     enum { O_SECONDS = 300, O_WARMUP, O_REPEATS, O_THREADS, O_STREAMS, O_DEPTH, O_BATCH, O_SIZE,
-           O_SHUFFLE, O_NOFAST, O_JSON };
+           O_SHUFFLE, O_NOFAST, O_JSON, O_STATS };
     static const struct option longopts[] = {
         {"seconds", required_argument, NULL, O_SECONDS}, {"warmup", required_argument, NULL, O_WARMUP},
         {"repeats", required_argument, NULL, O_REPEATS}, {"threads", required_argument, NULL, O_THREADS},
@@ -239,6 +240,7 @@ int shardcat_bench(int argc, char **argv)
         {"batch-size", required_argument, NULL, O_BATCH}, {"image-size", required_argument, NULL, O_SIZE},
         {"shuffle", required_argument, NULL, O_SHUFFLE}, {"no-fast", no_argument, NULL, O_NOFAST},
         {"json", no_argument, NULL, O_JSON}, {"quiet", no_argument, NULL, 'q'},
+        {"stats", no_argument, NULL, O_STATS},
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
     };
     optind = 1;
@@ -286,6 +288,7 @@ int shardcat_bench(int argc, char **argv)
             break;
         case O_NOFAST: b.fast = 0; break;
         case O_JSON: b.json = 1; break;
+        case O_STATS: b.stats = 1; break;
         case 'q': quiet = 1; break;
         case 'h': usage(stdout); return 0;
         case ':': return cli_usage_error("shardcat", "a bench option wants a value");
@@ -322,8 +325,8 @@ int shardcat_bench(int argc, char **argv)
                 r->threads = b.threads[i], r->streams = b.streams[j], r->depth = b.depths[d];
                 for (int rep = 0; rep < b.repeats && !status; rep++) {
                     cli_progress_update(&pg, done++, 0, 1);
-                    rates[rep] = run_once(&b, r->threads, r->streams, r->depth, r->verdict,
-                                          sizeof r->verdict);
+                    rates[rep] = run_once(&b, r->threads, r->streams, r->depth, &r->stats);
+                    snprintf(r->verdict, sizeof r->verdict, "%s", r->stats.verdict);
                     status = rates[rep] < 0;
                 }
                 qsort(rates, (size_t)b.repeats, sizeof *rates, cmp_double);
@@ -351,12 +354,28 @@ int shardcat_bench(int argc, char **argv)
             def = &res[i];
     if (b.json) {
         json_t *o = json_object(), *runs = json_array();
-        for (size_t i = 0; i < nruns; i++)
-            json_array_append_new(runs, json_pack("{s:I,s:I,s:I,s:f,s:s}", "threads",
-                                                  (json_int_t)res[i].threads, "streams",
-                                                  (json_int_t)res[i].streams, "queue_depth",
-                                                  (json_int_t)res[i].depth, "samples_per_second",
-                                                  res[i].rate, "bottleneck", res[i].verdict));
+        for (size_t i = 0; i < nruns; i++) {
+            json_t *run = json_pack("{s:I,s:I,s:I,s:f,s:s}", "threads", (json_int_t)res[i].threads,
+                                    "streams", (json_int_t)res[i].streams, "queue_depth",
+                                    (json_int_t)res[i].depth, "samples_per_second", res[i].rate,
+                                    "bottleneck", res[i].verdict);
+            json_t *stages = json_object();
+            for (int k = 0; k < SHARD_STAGES; k++) {
+                const ShardStageStats *g = &res[i].stats.stages[k];
+                json_object_set_new(stages, g->name,
+                                    json_pack("{s:I,s:I,s:I,s:f,s:f,s:f,s:f,s:I,s:I}", "threads",
+                                              (json_int_t)g->threads, "items",
+                                              (json_int_t)g->items, "bytes", (json_int_t)g->bytes,
+                                              "seconds", g->seconds, "busy_seconds",
+                                              g->busy_seconds, "wait_input_seconds",
+                                              g->wait_input_seconds, "wait_output_seconds",
+                                              g->wait_output_seconds, "queue_fill",
+                                              (json_int_t)g->queue_fill, "queue_capacity",
+                                              (json_int_t)g->queue_capacity));
+            }
+            json_object_set_new(run, "stages", stages);
+            json_array_append_new(runs, run);
+        }
         json_object_set_new(o, "runs", runs);
         json_object_set_new(o, "ceiling", json_pack("{s:f,s:I}", "samples_per_second", ceil_rate,
                                                     "threads", (json_int_t)ceiling_threads));
@@ -376,14 +395,24 @@ int shardcat_bench(int argc, char **argv)
         free(res);
         return 0;
     }
-    printf("%zu run%s of %.0f s (after %.0f s of warm-up), medians of %d; batch %zu, %dx%d%s\n",
+    printf("%zu run%s of %g s (after %g s of warm-up), medians of %d; batch %zu, %dx%d%s\n",
            nruns, nruns == 1 ? "" : "s", b.seconds, b.warmup, b.repeats, b.batch_size, b.size,
            b.size, b.fast ? "" : ", full decode");
     printf("threads streams queue  samples/s  bottleneck\n");
-    for (size_t i = 0; i < nruns; i++)
+    for (size_t i = 0; i < nruns; i++) {
         printf("%7llu %7llu %5llu %10.1f  %s\n", (unsigned long long)res[i].threads,
                (unsigned long long)res[i].streams, (unsigned long long)res[i].depth, res[i].rate,
                res[i].verdict);
+        for (int k = 0; b.stats && k < SHARD_STAGES; k++) {
+            const ShardStageStats *g = &res[i].stats.stages[k];
+            double t = g->seconds > 0 ? g->seconds : 1;
+            printf("        %-8s %2u thread%s  busy %5.1f%%  waiting for input %5.1f%%, for "
+                   "output %5.1f%%  queue %zu/%zu\n", g->name, g->threads,
+                   g->threads == 1 ? " " : "s", 100 * g->busy_seconds / t,
+                   100 * g->wait_input_seconds / t, 100 * g->wait_output_seconds / t,
+                   g->queue_fill, g->queue_capacity);
+        }
+    }
     if (ceil_rate > 0)
         printf("ceiling: libjpeg-turbo alone on the same images and transform, %llu thread%s: "
                "%.1f samples/s\n", (unsigned long long)ceiling_threads,

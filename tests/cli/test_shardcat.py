@@ -1078,6 +1078,7 @@ def test_bench_sweeps_names_the_bottleneck_and_the_ceiling(packed, run_sc):
     stages = ("fetch", "shuffle", "batch", "decode", "deliver")
     for r in out["runs"]:
         assert r["samples_per_second"] > 0 and r["bottleneck"].startswith(stages), r
+        assert list(r["stages"]) == list(stages) and r["stages"]["deliver"]["items"] > 0
     best = max(out["runs"], key=lambda r: r["samples_per_second"])
     assert out["best"]["samples_per_second"] == best["samples_per_second"]
     assert out["ceiling"]["samples_per_second"] > 0 and out["ceiling"]["threads"] == 2
@@ -1085,6 +1086,11 @@ def test_bench_sweeps_names_the_bottleneck_and_the_ceiling(packed, run_sc):
                 "--streams", "1", "--batch-size", "4", "--image-size", "32", d / "tr.json")
     text = sc_ok(cp)
     assert "threads streams queue  samples/s  bottleneck" in text and "best: --threads 1" in text
+    cp = run_sc("bench", "--seconds", "0.2", "--warmup", "0", "--repeats", "1", "--threads", "1",
+                "--streams", "1", "--batch-size", "4", "--image-size", "32", "--stats",
+                d / "tr.json")
+    text = sc_ok(cp)
+    assert all(f"        {n} " in text for n in stages) and "waiting for input" in text, text
     assert run_sc("bench", "--help").stdout.startswith(b"usage: shardcat bench")
     cp = run_sc("bench", "--threads", "x", d / "tr.json")
     assert cp.returncode == 2 and "--threads" in err_text(cp)
