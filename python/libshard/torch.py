@@ -453,21 +453,49 @@ class ShardDataset(torch.utils.data.IterableDataset):
         del r
         if n is None:
             raise self._no_count()
+        missing = self._missing_shard()
+        if missing:  # a manifest counts it, but the epoch would fail at it
+            raise FileNotFoundError(f"len(): shard {missing} does not exist")
         if not self.decode:
             return n
         bs = self.settings.get("batch_size", 256)
         return n // bs if self.settings.get("drop_last") else -(-n // bs)
 
-    def _no_count(self):
-        """Why len() has no count, naming the shards: a missing one, or those without an
-        index."""
+    def _shard_list(self):
         specs = self.urls if not (self.urls and isinstance(self.urls[0], tuple)) else [
             u for spec, _ in self.urls for u in spec]
         remote = {k: v for k, v in self.settings.items() if k in REMOTE_KEYS}
-        uncounted = [u for u, n in _libshard.list_shards(specs, **remote) if n is None]
-        for u in uncounted:
-            if "://" not in u and not u.startswith("pipe:") and not os.path.exists(u):
-                return FileNotFoundError(f"len(): shard {u} does not exist")
+        return _libshard.list_shards(specs, **remote)
+
+    @staticmethod
+    def _local_path(u):
+        """The file a local shard URL names (a path or file:///PATH), else None."""
+        if u.startswith("file://"):
+            return u[len("file://"):] if u.startswith("file:///") else None
+        return None if "://" in u or u.startswith("pipe:") else u
+
+    def _missing_shard(self, listed=None):
+        """The first local shard that does not exist, or None (also when the list cannot be
+        read here: a manifest of commands, for one; the epoch says what is wrong)."""
+        if listed is None:
+            try:
+                listed = self._shard_list()
+            except (ValueError, OSError, _libshard.ShardError):
+                return None
+        for u, _ in listed:
+            p = self._local_path(u)
+            if p is not None and not os.path.exists(p):
+                return u
+        return None
+
+    def _no_count(self):
+        """Why len() has no count, naming the shards: a missing one, or those without an
+        index."""
+        listed = self._shard_list()
+        missing = self._missing_shard(listed)
+        if missing:
+            return FileNotFoundError(f"len(): shard {missing} does not exist")
+        uncounted = [u for u, n in listed if n is None]
         shown = ", ".join(uncounted[:3]) + (f" and {len(uncounted) - 3} more"
                                               if len(uncounted) > 3 else "")
         return TypeError(f"len() needs sample counts: a manifest, or a .idx beside every shard; "

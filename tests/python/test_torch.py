@@ -242,6 +242,15 @@ def test_len_names_a_missing_shard_or_those_without_counts(packed, tmp_path):
     with pytest.raises(TypeError, match="1 shard.s. have neither: .*bare.tar"):
         len(ShardDataset([str(packed.shards[1]), str(bare)], batch_size=32))
     assert len(ShardDataset(str(packed.manifest), batch_size=32)) == -(-NSAMPLES // 32)
+    with pytest.raises(FileNotFoundError, match="gone-000.tar does not exist"):
+        len(ShardDataset(f"file://{tmp_path}/gone-000.tar", batch_size=32))
+    # a manifest counts its shards, but one of them is gone: named, not counted
+    import shutil
+    copy = tmp_path / "copy"
+    shutil.copytree(packed.manifest.parent, copy)
+    (copy / packed.shards[3].name).unlink()
+    with pytest.raises(FileNotFoundError, match=packed.shards[3].name + " does not exist"):
+        len(ShardDataset(str(copy / packed.manifest.name), batch_size=32))
 
 
 def test_len_counts_each_workers_partial_batch(packed):
