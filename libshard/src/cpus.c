@@ -10,17 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
-
-double shard_seconds(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 /* q / p from a file holding "Q P" (v2 cpu.max: "max P" when unlimited), or from two files
  * (v1); 0 when there is no quota or no such file. */

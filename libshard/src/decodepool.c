@@ -45,10 +45,9 @@ static void *decoder_main(void *arg)
         /* a huge image leaves huge buffers: not kept for the thread's life */
         shard_scratch_trim(&sc, SCRATCH_KEEP);
         /* counted before done: the batch it completes may be the consumer's last */
-        double t1 = shard_seconds(), dt = t1 - t0, b = atomic_load(&p->busy);
+        double t1 = shard_seconds();
         shard_trace_span(atomic_load(&p->trace), "decode", t0, t1, 1);
-        while (!atomic_compare_exchange_weak(&p->busy, &b, b + dt))
-            ;
+        shard_add_seconds(&p->busy, t1 - t0);
         atomic_fetch_add(&p->decoded, 1);
         p->done(p->cookie, &j, rc, msg);
     }

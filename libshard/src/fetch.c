@@ -250,9 +250,7 @@ static void *fetch_main(void *arg)
     shard_file_free(&ahead);
     if (!ended && !atomic_load(&f->stop))
         put_last(st, NULL);
-    double t0 = atomic_exchange(&st->started, 0.0), a = atomic_load(&f->alive);
-    while (!atomic_compare_exchange_weak(&f->alive, &a, a + (shard_seconds() - t0)))
-        ;
+    shard_add_seconds(&f->alive, shard_seconds() - atomic_exchange(&st->started, 0.0));
     return NULL;
 }
 

@@ -147,8 +147,10 @@ SHARD_HIDDEN void *shard_scratch_take(ShardScratch *s, int which);
 SHARD_HIDDEN void shard_scratch_trim(ShardScratch *s, size_t keep);
 SHARD_HIDDEN void shard_scratch_release(ShardScratch *s);
 
-/* Seconds from a monotonic clock (CLOCK_MONOTONIC): stage timing. */
+/* Seconds from a monotonic clock (CLOCK_MONOTONIC): stage timing (queue.c). */
 SHARD_HIDDEN double shard_seconds(void);
+/* Adds d to a counter of seconds other threads add to and read (queue.c). */
+SHARD_HIDDEN void shard_add_seconds(_Atomic double *counter, double d);
 
 /* The CPU quota (cores, fractional) of the cgroup /proc/self/cgroup-style file proc_cgroup
  * names under the cgroup mount root, the smallest on the way up; 0 when none (cpus.c). */

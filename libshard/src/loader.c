@@ -87,12 +87,7 @@ struct ShardLoader {
     char *trace_path;
 };
 
-static void add_seconds(_Atomic double *a, double d)
-{
-    double v = atomic_load(a);
-    while (!atomic_compare_exchange_weak(a, &v, v + d))
-        ;
-}
+
 
 void shard_loader_default_settings(ShardLoaderSettings *s)
 {
@@ -173,7 +168,7 @@ static int produce_epoch(ShardLoader *l)
             ShardItem *it;
             double t0 = shard_seconds();
             rc = shard_reader_take(l->reader, &it);
-            add_seconds(&l->reader_time, shard_seconds() - t0);
+            shard_add_seconds(&l->reader_time, shard_seconds() - t0);
             if (rc)
                 break;
             if ((rc = shard_slot_add(sl, &l->spec, it, shard_list_entry(list, it->shard)->url)))
@@ -236,7 +231,7 @@ static void *producer_main(void *arg)
         l->fill_index = 0;
         atomic_store(&l->ahead, l->fill_epoch);
     }
-    add_seconds(&l->producer_time, shard_seconds() - atomic_exchange(&l->producer_start, 0.0));
+    shard_add_seconds(&l->producer_time, shard_seconds() - atomic_exchange(&l->producer_start, 0.0));
     return NULL;
 }
 

@@ -1,17 +1,25 @@
 /*
  * The bounded queue (queue.h).
  */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "queue.h"
 
-static double now(void)
+double shard_seconds(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void shard_add_seconds(_Atomic double *counter, double d)
+{
+    double v = atomic_load(counter);
+    while (!atomic_compare_exchange_weak(counter, &v, v + d))
+        ;
 }
 
 int shard_queue_init(ShardQueue *q, size_t cap, size_t esize)
@@ -75,12 +83,12 @@ int shard_queue_put(ShardQueue *q, const void *e, uint64_t bytes)
 {
     pthread_mutex_lock(&q->lock);
     if (full(q, bytes) && !q->closed) {
-        double t = now();
+        double t = shard_seconds();
         q->putters++;
         while (full(q, bytes) && !q->closed)
             pthread_cond_wait(&q->not_full, &q->lock);
         q->putters--;
-        q->put_wait += now() - t;
+        q->put_wait += shard_seconds() - t;
     }
     if (q->closed) {
         pthread_mutex_unlock(&q->lock);
@@ -117,12 +125,12 @@ int shard_queue_take(ShardQueue *q, void *e)
 {
     pthread_mutex_lock(&q->lock);
     if (!q->n && !q->closed) {
-        double t = now();
+        double t = shard_seconds();
         q->takers++;
         while (!q->n && !q->closed)
             pthread_cond_wait(&q->not_empty, &q->lock);
         q->takers--;
-        q->take_wait += now() - t;
+        q->take_wait += shard_seconds() - t;
     }
     if (!q->n) {
         pthread_mutex_unlock(&q->lock);

@@ -19,7 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "finish.h"
 #include "gpudev.h"
@@ -78,13 +77,6 @@ struct ShardUploader {
     char end_msg[SHARD_ERROR_MAX];
     char err[SHARD_ERROR_MAX];
 };
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 void shard_upload_default_settings(ShardUploadSettings *s)
 {
@@ -511,7 +503,7 @@ int shard_uploader_put(ShardUploader *u, const void *images, size_t n, const int
     if (!n || n > u->s.batch_size || !images)
         return shard_fail(u->err, SHARD_ERR_INVALID, "uploader: a batch of %zu images (1 to "
                           "%zu)", n, u->s.batch_size);
-    double t0 = now();
+    double t0 = shard_seconds();
     pthread_mutex_lock(&u->mu);
     int over = u->ended || u->put_ended;
     Slot *sl = over ? NULL : take_free(u);
@@ -542,7 +534,7 @@ int shard_uploader_put(ShardUploader *u, const void *images, size_t n, const int
         rc = upload(u, sl, sl->staging, labels, n, NULL, msg);
     }
     pthread_mutex_lock(&u->mu);
-    u->st.put_seconds += now() - t0;
+    u->st.put_seconds += shard_seconds() - t0;
     pthread_mutex_unlock(&u->mu);
     if (r == CUDA_SUCCESS)
         shard_gpu_leave(u->g);
@@ -573,11 +565,11 @@ int shard_uploader_put_end(ShardUploader *u)
 int shard_uploader_next(ShardUploader *u, void *stream, const ShardDeviceBatch **out)
 {
     *out = NULL;
-    double t0 = now();
+    double t0 = shard_seconds();
     pthread_mutex_lock(&u->mu);
     while (!u->rcount && !u->ended && !u->put_ended && u->held < u->n)
         pthread_cond_wait(&u->cv, &u->mu);
-    u->st.wait_seconds += now() - t0;
+    u->st.wait_seconds += shard_seconds() - t0;
     if (!u->rcount) {
         int rc = u->ended ? u->end_rc : u->put_ended ? SHARD_EOS : SHARD_ERR_STATE;
         if (u->ended && rc != SHARD_EOS)
