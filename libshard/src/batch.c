@@ -190,9 +190,10 @@ int shard_slot_init(ShardSlot *sl, const ShardBatchSpec *spec)
     sl->img = calloc(bs, sizeof *sl->img);
     sl->img_size = calloc(bs, sizeof *sl->img_size);
     sl->failed = calloc(bs, 1);
+    sl->errors = calloc(bs, sizeof *sl->errors);
     sl->keyoff = calloc(bs, sizeof *sl->keyoff);
     if (!sl->images || !sl->labels || !sl->indices || !sl->repeats || !sl->keys || !sl->urls || !sl->items || !sl->img ||
-        !sl->img_size || !sl->failed || !sl->keyoff)
+        !sl->img_size || !sl->failed || !sl->errors || !sl->keyoff)
         return SHARD_ERR_NOMEM;
     memset(sl->keys, 0, bs * sizeof *sl->keys);
     /* the fields named in raw_fields are in every batch, present or not */
@@ -279,13 +280,26 @@ int shard_slot_no_label(const ShardSlot *sl, const ShardBatchSpec *spec, size_t 
 void shard_slot_fail(ShardSlot *sl, size_t i, int why, const char *msg)
 {
     sl->failed[i] = (unsigned char)why;
-    if (atomic_load(&sl->first_error))
-        return;
     char full[SHARD_ERROR_MAX];
     snprintf(full, sizeof full, "%s: sample '%s': %s", sl->urls[i], sl->keys[i], msg);
-    char *mine = shard_strdup(full), *none = NULL;
-    if (!atomic_compare_exchange_strong(&sl->first_error, &none, mine))
-        free(mine);
+    free(sl->errors[i]);
+    sl->errors[i] = shard_strdup(full); /* out of memory: "decode failed" */
+}
+
+const char *shard_slot_error(const ShardSlot *sl)
+{
+    for (size_t i = 0; i < sl->n; i++)
+        if (sl->failed[i])
+            return sl->errors[i];
+    return NULL;
+}
+
+void shard_slot_forget_errors(ShardSlot *sl)
+{
+    for (size_t i = 0; sl->errors && i < sl->n; i++) {
+        free(sl->errors[i]);
+        sl->errors[i] = NULL;
+    }
 }
 
 void shard_slot_release_items(ShardSlot *sl)
@@ -365,8 +379,8 @@ void shard_slot_clear(ShardSlot *sl)
     shard_slot_release_items(sl);
     for (size_t i = 0; i < sl->n; i++)
         sl->keys[i] = NULL;
+    shard_slot_forget_errors(sl);
     sl->n = 0;
-    free(atomic_exchange(&sl->first_error, NULL));
     sl->message[0] = 0;
 }
 
@@ -387,6 +401,7 @@ void shard_slot_free(ShardSlot *sl, const ShardBatchSpec *spec)
     free(sl->img);
     free(sl->img_size);
     free(sl->failed);
+    free(sl->errors);
     free(sl->keyoff);
     for (size_t k = 0; k < sl->rawcap; k++) {
         free(sl->raw[k].name);

@@ -59,7 +59,8 @@ typedef struct ShardSlot {
     const unsigned char **img;  /* each sample's image bytes, in its item */
     size_t *img_size;
     unsigned char *failed;
-    _Atomic(char *) first_error; /* the first decode failure's message */
+    char **errors;               /* each failed sample's message, NULL for none: written
+                                    by its decode thread only */
     uint64_t end_position;       /* the reader's position after this batch */
     char *keybuf;                /* the keys, NUL-terminated, back to back (grow-only) */
     size_t keylen, keycap;
@@ -81,12 +82,18 @@ SHARD_HIDDEN int shard_slot_add(ShardSlot *sl, const ShardBatchSpec *spec, Shard
                                 const char *url);
 /* The batch's samples are in: key pointers final, raw fields padded. */
 SHARD_HIDDEN void shard_slot_seal(ShardSlot *sl);
-/* Records that sample i failed (why: a ShardBadSample), keeping the first message. */
 /* Why sample i of a sealed slot has no label (its field missing or not a class index),
  * written to why; 0 when it has one or the spec asks for none. */
 SHARD_HIDDEN int shard_slot_no_label(const ShardSlot *sl, const ShardBatchSpec *spec, size_t i,
                                      char *why, size_t n);
+/* Records that sample i failed (why: a ShardBadSample), with msg naming it (called by the
+ * thread that decodes sample i). */
 SHARD_HIDDEN void shard_slot_fail(ShardSlot *sl, size_t i, int why, const char *msg);
+/* The message of the failed sample first in the batch (whichever thread failed first), or
+ * NULL; once every sample is decoded. */
+SHARD_HIDDEN const char *shard_slot_error(const ShardSlot *sl);
+/* Frees the failed samples' messages. */
+SHARD_HIDDEN void shard_slot_forget_errors(ShardSlot *sl);
 /* Releases the reader's samples (their bytes were decoded or copied). */
 SHARD_HIDDEN void shard_slot_release_items(ShardSlot *sl);
 /* Moves the samples that decoded down over the ones that failed; returns how many failed,

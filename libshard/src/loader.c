@@ -453,12 +453,13 @@ static int loader_next(ShardLoader *l, const ShardBatch **out)
         for (size_t i = 0; i < sl->n; i++)
             bad |= sl->failed[i];
         if (bad && !l->s.reader.skip_errors) {
-            char *first = atomic_load(&sl->first_error);
+            const char *first = shard_slot_error(sl);
             shard_fail(l->err, SHARD_ERR_DECODE, "%s", first ? first : "decode failed");
             l->ended = 1;
             recycle(l, sl);
             return SHARD_ERR_DECODE;
         }
+        shard_slot_forget_errors(sl);
         if (bad)
             l->skipped += shard_slot_compact(sl, l->spec.image_bytes, l->skipped_by);
         l->delivered_position = sl->end_position;
@@ -466,7 +467,6 @@ static int loader_next(ShardLoader *l, const ShardBatch **out)
             recycle(l, sl);
             continue;
         }
-        free(atomic_exchange(&sl->first_error, NULL));
         shard_slot_publish(sl, l->spec.image_bytes);
         atomic_fetch_add(&l->held, 1);
         atomic_fetch_add(&l->delivered, sl->n);
