@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "fetch.h"
+#include "net.h"
 #include "trace.h"
 #include "shard/file.h"
 #include "shardfile.h"
@@ -42,6 +43,9 @@ typedef struct Stream {
     ShardItem *last; /* the END or ERROR marker, made before the thread starts so that the
                         stream always ends with one, out of memory or not */
     _Atomic double started; /* when the thread began, 0 once it ended (statistics) */
+    ShardNetLane *lane; /* the thread's own network loop for remote shards, made when first
+                           needed: their bytes come off the socket on the core that parses
+                           them (net.h) */
 } Stream;
 
 struct ShardFetch {
@@ -121,13 +125,17 @@ static void prefault(const ShardItem *it)
     (void)acc;
 }
 
-static int open_shard(ShardFetch *f, const char *url, ShardFile **file, ShardError *err)
+static int open_shard(Stream *st, const char *url, ShardFile **file, ShardError *err)
 {
+    ShardFetch *f = st->f;
     ShardFileSettings fs;
     shard_file_default_settings(&fs);
     fs.remote = f->s.remote;
     fs.map = f->s.map;
-    return shard_file_open(file, url, &fs, err);
+    int rc = shard_file_open(file, url, &fs, err);
+    if (!rc && shard_url_is_remote(url) && (st->lane || (st->lane = shard_lane_new())))
+        shard_file_set_lane(*file, st->lane); /* out of memory: the network thread's */
+    return rc;
 }
 
 /* The stream's next segment, opened ahead when it is a remote shard read from its start:
@@ -143,7 +151,7 @@ static ShardFile *open_ahead(Stream *st, size_t n)
     const char *url;
     if (f->s.segment(f->s.cookie, st->id, n, &next) && next.first == 0 && next.count != 0 &&
         shard_url_is_remote(url = shard_list_entry(f->s.list, next.shard)->url) &&
-        open_shard(f, url, &file, &err) == 0)
+        open_shard(st, url, &file, &err) == 0)
         shard_file_prefetch(file);
     return file;
 }
@@ -165,7 +173,7 @@ static int fetch_segment(Stream *st, const ShardSegment *seg, size_t n, uint64_t
     uint64_t count = seg->count == SHARD_COUNT_UNKNOWN ? SHARD_COUNT_UNKNOWN : seg->count - skip;
     atomic_fetch_add(&f->shards_opened, 1);
     ShardError err;
-    if (!file && open_shard(f, url, &file, &err))
+    if (!file && open_shard(st, url, &file, &err))
         return failed(st, err.message, count);
     *ahead = open_ahead(st, n + 1);
     int rc = 0;
@@ -248,6 +256,8 @@ static void *fetch_main(void *arg)
         skip = 0;
     }
     shard_file_free(&ahead);
+    shard_lane_put(st->lane); /* its transfers went with their shards */
+    st->lane = NULL;
     if (!ended && !atomic_load(&f->stop))
         put_last(st, NULL);
     shard_add_seconds(&f->alive, shard_seconds() - atomic_exchange(&st->started, 0.0));

@@ -141,6 +141,11 @@ void shard_file_prefetch(ShardFile *f)
         shard_source_prefetch(f->src);
 }
 
+void shard_file_set_lane(ShardFile *f, ShardNetLane *lane)
+{
+    shard_source_set_lane(f->src, lane);
+}
+
 int shard_file_open(ShardFile **out, const char *url, const ShardFileSettings *s, ShardError *err)
 {
     *out = NULL;

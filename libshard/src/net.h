@@ -6,6 +6,12 @@
  * consumes the other, and a full buffer pauses the transfer (memory stays bounded by the
  * buffer setting, whatever the object's size).
  *
+ * A lane (ShardNetLane) is a multi handle of its own, driven by the one thread that reads
+ * its transfers, inside their reads: a fetch stream's shards, the one it reads and the one
+ * opened ahead. The bytes then come off the socket on the core that parses them, instead
+ * of being handed from the network thread's core to the reader's (on a loaded machine that
+ * handoff, not the network, was what bounded a remote read).
+ *
  * Retries, resumes and object versions are the source's business (source_remote.c); a
  * transfer is one attempt.
  */
@@ -99,6 +105,18 @@ typedef struct ShardResponse {
 /* Starts request q (moved into the transfer: q is left cleared) on r's network thread.
  * Every transfer must end with shard_xfer_free. */
 SHARD_HIDDEN int shard_xfer_start(ShardRemote *r, ShardRequest *q, ShardXfer **out, char *err);
+
+typedef struct ShardNetLane ShardNetLane;
+/* A lane with one reference, or NULL when out of memory. Its transfers are started, read and
+ * freed on one thread at a time: the caller's. */
+SHARD_HIDDEN ShardNetLane *shard_lane_new(void);
+SHARD_HIDDEN ShardNetLane *shard_lane_ref(ShardNetLane *l);
+/* Drops a reference (each transfer on the lane holds one). Accepts NULL. */
+SHARD_HIDDEN void shard_lane_put(ShardNetLane *l);
+/* shard_xfer_start on lane (NULL: r's network thread); r still gives the settings and
+ * counts the bytes. The request goes out before this returns. */
+SHARD_HIDDEN int shard_xfer_start_on(ShardRemote *r, ShardNetLane *lane, ShardRequest *q,
+                                     ShardXfer **out, char *err);
 
 /* Waits for the response's headers (or the end of the transfer): the response, or NULL when
  * the transfer ended without one (shard_xfer_error says why). */

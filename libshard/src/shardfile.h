@@ -16,6 +16,9 @@ SHARD_HIDDEN int shard_file_open_source(ShardFile **out, ShardSource *src,
 /* A hint that f will be read in order from its start soon: a remote shard's first request
  * goes out now (its latency then passes while the shard before is read). */
 SHARD_HIDDEN void shard_file_prefetch(ShardFile *f);
+/* Reads a remote shard's bytes on lane (net.h) from its next request on: f is then read by
+ * the lane's thread only. Nothing for other shards. */
+SHARD_HIDDEN void shard_file_set_lane(ShardFile *f, ShardNetLane *lane);
 /* shard_file_take, the item's block taken from pool (NULL: malloc). */
 SHARD_HIDDEN int shard_file_take_pooled(ShardFile *f, ShardBlockPool *pool, ShardItem **out);
 

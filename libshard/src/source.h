@@ -63,6 +63,7 @@ static inline int shard_hold_alone(ShardHold *h)
 }
 
 typedef struct ShardSource ShardSource;
+typedef struct ShardNetLane ShardNetLane; /* net.h: where a remote source's transfers run */
 
 /* What an implementation does for a source it has not mapped: with s->map set, source.c
  * reads, skips, reads at offsets and holds bytes from the mapping itself, and the

@@ -29,6 +29,7 @@ typedef struct Remote {
     int attempt;        /* failures since the last progress */
     int eof;
     ShardCacheFill *fill; /* the cache copy being written, or NULL */
+    ShardNetLane *lane; /* where its transfers run (a reference), NULL: the network thread */
 } Remote;
 
 enum { RETRY = 1 };
@@ -107,7 +108,7 @@ static int launch(ShardSource *s, Remote *m, uint64_t off, uint64_t to, int head
         q.ranged = !head && (off > 0 || to != UINT64_MAX);
         q.from = off;
         q.to = to;
-        rc = shard_xfer_start(m->r, &q, out, s->err);
+        rc = shard_xfer_start_on(m->r, m->lane, &q, out, s->err);
     }
     shard_request_clear(&q);
     return rc;
@@ -289,6 +290,7 @@ static void remote_close(ShardSource *s)
     if (m->fill && s->pos && s->size >= 0 && (uint64_t)s->size - s->pos <= CACHE_TAIL)
         remote_finish(s);
     shard_xfer_free(&m->x);
+    shard_lane_put(m->lane);
     shard_cache_fill_abort(&m->fill);
     shard_object_clear(&m->o);
     shard_remote_put(m->r);
@@ -342,4 +344,13 @@ int shard_source_remote(ShardSource **out, const char *url, ShardRemote *r, int 
 ShardRemote *shard_source_remote_of(const ShardSource *s)
 {
     return s->ops == &remote_ops ? ((Remote *)s->impl)->r : NULL;
+}
+
+void shard_source_set_lane(ShardSource *s, ShardNetLane *lane)
+{
+    Remote *m = s->ops == &remote_ops ? s->impl : NULL;
+    if (m && !m->x && lane) {
+        shard_lane_put(m->lane);
+        m->lane = shard_lane_ref(lane);
+    }
 }

@@ -72,4 +72,8 @@ SHARD_HIDDEN int shard_url_list(const char *url, ShardRemote *remote, ShardUrlFn
  * sits beside it (its index) is read through the same. */
 SHARD_HIDDEN ShardRemote *shard_source_remote_of(const ShardSource *s);
 
+/* Runs a remote source's transfers on lane (net.h), driven by the one thread that reads it,
+ * from its next request on; other sources are left as they are. */
+SHARD_HIDDEN void shard_source_set_lane(ShardSource *s, ShardNetLane *lane);
+
 #endif /* SHARD_URL_H */
