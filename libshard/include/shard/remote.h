@@ -2,8 +2,11 @@
  * libshard — remote shards: http://, https://, gs://BUCKET/OBJECT and s3://BUCKET/KEY.
  *
  * Remote shards are streamed, not downloaded first: the tar reader consumes bytes as they
- * arrive, on one libcurl multi handle shared by every shard a ShardRemote reads, so that
- * connections are reused (keep-alive, HTTP/2) and several shards download at once. A cut
+ * arrive. A reader's fetch streams each run their own libcurl multi handle, in the thread
+ * that parses the shard, holding the stream's current shard and the one it opened ahead;
+ * other requests (indexes, manifests, listings, a shard opened with shard_file_open) share
+ * one multi handle per ShardRemote on a thread of its own. Connections are reused
+ * (keep-alive, HTTP/2) and several shards download at once. A cut
  * transfer resumes from the byte it reached, pinned to the object version it started on
  * (If-Range with the ETag on HTTP and S3, the generation on GCS): an object replaced
  * mid-read is an error, never spliced. Failures are retried with exponential backoff and
@@ -47,8 +50,10 @@ typedef struct ShardRemoteSettings {
     int retries;             /**< retries of a request that made no progress (default 10) */
     double backoff;          /**< first retry delay in seconds, doubled each time (default 0.5) */
     double backoff_max;      /**< the longest retry delay (default 20) */
-    long connections;        /**< connections per host (default 16) */
-    size_t buffer;           /**< bytes buffered per transfer, read ahead (default 4 MiB) */
+    long connections;        /**< connections per host on the shared handle (default 16) */
+    /** bytes buffered per transfer, read ahead (default 4 MiB); a fetch stream's transfers
+     *  buffer at most 512 KiB each, the kernel's socket buffer holding the read-ahead */
+    size_t buffer;
     int verify_tls;          /**< verify TLS peers (default 1) */
     const char *ca_bundle;   /**< NULL: CURL_CA_BUNDLE, SSL_CERT_FILE, the system's; copied */
     /** A folder where remote shards are kept, shared by the processes of one machine;
