@@ -52,7 +52,7 @@ typedef struct ShardRemoteSettings {
     double backoff_max;      /**< the longest retry delay (default 20) */
     long connections;        /**< connections per host on the shared handle (default 16) */
     /** bytes buffered per transfer, read ahead (default 4 MiB); a fetch stream's transfers
-     *  buffer at most 512 KiB each, the kernel's socket buffer holding the read-ahead */
+     *  buffer at most 1 MiB each, the kernel's socket buffer holding the read-ahead */
     size_t buffer;
     int verify_tls;          /**< verify TLS peers (default 1) */
     const char *ca_bundle;   /**< NULL: CURL_CA_BUNDLE, SSL_CERT_FILE, the system's; copied */
