@@ -406,7 +406,12 @@ int shardcat_bench(int argc, char **argv)
         for (int k = 0; b.stats && k < SHARD_STAGES; k++) {
             const ShardStageStats *g = &res[i].stats.stages[k];
             double t = g->seconds > 0 ? g->seconds : 1;
-            printf("        %-8s %2u thread%s  busy %5.1f%%  waiting for input %5.1f%%, for "
+            if (k == SHARD_STAGE_LIST) { /* once, before the others: no shares of a run */
+                printf("        %-10s %llu shard%s in %.3f s\n", g->name,
+                       (unsigned long long)g->items, g->items == 1 ? "" : "s", g->seconds);
+                continue;
+            }
+            printf("        %-10s %2u thread%s  busy %5.1f%%  waiting for input %5.1f%%, for "
                    "output %5.1f%%  queue %zu/%zu\n", g->name, g->threads,
                    g->threads == 1 ? " " : "s", 100 * g->busy_seconds / t,
                    100 * g->wait_input_seconds / t, 100 * g->wait_output_seconds / t,

@@ -749,6 +749,13 @@ static int cmd_stream(StreamOpts *o, char **args, int nargs)
                 (unsigned long long)st.samples, (unsigned long long)st.bytes,
                 (unsigned long long)st.shards_opened, st.wait_seconds, (unsigned long long)st.errors,
                 (unsigned long long)st.skipped_shards, (unsigned long long)st.skipped_samples);
+        fprintf(stderr,
+                "shardcat: stages: list %llu shard%s in %.3f s; fetch streams, summed: reading "
+                "%.3f s (%llu bytes as stored), decompressing %.3f s (%llu bytes out), parsing "
+                "%.3f s\n",
+                (unsigned long long)st.shards, st.shards == 1 ? "" : "s", st.list_seconds,
+                st.read_seconds, (unsigned long long)st.read_bytes, st.decompress_seconds,
+                (unsigned long long)st.decompressed_bytes, st.parse_seconds);
     }
     shard_reader_free(&r);
     return status;

@@ -57,6 +57,10 @@ struct ShardFetch {
     atomic_ullong shards_opened, skipped_shards, skipped_samples, errors;
     _Atomic double alive; /* seconds of ended stream threads */
     atomic_ullong samples; /* put into the queues (markers not counted) */
+    /* the streams' inline stages: reading (opening shards, their I/O, faulting in mapped
+     * pages) and decompressing; the rest of their busy time is parsing */
+    _Atomic double read_s, unpack_s;
+    atomic_ullong read_bytes, unpack_bytes;
     struct ShardTrace *trace;
     pthread_mutex_t kept_lock;
     char *kept[KEPT_ERRORS];
@@ -125,9 +129,30 @@ static void prefault(const ShardItem *it)
     (void)acc;
 }
 
+/* Adds what reading the shard cost since *seen to the stage's counters. */
+static void count_cost(ShardFetch *f, ShardFile *file, ShardReadCost *seen)
+{
+    ShardReadCost c;
+    shard_file_cost(file, &c);
+    shard_add_seconds(&f->read_s, c.read_seconds - seen->read_seconds);
+    shard_add_seconds(&f->unpack_s, c.unpack_seconds - seen->unpack_seconds);
+    atomic_fetch_add(&f->read_bytes, c.read_bytes - seen->read_bytes);
+    atomic_fetch_add(&f->unpack_bytes, c.unpack_bytes - seen->unpack_bytes);
+    *seen = c;
+}
+
+/* Frees the shard, its cost counted. */
+static void close_shard(ShardFetch *f, ShardFile **file, ShardReadCost *seen)
+{
+    if (*file)
+        count_cost(f, *file, seen);
+    shard_file_free(file);
+}
+
 static int open_shard(Stream *st, const char *url, ShardFile **file, ShardError *err)
 {
     ShardFetch *f = st->f;
+    double t = shard_seconds(); /* opening is reading: a file's open, an index */
     ShardFileSettings fs;
     shard_file_default_settings(&fs);
     fs.remote = f->s.remote;
@@ -135,6 +160,7 @@ static int open_shard(Stream *st, const char *url, ShardFile **file, ShardError 
     int rc = shard_file_open(file, url, &fs, err);
     if (!rc && shard_url_is_remote(url) && (st->lane || (st->lane = shard_lane_new())))
         shard_file_set_lane(*file, st->lane); /* out of memory: the network thread's */
+    shard_add_seconds(&f->read_s, shard_seconds() - t);
     return rc;
 }
 
@@ -164,9 +190,10 @@ static int fetch_segment(Stream *st, const ShardSegment *seg, size_t n, uint64_t
     ShardFetch *f = st->f;
     const char *url = shard_list_entry(f->s.list, seg->shard)->url;
     ShardFile *file = *ahead;
+    ShardReadCost seen = {0};
     *ahead = NULL;
     if (seg->count != SHARD_COUNT_UNKNOWN && skip >= seg->count) {
-        shard_file_free(&file);
+        close_shard(f, &file, &seen);
         return 0;
     }
     uint64_t first = seg->first + skip;
@@ -187,13 +214,19 @@ static int fetch_segment(Stream *st, const ShardSegment *seg, size_t n, uint64_t
     uint64_t got = 0;
     while (rc == 0 && got < count && !atomic_load(&f->stop)) {
         ShardItem *it;
+        double t0 = f->trace ? shard_seconds() : 0;
         if ((rc = shard_file_take_pooled(file, f->pool, &it)))
             break;
+        if (f->trace) /* its reading and decompressing inside: they interleave by the block */
+            shard_trace_span(f->trace, "parse", t0, shard_seconds(), 1);
         it->shard = seg->shard;
         it->repeat = (seg->flags & SHARD_SEGMENT_REPEAT) != 0;
+        double t = shard_seconds();
         prefault(it);
+        shard_add_seconds(&f->read_s, shard_seconds() - t);
+        count_cost(f, file, &seen);
         if (put(st, it)) {
-            shard_file_free(&file);
+            close_shard(f, &file, &seen);
             return -1;
         }
         got++;
@@ -211,7 +244,7 @@ static int fetch_segment(Stream *st, const ShardSegment *seg, size_t n, uint64_t
                        "%s: offset %llu: sample '%s' is past the end the count says: the shard "
                        "has more than %llu samples (the manifest or index is out of date)",
                        url, (unsigned long long)v->offset, v->key, (unsigned long long)known);
-            shard_file_free(&file);
+            close_shard(f, &file, &seen);
             return failed(st, msg, 0);
         }
         if (rc == SHARD_EOS)
@@ -229,7 +262,7 @@ static int fetch_segment(Stream *st, const ShardSegment *seg, size_t n, uint64_t
     } else if (rc && rc != SHARD_EOS) {
         out = failed(st, shard_file_error(file), count == SHARD_COUNT_UNKNOWN ? count : count - got);
     }
-    shard_file_free(&file);
+    close_shard(f, &file, &seen);
     return out;
 }
 
@@ -354,6 +387,10 @@ void shard_fetch_counters(ShardFetch *f, ShardFetchCounters *c)
     c->threads = f->s.streams;
     c->alive = atomic_load(&f->alive);
     c->items = atomic_load(&f->samples);
+    c->read = atomic_load(&f->read_s);
+    c->unpack = atomic_load(&f->unpack_s);
+    c->read_bytes = atomic_load(&f->read_bytes);
+    c->unpack_bytes = atomic_load(&f->unpack_bytes);
     double now = shard_seconds();
     for (size_t k = 0; k < f->nqueues; k++) {
         ShardQueueStats st;

@@ -36,6 +36,8 @@ typedef struct ShardFetchCounters {
     uint64_t items, bytes;   /* put into the streams' queues */
     double put_wait;         /* seconds the streams waited on full queues */
     double alive;            /* seconds the stream threads ran, summed (running ones too) */
+    double read, unpack;     /* of which reading (I/O waits included), decompressing */
+    uint64_t read_bytes, unpack_bytes; /* from the sources; out of the decompressors */
     size_t fill, capacity;   /* of the queues, summed */
     size_t threads;          /* streams */
 } ShardFetchCounters;
@@ -45,6 +47,9 @@ typedef struct ShardFetch ShardFetch;
 /* A reader's fetch counters (reader.c), for the loader's statistics. */
 struct ShardReader;
 SHARD_HIDDEN void shard_reader_fetch_counters(const struct ShardReader *r, ShardFetchCounters *c);
+/* When the reader listed its shards, and for how long (a trace's span). */
+SHARD_HIDDEN void shard_reader_list_time(const struct ShardReader *r, double *start,
+                                         double *seconds);
 /* Spans of the fetch threads go to trace (borrowed; NULL: none); before they start. */
 struct ShardTrace;
 SHARD_HIDDEN void shard_fetch_set_trace(ShardFetch *f, struct ShardTrace *trace);

@@ -141,6 +141,8 @@ void shard_file_prefetch(ShardFile *f)
         shard_source_prefetch(f->src);
 }
 
+void shard_file_cost(const ShardFile *f, ShardReadCost *out) { *out = f->src->cost; }
+
 void shard_file_set_lane(ShardFile *f, ShardNetLane *lane)
 {
     shard_source_set_lane(f->src, lane);

@@ -126,7 +126,10 @@ static int read_zst_range(ShardIndexed *x, uint64_t off, uint64_t size, uint64_t
                 shard_source_view(x->src, x->frame_coff[lo], e->csize, &x->packed);
             if (!packed)
                 return shard_fail(err, SHARD_ERR_IO, "%s", x->src->err);
+            double t0 = shard_seconds();
             size_t r = ZSTD_decompressDCtx(x->dctx, x->frame.data, e->dsize, packed, e->csize);
+            x->src->cost.unpack_seconds += shard_seconds() - t0;
+            x->src->cost.unpack_bytes += ZSTD_isError(r) ? 0 : r;
             if (ZSTD_isError(r) || r != e->dsize)
                 return shard_fail(err, SHARD_ERR_FORMAT, "%s: zstd frame %zu at offset %llu: %s",
                                   url, lo, (unsigned long long)x->frame_coff[lo],

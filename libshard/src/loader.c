@@ -378,6 +378,12 @@ int shard_loader_open(ShardLoader **out, const ShardLoaderSettings *s, ShardErro
             return fail_open(l, err, shard_fail(l->err, SHARD_ERR_NOMEM, "out of memory"));
         shard_pool_set_trace(l->pool, l->trace);
         shard_reader_set_trace(l->reader, l->trace);
+        double t0, dt;
+        ShardReaderStats rs;
+        shard_reader_list_time(l->reader, &t0, &dt);
+        shard_reader_stats(l->reader, &rs);
+        shard_trace_set_origin(l->trace, t0);
+        shard_trace_span(l->trace, "list", t0, t0 + dt, rs.shards);
     }
     /* the clock of the statistics starts once the shard list is read (indexes and
      * manifests fetched): the stages' time from here */
@@ -576,16 +582,16 @@ static double share(double part, double whole) { return whole > 0 ? part / whole
 static void judge(ShardLoaderStats *o)
 {
     ShardStageStats *st = o->stages;
-    int b = 0;
+    int b = SHARD_STAGE_FETCH;
     double best = -1;
-    for (int i = 0; i < SHARD_STAGES; i++) {
+    for (int i = SHARD_STAGE_FETCH; i < SHARD_STAGES; i++) { /* list ran before them all */
         double u = share(st[i].busy_seconds, st[i].seconds);
         if (u > best)
             best = u, b = i;
     }
     o->bottleneck = b;
     int n;
-    if (b == SHARD_STAGES - 1)
+    if (b == SHARD_STAGE_DELIVER)
         n = snprintf(o->verdict, sizeof o->verdict,
                      "deliver: the caller's own work takes %.0f%% of the time, waiting for "
                      "batches %.0f%%: the pipeline keeps up", 100 * best,
@@ -594,7 +600,10 @@ static void judge(ShardLoaderStats *o)
         n = snprintf(o->verdict, sizeof o->verdict, "%s: busy %.0f%% of %u thread%s",
                      st[b].name, 100 * best, st[b].threads, st[b].threads == 1 ? "" : "s");
     const char *sep = "; ";
-    for (int i = 0; i < SHARD_STAGES && n > 0 && (size_t)n < sizeof o->verdict; i++) {
+    for (int i = SHARD_STAGE_FETCH; i < SHARD_STAGES && n > 0 && (size_t)n < sizeof o->verdict;
+         i++) {
+        if (i < SHARD_STAGE_PARSE && b > SHARD_STAGE_PARSE)
+            continue; /* the fetch streams wait on later stages as parse: said once */
         double w = i < b ? share(st[i].wait_output_seconds, st[i].seconds)
                  : i > b ? share(st[i].wait_input_seconds, st[i].seconds) : 0;
         if (w < 0.1)
@@ -627,25 +636,40 @@ void shard_loader_stats(const ShardLoader *cl, ShardLoaderStats *o)
     /* Every stage's time is its threads x the loader's life, so shares compare: a thread
      * not running (a fetch stream between shards or epochs, the producer between epochs)
      * waits for input; the shuffle, pulled on the producer's thread, waits for its output
-     * while the producer does batch work. */
+     * while the producer does batch work; the fetch streams' inline stages wait on each
+     * other while one of them works. */
     ShardStageStats *st = o->stages;
-    double fwall = (double)fc.threads * wall;
-    st[0] = (ShardStageStats){"fetch", (unsigned)fc.threads, fc.items, fc.bytes, fwall,
-                              fc.alive - fc.put_wait, fwall - fc.alive, fc.put_wait, fc.fill,
-                              fc.capacity};
-    st[1] = (ShardStageStats){"shuffle", 1, rs.samples, rs.bytes, wall,
-                              reader - rs.wait_seconds, rs.wait_seconds, wall - reader, 0, 0};
+    double fwall = (double)fc.threads * wall, idle = fwall - fc.alive;
+    double parse = fc.alive - fc.put_wait - fc.read - fc.unpack;
+    unsigned streams = (unsigned)fc.threads;
+    st[SHARD_STAGE_LIST] = (ShardStageStats){"list", 1, rs.shards, 0, rs.list_seconds,
+                                             rs.list_seconds, 0, 0, 0, 0};
+    st[SHARD_STAGE_FETCH] = (ShardStageStats){"fetch", streams, fc.items, fc.read_bytes, fwall,
+                                              fc.read, idle, fc.alive - fc.read, 0, 0};
+    st[SHARD_STAGE_DECOMPRESS] = (ShardStageStats){
+        "decompress", streams, fc.items, fc.unpack_bytes, fwall, fc.unpack, idle + fc.read,
+        fc.alive - fc.read - fc.unpack, 0, 0};
+    st[SHARD_STAGE_PARSE] = (ShardStageStats){"parse", streams, fc.items, fc.bytes, fwall, parse,
+                                              idle + fc.read + fc.unpack, fc.put_wait, fc.fill,
+                                              fc.capacity};
+    st[SHARD_STAGE_SHUFFLE] = (ShardStageStats){"shuffle", 1, rs.samples, rs.bytes, wall,
+                                                reader - rs.wait_seconds, rs.wait_seconds,
+                                                wall - reader, 0, 0};
     double batch_out = free_q.take_wait + ps.jobs.put_wait;
-    st[2] = (ShardStageStats){"batch", 1, ps.jobs.items, ps.jobs.bytes, wall,
-                              producer - reader - batch_out, reader + (wall - producer),
-                              batch_out, ps.jobs.fill, ps.jobs.capacity};
-    st[3] = (ShardStageStats){"decode", (unsigned)ps.threads, ps.decoded,
-                              ps.decoded * l->spec.image_bytes, ps.threads * wall, ps.busy,
-                              ps.threads * wall - ps.busy, 0, ready_q.fill, ready_q.capacity};
+    st[SHARD_STAGE_BATCH] = (ShardStageStats){"batch", 1, ps.jobs.items, ps.jobs.bytes, wall,
+                                              producer - reader - batch_out,
+                                              reader + (wall - producer), batch_out,
+                                              ps.jobs.fill, ps.jobs.capacity};
+    st[SHARD_STAGE_DECODE] = (ShardStageStats){"decode", (unsigned)ps.threads, ps.decoded,
+                                               ps.decoded * l->spec.image_bytes,
+                                               ps.threads * wall, ps.busy,
+                                               ps.threads * wall - ps.busy, 0, ready_q.fill,
+                                               ready_q.capacity};
     uint64_t d = atomic_load(&l->delivered);
-    st[4] = (ShardStageStats){"deliver", 1, d, atomic_load(&l->delivered_bytes), wall,
-                              wall - ready_q.take_wait, ready_q.take_wait, 0,
-                              l->nslots - atomic_load(&l->held), l->nslots};
+    st[SHARD_STAGE_DELIVER] = (ShardStageStats){"deliver", 1, d, atomic_load(&l->delivered_bytes),
+                                                wall, wall - ready_q.take_wait,
+                                                ready_q.take_wait, 0,
+                                                l->nslots - atomic_load(&l->held), l->nslots};
     for (int i = 0; i < SHARD_STAGES; i++)
         for (double *v = &st[i].busy_seconds; v <= &st[i].wait_output_seconds; v++)
             if (*v < 0) /* clock readings a moment apart */

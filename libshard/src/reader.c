@@ -53,6 +53,7 @@ struct ShardReader {
     ShardList *list;
     uint64_t *counts; /* samples per shard, SHARD_COUNT_UNKNOWN where not known */
     size_t nurls;
+    double list_started, list_seconds; /* open_list: when, and how long */
     char err[SHARD_ERROR_MAX];
     int failed;
 
@@ -598,7 +599,9 @@ int shard_reader_open(ShardReader **out, const ShardReaderSettings *s, ShardErro
             return fail_open(r, err, shard_fail(r->err, e.code, "%s", e.message));
         r->s.remote = r->own_remote;
     }
+    r->list_started = shard_seconds();
     int rc = open_list(r, s);
+    r->list_seconds = shard_seconds() - r->list_started;
     if (rc)
         return fail_open(r, err, rc);
     r->per = r->s.streams;
@@ -664,6 +667,12 @@ void shard_reader_set_trace(ShardReader *r, struct ShardTrace *trace)
     shard_fetch_set_trace(r->fetch, trace);
 }
 
+void shard_reader_list_time(const ShardReader *r, double *start, double *seconds)
+{
+    *start = r->list_started;
+    *seconds = r->list_seconds;
+}
+
 void shard_reader_fetch_counters(const ShardReader *r, ShardFetchCounters *c)
 {
     shard_fetch_counters(r->fetch, c);
@@ -680,6 +689,14 @@ void shard_reader_stats(const ShardReader *r, ShardReaderStats *st)
     st->skipped_shards = c.skipped_shards;
     st->skipped_samples = c.skipped_samples;
     st->errors = c.errors;
+    st->list_seconds = r->list_seconds;
+    st->shards = r->nurls;
+    st->read_seconds = c.read;
+    st->decompress_seconds = c.unpack;
+    double parse = c.alive - c.put_wait - c.read - c.unpack;
+    st->parse_seconds = parse > 0 ? parse : 0;
+    st->read_bytes = c.read_bytes;
+    st->decompressed_bytes = c.unpack_bytes;
 }
 
 const char *shard_reader_kept_error(const ShardReader *r, size_t i)

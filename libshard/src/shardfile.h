@@ -19,6 +19,8 @@ SHARD_HIDDEN void shard_file_prefetch(ShardFile *f);
 /* Reads a remote shard's bytes on lane (net.h) from its next request on: f is then read by
  * the lane's thread only. Nothing for other shards. */
 SHARD_HIDDEN void shard_file_set_lane(ShardFile *f, ShardNetLane *lane);
+/* What reading f's source has cost so far (source.h). */
+SHARD_HIDDEN void shard_file_cost(const ShardFile *f, ShardReadCost *out);
 /* shard_file_take, the item's block taken from pool (NULL: malloc). */
 SHARD_HIDDEN int shard_file_take_pooled(ShardFile *f, ShardBlockPool *pool, ShardItem **out);
 

@@ -42,10 +42,14 @@ ssize_t shard_source_read(ShardSource *s, const void **block)
         n = (ssize_t)((uint64_t)s->size - s->pos);
         *block = s->map + s->pos;
     } else {
+        double t = shard_seconds();
         n = s->ops->read(s, block);
+        s->cost.read_seconds += shard_seconds() - t;
     }
-    if (n > 0)
+    if (n > 0) {
         s->pos += (uint64_t)n;
+        s->cost.read_bytes += (uint64_t)n;
+    }
     return n;
 }
 
@@ -56,8 +60,13 @@ int64_t shard_source_skip(ShardSource *s, int64_t n)
     int64_t k;
     if (s->map)
         k = (uint64_t)n < (uint64_t)s->size - s->pos ? n : (int64_t)((uint64_t)s->size - s->pos);
-    else
-        k = s->ops->skip ? s->ops->skip(s, n) : 0;
+    else if (s->ops->skip) {
+        double t = shard_seconds();
+        k = s->ops->skip(s, n);
+        s->cost.read_seconds += shard_seconds() - t;
+    } else {
+        k = 0;
+    }
     if (k > 0)
         s->pos += (uint64_t)k;
     return k;
@@ -85,7 +94,11 @@ int shard_source_read_at(ShardSource *s, uint64_t off, void *buf, size_t n)
         memcpy(buf, s->map + off, n);
         return 0;
     }
-    return s->ops->read_at(s, off, buf, n);
+    double t = shard_seconds();
+    rc = s->ops->read_at(s, off, buf, n);
+    s->cost.read_seconds += shard_seconds() - t;
+    s->cost.read_bytes += rc ? 0 : n;
+    return rc;
 }
 
 const unsigned char *shard_source_view(ShardSource *s, uint64_t off, size_t n, ShardBuf *tmp)

@@ -94,6 +94,14 @@ typedef struct ShardSourceOps {
     void (*close)(ShardSource *s);
 } ShardSourceOps;
 
+/* What reading a source cost its reading thread, for the fetch stage's statistics: source.c
+ * times its reads (a wait on the disk or network included), the decompressors reading
+ * through it (tar.c, indexed.c) their frames. */
+typedef struct ShardReadCost {
+    double read_seconds, unpack_seconds;
+    uint64_t read_bytes, unpack_bytes; /* in from the source; out of the decompressor */
+} ShardReadCost;
+
 struct ShardSource {
     ShardHold hold;           /* the source's own reference count */
     const ShardSourceOps *ops;
@@ -103,6 +111,7 @@ struct ShardSource {
     int costly;               /* each random access is a request (a remote object): what
                                  only seeking needs (an index) is loaded when first needed */
     uint64_t pos;             /* bytes of the stream handed out or skipped so far */
+    ShardReadCost cost;       /* by the thread reading it */
     char err[SHARD_ERROR_MAX];
     void *impl;               /* the implementation's state */
 };

@@ -99,7 +99,10 @@ static la_ssize_t zstd_next(ShardTar *t, const void **buf)
         }
         ZSTD_inBuffer in = {t->zin, t->zin_len, t->zin_pos};
         ZSTD_outBuffer out = {t->zout.data + t->zout.len, t->zout.cap - t->zout.len, 0};
+        double t0 = shard_seconds();
         size_t r = ZSTD_decompressStream(t->zs, &out, &in);
+        t->src->cost.unpack_seconds += shard_seconds() - t0;
+        t->src->cost.unpack_bytes += out.pos;
         t->zin_pos = in.pos;
         t->zout.len += out.pos;
         if (ZSTD_isError(r)) {

@@ -50,6 +50,8 @@ ShardTrace *shard_trace_new(size_t max_events)
     return t;
 }
 
+void shard_trace_set_origin(ShardTrace *t, double origin) { t->origin = origin; }
+
 void shard_trace_span(ShardTrace *t, const char *name, double start, double end, uint64_t items)
 {
     if (!t)

@@ -16,6 +16,9 @@ typedef struct ShardTrace ShardTrace;
 /* A trace keeping at most max_events spans (later ones are counted, not kept); NULL when
  * out of memory. */
 SHARD_HIDDEN ShardTrace *shard_trace_new(size_t max_events);
+/* Timestamps count from origin (shard_seconds) rather than the trace's making: for a span
+ * that began before it. Before any span is recorded. */
+SHARD_HIDDEN void shard_trace_set_origin(ShardTrace *t, double origin);
 /* A span of the calling thread: name (static), from start to end (shard_seconds), with
  * items (samples, or 0) as its argument. Thread-safe. */
 SHARD_HIDDEN void shard_trace_span(ShardTrace *t, const char *name, double start, double end,

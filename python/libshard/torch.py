@@ -513,9 +513,10 @@ class ShardDataset(torch.utils.data.IterableDataset):
 
     def stats(self):
         """Where the time goes, for this process's current or last iteration (num_workers=0;
-        ShardLoader.stats() covers DataLoader workers): {"wall_seconds", "stages": {fetch,
-        shuffle, batch, decode, deliver: {threads, items, bytes, seconds, busy_seconds,
-        wait_input_seconds, wait_output_seconds, queue_fill, queue_capacity}}, "bottleneck":
+        ShardLoader.stats() covers DataLoader workers): {"wall_seconds", "stages": {list,
+        fetch, decompress, parse, shuffle, batch, decode, deliver: {threads, items, bytes,
+        seconds, busy_seconds, wait_input_seconds, wait_output_seconds, queue_fill,
+        queue_capacity}}, "bottleneck":
         the stage the others wait on, "verdict": the evidence in words}; with
         device="cuda" also "upload" (gpu_stats()). {} before the first iteration, and with
         decode=False."""

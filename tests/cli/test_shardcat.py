@@ -1075,7 +1075,7 @@ def test_bench_sweeps_names_the_bottleneck_and_the_ceiling(packed, run_sc):
     out = json.loads(sc_ok(cp))
     assert [(r["threads"], r["streams"], r["queue_depth"]) for r in out["runs"]] == [
         (1, 1, 64), (2, 1, 64)]
-    stages = ("fetch", "shuffle", "batch", "decode", "deliver")
+    stages = ("list", "fetch", "decompress", "parse", "shuffle", "batch", "decode", "deliver")
     for r in out["runs"]:
         assert r["samples_per_second"] > 0 and r["bottleneck"].startswith(stages), r
         assert list(r["stages"]) == list(stages) and r["stages"]["deliver"]["items"] > 0
@@ -1094,3 +1094,20 @@ def test_bench_sweeps_names_the_bottleneck_and_the_ceiling(packed, run_sc):
     assert run_sc("bench", "--help").stdout.startswith(b"usage: shardcat bench")
     cp = run_sc("bench", "--threads", "x", d / "tr.json")
     assert cp.returncode == 2 and "--threads" in err_text(cp)
+
+
+def test_stream_stats_split_the_fetch_streams_time(packed, packed_zst, run_sc):
+    """stream --stats: the list stage, and the fetch streams' reading, decompressing and
+    parsing, bytes as stored; a .tar.zst set decompresses, a plain one does not."""
+    pat = re.compile(r"shardcat: stages: list (\d+) shards? in ([\d.]+) s; fetch streams, summed: "
+                     r"reading ([\d.]+) s \((\d+) bytes as stored\), decompressing [\d.]+ s "
+                     r"\((\d+) bytes out\), parsing ([\d.]+) s")
+    for (d, shards), zst in ((packed, False), (packed_zst, True)):
+        cp = run_sc("stream", d / "tr.json", "--stats")
+        sc_ok(cp)
+        m = pat.search(err_text(cp))
+        assert m, err_text(cp)
+        n, _, _, stored, unzstd, _ = m.groups()
+        assert int(n) == len(shards)
+        assert int(stored) >= sum(p.stat().st_size for p in shards)
+        assert (int(unzstd) > int(stored) / 2) == zst and (int(unzstd) == 0) != zst, m.group(0)

@@ -391,26 +391,35 @@ Test(loader, stage_statistics_agree_and_add_up)
     while (shard_loader_next(l, &b) == 0) {
         ShardLoaderStats mid; /* read while the threads run */
         shard_loader_stats(l, &mid);
-        cr_assert_leq(mid.stages[4].items, NSAMPLES);
+        cr_assert_leq(mid.stages[SHARD_STAGE_DELIVER].items, NSAMPLES);
         shard_batch_release(l, b);
     }
     ShardLoaderStats st;
     shard_loader_stats(l, &st);
-    static const char *names[] = {"fetch", "shuffle", "batch", "decode", "deliver"};
-    cr_assert_eq(st.stages[4].items, NSAMPLES);
-    for (int i = 0; i < SHARD_STAGES; i++) {
+    static const char *names[] = {"list", "fetch", "decompress", "parse", "shuffle", "batch",
+                                  "decode", "deliver"};
+    cr_assert_eq(st.stages[SHARD_STAGE_DELIVER].items, NSAMPLES);
+    cr_assert_str_eq(st.stages[SHARD_STAGE_LIST].name, "list");
+    cr_assert_eq(st.stages[SHARD_STAGE_LIST].items, (NSAMPLES + 15) / 16, "the shards of 16");
+    cr_assert_gt(st.stages[SHARD_STAGE_LIST].seconds, 0);
+    for (int i = SHARD_STAGE_FETCH; i < SHARD_STAGES; i++) {
         const ShardStageStats *g = &st.stages[i];
         cr_assert_str_eq(g->name, names[i]);
         /* up to what is already read ahead into the next epoch */
-        cr_assert(g->items >= NSAMPLES && (i == 0 || g->items <= st.stages[i - 1].items),
+        cr_assert(g->items >= NSAMPLES &&
+                      (i == SHARD_STAGE_FETCH || g->items <= st.stages[i - 1].items),
                   "%s: %llu samples", g->name, (unsigned long long)g->items);
         double sum = g->busy_seconds + g->wait_input_seconds + g->wait_output_seconds;
         cr_assert(sum <= g->seconds * 1.1 + 0.05 && sum >= g->seconds * 0.9 - 0.05,
                   "%s: busy %.3f + waits %.3f + %.3f against %.3f", g->name, g->busy_seconds,
                   g->wait_input_seconds, g->wait_output_seconds, g->seconds);
     }
-    cr_assert_eq(st.stages[3].threads, 3);
-    cr_assert(st.bottleneck >= 0 && st.bottleneck < SHARD_STAGES);
+    /* a plain tar: bytes read as stored are the members and more (headers), none unpacked */
+    cr_assert_geq(st.stages[SHARD_STAGE_FETCH].bytes, st.stages[SHARD_STAGE_PARSE].bytes);
+    cr_assert_eq(st.stages[SHARD_STAGE_DECOMPRESS].bytes, 0);
+    cr_assert_eq(st.stages[SHARD_STAGE_DECOMPRESS].busy_seconds, 0);
+    cr_assert_eq(st.stages[SHARD_STAGE_DECODE].threads, 3);
+    cr_assert(st.bottleneck >= SHARD_STAGE_FETCH && st.bottleneck < SHARD_STAGES);
     cr_assert(!strncmp(st.verdict, names[st.bottleneck], strlen(names[st.bottleneck])), "%s",
               st.verdict);
     shard_loader_free(&l);
@@ -442,8 +451,8 @@ Test(loader, a_trace_has_every_stages_spans)
     for (const char *p = text; (p = strstr(p, "\"name\": \"decode\"")); p++)
         decode++;
     cr_assert_geq(decode, NSAMPLES); /* and those read ahead into the next epoch */
-    const char *stages[] = {"fetch", "shuffle", "batch", "deliver"};
-    for (int i = 0; i < 4; i++) {
+    const char *stages[] = {"list", "fetch", "parse", "shuffle", "batch", "deliver"};
+    for (int i = 0; i < 6; i++) {
         char want[64];
         snprintf(want, sizeof want, "\"name\": \"%s\", \"cat\": \"libshard\", \"ph\": \"X\"",
                  stages[i]);

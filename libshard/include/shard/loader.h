@@ -152,30 +152,41 @@ SHARD_API uint64_t shard_loader_skipped_by(const ShardLoader *l, ShardBadSample 
 SHARD_API void shard_loader_reader_stats(const ShardLoader *l, ShardReaderStats *out);
 
 /** One stage of the pipeline, counted since the loader opened. A stage's time is busy
- *  (working, I/O included), waiting for input, or waiting for room for its output. */
+ *  (working, I/O included), waiting for input, or waiting for room for its output.
+ *  Stages run inline on one thread (fetch, decompress and parse on each fetch stream) share
+ *  its time: while one works, the one before waits for output and the one after for input.
+ *  "list" runs once, before the others: its seconds are its own, outside wall_seconds. */
 typedef struct ShardStageStats {
-    const char *name;            /**< "fetch", "shuffle", "batch", "decode", "deliver" (static) */
+    const char *name;            /**< "list", "fetch", "decompress", "parse", "shuffle",
+                                      "batch", "decode", "deliver" (static) */
     unsigned threads;            /**< threads the stage runs on (shuffle and batch share one) */
-    uint64_t items;              /**< samples through the stage */
-    uint64_t bytes;              /**< their bytes (fetch, shuffle, batch: members; decode and
-                                      deliver: decoded images) */
+    uint64_t items;              /**< samples through the stage (list: shards) */
+    uint64_t bytes;              /**< their bytes (fetch: as stored; decompress: out of zstd;
+                                      parse, shuffle, batch: members; decode and deliver:
+                                      decoded images) */
     double seconds;              /**< threads x the loader's life: busy + both waits */
-    double busy_seconds;         /**< working (fetch: reading, decompressing, parsing) */
+    double busy_seconds;         /**< working (fetch: opening and reading shards, waiting on
+                                      the disk or network included) */
     double wait_input_seconds;   /**< blocked on the stage before, or with no work (a fetch
                                       stream between shards, the producer between epochs) */
     double wait_output_seconds;  /**< blocked on the stage after (a full queue, no buffer) */
     size_t queue_fill, queue_capacity; /**< the queue after the stage, now */
 } ShardStageStats;
 
-enum { SHARD_STAGES = 5 };
+enum {
+    SHARD_STAGE_LIST, SHARD_STAGE_FETCH, SHARD_STAGE_DECOMPRESS, SHARD_STAGE_PARSE,
+    SHARD_STAGE_SHUFFLE, SHARD_STAGE_BATCH, SHARD_STAGE_DECODE, SHARD_STAGE_DELIVER,
+    SHARD_STAGES
+};
 
 typedef struct ShardLoaderStats {
-    double wall_seconds;                   /**< since the loader opened */
-    ShardStageStats stages[SHARD_STAGES];  /**< in data-flow order; "deliver" is the caller:
-                                                its busy time is the caller's own work (the
-                                                training step), its input wait the time it
-                                                waited for a batch */
-    int bottleneck;   /**< the stage the others wait on (an index into stages) */
+    double wall_seconds;                   /**< since the shards were listed */
+    ShardStageStats stages[SHARD_STAGES];  /**< in data-flow order (SHARD_STAGE_*);
+                                                "deliver" is the caller: its busy time is
+                                                the caller's own work (the training step),
+                                                its input wait the time it waited for a
+                                                batch */
+    int bottleneck;   /**< the stage the others wait on (an index into stages; never list) */
     /** What the numbers say, e.g. "decode: busy 97% of 2 threads; batch waits on it for
      *  room 41%, deliver for batches 52%", or that the caller is the limit */
     char verdict[256];

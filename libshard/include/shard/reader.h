@@ -127,6 +127,15 @@ typedef struct ShardReaderStats {
     uint64_t skipped_shards; /**< shards (or their rest) skipped after an error */
     uint64_t skipped_samples;/**< samples known to be lost with them, when counts are known */
     uint64_t errors;         /**< errors seen (skip_errors) */
+    double list_seconds;     /**< listing the shards at open: manifests, prefixes, counts */
+    uint64_t shards;         /**< shards listed */
+    /** The fetch threads' time (summed over them) in their inline stages: reading (opening
+     *  shards, their I/O, waiting on the disk or network), decompressing .tar.zst frames,
+     *  and parsing (the tar, the samples; inflating a .tar.gz, which libarchive does inside
+     *  its parser, counts here) */
+    double read_seconds, decompress_seconds, parse_seconds;
+    uint64_t read_bytes;     /**< bytes read from the shards, as stored (compressed) */
+    uint64_t decompressed_bytes; /**< bytes out of the .tar.zst frames decompressed */
 } ShardReaderStats;
 
 typedef struct ShardReader ShardReader;
