@@ -362,6 +362,8 @@ int shardcat_bench(int argc, char **argv)
             json_t *stages = json_object();
             for (int k = 0; k < SHARD_STAGES; k++) {
                 const ShardStageStats *g = &res[i].stats.stages[k];
+                if (!g->threads) /* not in this pipeline (upload) */
+                    continue;
                 json_object_set_new(stages, g->name,
                                     json_pack("{s:I,s:I,s:I,s:f,s:f,s:f,s:f,s:I,s:I}", "threads",
                                               (json_int_t)g->threads, "items",
@@ -406,6 +408,8 @@ int shardcat_bench(int argc, char **argv)
         for (int k = 0; b.stats && k < SHARD_STAGES; k++) {
             const ShardStageStats *g = &res[i].stats.stages[k];
             double t = g->seconds > 0 ? g->seconds : 1;
+            if (!g->threads)
+                continue;
             if (k == SHARD_STAGE_LIST) { /* once, before the others: no shares of a run */
                 printf("        %-10s %llu shard%s in %.3f s\n", g->name,
                        (unsigned long long)g->items, g->items == 1 ? "" : "s", g->seconds);

@@ -30,6 +30,7 @@
 #include "batch.h"
 #include "decodepool.h"
 #include "fetch.h"
+#include "stats.h"
 #include "trace.h"
 #include "internal.h"
 #include "item.h"
@@ -575,45 +576,6 @@ void shard_loader_reader_stats(const ShardLoader *cl, ShardReaderStats *out)
 
 /* ---- statistics ----------------------------------------------------------------------- */
 
-static double share(double part, double whole) { return whole > 0 ? part / whole : 0; }
-
-/* Names the stage the others wait on: the busiest for its threads (the caller, "deliver",
- * counts: its busy time is its own work), with the evidence, the stages waiting on it. */
-static void judge(ShardLoaderStats *o)
-{
-    ShardStageStats *st = o->stages;
-    int b = SHARD_STAGE_FETCH;
-    double best = -1;
-    for (int i = SHARD_STAGE_FETCH; i < SHARD_STAGES; i++) { /* list ran before them all */
-        double u = share(st[i].busy_seconds, st[i].seconds);
-        if (u > best)
-            best = u, b = i;
-    }
-    o->bottleneck = b;
-    int n;
-    if (b == SHARD_STAGE_DELIVER)
-        n = snprintf(o->verdict, sizeof o->verdict,
-                     "deliver: the caller's own work takes %.0f%% of the time, waiting for "
-                     "batches %.0f%%: the pipeline keeps up", 100 * best,
-                     100 * share(st[b].wait_input_seconds, st[b].seconds));
-    else
-        n = snprintf(o->verdict, sizeof o->verdict, "%s: busy %.0f%% of %u thread%s",
-                     st[b].name, 100 * best, st[b].threads, st[b].threads == 1 ? "" : "s");
-    const char *sep = "; ";
-    for (int i = SHARD_STAGE_FETCH; i < SHARD_STAGES && n > 0 && (size_t)n < sizeof o->verdict;
-         i++) {
-        if (i < SHARD_STAGE_PARSE && b > SHARD_STAGE_PARSE)
-            continue; /* the fetch streams wait on later stages as parse: said once */
-        double w = i < b ? share(st[i].wait_output_seconds, st[i].seconds)
-                 : i > b ? share(st[i].wait_input_seconds, st[i].seconds) : 0;
-        if (w < 0.1)
-            continue;
-        n += snprintf(o->verdict + n, sizeof o->verdict - (size_t)n, "%s%s waits on it %.0f%%",
-                      sep, st[i].name, 100 * w);
-        sep = ", ";
-    }
-}
-
 void shard_loader_stats(const ShardLoader *cl, ShardLoaderStats *o)
 {
     ShardLoader *l = (ShardLoader *)cl;
@@ -665,6 +627,7 @@ void shard_loader_stats(const ShardLoader *cl, ShardLoaderStats *o)
                                                ps.threads * wall, ps.busy,
                                                ps.threads * wall - ps.busy, 0, ready_q.fill,
                                                ready_q.capacity};
+    st[SHARD_STAGE_UPLOAD] = (ShardStageStats){"upload", 0, 0, 0, 0, 0, 0, 0, 0, 0};
     uint64_t d = atomic_load(&l->delivered);
     st[SHARD_STAGE_DELIVER] = (ShardStageStats){"deliver", 1, d, atomic_load(&l->delivered_bytes),
                                                 wall, wall - ready_q.take_wait,
@@ -674,7 +637,7 @@ void shard_loader_stats(const ShardLoader *cl, ShardLoaderStats *o)
         for (double *v = &st[i].busy_seconds; v <= &st[i].wait_output_seconds; v++)
             if (*v < 0) /* clock readings a moment apart */
                 *v = 0;
-    judge(o);
+    shard_stats_judge(o);
 }
 
 const char *shard_loader_error(const ShardLoader *l) { return l->err; }

@@ -22,6 +22,7 @@
 
 #include "finish.h"
 #include "gpudev.h"
+#include "stats.h"
 
 #ifdef SHARD_HAVE_KERNELS
 #include "finish_fatbin.h" /* shard_finish_fatbin[]: finish.cu built by nvcc -fatbin */
@@ -449,8 +450,10 @@ static void *upload_main(void *arg)
     for (;;) {
         pthread_mutex_lock(&u->mu);
         Slot *sl = NULL;
+        double t0 = shard_seconds();
         while (!u->stop && !(sl = take_free(u)))
             pthread_cond_wait(&u->cv, &u->mu);
+        u->st.full_seconds += shard_seconds() - t0;
         pthread_mutex_unlock(&u->mu);
         if (!sl)
             break;
@@ -658,6 +661,25 @@ void shard_uploader_stats(const ShardUploader *cu, ShardUploadStats *out)
     pthread_mutex_unlock(&u->mu);
     if (entered)
         shard_gpu_leave(u->g);
+}
+
+void shard_uploader_loader_stats(const ShardUploader *u, ShardLoaderStats *o)
+{
+    memset(o, 0, sizeof *o);
+    if (!u->loader)
+        return;
+    shard_loader_stats(u->loader, o); /* its caller, "deliver", is the upload thread */
+    ShardUploadStats us;
+    shard_uploader_stats(u, &us);
+    ShardStageStats *up = &o->stages[SHARD_STAGE_UPLOAD], *dl = &o->stages[SHARD_STAGE_DELIVER];
+    double wall = o->wall_seconds, in = dl->wait_input_seconds;
+    double busy = wall - in - us.full_seconds;
+    *up = (ShardStageStats){"upload", 1, dl->items, us.bytes, wall, busy > 0 ? busy : 0, in,
+                            us.full_seconds, (size_t)us.in_flight, us.buffers};
+    double mine = wall - us.wait_seconds;
+    *dl = (ShardStageStats){"deliver", 1, dl->items, us.bytes, wall, mine > 0 ? mine : 0,
+                            us.wait_seconds, 0, us.buffers - (size_t)us.in_flight, us.buffers};
+    shard_stats_judge(o);
 }
 
 const char *shard_uploader_error(const ShardUploader *u) { return u->err; }

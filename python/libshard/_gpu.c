@@ -354,6 +354,17 @@ static PyObject *Uploader_close(UploaderObject *self, PyObject *unused)
     Py_RETURN_NONE;
 }
 
+static PyObject *Uploader_loader_stats(UploaderObject *self, PyObject *unused)
+{
+    (void)unused;
+    NEED_UPLOADER(self);
+    ShardLoaderStats st;
+    shard_uploader_loader_stats(self->u, &st);
+    if (!st.stages[SHARD_STAGE_DELIVER].name) /* batches come from put: no loader */
+        return PyDict_New();
+    return shard_py_stats_dict(&st);
+}
+
 static PyMethodDef Uploader_methods[] = {
     {"next", (PyCFunction)(void (*)(void))Uploader_next, METH_VARARGS | METH_KEYWORDS,
      "next(stream=None, host=False): the next DeviceBatch, the stream (an int, torch's "
@@ -364,6 +375,8 @@ static PyMethodDef Uploader_methods[] = {
      "False when every buffer is uploaded or held"},
     {"put_end", (PyCFunction)Uploader_put_end, METH_NOARGS, "no more put batches"},
     {"stats", (PyCFunction)Uploader_stats, METH_NOARGS, "the upload counters"},
+    {"loader_stats", (PyCFunction)Uploader_loader_stats, METH_NOARGS,
+     "its loader's stage statistics with the upload a stage of its own ({} without a loader)"},
     {"close", (PyCFunction)Uploader_close, METH_NOARGS,
      "stop, giving host batches back; batches handed out stay valid"},
     {NULL, NULL, 0, NULL},

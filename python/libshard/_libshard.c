@@ -1095,15 +1095,13 @@ static PyObject *Loader_remote_stats(LoaderObject *self, PyObject *unused)
     return remote_stats_dict(self->rm);
 }
 
-static PyObject *Loader_stats(LoaderObject *self, PyObject *unused)
+PyObject *shard_py_stats_dict(const ShardLoaderStats *st)
 {
-    (void)unused;
-    NEED_LOADER(self);
-    ShardLoaderStats st;
-    shard_loader_stats(self->l, &st);
     PyObject *stages = PyDict_New();
     for (int i = 0; stages && i < SHARD_STAGES; i++) {
-        const ShardStageStats *g = &st.stages[i];
+        const ShardStageStats *g = &st->stages[i];
+        if (!g->threads) /* not in this pipeline (an upload without a GPU) */
+            continue;
         PyObject *d = Py_BuildValue(
             "{s:I,s:K,s:K,s:d,s:d,s:d,s:d,s:n,s:n}", "threads", g->threads, "items",
             (unsigned long long)g->items, "bytes", (unsigned long long)g->bytes, "seconds",
@@ -1116,8 +1114,17 @@ static PyObject *Loader_stats(LoaderObject *self, PyObject *unused)
     }
     if (!stages)
         return NULL;
-    return Py_BuildValue("{s:d,s:N,s:s,s:s}", "wall_seconds", st.wall_seconds, "stages", stages,
-                         "bottleneck", st.stages[st.bottleneck].name, "verdict", st.verdict);
+    return Py_BuildValue("{s:d,s:N,s:s,s:s}", "wall_seconds", st->wall_seconds, "stages", stages,
+                         "bottleneck", st->stages[st->bottleneck].name, "verdict", st->verdict);
+}
+
+static PyObject *Loader_stats(LoaderObject *self, PyObject *unused)
+{
+    (void)unused;
+    NEED_LOADER(self);
+    ShardLoaderStats st;
+    shard_loader_stats(self->l, &st);
+    return shard_py_stats_dict(&st);
 }
 
 static PyObject *Loader_write_trace(LoaderObject *self, PyObject *arg)

@@ -24,6 +24,10 @@ const struct ShardAllocator *shard_py_pinned(PyObject *gpu);
 struct ShardBatch;
 PyObject *shard_py_batch_keys(const struct ShardBatch *b);
 PyObject *shard_py_batch_fields(const struct ShardBatch *b);
+/* Stage statistics as Loader.stats() gives them (stages not in the pipeline left out): a
+ * new reference, NULL with an exception. */
+struct ShardLoaderStats;
+PyObject *shard_py_stats_dict(const struct ShardLoaderStats *st);
 /* A Loader object's loader (_libshard.c), or NULL with TypeError or ValueError. */
 struct ShardLoader;
 struct ShardLoader *shard_py_loader(PyObject *loader);

@@ -384,6 +384,7 @@ class ShardDataset(torch.utils.data.IterableDataset):
                 del db
         finally:
             self._gpu_last = _gpu_stats(up)
+            self._stages_last = up.loader_stats()
             up.close()
 
     def _upload_args(self, h, w):
@@ -518,16 +519,28 @@ class ShardDataset(torch.utils.data.IterableDataset):
         seconds, busy_seconds, wait_input_seconds, wait_output_seconds, queue_fill,
         queue_capacity}}, "bottleneck":
         the stage the others wait on, "verdict": the evidence in words}; with
-        device="cuda" also "upload" (gpu_stats()). {} before the first iteration, and with
-        decode=False."""
+        device="cuda" the stages have "upload" between decode and deliver (its thread:
+        busy, waiting for a host batch, waiting for a free device buffer; deliver is then
+        the training loop), and the dict also "upload" (gpu_stats()). {} before the first
+        iteration, and with decode=False."""
         src = self._source
         if src is None or self._source_pid != os.getpid() or not hasattr(src, "stats"):
             return {}
-        st = src.stats()
+        st = self._stages_with_upload() if self.device.type == "cuda" else {}
+        st = st or src.stats()
         up = self.gpu_stats() if self.device.type == "cuda" else {}
         if up:
             st["upload"] = up
         return st
+
+    def _stages_with_upload(self):
+        """The stages with the upload among them (libshard's upload thread fed by the
+        loader); {} when the batches come some other way."""
+        up = self._uploader
+        try:
+            return up.loader_stats() if up is not None else {}
+        except ValueError:  # closed: as it was then
+            return dict(getattr(self, "_stages_last", {}))
 
     def remote_stats(self):
         """Counters of this process's remote reads for the current iteration (bytes,

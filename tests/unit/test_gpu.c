@@ -311,3 +311,47 @@ Test(gpu, freeing_with_batches_uploading_and_held_is_clean)
     shard_device_batch_release(held, NULL);
     shard_gpu_free(&g);
 }
+
+/* The upload is a stage among the loader's: its thread's time adds up, the caller's too, and
+ * an uploader fed by put has no stages to give. */
+Test(gpu, the_upload_is_a_stage_of_the_loaders_statistics)
+{
+    ShardGpu *g = gpu_or_skip();
+    const char *urls[] = {make_shards()};
+    ShardLoaderSettings gs;
+    loader_settings(&gs, urls, SHARD_DTYPE_UINT8, SHARD_LAYOUT_NHWC);
+    gs.allocator = shard_gpu_pinned_allocator(g);
+    ShardLoader *gl;
+    ShardError err;
+    cr_assert_eq(shard_loader_open(&gl, &gs, &err), 0, "%s", err.message);
+    ShardUploader *u = uploader_for(g, gl, SHARD_GPU_UINT8, SHARD_LAYOUT_NHWC);
+    const ShardDeviceBatch *b;
+    uint64_t n = 0;
+    while (shard_uploader_next(u, NULL, &b) == 0) {
+        n += b->size;
+        shard_device_batch_release(b, NULL);
+    }
+    ShardLoaderStats st;
+    shard_uploader_loader_stats(u, &st);
+    const ShardStageStats *up = &st.stages[SHARD_STAGE_UPLOAD], *dl = &st.stages[SHARD_STAGE_DELIVER];
+    cr_assert_str_eq(up->name, "upload");
+    cr_assert_eq(up->threads, 1);
+    cr_assert_geq(up->items, n);
+    cr_assert_gt(up->bytes, 0);
+    for (const ShardStageStats *s = up; s <= dl; s++) {
+        double sum = s->busy_seconds + s->wait_input_seconds + s->wait_output_seconds;
+        cr_assert(sum <= s->seconds * 1.1 + 0.05 && sum >= s->seconds * 0.9 - 0.05,
+                  "%s: busy %.3f + waits %.3f + %.3f against %.3f", s->name, s->busy_seconds,
+                  s->wait_input_seconds, s->wait_output_seconds, s->seconds);
+    }
+    cr_assert(st.bottleneck >= SHARD_STAGE_FETCH && st.bottleneck < SHARD_STAGES);
+    shard_uploader_free(&u);
+    shard_loader_free(&gl);
+    ShardUploadSettings us;
+    shard_upload_default_settings(&us);
+    cr_assert_eq(shard_uploader_open(&u, g, &us, NULL, &err), 0, "%s", err.message);
+    shard_uploader_loader_stats(u, &st);
+    cr_assert_null(st.stages[SHARD_STAGE_DELIVER].name, "no loader: nothing to say");
+    shard_uploader_free(&u);
+    shard_gpu_free(&g);
+}

@@ -108,6 +108,8 @@ typedef struct ShardUploadStats {
     double finish_seconds;   /**< GPU time of the finish kernels */
     double wait_seconds;     /**< time the consumer blocked in shard_uploader_next */
     double put_seconds;      /**< time spent in shard_uploader_put (the staging copy) */
+    double full_seconds;     /**< time the upload thread waited for a free device buffer
+                                  (the consumer held them, or their copies ran) */
     uint64_t in_flight;      /**< buffers now uploading, uploaded ahead or held */
     uint64_t max_in_flight;  /**< the most at once */
     size_t buffers;          /**< the ring's size */
@@ -196,6 +198,16 @@ SHARD_API struct DLManagedTensor *shard_device_batch_dlpack(const ShardDeviceBat
 
 /** Fills out with the counters so far. */
 SHARD_API void shard_uploader_stats(const ShardUploader *u, ShardUploadStats *out);
+
+/**
+ * The loader's stage statistics (shard_loader_stats) with the upload as a stage of its own
+ * between decode and the caller: its thread's time busy (queueing copies, waiting for a
+ * host batch's copy to finish), waiting for a batch from the loader, or waiting for a free
+ * device buffer; "deliver" is then the caller of shard_uploader_next, waiting for a device
+ * batch or at its own work. The bottleneck is named among all of them. For an uploader fed
+ * by shard_uploader_put (no loader), out is zeroed (shard_uploader_stats has its counters).
+ */
+SHARD_API void shard_uploader_loader_stats(const ShardUploader *u, ShardLoaderStats *out);
 
 /** @return the message of the last failure (borrowed), "" if none */
 SHARD_API const char *shard_uploader_error(const ShardUploader *u);

@@ -158,8 +158,10 @@ SHARD_API void shard_loader_reader_stats(const ShardLoader *l, ShardReaderStats 
  *  "list" runs once, before the others: its seconds are its own, outside wall_seconds. */
 typedef struct ShardStageStats {
     const char *name;            /**< "list", "fetch", "decompress", "parse", "shuffle",
-                                      "batch", "decode", "deliver" (static) */
-    unsigned threads;            /**< threads the stage runs on (shuffle and batch share one) */
+                                      "batch", "decode", "upload", "deliver" (static) */
+    unsigned threads;            /**< threads the stage runs on (shuffle and batch share one);
+                                      0: the stage is not in this pipeline (upload, but for
+                                      shard_uploader_loader_stats) */
     uint64_t items;              /**< samples through the stage (list: shards) */
     uint64_t bytes;              /**< their bytes (fetch: as stored; decompress: out of zstd;
                                       parse, shuffle, batch: members; decode and deliver:
@@ -175,8 +177,8 @@ typedef struct ShardStageStats {
 
 enum {
     SHARD_STAGE_LIST, SHARD_STAGE_FETCH, SHARD_STAGE_DECOMPRESS, SHARD_STAGE_PARSE,
-    SHARD_STAGE_SHUFFLE, SHARD_STAGE_BATCH, SHARD_STAGE_DECODE, SHARD_STAGE_DELIVER,
-    SHARD_STAGES
+    SHARD_STAGE_SHUFFLE, SHARD_STAGE_BATCH, SHARD_STAGE_DECODE, SHARD_STAGE_UPLOAD,
+    SHARD_STAGE_DELIVER, SHARD_STAGES
 };
 
 typedef struct ShardLoaderStats {
