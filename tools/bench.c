@@ -18,7 +18,8 @@
 #include "cli.h"
 
 #define MAX_LIST 16
-#define CEILING_IMAGES 256
+#define CEILING_IMAGES 4096
+#define CEILING_BYTES ((size_t)256 << 20)
 
 typedef struct Bench {
     char **urls;
@@ -42,8 +43,9 @@ static void usage(FILE *f)
 {
     fputs("usage: shardcat bench SHARD... [options]\n\n"
           "Decoded batches per second on these shards for each setting swept (warm-up left out,\n"
-          "median of repeats), with the stage the others waited on; the decoder's ceiling on\n"
-          "the same images (libjpeg-turbo alone, one copy per thread); the best setting.\n\n"
+          "median of repeats), with the stage the others waited on; the decoder's ceiling\n"
+          "(libjpeg-turbo alone, one copy per thread, on the best setting's first images with\n"
+          "the very crops and scales the pipeline used); the best setting.\n\n"
           "  --seconds S        measured time of each run (default 10)\n"
           "  --warmup S         time first left out of each run (default 2)\n"
           "  --repeats N        runs of each setting (default 3)\n"
@@ -146,6 +148,7 @@ static int cmp_double(const void *a, const void *b)
 typedef struct Images {
     unsigned char **data;
     size_t *size, n;
+    uint64_t *seed;
     ShardTransform t;
     double until;
     uint64_t decoded;
@@ -159,39 +162,57 @@ static void *decode_main(void *arg)
     char msg[256];
     uint64_t n = 0;
     for (size_t i = 0; out && cli_now() < im->until; i = (i + 1) % im->n, n++)
-        shard_decode_transform(im->data[i], im->size[i], &im->t, n, out, msg, sizeof msg);
+        shard_decode_transform(im->data[i], im->size[i], &im->t, im->seed[i], out, msg,
+                               sizeof msg);
     free(out);
     im->decoded = n;
     return NULL;
 }
 
-/* Samples/s of libjpeg-turbo alone on the shards' first images, with the same transform
- * (crops drawn as the loader draws them), one copy per thread; 0 when none was read. */
-static double ceiling(const Bench *b, uint64_t threads)
+/* The first samples the pipeline makes with these settings (at most CEILING_IMAGES, or
+ * CEILING_BYTES of images): each one's image bytes and the seed of its crop, scale and
+ * flip (ShardBatch.seeds), so that decoding them alone is the very work the decode stage
+ * did for them. */
+static void first_images(const Bench *b, uint64_t streams, uint64_t depth, Images *im)
 {
     ShardLoaderSettings s;
-    loader_settings(b, &s, 1, 1, 64);
-    ShardReader *r;
+    loader_settings(b, &s, 1, streams, depth);
+    s.raw_fields = s.image_fields ? s.image_fields : "jpg;jpeg;png";
+    im->t = s.transform;
+    ShardLoader *l;
     ShardError err;
-    if (shard_reader_open(&r, &s.reader, &err))
-        return 0;
-    Images im = {calloc(CEILING_IMAGES, sizeof *im.data), calloc(CEILING_IMAGES, sizeof *im.size),
-                 0, s.transform, 0, 0};
-    const char *key, *url;
-    const ShardFieldView *f;
-    size_t nf;
-    while (im.data && im.size && im.n < CEILING_IMAGES &&
-           shard_reader_next(r, &key, &url, &f, &nf) == 0)
-        for (size_t k = 0; k < nf; k++)
-            if (!strcmp(f[k].name, "jpg") || !strcmp(f[k].name, "jpeg") ||
-                !strcmp(f[k].name, "png")) {
-                if ((im.data[im.n] = malloc(f[k].size))) {
-                    memcpy(im.data[im.n], f[k].data, f[k].size);
-                    im.size[im.n++] = f[k].size;
-                }
+    if (shard_loader_open(&l, &s, &err))
+        return;
+    const ShardBatch *bt;
+    size_t bytes = 0;
+    while (im->n < CEILING_IMAGES && bytes < CEILING_BYTES && shard_loader_next(l, &bt) == 0) {
+        for (size_t i = 0; i < bt->size && im->n < CEILING_IMAGES; i++)
+            for (size_t k = 0; k < bt->nfields; k++) {
+                const ShardBatchField *f = &bt->fields[k];
+                size_t len = (size_t)(f->offsets[i + 1] - f->offsets[i]);
+                if (!f->present[i] || !(im->data[im->n] = malloc(len ? len : 1)))
+                    continue;
+                memcpy(im->data[im->n], f->data + f->offsets[i], len);
+                im->size[im->n] = len;
+                im->seed[im->n++] = bt->seeds[i];
+                bytes += len;
                 break;
             }
-    shard_reader_free(&r);
+        shard_batch_release(l, bt);
+    }
+    shard_loader_free(&l);
+}
+
+/* Samples/s of libjpeg-turbo alone on the pipeline's first images (first_images), one copy
+ * per thread, each decoding them all in turn; 0 when none was read. */
+static double ceiling(const Bench *b, uint64_t threads, uint64_t streams, uint64_t depth,
+                      size_t *images)
+{
+    Images im = {calloc(CEILING_IMAGES, sizeof *im.data), calloc(CEILING_IMAGES, sizeof *im.size),
+                 0, calloc(CEILING_IMAGES, sizeof *im.seed), {0}, 0, 0};
+    if (im.data && im.size && im.seed)
+        first_images(b, streams, depth, &im);
+    *images = im.n;
     double rate = 0;
     if (im.n) {
         Images *each = calloc(threads, sizeof *each);
@@ -215,6 +236,7 @@ static double ceiling(const Bench *b, uint64_t threads)
         free(im.data[i]);
     free(im.data);
     free(im.size);
+    free(im.seed);
     return rate;
 }
 
@@ -346,7 +368,9 @@ int shardcat_bench(int argc, char **argv)
         if (res[i].threads > ceiling_threads)
             ceiling_threads = res[i].threads;
     }
-    double ceil_rate = ceiling(&b, ceiling_threads);
+    size_t ceil_images = 0; /* the best setting's first images, decoded as it decoded them */
+    double ceil_rate = ceiling(&b, ceiling_threads, res[best].streams, res[best].depth,
+                               &ceil_images);
     /* the defaults: threads for every CPU, the reader's 4 streams of 64 */
     const Result *def = NULL;
     for (size_t i = 0; i < nruns; i++)
@@ -379,8 +403,10 @@ int shardcat_bench(int argc, char **argv)
             json_array_append_new(runs, run);
         }
         json_object_set_new(o, "runs", runs);
-        json_object_set_new(o, "ceiling", json_pack("{s:f,s:I}", "samples_per_second", ceil_rate,
-                                                    "threads", (json_int_t)ceiling_threads));
+        json_object_set_new(o, "ceiling", json_pack("{s:f,s:I,s:I}", "samples_per_second",
+                                                    ceil_rate, "threads",
+                                                    (json_int_t)ceiling_threads, "images",
+                                                    (json_int_t)ceil_images));
         json_object_set_new(o, "best", json_pack("{s:I,s:I,s:I,s:f}", "threads",
                                                  (json_int_t)res[best].threads, "streams",
                                                  (json_int_t)res[best].streams, "queue_depth",
@@ -423,9 +449,10 @@ int shardcat_bench(int argc, char **argv)
         }
     }
     if (ceil_rate > 0)
-        printf("ceiling: libjpeg-turbo alone on the same images and transform, %llu thread%s: "
-               "%.1f samples/s\n", (unsigned long long)ceiling_threads,
-               ceiling_threads == 1 ? "" : "s", ceil_rate);
+        printf("ceiling: libjpeg-turbo alone, %llu thread%s, on the best setting's first %zu "
+               "images with their crops and scales: %.1f samples/s\n",
+               (unsigned long long)ceiling_threads, ceiling_threads == 1 ? "" : "s", ceil_images,
+               ceil_rate);
     printf("best: --threads %llu --streams %llu --queue-depth %llu: %.1f samples/s",
            (unsigned long long)res[best].threads, (unsigned long long)res[best].streams,
            (unsigned long long)res[best].depth, res[best].rate);

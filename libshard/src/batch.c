@@ -146,12 +146,13 @@ static int field_append(ShardRawField *f, const ShardAllocator *a, size_t i, con
     return 0;
 }
 
-/* Copies sample i's raw fields (all but its image and label, or the ones named). */
+/* Copies sample i's raw fields (all but its image and label, or the ones named, the image
+ * and label too when named). */
 static int take_raw(ShardSlot *sl, const ShardBatchSpec *spec, size_t i, const ShardFieldView *f,
                     size_t nf, const ShardFieldView *image, const ShardFieldView *label)
 {
     for (size_t k = 0; k < nf; k++) {
-        if (&f[k] == image || &f[k] == label)
+        if (spec->raw_all && (&f[k] == image || &f[k] == label))
             continue;
         if (!spec->raw_all && !names_have(spec->raw_fields, f[k].name))
             continue;
@@ -183,6 +184,7 @@ int shard_slot_init(ShardSlot *sl, const ShardBatchSpec *spec)
     sl->images = a->alloc(a->cookie, bs * spec->image_bytes, 64);
     sl->labels = a->alloc(a->cookie, bs * sizeof *sl->labels, 64);
     sl->indices = a->alloc(a->cookie, bs * sizeof *sl->indices, 64);
+    sl->seeds = a->alloc(a->cookie, bs * sizeof *sl->seeds, 64);
     sl->repeats = a->alloc(a->cookie, bs, 64);
     sl->keys = a->alloc(a->cookie, bs * sizeof *sl->keys, 64);
     sl->urls = calloc(bs, sizeof *sl->urls);
@@ -192,7 +194,7 @@ int shard_slot_init(ShardSlot *sl, const ShardBatchSpec *spec)
     sl->failed = calloc(bs, 1);
     sl->errors = calloc(bs, sizeof *sl->errors);
     sl->keyoff = calloc(bs, sizeof *sl->keyoff);
-    if (!sl->images || !sl->labels || !sl->indices || !sl->repeats || !sl->keys || !sl->urls || !sl->items || !sl->img ||
+    if (!sl->images || !sl->labels || !sl->indices || !sl->seeds || !sl->repeats || !sl->keys || !sl->urls || !sl->items || !sl->img ||
         !sl->img_size || !sl->failed || !sl->errors || !sl->keyoff)
         return SHARD_ERR_NOMEM;
     memset(sl->keys, 0, bs * sizeof *sl->keys);
@@ -324,6 +326,7 @@ size_t shard_slot_compact(ShardSlot *sl, size_t image_bytes, uint64_t *by)
                     (unsigned char *)sl->images + i * image_bytes, image_bytes);
             sl->labels[o] = sl->labels[i];
             sl->indices[o] = sl->indices[i];
+            sl->seeds[o] = sl->seeds[i];
             sl->repeats[o] = sl->repeats[i];
             sl->keys[o] = sl->keys[i];
             sl->urls[o] = sl->urls[i];
@@ -361,6 +364,7 @@ void shard_slot_publish(ShardSlot *sl, size_t image_bytes)
     b->image_bytes = image_bytes;
     b->labels = sl->labels;
     b->indices = sl->indices;
+    b->seeds = sl->seeds;
     b->repeats = sl->repeats;
     b->keys = sl->keys;
     b->urls = sl->urls;
@@ -393,6 +397,7 @@ void shard_slot_free(ShardSlot *sl, const ShardBatchSpec *spec)
     a->free(a->cookie, sl->images, bs * spec->image_bytes);
     a->free(a->cookie, sl->labels, bs * sizeof *sl->labels);
     a->free(a->cookie, sl->indices, bs * sizeof *sl->indices);
+    a->free(a->cookie, sl->seeds, bs * sizeof *sl->seeds);
     a->free(a->cookie, sl->repeats, bs);
     a->free(a->cookie, sl->keys, bs * sizeof *sl->keys);
     a->free(a->cookie, sl->keybuf, sl->keycap);

@@ -52,6 +52,7 @@ typedef struct ShardSlot {
     void *images;
     int64_t *labels;
     uint64_t *indices;
+    uint64_t *seeds;       /* each sample's seed for its random choices (crop, flip) */
     unsigned char *repeats;
     const char **keys;
     const char **urls;

@@ -194,7 +194,8 @@ static int produce_epoch(ShardLoader *l)
             ShardRng r;
             shard_rng_init(&r, shard_reader_seed(l->reader), SHARD_RNG_AUGMENT, sl->epoch,
                            l->consumer, sl->items[i]->position);
-            ShardDecodeJob j = {sl->img[i], sl->img_size[i], shard_rng_next(&r),
+            sl->seeds[i] = shard_rng_next(&r);
+            ShardDecodeJob j = {sl->img[i], sl->img_size[i], sl->seeds[i],
                                 (unsigned char *)sl->images + i * l->spec.image_bytes, sl, i};
             shard_pool_submit(l->pool, &j); /* the pool closes only after the producer ends */
         }

@@ -1231,6 +1231,13 @@ static PyObject *Batch_indices(BatchObject *self, void *c)
                                      (Py_ssize_t)(self->b->size * sizeof(uint64_t)));
 }
 
+static PyObject *Batch_seeds(BatchObject *self, void *c)
+{
+    (void)c;
+    return PyBytes_FromStringAndSize((const char *)self->b->seeds,
+                                     (Py_ssize_t)(self->b->size * sizeof(uint64_t)));
+}
+
 static PyObject *Batch_repeats(BatchObject *self, void *c)
 {
     (void)c;
@@ -1309,6 +1316,9 @@ static PyGetSetDef Batch_getset[] = {
     {"keys", (getter)Batch_keys, NULL, "sample keys", NULL},
     {"indices", (getter)Batch_indices, NULL,
      "each sample's index in the data set (uint64 bytes; 2**64-1 where counts are unknown)",
+     NULL},
+    {"seeds", (getter)Batch_seeds, NULL,
+     "each sample's seed for its crop and flip (uint64 bytes), as decode(seed=) takes it",
      NULL},
     {"repeats", (getter)Batch_repeats, NULL,
      "1 byte per sample: 1 where it is padding (equal mode with pad)", NULL},

@@ -1082,6 +1082,7 @@ def test_bench_sweeps_names_the_bottleneck_and_the_ceiling(packed, run_sc):
     best = max(out["runs"], key=lambda r: r["samples_per_second"])
     assert out["best"]["samples_per_second"] == best["samples_per_second"]
     assert out["ceiling"]["samples_per_second"] > 0 and out["ceiling"]["threads"] == 2
+    assert 0 < out["ceiling"]["images"] <= 12  # the set's samples, each as the pipeline made it
     cp = run_sc("bench", "--seconds", "0.2", "--warmup", "0", "--repeats", "1", "--threads", "1",
                 "--streams", "1", "--batch-size", "4", "--image-size", "32", d / "tr.json")
     text = sc_ok(cp)

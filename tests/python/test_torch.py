@@ -957,3 +957,20 @@ def test_a_shard_deleted_mid_epoch_is_skipped_and_counted(packed, tmp_path):
     st = r.stats()
     assert st["skipped_shards"] == 1 and st["skipped_samples"] == len(lost)
     assert any(gone.name in e and "cannot open" in e for e in st["kept_errors"]), st
+
+
+def test_a_batch_seeds_redo_its_images(packed):
+    """Each sample's seed (batch.seeds) with libshard.decode redoes the batch's image: the same
+    crop, scale and flip, as shardcat bench's ceiling relies on."""
+    n = 0
+    for b in libshard.Loader(str(packed.manifest), seed=4, batch_size=16, image_size=40,
+                             flip=True, raw_fields="jpg", layout="nhwc"):
+        if n == 32:
+            break
+        seeds = np.frombuffer(b.seeds, np.uint64)
+        images = np.frombuffer(b, np.uint8).reshape(b.size, 40, 40, 3)
+        for i, jpg in enumerate(b.fields["jpg"]):
+            again = libshard.decode(jpg, 40, 40, flip=True, seed=int(seeds[i]), layout="nhwc")
+            assert again == images[i].tobytes(), (b.keys[i], int(seeds[i]))
+            n += 1
+    assert n == 32

@@ -531,3 +531,39 @@ Test(loader, the_next_epoch_is_read_ahead_and_equals_a_fresh_one)
     shard_loader_free(&fresh);
     shard_loader_free(&l);
 }
+
+/* A sample decoded alone with the batch's seed for it is the batch's image: what shardcat
+ * bench's ceiling decodes to do the very same work, crops and all. */
+Test(loader, a_batchs_seeds_redo_its_images)
+{
+    const char *urls[] = {make_shards(0)};
+    ShardLoaderSettings s;
+    settings(&s, urls);
+    s.raw_fields = "jpg";
+    s.transform.crop = SHARD_CROP_RANDOM_RESIZED; /* seeds matter */
+    s.transform.flip = 1;
+    ShardLoader *l;
+    ShardError err;
+    cr_assert_eq(shard_loader_open(&l, &s, &err), 0, "%s", err.message);
+    const ShardBatch *b;
+    size_t n = 0, same = 0;
+    unsigned char *out = malloc(shard_transform_output_size(&s.transform));
+    while (shard_loader_next(l, &b) == 0) {
+        const ShardBatchField *jpg = &b->fields[0];
+        cr_assert_str_eq(jpg->name, "jpg");
+        for (size_t i = 0; i < b->size; i++, n++) {
+            char msg[256];
+            cr_assert_eq(shard_decode_transform(jpg->data + jpg->offsets[i],
+                                                jpg->offsets[i + 1] - jpg->offsets[i],
+                                                &s.transform, b->seeds[i], out, msg, sizeof msg),
+                         0, "%s", msg);
+            same += !memcmp(out, (const unsigned char *)b->images + i * b->image_bytes,
+                            b->image_bytes);
+        }
+        shard_batch_release(l, b);
+    }
+    cr_assert_eq(n, NSAMPLES);
+    cr_assert_eq(same, n, "%zu of %zu images redone alike", same, n);
+    free(out);
+    shard_loader_free(&l);
+}

@@ -38,8 +38,9 @@ typedef struct ShardLoaderSettings {
      *  memory, for instance); NULL for shard_default_allocator(). Borrowed: must outlive
      *  the loader. */
     const ShardAllocator *allocator;
-    /** Fields carried raw into each batch, ';'-separated; "*" (default): every field but
-     *  the image and the label; NULL or "": none */
+    /** Fields carried raw into each batch, ';'-separated (the image or label field too,
+     *  when named); "*" (default): every field but the image and the label; NULL or "":
+     *  none */
     const char *raw_fields;
     /** A sample whose label field is missing or not a decimal class index:
      *  SHARD_LABEL_ERROR (default) makes it an error naming the sample and the field (left
@@ -85,6 +86,10 @@ typedef struct ShardBatch {
     /** size flags: 1 where the sample is padding (equal mode with pad), a repeat of one the
      *  epoch delivers elsewhere, to leave out when gathering results */
     const unsigned char *repeats;
+    /** size: each sample's seed for its random choices (crop, scale, flip), as
+     *  shard_decode_transform takes it: the sample's image decoded alone with the batch's
+     *  transform and this seed is the batch's image */
+    const uint64_t *seeds;
 } ShardBatch;
 
 typedef struct ShardLoader ShardLoader;
