@@ -5,10 +5,12 @@
  * same images; the best setting and how near the defaults come to it.
  */
 #include <getopt.h>
+#include <spawn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -25,7 +27,7 @@ typedef struct Bench {
     char **urls;
     size_t nurls;
     double seconds, warmup;
-    int repeats, json, bar, stats;
+    int repeats, json, bar, stats, peer;
     size_t batch_size, shuffle;
     int size, fast;
     uint64_t threads[MAX_LIST], streams[MAX_LIST], depths[MAX_LIST];
@@ -56,6 +58,8 @@ static void usage(FILE *f)
           "  --batch-size N     (default 256)   --image-size N (default 224)\n"
           "  --shuffle N        shuffle buffer (default 1000)   --no-fast: full decode\n"
           "  --stats            each run's stages: busy and waiting shares, queue fill\n"
+          "  --peer             also run the WebDataset + PIL pipeline on the same shards\n"
+          "                     (python3 -m libshard.peer; $SHARD_PYTHON, else /usr/bin/python3)\n"
           "  --json             one JSON document (with the stages)   -q: no progress line\n",
           f);
 }
@@ -240,6 +244,71 @@ static double ceiling(const Bench *b, uint64_t threads, uint64_t streams, uint64
     return rate;
 }
 
+/* ---- the peer: WebDataset + PIL on the same shards --------------------------------------- */
+
+typedef struct Peer {
+    double rate;          /* samples/s, 0 when it did not run */
+    char pipeline[256];   /* what ran, or why it did not */
+} Peer;
+
+/* Runs python3 -m libshard.peer on the shards with workers processes for the same time and
+ * batches (it prints one JSON line), filling p. */
+static void run_peer(const Bench *b, uint64_t workers, Peer *p)
+{
+    const char *py = getenv("SHARD_PYTHON");
+    if (!py || !*py)
+        py = access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
+    char secs[32], warm[32], nw[32], bs[32], size[32];
+    snprintf(secs, sizeof secs, "%g", b->seconds);
+    snprintf(warm, sizeof warm, "%g", b->warmup);
+    snprintf(nw, sizeof nw, "%llu", (unsigned long long)workers);
+    snprintf(bs, sizeof bs, "%zu", b->batch_size);
+    snprintf(size, sizeof size, "%d", b->size);
+    const char *fixed[] = {py, "-m", "libshard.peer", "--seconds", secs, "--warmup", warm,
+                           "--workers", nw, "--batch-size", bs, "--image-size", size};
+    size_t nf = sizeof fixed / sizeof *fixed;
+    char **argv = calloc(nf + b->nurls + 1, sizeof *argv);
+    int fd[2] = {-1, -1};
+    p->rate = 0;
+    snprintf(p->pipeline, sizeof p->pipeline, "not run: %s -m libshard.peer failed", py);
+    if (!argv || pipe(fd)) {
+        free(argv);
+        return;
+    }
+    for (size_t i = 0; i < nf; i++)
+        argv[i] = (char *)fixed[i];
+    for (size_t i = 0; i < b->nurls; i++)
+        argv[nf + i] = b->urls[i];
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fd[1], 1);
+    posix_spawn_file_actions_addclose(&fa, fd[0]);
+    pid_t pid;
+    int rc = posix_spawnp(&pid, py, &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(fd[1]);
+    free(argv);
+    char out[4096];
+    size_t n = 0;
+    ssize_t k;
+    while (!rc && n < sizeof out - 1 && (k = read(fd[0], out + n, sizeof out - 1 - n)) > 0)
+        n += (size_t)k;
+    out[n] = 0;
+    close(fd[0]);
+    int status = 0;
+    if (rc || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status))
+        return; /* its own messages went to stderr */
+    json_error_t je;
+    json_t *doc = json_loads(out, JSON_DISABLE_EOF_CHECK, &je);
+    const char *name = NULL;
+    double rate = 0;
+    if (doc && !json_unpack(doc, "{s:F,s:s}", "samples_per_second", &rate, "pipeline", &name)) {
+        p->rate = rate;
+        snprintf(p->pipeline, sizeof p->pipeline, "%s", name);
+    }
+    json_decref(doc);
+}
+
 /* ---- the command ------------------------------------------------------------------------ */
 
 int shardcat_bench(int argc, char **argv)
@@ -254,7 +323,7 @@ int shardcat_bench(int argc, char **argv)
     b.depths[0] = 64, b.ndepths = 1;
     int quiet = 0;
     enum { O_SECONDS = 300, O_WARMUP, O_REPEATS, O_THREADS, O_STREAMS, O_DEPTH, O_BATCH, O_SIZE,
-           O_SHUFFLE, O_NOFAST, O_JSON, O_STATS };
+           O_SHUFFLE, O_NOFAST, O_JSON, O_STATS, O_PEER };
     static const struct option longopts[] = {
         {"seconds", required_argument, NULL, O_SECONDS}, {"warmup", required_argument, NULL, O_WARMUP},
         {"repeats", required_argument, NULL, O_REPEATS}, {"threads", required_argument, NULL, O_THREADS},
@@ -262,7 +331,7 @@ int shardcat_bench(int argc, char **argv)
         {"batch-size", required_argument, NULL, O_BATCH}, {"image-size", required_argument, NULL, O_SIZE},
         {"shuffle", required_argument, NULL, O_SHUFFLE}, {"no-fast", no_argument, NULL, O_NOFAST},
         {"json", no_argument, NULL, O_JSON}, {"quiet", no_argument, NULL, 'q'},
-        {"stats", no_argument, NULL, O_STATS},
+        {"stats", no_argument, NULL, O_STATS}, {"peer", no_argument, NULL, O_PEER},
         {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0},
     };
     optind = 1;
@@ -311,6 +380,7 @@ int shardcat_bench(int argc, char **argv)
         case O_NOFAST: b.fast = 0; break;
         case O_JSON: b.json = 1; break;
         case O_STATS: b.stats = 1; break;
+        case O_PEER: b.peer = 1; break;
         case 'q': quiet = 1; break;
         case 'h': usage(stdout); return 0;
         case ':': return cli_usage_error("shardcat", "a bench option wants a value");
@@ -371,6 +441,9 @@ int shardcat_bench(int argc, char **argv)
     size_t ceil_images = 0; /* the best setting's first images, decoded as it decoded them */
     double ceil_rate = ceiling(&b, ceiling_threads, res[best].streams, res[best].depth,
                                &ceil_images);
+    Peer peer = {0, ""};
+    if (b.peer) /* one DataLoader worker per decode thread of the ceiling: a core each */
+        run_peer(&b, ceiling_threads, &peer);
     /* the defaults: threads for every CPU, the reader's 4 streams of 64 */
     const Result *def = NULL;
     for (size_t i = 0; i < nruns; i++)
@@ -407,6 +480,10 @@ int shardcat_bench(int argc, char **argv)
                                                     ceil_rate, "threads",
                                                     (json_int_t)ceiling_threads, "images",
                                                     (json_int_t)ceil_images));
+        if (b.peer)
+            json_object_set_new(o, "peer", json_pack("{s:f,s:s,s:I}", "samples_per_second",
+                                                     peer.rate, "pipeline", peer.pipeline,
+                                                     "workers", (json_int_t)ceiling_threads));
         json_object_set_new(o, "best", json_pack("{s:I,s:I,s:I,s:f}", "threads",
                                                  (json_int_t)res[best].threads, "streams",
                                                  (json_int_t)res[best].streams, "queue_depth",
@@ -453,11 +530,17 @@ int shardcat_bench(int argc, char **argv)
                "images with their crops and scales: %.1f samples/s\n",
                (unsigned long long)ceiling_threads, ceiling_threads == 1 ? "" : "s", ceil_images,
                ceil_rate);
+    if (b.peer && peer.rate > 0)
+        printf("peer: %s: %.1f samples/s\n", peer.pipeline, peer.rate);
+    else if (b.peer)
+        printf("peer: %s\n", peer.pipeline);
     printf("best: --threads %llu --streams %llu --queue-depth %llu: %.1f samples/s",
            (unsigned long long)res[best].threads, (unsigned long long)res[best].streams,
            (unsigned long long)res[best].depth, res[best].rate);
     if (ceil_rate > 0)
         printf(", %.2f of the ceiling", res[best].rate / ceil_rate);
+    if (peer.rate > 0)
+        printf(", %.1fx the peer", res[best].rate / peer.rate);
     putchar('\n');
     if (def && res[best].rate > 0)
         printf("defaults (threads %d, streams 4, queue 64): %.2f of the best\n", cpus,

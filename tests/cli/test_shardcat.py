@@ -1112,3 +1112,26 @@ def test_stream_stats_split_the_fetch_streams_time(packed, packed_zst, run_sc):
         assert int(n) == len(shards)
         assert int(stored) >= sum(p.stat().st_size for p in shards)
         assert (int(unzstd) > int(stored) / 2) == zst and (int(unzstd) == 0) != zst, m.group(0)
+
+
+def test_bench_runs_the_peer_pipeline_beside(packed, run_sc, shardcat):
+    """--peer: the WebDataset + PIL pipeline (python3 -m libshard.peer) on the same shards, its
+    samples/s beside the best setting's, in the text and the JSON."""
+    d, _ = packed
+    env = {"PYTHONPATH": str(Path(shardcat).resolve().parent.parent / "python"),
+           "SHARD_PYTHON": "/usr/bin/python3"}
+    probe = subprocess.run(["/usr/bin/python3", "-c", "import libshard.peer, torch, torchvision"],
+                           env={**os.environ, **env}, capture_output=True)
+    if probe.returncode:
+        pytest.skip("libshard's Python package with torch and torchvision is not importable "
+                    "beside this shardcat: " + probe.stderr.decode(errors="replace")[-200:])
+    args = ("bench", "--seconds", "0.5", "--warmup", "0.2", "--repeats", "1", "--threads", "1",
+            "--streams", "1", "--batch-size", "4", "--image-size", "32", "--peer")
+    out = json.loads(sc_ok(run_sc(*args, "--json", d / "tr.json", env=env, timeout=300)))
+    assert out["peer"]["samples_per_second"] > 0 and out["peer"]["workers"] == 1, out["peer"]
+    assert "PIL" in out["peer"]["pipeline"], out["peer"]
+    text = sc_ok(run_sc(*args, d / "tr.json", env=env, timeout=300))
+    assert re.search(r"^peer: .*PIL.*: [\d.]+ samples/s$", text, re.M), text
+    assert re.search(r"x the peer$", text, re.M), text
+    bad = sc_ok(run_sc(*args, d / "tr.json", env={**env, "SHARD_PYTHON": "/nonexistent/python"}))
+    assert "peer: not run: /nonexistent/python -m libshard.peer failed" in bad, bad
