@@ -98,6 +98,24 @@ int shard_url_encode(ShardBuf *out, const char *s, int keep_slash)
 
 /* ---- the network thread ------------------------------------------------------------- */
 
+/* The next transfer of m that ended (its result in *cc), taken off m; NULL when none. */
+static ShardXfer *finished(CURLM *m, CURLcode *cc)
+{
+    CURLMsg *msg;
+    int left;
+    while ((msg = curl_multi_info_read(m, &left))) {
+        if (msg->msg != CURLMSG_DONE)
+            continue;
+        ShardXfer *x = NULL;
+        CURL *e = msg->easy_handle;
+        *cc = msg->data.result; /* msg is gone once the handle is removed */
+        curl_easy_getinfo(e, CURLINFO_PRIVATE, (char **)&x);
+        curl_multi_remove_handle(m, e);
+        return x;
+    }
+    return NULL;
+}
+
 /* Takes x off the network thread's list once libcurl let go of it, and tells its reader,
  * which may then free it (under r->mu; x is not touched after). */
 static void retire(ShardRemote *r, ShardXfer *x)
@@ -153,21 +171,15 @@ static void *net_main(void *arg)
             curl_easy_pause(unpause[i]->easy, CURLPAUSE_CONT);
         int running = 0;
         curl_multi_perform(r->multi, &running);
-        CURLMsg *m;
-        int left;
-        while ((m = curl_multi_info_read(r->multi, &left))) {
-            if (m->msg != CURLMSG_DONE)
-                continue;
-            ShardXfer *x = NULL;
-            curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&x);
-            CURLcode cc = m->data.result;
-            curl_multi_remove_handle(r->multi, m->easy_handle);
-            pthread_mutex_lock(&x->mu);
-            x->result = cc;
-            x->done = 1;
-            pthread_mutex_unlock(&x->mu);
+        ShardXfer *ended;
+        CURLcode cc;
+        while ((ended = finished(r->multi, &cc))) {
+            pthread_mutex_lock(&ended->mu);
+            ended->result = cc;
+            ended->done = 1;
+            pthread_mutex_unlock(&ended->mu);
             pthread_mutex_lock(&r->mu);
-            retire(r, x);
+            retire(r, ended);
             pthread_mutex_unlock(&r->mu);
         }
         /* One wake per transfer for what this pass brought, rather than one per 16 KB
@@ -263,16 +275,9 @@ static void lane_pump(ShardNetLane *l)
 {
     int running = 0;
     curl_multi_perform(l->multi, &running);
-    CURLMsg *m;
-    int left;
-    while ((m = curl_multi_info_read(l->multi, &left))) {
-        if (m->msg != CURLMSG_DONE)
-            continue;
-        ShardXfer *x = NULL;
-        CURL *e = m->easy_handle;
-        CURLcode cc = m->data.result;
-        curl_easy_getinfo(e, CURLINFO_PRIVATE, (char **)&x);
-        curl_multi_remove_handle(l->multi, e);
+    ShardXfer *x;
+    CURLcode cc;
+    while ((x = finished(l->multi, &cc))) {
         pthread_mutex_lock(&x->mu);
         x->result = cc;
         x->done = x->removed = 1;

@@ -291,16 +291,24 @@ Test(gpu, put_batches_come_back_and_a_full_ring_says_so)
     shard_gpu_free(&g);
 }
 
-Test(gpu, freeing_with_batches_uploading_and_held_is_clean)
+/* A loader of uint8 NHWC batches in g's pinned memory (what an uploader takes whole). */
+static ShardLoader *pinned_loader(ShardGpu *g)
 {
-    ShardGpu *g = gpu_or_skip();
-    const char *urls[] = {make_shards()};
+    static const char *urls[1];
+    urls[0] = make_shards();
     ShardLoaderSettings gs;
     loader_settings(&gs, urls, SHARD_DTYPE_UINT8, SHARD_LAYOUT_NHWC);
     gs.allocator = shard_gpu_pinned_allocator(g);
     ShardLoader *gl;
     ShardError err;
     cr_assert_eq(shard_loader_open(&gl, &gs, &err), 0, "%s", err.message);
+    return gl;
+}
+
+Test(gpu, freeing_with_batches_uploading_and_held_is_clean)
+{
+    ShardGpu *g = gpu_or_skip();
+    ShardLoader *gl = pinned_loader(g);
     ShardUploader *u = uploader_for(g, gl, SHARD_GPU_UINT8, SHARD_LAYOUT_NHWC);
     const ShardDeviceBatch *held;
     cr_assert_eq(shard_uploader_next(u, NULL, &held), 0);
@@ -317,13 +325,7 @@ Test(gpu, freeing_with_batches_uploading_and_held_is_clean)
 Test(gpu, the_upload_is_a_stage_of_the_loaders_statistics)
 {
     ShardGpu *g = gpu_or_skip();
-    const char *urls[] = {make_shards()};
-    ShardLoaderSettings gs;
-    loader_settings(&gs, urls, SHARD_DTYPE_UINT8, SHARD_LAYOUT_NHWC);
-    gs.allocator = shard_gpu_pinned_allocator(g);
-    ShardLoader *gl;
-    ShardError err;
-    cr_assert_eq(shard_loader_open(&gl, &gs, &err), 0, "%s", err.message);
+    ShardLoader *gl = pinned_loader(g);
     ShardUploader *u = uploader_for(g, gl, SHARD_GPU_UINT8, SHARD_LAYOUT_NHWC);
     const ShardDeviceBatch *b;
     uint64_t n = 0;
@@ -348,6 +350,7 @@ Test(gpu, the_upload_is_a_stage_of_the_loaders_statistics)
     shard_uploader_free(&u);
     shard_loader_free(&gl);
     ShardUploadSettings us;
+    ShardError err;
     shard_upload_default_settings(&us);
     cr_assert_eq(shard_uploader_open(&u, g, &us, NULL, &err), 0, "%s", err.message);
     shard_uploader_loader_stats(u, &st);
