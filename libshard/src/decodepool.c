@@ -27,6 +27,7 @@ struct ShardDecodePool {
     int nthreads;
     atomic_ullong decoded;
     _Atomic double busy; /* seconds decoding, all threads */
+    atomic_int dropping; /* shard_pool_drop */
     struct ShardTrace *_Atomic trace;
 };
 
@@ -37,6 +38,10 @@ static void *decoder_main(void *arg)
     ShardScratch sc = {0};
     ShardDecodeJob j;
     while (shard_queue_take(&p->jobs, &j) == 0) {
+        if (atomic_load_explicit(&p->dropping, memory_order_relaxed)) {
+            p->done(p->cookie, &j, SHARD_ERR_STATE, "dropped: the batch is thrown away");
+            continue;
+        }
         double t0 = shard_seconds();
         char msg[256] = "";
         int rc = j.data ? shard_decode_transform_with(&sc, j.data, j.size, &p->t, j.seed, j.out, msg,
@@ -54,6 +59,8 @@ static void *decoder_main(void *arg)
     shard_scratch_release(&sc);
     return NULL;
 }
+
+void shard_pool_drop(ShardDecodePool *p, int on) { atomic_store(&p->dropping, on); }
 
 int shard_pool_open(ShardDecodePool **out, int threads, size_t depth, const ShardTransform *t,
                     ShardDecodeDone done, void *cookie)

@@ -31,6 +31,9 @@ SHARD_HIDDEN int shard_pool_open(ShardDecodePool **out, int threads, size_t dept
                                  const ShardTransform *t, ShardDecodeDone done, void *cookie);
 /* Queues a job, waiting while the queue is full; 0, or SHARD_EOS once the pool closes. */
 SHARD_HIDDEN int shard_pool_submit(ShardDecodePool *p, const ShardDecodeJob *job);
+/* While on, the jobs the decoders take are handed back undecoded (done with SHARD_ERR_STATE,
+ * not counted): their batches are being thrown away (a loader stopping). */
+SHARD_HIDDEN void shard_pool_drop(ShardDecodePool *p, int on);
 /* The pool's counters: jobs decoded, seconds decoding (summed over the threads), the job
  * queue's statistics (its take_wait is the decoders waiting for work), threads. */
 typedef struct ShardPoolStats {

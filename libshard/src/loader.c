@@ -257,6 +257,9 @@ static void stop_producer(ShardLoader *l)
     if (!l->producer_running)
         return;
     atomic_store(&l->stop, 1);
+    /* the batches in flight are thrown away: not decoded (a loader freed while it reads
+     * ahead into the next epoch does not wait for that epoch's first batches) */
+    shard_pool_drop(l->pool, 1);
     ShardSlot *wake = NULL;
     shard_queue_put(&l->free_q, &wake, 0); /* room for it: nslots + 1 */
     pthread_join(l->producer, NULL);
@@ -264,6 +267,7 @@ static void stop_producer(ShardLoader *l)
     atomic_store(&l->ahead, 0);
     while (atomic_load(&l->inflight))
         receive(l);
+    shard_pool_drop(l->pool, 0);
     /* every slot taken back, and the NULL out of free_q again */
     ShardSlot *sl;
     size_t n = l->nparked;
