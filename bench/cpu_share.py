@@ -8,9 +8,9 @@ Read from /proc/stat, the command's rusage and /proc/PID/stat of the watched pro
 """
 import os
 import resource
-import subprocess
 import sys
-import time
+
+from benchtools import timed
 
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -54,9 +54,7 @@ def main():
     before = {n: sum(cpu_of(p) for p in ps) for n, ps in watched.items()}
     a0, i0 = machine()
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wall = time.perf_counter() - t0
+    wall = timed(cmd, quiet=True)
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     a1, i1 = machine()
     line = (f"wall {wall:.3f} s  idle {(i1 - i0) / max(a1 - a0, 1):.1%}  "
