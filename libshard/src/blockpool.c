@@ -1,7 +1,8 @@
 /*
- * Blocks of freed samples (blockpool.h): a short list under one mutex, newest last. A get
- * takes the smallest kept block that fits and is at most twice the size asked for, so that
- * a large block is not spent on a small sample; a put past the bounds drops the oldest.
+ * Blocks of freed samples (blockpool.h): a list under one mutex, newest last. A get takes
+ * the smallest kept block that fits and is at most twice the size asked for (or than a
+ * small block), so that a large block is not spent on a small sample, and stops looking at
+ * one no larger than a new block would be; a put past the bounds drops the oldest.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -66,11 +67,15 @@ void *shard_block_get(ShardBlockPool *p, size_t n, size_t *cap)
 {
     if (p) {
         pthread_mutex_lock(&p->mu);
-        size_t best = SIZE_MAX;
-        for (size_t i = 0; i < p->n; i++) {
+        size_t best = SIZE_MAX, least = n > SMALL ? n : SMALL; /* as a new block would be */
+        size_t snug = round_up(least);
+        for (size_t i = p->n; i-- > 0;) { /* newest first: the scan ends at a snug one */
             size_t c = p->kept[i].cap;
-            if (c >= n && c / 2 <= n && (best == SIZE_MAX || c < p->kept[best].cap))
+            if (c >= n && c / 2 <= least && (best == SIZE_MAX || c < p->kept[best].cap)) {
                 best = i;
+                if (c <= snug)
+                    break;
+            }
         }
         void *b = NULL;
         if (best != SIZE_MAX) {

@@ -27,10 +27,13 @@
 #include "url.h"
 
 #define KEPT_ERRORS 16
-/* Freed samples' blocks kept for the next ones: enough to ride out the consumer's jitter
- * (a sample is freed about as often as one is made), little beside the queues' memory. */
-#define POOL_BLOCKS 64
-#define POOL_BYTES ((size_t)32 << 20)
+/* Freed samples' blocks kept for the next ones: as many as the queues hold when full (a
+ * sample has two), since the consumer empties them in bursts while the network stalls and
+ * the streams refill them in bursts after. Kept blocks were the queues' before, so that
+ * keeps no more memory than the queues took; bounded in bytes too where they are not. */
+#define POOL_BLOCKS_PER_SAMPLE 2
+#define POOL_BLOCKS_MAX 4096
+#define POOL_BYTES ((size_t)64 << 20)
 
 typedef struct Stream {
     ShardFetch *f;
@@ -306,7 +309,11 @@ int shard_fetch_new(ShardFetch **out, const ShardFetchSettings *s)
     f->s = *s;
     pthread_mutex_init(&f->kept_lock, NULL);
     f->streams = calloc(s->streams, sizeof *f->streams);
-    f->pool = shard_block_pool_new(POOL_BLOCKS, POOL_BYTES);
+    size_t blocks = s->queue_depth < POOL_BLOCKS_MAX ? s->queue_depth : POOL_BLOCKS_MAX;
+    blocks *= POOL_BLOCKS_PER_SAMPLE * s->streams;
+    uint64_t bytes = s->byte_cap ? s->byte_cap * s->streams : POOL_BYTES;
+    f->pool = shard_block_pool_new(blocks < POOL_BLOCKS_MAX ? blocks : POOL_BLOCKS_MAX,
+                                   bytes < SIZE_MAX ? (size_t)bytes : SIZE_MAX);
     if (!f->streams || !f->pool) {
         shard_fetch_free(&f);
         return SHARD_ERR_NOMEM;

@@ -64,7 +64,7 @@ struct ShardRemote {
     CURLM *multi;
     ShardXfer *incoming;        /* transfers to add (under mu) */
     ShardXfer *active;          /* transfers on the multi handle (the network thread's) */
-    unsigned char *spare[8];    /* buffers of finished transfers, for the next (under mu): */
+    unsigned char *spare[32];   /* buffers of finished transfers, for the next (under mu): */
     size_t nspare, spare_cap;   /* no page faults for each new shard */
     struct {
         atomic_uint_least64_t bytes, requests, retries, resumes, range_ignored, replaced,

@@ -51,6 +51,24 @@ Test(blockpool, the_smallest_fitting_block_and_never_one_twice_too_big)
     shard_block_pool_unref(p);
 }
 
+Test(blockpool, a_small_request_takes_a_kept_small_block)
+{
+    /* a sample's first bytes (its names, a few hundred) come before its data: a new block
+     * for them is a small one, so a kept small one serves them, or the pool fills with
+     * small blocks nobody takes */
+    ShardBlockPool *p = shard_block_pool_new(4, 1 << 20);
+    size_t cap;
+    void *a = shard_block_get(p, 251, &cap);
+    cr_assert_not_null(a);
+    shard_block_put(p, a, cap);
+    size_t cap2;
+    void *b = shard_block_get(p, 100, &cap2);
+    cr_assert_eq(b, a, "a %zu-byte block serves a 100-byte request", cap);
+    cr_assert_eq(cap2, cap);
+    shard_block_put(p, b, cap2);
+    shard_block_pool_unref(p);
+}
+
 Test(blockpool, bounds_drop_the_oldest)
 {
     ShardBlockPool *p = shard_block_pool_new(2, 1 << 20);
