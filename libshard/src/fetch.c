@@ -326,6 +326,9 @@ int shard_fetch_new(ShardFetch **out, const ShardFetchSettings *s)
             return SHARD_ERR_NOMEM;
         }
         f->nqueues++;
+        /* a stream refills its queue in bursts: one wake per burst, not one per sample
+         * taken (while the consumer waits on another stream's turn, the others are full) */
+        shard_queue_set_wake(&f->streams[k].q, s->queue_depth / 2);
         if (shard_queue_set_byte_cap(&f->streams[k].q, s->byte_cap)) {
             shard_fetch_free(&f);
             return SHARD_ERR_NOMEM;

@@ -103,13 +103,28 @@ int shard_queue_put(ShardQueue *q, const void *e, uint64_t bytes)
     q->n++;
     q->items++;
     q->bytes += bytes;
-    if (q->takers)
-        pthread_cond_signal(&q->not_empty);
+    int wake = q->takers > 0;
     pthread_mutex_unlock(&q->lock);
+    /* after unlocking: woken under the lock, the taker would wait again, for the lock */
+    if (wake)
+        pthread_cond_signal(&q->not_empty);
     return 0;
 }
 
-/* Takes the head element; the lock is held and the queue is not empty. */
+/* Whether a take wakes the blocked putters; the lock is held. Bytes may fit after any take,
+ * but with a mark set they wait for half the byte bound too, as for the fill: an empty
+ * queue always wakes them. */
+static int wake_putters(const ShardQueue *q)
+{
+    if (!q->putters)
+        return 0;
+    if (q->n <= q->wake_below)
+        return 1;
+    return q->byte_cap && (q->wake_below + 1 >= q->cap || q->held <= q->byte_cap / 2);
+}
+
+/* Takes the head element, the lock held and the queue not empty; unlocks, then wakes the
+ * putters if they may go on (after unlocking, as in put). */
 static void take_head(ShardQueue *q, void *e)
 {
     memcpy(e, q->v + q->head * q->esize, q->esize);
@@ -117,7 +132,9 @@ static void take_head(ShardQueue *q, void *e)
         q->held -= q->sizes[q->head];
     q->head = (q->head + 1) % q->cap;
     q->n--;
-    if (q->putters && (q->n <= q->wake_below || q->byte_cap)) /* bytes may fit now */
+    int wake = wake_putters(q);
+    pthread_mutex_unlock(&q->lock);
+    if (wake)
         pthread_cond_broadcast(&q->not_full);
 }
 
@@ -137,20 +154,18 @@ int shard_queue_take(ShardQueue *q, void *e)
         return SHARD_EOS;
     }
     take_head(q, e);
-    pthread_mutex_unlock(&q->lock);
     return 0;
 }
 
 int shard_queue_try_take(ShardQueue *q, void *e)
 {
     pthread_mutex_lock(&q->lock);
-    int rc = SHARD_EOS;
-    if (q->n) {
-        take_head(q, e);
-        rc = 0;
+    if (!q->n) {
+        pthread_mutex_unlock(&q->lock);
+        return SHARD_EOS;
     }
-    pthread_mutex_unlock(&q->lock);
-    return rc;
+    take_head(q, e);
+    return 0;
 }
 
 void shard_queue_close(ShardQueue *q)

@@ -5,11 +5,14 @@
  * bytes put, seconds put and take spent blocked), so each stage's statistics come from the
  * queues around it.
  *
- * DESIGN: one mutex and two condition variables. A taker is signalled per put only while
- * one waits; a putter blocked on a full queue is woken once the fill drops to wake_below
- * (default: one below capacity), so a stage that refills in bursts wakes once per burst
- * instead of once per element. Close wakes everyone: put then fails at once, take returns
- * what is left and then SHARD_EOS. Blocked time is measured only when a call blocks.
+ * DESIGN: one mutex and two condition variables, signalled after the mutex is let go (a
+ * thread woken while it is held would only block again, on the mutex). A taker is
+ * signalled per put only while one waits; a putter blocked on a full queue is woken once
+ * the fill drops to wake_below (default: one below capacity), or, with a byte cap and a
+ * lower mark, to half the cap's bytes, so a stage that refills in bursts wakes once per
+ * burst instead of once per element. Close wakes everyone: put then fails at once, take
+ * returns what is left and then SHARD_EOS. Blocked time is measured only when a call
+ * blocks.
  */
 #ifndef SHARD_QUEUE_H
 #define SHARD_QUEUE_H
@@ -49,7 +52,8 @@ SHARD_HIDDEN void shard_queue_destroy(ShardQueue *q);
  * something and the element would take it past cap (one element always fits). 0 or
  * SHARD_ERR_NOMEM; call before any put. */
 SHARD_HIDDEN int shard_queue_set_byte_cap(ShardQueue *q, uint64_t cap);
-/* A putter blocked on a full queue wakes once the fill is at most below (< capacity). */
+/* A putter blocked on a full queue wakes once the fill is at most below (< capacity), or,
+ * with a byte cap and below under capacity - 1, once half the cap's bytes are held. */
 SHARD_HIDDEN void shard_queue_set_wake(ShardQueue *q, size_t below);
 /* Copies e in, waiting while the queue is full; bytes counts toward the statistics.
  * 0, or SHARD_EOS when the queue is closed (e was not put). */

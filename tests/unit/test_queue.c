@@ -269,3 +269,43 @@ Test(queue, a_put_past_the_byte_cap_waits_for_a_take)
     cr_assert(b.done);
     shard_queue_destroy(&q);
 }
+
+typedef struct Sized {
+    ShardQueue *q;
+    int n;
+    uint64_t bytes;
+} Sized;
+
+static void *put_sized(void *arg)
+{
+    Sized *s = arg;
+    for (int i = 0; i < s->n; i++)
+        shard_queue_put(s->q, &i, s->bytes);
+    return NULL;
+}
+
+Test(queue, with_a_mark_a_putter_blocked_on_bytes_wakes_at_half_the_bytes)
+{
+    ShardQueue q;
+    cr_assert_eq(shard_queue_init(&q, 64, sizeof(int)), 0);
+    shard_queue_set_wake(&q, 2); /* the fill mark alone would wake it late */
+    cr_assert_eq(shard_queue_set_byte_cap(&q, 100), 0);
+    Sized s = {&q, 11, 10}; /* ten fit; the eleventh waits */
+    pthread_t t;
+    pthread_create(&t, NULL, put_sized, &s);
+    while (!blocked(&q, 1))
+        sleep_ms(1);
+    int x;
+    for (int i = 0; i < 4; i++) /* 60 bytes held: over half, it sleeps on */
+        cr_assert_eq(shard_queue_take(&q, &x), 0);
+    sleep_ms(30);
+    ShardQueueStats st;
+    shard_queue_stats(&q, &st);
+    cr_assert_eq(st.fill, 6, "above half the bytes the putter sleeps on (fill %zu)", st.fill);
+    cr_assert_eq(shard_queue_take(&q, &x), 0); /* 50 bytes: wakes it */
+    pthread_join(t, NULL);
+    shard_queue_stats(&q, &st);
+    cr_assert_eq(st.fill, 6);
+    cr_assert_eq(st.items, 11);
+    shard_queue_destroy(&q);
+}
