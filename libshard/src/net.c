@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "blockpool.h"
 #include "net.h"
 #include "shard/version.h"
 
@@ -508,35 +509,22 @@ static int xfer_setup(ShardXfer *x, char *err)
     return 0;
 }
 
-/* A transfer buffer of cap bytes: a finished transfer's, or a new one. */
-static unsigned char *buffer_get(ShardRemote *r, size_t cap)
-{
-    unsigned char *b = NULL;
-    pthread_mutex_lock(&r->mu);
-    if (r->nspare && r->spare_cap == cap)
-        b = r->spare[--r->nspare];
-    pthread_mutex_unlock(&r->mu);
-    return b ? b : malloc(cap);
-}
+/* Finished transfers' buffers, kept for the next ones (of any size: a manifest's transfer
+ * and the shards' lanes use different ones), so that a new shard does not fault its
+ * buffers in again: the lanes' and the network thread's transfers at once. */
+#define SPARE_BUFFERS 32
+#define SPARE_BYTES ((size_t)64 << 20)
 
-static void buffer_put(ShardRemote *r, unsigned char *b, size_t cap)
+int shard_net_buffers_init(ShardRemote *r)
 {
-    pthread_mutex_lock(&r->mu);
-    int keep = b && r->nspare < sizeof r->spare / sizeof *r->spare &&
-               (r->spare_cap == cap || !r->nspare);
-    if (keep) {
-        r->spare_cap = cap;
-        r->spare[r->nspare++] = b;
-    }
-    pthread_mutex_unlock(&r->mu);
-    if (!keep)
-        free(b);
+    r->spare = shard_block_pool_new(SPARE_BUFFERS, SPARE_BYTES);
+    return r->spare ? 0 : SHARD_ERR_NOMEM;
 }
 
 void shard_net_buffers_free(ShardRemote *r)
 {
-    while (r->nspare)
-        free(r->spare[--r->nspare]);
+    shard_block_pool_unref(r->spare);
+    r->spare = NULL;
 }
 
 int shard_xfer_start_on(ShardRemote *r, ShardNetLane *lane, ShardRequest *q, ShardXfer **out,
@@ -548,14 +536,14 @@ int shard_xfer_start_on(ShardRemote *r, ShardNetLane *lane, ShardRequest *q, Sha
     if (lane && cap > LANE_BUFFER) /* the socket holds the read-ahead; this stays in cache */
         cap = LANE_BUFFER;
     if (x) {
-        x->buf[0] = buffer_get(r, cap);
-        x->buf[1] = buffer_get(r, cap);
+        x->buf[0] = shard_block_get(r->spare, cap, &x->cap[0]);
+        x->buf[1] = shard_block_get(r->spare, cap, &x->cap[1]);
         x->easy = curl_easy_init();
     }
     if (!x || !x->buf[0] || !x->buf[1] || !x->easy) {
         if (x) {
-            free(x->buf[0]);
-            free(x->buf[1]);
+            shard_block_put(r->spare, x->buf[0], x->cap[0]);
+            shard_block_put(r->spare, x->buf[1], x->cap[1]);
             if (x->easy)
                 curl_easy_cleanup(x->easy);
             free(x);
@@ -563,7 +551,6 @@ int shard_xfer_start_on(ShardRemote *r, ShardNetLane *lane, ShardRequest *q, Sha
         shard_request_clear(q);
         return shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
     }
-    x->cap[0] = x->cap[1] = cap;
     x->r = r;
     x->q = *q;
     memset(q, 0, sizeof *q);
@@ -720,8 +707,8 @@ void shard_xfer_free(ShardXfer **px)
     pthread_cond_destroy(&x->cv);
     pthread_mutex_destroy(&x->mu);
     shard_request_clear(&x->q);
-    buffer_put(r, x->buf[0], x->cap[0]);
-    buffer_put(r, x->buf[1], x->cap[1]);
+    shard_block_put(r->spare, x->buf[0], x->cap[0]);
+    shard_block_put(r->spare, x->buf[1], x->cap[1]);
     free(x);
 }
 

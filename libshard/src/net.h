@@ -64,8 +64,8 @@ struct ShardRemote {
     CURLM *multi;
     ShardXfer *incoming;        /* transfers to add (under mu) */
     ShardXfer *active;          /* transfers on the multi handle (the network thread's) */
-    unsigned char *spare[32];   /* buffers of finished transfers, for the next (under mu): */
-    size_t nspare, spare_cap;   /* no page faults for each new shard */
+    struct ShardBlockPool *spare; /* buffers of finished transfers, for the next: no page
+                                     faults for each new shard */
     struct {
         atomic_uint_least64_t bytes, requests, retries, resumes, range_ignored, replaced,
             wait_ns, cache_hits, cache_misses, cache_bytes;
@@ -170,7 +170,9 @@ SHARD_HIDDEN int shard_url_encode(ShardBuf *out, const char *s, int keep_slash);
 /* Stops the network thread (no transfer is left: each source freed its own). */
 SHARD_HIDDEN void shard_net_stop(ShardRemote *r);
 
-/* Frees the transfer buffers kept for reuse (when the ShardRemote goes). */
+/* Sets up the transfer buffers kept for reuse, when the ShardRemote is made: 0 or
+ * SHARD_ERR_NOMEM. Frees them when it goes. */
+SHARD_HIDDEN int shard_net_buffers_init(ShardRemote *r);
 SHARD_HIDDEN void shard_net_buffers_free(ShardRemote *r);
 
 /* A ShardRemote for a caller that gave none: the defaults. NULL when out of memory. */

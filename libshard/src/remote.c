@@ -68,7 +68,7 @@ int shard_remote_new(ShardRemote **out, const ShardRemoteSettings *s, ShardError
     atomic_init(&r->refs, 1);
     pthread_mutex_init(&r->mu, NULL);
     pthread_mutex_init(&r->auth_mu, NULL);
-    if ((s->ca_bundle && !r->s.ca_bundle) || (s->cache_dir && *s->cache_dir && !r->s.cache_dir) ||
+    if (shard_net_buffers_init(r) || (s->ca_bundle && !r->s.ca_bundle) || (s->cache_dir && *s->cache_dir && !r->s.cache_dir) ||
         (s->gcs_token && *s->gcs_token && !r->s.gcs_token)) {
         shard_remote_put(r);
         return shard_report(err, SHARD_ERR_NOMEM, "out of memory");
