@@ -13,9 +13,11 @@ if args[:1] == ["--failed-builds"]:
 for path in args:
     for line in open(path):
         t = json.loads(line)
-        out = (t.get("stdout") or "") + (t.get("stderr") or "")
+        stdout = t.get("stdout") or ""
+        out = stdout + (t.get("stderr") or "")
         m = re.search(r"Synthesis: Tested: (\d+) \| Passing: (\d+) \| Failing: (\d+) \| Crashing: (\d+)", out)
-        py = re.findall(r"(\d+) (passed|failed|skipped|error|errors)\b", out.splitlines()[-1] if out.strip() else "")
+        # pytest's closing line ends its stdout (a server thread may write to stderr after it)
+        py = re.findall(r"(\d+) (passed|failed|skipped|error|errors)\b", stdout.splitlines()[-1] if stdout.strip() else "")
         if m:
             tested, ok, bad, crash = map(int, m.groups())
             passed += ok

@@ -31,6 +31,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -122,6 +123,16 @@ def self_signed(folder):
                     "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
                     "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
     return cert, key
+
+
+class _Server(http.server.ThreadingHTTPServer):
+    """A threading server that takes a client closing its connection as the client's right
+    (a reader stopping early, a transfer cut on purpose) rather than printing a traceback."""
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        if not isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError)):
+            super().handle_error(request, client_address)
 
 
 class _FaultHandler(http.server.BaseHTTPRequestHandler):
@@ -252,7 +263,7 @@ class FaultServer:
         self.count = {}
         self.rng = random.Random(seed)
         self.changed = {}
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _FaultHandler)
+        self.httpd = _Server(("127.0.0.1", 0), _FaultHandler)
         self.httpd.daemon_threads = True
         self.httpd.owner = self
         self.port = self.httpd.server_address[1]
@@ -402,7 +413,7 @@ class GcsUploadServer:
         self.objects, self.sessions, self.log, self.faults = {}, {}, [], []
         self.chunks, self.slow_chunk = 0, None
         self.hanging, self.release = threading.Event(), threading.Event()
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _UploadHandler)
+        self.httpd = _Server(("127.0.0.1", 0), _UploadHandler)
         self.httpd.daemon_threads = True
         self.httpd.owner = self
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
@@ -460,7 +471,7 @@ class TokenServer:
         self.lock = threading.Lock()
         self.posts, self.gets = [], []
         self.prefix, self.expires_in, self.refuse = prefix, expires_in, False
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _TokenHandler)
+        self.httpd = _Server(("127.0.0.1", 0), _TokenHandler)
         self.httpd.daemon_threads = True
         self.httpd.owner = self
         self.port = self.httpd.server_address[1]
