@@ -17,7 +17,7 @@
 
 #include <jpeglib.h>
 
-#include "internal.h"
+#include "base/internal.h"
 
 #define MAXIMG 300
 

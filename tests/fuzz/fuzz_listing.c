@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "store.h"
+#include "remote/store.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "url.h"
+#include "source/open.h"
 #include "shard/shard.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

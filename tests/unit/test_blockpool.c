@@ -4,7 +4,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "blockpool.h"
+#include "base/blockpool.h"
 
 TestSuite(blockpool, .timeout = 30);
 

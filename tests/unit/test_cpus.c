@@ -11,7 +11,7 @@
 
 #include <shard/shard.h>
 
-#include "internal.h"
+#include "base/internal.h"
 #include "testutil.h"
 
 static char *dir;

@@ -9,7 +9,7 @@
 
 #include <shard/shard.h>
 
-#include "internal.h"
+#include "base/internal.h"
 #include "testjpeg.h"
 
 static void pixel(int x, int y, int w, int h, int seed, unsigned char rgb[3])

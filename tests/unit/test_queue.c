@@ -6,7 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "queue.h"
+#include "base/queue.h"
 
 TestSuite(queue, .timeout = 30);
 

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "base/internal.h"
 #include "shard/decode.h"
 
 static uint64_t next(uint64_t *s)

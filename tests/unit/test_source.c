@@ -9,10 +9,10 @@
 
 #include <shard/shard.h>
 
-#include "index.h"
-#include "item.h"
-#include "shardfile.h"
-#include "url.h"
+#include "tar/idx.h"
+#include "tar/item.h"
+#include "tar/shardfile.h"
+#include "source/open.h"
 #include "testshard.h"
 #include "testutil.h"
 

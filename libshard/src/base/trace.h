@@ -1,0 +1,30 @@
+/*
+ * Traces (trace.c): spans of the pipeline's stages recorded from every thread into a buffer
+ * of bounded size, written in the Chrome trace event format, which Perfetto and
+ * chrome://tracing open, beside a torch.profiler trace of the same run.
+ */
+#ifndef SHARD_TRACE_H
+#define SHARD_TRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/internal.h"
+
+typedef struct ShardTrace ShardTrace;
+
+/* A trace keeping at most max_events spans (later ones are counted, not kept); NULL when
+ * out of memory. */
+SHARD_HIDDEN ShardTrace *shard_trace_new(size_t max_events);
+/* Timestamps count from origin (shard_seconds) rather than the trace's making: for a span
+ * that began before it. Before any span is recorded. */
+SHARD_HIDDEN void shard_trace_set_origin(ShardTrace *t, double origin);
+/* A span of the calling thread: name (static), from start to end (shard_seconds), with
+ * items (samples, or 0) as its argument. Thread-safe. */
+SHARD_HIDDEN void shard_trace_span(ShardTrace *t, const char *name, double start, double end,
+                                   uint64_t items);
+/* Writes the spans so far to path; 0 or an error with msg. */
+SHARD_HIDDEN int shard_trace_write(ShardTrace *t, const char *path, char *msg);
+SHARD_HIDDEN void shard_trace_free(ShardTrace **t);
+
+#endif /* SHARD_TRACE_H */

@@ -1,0 +1,369 @@
+/*
+ * Shard lists (shard/list.h): brace patterns as WebDataset (braceexpand) writes them,
+ * manifests, plain urls; and the sample counts indexes promise.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tar/idx.h"
+#include "base/internal.h"
+#include "shard/file.h"
+#include "shard/list.h"
+#include "source/open.h"
+
+struct ShardList {
+    ShardListEntry *v;
+    size_t n, cap;
+    ShardManifest **manifests; /* per spec, NULL where it was no manifest */
+    size_t nspecs;
+    uint64_t bytes; /* of the names brace patterns gave */
+};
+
+typedef ShardList List;
+
+/* Appends a shard (taking url, which may be NULL after a failed copy). */
+static int list_add(List *l, char *url, uint64_t nsamples, const ShardFileInfo *info, size_t spec)
+{
+    if (!url)
+        return SHARD_ERR_NOMEM;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 16;
+        ShardListEntry *p = realloc(l->v, cap * sizeof *p);
+        if (!p) {
+            free(url);
+            return SHARD_ERR_NOMEM;
+        }
+        l->v = p;
+        l->cap = cap;
+    }
+    l->v[l->n++] = (ShardListEntry){url, nsamples, info, spec};
+    return 0;
+}
+
+static int list_push(List *l, char *url, size_t spec)
+{
+    return list_add(l, url, SHARD_COUNT_UNKNOWN, NULL, spec);
+}
+
+static int expand(const char *s, List *l, char *err, const char *spec, size_t which);
+
+/* Expands a's first na bytes, then b's first nb, then c, joined. */
+static int expand_joined(const char *a, size_t na, const char *b, size_t nb, const char *c,
+                         List *l, char *err, const char *spec, size_t which)
+{
+    size_t nc = strlen(c);
+    char *s = malloc(na + nb + nc + 1);
+    if (!s)
+        return SHARD_ERR_NOMEM;
+    memcpy(s, a, na);
+    memcpy(s + na, b, nb);
+    memcpy(s + na + nb, c, nc + 1);
+    int rc = expand(s, l, err, spec, which);
+    free(s);
+    return rc;
+}
+
+/* the most names, and bytes of them, a list may hold: a typo ({0..9999999999}) fails
+ * instead of filling memory */
+#define MAX_EXPANSION 10000000ull
+#define MAX_EXPANSION_BYTES (1ull << 30)
+
+/* Expands the first brace group of s (recursively the rest) into l. */
+static int expand(const char *s, List *l, char *err, const char *spec, size_t which)
+{
+    const char *open = strchr(s, '{');
+    if (!open) {
+        l->bytes += strlen(s) + 1;
+        if (l->n >= MAX_EXPANSION || l->bytes > MAX_EXPANSION_BYTES)
+            return shard_fail(err, SHARD_ERR_FORMAT,
+                              "'%.200s': expands to more than %llu names or %llu bytes of them",
+                              spec, MAX_EXPANSION, MAX_EXPANSION_BYTES);
+        return list_push(l, shard_strdup(s), which);
+    }
+    int depth = 0;
+    const char *close = NULL;
+    for (const char *p = open; *p; p++) {
+        if (*p == '{')
+            depth++;
+        else if (*p == '}' && --depth == 0) {
+            close = p;
+            break;
+        }
+    }
+    if (!close)
+        return shard_fail(err, SHARD_ERR_FORMAT, "'%s': unmatched '{' at character %zu", spec,
+                          (size_t)(open - s) + 1);
+    size_t pre = (size_t)(open - s);
+    const char *body = open + 1;
+    size_t blen = (size_t)(close - body);
+    const char *rest = close + 1;
+    /* {A..B}: numeric range, zero padding from the wider bound */
+    const char *dots = strstr(body, "..");
+    if (dots && dots < close && !memchr(body, ',', blen)) {
+        char *end;
+        /* digits only: strtoull would take "-16" (as 2^64 - 16) and leading spaces */
+        int ok = body[0] >= '0' && body[0] <= '9' && dots[2] >= '0' && dots[2] <= '9';
+        unsigned long long a = strtoull(body, &end, 10);
+        ok = ok && end == dots && body < dots;
+        unsigned long long b = strtoull(dots + 2, &end, 10);
+        ok = ok && end == close && dots + 2 < close;
+        if (!ok)
+            return shard_fail(err, SHARD_ERR_FORMAT, "'%s': '{%.*s}' is not a range like {000..123}",
+                              spec, (int)blen, body);
+        int width = (int)((size_t)(dots - body) > (size_t)(close - dots - 2) ? (size_t)(dots - body)
+                                                                             : (size_t)(close - dots - 2));
+        int pad = body[0] == '0' || dots[2] == '0';
+        if (b < a || b - a >= MAX_EXPANSION)
+            return shard_fail(err, SHARD_ERR_FORMAT, "'%s': range {%llu..%llu} is empty or too large",
+                              spec, a, b);
+        for (unsigned long long v = a;; v++) { /* to b included, which may be the largest */
+            char num[32];
+            int k = pad ? snprintf(num, sizeof num, "%0*llu", width, v) : snprintf(num, sizeof num, "%llu", v);
+            int rc = expand_joined(s, pre, num, (size_t)k, rest, l, err, spec, which);
+            if (rc)
+                return rc;
+            if (v == b)
+                break;
+        }
+        return 0;
+    }
+    /* {a,b,c}: alternatives, split on top-level commas */
+    const char *start = body;
+    depth = 0;
+    for (const char *p = body;; p++) {
+        if (p == close || (*p == ',' && depth == 0)) {
+            int rc = expand_joined(s, pre, start, (size_t)(p - start), rest, l, err, spec, which);
+            if (rc)
+                return rc;
+            if (p == close)
+                break;
+            start = p + 1;
+        } else if (*p == '{') {
+            depth++;
+        } else if (*p == '}') {
+            depth--;
+        }
+    }
+    return 0;
+}
+
+void shard_list_default_settings(ShardListSettings *s)
+{
+    memset(s, 0, sizeof *s);
+    s->counts = 1;
+}
+
+/* The sample count the index beside a shard promises, or SHARD_COUNT_UNKNOWN. Only the
+ * index's first line is read. */
+static uint64_t index_count(const char *url, ShardRemote *remote)
+{
+    if (!shard_url_has_siblings(url))
+        return SHARD_COUNT_UNKNOWN;
+    char *ip = shard_index_path(url);
+    ShardSource *s = NULL;
+    char err[SHARD_ERROR_MAX];
+    uint64_t n = SHARD_COUNT_UNKNOWN;
+    if (ip && shard_source_open(&s, ip, remote, 0, err) == 0) {
+        ShardBuf tmp = {0};
+        const void *head = NULL;
+        ssize_t len = 0;
+        if (s->size >= 0 && shard_source_seekable(s)) {
+            len = s->size < 64 ? (ssize_t)s->size : 64;
+            head = shard_source_view(s, 0, (size_t)len, &tmp);
+        } else {
+            len = shard_source_read(s, &head);
+        }
+        int64_t c = head && len > 0 ? shard_index_header_count(head, (size_t)len) : -1;
+        if (c >= 0)
+            n = (uint64_t)c;
+        shard_buf_free(&tmp);
+        shard_source_put(s);
+    }
+    free(ip);
+    return n;
+}
+
+#define COUNT_THREADS 16
+
+typedef struct Counter {
+    List *l;
+    ShardRemote *remote;
+    atomic_size_t next; /* the next entry to look at */
+} Counter;
+
+static void *count_main(void *arg)
+{
+    Counter *c = arg;
+    for (size_t i; (i = atomic_fetch_add(&c->next, 1)) < c->l->n;)
+        if (!c->l->v[i].info)
+            c->l->v[i].nsamples = index_count(c->l->v[i].url, c->remote);
+    return NULL;
+}
+
+/* The counts of the shards no manifest described, from their indexes' first lines: remote
+ * ones several at a time, so that a long brace pattern over a store far away does not pay
+ * one round trip after another. */
+static void counts(List *l, ShardRemote *remote)
+{
+    size_t remote_ones = 0;
+    for (size_t i = 0; i < l->n; i++)
+        remote_ones += !l->v[i].info && shard_url_is_remote(l->v[i].url);
+    Counter c = {l, remote, 0};
+    pthread_t t[COUNT_THREADS];
+    size_t nt = 0;
+    if (remote_ones > 1) {
+        size_t want = remote_ones < COUNT_THREADS ? remote_ones : COUNT_THREADS;
+        while (nt < want && shard_thread_start(&t[nt], count_main, &c) == 0)
+            nt++;
+    }
+    count_main(&c); /* this thread too (alone when no thread could start) */
+    while (nt)
+        pthread_join(t[--nt], NULL);
+}
+
+/* Whether a spec names a manifest. */
+static int is_manifest(const char *spec)
+{
+    return shard_ends_with(spec, ".json") && !shard_url_is_command(spec);
+}
+
+typedef struct Prefix {
+    List *l;
+    size_t which;
+} Prefix;
+
+static int prefix_add(void *cookie, const char *url)
+{
+    Prefix *p = cookie;
+    return list_push(p->l, shard_strdup(url), p->which);
+}
+
+static int expand_one(List *l, const char *spec, size_t which, const ShardListSettings *s,
+                      char *msg)
+{
+    ShardRemote *remote = s->remote;
+    if (shard_url_is_prefix(spec)) {
+        size_t first = l->n;
+        Prefix p = {l, which};
+        int rc = shard_url_list(spec, remote, prefix_add, &p, msg);
+        if (rc == SHARD_ERR_NOMEM)
+            shard_fail(msg, rc, "out of memory");
+        if (!rc && l->n == first)
+            rc = shard_fail(msg, SHARD_ERR_NOT_FOUND, "%s: no shards under this prefix", spec);
+        return rc;
+    }
+    if (is_manifest(spec)) {
+        ShardError e;
+        int rc = shard_manifest_read_remote(&l->manifests[which], spec, remote, &e);
+        if (rc)
+            return shard_fail(msg, rc, "%s", e.message);
+        const ShardManifest *m = l->manifests[which];
+        for (size_t i = 0; i < shard_manifest_count(m) && !rc; i++) {
+            const ShardFileInfo *fi = shard_manifest_shard(m, i);
+            /* a manifest from elsewhere must not run anything the user did not allow */
+            if (shard_url_is_command(fi->url) && !s->manifest_commands)
+                return shard_fail(msg, SHARD_ERR_INVALID,
+                                  "%s: shardlist[%zu] is a command ('%.40s...'): a manifest "
+                                  "runs commands only when allowed (manifest_commands; "
+                                  "shardcat --allow-manifest-commands)",
+                                  spec, i, fi->url);
+            rc = list_add(l, shard_strdup(fi->url), fi->nsamples, fi, which);
+        }
+        return rc ? shard_fail(msg, rc, "out of memory") : 0;
+    }
+    int rc = shard_url_is_command(spec) ? list_push(l, shard_strdup(spec), which)
+                                        : expand(spec, l, msg, spec, which);
+    if (rc == SHARD_ERR_NOMEM)
+        shard_fail(msg, rc, "out of memory");
+    return rc;
+}
+
+int shard_list_expand(ShardList **out, const char *const *specs, size_t nspecs,
+                      const ShardListSettings *s, ShardError *err)
+{
+    *out = NULL;
+    ShardListSettings defaults;
+    if (!s) {
+        shard_list_default_settings(&defaults);
+        s = &defaults;
+    }
+    char msg[SHARD_ERROR_MAX];
+    List *l = calloc(1, sizeof *l);
+    if (!l || !(l->manifests = calloc(nspecs ? nspecs : 1, sizeof *l->manifests))) {
+        free(l);
+        return shard_report(err, SHARD_ERR_NOMEM, "out of memory");
+    }
+    l->nspecs = nspecs;
+    int rc = 0;
+    for (size_t k = 0; k < nspecs && !rc; k++)
+        rc = expand_one(l, specs[k], k, s, msg);
+    if (!rc && s->counts)
+        counts(l, s->remote);
+    if (rc) {
+        shard_list_free(&l);
+        return shard_report(err, rc, msg);
+    }
+    *out = l;
+    return 0;
+}
+
+size_t shard_list_count(const ShardList *l) { return l->n; }
+
+const ShardListEntry *shard_list_entry(const ShardList *l, size_t i)
+{
+    return i < l->n ? &l->v[i] : NULL;
+}
+
+void shard_list_free(ShardList **pl)
+{
+    if (!pl || !*pl)
+        return;
+    ShardList *l = *pl;
+    for (size_t i = 0; i < l->n; i++)
+        free((char *)l->v[i].url);
+    free(l->v);
+    for (size_t k = 0; k < l->nspecs; k++)
+        shard_manifest_free(&l->manifests[k]);
+    free(l->manifests);
+    free(l);
+    *pl = NULL;
+}
+
+int shard_urls_expand(const char *spec, char ***out, size_t *n, ShardError *err)
+{
+    *out = NULL;
+    *n = 0;
+    ShardListSettings s;
+    shard_list_default_settings(&s);
+    s.counts = 0;
+    ShardList *l;
+    int rc = shard_list_expand(&l, &spec, 1, &s, err);
+    if (rc)
+        return rc;
+    char **v = calloc(l->n ? l->n : 1, sizeof *v);
+    for (size_t i = 0; v && i < l->n; i++) {
+        v[i] = (char *)l->v[i].url; /* moved out of the list */
+        l->v[i].url = NULL;
+    }
+    size_t count = l->n;
+    if (!v)
+        rc = shard_report(err, SHARD_ERR_NOMEM, "out of memory");
+    shard_list_free(&l);
+    if (rc)
+        return rc;
+    *out = v;
+    *n = count;
+    return 0;
+}
+
+void shard_urls_free(char **urls, size_t n)
+{
+    if (!urls)
+        return;
+    for (size_t i = 0; i < n; i++)
+        free(urls[i]);
+    free(urls);
+}

@@ -1,0 +1,106 @@
+/*
+ * Image identification and the JPEG check of shardpack --verify.
+ */
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jpeglib.h>
+
+#include "base/internal.h"
+#include "decode/jpegerr.h"
+#include "shard/image.h"
+
+const char *shard_image_format(const void *data, size_t size)
+{
+    const unsigned char *p = data;
+    if (size >= 3 && p[0] == 0xff && p[1] == 0xd8 && p[2] == 0xff)
+        return "jpeg";
+    if (size >= 8 && !memcmp(p, "\x89PNG\r\n\x1a\n", 8))
+        return "png";
+    if (size >= 6 && (!memcmp(p, "GIF87a", 6) || !memcmp(p, "GIF89a", 6)))
+        return "gif";
+    if (size >= 12 && !memcmp(p, "RIFF", 4) && !memcmp(p + 8, "WEBP", 4))
+        return "webp";
+    if (size >= 14 && p[0] == 'B' && p[1] == 'M')
+        return "bmp";
+    if (size >= 4 && (!memcmp(p, "II*\0", 4) || !memcmp(p, "MM\0*", 4)))
+        return "tiff";
+    if (size >= 3 && p[0] == 'P' && p[1] >= '1' && p[1] <= '7' &&
+        (p[2] == '\n' || p[2] == ' ' || p[2] == '\r' || p[2] == '\t'))
+        return "pnm";
+    return NULL;
+}
+
+/* as the decoder's default max_pixels (PIL's decompression-bomb limit) */
+#define VERIFY_MAX_PIXELS 178956970ull
+
+static int verify_jpeg(const void *data, size_t size, char *msg, size_t msgsize)
+{
+    struct jpeg_decompress_struct cinfo;
+    ShardJpegErr err;
+    memset(&err, 0, sizeof err);
+    cinfo.err = shard_jpeg_err_init(&err);
+    JSAMPLE *volatile row = NULL;
+    if (setjmp(err.jump)) {
+        free(row);
+        jpeg_destroy_decompress(&cinfo);
+        if (msg)
+            snprintf(msg, msgsize, "corrupt JPEG: %s", err.msg);
+        return SHARD_ERR_DECODE;
+    }
+    jpeg_create_decompress(&cinfo);
+    jpeg_mem_src(&cinfo, data, (unsigned long)size);
+    jpeg_read_header(&cinfo, TRUE);
+    /* progressive JPEGs keep every coefficient: a bomb's header alone asks for gigabytes */
+    if ((uint64_t)cinfo.image_width * cinfo.image_height > VERIFY_MAX_PIXELS) {
+        if (msg)
+            snprintf(msg, msgsize, "a JPEG of %ux%u pixels, more than the limit of %llu",
+                     (unsigned)cinfo.image_width, (unsigned)cinfo.image_height,
+                     (unsigned long long)VERIFY_MAX_PIXELS);
+        jpeg_destroy_decompress(&cinfo);
+        return SHARD_ERR_DECODE;
+    }
+    /* Every coefficient is still entropy-decoded at 1/8 scale, which is where damage
+     * shows, but the inverse DCT and colour work shrink to almost nothing. */
+    cinfo.scale_num = 1;
+    cinfo.scale_denom = 8;
+    cinfo.dct_method = JDCT_IFAST;
+    cinfo.do_fancy_upsampling = FALSE;
+    jpeg_start_decompress(&cinfo);
+    row = malloc((size_t)cinfo.output_width * (size_t)cinfo.output_components);
+    if (!row) {
+        jpeg_destroy_decompress(&cinfo);
+        if (msg)
+            snprintf(msg, msgsize, "out of memory");
+        return SHARD_ERR_NOMEM;
+    }
+    while (cinfo.output_scanline < cinfo.output_height) {
+        JSAMPROW rows[1] = {row};
+        jpeg_read_scanlines(&cinfo, rows, 1);
+    }
+    jpeg_finish_decompress(&cinfo);
+    free(row);
+    jpeg_destroy_decompress(&cinfo);
+    if (err.warned) {
+        if (msg)
+            snprintf(msg, msgsize, "corrupt JPEG: %s", err.msg);
+        return SHARD_ERR_DECODE;
+    }
+    return 0;
+}
+
+int shard_image_verify(const void *data, size_t size, char *msg, size_t msgsize)
+{
+    const char *fmt = shard_image_format(data, size);
+    if (!fmt) {
+        if (msg)
+            snprintf(msg, msgsize, "not an image (no JPEG, PNG, GIF, WebP, BMP, TIFF or PNM "
+                                   "signature)");
+        return SHARD_ERR_FORMAT;
+    }
+    if (!strcmp(fmt, "jpeg"))
+        return verify_jpeg(data, size, msg, msgsize);
+    return 0;
+}

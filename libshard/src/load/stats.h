@@ -1,0 +1,17 @@
+/*
+ * Stage statistics (ShardLoaderStats, shard/loader.h): the loader fills its stages, the
+ * uploader (todevice.c) adds its own between decode and the caller, and either names the
+ * bottleneck here.
+ */
+#ifndef SHARD_STATS_H
+#define SHARD_STATS_H
+
+#include "base/internal.h"
+#include "shard/loader.h"
+
+/* Sets o->bottleneck and o->verdict from o->stages: the stage busiest for its threads
+ * (list, which runs before the others, and stages with no threads left out), with the
+ * stages that wait on it. */
+SHARD_HIDDEN void shard_stats_judge(ShardLoaderStats *o);
+
+#endif /* SHARD_STATS_H */

@@ -1,0 +1,186 @@
+/*
+ * The shuffle buffer (shuffle.h). Runs on the reader's consumer thread only.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "shard/file.h"
+#include "read/shuffle.h"
+
+int shard_shuffle_init(ShardShuffle *sh, size_t size, size_t initial, size_t keep)
+{
+    memset(sh, 0, sizeof *sh);
+    sh->size = size;
+    sh->initial = initial && initial < size ? initial : size;
+    sh->keep = keep;
+    sh->buf = calloc(size ? size : 1, sizeof *sh->buf);
+    sh->fin = calloc(keep + 2, sizeof *sh->fin); /* keep waiting, plus one arriving */
+    return sh->buf && sh->fin ? 0 : SHARD_ERR_NOMEM;
+}
+
+void shard_shuffle_clear(ShardShuffle *sh)
+{
+    for (size_t i = 0; i < sh->n; i++)
+        shard_item_release(sh->buf[i]);
+    sh->n = 0;
+    for (size_t i = 0; i < sh->nfin; i++)
+        shard_hold_put(sh->fin[i]);
+    sh->nfin = 0;
+}
+
+void shard_shuffle_reset(ShardShuffle *sh, const ShardRng *rng)
+{
+    shard_shuffle_clear(sh);
+    sh->rng = *rng;
+    sh->src_done = 0;
+}
+
+/* Pulls one item into the buffer, or notes the source's end. Returns an error code. */
+static int fill(ShardShuffle *sh, ShardPullFn pull, void *cookie)
+{
+    int rc;
+    ShardItem *it = pull(cookie, &rc);
+    if (rc)
+        return rc;
+    if (!it)
+        sh->src_done = 1;
+    else
+        sh->buf[sh->n++] = it;
+    return 0;
+}
+
+ShardItem *shard_shuffle_step(ShardShuffle *sh, ShardPullFn pull, void *cookie, int *rc)
+{
+    *rc = 0;
+    if (!sh->size) {
+        if (sh->src_done)
+            return NULL;
+        ShardItem *it = pull(cookie, rc);
+        if (!it)
+            sh->src_done = 1;
+        return it;
+    }
+    while (!sh->src_done && sh->n < sh->initial)
+        if ((*rc = fill(sh, pull, cookie)))
+            return NULL;
+    /* keep topping the buffer up by one per step until it is full */
+    if (!sh->src_done && sh->n < sh->size && (*rc = fill(sh, pull, cookie)))
+        return NULL;
+    if (!sh->n)
+        return NULL;
+    size_t k = (size_t)shard_rng_below(&sh->rng, sh->n);
+    ShardItem *out = sh->buf[k];
+    ShardItem *next = NULL;
+    if (!sh->src_done) {
+        next = pull(cookie, rc);
+        if (*rc) {
+            shard_item_release(out);
+            sh->buf[k] = sh->buf[--sh->n];
+            return NULL;
+        }
+        if (!next)
+            sh->src_done = 1;
+    }
+    if (next)
+        sh->buf[k] = next;
+    else
+        sh->buf[k] = sh->buf[--sh->n];
+    return out;
+}
+
+/* Lets go of the FIFO's shards no sample holds any more, then of the oldest ones past
+ * keep, after their stragglers in the buffer get copies of their bytes. By then few of a
+ * shard's samples are left in the buffer, so little is copied (the rest stay views). */
+static void trim(ShardShuffle *sh)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < sh->nfin; i++) {
+        ShardHold *h = sh->fin[i];
+        if (shard_hold_alone(h))
+            shard_hold_put(h);
+        else
+            sh->fin[o++] = h;
+    }
+    sh->nfin = o;
+    while (sh->nfin > sh->keep) {
+        ShardHold *h = sh->fin[0];
+        for (size_t i = 0; i < sh->n; i++)
+            if (sh->buf[i]->hold == h)
+                shard_item_detach(sh->buf[i]); /* out of memory: it keeps its view */
+        shard_hold_put(h);
+        memmove(sh->fin, sh->fin + 1, --sh->nfin * sizeof *sh->fin);
+    }
+}
+
+void shard_shuffle_moved_on(ShardShuffle *sh, ShardHold **last, ShardHold *next)
+{
+    ShardHold *old = *last;
+    if (old == next)
+        return;
+    *last = shard_hold_ref(next);
+    if (old)
+        sh->fin[sh->nfin++] = old; /* the reference moves to the FIFO */
+    trim(sh);
+}
+
+int shard_shuffle_load(ShardShuffle *sh, const ShardList *list, ShardRemote *remote, char *err)
+{
+    ShardFileSettings fs;
+    shard_file_default_settings(&fs);
+    fs.remote = remote;
+    for (size_t i = 0; i < sh->n; i++) {
+        if (sh->buf[i]->block)
+            continue;
+        uint32_t shard = sh->buf[i]->shard; /* buf[i] is replaced (freed) below */
+        const char *url = shard_list_entry(list, shard)->url;
+        ShardFile *f;
+        ShardError e;
+        if (shard_file_open(&f, url, &fs, &e))
+            return shard_fail(err, e.code, "reader: restoring the shuffle buffer: %s", e.message);
+        /* Every identity of this shard in one pass, in buffer order. */
+        for (size_t j = i; j < sh->n; j++) {
+            ShardItem *x = sh->buf[j];
+            if (x->block || x->shard != shard)
+                continue;
+            const ShardSampleView *v = NULL;
+            int rc = shard_file_seek(f, x->v.index);
+            if (rc == 0) {
+                rc = shard_file_next(f, &v);
+            } else {
+                /* No index: read from the start up to it. */
+                shard_file_free(&f);
+                if (shard_file_open(&f, url, &fs, &e))
+                    return shard_fail(err, e.code, "reader: %s", e.message);
+                rc = 0;
+                for (uint64_t k = 0; k <= x->v.index && rc == 0; k++)
+                    rc = shard_file_next(f, &v);
+            }
+            if (rc) {
+                int code = shard_fail(err, rc == SHARD_EOS ? SHARD_ERR_FORMAT : rc,
+                                      "reader: restoring sample %llu of %s: %s",
+                                      (unsigned long long)x->v.index, url,
+                                      rc == SHARD_EOS ? "the shard is shorter" : shard_file_error(f));
+                shard_file_free(&f);
+                return code;
+            }
+            ShardItem *full = shard_item_new(v, NULL, shard, NULL);
+            if (!full) {
+                shard_file_free(&f);
+                return shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
+            }
+            full->repeat = x->repeat;
+            shard_item_release(x);
+            sh->buf[j] = full;
+        }
+        shard_file_free(&f);
+    }
+    return 0;
+}
+
+void shard_shuffle_free(ShardShuffle *sh)
+{
+    shard_shuffle_clear(sh);
+    free(sh->buf);
+    free(sh->fin);
+    memset(sh, 0, sizeof *sh);
+}

@@ -1,0 +1,51 @@
+/*
+ * The shuffle buffer, as WebDataset's shuffle(size, initial): fill to `initial` samples,
+ * then each step draws one at random and puts the next incoming sample in its place. The
+ * draws come from a seeded generator, so the order depends only on the seed and the
+ * incoming sequence; the same steps replay on sample identities alone (a resume), after
+ * which the identities still in the buffer are read by index (shard_shuffle_load).
+ *
+ * The buffer also bounds memory: samples that view a mapped shard hold it, and the
+ * buffer's stragglers could keep every shard of an epoch mapped. The shards the streams
+ * have moved past wait in a FIFO; once more than `keep` wait there, the oldest one's
+ * stragglers get copies of their bytes and the shard is let go.
+ */
+#ifndef SHARD_SHUFFLE_H
+#define SHARD_SHUFFLE_H
+
+#include "base/internal.h"
+#include "tar/item.h"
+#include "base/rng.h"
+#include "shard/list.h"
+
+/* The next incoming sample, NULL at the end (with *rc 0) or on failure (*rc set). */
+typedef ShardItem *(*ShardPullFn)(void *cookie, int *rc);
+
+typedef struct ShardShuffle {
+    size_t size, initial; /* 0: no buffer, samples pass straight through */
+    ShardRng rng;
+    ShardItem **buf;
+    size_t n;
+    int src_done;         /* the incoming sequence has ended */
+    ShardHold **fin;      /* shards the streams have moved past, oldest first (held) */
+    size_t nfin, keep;
+} ShardShuffle;
+
+SHARD_HIDDEN int shard_shuffle_init(ShardShuffle *sh, size_t size, size_t initial, size_t keep);
+/* Empties the buffer and the FIFO and seeds the draws for a new epoch. */
+SHARD_HIDDEN void shard_shuffle_reset(ShardShuffle *sh, const ShardRng *rng);
+/* The next sample out of the buffer (owned by the caller); NULL at the end or on failure. */
+SHARD_HIDDEN ShardItem *shard_shuffle_step(ShardShuffle *sh, ShardPullFn pull, void *cookie,
+                                           int *rc);
+/* A stream's samples now come from next's storage (NULL: none) after *last's: the old one
+ * joins the FIFO. *last is the stream's own slot, holding a reference. */
+SHARD_HIDDEN void shard_shuffle_moved_on(ShardShuffle *sh, ShardHold **last, ShardHold *next);
+/* Replaces the identities in the buffer (shard_item_identity) by the samples, read by
+ * index where the shard has one, else by reading up to them. err names what failed. */
+SHARD_HIDDEN int shard_shuffle_load(ShardShuffle *sh, const ShardList *list, ShardRemote *remote,
+                                    char *err);
+/* Releases the buffered samples and the FIFO's holds. */
+SHARD_HIDDEN void shard_shuffle_clear(ShardShuffle *sh);
+SHARD_HIDDEN void shard_shuffle_free(ShardShuffle *sh);
+
+#endif /* SHARD_SHUFFLE_H */

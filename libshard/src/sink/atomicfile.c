@@ -1,0 +1,383 @@
+/*
+ * Files that appear complete or not at all: written under a hidden temporary name in the
+ * destination folder (so the rename stays on one filesystem), fsynced, renamed, and the
+ * folder fsynced so the rename itself survives a crash.
+ *
+ * DESIGN: checksums. A digest can cost more CPU than reading and writing the bytes (MD5
+ * without SHA extensions runs at ~750 MB/s), so each digest asked for runs on a hasher
+ * thread of its own per open file. The file has two
+ * buffers: when the one being filled is full, the caller waits until both hashers are done
+ * with the other, hands the full one to both, writes it to the file itself, and fills the
+ * other. A hasher only reads a buffer the caller no longer touches until the next
+ * hand-over, so the only shared state is each hasher's hand-over slot under its mutex.
+ * Order of hashing is the order of writing, so the digests are those of the file.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+
+#include "base/internal.h"
+
+#define AFILE_BUFSIZE (1u << 20)
+
+static void hex(const unsigned char *d, unsigned n, char *out)
+{
+    static const char digits[] = "0123456789abcdef";
+    for (unsigned i = 0; i < n; i++) {
+        out[2 * i] = digits[d[i] >> 4];
+        out[2 * i + 1] = digits[d[i] & 15];
+    }
+    out[2 * n] = 0;
+}
+
+static int digest_final(void *ctx, char *out)
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned n = 0;
+    if (!EVP_DigestFinal_ex(ctx, md, &n))
+        return SHARD_ERR_NOMEM;
+    if (out)
+        hex(md, n, out);
+    return 0;
+}
+
+struct ShardHasher {
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    const unsigned char *job; /* NULL when idle */
+    size_t job_len;
+    int quit;
+    void *ctx; /* EVP_MD_CTX */
+};
+
+static void *hasher_main(void *arg)
+{
+    ShardHasher *h = arg;
+    pthread_mutex_lock(&h->lock);
+    for (;;) {
+        while (!h->job && !h->quit)
+            pthread_cond_wait(&h->cond, &h->lock);
+        if (!h->job)
+            break;
+        const unsigned char *p = h->job;
+        size_t n = h->job_len;
+        pthread_mutex_unlock(&h->lock);
+        EVP_DigestUpdate(h->ctx, p, n);
+        pthread_mutex_lock(&h->lock);
+        h->job = NULL;
+        pthread_cond_broadcast(&h->cond);
+    }
+    pthread_mutex_unlock(&h->lock);
+    return NULL;
+}
+
+static void hasher_wait(ShardHasher *h)
+{
+    pthread_mutex_lock(&h->lock);
+    while (h->job)
+        pthread_cond_wait(&h->cond, &h->lock);
+    pthread_mutex_unlock(&h->lock);
+}
+
+static void hasher_give(ShardHasher *h, const unsigned char *p, size_t n)
+{
+    pthread_mutex_lock(&h->lock);
+    h->job = p;
+    h->job_len = n;
+    pthread_cond_broadcast(&h->cond);
+    pthread_mutex_unlock(&h->lock);
+}
+
+static void hasher_free(ShardHasher *h)
+{
+    if (!h)
+        return;
+    pthread_mutex_lock(&h->lock);
+    h->quit = 1;
+    pthread_cond_broadcast(&h->cond);
+    pthread_mutex_unlock(&h->lock);
+    pthread_join(h->thread, NULL);
+    pthread_mutex_destroy(&h->lock);
+    pthread_cond_destroy(&h->cond);
+    EVP_MD_CTX_free(h->ctx);
+    free(h);
+}
+
+static ShardHasher *hasher_new(const EVP_MD *md)
+{
+    ShardHasher *h = calloc(1, sizeof *h);
+    if (!h)
+        return NULL;
+    h->ctx = EVP_MD_CTX_new();
+    if (!h->ctx || !EVP_DigestInit_ex(h->ctx, md, NULL)) {
+        EVP_MD_CTX_free(h->ctx);
+        free(h);
+        return NULL;
+    }
+    pthread_mutex_init(&h->lock, NULL);
+    pthread_cond_init(&h->cond, NULL);
+    int rc = shard_thread_start(&h->thread, hasher_main, h);
+    if (rc) {
+        pthread_mutex_destroy(&h->lock);
+        pthread_cond_destroy(&h->cond);
+        EVP_MD_CTX_free(h->ctx);
+        free(h);
+        return NULL;
+    }
+    return h;
+}
+
+int shard_afile_open(ShardAtomicFile *f, const char *final_path, int sync, int checksums,
+                     char *err)
+{
+    memset(f, 0, sizeof *f);
+    f->fd = -1;
+    f->sync = sync;
+    f->final_path = shard_strdup(final_path);
+    char *base_copy = shard_strdup(final_path);
+    char *dir = shard_dir_of(final_path);
+    f->buf = malloc(AFILE_BUFSIZE);
+    f->cap = AFILE_BUFSIZE;
+    int rc = SHARD_ERR_NOMEM;
+    if (!f->final_path || !base_copy || !dir || !f->buf)
+        goto fail;
+    if ((checksums & (SHARD_DIGEST_MD5 | SHARD_DIGEST_SHA256)) &&
+        !(f->spare = malloc(AFILE_BUFSIZE)))
+        goto fail;
+    if ((checksums & SHARD_DIGEST_MD5) && !(f->md5 = hasher_new(EVP_md5())))
+        goto fail;
+    if ((checksums & SHARD_DIGEST_SHA256) && !(f->sha256 = hasher_new(EVP_sha256())))
+        goto fail;
+    const char *base = basename(base_copy);
+    size_t n = strlen(dir) + strlen(base) + 40;
+    f->tmp_path = malloc(n);
+    if (!f->tmp_path)
+        goto fail;
+    for (int attempt = 0; attempt < 100; attempt++) {
+        uint64_t r = 0;
+        if (getrandom(&r, sizeof r, 0) != sizeof r)
+            r = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull + (uint64_t)attempt;
+        snprintf(f->tmp_path, n, "%s/.%s.tmp-%016llx", dir, base, (unsigned long long)r);
+        f->fd = open(f->tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (f->fd >= 0 || errno != EEXIST)
+            break;
+    }
+    if (f->fd < 0) {
+        int e = errno;
+        rc = shard_fail(err, shard_errno_code(e), "%s: cannot create (in folder %s): %s",
+                        final_path, dir, strerror(e));
+        goto fail;
+    }
+    free(base_copy);
+    free(dir);
+    return 0;
+fail:
+    if (rc == SHARD_ERR_NOMEM)
+        shard_fail(err, rc, "%s: out of memory", final_path);
+    free(base_copy);
+    free(dir);
+    shard_afile_abort(f);
+    return rc;
+}
+
+static void hashers_wait(ShardAtomicFile *f)
+{
+    if (f->md5)
+        hasher_wait(f->md5);
+    if (f->sha256)
+        hasher_wait(f->sha256);
+}
+
+/* With sync, the kernel is asked to start writing back each few MiB as they are written,
+ * so that the fsync before the rename finds little left to do: the disk works while the
+ * next bytes are read and hashed, instead of after. */
+#define AFILE_WRITEBACK (8u << 20)
+
+static void start_writeback(ShardAtomicFile *f)
+{
+    if (!f->sync || f->written - f->writeback < AFILE_WRITEBACK)
+        return;
+#ifdef SYNC_FILE_RANGE_WRITE
+    (void)sync_file_range(f->fd, (off_t)f->writeback, (off_t)(f->written - f->writeback),
+                          SYNC_FILE_RANGE_WRITE); /* a hint: fsync still decides */
+#endif
+    f->writeback = f->written;
+}
+
+static int flush_buf(ShardAtomicFile *f, const unsigned char *p, size_t n, char *err)
+{
+    while (n) {
+        ssize_t k = write(f->fd, p, n);
+        if (k < 0) {
+            if (errno == EINTR)
+                continue;
+            int e = errno;
+            return shard_fail(err, shard_errno_code(e), "%s: write failed at byte %llu: %s",
+                              f->final_path, (unsigned long long)f->written, strerror(e));
+        }
+        p += k;
+        n -= (size_t)k;
+        f->written += (uint64_t)k;
+    }
+    start_writeback(f);
+    return 0;
+}
+
+/* Writes out the filled buffer; with checksums, hashes it meanwhile on the hasher. */
+static int flush_filled(ShardAtomicFile *f, char *err)
+{
+    if (!f->len)
+        return 0;
+    if (f->spare) {
+        hashers_wait(f);
+        if (f->md5)
+            hasher_give(f->md5, f->buf, f->len);
+        if (f->sha256)
+            hasher_give(f->sha256, f->buf, f->len);
+        unsigned char *t = f->buf;
+        f->buf = f->spare;
+        f->spare = t;
+        size_t n = f->len;
+        f->len = 0;
+        return flush_buf(f, f->spare, n, err);
+    }
+    int rc = flush_buf(f, f->buf, f->len, err);
+    f->len = 0;
+    return rc;
+}
+
+int shard_afile_write(ShardAtomicFile *f, const void *p, size_t n, char *err)
+{
+    const unsigned char *src = p;
+    while (n) {
+        if (f->len == f->cap) {
+            int rc = flush_filled(f, err);
+            if (rc)
+                return rc;
+        }
+        size_t k = f->cap - f->len < n ? f->cap - f->len : n;
+        memcpy(f->buf + f->len, src, k);
+        f->len += k;
+        src += k;
+        n -= k;
+    }
+    return 0;
+}
+
+int shard_afile_commit(ShardAtomicFile *f, char *md5, char *sha256, char *err)
+{
+    int rc = flush_filled(f, err);
+    hashers_wait(f);
+    if (rc)
+        goto fail;
+    if (f->sync && fsync(f->fd) != 0) {
+        int e = errno;
+        rc = shard_fail(err, shard_errno_code(e), "%s: fsync failed: %s", f->final_path,
+                        strerror(e));
+        goto fail;
+    }
+    if (close(f->fd) != 0) {
+        int e = errno;
+        f->fd = -1;
+        rc = shard_fail(err, shard_errno_code(e), "%s: close failed: %s", f->final_path,
+                        strerror(e));
+        goto fail;
+    }
+    f->fd = -1;
+    if (rename(f->tmp_path, f->final_path) != 0) {
+        int e = errno;
+        rc = shard_fail(err, shard_errno_code(e), "%s: rename from %s failed: %s",
+                        f->final_path, f->tmp_path, strerror(e));
+        goto fail;
+    }
+    free(f->tmp_path);
+    f->tmp_path = NULL;
+    if (f->sync) {
+        char *dir = shard_dir_of(f->final_path);
+        int dfd = dir ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+        if (dfd >= 0) {
+            fsync(dfd); /* best effort: some filesystems refuse fsync on folders */
+            close(dfd);
+        }
+        free(dir);
+    }
+    if (md5)
+        md5[0] = 0;
+    if (sha256)
+        sha256[0] = 0;
+    if (f->md5)
+        digest_final(f->md5->ctx, md5);
+    if (f->sha256)
+        digest_final(f->sha256->ctx, sha256);
+    shard_afile_abort(f);
+    return 0;
+fail:
+    shard_afile_abort(f);
+    return rc;
+}
+
+void shard_afile_abort(ShardAtomicFile *f)
+{
+    if (f->fd >= 0)
+        close(f->fd);
+    f->fd = -1;
+    if (f->tmp_path)
+        unlink(f->tmp_path);
+    free(f->tmp_path);
+    free(f->final_path);
+    hasher_free(f->md5); /* joins them, so neither buffer is in use after this */
+    hasher_free(f->sha256);
+    free(f->buf);
+    free(f->spare);
+    f->tmp_path = f->final_path = NULL;
+    f->buf = f->spare = NULL;
+    f->md5 = f->sha256 = NULL;
+}
+
+int shard_digests_init(ShardDigests *d, int which)
+{
+    d->total = 0;
+    d->md5 = d->sha256 = NULL;
+    if ((which & SHARD_DIGEST_MD5) &&
+        (!(d->md5 = EVP_MD_CTX_new()) || !EVP_DigestInit_ex(d->md5, EVP_md5(), NULL)))
+        goto fail;
+    if ((which & SHARD_DIGEST_SHA256) &&
+        (!(d->sha256 = EVP_MD_CTX_new()) || !EVP_DigestInit_ex(d->sha256, EVP_sha256(), NULL)))
+        goto fail;
+    return 0;
+fail:
+    EVP_MD_CTX_free(d->md5);
+    EVP_MD_CTX_free(d->sha256);
+    d->md5 = d->sha256 = NULL;
+    return SHARD_ERR_NOMEM;
+}
+
+void shard_digests_update(ShardDigests *d, const void *p, size_t n)
+{
+    if (d->md5)
+        EVP_DigestUpdate(d->md5, p, n);
+    if (d->sha256)
+        EVP_DigestUpdate(d->sha256, p, n);
+    d->total += n;
+}
+
+void shard_digests_final(ShardDigests *d, char *md5, char *sha256)
+{
+    md5[0] = sha256[0] = 0;
+    if (d->md5)
+        digest_final(d->md5, md5);
+    if (d->sha256)
+        digest_final(d->sha256, sha256);
+    EVP_MD_CTX_free(d->md5);
+    EVP_MD_CTX_free(d->sha256);
+    d->md5 = d->sha256 = NULL;
+}

@@ -1,0 +1,189 @@
+/*
+ * The local cache of remote shards (cache.h).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+
+#include "source/cache.h"
+
+struct ShardCacheFill {
+    ShardRemote *r;
+    ShardAtomicFile af;
+    uint64_t written;
+};
+
+/* DIR/HASH-BASENAME: the hash keeps URLs apart, the name keeps the folder readable. */
+static char *cache_path(const ShardRemote *r, const char *url)
+{
+    unsigned char md[32];
+    unsigned int n = 0;
+    if (!EVP_Digest(url, strlen(url), md, &n, EVP_sha256(), NULL))
+        return NULL;
+    const char *base = strrchr(url, '/');
+    base = base ? base + 1 : url;
+    char hex[33];
+    for (int i = 0; i < 16; i++)
+        snprintf(hex + 2 * i, 3, "%02x", md[i]);
+    size_t len = strlen(r->s.cache_dir) + strlen(base) + 40;
+    char *p = malloc(len);
+    if (p)
+        snprintf(p, len, "%s/%s-%.80s", r->s.cache_dir, hex, base);
+    return p;
+}
+
+int shard_cache_open(ShardRemote *r, const char *url, ShardSource **out, char *err)
+{
+    *out = NULL;
+    char *path = cache_path(r, url);
+    if (!path)
+        return shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
+    int rc = SHARD_ERR_NOT_FOUND;
+    if (access(path, R_OK) == 0) {
+        ShardSource *s;
+        char msg[SHARD_ERROR_MAX];
+        if (shard_source_file(&s, path, SHARD_SOURCE_SEQUENTIAL, msg) == 0) {
+            utimensat(AT_FDCWD, path, NULL, 0); /* a use, for eviction */
+            free(s->url); /* messages name the shard, not the cache file */
+            if (!(s->url = shard_strdup(url))) {
+                shard_source_put(s);
+                free(path);
+                return shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
+            }
+            shard_stat_add(&r->st.cache_hits, 1);
+            shard_stat_add(&r->st.cache_bytes, (uint64_t)s->size);
+            *out = s;
+            rc = 0;
+        }
+    }
+    free(path);
+    return rc;
+}
+
+ShardCacheFill *shard_cache_fill_begin(ShardRemote *r, const char *url)
+{
+    shard_stat_add(&r->st.cache_misses, 1);
+    mkdir(r->s.cache_dir, 0777);
+    char *path = cache_path(r, url);
+    ShardCacheFill *f = path ? calloc(1, sizeof *f) : NULL;
+    char err[SHARD_ERROR_MAX];
+    if (f && shard_afile_open(&f->af, path, 0, 0, err) != 0) {
+        free(f);
+        f = NULL;
+    }
+    free(path);
+    if (f)
+        f->r = shard_remote_ref(r);
+    return f;
+}
+
+void shard_cache_fill_write(ShardCacheFill **pf, const void *p, size_t n)
+{
+    char err[SHARD_ERROR_MAX];
+    if (*pf && shard_afile_write(&(*pf)->af, p, n, err) != 0)
+        shard_cache_fill_abort(pf);
+    else if (*pf)
+        (*pf)->written += n;
+}
+
+typedef struct Entry {
+    char *path;
+    struct timespec used;
+    uint64_t size;
+} Entry;
+
+static int older(const void *a, const void *b)
+{
+    const Entry *x = a, *y = b;
+    if (x->used.tv_sec != y->used.tv_sec)
+        return x->used.tv_sec < y->used.tv_sec ? -1 : 1;
+    return (x->used.tv_nsec > y->used.tv_nsec) - (x->used.tv_nsec < y->used.tv_nsec);
+}
+
+/* Deletes the least recently used shards until the folder fits its limit. */
+static void trim(const ShardRemote *r)
+{
+    const char *dir = r->s.cache_dir;
+    uint64_t limit = r->s.cache_bytes;
+    if (!limit) {
+        struct statvfs v;
+        if (statvfs(dir, &v) != 0)
+            return;
+        limit = (uint64_t)v.f_bavail * v.f_frsize / 10;
+    }
+    char lock[4096];
+    snprintf(lock, sizeof lock, "%s/.lock", dir);
+    int lfd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (lfd < 0)
+        return;
+    flock(lfd, LOCK_EX);
+    DIR *d = opendir(dir);
+    Entry *v = NULL;
+    size_t n = 0, cap = 0;
+    uint64_t total = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        struct stat st;
+        if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+            continue;
+        if (n == cap) {
+            Entry *w = realloc(v, (cap = cap ? 2 * cap : 64) * sizeof *v);
+            if (!w)
+                break;
+            v = w;
+        }
+        v[n++] = (Entry){shard_strdup(path), st.st_mtim, (uint64_t)st.st_size};
+        total += (uint64_t)st.st_size;
+    }
+    if (d)
+        closedir(d);
+    qsort(v, n, sizeof *v, older);
+    for (size_t i = 0; i < n && total > limit; i++)
+        if (v[i].path && unlink(v[i].path) == 0)
+            total -= v[i].size;
+    for (size_t i = 0; i < n; i++)
+        free(v[i].path);
+    free(v);
+    flock(lfd, LOCK_UN);
+    close(lfd);
+}
+
+void shard_cache_fill_commit(ShardCacheFill **pf, uint64_t size)
+{
+    ShardCacheFill *f = *pf;
+    if (!f)
+        return;
+    char err[SHARD_ERROR_MAX];
+    if (f->written != size || shard_afile_commit(&f->af, NULL, NULL, err) != 0) {
+        shard_cache_fill_abort(pf);
+        return;
+    }
+    *pf = NULL;
+    trim(f->r);
+    shard_remote_put(f->r);
+    free(f);
+}
+
+void shard_cache_fill_abort(ShardCacheFill **pf)
+{
+    ShardCacheFill *f = *pf;
+    if (!f)
+        return;
+    *pf = NULL;
+    shard_afile_abort(&f->af);
+    shard_remote_put(f->r);
+    free(f);
+}

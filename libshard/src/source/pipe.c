@@ -1,0 +1,123 @@
+/*
+ * "pipe:COMMAND" as a source (source.h), WebDataset's convention: the command runs under
+ * /bin/sh and its standard output is the object. A pipe is a stream: no random access, no
+ * mapping. The command's exit status is checked once the stream has been read to its end.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "source/source.h"
+
+extern char **environ;
+
+#define PIPE_BUFSIZE (1u << 20)
+
+typedef struct PipeSource {
+    int fd;
+    pid_t pid; /* 0 once reaped */
+    unsigned char *buf;
+} PipeSource;
+
+static ssize_t pipe_read(ShardSource *s, const void **block)
+{
+    PipeSource *p = s->impl;
+    if (p->fd < 0)
+        return 0;
+    for (;;) {
+        ssize_t k = read(p->fd, p->buf, PIPE_BUFSIZE);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0)
+            return shard_fail(s->err, SHARD_ERR_IO, "%s: offset %llu: reading from the pipe: %s",
+                              s->url, (unsigned long long)s->pos, strerror(errno));
+        *block = p->buf;
+        return k;
+    }
+}
+
+static int pipe_finish(ShardSource *s)
+{
+    PipeSource *p = s->impl;
+    if (p->fd >= 0) {
+        close(p->fd);
+        p->fd = -1;
+    }
+    if (p->pid <= 0)
+        return 0;
+    int status = 0;
+    while (waitpid(p->pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    p->pid = 0;
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        return shard_fail(s->err, SHARD_ERR_IO, "%s: the command failed (status %d)", s->url,
+                          WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    return 0;
+}
+
+static void pipe_close(ShardSource *s)
+{
+    PipeSource *p = s->impl;
+    if (!p)
+        return;
+    if (p->fd >= 0)
+        close(p->fd);
+    if (p->pid > 0) {
+        kill(p->pid, SIGTERM);
+        waitpid(p->pid, NULL, 0);
+    }
+    free(p->buf);
+    free(p);
+}
+
+static const ShardSourceOps pipe_ops = {
+    .kind = "pipe",
+    .read = pipe_read,
+    .finish = pipe_finish,
+    .close = pipe_close,
+};
+
+int shard_source_pipe(ShardSource **out, const char *url, const char *cmd, char *err)
+{
+    *out = NULL;
+    ShardSource *s = shard_source_new(&pipe_ops, url);
+    PipeSource *p = s ? calloc(1, sizeof *p) : NULL;
+    if (p)
+        p->buf = malloc(PIPE_BUFSIZE);
+    if (!p || !p->buf) {
+        if (p)
+            free(p);
+        shard_source_put(s);
+        return shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", url);
+    }
+    p->fd = -1;
+    s->impl = p;
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) {
+        int e = errno;
+        shard_source_put(s);
+        return shard_fail(err, SHARD_ERR_IO, "%s: pipe: %s", url, strerror(e));
+    }
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+    char *argv[] = {"sh", "-c", (char *)cmd, NULL};
+    int rc = posix_spawn(&p->pid, "/bin/sh", &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(fds[1]);
+    if (rc) {
+        close(fds[0]);
+        p->pid = 0;
+        shard_source_put(s);
+        return shard_fail(err, SHARD_ERR_IO, "%s: cannot start the command: %s", url,
+                          strerror(rc));
+    }
+    p->fd = fds[0];
+    *out = s;
+    return 0;
+}

@@ -1,0 +1,35 @@
+/*
+ * Random access to a shard's samples: its .idx (formats/index.md) says where each sample's
+ * members lie in the uncompressed tar; for .tar.zst the seek table (formats/zstd.md) says
+ * which frames hold them, and only those are read (through the source's read_at) and
+ * decompressed, one frame cached.
+ */
+#ifndef SHARD_INDEXED_H
+#define SHARD_INDEXED_H
+
+#include "tar/idx.h"
+#include "base/internal.h"
+#include "tar/samplebuf.h"
+#include "shard/file.h"
+#include "source/source.h"
+#include "tar/seektable.h"
+
+typedef struct ShardIndexed ShardIndexed;
+
+/* Loads the seek table of a zstd source (compression as the tar reader found it; when it
+ * has one) and the index at index_url (NULL: the seek table is only checked).
+ * *out is NULL, with 0 returned, when there is no index and none was required; a broken
+ * seek table or index is an error (err names the URL and line or offset). src is borrowed
+ * and must outlive the result. */
+SHARD_HIDDEN int shard_indexed_open(ShardIndexed **out, ShardSource *src, const char *index_url,
+                                    int required, const char *compression, char *err);
+/* Whether samples can be read by index: an uncompressed tar, or zstd with a seek table. */
+SHARD_HIDDEN int shard_indexed_can_seek(const ShardIndexed *x);
+SHARD_HIDDEN uint64_t shard_indexed_count(const ShardIndexed *x);
+/* Reads sample i into sb (i < count) as s says (lowercase, max_member_size); *offset
+ * receives its first header's tar offset. */
+SHARD_HIDDEN int shard_indexed_read(ShardIndexed *x, uint64_t i, const ShardFileSettings *s,
+                                    ShardSampleBuf *sb, uint64_t *offset, char *err);
+SHARD_HIDDEN void shard_indexed_free(ShardIndexed **x);
+
+#endif /* SHARD_INDEXED_H */

@@ -1,0 +1,27 @@
+/*
+ * ShardFile's private entry points: a shard read over a source the caller already has (a
+ * verifier that checks the source's frames first, a test's own source), and a prefetch.
+ */
+#ifndef SHARD_SHARDFILE_H
+#define SHARD_SHARDFILE_H
+
+#include "base/blockpool.h"
+#include "shard/file.h"
+#include "source/source.h"
+
+/* Opens a shard over src, taking over the caller's reference (released on failure too). */
+SHARD_HIDDEN int shard_file_open_source(ShardFile **out, ShardSource *src,
+                                        const ShardFileSettings *s, ShardError *err);
+
+/* A hint that f will be read in order from its start soon: a remote shard's first request
+ * goes out now (its latency then passes while the shard before is read). */
+SHARD_HIDDEN void shard_file_prefetch(ShardFile *f);
+/* Reads a remote shard's bytes on lane (net.h) from its next request on: f is then read by
+ * the lane's thread only. Nothing for other shards. */
+SHARD_HIDDEN void shard_file_set_lane(ShardFile *f, ShardNetLane *lane);
+/* What reading f's source has cost so far (source.h). */
+SHARD_HIDDEN void shard_file_cost(const ShardFile *f, ShardReadCost *out);
+/* shard_file_take, the item's block taken from pool (NULL: malloc). */
+SHARD_HIDDEN int shard_file_take_pooled(ShardFile *f, ShardBlockPool *pool, ShardItem **out);
+
+#endif /* SHARD_SHARDFILE_H */

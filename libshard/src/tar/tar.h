@@ -1,0 +1,31 @@
+/*
+ * Sequential reading of a shard: libarchive over a source (any tar dialect, plain, gzip or
+ * zstd), members grouped into samples by WebDataset's rule (formats/shard.md, section 2).
+ */
+#ifndef SHARD_TAR_H
+#define SHARD_TAR_H
+
+#include "base/internal.h"
+#include "tar/samplebuf.h"
+#include "shard/file.h"
+#include "source/source.h"
+
+/* ShardFileSettings' limits when left 0 */
+#define SHARD_DEFAULT_MAX_MEMBER ((uint64_t)1 << 30)
+#define SHARD_DEFAULT_MAX_FIELDS 100000u
+#define SHARD_DEFAULT_MAX_NAME 4096u
+
+typedef struct ShardTar ShardTar;
+
+/* Opens the tar stream of src (borrowed: it must outlive the reader) and reads up to its
+ * first header, so that a source that is no tar fails here. err: SHARD_ERROR_MAX bytes. */
+SHARD_HIDDEN int shard_tar_open(ShardTar **out, ShardSource *src, const ShardFileSettings *s,
+                                char *err);
+/* "none", "gzip", "zstd" (libarchive's filter name for others). */
+SHARD_HIDDEN const char *shard_tar_compression(const ShardTar *t);
+/* Reads the next sample into sb; *offset receives the tar offset of its first header.
+ * 0, SHARD_EOS, or an error with err naming the URL, offset and member. */
+SHARD_HIDDEN int shard_tar_next(ShardTar *t, ShardSampleBuf *sb, uint64_t *offset, char *err);
+SHARD_HIDDEN void shard_tar_free(ShardTar **t);
+
+#endif /* SHARD_TAR_H */

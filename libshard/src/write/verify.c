@@ -1,0 +1,459 @@
+/*
+ * shard_verify: every check a shard allows, each defect reported with where it is; and
+ * shard_index_build for shards made elsewhere.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <zstd.h>
+
+#include "tar/idx.h"
+#include "tar/shardfile.h"
+#include "source/open.h"
+#include "base/internal.h"
+#include "shard/names.h"
+#include "shard/file.h"
+#include "shard/image.h"
+#include "shard/verify.h"
+#include "tar/seektable.h"
+
+void shard_verify_default_settings(ShardVerifySettings *s)
+{
+    memset(s, 0, sizeof *s);
+    s->decode = 0;
+    s->check_index = 1;
+    s->expect = NULL;
+    s->on_defect = NULL;
+    s->cookie = NULL;
+    s->max_defects = 20;
+}
+
+typedef struct Ctx {
+    const ShardVerifySettings *s;
+    ShardVerifyResult *r;
+    const char *url;
+} Ctx;
+
+static void defect(Ctx *c, const char *fmt, ...) SHARD_PRINTF(2, 3);
+static void defect(Ctx *c, const char *fmt, ...)
+{
+    c->r->defects++;
+    if (!c->s->on_defect)
+        return;
+    char msg[SHARD_ERROR_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    shard_escape_message(msg, sizeof msg);
+    c->s->on_defect(c->s->cookie, msg);
+}
+
+/* The image format a field's name promises ("jpeg", "png"), or NULL. */
+static const char *named_format(const char *field)
+{
+    static const char *const jpeg[] = {"jpg", "jpeg", "jpe", "jfif"};
+    const char *ext = strrchr(field, '.');
+    ext = ext ? ext + 1 : field;
+    for (size_t i = 0; i < sizeof jpeg / sizeof *jpeg; i++)
+        if (!shard_ascii_casecmp(ext, jpeg[i]))
+            return "jpeg";
+    return shard_ascii_casecmp(ext, "png") ? NULL : "png";
+}
+
+/* What readers would refuse in a sample: a key against the key rules, fields that clash
+ * once lower-cased (the readers' default), a field that would break an index line. */
+static void check_names(Ctx *c, const char *url, const ShardSampleView *v)
+{
+    if (shard_key_check(v->key))
+        defect(c, "%s: offset %llu: sample '%s': the key breaks the key rules (an empty, '.' or "
+                  "'..' part, a leading '/', whitespace, control characters or not UTF-8)",
+               url, (unsigned long long)v->offset, v->key);
+    for (size_t k = 0; k < v->nfields; k++) {
+        const char *f = v->fields[k].name;
+        for (const char *p = f; *p; p++)
+            if ((unsigned char)*p <= ' ' || *p == 0x7f) {
+                defect(c, "%s: offset %llu: member '%s': the field has whitespace or control "
+                          "characters",
+                       url, (unsigned long long)v->fields[k].offset, v->fields[k].member);
+                break;
+            }
+        /* a sample's fields are few in any real shard: pairs are cheap (the reader, which
+         * must cope with many, uses a hash) */
+        for (size_t j = 0; j < k && v->nfields <= 256; j++)
+            if (!shard_ascii_casecmp(v->fields[j].name, f)) {
+                defect(c, "%s: offset %llu: member '%s': sample '%s' has field '%s' twice for "
+                          "readers that lower-case field names (the default; also as '%s')",
+                       url, (unsigned long long)v->fields[k].offset, v->fields[k].member, v->key,
+                       f, v->fields[j].name);
+                break;
+            }
+    }
+}
+
+static int full(const Ctx *c)
+{
+    return c->s->max_defects && c->r->defects >= c->s->max_defects;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Each frame alone: it decompresses, its content checksum holds, its size and checksum
+ * agree with the seek table. Returns the frame boundaries (tar offsets) in *bounds. */
+static void check_frames(Ctx *c, ShardSource *src, uint64_t **bounds, size_t *nbounds)
+{
+    ShardSeekEntry *e = NULL;
+    size_t n = 0;
+    uint64_t tb;
+    char msg[SHARD_ERROR_MAX];
+    *bounds = NULL;
+    *nbounds = 0;
+    int rc = shard_seek_table_read(src, &e, &n, &tb, msg);
+    if (rc == SHARD_ERR_NOT_FOUND) {
+        defect(c, "%s: no seek table at the end (not written by libshard, or truncated)", c->url);
+        return;
+    }
+    if (rc) {
+        defect(c, "%s", msg);
+        return;
+    }
+    c->r->frames = n;
+    ZSTD_DCtx *d = ZSTD_createDCtx();
+    ShardBuf out = {0}, packed = {0};
+    uint64_t coff = 0, doff = 0;
+    *bounds = malloc((n + 1) * sizeof **bounds);
+    for (size_t i = 0; i < n && d && *bounds && !full(c); i++) {
+        const unsigned char *fr = shard_source_view(src, coff, e[i].csize, &packed);
+        out.len = 0;
+        if (!fr) {
+            defect(c, "%s", src->err);
+            break;
+        }
+        if (shard_buf_reserve(&out, e[i].dsize ? e[i].dsize : 1))
+            break;
+        size_t got = ZSTD_decompressDCtx(d, out.data, e[i].dsize, fr, e[i].csize);
+        if (ZSTD_isError(got))
+            defect(c, "%s: zstd frame %zu at offset %llu (tar bytes %llu..%llu): %s", c->url, i,
+                   (unsigned long long)coff, (unsigned long long)doff,
+                   (unsigned long long)(doff + e[i].dsize), ZSTD_getErrorName(got));
+        else if (got != e[i].dsize)
+            defect(c, "%s: zstd frame %zu at offset %llu: %zu bytes, the seek table says %u",
+                   c->url, i, (unsigned long long)coff, got, e[i].dsize);
+        else if (e[i].csize >= 4) {
+            const unsigned char *t = fr + e[i].csize - 4;
+            uint32_t ck = (uint32_t)t[0] | (uint32_t)t[1] << 8 | (uint32_t)t[2] << 16 | (uint32_t)t[3] << 24;
+            if (ck != e[i].checksum)
+                defect(c, "%s: seek table entry %zu (frame at offset %llu): checksum %08x, the "
+                          "frame's is %08x",
+                       c->url, i, (unsigned long long)coff, e[i].checksum, ck);
+        }
+        (*bounds)[(*nbounds)++] = doff;
+        coff += e[i].csize;
+        doff += e[i].dsize;
+    }
+    shard_buf_free(&out);
+    shard_buf_free(&packed);
+    ZSTD_freeDCtx(d);
+    free(e);
+}
+
+static int digest_block(void *cookie, const void *block, size_t n, char *err)
+{
+    (void)err;
+    shard_digests_update(cookie, block, n);
+    return 0;
+}
+
+static void check_manifest(Ctx *c)
+{
+    const ShardFileInfo *x = c->s->expect;
+    char md5[33], sha[65], msg[SHARD_ERROR_MAX];
+    ShardDigests d;
+    int which = (x->md5[0] ? SHARD_DIGEST_MD5 : 0) | (x->sha256[0] ? SHARD_DIGEST_SHA256 : 0);
+    if (shard_digests_init(&d, which)) {
+        defect(c, "%s: out of memory", c->url);
+        return;
+    }
+    int rc = shard_source_each(c->url, c->s->remote, digest_block, &d, msg);
+    uint64_t size = d.total;
+    shard_digests_final(&d, md5, sha);
+    if (rc) {
+        defect(c, "%s", msg);
+        return;
+    }
+    if (x->filesize && x->filesize != size)
+        defect(c, "%s: %llu bytes, the manifest says %llu", c->url, (unsigned long long)size,
+               (unsigned long long)x->filesize);
+    if (x->md5[0] && shard_ascii_casecmp(x->md5, md5))
+        defect(c, "%s: MD5 %s, the manifest says %s (content changed somewhere in bytes 0..%llu)",
+               c->url, md5, x->md5, (unsigned long long)size);
+    if (x->sha256[0] && shard_ascii_casecmp(x->sha256, sha))
+        defect(c, "%s: SHA-256 %s, the manifest says %s", c->url, sha, x->sha256);
+}
+
+int shard_verify(const char *url, const ShardVerifySettings *s, ShardVerifyResult *r,
+                 ShardError *err)
+{
+    ShardVerifySettings defaults;
+    if (!s) {
+        shard_verify_default_settings(&defaults);
+        s = &defaults;
+    }
+    ShardVerifyResult none;
+    if (!r)
+        r = &none;
+    memset(r, 0, sizeof *r);
+    Ctx c = {s, r, url};
+    char msg[SHARD_ERROR_MAX];
+    ShardSource *src;
+    int rc = shard_source_open(&src, url, s->remote, SHARD_SOURCE_SEQUENTIAL, msg);
+    if (rc)
+        return shard_report(err, rc, msg);
+    int local = src->size >= 0; /* a stored object, not a stream */
+    r->filesize = local ? (uint64_t)src->size : 0;
+    /* The frames first, each on its own: a damaged frame is named by number and offset
+     * even when it stops the tar reader before it gets anywhere. */
+    uint64_t *bounds = NULL;
+    size_t nbounds = 0;
+    ShardBuf head = {0};
+    const unsigned char *m = local && src->size >= 4 && shard_source_seekable(src)
+                                 ? shard_source_view(src, 0, 4, &head) : NULL;
+    int zstd = m && m[0] == 0x28 && m[1] == 0xb5 && m[2] == 0x2f && m[3] == 0xfd;
+    shard_buf_free(&head);
+    if (zstd)
+        check_frames(&c, src, &bounds, &nbounds);
+    uint64_t frame_defects = r->defects;
+
+    ShardFileSettings fs;
+    shard_file_default_settings(&fs);
+    fs.load_index = 0;
+    fs.lowercase = 0; /* fields as stored, compared byte-wise (formats/shard.md 2.2) */
+    ShardFile *f;
+    ShardError ferr;
+    rc = shard_file_open_source(&f, shard_source_ref(src), &fs, &ferr);
+    if (rc) {
+        shard_source_put(src);
+        free(bounds);
+        if (rc == SHARD_ERR_FORMAT) {
+            /* libarchive's read-ahead hitting a frame already reported adds nothing. */
+            if (!(frame_defects && strstr(ferr.message, "ecompression failed")))
+                defect(&c, "%s", ferr.message);
+            return SHARD_ERR_FORMAT;
+        }
+        return shard_report(err, rc, ferr.message);
+    }
+
+    ShardIndex idx;
+    int have_idx = 0;
+    char *ipath = (local && s->check_index) ? shard_index_path(url) : NULL;
+    if (ipath) {
+        int irc = shard_index_load(&idx, ipath, s->remote, msg);
+        if (irc && irc != SHARD_ERR_NOT_FOUND)
+            defect(&c, "%s", msg);
+        else if (!irc)
+            have_idx = r->has_index = 1;
+    }
+
+    uint64_t *starts = NULL;
+    size_t nstarts = 0, capstarts = 0;
+    const ShardSampleView *v;
+    uint64_t tar_end = 0;
+    while (!full(&c) && (rc = shard_file_next(f, &v)) == 0) {
+        r->samples++;
+        r->members += v->nfields;
+        if (nbounds) {
+            if (nstarts == capstarts) {
+                capstarts = capstarts ? capstarts * 2 : 1024;
+                uint64_t *p = realloc(starts, capstarts * sizeof *p);
+                if (!p)
+                    break;
+                starts = p;
+            }
+            starts[nstarts++] = v->offset;
+        }
+        const ShardFieldView *last = &v->fields[v->nfields - 1];
+        tar_end = last->offset + ((last->size + 511) & ~(uint64_t)511);
+        check_names(&c, url, v);
+        if (have_idx) {
+            uint64_t i = v->index;
+            if (i >= idx.nsamples) {
+                if (i == idx.nsamples)
+                    defect(&c, "%s: the index lists %llu samples, the shard has more (sample '%s' "
+                               "at offset %llu is not in it)",
+                           ipath, (unsigned long long)idx.nsamples, v->key,
+                           (unsigned long long)v->offset);
+            } else {
+                uint64_t a = idx.first[i], b = idx.first[i + 1];
+                if (b - a != v->nfields)
+                    defect(&c, "%s: line %llu: %llu members, sample '%s' at offset %llu has %zu",
+                           ipath, (unsigned long long)i + 2, (unsigned long long)(b - a), v->key,
+                           (unsigned long long)v->offset, v->nfields);
+                else
+                    for (uint64_t k = a; k < b; k++) {
+                        const ShardIndexEntry *e = &idx.entries[k];
+                        const ShardFieldView *fv = &v->fields[k - a];
+                        if (e->offset != fv->offset || e->size != fv->size ||
+                            strcmp(e->ext, fv->name) || (e->name && strcmp(e->name, fv->member))) {
+                            defect(&c, "%s: line %llu: '%s %llu %llu %s', the shard has member '%s' "
+                                       "with data at offset %llu, size %llu",
+                                   ipath, (unsigned long long)i + 2, e->ext,
+                                   (unsigned long long)e->offset, (unsigned long long)e->size,
+                                   e->name ? e->name : "", fv->member,
+                                   (unsigned long long)fv->offset, (unsigned long long)fv->size);
+                            break;
+                        }
+                    }
+            }
+        }
+        if (s->decode)
+            for (size_t k = 0; k < v->nfields; k++) {
+                const ShardFieldView *fv = &v->fields[k];
+                const char *fmt = shard_image_format(fv->data, fv->size);
+                const char *named = named_format(fv->name);
+                if (named && (!fmt || strcmp(fmt, named))) {
+                    defect(&c, "%s: offset %llu: member '%s': named as %s, it holds %s%s", url,
+                           (unsigned long long)fv->offset, fv->member,
+                           !strcmp(named, "jpeg") ? "a JPEG" : "a PNG",
+                           fmt ? "an image in " : "no image format libshard knows", fmt ? fmt : "");
+                    continue;
+                }
+                if (!fmt || strcmp(fmt, "jpeg"))
+                    continue;
+                r->jpegs++;
+                char why[256];
+                if (shard_image_verify(fv->data, fv->size, why, sizeof why))
+                    defect(&c, "%s: offset %llu: member '%s': %s", url,
+                           (unsigned long long)fv->offset, fv->member, why);
+            }
+    }
+    if (rc != 0 && rc != SHARD_EOS && !full(&c) &&
+        !(frame_defects && strstr(shard_file_error(f), "ecompression failed")))
+        defect(&c, "%s", shard_file_error(f));
+    r->tarsize = tar_end ? tar_end + 1024 : 0;
+    /* A plain tar cut right after a member reads as complete: only the missing
+     * end-of-archive blocks tell. */
+    if (rc == SHARD_EOS && local && !strcmp(shard_file_compression(f), "none") && tar_end &&
+        (uint64_t)src->size < tar_end + 1024)
+        defect(&c, "%s: offset %llu: the file ends without the tar's end-of-archive blocks "
+                   "(truncated at a member boundary?)",
+               url, (unsigned long long)src->size);
+    if (rc == SHARD_EOS && have_idx && r->samples < idx.nsamples)
+        defect(&c, "%s: the index lists %llu samples, the shard has %llu", ipath,
+               (unsigned long long)idx.nsamples, (unsigned long long)r->samples);
+    /* Frames end on sample boundaries: every frame start is a sample start (or the end). */
+    if (rc == SHARD_EOS && nbounds) {
+        qsort(starts, nstarts, sizeof *starts, cmp_u64);
+        for (size_t i = 1; i < nbounds && !full(&c); i++) {
+            uint64_t b = bounds[i];
+            if (b >= tar_end)
+                continue;
+            if (!bsearch(&b, starts, nstarts, sizeof *starts, cmp_u64))
+                defect(&c, "%s: zstd frame %zu starts at tar offset %llu, inside a sample (frames "
+                           "must end on sample boundaries)",
+                       url, i, (unsigned long long)b);
+        }
+    }
+    if (s->expect && local && !full(&c)) {
+        if (rc == SHARD_EOS && s->expect->nsamples != r->samples)
+            defect(&c, "%s: %llu samples, the manifest says %llu", url,
+                   (unsigned long long)r->samples, (unsigned long long)s->expect->nsamples);
+        check_manifest(&c);
+    }
+    free(starts);
+    free(bounds);
+    free(ipath);
+    if (have_idx)
+        shard_index_clear(&idx);
+    shard_file_free(&f);
+    shard_source_put(src);
+    return r->defects ? SHARD_ERR_FORMAT : 0;
+}
+
+int shard_index_build(const char *url, const char *idx_path, uint64_t *nsamples, ShardError *err)
+{
+    ShardFileSettings fs;
+    shard_file_default_settings(&fs);
+    fs.load_index = 0; /* fields as the reader sees them: a.JPG and a.jpg clash, as in DALI */
+    ShardFile *f;
+    int rc = shard_file_open(&f, url, &fs, err);
+    if (rc)
+        return rc;
+    ShardBuf lines = {0};
+    const ShardSampleView *v;
+    uint64_t n = 0;
+    char msg[SHARD_ERROR_MAX];
+    while ((rc = shard_file_next(f, &v)) == 0) {
+        for (size_t k = 0; k < v->nfields && !rc; k++) {
+            const ShardFieldView *fv = &v->fields[k];
+            for (const char *p = fv->member; *p; p++)
+                if (*p == ' ' || (*p >= '\t' && *p <= '\r')) {
+                    shard_fail(msg, SHARD_ERR_UNSUPPORTED,
+                               "%s: offset %llu: member '%s' has whitespace in its name, which "
+                               "the index format cannot hold",
+                               url, (unsigned long long)fv->offset, fv->member);
+                    rc = SHARD_ERR_UNSUPPORTED;
+                    break;
+                }
+            /* The ext as the tar stores it: DALI lower-cases it when it loads the index. */
+            const char *slash = strrchr(fv->member, '/');
+            const char *ext = strchr(slash ? slash + 1 : fv->member, '.');
+            ext = ext ? ext + 1 : fv->name;
+            if (!rc && !*ext) {
+                shard_fail(msg, SHARD_ERR_UNSUPPORTED,
+                           "%s: offset %llu: member '%s' has an empty field name, which the "
+                           "index format cannot hold",
+                           url, (unsigned long long)fv->offset, fv->member);
+                rc = SHARD_ERR_UNSUPPORTED;
+            }
+            if (!rc)
+                rc = shard_buf_printf(&lines, "%s%s %llu %llu %s", k ? " " : "", ext,
+                                      (unsigned long long)fv->offset,
+                                      (unsigned long long)fv->size, fv->member);
+        }
+        if (rc || (rc = shard_buf_append(&lines, "\n", 1)))
+            break;
+        n++;
+    }
+    if (rc == SHARD_EOS && n == 0) {
+        shard_fail(msg, SHARD_ERR_FORMAT, "%s: no samples (DALI's index needs at least one)", url);
+        rc = SHARD_ERR_FORMAT;
+    } else if (rc == SHARD_EOS) {
+        rc = 0;
+    } else if (rc == SHARD_ERR_NOMEM) {
+        shard_fail(msg, rc, "out of memory");
+    } else if (rc != SHARD_ERR_UNSUPPORTED) {
+        snprintf(msg, sizeof msg, "%s", shard_file_error(f));
+    }
+    shard_file_free(&f);
+    char *path = NULL;
+    if (!rc) {
+        path = idx_path ? shard_strdup(idx_path) : shard_index_path(url);
+        ShardAtomicFile af;
+        char head[64];
+        int k = snprintf(head, sizeof head, "v1.2 %llu\n", (unsigned long long)n);
+        if (!path)
+            rc = shard_fail(msg, SHARD_ERR_NOMEM, "out of memory");
+        else if (!(rc = shard_afile_open(&af, path, 1, 0, msg))) {
+            rc = shard_afile_write(&af, head, (size_t)k, msg);
+            if (!rc)
+                rc = shard_afile_write(&af, lines.data, lines.len, msg);
+            if (!rc)
+                rc = shard_afile_commit(&af, NULL, NULL, msg);
+            else
+                shard_afile_abort(&af);
+        }
+    }
+    free(path);
+    shard_buf_free(&lines);
+    if (rc)
+        return shard_report(err, rc, msg);
+    if (nsamples)
+        *nsamples = n;
+    return 0;
+}

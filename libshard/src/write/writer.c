@@ -1,0 +1,610 @@
+/*
+ * The shard writer: tar members through libarchive's pax-restricted (ustar) writer with
+ * no record blocking, so every byte libarchive emits reaches write_cb at once and the
+ * running count is the exact tar offset (which the .idx needs). For .tar.zst the tar
+ * bytes collect in a frame buffer; a sample that takes it past frame_size closes the frame
+ * before it (formats/zstd.md, 2.1), and the seek table goes at the end.
+ */
+#include <errno.h>
+#include <locale.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <zstd.h>
+
+#include "base/internal.h"
+#include "shard/file.h"
+#include "shard/names.h"
+#include "shard/writer.h"
+#include "tar/seektable.h"
+
+#define MAX_FRAME_SIZE (1u << 30)
+#define MAX_FRAME_CONTENT 0x80000000u /* ZSTD_SEEKABLE_MAX_FRAME_DECOMPRESSED_SIZE */
+
+struct ShardWriter {
+    ShardWriterSettings s;
+    char *pattern;
+    int zstd;
+    int failed;
+    int finished;
+    char err[SHARD_ERROR_MAX];
+    uint64_t next_number;
+
+    /* the shard being written */
+    int open;
+    ShardAtomicFile file;
+    char *path;
+    struct archive *ar;
+    struct archive_entry *entry;
+    uint64_t tar_off;
+    uint64_t count;
+    uint64_t size_est;
+    int cb_rc;
+    ShardBuf idx;
+
+    /* zstd framing */
+    ZSTD_CCtx *cctx;
+    ShardBuf frame;
+    ShardBuf zout;
+    ShardSeekEntry *seek;
+    size_t nseek, capseek;
+
+    /* completed shards */
+    ShardFileInfo *infos;
+    size_t ninfos, capinfos;
+
+    /* libarchive converts names through the calling thread's locale (nl_langinfo), and its
+     * pax writer fails on non-ASCII names under "C": headers are written under C.UTF-8,
+     * set for this thread only with uselocale, so output never depends on the process's
+     * locale. */
+    locale_t utf8;
+
+    /* scratch reused across samples */
+    ShardBuf name;
+    const ShardField **sorted;
+    size_t capsorted;
+};
+
+int shard_digests_parse(const char *names, int *bits)
+{
+    if (!names)
+        return SHARD_ERR_INVALID;
+    if (!strcmp(names, "none")) {
+        *bits = 0;
+        return 0;
+    }
+    int b = 0;
+    for (const char *t = names;;) {
+        size_t n = strcspn(t, ",");
+        if (n == 6 && !strncmp(t, "sha256", 6))
+            b |= SHARD_DIGEST_SHA256;
+        else if (n == 3 && !strncmp(t, "md5", 3))
+            b |= SHARD_DIGEST_MD5;
+        else
+            return SHARD_ERR_INVALID;
+        if (!t[n])
+            break;
+        t += n + 1;
+    }
+    *bits = b;
+    return 0;
+}
+
+void shard_writer_default_settings(ShardWriterSettings *s)
+{
+    memset(s, 0, sizeof *s);
+    s->pattern = NULL;
+    s->first_shard = 0;
+    s->maxcount = 100000;
+    s->maxsize = 3000000000ull;
+    s->compression = SHARD_COMPRESSION_AUTO;
+    s->level = 3;
+    s->frame_size = 4u << 20;
+    s->mtime = 0;
+    s->write_index = 1;
+    s->checksums = SHARD_DIGEST_SHA256;
+    s->sync = 1;
+}
+
+int shard_writes_zstd(int compression, const char *pattern)
+{
+    return compression == SHARD_COMPRESSION_ZSTD ||
+           (compression == SHARD_COMPRESSION_AUTO && shard_ends_with(pattern, ".zst"));
+}
+
+/* Accepts exactly one conversion: %[0][width][l|ll|j|z]{d,i,u}, and %% anywhere. */
+static int pattern_check(const char *p)
+{
+    int convs = 0;
+    for (; *p; p++) {
+        if (*p != '%')
+            continue;
+        p++;
+        if (*p == '%')
+            continue;
+        while (*p == '0')
+            p++;
+        while (*p >= '0' && *p <= '9')
+            p++;
+        if (*p != 'd' && *p != 'i' && *p != 'u')
+            return 0;
+        convs++;
+    }
+    return convs == 1;
+}
+
+/* Rewrites the single conversion to use unsigned long long, so any width works. */
+static char *pattern_normalize(const char *p)
+{
+    size_t n = strlen(p);
+    char *out = malloc(n + 3);
+    if (!out)
+        return NULL;
+    char *o = out;
+    while (*p) {
+        if (*p != '%') {
+            *o++ = *p++;
+            continue;
+        }
+        *o++ = *p++;
+        if (*p == '%') {
+            *o++ = *p++;
+            continue;
+        }
+        while ((*p >= '0' && *p <= '9'))
+            *o++ = *p++;
+        *o++ = 'l';
+        *o++ = 'l';
+        *o++ = 'u';
+        p++;
+    }
+    *o = 0;
+    return out;
+}
+
+int shard_writer_open(ShardWriter **out, const ShardWriterSettings *s, ShardError *err)
+{
+    char msg[SHARD_ERROR_MAX];
+    *out = NULL;
+    if (!s || !s->pattern || !*s->pattern)
+        return shard_report(err, SHARD_ERR_INVALID, "writer: no output pattern set");
+    if (!pattern_check(s->pattern)) {
+        shard_fail(msg, SHARD_ERR_INVALID,
+                   "writer: pattern '%s' needs exactly one integer conversion such as %%06d",
+                   s->pattern);
+        return shard_report(err, SHARD_ERR_INVALID, msg);
+    }
+    int zstd = shard_writes_zstd(s->compression, s->pattern);
+    if (s->compression < SHARD_COMPRESSION_AUTO || s->compression > SHARD_COMPRESSION_ZSTD)
+        return shard_report(err, SHARD_ERR_INVALID, "writer: unknown compression");
+    if (zstd && (s->level < ZSTD_minCLevel() || s->level > ZSTD_maxCLevel() || s->level == 0)) {
+        shard_fail(msg, SHARD_ERR_INVALID, "writer: zstd level %d is outside 1..%d", s->level,
+                   ZSTD_maxCLevel());
+        return shard_report(err, SHARD_ERR_INVALID, msg);
+    }
+    if (zstd && (s->frame_size == 0 || s->frame_size > MAX_FRAME_SIZE))
+        return shard_report(err, SHARD_ERR_INVALID,
+                            "writer: frame size must be between 1 byte and 1 GiB");
+
+    ShardWriter *w = calloc(1, sizeof *w);
+    if (!w)
+        return shard_report(err, SHARD_ERR_NOMEM, "writer: out of memory");
+    w->s = *s;
+    w->zstd = zstd;
+    w->pattern = pattern_normalize(s->pattern);
+    w->s.pattern = w->pattern;
+    w->next_number = s->first_shard;
+    w->file.fd = -1;
+    if (zstd) {
+        w->cctx = ZSTD_createCCtx();
+        if (w->cctx) {
+            ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_compressionLevel, s->level);
+            ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_checksumFlag, 1);
+            ZSTD_CCtx_setParameter(w->cctx, ZSTD_c_contentSizeFlag, 1);
+        }
+    }
+    w->entry = archive_entry_new();
+    w->utf8 = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
+    if (!w->utf8)
+        w->utf8 = newlocale(LC_CTYPE_MASK, "en_US.UTF-8", (locale_t)0);
+    if (!w->pattern || !w->entry || (zstd && !w->cctx)) {
+        shard_writer_free(&w);
+        return shard_report(err, SHARD_ERR_NOMEM, "writer: out of memory");
+    }
+    *out = w;
+    return 0;
+}
+
+static const char *cur_path(const ShardWriter *w)
+{
+    return w->path ? w->path : "(no shard)";
+}
+
+static la_ssize_t write_cb(struct archive *a, void *cookie, const void *buf, size_t n)
+{
+    ShardWriter *w = cookie;
+    int rc = w->zstd ? shard_buf_append(&w->frame, buf, n)
+                     : shard_afile_write(&w->file, buf, n, w->err);
+    if (rc) {
+        if (rc == SHARD_ERR_NOMEM)
+            shard_fail(w->err, rc, "%s: out of memory", cur_path(w));
+        w->cb_rc = rc;
+        archive_set_error(a, EIO, "%s", w->err);
+        return -1;
+    }
+    w->tar_off += n;
+    return (la_ssize_t)n;
+}
+
+/* Compresses the first len bytes of the frame buffer as one frame, appends it to the file
+ * and keeps the rest of the buffer for the next frame. */
+static int flush_frame(ShardWriter *w, size_t len)
+{
+    if (!len)
+        return 0;
+    size_t bound = ZSTD_compressBound(len);
+    w->zout.len = 0;
+    int rc = shard_buf_reserve(&w->zout, bound);
+    if (rc)
+        return shard_fail(w->err, rc, "%s: out of memory", cur_path(w));
+    size_t z = ZSTD_compress2(w->cctx, w->zout.data, bound, w->frame.data, len);
+    if (ZSTD_isError(z))
+        return shard_fail(w->err, SHARD_ERR_IO, "%s: zstd compression failed: %s",
+                          cur_path(w), ZSTD_getErrorName(z));
+    if (len > MAX_FRAME_CONTENT || z > UINT32_MAX)
+        return shard_fail(w->err, SHARD_ERR_UNSUPPORTED,
+                          "%s: a frame of %zu bytes exceeds the seekable format's 2 GiB limit "
+                          "(a single sample this large cannot go into a .tar.zst)",
+                          cur_path(w), len);
+    if (w->nseek == w->capseek) {
+        size_t cap = w->capseek ? w->capseek * 2 : 64;
+        ShardSeekEntry *p = realloc(w->seek, cap * sizeof *p);
+        if (!p)
+            return shard_fail(w->err, SHARD_ERR_NOMEM, "%s: out of memory", cur_path(w));
+        w->seek = p;
+        w->capseek = cap;
+    }
+    /* The frame's content checksum (its last 4 bytes) is XXH64's low 32 bits, which is
+     * exactly what the seek table stores. */
+    const unsigned char *c = w->zout.data + z - 4;
+    ShardSeekEntry *e = &w->seek[w->nseek++];
+    e->csize = (uint32_t)z;
+    e->dsize = (uint32_t)len;
+    e->checksum = (uint32_t)c[0] | (uint32_t)c[1] << 8 | (uint32_t)c[2] << 16 | (uint32_t)c[3] << 24;
+    memmove(w->frame.data, w->frame.data + len, w->frame.len - len);
+    w->frame.len -= len;
+    return shard_afile_write(&w->file, w->zout.data, z, w->err);
+}
+
+static int start_shard(ShardWriter *w)
+{
+    int n = snprintf(NULL, 0, w->pattern, (unsigned long long)w->next_number);
+    free(w->path);
+    w->path = malloc((size_t)n + 1);
+    if (!w->path)
+        return shard_fail(w->err, SHARD_ERR_NOMEM, "writer: out of memory");
+    snprintf(w->path, (size_t)n + 1, w->pattern, (unsigned long long)w->next_number);
+    int rc = shard_afile_open(&w->file, w->path, w->s.sync, w->s.checksums, w->err);
+    if (rc)
+        return rc;
+    w->ar = archive_write_new();
+    if (!w->ar)
+        return shard_fail(w->err, SHARD_ERR_NOMEM, "writer: out of memory");
+    w->tar_off = 0;
+    w->count = 0;
+    w->size_est = 0;
+    w->idx.len = 0;
+    w->nseek = 0;
+    w->frame.len = 0;
+    w->cb_rc = 0;
+    if (archive_write_set_format_pax_restricted(w->ar) != ARCHIVE_OK ||
+        archive_write_set_bytes_per_block(w->ar, 0) != ARCHIVE_OK ||
+        archive_write_set_bytes_in_last_block(w->ar, 1) != ARCHIVE_OK ||
+        archive_write_open2(w->ar, w, NULL, write_cb, NULL, NULL) != ARCHIVE_OK)
+        return shard_fail(w->err, SHARD_ERR_IO, "%s: libarchive: %s", w->path,
+                          archive_error_string(w->ar));
+    w->open = 1;
+    return 0;
+}
+
+static int record_info(ShardWriter *w, const ShardFileInfo *info)
+{
+    if (w->ninfos == w->capinfos) {
+        size_t cap = w->capinfos ? w->capinfos * 2 : 16;
+        ShardFileInfo *p = realloc(w->infos, cap * sizeof *p);
+        if (!p)
+            return SHARD_ERR_NOMEM;
+        w->infos = p;
+        w->capinfos = cap;
+    }
+    w->infos[w->ninfos++] = *info;
+    return 0;
+}
+
+/* "x.tar", "x.tar.zst", "x.tar.gz", "x.tgz" all index as "x.idx", as DALI's wds2idx names
+ * them, so one index serves a shard compressed or not (offsets are of the plain tar). */
+static int write_index(ShardWriter *w)
+{
+    char *ipath = shard_index_path(w->path);
+    if (!ipath)
+        return shard_fail(w->err, SHARD_ERR_NOMEM, "writer: out of memory");
+    ShardAtomicFile f;
+    int rc = shard_afile_open(&f, ipath, w->s.sync, 0, w->err);
+    if (!rc) {
+        char head[64];
+        int k = snprintf(head, sizeof head, "v1.2 %llu\n", (unsigned long long)w->count);
+        rc = shard_afile_write(&f, head, (size_t)k, w->err);
+        if (!rc)
+            rc = shard_afile_write(&f, w->idx.data, w->idx.len, w->err);
+        if (!rc)
+            rc = shard_afile_commit(&f, NULL, NULL, w->err);
+        else
+            shard_afile_abort(&f);
+    }
+    free(ipath);
+    return rc;
+}
+
+static int finish_shard(ShardWriter *w)
+{
+    int rc;
+    if (archive_write_close(w->ar) != ARCHIVE_OK)
+        return w->cb_rc ? w->cb_rc
+                        : shard_fail(w->err, SHARD_ERR_IO, "%s: closing the tar: %s", w->path,
+                                     archive_error_string(w->ar));
+    archive_write_free(w->ar);
+    w->ar = NULL;
+    if (w->zstd) {
+        if ((rc = flush_frame(w, w->frame.len)))
+            return rc;
+        ShardBuf table = {0};
+        rc = shard_seek_table_encode(w->seek, w->nseek, &table);
+        if (!rc)
+            rc = shard_afile_write(&w->file, table.data, table.len, w->err);
+        else
+            shard_fail(w->err, rc, "%s: cannot encode the seek table", w->path);
+        shard_buf_free(&table);
+        if (rc)
+            return rc;
+    }
+    ShardFileInfo info = {0};
+    info.nsamples = w->count;
+    info.tarsize = w->tar_off;
+    info.filesize = w->file.written + w->file.len;
+    /* The index first: killed in between, a folder holds an index without its shard (the
+     * next run replaces it), never a shard without its index. */
+    if (w->s.write_index && (rc = write_index(w)))
+        return rc;
+    if ((rc = shard_afile_commit(&w->file, info.md5, info.sha256, w->err)))
+        return rc;
+    w->open = 0;
+    w->next_number++;
+    info.url = w->path;
+    if (record_info(w, &info))
+        return shard_fail(w->err, SHARD_ERR_NOMEM, "writer: out of memory");
+    w->path = NULL; /* now owned by infos */
+    return 0;
+}
+
+int shard_writer_rotates(uint64_t count, uint64_t size, uint64_t sample_size, uint64_t maxcount,
+                         uint64_t maxsize)
+{
+    return count && ((maxcount && count >= maxcount) || (maxsize && size + sample_size > maxsize));
+}
+
+uint64_t shard_writer_sample_size(const ShardSample *sample)
+{
+    uint64_t total = 0;
+    for (size_t i = 0; i < sample->nfields; i++)
+        total += 512 + ((sample->fields[i].size + 511) & ~(uint64_t)511);
+    return total;
+}
+
+static int field_cmp(const void *a, const void *b)
+{
+    const ShardField *x = *(const ShardField *const *)a, *y = *(const ShardField *const *)b;
+    return strcmp(x->name, y->name);
+}
+
+static int field_name_ok(const char *f)
+{
+    if (!*f || *f == '.' || !shard_utf8_valid(f, strlen(f)))
+        return 0;
+    for (const unsigned char *p = (const unsigned char *)f; *p; p++)
+        if (*p == '/' || *p <= ' ' || *p == 0x7f)
+            return 0;
+    return 1;
+}
+
+static int check_sample(ShardWriter *w, const ShardSample *sample)
+{
+    if (!sample->key || shard_key_check(sample->key))
+        return shard_fail(w->err, SHARD_ERR_INVALID,
+                          "sample key '%s' is not a valid key (formats/shard.md: no '.' or "
+                          "whitespace in the basename, no empty or '..' component)",
+                          sample->key ? sample->key : "(null)");
+    if (sample->nfields == 0)
+        return shard_fail(w->err, SHARD_ERR_INVALID, "sample '%s' has no fields", sample->key);
+    if (w->capsorted < sample->nfields) {
+        const ShardField **p = realloc(w->sorted, sample->nfields * sizeof *p);
+        if (!p)
+            return shard_fail(w->err, SHARD_ERR_NOMEM, "writer: out of memory");
+        w->sorted = p;
+        w->capsorted = sample->nfields;
+    }
+    for (size_t i = 0; i < sample->nfields; i++) {
+        const ShardField *f = &sample->fields[i];
+        if (!f->name || !field_name_ok(f->name))
+            return shard_fail(w->err, SHARD_ERR_INVALID,
+                              "sample '%s': field name '%s' is empty, starts with '.', or "
+                              "holds '/', whitespace or invalid UTF-8",
+                              sample->key, f->name ? f->name : "(null)");
+        if (f->size && !f->data)
+            return shard_fail(w->err, SHARD_ERR_INVALID, "sample '%s': field '%s' has no data",
+                              sample->key, f->name);
+        w->sorted[i] = f;
+    }
+    qsort(w->sorted, sample->nfields, sizeof *w->sorted, field_cmp);
+    for (size_t i = 1; i < sample->nfields; i++)
+        if (!strcmp(w->sorted[i - 1]->name, w->sorted[i]->name))
+            return shard_fail(w->err, SHARD_ERR_INVALID, "sample '%s': field '%s' given twice",
+                              sample->key, w->sorted[i]->name);
+    return 0;
+}
+
+static int write_member(ShardWriter *w, const char *key, const ShardField *f)
+{
+    w->name.len = 0;
+    if (shard_buf_printf(&w->name, "%s.%s", key, f->name))
+        return shard_fail(w->err, SHARD_ERR_NOMEM, "writer: out of memory");
+    const char *name = (const char *)w->name.data;
+    struct archive_entry *e = w->entry;
+    archive_entry_clear(e);
+    archive_entry_copy_pathname(e, name); /* UTF-8, as the locale below says */
+    archive_entry_set_filetype(e, AE_IFREG);
+    archive_entry_set_perm(e, 0644);
+    archive_entry_set_size(e, (la_int64_t)f->size);
+    archive_entry_set_mtime(e, w->s.mtime, 0);
+    archive_entry_set_uid(e, 0);
+    archive_entry_set_gid(e, 0);
+    uint64_t header_off = w->tar_off;
+    if (!w->utf8) {
+        for (const unsigned char *q = (const unsigned char *)name; *q; q++)
+            if (*q >= 0x80)
+                return shard_fail(w->err, SHARD_ERR_UNSUPPORTED,
+                                  "%s: member '%s': non-ASCII names need the C.UTF-8 locale, "
+                                  "which this system lacks", w->path, name);
+    }
+    locale_t old = w->utf8 ? uselocale(w->utf8) : (locale_t)0;
+    int r = archive_write_header(w->ar, e);
+    if (w->utf8)
+        uselocale(old);
+    if (r != ARCHIVE_OK || w->cb_rc)
+        goto fail;
+    uint64_t data_off = w->tar_off;
+    const unsigned char *p = f->data;
+    size_t left = f->size;
+    while (left) {
+        la_ssize_t k = archive_write_data(w->ar, p, left);
+        if (k <= 0 || w->cb_rc)
+            goto fail;
+        p += k;
+        left -= (size_t)k;
+    }
+    /* Writes the member's padding now, so a sample ends on a frame boundary. */
+    if (archive_write_finish_entry(w->ar) < ARCHIVE_WARN || w->cb_rc)
+        goto fail;
+    if (w->s.write_index &&
+        shard_buf_printf(&w->idx, "%s%s %llu %zu %s", w->idx.len && w->idx.data[w->idx.len - 1] != '\n' ? " " : "",
+                         f->name, (unsigned long long)data_off, f->size, name))
+        return shard_fail(w->err, SHARD_ERR_NOMEM, "writer: out of memory");
+    return 0;
+fail:
+    if (w->cb_rc) {
+        char inner[SHARD_ERROR_MAX];
+        memcpy(inner, w->err, sizeof inner);
+        return shard_fail(w->err, w->cb_rc, "%s: member '%s' at offset %llu: %s", w->path, name,
+                          (unsigned long long)header_off, inner);
+    }
+    return shard_fail(w->err, SHARD_ERR_IO, "%s: member '%s' at offset %llu: libarchive: %s",
+                      w->path, name, (unsigned long long)header_off,
+                      archive_error_string(w->ar));
+}
+
+int shard_writer_add(ShardWriter *w, const ShardSample *sample)
+{
+    if (w->failed || w->finished)
+        return shard_fail(w->err, SHARD_ERR_STATE, "writer: %s",
+                          w->finished ? "already finished" : "a previous call failed");
+    int rc = check_sample(w, sample);
+    if (rc)
+        return rc;
+    uint64_t est = shard_writer_sample_size(sample);
+    if (w->open && shard_writer_rotates(w->count, w->size_est, est, w->s.maxcount, w->s.maxsize)) {
+        if ((rc = finish_shard(w)))
+            goto fail;
+    }
+    if (!w->open && (rc = start_shard(w)))
+        goto fail;
+    size_t frame_before = w->frame.len;
+    for (size_t i = 0; i < sample->nfields; i++)
+        if ((rc = write_member(w, sample->key, w->sorted[i])))
+            goto fail;
+    if (w->s.write_index && shard_buf_append(&w->idx, "\n", 1)) {
+        rc = shard_fail(w->err, SHARD_ERR_NOMEM, "writer: out of memory");
+        goto fail;
+    }
+    w->count++;
+    w->size_est += est;
+    /* A frame never splits a sample: when this sample took the frame past frame_size,
+     * the frame is what came before it, and the sample starts the next one. */
+    if (w->zstd && frame_before && w->frame.len > w->s.frame_size &&
+        (rc = flush_frame(w, frame_before)))
+        goto fail;
+    return 0;
+fail:
+    w->failed = 1;
+    return rc;
+}
+
+int shard_writer_finish(ShardWriter *w)
+{
+    if (w->failed)
+        return shard_fail(w->err, SHARD_ERR_STATE, "writer: a previous call failed");
+    if (w->finished)
+        return 0;
+    w->finished = 1;
+    if (w->open) {
+        int rc = finish_shard(w);
+        if (rc) {
+            w->failed = 1;
+            return rc;
+        }
+    }
+    return 0;
+}
+
+size_t shard_writer_count(const ShardWriter *w)
+{
+    return w->ninfos;
+}
+
+const ShardFileInfo *shard_writer_shard(const ShardWriter *w, size_t i)
+{
+    return i < w->ninfos ? &w->infos[i] : NULL;
+}
+
+const char *shard_writer_error(const ShardWriter *w)
+{
+    return w->err;
+}
+
+void shard_writer_free(ShardWriter **pw)
+{
+    if (!pw || !*pw)
+        return;
+    ShardWriter *w = *pw;
+    if (w->ar)
+        archive_write_free(w->ar);
+    shard_afile_abort(&w->file);
+    archive_entry_free(w->entry);
+    if (w->utf8)
+        freelocale(w->utf8);
+    ZSTD_freeCCtx(w->cctx);
+    for (size_t i = 0; i < w->ninfos; i++)
+        free((char *)w->infos[i].url);
+    free(w->infos);
+    free(w->path);
+    free(w->pattern);
+    free(w->seek);
+    free(w->sorted);
+    shard_buf_free(&w->idx);
+    shard_buf_free(&w->frame);
+    shard_buf_free(&w->zout);
+    shard_buf_free(&w->name);
+    free(w);
+    *pw = NULL;
+}
