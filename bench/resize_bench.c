@@ -17,7 +17,9 @@
 
 #include <jpeglib.h>
 
-#include "base/internal.h"
+#include "decode/resize.h"
+#include "decode/scratch.h"
+
 
 #define MAXIMG 300
 

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
 #include "remote/store.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

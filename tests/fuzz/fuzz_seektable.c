@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "shard/common.h"
 #include "tar/seektable.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -11,7 +11,7 @@
 
 #include <shard/shard.h>
 
-#include "base/internal.h"
+#include "base/cpus.h"
 #include "testutil.h"
 
 static char *dir;

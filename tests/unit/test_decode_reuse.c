@@ -9,7 +9,8 @@
 
 #include <shard/shard.h>
 
-#include "base/internal.h"
+#include "decode/decode.h"
+#include "decode/scratch.h"
 #include "testjpeg.h"
 
 static void pixel(int x, int y, int w, int h, int seed, unsigned char rgb[3])

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "base/queue.h"
+#include "shard/common.h"
 
 TestSuite(queue, .timeout = 30);
 

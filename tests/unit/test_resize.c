@@ -12,7 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/internal.h"
+#include "decode/resize.h"
+#include "decode/scratch.h"
 #include "shard/decode.h"
 
 static uint64_t next(uint64_t *s)

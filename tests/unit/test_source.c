@@ -9,10 +9,11 @@
 
 #include <shard/shard.h>
 
+#include "base/error.h"
+#include "source/open.h"
 #include "tar/idx.h"
 #include "tar/item.h"
 #include "tar/shardfile.h"
-#include "source/open.h"
 #include "testshard.h"
 #include "testutil.h"
 

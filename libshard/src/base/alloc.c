@@ -6,7 +6,10 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "base/internal.h"
+#include "base/alloc.h"
+#include "shard/common.h"
+
+
 
 #define HUGE_PAGE ((size_t)2 << 20)
 

@@ -13,7 +13,8 @@
 
 #include <stddef.h>
 
-#include "base/internal.h"
+#include "base/attr.h"
+
 
 typedef struct ShardBlockPool ShardBlockPool;
 

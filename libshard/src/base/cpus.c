@@ -12,7 +12,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "base/internal.h"
+#include "base/cpus.h"
+#include "shard/common.h"
+
+
 
 /* q / p from a file holding "Q P" (v2 cpu.max: "max P" when unlimited), or from two files
  * (v1); 0 when there is no quota or no such file. */

@@ -7,14 +7,17 @@
  * the copy, is the cost. Streaming stores write around the cache: the reader finds the
  * lines in memory, and the writer's cache keeps what it works on.
  */
+#include <stdint.h>
 #include <string.h>
 
 #if defined(__x86_64__) || defined(_M_X64)
 #include <emmintrin.h>
+
+#include "base/handoff.h"
+
 #define STREAMING 1
 #endif
 
-#include "base/internal.h"
 
 /* below this, ordinary stores: the lines are few and likely still wanted */
 #define STREAM_MIN 4096

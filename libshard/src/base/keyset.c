@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/keyset.h"
+#include "shard/common.h"
 
 static uint64_t hash_str(const char *s)
 {

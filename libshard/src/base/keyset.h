@@ -7,7 +7,8 @@
 
 #include <stddef.h>
 
-#include "base/internal.h"
+#include "base/attr.h"
+
 
 typedef struct ShardKeySet {
     char **slots;

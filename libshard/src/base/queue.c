@@ -6,21 +6,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/clock.h"
+#include "shard/common.h"
 #include "base/queue.h"
-
-double shard_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-void shard_add_seconds(_Atomic double *counter, double d)
-{
-    double v = atomic_load(counter);
-    while (!atomic_compare_exchange_weak(counter, &v, v + d))
-        ;
-}
 
 int shard_queue_init(ShardQueue *q, size_t cap, size_t esize)
 {

@@ -21,7 +21,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "base/internal.h"
+#include "base/attr.h"
+
 
 typedef struct ShardQueueStats {
     uint64_t items, bytes;  /* put so far */

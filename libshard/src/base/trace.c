@@ -10,6 +10,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "base/clock.h"
+#include "base/error.h"
 #include "base/trace.h"
 
 typedef struct Span {

@@ -9,7 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "base/internal.h"
+#include "base/attr.h"
+
 
 typedef struct ShardTrace ShardTrace;
 

@@ -8,11 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tar/idx.h"
-#include "base/internal.h"
+#include "base/buf.h"
+#include "base/error.h"
+#include "base/text.h"
+#include "base/thread.h"
 #include "shard/file.h"
 #include "shard/list.h"
 #include "source/open.h"
+#include "tar/idx.h"
 
 struct ShardList {
     ShardListEntry *v;

@@ -13,11 +13,14 @@
 
 #include <unistd.h>
 
-#include "base/internal.h"
+#include "base/buf.h"
+#include "base/error.h"
+#include "base/text.h"
 #include "remote/net.h"
 #include "remote/upload.h"
-#include "source/open.h"
 #include "shard/manifest.h"
+#include "sink/atomicfile.h"
+#include "source/open.h"
 
 #define WIDS_KIND "wids-shard-index-v1"
 

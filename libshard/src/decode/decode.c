@@ -16,9 +16,11 @@
 #include <jpeglib.h>
 #include <png.h>
 
-#include "base/internal.h"
-#include "decode/jpegerr.h"
+#include "decode/decode.h"
 #include "base/rng.h"
+#include "decode/jpegerr.h"
+#include "decode/resize.h"
+#include "decode/scratch.h"
 #include "shard/decode.h"
 #include "shard/image.h"
 

@@ -8,7 +8,6 @@
 
 #include <jpeglib.h>
 
-#include "base/internal.h"
 #include "decode/jpegerr.h"
 #include "shard/image.h"
 

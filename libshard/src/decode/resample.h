@@ -9,7 +9,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "base/internal.h"
+#include "base/attr.h"
+#include "decode/scratch.h"
+
 
 #define PRECISION_BITS (32 - 8 - 2)
 #define VBITS 14 /* the SIMD passes' 16-bit weights: 1.0 fits */

@@ -14,8 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/internal.h"
+#include "decode/resize.h"
 #include "decode/resample.h"
+#include "decode/scratch.h"
 #include "shard/decode.h"
 
 static double triangle(double x)

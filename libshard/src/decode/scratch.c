@@ -5,7 +5,9 @@
  */
 #include <stdlib.h>
 
-#include "base/internal.h"
+#include "decode/scratch.h"
+
+
 
 void *shard_scratch(ShardScratch *s, int which, size_t size)
 {

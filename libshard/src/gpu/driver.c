@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/error.h"
 #include "gpu/driver.h"
 
 int shard_cuda_fail(const ShardCuda *c, CUresult r, char *msg, const char *what)

@@ -12,7 +12,8 @@
 
 #include <stddef.h>
 
-#include "base/internal.h"
+#include "base/attr.h"
+
 
 typedef int CUresult; /* 0: CUDA_SUCCESS */
 typedef int CUdevice;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/error.h"
 #include "gpu/gpu.h"
 
 int shard_gpu_kernels(void)

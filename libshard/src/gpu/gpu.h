@@ -7,6 +7,7 @@
 
 #include <stdatomic.h>
 
+#include "base/attr.h"
 #include "gpu/driver.h"
 #include "shard/gpu.h"
 

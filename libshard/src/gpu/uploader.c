@@ -20,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
+#include "base/error.h"
 #include "gpu/finish.h"
 #include "gpu/gpu.h"
 #include "load/stats.h"

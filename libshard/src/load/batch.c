@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
+#include "shard/common.h"
+#include "base/text.h"
 #include "load/batch.h"
 
 /* ---- field selection ------------------------------------------------------------------ */

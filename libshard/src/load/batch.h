@@ -11,9 +11,9 @@
 
 #include <stdatomic.h>
 
-#include "base/internal.h"
-#include "tar/item.h"
+#include "base/attr.h"
 #include "shard/loader.h"
+#include "tar/item.h"
 
 /* What every slot is made for: the loader's settings, resolved once. */
 typedef struct ShardBatchSpec {

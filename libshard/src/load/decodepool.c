@@ -12,9 +12,14 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
-#include "load/decodepool.h"
-#include "base/trace.h"
+#include "base/clock.h"
+#include "shard/common.h"
 #include "base/queue.h"
+#include "base/thread.h"
+#include "base/trace.h"
+#include "decode/decode.h"
+#include "decode/scratch.h"
+#include "load/decodepool.h"
 
 #define SCRATCH_KEEP ((size_t)64 << 20) /* bytes of one decode buffer kept between samples */
 

@@ -6,7 +6,7 @@
 #ifndef SHARD_DECODEPOOL_H
 #define SHARD_DECODEPOOL_H
 
-#include "base/internal.h"
+#include "base/attr.h"
 #include "base/queue.h"
 #include "shard/decode.h"
 

@@ -27,16 +27,19 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "load/batch.h"
-#include "load/decodepool.h"
-#include "read/fetch.h"
-#include "load/stats.h"
-#include "base/trace.h"
-#include "base/internal.h"
-#include "tar/item.h"
+#include "base/clock.h"
+#include "base/error.h"
 #include "base/queue.h"
 #include "base/rng.h"
+#include "base/text.h"
+#include "base/thread.h"
+#include "base/trace.h"
+#include "load/batch.h"
+#include "load/decodepool.h"
+#include "load/stats.h"
+#include "read/fetch.h"
 #include "shard/loader.h"
+#include "tar/item.h"
 
 struct ShardLoader {
     ShardLoaderSettings s;

@@ -6,7 +6,7 @@
 #ifndef SHARD_STATS_H
 #define SHARD_STATS_H
 
-#include "base/internal.h"
+#include "base/attr.h"
 #include "shard/loader.h"
 
 /* Sets o->bottleneck and o->verdict from o->stages: the stage busiest for its threads

@@ -15,16 +15,20 @@
 
 #include <jansson.h>
 
-#include "base/internal.h"
+#include "pack/plan.h"
+#include "base/error.h"
 #include "base/keyset.h"
 #include "base/rng.h"
+#include "base/text.h"
+#include "pack/shrink.h"
+#include "remote/net.h"
+#include "remote/upload.h"
 #include "shard/file.h"
 #include "shard/image.h"
 #include "shard/names.h"
 #include "shard/pack.h"
 #include "source/open.h"
-#include "remote/net.h"
-#include "remote/upload.h"
+#include "write/writer.h"
 
 typedef struct Input {
     ShardPackInput in; /* strings point at the copies below */

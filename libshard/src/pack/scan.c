@@ -21,11 +21,14 @@
 
 #include <jansson.h>
 
-#include "base/internal.h"
+#include "base/error.h"
+#include "base/text.h"
+#include "base/thread.h"
+#include "pack/plan.h"
 #include "shard/names.h"
 #include "shard/pack.h"
-#include "source/source.h"
 #include "source/open.h"
+#include "source/source.h"
 
 static const char *const image_exts[] = {"jpg", "jpeg", "png", "ppm", "bmp", "pgm", "tif", "tiff", "webp"};
 

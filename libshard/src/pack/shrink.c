@@ -15,7 +15,8 @@
 
 #include <jpeglib.h>
 
-#include "base/internal.h"
+#include "pack/shrink.h"
+#include "base/error.h"
 #include "decode/jpegerr.h"
 #include "shard/decode.h"
 #include "shard/image.h"

@@ -19,12 +19,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
+#include "base/error.h"
+#include "base/text.h"
+#include "base/thread.h"
+#include "base/trace.h"
 #include "read/fetch.h"
 #include "remote/net.h"
-#include "base/trace.h"
 #include "shard/file.h"
-#include "tar/shardfile.h"
 #include "source/open.h"
+#include "tar/shardfile.h"
 
 #define KEPT_ERRORS 16
 /* Freed samples' blocks kept for the next ones: as many as the queues hold when full (a

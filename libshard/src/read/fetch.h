@@ -9,11 +9,11 @@
 
 #include <stdatomic.h>
 
-#include "base/internal.h"
-#include "tar/item.h"
+#include "base/attr.h"
 #include "base/queue.h"
 #include "shard/list.h"
 #include "shard/reader.h"
+#include "tar/item.h"
 
 /* Segment n of stream k of the current epoch into *out; 0 past the stream's last. */
 typedef int (*ShardSegmentFn)(void *cookie, size_t stream, size_t n, ShardSegment *out);

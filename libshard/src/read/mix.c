@@ -23,8 +23,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "read/mix.h"
+#include "base/error.h"
 #include "base/rng.h"
+#include "read/mix.h"
 
 #define MIX_MAX_TOTAL (1ull << 40)
 

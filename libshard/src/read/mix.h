@@ -5,6 +5,7 @@
 #ifndef SHARD_MIX_H
 #define SHARD_MIX_H
 
+#include "base/attr.h"
 #include "read/plan.h"
 
 typedef struct ShardMixSource {

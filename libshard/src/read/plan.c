@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "read/plan.h"
+#include "shard/common.h"
 #include "base/rng.h"
 
 int shard_seglist_push(ShardSegList *l, uint32_t shard, uint64_t first, uint64_t count,

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "base/internal.h"
+#include "base/attr.h"
 #include "shard/reader.h"
 
 /* A growing array of segments. */

@@ -31,13 +31,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "read/fetch.h"
-#include "base/internal.h"
-#include "tar/item.h"
-#include "read/mix.h"
+#include "base/clock.h"
+#include "base/error.h"
 #include "base/rng.h"
-#include "shard/reader.h"
+#include "read/fetch.h"
+#include "read/mix.h"
 #include "read/shuffle.h"
+#include "shard/reader.h"
+#include "tar/item.h"
 
 typedef struct Stream {
     size_t start_seg;  /* where its fetch thread starts: its n-th segment, */

@@ -4,8 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shard/file.h"
+#include "base/error.h"
 #include "read/shuffle.h"
+#include "shard/file.h"
 
 int shard_shuffle_init(ShardShuffle *sh, size_t size, size_t initial, size_t keep)
 {

@@ -13,10 +13,10 @@
 #ifndef SHARD_SHUFFLE_H
 #define SHARD_SHUFFLE_H
 
-#include "base/internal.h"
-#include "tar/item.h"
+#include "base/attr.h"
 #include "base/rng.h"
 #include "shard/list.h"
+#include "tar/item.h"
 
 /* The next incoming sample, NULL at the end (with *rc 0) or on failure (*rc set). */
 typedef ShardItem *(*ShardPullFn)(void *cookie, int *rc);

@@ -20,6 +20,9 @@
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 
+#include "base/buf.h"
+#include "base/error.h"
+#include "base/text.h"
 #include "remote/store.h"
 
 #define GCS_SCOPE "https://www.googleapis.com/auth/devstorage.read_only"

@@ -11,6 +11,10 @@
 #include <time.h>
 
 #include "base/blockpool.h"
+#include "base/buf.h"
+#include "base/error.h"
+#include "base/handoff.h"
+#include "base/thread.h"
 #include "remote/net.h"
 #include "shard/version.h"
 

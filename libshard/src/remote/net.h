@@ -25,7 +25,8 @@
 
 #include <curl/curl.h>
 
-#include "base/internal.h"
+#include "base/attr.h"
+#include "base/buf.h"
 #include "shard/remote.h"
 
 typedef struct ShardXfer ShardXfer;

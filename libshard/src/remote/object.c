@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/error.h"
+#include "base/text.h"
 #include "remote/object.h"
 
 static ShardObjectKind kind_of(const char *url, size_t *skip)

@@ -6,6 +6,7 @@
 #ifndef SHARD_OBJSTORE_H
 #define SHARD_OBJSTORE_H
 
+#include "base/attr.h"
 #include "remote/store.h"
 
 /* Parses url into o (url borrowed). @return 0, SHARD_ERR_INVALID naming the url */

@@ -6,9 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "source/cache.h"
+#include "base/error.h"
+#include "base/text.h"
 #include "remote/net.h"
 #include "remote/store.h"
+#include "source/cache.h"
 
 void shard_remote_default_settings(ShardRemoteSettings *s)
 {

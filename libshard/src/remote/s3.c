@@ -9,6 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
+#include "base/error.h"
+#include "base/text.h"
 #include "remote/store.h"
 
 struct ShardS3Auth {

@@ -6,6 +6,8 @@
 #ifndef SHARD_STORE_H
 #define SHARD_STORE_H
 
+#include "base/attr.h"
+#include "base/buf.h"
 #include "remote/net.h"
 
 typedef enum ShardObjectKind { SHARD_OBJ_HTTP, SHARD_OBJ_GCS, SHARD_OBJ_S3 } ShardObjectKind;

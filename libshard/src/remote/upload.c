@@ -16,6 +16,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/buf.h"
+#include "base/error.h"
+#include "base/text.h"
 #include "remote/object.h"
 #include "remote/upload.h"
 

@@ -4,6 +4,7 @@
 #ifndef SHARD_UPLOAD_H
 #define SHARD_UPLOAD_H
 
+#include "base/attr.h"
 #include "remote/net.h"
 
 /* The local file at path put as the object url names (gs:// or s3://), through r: in one

@@ -22,119 +22,13 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-#include <openssl/evp.h>
-
-#include "base/internal.h"
+#include "base/error.h"
+#include "base/text.h"
+#include "shard/writer.h"
+#include "sink/atomicfile.h"
+#include "sink/hasher.h"
 
 #define AFILE_BUFSIZE (1u << 20)
-
-static void hex(const unsigned char *d, unsigned n, char *out)
-{
-    static const char digits[] = "0123456789abcdef";
-    for (unsigned i = 0; i < n; i++) {
-        out[2 * i] = digits[d[i] >> 4];
-        out[2 * i + 1] = digits[d[i] & 15];
-    }
-    out[2 * n] = 0;
-}
-
-static int digest_final(void *ctx, char *out)
-{
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned n = 0;
-    if (!EVP_DigestFinal_ex(ctx, md, &n))
-        return SHARD_ERR_NOMEM;
-    if (out)
-        hex(md, n, out);
-    return 0;
-}
-
-struct ShardHasher {
-    pthread_t thread;
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
-    const unsigned char *job; /* NULL when idle */
-    size_t job_len;
-    int quit;
-    void *ctx; /* EVP_MD_CTX */
-};
-
-static void *hasher_main(void *arg)
-{
-    ShardHasher *h = arg;
-    pthread_mutex_lock(&h->lock);
-    for (;;) {
-        while (!h->job && !h->quit)
-            pthread_cond_wait(&h->cond, &h->lock);
-        if (!h->job)
-            break;
-        const unsigned char *p = h->job;
-        size_t n = h->job_len;
-        pthread_mutex_unlock(&h->lock);
-        EVP_DigestUpdate(h->ctx, p, n);
-        pthread_mutex_lock(&h->lock);
-        h->job = NULL;
-        pthread_cond_broadcast(&h->cond);
-    }
-    pthread_mutex_unlock(&h->lock);
-    return NULL;
-}
-
-static void hasher_wait(ShardHasher *h)
-{
-    pthread_mutex_lock(&h->lock);
-    while (h->job)
-        pthread_cond_wait(&h->cond, &h->lock);
-    pthread_mutex_unlock(&h->lock);
-}
-
-static void hasher_give(ShardHasher *h, const unsigned char *p, size_t n)
-{
-    pthread_mutex_lock(&h->lock);
-    h->job = p;
-    h->job_len = n;
-    pthread_cond_broadcast(&h->cond);
-    pthread_mutex_unlock(&h->lock);
-}
-
-static void hasher_free(ShardHasher *h)
-{
-    if (!h)
-        return;
-    pthread_mutex_lock(&h->lock);
-    h->quit = 1;
-    pthread_cond_broadcast(&h->cond);
-    pthread_mutex_unlock(&h->lock);
-    pthread_join(h->thread, NULL);
-    pthread_mutex_destroy(&h->lock);
-    pthread_cond_destroy(&h->cond);
-    EVP_MD_CTX_free(h->ctx);
-    free(h);
-}
-
-static ShardHasher *hasher_new(const EVP_MD *md)
-{
-    ShardHasher *h = calloc(1, sizeof *h);
-    if (!h)
-        return NULL;
-    h->ctx = EVP_MD_CTX_new();
-    if (!h->ctx || !EVP_DigestInit_ex(h->ctx, md, NULL)) {
-        EVP_MD_CTX_free(h->ctx);
-        free(h);
-        return NULL;
-    }
-    pthread_mutex_init(&h->lock, NULL);
-    pthread_cond_init(&h->cond, NULL);
-    int rc = shard_thread_start(&h->thread, hasher_main, h);
-    if (rc) {
-        pthread_mutex_destroy(&h->lock);
-        pthread_cond_destroy(&h->cond);
-        EVP_MD_CTX_free(h->ctx);
-        free(h);
-        return NULL;
-    }
-    return h;
-}
 
 int shard_afile_open(ShardAtomicFile *f, const char *final_path, int sync, int checksums,
                      char *err)
@@ -153,9 +47,9 @@ int shard_afile_open(ShardAtomicFile *f, const char *final_path, int sync, int c
     if ((checksums & (SHARD_DIGEST_MD5 | SHARD_DIGEST_SHA256)) &&
         !(f->spare = malloc(AFILE_BUFSIZE)))
         goto fail;
-    if ((checksums & SHARD_DIGEST_MD5) && !(f->md5 = hasher_new(EVP_md5())))
+    if ((checksums & SHARD_DIGEST_MD5) && !(f->md5 = shard_hasher_new(0)))
         goto fail;
-    if ((checksums & SHARD_DIGEST_SHA256) && !(f->sha256 = hasher_new(EVP_sha256())))
+    if ((checksums & SHARD_DIGEST_SHA256) && !(f->sha256 = shard_hasher_new(1)))
         goto fail;
     const char *base = basename(base_copy);
     size_t n = strlen(dir) + strlen(base) + 40;
@@ -192,9 +86,9 @@ fail:
 static void hashers_wait(ShardAtomicFile *f)
 {
     if (f->md5)
-        hasher_wait(f->md5);
+        shard_hasher_wait(f->md5);
     if (f->sha256)
-        hasher_wait(f->sha256);
+        shard_hasher_wait(f->sha256);
 }
 
 /* With sync, the kernel is asked to start writing back each few MiB as they are written,
@@ -240,9 +134,9 @@ static int flush_filled(ShardAtomicFile *f, char *err)
     if (f->spare) {
         hashers_wait(f);
         if (f->md5)
-            hasher_give(f->md5, f->buf, f->len);
+            shard_hasher_give(f->md5, f->buf, f->len);
         if (f->sha256)
-            hasher_give(f->sha256, f->buf, f->len);
+            shard_hasher_give(f->sha256, f->buf, f->len);
         unsigned char *t = f->buf;
         f->buf = f->spare;
         f->spare = t;
@@ -315,9 +209,9 @@ int shard_afile_commit(ShardAtomicFile *f, char *md5, char *sha256, char *err)
     if (sha256)
         sha256[0] = 0;
     if (f->md5)
-        digest_final(f->md5->ctx, md5);
+        shard_hasher_hex(f->md5, md5);
     if (f->sha256)
-        digest_final(f->sha256->ctx, sha256);
+        shard_hasher_hex(f->sha256, sha256);
     shard_afile_abort(f);
     return 0;
 fail:
@@ -334,8 +228,8 @@ void shard_afile_abort(ShardAtomicFile *f)
         unlink(f->tmp_path);
     free(f->tmp_path);
     free(f->final_path);
-    hasher_free(f->md5); /* joins them, so neither buffer is in use after this */
-    hasher_free(f->sha256);
+    shard_hasher_free(f->md5); /* joins them, so neither buffer is in use after this */
+    shard_hasher_free(f->sha256);
     free(f->buf);
     free(f->spare);
     f->tmp_path = f->final_path = NULL;
@@ -343,41 +237,3 @@ void shard_afile_abort(ShardAtomicFile *f)
     f->md5 = f->sha256 = NULL;
 }
 
-int shard_digests_init(ShardDigests *d, int which)
-{
-    d->total = 0;
-    d->md5 = d->sha256 = NULL;
-    if ((which & SHARD_DIGEST_MD5) &&
-        (!(d->md5 = EVP_MD_CTX_new()) || !EVP_DigestInit_ex(d->md5, EVP_md5(), NULL)))
-        goto fail;
-    if ((which & SHARD_DIGEST_SHA256) &&
-        (!(d->sha256 = EVP_MD_CTX_new()) || !EVP_DigestInit_ex(d->sha256, EVP_sha256(), NULL)))
-        goto fail;
-    return 0;
-fail:
-    EVP_MD_CTX_free(d->md5);
-    EVP_MD_CTX_free(d->sha256);
-    d->md5 = d->sha256 = NULL;
-    return SHARD_ERR_NOMEM;
-}
-
-void shard_digests_update(ShardDigests *d, const void *p, size_t n)
-{
-    if (d->md5)
-        EVP_DigestUpdate(d->md5, p, n);
-    if (d->sha256)
-        EVP_DigestUpdate(d->sha256, p, n);
-    d->total += n;
-}
-
-void shard_digests_final(ShardDigests *d, char *md5, char *sha256)
-{
-    md5[0] = sha256[0] = 0;
-    if (d->md5)
-        digest_final(d->md5, md5);
-    if (d->sha256)
-        digest_final(d->sha256, sha256);
-    EVP_MD_CTX_free(d->md5);
-    EVP_MD_CTX_free(d->sha256);
-    d->md5 = d->sha256 = NULL;
-}

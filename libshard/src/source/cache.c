@@ -14,6 +14,9 @@
 
 #include <openssl/evp.h>
 
+#include "base/error.h"
+#include "base/text.h"
+#include "sink/atomicfile.h"
 #include "source/cache.h"
 
 struct ShardCacheFill {

@@ -11,6 +11,7 @@
 #ifndef SHARD_CACHE_H
 #define SHARD_CACHE_H
 
+#include "base/attr.h"
 #include "remote/net.h"
 #include "source/source.h"
 

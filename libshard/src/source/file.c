@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/error.h"
 #include "source/source.h"
 
 #define READ_BUFSIZE (1u << 20)

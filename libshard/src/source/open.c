@@ -7,6 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
+#include "base/error.h"
+#include "base/text.h"
 #include "remote/object.h"
 #include "source/open.h"
 

@@ -5,6 +5,8 @@
 #ifndef SHARD_URL_H
 #define SHARD_URL_H
 
+#include "base/attr.h"
+#include "base/buf.h"
 #include "shard/manifest.h"
 #include "source/source.h"
 

@@ -14,10 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "source/cache.h"
+#include "base/error.h"
 #include "remote/object.h"
-#include "source/source.h"
+#include "source/cache.h"
 #include "source/open.h"
+#include "source/source.h"
 
 typedef struct Remote {
     ShardRemote *r;

@@ -5,6 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
+#include "base/clock.h"
+#include "base/error.h"
+#include "base/text.h"
 #include "source/source.h"
 
 static void source_release(ShardHold *h)

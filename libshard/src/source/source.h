@@ -33,7 +33,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "base/internal.h"
+#include "base/attr.h"
+#include "base/buf.h"
 #include "shard/remote.h"
 
 /* A reference-counted keeper of bytes: a sample that views bytes it does not own holds

@@ -7,8 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tar/idx.h"
+#include "base/buf.h"
+#include "base/error.h"
 #include "source/open.h"
+#include "tar/idx.h"
 
 /* Indexes are text with a line per sample: 256 MiB lists millions of samples. */
 #define MAX_INDEX_BYTES ((size_t)256 << 20)

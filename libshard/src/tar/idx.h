@@ -6,7 +6,7 @@
 
 #include <stdint.h>
 
-#include "base/internal.h"
+#include "base/attr.h"
 #include "shard/remote.h"
 
 typedef struct ShardIndexEntry {

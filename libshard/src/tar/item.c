@@ -5,6 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
+#include "shard/common.h"
+#include "base/text.h"
 #include "tar/item.h"
 
 /* Builds it's block from v: field i's data are copied unless keep[i]. */

@@ -6,8 +6,9 @@
 #ifndef SHARD_ITEM_H
 #define SHARD_ITEM_H
 
+#include "base/attr.h"
 #include "base/blockpool.h"
-#include "base/internal.h"
+#include "base/buf.h"
 #include "shard/sample.h"
 #include "source/source.h"
 

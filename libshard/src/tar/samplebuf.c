@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
+#include "shard/common.h"
 #include "tar/samplebuf.h"
 
 void shard_sb_reset(ShardSampleBuf *sb)

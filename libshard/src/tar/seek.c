@@ -6,10 +6,13 @@
 
 #include <zstd.h>
 
+#include "base/buf.h"
+#include "base/clock.h"
+#include "base/error.h"
+#include "shard/names.h"
+#include "source/open.h"
 #include "tar/seek.h"
 #include "tar/tar.h"
-#include "source/open.h"
-#include "shard/names.h"
 
 struct ShardIndexed {
     ShardSource *src;

@@ -7,11 +7,11 @@
 #ifndef SHARD_INDEXED_H
 #define SHARD_INDEXED_H
 
-#include "tar/idx.h"
-#include "base/internal.h"
-#include "tar/samplebuf.h"
+#include "base/attr.h"
 #include "shard/file.h"
 #include "source/source.h"
+#include "tar/idx.h"
+#include "tar/samplebuf.h"
 #include "tar/seektable.h"
 
 typedef struct ShardIndexed ShardIndexed;

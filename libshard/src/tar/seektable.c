@@ -3,6 +3,8 @@
  */
 #include <stdlib.h>
 
+#include "base/buf.h"
+#include "base/error.h"
 #include "source/source.h"
 #include "tar/seektable.h"
 

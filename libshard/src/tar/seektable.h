@@ -7,7 +7,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "base/internal.h"
+#include "base/attr.h"
+#include "base/buf.h"
+
 
 #define SHARD_SEEK_SKIPPABLE_MAGIC 0x184D2A5Eu
 #define SHARD_SEEK_FOOTER_MAGIC 0x8F92EAB1u

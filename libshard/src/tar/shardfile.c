@@ -7,12 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tar/seek.h"
-#include "tar/item.h"
-#include "tar/samplebuf.h"
-#include "tar/shardfile.h"
+#include "base/error.h"
+#include "base/text.h"
 #include "shard/file.h"
 #include "source/open.h"
+#include "tar/item.h"
+#include "tar/samplebuf.h"
+#include "tar/seek.h"
+#include "tar/shardfile.h"
 #include "tar/tar.h"
 
 #define ADOPT_MIN 4096

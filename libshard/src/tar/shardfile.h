@@ -5,6 +5,7 @@
 #ifndef SHARD_SHARDFILE_H
 #define SHARD_SHARDFILE_H
 
+#include "base/attr.h"
 #include "base/blockpool.h"
 #include "shard/file.h"
 #include "source/source.h"

@@ -13,9 +13,14 @@
 #include <archive_entry.h>
 #include <zstd.h>
 
+#include "base/buf.h"
+#include "base/clock.h"
+#include "base/error.h"
+#include "base/handoff.h"
 #include "base/keyset.h"
-#include "tar/tar.h"
+#include "base/text.h"
 #include "shard/names.h"
+#include "tar/tar.h"
 
 /* the most room made ahead for one member: its declared size may be a lie */
 #define RESERVE_MAX ((uint64_t)16 << 20)

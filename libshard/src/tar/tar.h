@@ -5,10 +5,10 @@
 #ifndef SHARD_TAR_H
 #define SHARD_TAR_H
 
-#include "base/internal.h"
-#include "tar/samplebuf.h"
+#include "base/attr.h"
 #include "shard/file.h"
 #include "source/source.h"
+#include "tar/samplebuf.h"
 
 /* ShardFileSettings' limits when left 0 */
 #define SHARD_DEFAULT_MAX_MEMBER ((uint64_t)1 << 30)

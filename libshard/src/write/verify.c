@@ -9,15 +9,20 @@
 
 #include <zstd.h>
 
-#include "tar/idx.h"
-#include "tar/shardfile.h"
-#include "source/open.h"
-#include "base/internal.h"
-#include "shard/names.h"
+#include "base/attr.h"
+#include "base/buf.h"
+#include "base/digest.h"
+#include "base/error.h"
+#include "base/text.h"
 #include "shard/file.h"
 #include "shard/image.h"
+#include "shard/names.h"
 #include "shard/verify.h"
+#include "sink/atomicfile.h"
+#include "source/open.h"
+#include "tar/idx.h"
 #include "tar/seektable.h"
+#include "tar/shardfile.h"
 
 void shard_verify_default_settings(ShardVerifySettings *s)
 {
@@ -175,8 +180,7 @@ static void check_manifest(Ctx *c)
     const ShardFileInfo *x = c->s->expect;
     char md5[33], sha[65], msg[SHARD_ERROR_MAX];
     ShardDigests d;
-    int which = (x->md5[0] ? SHARD_DIGEST_MD5 : 0) | (x->sha256[0] ? SHARD_DIGEST_SHA256 : 0);
-    if (shard_digests_init(&d, which)) {
+    if (shard_digests_init(&d, x->md5[0] != 0, x->sha256[0] != 0)) {
         defect(c, "%s: out of memory", c->url);
         return;
     }

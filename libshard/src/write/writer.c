@@ -15,10 +15,14 @@
 #include <archive_entry.h>
 #include <zstd.h>
 
-#include "base/internal.h"
+#include "write/writer.h"
+#include "base/buf.h"
+#include "base/error.h"
+#include "base/text.h"
 #include "shard/file.h"
 #include "shard/names.h"
 #include "shard/writer.h"
+#include "sink/atomicfile.h"
 #include "tar/seektable.h"
 
 #define MAX_FRAME_SIZE (1u << 30)

@@ -5,6 +5,8 @@
  */
 #include <string.h>
 
+#include "decode/scratch.h"
+#include "shard/common.h"
 #include "decode/x86/simd.h"
 
 __attribute__((target("avx2")))

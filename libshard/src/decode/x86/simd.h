@@ -8,6 +8,7 @@
 
 #include <immintrin.h>
 
+#include "base/attr.h"
 #include "decode/resample.h"
 
 /* Where the result goes: interleaved RGB rows, or three planes (mirrored or not), which

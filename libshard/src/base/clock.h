@@ -1,0 +1,18 @@
+/*
+ * The clock stages are timed with.
+ */
+#ifndef SHARD_BASE_CLOCK_H
+#define SHARD_BASE_CLOCK_H
+
+#include <stdint.h>
+
+#include "base/attr.h"
+
+/* Seconds from a monotonic clock (CLOCK_MONOTONIC). */
+SHARD_HIDDEN double shard_seconds(void);
+/* The same clock in nanoseconds. */
+SHARD_HIDDEN uint64_t shard_nanoseconds(void);
+/* Adds d to a counter of seconds other threads add to and read. */
+SHARD_HIDDEN void shard_add_seconds(_Atomic double *counter, double d);
+
+#endif /* SHARD_BASE_CLOCK_H */
