@@ -7,6 +7,7 @@
 #include <sys/mman.h>
 
 #include "base/alloc.h"
+#include "base/buf.h"
 #include "shard/common.h"
 
 
@@ -46,11 +47,9 @@ int shard_alloc_grow(const ShardAllocator *a, void *buf, size_t *cap, size_t nee
 {
     if (need <= *cap)
         return 0;
-    size_t c = *cap ? *cap : 256;
-    while (c < need)
-        c *= 2;
+    size_t c = shard_grow_cap(*cap, need, 256, 1);
     void *old = *(void **)buf;
-    void *p = a->alloc(a->cookie, c, 64);
+    void *p = c ? a->alloc(a->cookie, c, 64) : NULL;
     if (!p)
         return SHARD_ERR_NOMEM;
     if (keep)

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
 #include "base/keyset.h"
 #include "shard/common.h"
 
@@ -29,8 +30,8 @@ int shard_keyset_has(const ShardKeySet *k, const char *key)
 int shard_keyset_insert(ShardKeySet *k, char *key)
 {
     if ((k->n + 1) * 2 > k->cap) {
-        size_t cap = k->cap ? k->cap * 2 : 1024;
-        char **slots = calloc(cap, sizeof *slots);
+        size_t cap = shard_grow_cap(k->cap, (k->n + 1) * 2, 1024, sizeof *k->slots);
+        char **slots = cap ? calloc(cap, sizeof *slots) : NULL;
         if (!slots)
             return SHARD_ERR_NOMEM;
         for (size_t i = 0; i < k->cap; i++) {

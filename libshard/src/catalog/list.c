@@ -32,15 +32,9 @@ static int list_add(List *l, char *url, uint64_t nsamples, const ShardFileInfo *
 {
     if (!url)
         return SHARD_ERR_NOMEM;
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 16;
-        ShardListEntry *p = realloc(l->v, cap * sizeof *p);
-        if (!p) {
-            free(url);
-            return SHARD_ERR_NOMEM;
-        }
-        l->v = p;
-        l->cap = cap;
+    if (shard_array_grow(&l->v, &l->cap, l->n + 1, sizeof *l->v, 16)) {
+        free(url);
+        return SHARD_ERR_NOMEM;
     }
     l->v[l->n++] = (ShardListEntry){url, nsamples, info, spec};
     return 0;

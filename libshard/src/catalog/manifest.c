@@ -74,14 +74,8 @@ int shard_manifest_add(ShardManifest *m, const ShardFileInfo *info)
 {
     if (!info || !info->url)
         return SHARD_ERR_INVALID;
-    if (m->n == m->cap) {
-        size_t cap = m->cap ? m->cap * 2 : 64;
-        ShardFileInfo *p = realloc(m->shards, cap * sizeof *p);
-        if (!p)
-            return SHARD_ERR_NOMEM;
-        m->shards = p;
-        m->cap = cap;
-    }
+    if (shard_array_grow(&m->shards, &m->cap, m->n + 1, sizeof *m->shards, 64))
+        return SHARD_ERR_NOMEM;
     ShardFileInfo copy = *info;
     copy.url = shard_strdup(info->url);
     if (!copy.url)

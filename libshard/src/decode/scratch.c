@@ -5,6 +5,7 @@
  */
 #include <stdlib.h>
 
+#include "base/buf.h"
 #include "decode/scratch.h"
 
 
@@ -13,10 +14,8 @@ void *shard_scratch(ShardScratch *s, int which, size_t size)
 {
     if (size <= s->cap[which] && s->buf[which])
         return s->buf[which];
-    size_t cap = s->cap[which] ? s->cap[which] : 4096;
-    while (cap < size)
-        cap *= 2;
-    void *p = aligned_alloc(64, cap); /* cap is a power of two times 4096 */
+    size_t cap = shard_grow_cap(s->cap[which], size, 4096, 1);
+    void *p = cap ? aligned_alloc(64, cap) : NULL; /* cap is a power of two times 4096 */
     if (!p)
         return NULL;
     free(s->buf[which]);

@@ -8,9 +8,10 @@
 #include <string.h>
 
 #include "base/alloc.h"
-#include "shard/common.h"
+#include "base/buf.h"
 #include "base/text.h"
 #include "load/batch.h"
+#include "shard/common.h"
 
 /* ---- field selection ------------------------------------------------------------------ */
 
@@ -90,16 +91,11 @@ static ShardRawField *slot_field(ShardSlot *sl, const ShardBatchSpec *spec, cons
         if (same_name(sl->raw[k].name, name, len))
             return &sl->raw[k];
     if (sl->nraw == sl->rawcap) {
-        size_t cap = sl->rawcap ? sl->rawcap * 2 : 4;
-        ShardRawField *r = realloc(sl->raw, cap * sizeof *r);
-        if (!r)
+        size_t cap = sl->rawcap, vcap = sl->rawcap; /* the two grow alike */
+        if (shard_array_grow(&sl->raw, &cap, sl->nraw + 1, sizeof *sl->raw, 4) ||
+            shard_array_grow(&sl->views, &vcap, sl->nraw + 1, sizeof *sl->views, 4))
             return NULL;
-        sl->raw = r;
-        ShardBatchField *v = realloc(sl->views, cap * sizeof *v);
-        if (!v)
-            return NULL;
-        sl->views = v;
-        memset(sl->raw + sl->rawcap, 0, (cap - sl->rawcap) * sizeof *r);
+        memset(sl->raw + sl->rawcap, 0, (cap - sl->rawcap) * sizeof *sl->raw);
         sl->rawcap = cap;
     }
     ShardRawField *f = &sl->raw[sl->nraw];

@@ -15,11 +15,12 @@
 
 #include <jansson.h>
 
-#include "pack/plan.h"
+#include "base/buf.h"
 #include "base/error.h"
 #include "base/keyset.h"
 #include "base/rng.h"
 #include "base/text.h"
+#include "pack/plan.h"
 #include "pack/shrink.h"
 #include "remote/net.h"
 #include "remote/upload.h"
@@ -211,14 +212,8 @@ int shard_pack_plan_add(ShardPackPlan *p, const ShardPackInput *in)
 {
     if (p->built || !in->path || !in->rel)
         return SHARD_ERR_INVALID;
-    if (p->n == p->cap) {
-        size_t cap = p->cap ? p->cap * 2 : 1024;
-        Input *v = realloc(p->v, cap * sizeof *v);
-        if (!v)
-            return SHARD_ERR_NOMEM;
-        p->v = v;
-        p->cap = cap;
-    }
+    if (shard_array_grow(&p->v, &p->cap, p->n + 1, sizeof *p->v, 1024))
+        return SHARD_ERR_NOMEM;
     Input *x = &p->v[p->n];
     memset(x, 0, sizeof *x);
     int bad = 0;

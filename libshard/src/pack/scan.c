@@ -21,6 +21,7 @@
 
 #include <jansson.h>
 
+#include "base/buf.h"
 #include "base/error.h"
 #include "base/text.h"
 #include "base/thread.h"
@@ -128,13 +129,8 @@ static char **list_dir(Scan *c, const char *dir, size_t *count, int *err)
     while (v && (e = readdir(d))) {
         if (e->d_name[0] == '.')
             continue;
-        if (n == cap) {
-            char **p = realloc(v, 2 * cap * sizeof *v);
-            if (!p)
-                goto oom;
-            v = p;
-            cap *= 2;
-        }
+        if (shard_array_grow(&v, &cap, n + 1, sizeof *v, 64))
+            goto oom;
         if (!(v[n] = shard_strdup(e->d_name)))
             goto oom;
         n++;
@@ -195,15 +191,9 @@ static void add_file(Scan *c, const char *path, const char *rel, const char *ext
         scan_bad(c, path, SHARD_PACK_EMPTY, "zero-byte file");
         return;
     }
-    if (c->n == c->cap) {
-        size_t cap = c->cap ? c->cap * 2 : 1024;
-        Item *v = realloc(c->v, cap * sizeof *v);
-        if (!v) {
-            c->nomem = 1;
-            return;
-        }
-        c->v = v;
-        c->cap = cap;
+    if (shard_array_grow(&c->v, &c->cap, c->n + 1, sizeof *c->v, 1024)) {
+        c->nomem = 1;
+        return;
     }
     Item *x = &c->v[c->n];
     memset(x, 0, sizeof *x);
@@ -613,14 +603,8 @@ static int scan_list(Scan *c, const char *file, ShardError *err)
         int header = 0;
         rc = jsonl ? jsonl_row(line, &row, file, lineno, err)
                    : tsv_row(&tsv, line, &row, &header, file, lineno, err);
-        if (!rc && !header && nrows == caprows) {
-            size_t cap = caprows ? caprows * 2 : 1024;
-            ListRow *r = realloc(rows, cap * sizeof *rows);
-            if (r)
-                rows = r, caprows = cap;
-            else
-                rc = SHARD_ERR_NOMEM;
-        }
+        if (!rc && !header && shard_array_grow(&rows, &caprows, nrows + 1, sizeof *rows, 1024))
+            rc = SHARD_ERR_NOMEM;
         if (!rc && !header)
             rows[nrows++] = row;
         else {

@@ -11,23 +11,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/buf.h"
+#include "base/rng.h"
 #include "read/plan.h"
 #include "shard/common.h"
-#include "base/rng.h"
 
 int shard_seglist_push(ShardSegList *l, uint32_t shard, uint64_t first, uint64_t count,
                        uint32_t flags)
 {
     if (count == 0)
         return 0;
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 16;
-        ShardSegment *v = realloc(l->v, cap * sizeof *v);
-        if (!v)
-            return SHARD_ERR_NOMEM;
-        l->v = v;
-        l->cap = cap;
-    }
+    if (shard_array_grow(&l->v, &l->cap, l->n + 1, sizeof *l->v, 16))
+        return SHARD_ERR_NOMEM;
     l->v[l->n++] = (ShardSegment){shard, flags, first, count};
     return 0;
 }

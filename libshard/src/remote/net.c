@@ -12,6 +12,7 @@
 
 #include "base/blockpool.h"
 #include "base/buf.h"
+#include "base/clock.h"
 #include "base/error.h"
 #include "base/handoff.h"
 #include "base/thread.h"
@@ -239,13 +240,6 @@ void shard_net_stop(ShardRemote *r)
     curl_multi_cleanup(r->multi);
 }
 
-static uint64_t now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
 /* ---- lanes, driven by their reader ------------------------------------------------- */
 
 ShardNetLane *shard_lane_new(void)
@@ -296,9 +290,9 @@ static void lane_pump(ShardNetLane *l)
  * the time as waiting on the network. */
 static void lane_wait(ShardXfer *x)
 {
-    uint64_t t0 = now_ns();
+    uint64_t t0 = shard_nanoseconds();
     curl_multi_poll(x->lane->multi, NULL, 0, 200, NULL);
-    shard_stat_add(&x->r->st.wait_ns, now_ns() - t0);
+    shard_stat_add(&x->r->st.wait_ns, shard_nanoseconds() - t0);
     lane_pump(x->lane);
 }
 
@@ -607,12 +601,12 @@ const ShardResponse *shard_xfer_head(ShardXfer *x)
         return x->head_done ? &x->resp : NULL;
     }
     pthread_mutex_lock(&x->mu);
-    uint64_t t0 = now_ns();
+    uint64_t t0 = shard_nanoseconds();
     while (!x->head_done && !x->done)
         pthread_cond_wait(&x->cv, &x->mu);
     int have = x->head_done;
     pthread_mutex_unlock(&x->mu);
-    shard_stat_add(&r->st.wait_ns, now_ns() - t0);
+    shard_stat_add(&r->st.wait_ns, shard_nanoseconds() - t0);
     return have ? &x->resp : NULL;
 }
 
@@ -645,7 +639,7 @@ ssize_t shard_xfer_read(ShardXfer *x, const void **block)
     if (x->lane)
         return lane_read(x, block);
     pthread_mutex_lock(&x->mu);
-    uint64_t t0 = now_ns();
+    uint64_t t0 = shard_nanoseconds();
     while (!x->wlen && !x->done && !x->paused)
         pthread_cond_wait(&x->cv, &x->mu);
     size_t n = x->wlen;
@@ -660,7 +654,7 @@ ssize_t shard_xfer_read(ShardXfer *x, const void **block)
     int done = x->done;
     CURLcode cc = x->result;
     pthread_mutex_unlock(&x->mu);
-    shard_stat_add(&r->st.wait_ns, now_ns() - t0);
+    shard_stat_add(&r->st.wait_ns, shard_nanoseconds() - t0);
     if (wake)
         curl_multi_wakeup(r->multi);
     if (n) {
@@ -748,7 +742,7 @@ void shard_net_backoff(ShardRemote *r, int attempt, double retry_after)
         d = r->s.backoff_max;
     /* full jitter: a uniform delay in [0, d), so that clients cut at once spread out */
     uint64_t z = atomic_fetch_add_explicit(&r->seq, 0x9e3779b97f4a7c15ull,
-                                           memory_order_relaxed) ^ now_ns();
+                                           memory_order_relaxed) ^ shard_nanoseconds();
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     z ^= z >> 31;

@@ -148,14 +148,9 @@ int shard_index_parse(ShardIndex *idx, char *text, size_t len, const char *path,
                                   "decimal offset and size",
                                   path, (unsigned long long)lineno, per == 4 ? " name" : "");
             }
-            if (idx->nentries == cap) {
-                cap *= 2;
-                ShardIndexEntry *q = realloc(idx->entries, cap * sizeof *q);
-                if (!q) {
-                    shard_index_clear(idx);
-                    return shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", path);
-                }
-                idx->entries = q;
+            if (shard_array_grow(&idx->entries, &cap, idx->nentries + 1, sizeof *idx->entries, 16)) {
+                shard_index_clear(idx);
+                return shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", path);
             }
             idx->entries[idx->nentries++] = e;
         }

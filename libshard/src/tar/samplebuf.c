@@ -32,14 +32,10 @@ static int arena_str(ShardSampleBuf *sb, const char *s, size_t *off, int lower)
 ShardFieldRec *shard_sb_add(ShardSampleBuf *sb, const char *name, const char *member, int lower)
 {
     if (sb->n == sb->cap) {
-        size_t cap = sb->cap ? sb->cap * 2 : 8;
-        ShardFieldRec *r = realloc(sb->recs, cap * sizeof *r);
-        if (r)
-            sb->recs = r;
-        ShardFieldView *v = r ? realloc(sb->views, cap * sizeof *v) : NULL;
-        if (!v)
+        size_t cap = sb->cap, vcap = sb->cap; /* the two grow alike */
+        if (shard_array_grow(&sb->recs, &cap, sb->n + 1, sizeof *sb->recs, 8) ||
+            shard_array_grow(&sb->views, &vcap, sb->n + 1, sizeof *sb->views, 8))
             return NULL;
-        sb->views = v;
         sb->cap = cap;
     }
     ShardFieldRec *rec = &sb->recs[sb->n];

@@ -388,10 +388,8 @@ static long field_index(ShardTar *t, const ShardSampleBuf *sb, const char *field
         return -1;
     }
     if (t->ftab_serial != t->serial || sb->n * 2 > t->fcap) {
-        size_t cap = t->fcap ? t->fcap : 64;
-        while (sb->n * 2 > cap)
-            cap *= 2;
-        uint32_t *tab = cap == t->fcap ? t->ftab : realloc(t->ftab, cap * sizeof *tab);
+        size_t cap = shard_grow_cap(t->fcap, sb->n * 2, 64, sizeof *t->ftab);
+        uint32_t *tab = cap == t->fcap ? t->ftab : cap ? realloc(t->ftab, cap * sizeof *tab) : NULL;
         if (!tab)
             return -2;
         t->ftab = tab;

@@ -272,13 +272,8 @@ int shard_verify(const char *url, const ShardVerifySettings *s, ShardVerifyResul
         r->samples++;
         r->members += v->nfields;
         if (nbounds) {
-            if (nstarts == capstarts) {
-                capstarts = capstarts ? capstarts * 2 : 1024;
-                uint64_t *p = realloc(starts, capstarts * sizeof *p);
-                if (!p)
-                    break;
-                starts = p;
-            }
+            if (shard_array_grow(&starts, &capstarts, nstarts + 1, sizeof *starts, 1024))
+                break;
             starts[nstarts++] = v->offset;
         }
         const ShardFieldView *last = &v->fields[v->nfields - 1];

@@ -15,7 +15,6 @@
 #include <archive_entry.h>
 #include <zstd.h>
 
-#include "write/writer.h"
 #include "base/buf.h"
 #include "base/error.h"
 #include "base/text.h"
@@ -24,6 +23,7 @@
 #include "shard/writer.h"
 #include "sink/atomicfile.h"
 #include "tar/seektable.h"
+#include "write/writer.h"
 
 #define MAX_FRAME_SIZE (1u << 30)
 #define MAX_FRAME_CONTENT 0x80000000u /* ZSTD_SEEKABLE_MAX_FRAME_DECOMPRESSED_SIZE */
@@ -263,14 +263,8 @@ static int flush_frame(ShardWriter *w, size_t len)
                           "%s: a frame of %zu bytes exceeds the seekable format's 2 GiB limit "
                           "(a single sample this large cannot go into a .tar.zst)",
                           cur_path(w), len);
-    if (w->nseek == w->capseek) {
-        size_t cap = w->capseek ? w->capseek * 2 : 64;
-        ShardSeekEntry *p = realloc(w->seek, cap * sizeof *p);
-        if (!p)
-            return shard_fail(w->err, SHARD_ERR_NOMEM, "%s: out of memory", cur_path(w));
-        w->seek = p;
-        w->capseek = cap;
-    }
+    if (shard_array_grow(&w->seek, &w->capseek, w->nseek + 1, sizeof *w->seek, 64))
+        return shard_fail(w->err, SHARD_ERR_NOMEM, "%s: out of memory", cur_path(w));
     /* The frame's content checksum (its last 4 bytes) is XXH64's low 32 bits, which is
      * exactly what the seek table stores. */
     const unsigned char *c = w->zout.data + z - 4;
@@ -316,14 +310,8 @@ static int start_shard(ShardWriter *w)
 
 static int record_info(ShardWriter *w, const ShardFileInfo *info)
 {
-    if (w->ninfos == w->capinfos) {
-        size_t cap = w->capinfos ? w->capinfos * 2 : 16;
-        ShardFileInfo *p = realloc(w->infos, cap * sizeof *p);
-        if (!p)
-            return SHARD_ERR_NOMEM;
-        w->infos = p;
-        w->capinfos = cap;
-    }
+    if (shard_array_grow(&w->infos, &w->capinfos, w->ninfos + 1, sizeof *w->infos, 16))
+        return SHARD_ERR_NOMEM;
     w->infos[w->ninfos++] = *info;
     return 0;
 }
