@@ -5,7 +5,9 @@
 #include <string.h>
 
 #include "base/buf.h"
-#include "remote/store.h"
+#include "remote/gcs.h"
+#include "remote/object.h"
+#include "remote/s3.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

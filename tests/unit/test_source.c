@@ -10,6 +10,7 @@
 #include <shard/shard.h>
 
 #include "base/error.h"
+#include "source/memory.h"
 #include "source/open.h"
 #include "tar/idx.h"
 #include "tar/item.h"

@@ -12,9 +12,11 @@
 #include "base/error.h"
 #include "base/text.h"
 #include "base/thread.h"
+#include "catalog/manifest.h"
 #include "shard/file.h"
 #include "shard/list.h"
 #include "source/open.h"
+#include "source/url.h"
 #include "tar/idx.h"
 
 struct ShardList {
@@ -205,14 +207,14 @@ static void *count_main(void *arg)
  * one round trip after another. */
 static void counts(List *l, ShardRemote *remote)
 {
-    size_t remote_ones = 0;
+    size_t costly = 0;
     for (size_t i = 0; i < l->n; i++)
-        remote_ones += !l->v[i].info && shard_url_is_remote(l->v[i].url);
+        costly += !l->v[i].info && shard_url_costly(l->v[i].url);
     Counter c = {l, remote, 0};
     pthread_t t[COUNT_THREADS];
     size_t nt = 0;
-    if (remote_ones > 1) {
-        size_t want = remote_ones < COUNT_THREADS ? remote_ones : COUNT_THREADS;
+    if (costly > 1) {
+        size_t want = costly < COUNT_THREADS ? costly : COUNT_THREADS;
         while (nt < want && shard_thread_start(&t[nt], count_main, &c) == 0)
             nt++;
     }

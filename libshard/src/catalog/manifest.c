@@ -16,11 +16,13 @@
 #include "base/buf.h"
 #include "base/error.h"
 #include "base/text.h"
-#include "remote/net.h"
+#include "catalog/manifest.h"
+#include "remote/remote.h"
 #include "remote/upload.h"
 #include "shard/manifest.h"
 #include "sink/atomicfile.h"
 #include "source/open.h"
+#include "source/url.h"
 
 #define WIDS_KIND "wids-shard-index-v1"
 

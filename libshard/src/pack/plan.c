@@ -22,13 +22,14 @@
 #include "base/text.h"
 #include "pack/plan.h"
 #include "pack/shrink.h"
-#include "remote/net.h"
+#include "remote/remote.h"
 #include "remote/upload.h"
 #include "shard/file.h"
 #include "shard/image.h"
 #include "shard/names.h"
 #include "shard/pack.h"
 #include "source/open.h"
+#include "source/url.h"
 #include "write/writer.h"
 
 typedef struct Input {

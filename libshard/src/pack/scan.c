@@ -30,6 +30,7 @@
 #include "shard/pack.h"
 #include "source/open.h"
 #include "source/source.h"
+#include "source/url.h"
 
 static const char *const image_exts[] = {"jpg", "jpeg", "png", "ppm", "bmp", "pgm", "tif", "tiff", "webp"};
 

@@ -25,9 +25,10 @@
 #include "base/thread.h"
 #include "base/trace.h"
 #include "read/fetch.h"
-#include "remote/net.h"
+#include "remote/xfer.h"
 #include "shard/file.h"
 #include "source/open.h"
+#include "source/url.h"
 #include "tar/shardfile.h"
 
 #define KEPT_ERRORS 16
@@ -50,9 +51,8 @@ typedef struct Stream {
     ShardItem *last; /* the END or ERROR marker, made before the thread starts so that the
                         stream always ends with one, out of memory or not */
     _Atomic double started; /* when the thread began, 0 once it ended (statistics) */
-    ShardNetLane *lane; /* the thread's own network loop for remote shards, made when first
-                           needed: their bytes come off the socket on the core that parses
-                           them (net.h) */
+    ShardSourceThread *io; /* what the thread's sources share (its own network loop for
+                              remote shards: source/open.h) */
 } Stream;
 
 struct ShardFetch {
@@ -164,9 +164,7 @@ static int open_shard(Stream *st, const char *url, ShardFile **file, ShardError 
     shard_file_default_settings(&fs);
     fs.remote = f->s.remote;
     fs.map = f->s.map;
-    int rc = shard_file_open(file, url, &fs, err);
-    if (!rc && shard_url_is_remote(url) && (st->lane || (st->lane = shard_lane_new())))
-        shard_file_set_lane(*file, st->lane); /* out of memory: the network thread's */
+    int rc = shard_file_open_on(file, url, &fs, st->io, err);
     shard_add_seconds(&f->read_s, shard_seconds() - t);
     return rc;
 }
@@ -183,7 +181,7 @@ static ShardFile *open_ahead(Stream *st, size_t n)
     ShardError err;
     const char *url;
     if (f->s.segment(f->s.cookie, st->id, n, &next) && next.first == 0 && next.count != 0 &&
-        shard_url_is_remote(url = shard_list_entry(f->s.list, next.shard)->url) &&
+        shard_url_costly(url = shard_list_entry(f->s.list, next.shard)->url) &&
         open_shard(st, url, &file, &err) == 0)
         shard_file_prefetch(file);
     return file;
@@ -279,6 +277,7 @@ static void *fetch_main(void *arg)
     Stream *st = arg;
     ShardFetch *f = st->f;
     atomic_store(&st->started, shard_seconds());
+    st->io = shard_source_thread_new(); /* out of memory: the network thread carries them */
     ShardSegment seg;
     uint64_t skip = st->skip;
     ShardFile *ahead = NULL;
@@ -296,8 +295,7 @@ static void *fetch_main(void *arg)
         skip = 0;
     }
     shard_file_free(&ahead);
-    shard_lane_put(st->lane); /* its transfers went with their shards */
-    st->lane = NULL;
+    shard_source_thread_free(&st->io);
     if (!ended && !atomic_load(&f->stop))
         put_last(st, NULL);
     shard_add_seconds(&f->alive, shard_seconds() - atomic_exchange(&st->started, 0.0));

@@ -23,7 +23,10 @@
 #include "base/buf.h"
 #include "base/error.h"
 #include "base/text.h"
-#include "remote/store.h"
+#include "remote/gcs.h"
+#include "remote/object.h"
+#include "remote/request.h"
+#include "remote/retry.h"
 
 #define GCS_SCOPE "https://www.googleapis.com/auth/devstorage.read_only"
 
@@ -249,7 +252,7 @@ static int refresh(ShardRemote *r, ShardGcsAuth *a, char *err)
     /* off GCE nothing answers the metadata server: find out quickly */
     int retries = a->mode == AUTH_METADATA && r->s.retries > 2 ? 2 : r->s.retries;
     if (!rc)
-        rc = shard_net_fetch(r, where, build_token, &t, &body, 1u << 20, retries, &status, NULL, err);
+        rc = shard_request_whole(r, where, build_token, &t, &body, 1u << 20, retries, &status, NULL, err);
     if (jwt.data)
         memset(jwt.data, 0, jwt.len);
     shard_buf_free(&jwt);
@@ -260,7 +263,7 @@ static int refresh(ShardRemote *r, ShardGcsAuth *a, char *err)
     }
     if (!rc && status != 200) {
         char reason[256];
-        shard_net_reason((char *)body.data, reason, sizeof reason);
+        shard_store_reason((char *)body.data, reason, sizeof reason);
         const char *code = NULL, *e = NULL;
         json_t *ej = json_loads((char *)body.data, 0, NULL);
         if (ej) { /* OAuth2's error code and description, never the request */
@@ -421,7 +424,7 @@ int shard_gcs_list(ShardRemote *r, const ShardObject *prefix, ShardListFn fn, vo
     char *token = NULL;
     int rc = 0;
     for (;;) {
-        if ((rc = shard_net_list_page(r, prefix->url, build_list, &lp, &body, err)))
+        if ((rc = shard_list_page(r, prefix->url, build_list, &lp, &body, err)))
             break;
         char *next;
         rc = shard_gcs_parse_page((const char *)body.data, prefix, fn, cookie, &next, err);

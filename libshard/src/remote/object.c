@@ -7,7 +7,11 @@
 
 #include "base/error.h"
 #include "base/text.h"
+#include "remote/gcs.h"
 #include "remote/object.h"
+#include "remote/s3.h"
+#include "remote/request.h"
+#include "remote/xfer.h"
 
 static ShardObjectKind kind_of(const char *url, size_t *skip)
 {

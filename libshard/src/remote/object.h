@@ -1,13 +1,30 @@
 /*
- * Remote objects: what http://, https://, gs:// and s3:// URLs name, the request that reads
- * one (a range of it, pinned to a version), and the listing of a prefix. The conventions of
- * each store are in gcs.c and s3.c (store.h); this is where the scheme is switched on.
+ * Remote objects (object.c): what http://, https://, gs:// and s3:// URLs name (for the
+ * stores a bucket and a key), the request that reads one (a range of it, pinned to a
+ * version), and the listing of a prefix. The conventions of each store are in gcs.c and
+ * s3.c; this is where the scheme is switched on.
  */
-#ifndef SHARD_OBJSTORE_H
-#define SHARD_OBJSTORE_H
+#ifndef SHARD_REMOTE_OBJECT_H
+#define SHARD_REMOTE_OBJECT_H
+
+#include <stdint.h>
 
 #include "base/attr.h"
-#include "remote/store.h"
+#include "remote/request.h"
+#include "remote/xfer.h"
+
+typedef enum ShardObjectKind { SHARD_OBJ_HTTP, SHARD_OBJ_GCS, SHARD_OBJ_S3 } ShardObjectKind;
+
+typedef struct ShardObject {
+    ShardObjectKind kind;
+    const char *url;  /* as given, for messages; borrowed */
+    char *bucket;     /* gs://, s3://: owned */
+    char *key;        /* the object's name in the bucket: owned */
+} ShardObject;
+
+/* Called with each object under a prefix (its full URL, borrowed) and its size. */
+typedef int (*ShardListFn)(void *cookie, const char *url, uint64_t size);
+
 
 /* Parses url into o (url borrowed). @return 0, SHARD_ERR_INVALID naming the url */
 SHARD_HIDDEN int shard_object_parse(ShardObject *o, const char *url, char *err);
@@ -27,4 +44,4 @@ SHARD_HIDDEN const char *shard_object_version(const ShardObject *o, const ShardR
 SHARD_HIDDEN int shard_object_list(ShardRemote *r, const char *url, ShardListFn fn, void *cookie,
                                    char *err);
 
-#endif /* SHARD_OBJSTORE_H */
+#endif /* SHARD_REMOTE_OBJECT_H */

@@ -8,8 +8,12 @@
 
 #include "base/error.h"
 #include "base/text.h"
+#include "remote/gcs.h"
 #include "remote/net.h"
-#include "remote/store.h"
+#include "remote/remote.h"
+#include "remote/request.h"
+#include "remote/s3.h"
+#include "remote/xfer.h"
 #include "source/cache.h"
 
 void shard_remote_default_settings(ShardRemoteSettings *s)
@@ -70,7 +74,7 @@ int shard_remote_new(ShardRemote **out, const ShardRemoteSettings *s, ShardError
     atomic_init(&r->refs, 1);
     pthread_mutex_init(&r->mu, NULL);
     pthread_mutex_init(&r->auth_mu, NULL);
-    if (shard_net_buffers_init(r) || (s->ca_bundle && !r->s.ca_bundle) || (s->cache_dir && *s->cache_dir && !r->s.cache_dir) ||
+    if (shard_xfer_buffers_init(r) || (s->ca_bundle && !r->s.ca_bundle) || (s->cache_dir && *s->cache_dir && !r->s.cache_dir) ||
         (s->gcs_token && *s->gcs_token && !r->s.gcs_token)) {
         shard_remote_put(r);
         return shard_report(err, SHARD_ERR_NOMEM, "out of memory");
@@ -95,7 +99,7 @@ void shard_remote_put(ShardRemote *r)
     if (!r || atomic_fetch_sub_explicit(&r->refs, 1, memory_order_acq_rel) != 1)
         return;
     shard_net_stop(r);
-    shard_net_buffers_free(r);
+    shard_xfer_buffers_free(r);
     shard_gcs_auth_free(r->gcs);
     shard_s3_auth_free(r->s3);
     pthread_mutex_destroy(&r->mu);

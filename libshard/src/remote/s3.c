@@ -12,7 +12,11 @@
 #include "base/buf.h"
 #include "base/error.h"
 #include "base/text.h"
-#include "remote/store.h"
+#include "remote/object.h"
+#include "remote/request.h"
+#include "remote/retry.h"
+#include "remote/s3.h"
+#include "remote/xml.h"
 
 struct ShardS3Auth {
     char *key_id, *secret, *token; /* NULL key_id: anonymous */
@@ -189,54 +193,6 @@ int shard_s3_request_query(ShardRemote *r, const ShardObject *o, const char *que
 
 /* ---- ListObjectsV2 ------------------------------------------------------------------- */
 
-/* The text of the first <tag>...</tag> at or after *p, XML entities decoded, into out;
- * advances *p past it. 0 when there is none before end. */
-static int xml_text(const char **p, const char *end, const char *tag, ShardBuf *out)
-{
-    char open[64], close[64];
-    snprintf(open, sizeof open, "<%s>", tag);
-    snprintf(close, sizeof close, "</%s>", tag);
-    const char *a = strstr(*p, open);
-    if (!a || (end && a >= end))
-        return 0;
-    a += strlen(open);
-    const char *b = strstr(a, close);
-    if (!b)
-        return 0;
-    out->len = 0;
-    static const struct {
-        const char *ent;
-        char c;
-    } ents[] = {{"&amp;", '&'}, {"&lt;", '<'}, {"&gt;", '>'}, {"&quot;", '"'}, {"&apos;", '\''}};
-    for (const char *s = a; s < b;) {
-        char c = *s;
-        size_t k = 1;
-        if (c == '&') {
-            for (size_t i = 0; i < sizeof ents / sizeof *ents; i++)
-                if (!strncmp(s, ents[i].ent, strlen(ents[i].ent))) {
-                    c = ents[i].c;
-                    k = strlen(ents[i].ent);
-                }
-            if (k == 1 && s[1] == '#') { /* a character reference: ASCII only in keys we keep */
-                char *e;
-                long v = s[2] == 'x' ? strtol(s + 3, &e, 16) : strtol(s + 2, &e, 10);
-                if (*e == ';' && v > 0 && v < 128) {
-                    c = (char)v;
-                    k = (size_t)(e + 1 - s);
-                }
-            }
-        }
-        if (shard_buf_append(out, &c, 1))
-            return -1;
-        s += k;
-    }
-    if (shard_buf_reserve(out, 1))
-        return -1;
-    out->data[out->len] = 0;
-    *p = b + strlen(close);
-    return 1;
-}
-
 typedef struct ListPage {
     ShardRemote *r;
     const ShardObject *o;
@@ -275,9 +231,9 @@ int shard_s3_parse_page(const char *body, const ShardObject *prefix, ShardListFn
         if (!end)
             break;
         const char *q = c;
-        int ok = xml_text(&q, end, "Key", &key);
+        int ok = shard_xml_text(&q, end, "Key", &key);
         q = c;
-        int have_size = ok > 0 && xml_text(&q, end, "Size", &size) > 0;
+        int have_size = ok > 0 && shard_xml_text(&q, end, "Size", &size) > 0;
         if (ok < 0)
             rc = shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
         if (ok > 0) {
@@ -292,10 +248,10 @@ int shard_s3_parse_page(const char *body, const ShardObject *prefix, ShardListFn
     }
     if (!rc) {
         p = body;
-        int more = xml_text(&p, NULL, "IsTruncated", &trunc) > 0 &&
+        int more = shard_xml_text(&p, NULL, "IsTruncated", &trunc) > 0 &&
                    !strcmp((char *)trunc.data, "true");
         p = body;
-        if (!more || xml_text(&p, NULL, "NextContinuationToken", token) <= 0)
+        if (!more || shard_xml_text(&p, NULL, "NextContinuationToken", token) <= 0)
             token->len = 0;
     }
     shard_buf_free(&key);
@@ -312,7 +268,7 @@ int shard_s3_list(ShardRemote *r, const ShardObject *prefix, ShardListFn fn, voi
     ListPage lp = {r, prefix, NULL};
     int rc = 0;
     for (;;) {
-        if ((rc = shard_net_list_page(r, prefix->url, build_list, &lp, &body, err)))
+        if ((rc = shard_list_page(r, prefix->url, build_list, &lp, &body, err)))
             break;
         if ((rc = shard_s3_parse_page((const char *)body.data, prefix, fn, cookie, &token, err)) ||
             !token.len)

@@ -6,7 +6,7 @@
  * failed part is sent again; a failed upload is aborted). In both stores an object exists
  * only once its upload completes: nobody reads half a shard.
  *
- * Retries, backoff and the messages naming the URL are net.c's (shard_net_fetch).
+ * Retries, backoff and the messages naming the URL are net.c's (shard_request_whole).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -19,8 +19,15 @@
 #include "base/buf.h"
 #include "base/error.h"
 #include "base/text.h"
+#include "remote/gcs.h"
 #include "remote/object.h"
+#include "remote/s3.h"
+#include "remote/remote.h"
+#include "remote/request.h"
+#include "remote/retry.h"
 #include "remote/upload.h"
+#include "remote/xfer.h"
+#include "remote/xml.h"
 
 typedef struct Put {
     ShardRemote *r;
@@ -54,14 +61,14 @@ static int build_put(void *cookie, ShardRequest *q, char *err)
 /* One request with the store's retries; the answer's body in *body, its headers in *rs. */
 static int put_send(Put *p, ShardBuf *body, ShardResponse *rs, long *status, int retries, char *err)
 {
-    return shard_net_fetch(p->r, p->o->url, build_put, p, body, 1u << 20, retries, status, rs, err);
+    return shard_request_whole(p->r, p->o->url, build_put, p, body, 1u << 20, retries, status, rs, err);
 }
 
 static int refused(const ShardObject *o, const char *step, long status, const ShardBuf *body,
                    char *err)
 {
     char why[256];
-    shard_net_reason(body->data ? (const char *)body->data : "", why, sizeof why);
+    shard_store_reason(body->data ? (const char *)body->data : "", why, sizeof why);
     return shard_fail(err, status == 404 ? SHARD_ERR_NOT_FOUND : SHARD_ERR_IO, "%s: %s: HTTP %ld%s",
                       o->url, step, status, why);
 }
@@ -133,10 +140,10 @@ static int gcs_resumable(ShardRemote *r, const ShardObject *o, int fd, const cha
                 break;
             }
             shard_stat_add(&r->st.retries, 1);
-            shard_net_backoff(r, attempt++, 0);
+            shard_backoff(r, attempt++, 0);
             continue;
         }
-        if (!sent && !shard_net_retryable(CURLE_OK, st)) {
+        if (!sent && !shard_retryable(CURLE_OK, st)) {
             rc = refused(o, "uploading a part", st, &body, err);
             break;
         }
@@ -147,7 +154,7 @@ static int gcs_resumable(ShardRemote *r, const ShardObject *o, int fd, const cha
         }
         /* a cut or a 5xx: ask the session what it holds, and go on from there */
         shard_stat_add(&r->st.retries, 1);
-        shard_net_backoff(r, attempt++, 0);
+        shard_backoff(r, attempt++, 0);
         char status_range[64];
         snprintf(status_range, sizeof status_range, "bytes */%llu", (unsigned long long)size);
         Put ask = {r, o, "PUT", NULL, session, NULL, 0, status_range};
@@ -168,36 +175,25 @@ static int gcs_resumable(ShardRemote *r, const ShardObject *o, int fd, const cha
 
 /* ---- S3: multipart upload ----------------------------------------------------------------- */
 
-static int xml_tag(const char *body, const char *tag, char *out, size_t cap)
-{
-    char open[64], close[64];
-    snprintf(open, sizeof open, "<%s>", tag);
-    snprintf(close, sizeof close, "</%s>", tag);
-    const char *a = body ? strstr(body, open) : NULL;
-    const char *b = a ? strstr(a, close) : NULL;
-    if (!b || (size_t)(b - a - strlen(open)) >= cap)
-        return -1;
-    a += strlen(open);
-    memcpy(out, a, (size_t)(b - a));
-    out[b - a] = 0;
-    return 0;
-}
-
 static int s3_multipart(ShardRemote *r, const ShardObject *o, int fd, const char *path,
                         uint64_t size, unsigned char *buf, size_t part, char *err)
 {
     ShardBuf body = {0}, done = {0}, q = {0};
     ShardResponse rs;
     long st;
-    char id[1024];
+    ShardBuf id = {0};
     Put start = {r, o, "POST", "uploads=", NULL, NULL, 0, NULL};
     int rc = put_send(&start, &body, &rs, &st, r->s.retries, err);
     if (!rc && st != 200)
         rc = refused(o, "starting a multipart upload", st, &body, err);
-    if (!rc && xml_tag((const char *)body.data, "UploadId", id, sizeof id))
-        rc = shard_fail(err, SHARD_ERR_FORMAT, "%s: the store's reply names no UploadId", o->url);
+    const char *reply = body.data ? (const char *)body.data : "";
+    int found = rc ? 0 : shard_xml_text(&reply, NULL, "UploadId", &id);
+    if (!rc && found <= 0)
+        rc = found < 0 ? shard_fail(err, SHARD_ERR_NOMEM, "out of memory")
+                       : shard_fail(err, SHARD_ERR_FORMAT, "%s: the store's reply names no UploadId",
+                                    o->url);
     ShardBuf enc = {0};
-    if (!rc && shard_url_encode(&enc, id, 0))
+    if (!rc && shard_url_encode(&enc, (const char *)id.data, 0))
         rc = shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
     int started = !rc;
     if (!rc && shard_buf_printf(&done, "<CompleteMultipartUpload>"))
@@ -232,7 +228,7 @@ static int s3_multipart(ShardRemote *r, const ShardObject *o, int fd, const char
         Put fin = {r, o, "POST", (const char *)q.data, NULL, done.data, done.len, NULL};
         rc = put_send(&fin, &body, &rs, &st, r->s.retries, err);
         /* S3 may answer 200 and still fail the completion, in the body */
-        if (!rc && (st != 200 || (body.data && strstr((const char *)body.data, "<Error>"))))
+        if (!rc && (st != 200 || shard_xml_has((const char *)body.data, "Error")))
             rc = refused(o, "completing the multipart upload", st, &body, err);
     }
     if (rc && started) { /* nothing left behind to pay for: best effort */
@@ -247,6 +243,7 @@ static int s3_multipart(ShardRemote *r, const ShardObject *o, int fd, const char
     shard_buf_free(&done);
     shard_buf_free(&q);
     shard_buf_free(&enc);
+    shard_buf_free(&id);
     return rc;
 }
 

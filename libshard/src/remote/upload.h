@@ -5,7 +5,6 @@
 #define SHARD_UPLOAD_H
 
 #include "base/attr.h"
-#include "remote/net.h"
 
 /* The local file at path put as the object url names (gs:// or s3://), through r: in one
  * request up to r's upload_part bytes, else in parts (GCS resumable, S3 multipart). The

@@ -16,8 +16,10 @@
 
 #include "base/error.h"
 #include "base/text.h"
+#include "remote/remote.h"
 #include "sink/atomicfile.h"
 #include "source/cache.h"
+#include "source/file.h"
 
 struct ShardCacheFill {
     ShardRemote *r;

@@ -12,7 +12,6 @@
 #define SHARD_CACHE_H
 
 #include "base/attr.h"
-#include "remote/net.h"
 #include "source/source.h"
 
 typedef struct ShardCacheFill ShardCacheFill;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "base/error.h"
+#include "source/file.h"
 #include "source/source.h"
 
 #define READ_BUFSIZE (1u << 20)

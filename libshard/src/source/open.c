@@ -1,7 +1,5 @@
 /*
- * URLs (url.h): what a URL names, decided here and nowhere else, and the source that opens
- * it. A new kind of storage (http://, gs://, s3://) is one more case here and one more
- * source implementation.
+ * The URL switch (open.h): the one place that turns a URL into the source that reads it.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,112 +7,71 @@
 
 #include "base/buf.h"
 #include "base/error.h"
-#include "base/text.h"
-#include "remote/object.h"
+#include "remote/lane.h"
+#include "remote/remote.h"
+#include "remote/xfer.h"
+#include "source/file.h"
 #include "source/open.h"
+#include "source/pipe.h"
+#include "source/remote.h"
+#include "source/url.h"
 
-int shard_url_is_command(const char *url) { return !strncmp(url, "pipe:", 5); }
+/* What the sources one thread reads share: for remote ones, the network lane that thread
+ * drives (made when the first needs it). */
+struct ShardSourceThread {
+    ShardNetLane *lane;
+};
 
-int shard_url_is_remote(const char *url)
+ShardSourceThread *shard_source_thread_new(void)
 {
-    return !strncmp(url, "http://", 7) || !strncmp(url, "https://", 8) ||
-           !strncmp(url, "gs://", 5) || !strncmp(url, "s3://", 5);
+    return calloc(1, sizeof(ShardSourceThread));
 }
 
-static int has_scheme(const char *url)
+void shard_source_thread_free(ShardSourceThread **pt)
 {
-    const char *p = strstr(url, "://");
-    return p && p > url;
+    if (!pt || !*pt)
+        return;
+    shard_lane_put((*pt)->lane); /* its transfers went with their sources */
+    free(*pt);
+    *pt = NULL;
 }
 
-/* file:///PATH and file://localhost/PATH name the local PATH; NULL for anything else. */
-static const char *file_path(const char *url)
+/* The lane of the thread's remote sources; NULL (the network thread) without a thread, or
+ * out of memory. */
+static ShardNetLane *thread_lane(ShardSourceThread *t)
 {
-    if (strncmp(url, "file://", 7))
-        return NULL;
-    const char *p = url + 7;
-    if (!strncmp(p, "localhost/", 10))
-        p += 9;
-    return *p == '/' ? p : NULL;
+    if (t && !t->lane)
+        t->lane = shard_lane_new();
+    return t ? t->lane : NULL;
 }
 
-int shard_url_has_siblings(const char *url)
+int shard_source_open_on(ShardSource **out, const char *url, ShardRemote *remote, int flags,
+                         ShardSourceThread *thread, char *err)
 {
-    return !shard_url_is_command(url) &&
-           (!has_scheme(url) || shard_url_is_remote(url) || file_path(url));
-}
-
-int shard_url_is_prefix(const char *url)
-{
-    size_t n = strlen(url);
-    return shard_url_is_remote(url) && n && url[n - 1] == '/';
-}
-
-typedef struct Listing {
-    ShardUrlFn fn;
-    void *cookie;
-} Listing;
-
-static int list_one(void *cookie, const char *url, uint64_t size)
-{
-    Listing *l = cookie;
-    (void)size;
-    static const char *const shards[] = {".tar", ".tar.gz", ".tgz", ".tar.zst"};
-    for (size_t i = 0; i < sizeof shards / sizeof *shards; i++)
-        if (shard_ends_with(url, shards[i]))
-            return l->fn(l->cookie, url);
-    return 0; /* indexes, manifests and anything else beside the shards */
-}
-
-int shard_url_list(const char *url, ShardRemote *remote, ShardUrlFn fn, void *cookie, char *err)
-{
-    ShardRemote *r = remote ? shard_remote_ref(remote) : shard_remote_default(err);
-    if (!r)
-        return SHARD_ERR_NOMEM;
-    Listing l = {fn, cookie};
-    int rc = shard_object_list(r, url, list_one, &l, err);
-    shard_remote_put(r);
+    *out = NULL;
+    if (shard_url_is_remote(url))
+        return shard_source_remote(out, url, remote, flags, thread_lane(thread), err);
+    int rc;
+    if (shard_url_is_command(url))
+        rc = shard_source_pipe(out, url, url + 5, err);
+    else if (shard_url_file_path(url))
+        rc = shard_source_file(out, shard_url_file_path(url), flags, err);
+    else if (shard_url_has_scheme(url))
+        return shard_fail(err, SHARD_ERR_UNSUPPORTED,
+                          "%s: unsupported scheme '%.*s' (libshard reads paths, file:///PATH, "
+                          "pipe:, http://, https://, gs:// and s3://)",
+                          url, (int)(strstr(url, "://") - url), url);
+    else
+        rc = shard_source_file(out, url, flags, err);
+    if (!rc && remote)
+        (*out)->remote = shard_remote_ref(remote);
     return rc;
-}
-
-int shard_url_is_absolute(const char *url)
-{
-    return url[0] == '/' || has_scheme(url) || shard_url_is_command(url);
-}
-
-char *shard_url_resolve(const char *base, const char *url)
-{
-    if (shard_url_is_absolute(url))
-        return shard_strdup(url);
-    char *dir = shard_dir_of(base);
-    if (!dir || !strcmp(dir, ".")) {
-        free(dir);
-        return dir ? shard_strdup(url) : NULL;
-    }
-    size_t n = strlen(dir) + strlen(url) + 2;
-    char *full = malloc(n);
-    if (full)
-        snprintf(full, n, "%s/%s", dir, url);
-    free(dir);
-    return full;
 }
 
 int shard_source_open(ShardSource **out, const char *url, ShardRemote *remote, int flags,
                       char *err)
 {
-    *out = NULL;
-    if (shard_url_is_command(url))
-        return shard_source_pipe(out, url, url + 5, err);
-    if (shard_url_is_remote(url))
-        return shard_source_remote(out, url, remote, flags, err);
-    if (file_path(url))
-        return shard_source_file(out, file_path(url), flags, err);
-    if (has_scheme(url))
-        return shard_fail(err, SHARD_ERR_UNSUPPORTED,
-                          "%s: unsupported scheme '%.*s' (libshard reads paths, file:///PATH, "
-                          "pipe:, http://, https://, gs:// and s3://)",
-                          url, (int)(strstr(url, "://") - url), url);
-    return shard_source_file(out, url, flags, err);
+    return shard_source_open_on(out, url, remote, flags, NULL, err);
 }
 
 int shard_source_each(const char *url, ShardRemote *remote, ShardBlockFn fn, void *cookie,

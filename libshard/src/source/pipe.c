@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "base/error.h"
+#include "source/pipe.h"
 #include "source/source.h"
 
 extern char **environ;

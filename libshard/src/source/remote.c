@@ -1,6 +1,7 @@
 /*
- * Remote objects as sources (source.h): http(s)://, gs://, s3://, streamed through a
- * transfer (net.h) and, where the shard is cached (cache.h), teed to disk as it is read.
+ * Remote objects as sources (remote.h): http(s)://, gs://, s3://, streamed through a
+ * transfer (remote/xfer.h) and, where the shard is cached (cache.h), teed to disk as it is
+ * read.
  *
  * The stream survives a flaky network: a transfer that fails (cut, stalled, 429, 5xx) is
  * retried with backoff and resumed with a Range from the byte the reader reached. The
@@ -15,9 +16,14 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "remote/lane.h"
 #include "remote/object.h"
+#include "remote/remote.h"
+#include "remote/request.h"
+#include "remote/retry.h"
+#include "remote/xfer.h"
 #include "source/cache.h"
-#include "source/open.h"
+#include "source/remote.h"
 #include "source/source.h"
 
 typedef struct Remote {
@@ -52,7 +58,7 @@ static int judge(ShardSource *s, Remote *m, ShardXfer *x, uint64_t off, uint64_t
     const char *why;
     CURLcode cc = shard_xfer_error(x, &why);
     if (!rs) {
-        if (shard_net_retryable(cc, 0) && m->attempt < m->r->s.retries)
+        if (shard_retryable(cc, 0) && m->attempt < m->r->s.retries)
             return RETRY;
         return shard_fail(s->err, SHARD_ERR_IO, "%s: offset %llu: %s%s", s->url,
                           (unsigned long long)off, why, m->attempt ? " (retries spent)" : "");
@@ -78,13 +84,13 @@ static int judge(ShardSource *s, Remote *m, ShardXfer *x, uint64_t off, uint64_t
             shard_stat_add(&m->r->st.range_ignored, 1);
         return 0;
     }
-    if (shard_net_retryable(CURLE_OK, st) && m->attempt < m->r->s.retries)
+    if (shard_retryable(CURLE_OK, st) && m->attempt < m->r->s.retries)
         return RETRY;
     char reason[256];
     const void *b;
     while (shard_xfer_read(x, &b) > 0) /* the error body, for its reason */
         ;
-    shard_net_reason(shard_xfer_body(x), reason, sizeof reason);
+    shard_store_reason(shard_xfer_body(x), reason, sizeof reason);
     if (st == 412 || (st == 404 && m->pin[0] && m->o.kind == SHARD_OBJ_GCS))
         return fail_replaced(s, m, off, NULL);
     if (st == 404)
@@ -130,7 +136,7 @@ static int start(ShardSource *s, Remote *m, uint64_t off, uint64_t to, int head,
         double after = shard_xfer_head(*out) ? shard_xfer_head(*out)->retry_after : 0;
         shard_xfer_free(out);
         shard_stat_add(&m->r->st.retries, 1);
-        shard_net_backoff(m->r, m->attempt++, after);
+        shard_backoff(m->r, m->attempt++, after);
     }
 }
 
@@ -139,7 +145,7 @@ static int again(ShardSource *s, Remote *m, ShardXfer **x, uint64_t off)
 {
     const char *why;
     CURLcode cc = shard_xfer_error(*x, &why);
-    if (cc != CURLE_OK && (!shard_net_retryable(cc, 0) || m->attempt >= m->r->s.retries)) {
+    if (cc != CURLE_OK && (!shard_retryable(cc, 0) || m->attempt >= m->r->s.retries)) {
         int rc = shard_fail(s->err, SHARD_ERR_IO, "%s: offset %llu: %s%s", s->url,
                             (unsigned long long)off, why,
                             m->attempt ? " (retries spent)" : "");
@@ -154,7 +160,7 @@ static int again(ShardSource *s, Remote *m, ShardXfer **x, uint64_t off)
     shard_stat_add(&m->r->st.retries, 1);
     if (off)
         shard_stat_add(&m->r->st.resumes, 1);
-    shard_net_backoff(m->r, m->attempt++, 0);
+    shard_backoff(m->r, m->attempt++, 0);
     return 0;
 }
 
@@ -308,7 +314,8 @@ static const ShardSourceOps remote_ops = {
     .close = remote_close,
 };
 
-int shard_source_remote(ShardSource **out, const char *url, ShardRemote *r, int flags, char *err)
+int shard_source_remote(ShardSource **out, const char *url, ShardRemote *r, int flags,
+                        ShardNetLane *lane, char *err)
 {
     *out = NULL;
     r = r ? shard_remote_ref(r) : shard_remote_default(err);
@@ -316,8 +323,11 @@ int shard_source_remote(ShardSource **out, const char *url, ShardRemote *r, int 
         return SHARD_ERR_NOMEM;
     if (r->s.cache_dir && (flags & SHARD_SOURCE_SHARD)) {
         int rc = shard_cache_open(r, url, out, err); /* a hit: the cached file */
+        if (!rc)
+            (*out)->remote = r; /* its index is read through r too */
         if (rc != SHARD_ERR_NOT_FOUND) {
-            shard_remote_put(r);
+            if (rc)
+                shard_remote_put(r);
             return rc;
         }
     }
@@ -329,7 +339,9 @@ int shard_source_remote(ShardSource **out, const char *url, ShardRemote *r, int 
         return shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", url);
     }
     m->r = r;
+    m->lane = lane ? shard_lane_ref(lane) : NULL;
     s->impl = m;
+    s->remote = shard_remote_ref(r);
     s->costly = 1;
     int rc = shard_object_parse(&m->o, s->url, err);
     if (!rc && r->s.cache_dir && (flags & SHARD_SOURCE_SHARD))
@@ -342,16 +354,3 @@ int shard_source_remote(ShardSource **out, const char *url, ShardRemote *r, int 
     return 0;
 }
 
-ShardRemote *shard_source_remote_of(const ShardSource *s)
-{
-    return s->ops == &remote_ops ? ((Remote *)s->impl)->r : NULL;
-}
-
-void shard_source_set_lane(ShardSource *s, ShardNetLane *lane)
-{
-    Remote *m = s->ops == &remote_ops ? s->impl : NULL;
-    if (m && !m->x && lane) {
-        shard_lane_put(m->lane);
-        m->lane = shard_lane_ref(lane);
-    }
-}

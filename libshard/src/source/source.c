@@ -1,5 +1,5 @@
 /*
- * Sources (source.h): the calls every reader makes, and the memory source.
+ * Sources (source.h): the calls every reader makes.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +9,7 @@
 #include "base/clock.h"
 #include "base/error.h"
 #include "base/text.h"
+#include "remote/remote.h"
 #include "source/source.h"
 
 static void source_release(ShardHold *h)
@@ -16,6 +17,7 @@ static void source_release(ShardHold *h)
     ShardSource *s = (ShardSource *)h; /* the hold is the source's first member */
     if (s->ops->close)
         s->ops->close(s);
+    shard_remote_put(s->remote);
     free(s->url);
     free(s);
 }
@@ -141,22 +143,4 @@ int64_t shard_source_size(ShardSource *s)
 int shard_source_finish(ShardSource *s)
 {
     return s->ops->finish ? s->ops->finish(s) : 0;
-}
-
-/* ---- memory ---------------------------------------------------------------------------- */
-
-/* A buffer is a mapping the caller made: source.c does all the reading. */
-static const ShardSourceOps mem_ops = {.kind = "memory"};
-
-int shard_source_memory(ShardSource **out, const void *data, size_t size, const char *url,
-                        char *err)
-{
-    *out = NULL;
-    ShardSource *s = shard_source_new(&mem_ops, url ? url : "memory");
-    if (!s)
-        return shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", url ? url : "memory");
-    s->map = data ? data : (const unsigned char *)""; /* an empty buffer is mapped too */
-    s->size = (int64_t)size;
-    *out = s;
-    return 0;
 }

@@ -18,15 +18,16 @@
  * Errors go into the source's message buffer and name the URL, with the offset where there
  * is one.
  *
- * Implementations: local files (source_file.c: mapped when they can be), "pipe:COMMAND"
- * (source_pipe.c), remote objects over HTTP, GCS and S3 (source_remote.c) and memory
- * buffers (source.c: for tests and fuzz targets); url.h opens the one a URL names. A source is
+ * Implementations: local files (file.c: mapped when they can be), "pipe:COMMAND" (pipe.c),
+ * remote objects over HTTP, GCS and S3 (remote.c, with their local cache, cache.c) and
+ * memory buffers (memory.c: for tests and fuzz targets); open.h opens the one a URL names,
+ * and what sits beside a source (its index) through the same ShardRemote. A source is
  * reference-counted: samples that view its bytes keep it (and its mapping) alive after the
  * reader that opened it is done. One thread reads a source at a time; taking and dropping
  * references is thread-safe.
  */
-#ifndef SHARD_SOURCE_H
-#define SHARD_SOURCE_H
+#ifndef SHARD_SOURCE_SOURCE_H
+#define SHARD_SOURCE_SOURCE_H
 
 #include <stdatomic.h>
 #include <stddef.h>
@@ -64,7 +65,6 @@ static inline int shard_hold_alone(ShardHold *h)
 }
 
 typedef struct ShardSource ShardSource;
-typedef struct ShardNetLane ShardNetLane; /* net.h: where a remote source's transfers run */
 
 /* What an implementation does for a source it has not mapped: with s->map set, source.c
  * reads, skips, reads at offsets and holds bytes from the mapping itself, and the
@@ -112,23 +112,20 @@ struct ShardSource {
     int costly;               /* each random access is a request (a remote object): what
                                  only seeking needs (an index) is loaded when first needed */
     uint64_t pos;             /* bytes of the stream handed out or skipped so far */
+    ShardRemote *remote;      /* the ShardRemote it was opened through (a reference), or NULL:
+                                 what sits beside it (its index) opens through the same */
     ShardReadCost cost;       /* by the thread reading it */
     char err[SHARD_ERROR_MAX];
     void *impl;               /* the implementation's state */
 };
 
-/* Flags for opening a source (url.h). */
+/* Flags for opening a source (open.h). */
 enum {
     SHARD_SOURCE_SEQUENTIAL = 1, /* the object is read once from start to end (a hint) */
     SHARD_SOURCE_SHARD = 2,      /* a shard (not an index or manifest): may be cached */
     SHARD_SOURCE_MAP = 4,        /* a local file may be mapped (zero-copy views; a truncation
                                     while mapped is then a SIGBUS) */
 };
-
-/* A source reading the size bytes at data, which the caller keeps valid and unchanged
- * while the source (or any hold on it) lives; url names it in messages (copied). */
-SHARD_HIDDEN int shard_source_memory(ShardSource **out, const void *data, size_t size,
-                                     const char *url, char *err);
 
 /* Allocates a source with one reference for an implementation (impl, ops); NULL when out
  * of memory. Implementations fill size, map and impl. */
@@ -185,12 +182,4 @@ static inline int shard_source_seekable(const ShardSource *s)
     return s->map || s->ops->read_at != NULL;
 }
 
-/* Implementations, for shard_source_open (url.h). */
-SHARD_HIDDEN int shard_source_file(ShardSource **out, const char *path, int flags, char *err);
-SHARD_HIDDEN int shard_source_pipe(ShardSource **out, const char *url, const char *cmd,
-                                   char *err);
-/* remote: NULL for a ShardRemote with the default settings, made for this source */
-SHARD_HIDDEN int shard_source_remote(ShardSource **out, const char *url, ShardRemote *remote,
-                                     int flags, char *err);
-
-#endif /* SHARD_SOURCE_H */
+#endif /* SHARD_SOURCE_SOURCE_H */

@@ -10,7 +10,6 @@
 #include "base/clock.h"
 #include "base/error.h"
 #include "shard/names.h"
-#include "source/open.h"
 #include "tar/seek.h"
 #include "tar/tar.h"
 
@@ -50,7 +49,7 @@ int shard_indexed_open(ShardIndexed **out, ShardSource *src, const char *index_u
         return 0;
     }
     if (!rc) {
-        rc = shard_index_load(&x->idx, index_url, shard_source_remote_of(src), err);
+        rc = shard_index_load(&x->idx, index_url, src->remote, err);
         if (rc == SHARD_ERR_NOT_FOUND && !required) {
             shard_indexed_free(&x);
             return 0;

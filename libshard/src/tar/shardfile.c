@@ -9,7 +9,9 @@
 
 #include "base/error.h"
 #include "base/text.h"
+#include "remote/xfer.h"
 #include "shard/file.h"
+#include "source/memory.h"
 #include "source/open.h"
 #include "tar/item.h"
 #include "tar/samplebuf.h"
@@ -145,23 +147,24 @@ void shard_file_prefetch(ShardFile *f)
 
 void shard_file_cost(const ShardFile *f, ShardReadCost *out) { *out = f->src->cost; }
 
-void shard_file_set_lane(ShardFile *f, ShardNetLane *lane)
-{
-    shard_source_set_lane(f->src, lane);
-}
-
-int shard_file_open(ShardFile **out, const char *url, const ShardFileSettings *s, ShardError *err)
+int shard_file_open_on(ShardFile **out, const char *url, const ShardFileSettings *s,
+                       ShardSourceThread *thread, ShardError *err)
 {
     *out = NULL;
     ShardSource *src;
     char msg[SHARD_ERROR_MAX];
-    int rc = shard_source_open(&src, url, s ? s->remote : NULL,
-                               SHARD_SOURCE_SEQUENTIAL | SHARD_SOURCE_SHARD |
-                                   (s && s->map ? SHARD_SOURCE_MAP : 0),
-                               msg);
+    int rc = shard_source_open_on(&src, url, s ? s->remote : NULL,
+                                  SHARD_SOURCE_SEQUENTIAL | SHARD_SOURCE_SHARD |
+                                      (s && s->map ? SHARD_SOURCE_MAP : 0),
+                                  thread, msg);
     if (rc)
         return shard_report(err, rc, msg);
     return shard_file_open_source(out, src, s, err);
+}
+
+int shard_file_open(ShardFile **out, const char *url, const ShardFileSettings *s, ShardError *err)
+{
+    return shard_file_open_on(out, url, s, NULL, err);
 }
 
 int shard_file_open_memory(ShardFile **out, const void *data, size_t size, const char *name,

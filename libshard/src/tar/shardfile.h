@@ -8,6 +8,7 @@
 #include "base/attr.h"
 #include "base/blockpool.h"
 #include "shard/file.h"
+#include "source/open.h"
 #include "source/source.h"
 
 /* Opens a shard over src, taking over the caller's reference (released on failure too). */
@@ -17,9 +18,9 @@ SHARD_HIDDEN int shard_file_open_source(ShardFile **out, ShardSource *src,
 /* A hint that f will be read in order from its start soon: a remote shard's first request
  * goes out now (its latency then passes while the shard before is read). */
 SHARD_HIDDEN void shard_file_prefetch(ShardFile *f);
-/* Reads a remote shard's bytes on lane (net.h) from its next request on: f is then read by
- * the lane's thread only. Nothing for other shards. */
-SHARD_HIDDEN void shard_file_set_lane(ShardFile *f, ShardNetLane *lane);
+/* shard_file_open for a shard the thread t reads, and only t (source/open.h). */
+SHARD_HIDDEN int shard_file_open_on(ShardFile **out, const char *url, const ShardFileSettings *s,
+                                    ShardSourceThread *t, ShardError *err);
 /* What reading f's source has cost so far (source.h). */
 SHARD_HIDDEN void shard_file_cost(const ShardFile *f, ShardReadCost *out);
 /* shard_file_take, the item's block taken from pool (NULL: malloc). */

@@ -1,0 +1,14 @@
+/*
+ * A command's standard output as a source (pipe.c): "pipe:COMMAND".
+ */
+#ifndef SHARD_SOURCE_PIPE_H
+#define SHARD_SOURCE_PIPE_H
+
+#include "base/attr.h"
+#include "source/source.h"
+
+/* Starts cmd with /bin/sh; url names the source in messages. */
+SHARD_HIDDEN int shard_source_pipe(ShardSource **out, const char *url, const char *cmd,
+                                   char *err);
+
+#endif /* SHARD_SOURCE_PIPE_H */

@@ -1,0 +1,100 @@
+/*
+ * URLs (url.h): what a URL names, decided here and nowhere else. A new kind of storage is
+ * one more case here, one more source implementation, and one more branch of the URL
+ * switch (open.c).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/text.h"
+#include "remote/object.h"
+#include "remote/remote.h"
+#include "source/url.h"
+
+int shard_url_is_command(const char *url) { return !strncmp(url, "pipe:", 5); }
+
+int shard_url_is_remote(const char *url)
+{
+    return !strncmp(url, "http://", 7) || !strncmp(url, "https://", 8) ||
+           !strncmp(url, "gs://", 5) || !strncmp(url, "s3://", 5);
+}
+
+int shard_url_has_scheme(const char *url)
+{
+    const char *p = strstr(url, "://");
+    return p && p > url;
+}
+
+const char *shard_url_file_path(const char *url)
+{
+    if (strncmp(url, "file://", 7))
+        return NULL;
+    const char *p = url + 7;
+    if (!strncmp(p, "localhost/", 10))
+        p += 9;
+    return *p == '/' ? p : NULL;
+}
+
+int shard_url_has_siblings(const char *url)
+{
+    return !shard_url_is_command(url) &&
+           (!shard_url_has_scheme(url) || shard_url_is_remote(url) || shard_url_file_path(url));
+}
+
+int shard_url_costly(const char *url) { return shard_url_is_remote(url); }
+
+int shard_url_is_prefix(const char *url)
+{
+    size_t n = strlen(url);
+    return shard_url_is_remote(url) && n && url[n - 1] == '/';
+}
+
+typedef struct Listing {
+    ShardUrlFn fn;
+    void *cookie;
+} Listing;
+
+static int list_one(void *cookie, const char *url, uint64_t size)
+{
+    Listing *l = cookie;
+    (void)size;
+    static const char *const shards[] = {".tar", ".tar.gz", ".tgz", ".tar.zst"};
+    for (size_t i = 0; i < sizeof shards / sizeof *shards; i++)
+        if (shard_ends_with(url, shards[i]))
+            return l->fn(l->cookie, url);
+    return 0; /* indexes, manifests and anything else beside the shards */
+}
+
+int shard_url_list(const char *url, ShardRemote *remote, ShardUrlFn fn, void *cookie, char *err)
+{
+    ShardRemote *r = remote ? shard_remote_ref(remote) : shard_remote_default(err);
+    if (!r)
+        return SHARD_ERR_NOMEM;
+    Listing l = {fn, cookie};
+    int rc = shard_object_list(r, url, list_one, &l, err);
+    shard_remote_put(r);
+    return rc;
+}
+
+int shard_url_is_absolute(const char *url)
+{
+    return url[0] == '/' || shard_url_has_scheme(url) || shard_url_is_command(url);
+}
+
+char *shard_url_resolve(const char *base, const char *url)
+{
+    if (shard_url_is_absolute(url))
+        return shard_strdup(url);
+    char *dir = shard_dir_of(base);
+    if (!dir || !strcmp(dir, ".")) {
+        free(dir);
+        return dir ? shard_strdup(url) : NULL;
+    }
+    size_t n = strlen(dir) + strlen(url) + 2;
+    char *full = malloc(n);
+    if (full)
+        snprintf(full, n, "%s/%s", dir, url);
+    free(dir);
+    return full;
+}

@@ -1,0 +1,46 @@
+/*
+ * URLs (url.c): what a URL names, decided here and nowhere else. The URL switch
+ * (open.h) opens the source a URL names; everything else asks these questions of it.
+ */
+#ifndef SHARD_SOURCE_URL_H
+#define SHARD_SOURCE_URL_H
+
+#include "base/attr.h"
+#include "shard/remote.h"
+
+/* Whether url names a remote object (http, https, gs, s3). */
+SHARD_HIDDEN int shard_url_is_remote(const char *url);
+/* A command whose output is the object ("pipe:COMMAND"), rather than a location. */
+SHARD_HIDDEN int shard_url_is_command(const char *url);
+/* The local path file:///PATH and file://localhost/PATH name (a pointer into url); NULL for
+ * anything else. */
+SHARD_HIDDEN const char *shard_url_file_path(const char *url);
+/* Whether url has a scheme ("x://"). */
+SHARD_HIDDEN int shard_url_has_scheme(const char *url);
+/* Whether objects beside it (its index) can be opened: a local path or a remote URL. */
+SHARD_HIDDEN int shard_url_has_siblings(const char *url);
+/* Whether opening url costs a request that waits on the network (a remote object): reading
+ * it ahead, or several at once, pays for itself. */
+SHARD_HIDDEN int shard_url_costly(const char *url);
+/* Whether it stands on its own (a scheme, a command, an absolute path), rather than
+ * relative to the location of what names it. */
+SHARD_HIDDEN int shard_url_is_absolute(const char *url);
+/* url resolved against the folder of base (a manifest's location): malloc'd, NULL when
+ * out of memory. */
+SHARD_HIDDEN char *shard_url_resolve(const char *base, const char *url);
+
+/* Whether url stands for every shard under a prefix (gs://B/P/, s3://B/P/: ends in '/'). */
+SHARD_HIDDEN int shard_url_is_prefix(const char *url);
+
+/* Called with the URL (borrowed) of each shard under a prefix, in name order. */
+typedef int (*ShardUrlFn)(void *cookie, const char *url);
+
+/*
+ * Lists the shards (.tar, .tar.gz, .tgz, .tar.zst) under a prefix: GCS by prefix, S3 with
+ * ListObjectsV2, page by page; plain HTTP has no listing (an error that says so).
+ * remote: NULL for one with the default settings, made for the call.
+ */
+SHARD_HIDDEN int shard_url_list(const char *url, ShardRemote *remote, ShardUrlFn fn,
+                                void *cookie, char *err);
+
+#endif /* SHARD_SOURCE_URL_H */
