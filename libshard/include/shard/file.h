@@ -19,6 +19,7 @@
 #define SHARD_FILE_H
 
 #include "common.h"
+#include "list.h"
 #include "remote.h"
 #include "sample.h"
 
@@ -135,18 +136,6 @@ SHARD_API const char *shard_file_error(const ShardFile *f);
 
 /** Closes the shard and sets *f to NULL; accepts NULL. */
 SHARD_API void shard_file_free(ShardFile **f);
-
-/**
- * Expands a shard list: brace patterns ("train-{000000..000099}.tar", "{a,b}", several
- * braces, zero padding kept), a manifest (a path ending in ".json", urls resolved against
- * its folder), or a plain path or URL (returned as it is).
- * @param out receives an array of *n strings, owned by the caller: shard_urls_free
- * @param err optional; a malformed pattern or unreadable manifest
- */
-SHARD_API int shard_urls_expand(const char *spec, char ***out, size_t *n, ShardError *err);
-
-/** Frees an array from shard_urls_expand; accepts NULL. */
-SHARD_API void shard_urls_free(char **urls, size_t n);
 
 /** @return the index path of a shard: ".tar", ".tar.zst", ".tar.gz", ".tgz" replaced by
  *  ".idx" (formats/index.md); owned by the caller (free) */

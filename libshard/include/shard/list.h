@@ -70,6 +70,18 @@ SHARD_API const ShardListEntry *shard_list_entry(const ShardList *l, size_t i);
 /** Frees a list and sets *l to NULL; accepts NULL. */
 SHARD_API void shard_list_free(ShardList **l);
 
+/**
+ * Expands a shard list: brace patterns ("train-{000000..000099}.tar", "{a,b}", several
+ * braces, zero padding kept), a manifest (a path ending in ".json", urls resolved against
+ * its folder), or a plain path or URL (returned as it is).
+ * @param out receives an array of *n strings, owned by the caller: shard_urls_free
+ * @param err optional; a malformed pattern or unreadable manifest
+ */
+SHARD_API int shard_urls_expand(const char *spec, char ***out, size_t *n, ShardError *err);
+
+/** Frees an array from shard_urls_expand; accepts NULL. */
+SHARD_API void shard_urls_free(char **urls, size_t n);
+
 #ifdef __cplusplus
 }
 #endif

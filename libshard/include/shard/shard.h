@@ -13,6 +13,7 @@
  *   file.h      reading one shard: samples in order or by index
  *   list.h      shard lists: brace patterns, manifests, urls, with what is known of each
  *   verify.h    checking shards; indexing shards made elsewhere
+ *   plan.h      epoch plans: shard shuffle and the split between ranks and workers
  *   reader.h    the streaming reader: epoch plans, shuffling, rank/worker split, resume
  *   loader.h    batches: the reader, a decode pool and a ring of batch buffers
  */
@@ -29,6 +30,7 @@
 #include "manifest.h"
 #include "names.h"
 #include "pack.h"
+#include "plan.h"
 #include "reader.h"
 #include "remote.h"
 #include "sample.h"

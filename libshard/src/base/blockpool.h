@@ -8,8 +8,8 @@
  * its memory), hands out the smallest that fits, and is reference-counted, since samples
  * may outlive the stage that made them.
  */
-#ifndef SHARD_BLOCKPOOL_H
-#define SHARD_BLOCKPOOL_H
+#ifndef SHARD_BASE_BLOCKPOOL_H
+#define SHARD_BASE_BLOCKPOOL_H
 
 #include <stddef.h>
 
@@ -31,4 +31,4 @@ SHARD_HIDDEN void *shard_block_get(ShardBlockPool *p, size_t n, size_t *cap);
 /* Keeps block b of cap bytes for a later get, or frees it (p may be NULL; b may be NULL). */
 SHARD_HIDDEN void shard_block_put(ShardBlockPool *p, void *b, size_t cap);
 
-#endif /* SHARD_BLOCKPOOL_H */
+#endif /* SHARD_BASE_BLOCKPOOL_H */

@@ -2,8 +2,8 @@
  * A set of keys (open addressing, FNV-1a): the keys a shard has seen (a key that comes back
  * after others is a defect), and the keys the pack plan has given out (a clash gets "_N").
  */
-#ifndef SHARD_KEYSET_H
-#define SHARD_KEYSET_H
+#ifndef SHARD_BASE_KEYSET_H
+#define SHARD_BASE_KEYSET_H
 
 #include <stddef.h>
 
@@ -23,4 +23,4 @@ SHARD_HIDDEN int shard_keyset_has(const ShardKeySet *k, const char *key);
 SHARD_HIDDEN int shard_keyset_insert(ShardKeySet *k, char *key);
 SHARD_HIDDEN void shard_keyset_free(ShardKeySet *k);
 
-#endif /* SHARD_KEYSET_H */
+#endif /* SHARD_BASE_KEYSET_H */

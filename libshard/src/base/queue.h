@@ -14,8 +14,8 @@
  * returns what is left and then SHARD_EOS. Blocked time is measured only when a call
  * blocks.
  */
-#ifndef SHARD_QUEUE_H
-#define SHARD_QUEUE_H
+#ifndef SHARD_BASE_QUEUE_H
+#define SHARD_BASE_QUEUE_H
 
 #include <pthread.h>
 #include <stddef.h>
@@ -70,4 +70,4 @@ SHARD_HIDDEN void shard_queue_close(ShardQueue *q);
 SHARD_HIDDEN void shard_queue_reopen(ShardQueue *q);
 SHARD_HIDDEN void shard_queue_stats(ShardQueue *q, ShardQueueStats *st);
 
-#endif /* SHARD_QUEUE_H */
+#endif /* SHARD_BASE_QUEUE_H */

@@ -3,8 +3,8 @@
  * draw, Lemire's method for unbiased ranges. Fixed algorithms, so a seed means the same
  * sequence in every version and on every machine.
  */
-#ifndef SHARD_RNG_H
-#define SHARD_RNG_H
+#ifndef SHARD_BASE_RNG_H
+#define SHARD_BASE_RNG_H
 
 #include <stdint.h>
 
@@ -81,4 +81,4 @@ enum {
     SHARD_RNG_CROP = 0x5eed,      /* the draws from that seed: crop box and flip (decode.c) */
 };
 
-#endif /* SHARD_RNG_H */
+#endif /* SHARD_BASE_RNG_H */

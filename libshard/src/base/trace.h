@@ -3,8 +3,8 @@
  * of bounded size, written in the Chrome trace event format, which Perfetto and
  * chrome://tracing open, beside a torch.profiler trace of the same run.
  */
-#ifndef SHARD_TRACE_H
-#define SHARD_TRACE_H
+#ifndef SHARD_BASE_TRACE_H
+#define SHARD_BASE_TRACE_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -28,4 +28,4 @@ SHARD_HIDDEN void shard_trace_span(ShardTrace *t, const char *name, double start
 SHARD_HIDDEN int shard_trace_write(ShardTrace *t, const char *path, char *msg);
 SHARD_HIDDEN void shard_trace_free(ShardTrace **t);
 
-#endif /* SHARD_TRACE_H */
+#endif /* SHARD_BASE_TRACE_H */

@@ -4,8 +4,8 @@
  * and the first warning (corrupt data libjpeg would otherwise paper over with grey) is kept
  * in the same message for the caller to judge.
  */
-#ifndef SHARD_JPEGERR_H
-#define SHARD_JPEGERR_H
+#ifndef SHARD_DECODE_JPEGERR_H
+#define SHARD_DECODE_JPEGERR_H
 
 #include <setjmp.h>
 #include <stdio.h>
@@ -46,4 +46,4 @@ static inline struct jpeg_error_mgr *shard_jpeg_err_init(ShardJpegErr *e)
     return m;
 }
 
-#endif /* SHARD_JPEGERR_H */
+#endif /* SHARD_DECODE_JPEGERR_H */

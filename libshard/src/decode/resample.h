@@ -3,8 +3,8 @@
  * resize_avx2.c and resize_vnni.c): the filter's coefficients and the crop box both passes
  * read, shared by the portable code and the SIMD paths.
  */
-#ifndef SHARD_RESAMPLE_H
-#define SHARD_RESAMPLE_H
+#ifndef SHARD_DECODE_RESAMPLE_H
+#define SHARD_DECODE_RESAMPLE_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -78,4 +78,4 @@ SHARD_HIDDEN int shard_resize_simd(ShardScratch *sc, int level, const ShardResiz
                                    unsigned char *out, int out_w, int out_h, int planar, int flip);
 #endif
 
-#endif /* SHARD_RESAMPLE_H */
+#endif /* SHARD_DECODE_RESAMPLE_H */

@@ -7,8 +7,8 @@
  * memory and streams. The types and constants below are the driver's ABI (cuda.h), declared
  * here so that this file builds without the toolkit.
  */
-#ifndef SHARD_CUDRV_H
-#define SHARD_CUDRV_H
+#ifndef SHARD_GPU_DRIVER_H
+#define SHARD_GPU_DRIVER_H
 
 #include <stddef.h>
 
@@ -82,4 +82,4 @@ SHARD_HIDDEN void shard_cuda_unload(ShardCuda *c);
  * CUDA_ERROR_NO_DEVICE, SHARD_ERR_NOMEM for out of memory, SHARD_ERR_IO otherwise. */
 SHARD_HIDDEN int shard_cuda_fail(const ShardCuda *c, CUresult r, char *msg, const char *what);
 
-#endif /* SHARD_CUDRV_H */
+#endif /* SHARD_GPU_DRIVER_H */

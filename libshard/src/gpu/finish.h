@@ -2,8 +2,8 @@
  * What the finish kernels (finish.cu) take, by value: shared by nvcc's and the C
  * compiler's view of it, so only fixed-size fields.
  */
-#ifndef SHARD_FINISH_H
-#define SHARD_FINISH_H
+#ifndef SHARD_GPU_FINISH_H
+#define SHARD_GPU_FINISH_H
 
 typedef struct ShardFinishArgs {
     const unsigned char *in;  /* device: images of pixels x 3 bytes, NHWC */
@@ -14,4 +14,4 @@ typedef struct ShardFinishArgs {
     float scale[3], bias[3];  /* out = in * scale + bias (1 and 0 for uint8) */
 } ShardFinishArgs;
 
-#endif /* SHARD_FINISH_H */
+#endif /* SHARD_GPU_FINISH_H */

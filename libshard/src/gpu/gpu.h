@@ -2,8 +2,8 @@
  * A ShardGpu inside libshard (gpu.c): the driver's entry points and the device's primary
  * context, shared by reference between the handle and the uploaders opened on it.
  */
-#ifndef SHARD_GPUDEV_H
-#define SHARD_GPUDEV_H
+#ifndef SHARD_GPU_GPU_H
+#define SHARD_GPU_GPU_H
 
 #include <stdatomic.h>
 
@@ -29,4 +29,4 @@ SHARD_HIDDEN void shard_gpu_unref(ShardGpu *g);
 SHARD_HIDDEN CUresult shard_gpu_enter(ShardGpu *g);
 SHARD_HIDDEN void shard_gpu_leave(ShardGpu *g);
 
-#endif /* SHARD_GPUDEV_H */
+#endif /* SHARD_GPU_GPU_H */

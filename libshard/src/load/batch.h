@@ -6,8 +6,8 @@
  * copied per sample but keys and raw fields. Every buffer a batch hands out comes from the
  * loader's allocator.
  */
-#ifndef SHARD_BATCH_H
-#define SHARD_BATCH_H
+#ifndef SHARD_LOAD_BATCH_H
+#define SHARD_LOAD_BATCH_H
 
 #include <stdatomic.h>
 
@@ -106,4 +106,4 @@ SHARD_HIDDEN void shard_slot_publish(ShardSlot *sl, size_t image_bytes);
 SHARD_HIDDEN void shard_slot_clear(ShardSlot *sl);
 SHARD_HIDDEN void shard_slot_free(ShardSlot *sl, const ShardBatchSpec *spec);
 
-#endif /* SHARD_BATCH_H */
+#endif /* SHARD_LOAD_BATCH_H */

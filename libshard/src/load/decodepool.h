@@ -3,8 +3,8 @@
  * and transform each image straight into the place the job names (a sample's slot in a
  * batch buffer), and report each job done through a callback, on the decoding thread.
  */
-#ifndef SHARD_DECODEPOOL_H
-#define SHARD_DECODEPOOL_H
+#ifndef SHARD_LOAD_DECODEPOOL_H
+#define SHARD_LOAD_DECODEPOOL_H
 
 #include "base/attr.h"
 #include "base/queue.h"
@@ -49,4 +49,4 @@ SHARD_HIDDEN void shard_pool_set_trace(ShardDecodePool *p, struct ShardTrace *tr
 /* Lets the decoders finish the jobs queued, then joins them and frees the pool. */
 SHARD_HIDDEN void shard_pool_free(ShardDecodePool **p);
 
-#endif /* SHARD_DECODEPOOL_H */
+#endif /* SHARD_LOAD_DECODEPOOL_H */

@@ -3,8 +3,8 @@
  * uploader (todevice.c) adds its own between decode and the caller, and either names the
  * bottleneck here.
  */
-#ifndef SHARD_STATS_H
-#define SHARD_STATS_H
+#ifndef SHARD_LOAD_STATS_H
+#define SHARD_LOAD_STATS_H
 
 #include "base/attr.h"
 #include "shard/loader.h"
@@ -14,4 +14,4 @@
  * stages that wait on it. */
 SHARD_HIDDEN void shard_stats_judge(ShardLoaderStats *o);
 
-#endif /* SHARD_STATS_H */
+#endif /* SHARD_LOAD_STATS_H */

@@ -4,8 +4,8 @@
  * takes from the streams in whatever order it likes (the reader: round-robin), so which
  * sample comes next never depends on which thread runs first.
  */
-#ifndef SHARD_FETCH_H
-#define SHARD_FETCH_H
+#ifndef SHARD_READ_FETCH_H
+#define SHARD_READ_FETCH_H
 
 #include <stdatomic.h>
 
@@ -69,4 +69,4 @@ SHARD_HIDDEN void shard_fetch_counters(ShardFetch *f, ShardFetchCounters *c);
 SHARD_HIDDEN const char *shard_fetch_kept_error(ShardFetch *f, size_t i);
 SHARD_HIDDEN void shard_fetch_free(ShardFetch **f);
 
-#endif /* SHARD_FETCH_H */
+#endif /* SHARD_READ_FETCH_H */

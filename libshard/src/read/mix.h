@@ -2,8 +2,8 @@
  * Weighted mixing of several sources into one epoch (mix.c), planned for the reader
  * (reader.c). Not installed.
  */
-#ifndef SHARD_MIX_H
-#define SHARD_MIX_H
+#ifndef SHARD_READ_MIX_H
+#define SHARD_READ_MIX_H
 
 #include "base/attr.h"
 #include "read/plan.h"
@@ -40,4 +40,4 @@ SHARD_HIDDEN int shard_mix_next(ShardMix *m);
 
 SHARD_HIDDEN void shard_mix_free(ShardMix *m);
 
-#endif /* SHARD_MIX_H */
+#endif /* SHARD_READ_MIX_H */

@@ -2,14 +2,14 @@
  * The pieces of an epoch plan (plan.c) that a mix of sources (mix.c) plans with too.
  * Not installed.
  */
-#ifndef SHARD_PLAN_H
-#define SHARD_PLAN_H
+#ifndef SHARD_READ_PLAN_H
+#define SHARD_READ_PLAN_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include "base/attr.h"
-#include "shard/reader.h"
+#include "shard/plan.h"
 
 /* A growing array of segments. */
 typedef struct ShardSegList {
@@ -39,4 +39,4 @@ SHARD_HIDDEN void shard_plan_range(uint64_t total, const ShardPlanSettings *p, u
 /* Whether p names a valid consumer and a planned mode. */
 SHARD_HIDDEN int shard_plan_valid(const ShardPlanSettings *p);
 
-#endif /* SHARD_PLAN_H */
+#endif /* SHARD_READ_PLAN_H */

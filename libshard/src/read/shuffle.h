@@ -10,8 +10,8 @@
  * have moved past wait in a FIFO; once more than `keep` wait there, the oldest one's
  * stragglers get copies of their bytes and the shard is let go.
  */
-#ifndef SHARD_SHUFFLE_H
-#define SHARD_SHUFFLE_H
+#ifndef SHARD_READ_SHUFFLE_H
+#define SHARD_READ_SHUFFLE_H
 
 #include "base/attr.h"
 #include "base/rng.h"
@@ -48,4 +48,4 @@ SHARD_HIDDEN int shard_shuffle_load(ShardShuffle *sh, const ShardList *list, Sha
 SHARD_HIDDEN void shard_shuffle_clear(ShardShuffle *sh);
 SHARD_HIDDEN void shard_shuffle_free(ShardShuffle *sh);
 
-#endif /* SHARD_SHUFFLE_H */
+#endif /* SHARD_READ_SHUFFLE_H */

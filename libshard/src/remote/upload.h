@@ -1,8 +1,8 @@
 /*
  * Writing objects into the stores (upload.c): packing into gs:// and s3://.
  */
-#ifndef SHARD_UPLOAD_H
-#define SHARD_UPLOAD_H
+#ifndef SHARD_REMOTE_UPLOAD_H
+#define SHARD_REMOTE_UPLOAD_H
 
 #include "base/attr.h"
 
@@ -14,4 +14,4 @@ SHARD_HIDDEN int shard_object_upload(ShardRemote *r, const char *url, const char
 /* Removes the object url names; one that does not exist is no error. */
 SHARD_HIDDEN int shard_object_delete(ShardRemote *r, const char *url, char *err);
 
-#endif /* SHARD_UPLOAD_H */
+#endif /* SHARD_REMOTE_UPLOAD_H */

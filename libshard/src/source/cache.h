@@ -8,8 +8,8 @@
  * least recently used shards (an open counts as a use), under an flock so that processes
  * do not evict at once. The cache is an optimisation: a failure to write it is not an error.
  */
-#ifndef SHARD_CACHE_H
-#define SHARD_CACHE_H
+#ifndef SHARD_SOURCE_CACHE_H
+#define SHARD_SOURCE_CACHE_H
 
 #include "base/attr.h"
 #include "source/source.h"
@@ -29,4 +29,4 @@ SHARD_HIDDEN void shard_cache_fill_commit(ShardCacheFill **f, uint64_t size);
 /* Drops a fill that did not complete. Accepts NULL. */
 SHARD_HIDDEN void shard_cache_fill_abort(ShardCacheFill **f);
 
-#endif /* SHARD_CACHE_H */
+#endif /* SHARD_SOURCE_CACHE_H */

@@ -1,8 +1,8 @@
 /*
  * The per-shard index (formats/index.md): DALI's v1.1 and v1.2 text formats, parsed.
  */
-#ifndef SHARD_INDEX_PRIV_H
-#define SHARD_INDEX_PRIV_H
+#ifndef SHARD_TAR_IDX_H
+#define SHARD_TAR_IDX_H
 
 #include <stdint.h>
 

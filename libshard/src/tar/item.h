@@ -3,8 +3,8 @@
  * a ShardItem * is its view), where it came from, and what keeps its bytes alive. Items
  * also carry the fetch stage's end and error markers through the same queues.
  */
-#ifndef SHARD_ITEM_H
-#define SHARD_ITEM_H
+#ifndef SHARD_TAR_ITEM_H
+#define SHARD_TAR_ITEM_H
 
 #include "base/attr.h"
 #include "base/blockpool.h"
@@ -51,4 +51,4 @@ SHARD_HIDDEN int shard_item_detach(ShardItem *it);
 /* Frees an item; accepts NULL. */
 SHARD_HIDDEN void shard_item_release(ShardItem *it);
 
-#endif /* SHARD_ITEM_H */
+#endif /* SHARD_TAR_ITEM_H */

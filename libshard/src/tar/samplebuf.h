@@ -3,8 +3,8 @@
  * names, members and copied data in one arena reused from sample to sample, or data viewed
  * where the source keeps them (with a hold, released when the next sample begins).
  */
-#ifndef SHARD_SAMPLEBUF_H
-#define SHARD_SAMPLEBUF_H
+#ifndef SHARD_TAR_SAMPLEBUF_H
+#define SHARD_TAR_SAMPLEBUF_H
 
 #include "base/attr.h"
 #include "base/blockpool.h"
@@ -49,4 +49,4 @@ SHARD_HIDDEN const ShardSampleView *shard_sb_publish(ShardSampleBuf *sb, const c
                                                      uint64_t index, uint64_t offset);
 SHARD_HIDDEN void shard_sb_free(ShardSampleBuf *sb);
 
-#endif /* SHARD_SAMPLEBUF_H */
+#endif /* SHARD_TAR_SAMPLEBUF_H */

@@ -4,8 +4,8 @@
  * which frames hold them, and only those are read (through the source's read_at) and
  * decompressed, one frame cached.
  */
-#ifndef SHARD_INDEXED_H
-#define SHARD_INDEXED_H
+#ifndef SHARD_TAR_SEEK_H
+#define SHARD_TAR_SEEK_H
 
 #include "base/attr.h"
 #include "shard/file.h"
@@ -32,4 +32,4 @@ SHARD_HIDDEN int shard_indexed_read(ShardIndexed *x, uint64_t i, const ShardFile
                                     ShardSampleBuf *sb, uint64_t *offset, char *err);
 SHARD_HIDDEN void shard_indexed_free(ShardIndexed **x);
 
-#endif /* SHARD_INDEXED_H */
+#endif /* SHARD_TAR_SEEK_H */

@@ -1,8 +1,8 @@
 /*
  * zstd's seekable format (formats/zstd.md): the seek table that ends a .tar.zst.
  */
-#ifndef SHARD_ZSTDSEEK_H
-#define SHARD_ZSTDSEEK_H
+#ifndef SHARD_TAR_SEEKTABLE_H
+#define SHARD_TAR_SEEKTABLE_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -40,4 +40,4 @@ struct ShardSource;
 SHARD_HIDDEN int shard_seek_table_read(struct ShardSource *src, ShardSeekEntry **e, size_t *n,
                                        uint64_t *table_bytes, char *err);
 
-#endif /* SHARD_ZSTDSEEK_H */
+#endif /* SHARD_TAR_SEEKTABLE_H */

@@ -2,8 +2,8 @@
  * ShardFile's private entry points: a shard read over a source the caller already has (a
  * verifier that checks the source's frames first, a test's own source), and a prefetch.
  */
-#ifndef SHARD_SHARDFILE_H
-#define SHARD_SHARDFILE_H
+#ifndef SHARD_TAR_SHARDFILE_H
+#define SHARD_TAR_SHARDFILE_H
 
 #include "base/attr.h"
 #include "base/blockpool.h"
@@ -26,4 +26,4 @@ SHARD_HIDDEN void shard_file_cost(const ShardFile *f, ShardReadCost *out);
 /* shard_file_take, the item's block taken from pool (NULL: malloc). */
 SHARD_HIDDEN int shard_file_take_pooled(ShardFile *f, ShardBlockPool *pool, ShardItem **out);
 
-#endif /* SHARD_SHARDFILE_H */
+#endif /* SHARD_TAR_SHARDFILE_H */

@@ -2,8 +2,8 @@
  * Sequential reading of a shard: libarchive over a source (any tar dialect, plain, gzip or
  * zstd), members grouped into samples by WebDataset's rule (formats/shard.md, section 2).
  */
-#ifndef SHARD_TAR_H
-#define SHARD_TAR_H
+#ifndef SHARD_TAR_TAR_H
+#define SHARD_TAR_TAR_H
 
 #include "base/attr.h"
 #include "shard/file.h"
@@ -28,4 +28,4 @@ SHARD_HIDDEN const char *shard_tar_compression(const ShardTar *t);
 SHARD_HIDDEN int shard_tar_next(ShardTar *t, ShardSampleBuf *sb, uint64_t *offset, char *err);
 SHARD_HIDDEN void shard_tar_free(ShardTar **t);
 
-#endif /* SHARD_TAR_H */
+#endif /* SHARD_TAR_TAR_H */

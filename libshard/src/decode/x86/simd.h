@@ -3,8 +3,8 @@
  * they share. Compiled only on x86-64; every function carries the ISA it needs as a target
  * attribute and runs only where the CPU has it.
  */
-#ifndef SHARD_RESIZE_SIMD_H
-#define SHARD_RESIZE_SIMD_H
+#ifndef SHARD_DECODE_X86_SIMD_H
+#define SHARD_DECODE_X86_SIMD_H
 
 #include <immintrin.h>
 
@@ -65,4 +65,4 @@ SHARD_HIDDEN void shard_resize_vnni(const unsigned char *planar, size_t pcols, i
                                     int16_t *mid, size_t pstride, int32_t *rowout,
                                     const unsigned char **vrow, int32_t *vw, const ResizeOut *o);
 
-#endif /* SHARD_RESIZE_SIMD_H */
+#endif /* SHARD_DECODE_X86_SIMD_H */
