@@ -38,6 +38,7 @@
 #include "load/decodepool.h"
 #include "load/stats.h"
 #include "read/fetch.h"
+#include "read/reader.h"
 #include "shard/loader.h"
 #include "tar/item.h"
 

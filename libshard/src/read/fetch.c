@@ -302,6 +302,15 @@ static void *fetch_main(void *arg)
     return NULL;
 }
 
+/* Each stream's share of the memory budget: at least a byte, so a budget is never none. */
+static uint64_t stream_budget(const ShardFetchSettings *s)
+{
+    if (!s->memory_budget)
+        return 0;
+    uint64_t b = s->memory_budget / s->streams;
+    return b ? b : 1;
+}
+
 int shard_fetch_new(ShardFetch **out, const ShardFetchSettings *s)
 {
     *out = NULL;
@@ -313,7 +322,7 @@ int shard_fetch_new(ShardFetch **out, const ShardFetchSettings *s)
     f->streams = calloc(s->streams, sizeof *f->streams);
     size_t blocks = s->queue_depth < POOL_BLOCKS_MAX ? s->queue_depth : POOL_BLOCKS_MAX;
     blocks *= POOL_BLOCKS_PER_SAMPLE * s->streams;
-    uint64_t bytes = s->byte_cap ? s->byte_cap * s->streams : POOL_BYTES;
+    uint64_t bytes = s->memory_budget ? s->memory_budget : POOL_BYTES;
     f->pool = shard_block_pool_new(blocks < POOL_BLOCKS_MAX ? blocks : POOL_BLOCKS_MAX,
                                    bytes < SIZE_MAX ? (size_t)bytes : SIZE_MAX);
     if (!f->streams || !f->pool) {
@@ -331,7 +340,7 @@ int shard_fetch_new(ShardFetch **out, const ShardFetchSettings *s)
         /* a stream refills its queue in bursts: one wake per burst, not one per sample
          * taken (while the consumer waits on another stream's turn, the others are full) */
         shard_queue_set_wake(&f->streams[k].q, s->queue_depth / 2);
-        if (shard_queue_set_byte_cap(&f->streams[k].q, s->byte_cap)) {
+        if (shard_queue_set_byte_cap(&f->streams[k].q, stream_budget(s))) {
             shard_fetch_free(&f);
             return SHARD_ERR_NOMEM;
         }

@@ -12,7 +12,7 @@
 #include "base/attr.h"
 #include "base/queue.h"
 #include "shard/list.h"
-#include "shard/reader.h"
+#include "shard/plan.h"
 #include "tar/item.h"
 
 /* Segment n of stream k of the current epoch into *out; 0 past the stream's last. */
@@ -27,7 +27,8 @@ typedef struct ShardFetchSettings {
     void *cookie;
     ShardRemote *remote;    /* remote shards are read through it; borrowed */
     int map;                /* map local shards (ShardFileSettings.map) */
-    uint64_t byte_cap;      /* bytes each stream's queue may hold (0: queue_depth alone) */
+    uint64_t memory_budget; /* bytes all streams' queues may hold together (0: queue_depth
+                               alone); each stream gets its share, one sample at least */
 } ShardFetchSettings;
 
 typedef struct ShardFetchCounters {
@@ -44,16 +45,9 @@ typedef struct ShardFetchCounters {
 
 typedef struct ShardFetch ShardFetch;
 
-/* A reader's fetch counters (reader.c), for the loader's statistics. */
-struct ShardReader;
-SHARD_HIDDEN void shard_reader_fetch_counters(const struct ShardReader *r, ShardFetchCounters *c);
-/* When the reader listed its shards, and for how long (a trace's span). */
-SHARD_HIDDEN void shard_reader_list_time(const struct ShardReader *r, double *start,
-                                         double *seconds);
 /* Spans of the fetch threads go to trace (borrowed; NULL: none); before they start. */
 struct ShardTrace;
 SHARD_HIDDEN void shard_fetch_set_trace(ShardFetch *f, struct ShardTrace *trace);
-SHARD_HIDDEN void shard_reader_set_trace(struct ShardReader *r, struct ShardTrace *trace);
 
 SHARD_HIDDEN int shard_fetch_new(ShardFetch **out, const ShardFetchSettings *s);
 /* Starts stream k's thread at its segment first, skipping skip samples of it. */

@@ -1,0 +1,20 @@
+/*
+ * What the streaming reader (reader.c) tells the loader besides its public API (shard/
+ * reader.h): the fetch stage's counters and the list's timing for its statistics, and where
+ * the fetch threads record their spans.
+ */
+#ifndef SHARD_READ_READER_H
+#define SHARD_READ_READER_H
+
+#include "base/attr.h"
+#include "read/fetch.h"
+#include "shard/reader.h"
+
+/* For the loader's statistics and traces (load/loader.c): the fetch stage's counters; when
+ * the reader listed its shards, and for how long (a trace's span); and where the fetch
+ * threads record their spans (borrowed; NULL: none), set before they start. */
+SHARD_HIDDEN void shard_reader_fetch_counters(const ShardReader *r, ShardFetchCounters *c);
+SHARD_HIDDEN void shard_reader_list_time(const ShardReader *r, double *start, double *seconds);
+SHARD_HIDDEN void shard_reader_set_trace(ShardReader *r, struct ShardTrace *trace);
+
+#endif /* SHARD_READ_READER_H */
