@@ -323,6 +323,29 @@ Test(file, missing_and_truncated)
     free(path);
 }
 
+/* A compressed shard whose stream stops before the first tar header: "ends" when its bytes
+ * run out (at the file's size), "breaks" when they are there but do not decompress. */
+Test(file, compressed_stream_ends_or_breaks_before_the_first_header)
+{
+    static const unsigned char gz[10] = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3};
+    unsigned char bad[2010];
+    memcpy(bad, gz, sizeof gz);
+    memset(bad + sizeof gz, 0xff, sizeof bad - sizeof gz);
+    char *cut = tu_path(dir, "cut.tar.gz"), *broken = tu_path(dir, "broken.tar.gz");
+    tu_write(cut, gz, sizeof gz);
+    tu_write(broken, bad, sizeof bad);
+    ShardFile *f;
+    ShardError err;
+    cr_assert_eq(shard_file_open(&f, cut, NULL, &err), SHARD_ERR_FORMAT);
+    cr_assert(strstr(err.message, "cut.tar.gz: offset 10: the compressed stream ends before"),
+              "%s", err.message);
+    cr_assert_eq(shard_file_open(&f, broken, NULL, &err), SHARD_ERR_FORMAT);
+    cr_assert(strstr(err.message, "broken.tar.gz: offset 0: the compressed stream breaks before"),
+              "%s", err.message);
+    free(cut);
+    free(broken);
+}
+
 Test(file, urls_expand)
 {
     char **u;

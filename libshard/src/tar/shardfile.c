@@ -26,6 +26,7 @@ struct ShardFile {
     ShardSource *src;
     char err[SHARD_ERROR_MAX];
     int failed;          /* sticky error code */
+    int bad_frame;       /* opening the tar failed in a zstd frame that does not decompress */
     ShardTar *tar;       /* reading in order */
     ShardIndexed *ix;    /* reading by index, NULL without an index */
     int indexed;         /* reading by index since a seek */
@@ -90,7 +91,7 @@ static int open_tar(ShardFile *f)
 {
     if (f->tar)
         return 0;
-    int rc = shard_tar_open(&f->tar, f->src, &f->s, f->err);
+    int rc = shard_tar_open(&f->tar, f->src, &f->s, &f->bad_frame, f->err);
     return rc ? (f->failed = rc) : 0;
 }
 
@@ -112,8 +113,8 @@ static int open_index(ShardFile *f, const char *compression)
     return rc;
 }
 
-int shard_file_open_source(ShardFile **out, ShardSource *src, const ShardFileSettings *s,
-                           ShardError *err)
+int shard_file_open_deferred(ShardFile **out, ShardSource *src, const ShardFileSettings *s,
+                             ShardError *err)
 {
     *out = NULL;
     ShardFile *f = calloc(1, sizeof *f);
@@ -126,16 +127,34 @@ int shard_file_open_source(ShardFile **out, ShardSource *src, const ShardFileSet
     else
         shard_file_default_settings(&f->s);
     f->src = src;
-    if (src->costly) { /* each request counts: nothing is read before it is needed */
-        *out = f;
-        return 0;
-    }
+    *out = f;
+    return 0;
+}
+
+int shard_file_start(ShardFile *f)
+{
     int rc = open_tar(f);
     if (!rc)
         rc = open_index(f, shard_tar_compression(f->tar));
-    if (rc)
+    return rc ? (f->failed = rc) : 0;
+}
+
+int shard_file_bad_frame(const ShardFile *f)
+{
+    return f->bad_frame || (f->tar && shard_tar_bad_frame(f->tar));
+}
+
+int shard_file_open_source(ShardFile **out, ShardSource *src, const ShardFileSettings *s,
+                           ShardError *err)
+{
+    int rc = shard_file_open_deferred(out, src, s, err);
+    if (rc || src->costly) /* each request counts: nothing is read before it is needed */
+        return rc;
+    if ((rc = shard_file_start(*out))) {
+        ShardFile *f = *out;
+        *out = NULL;
         return fail_open(f, err, rc);
-    *out = f;
+    }
     return 0;
 }
 

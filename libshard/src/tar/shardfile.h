@@ -14,6 +14,16 @@
 /* Opens a shard over src, taking over the caller's reference (released on failure too). */
 SHARD_HIDDEN int shard_file_open_source(ShardFile **out, ShardSource *src,
                                         const ShardFileSettings *s, ShardError *err);
+/* shard_file_open_source without reading anything yet (as for a costly source): the first
+ * read, or shard_file_start, reads up to the first tar header. Fails only out of memory. */
+SHARD_HIDDEN int shard_file_open_deferred(ShardFile **out, ShardSource *src,
+                                          const ShardFileSettings *s, ShardError *err);
+/* Reads up to the first tar header (and a .tar.zst's seek table) now: 0, or the failure,
+ * which f keeps (shard_file_error). */
+SHARD_HIDDEN int shard_file_start(ShardFile *f);
+/* Whether f failed in a zstd frame that does not decompress (a damaged frame, which a
+ * frame-by-frame check reports on its own). */
+SHARD_HIDDEN int shard_file_bad_frame(const ShardFile *f);
 
 /* A hint that f will be read in order from its start soon: a remote shard's first request
  * goes out now (its latency then passes while the shard before is read). */

@@ -45,6 +45,8 @@ struct ShardTar {
     char *last_member;         /* the member before the current header, for messages */
     unsigned char magic[4];    /* the stream's first bytes, for messages */
     int src_rc;                /* the source's or the zstd layer's failure, or 0 */
+    int src_ended;             /* the source's stream came to its end */
+    int bad_frame;             /* a zstd frame did not decompress */
     char rerr[SHARD_ERROR_MAX]; /* its message, naming the URL and the offset */
     size_t nmagic;
     /* .tar.zst: frames decompressed here, whole (libarchive then reads a plain tar) */
@@ -111,6 +113,7 @@ static la_ssize_t zstd_next(ShardTar *t, const void **buf)
         t->zin_pos = in.pos;
         t->zout.len += out.pos;
         if (ZSTD_isError(r)) {
+            t->bad_frame = 1;
             t->src_rc = shard_fail(t->rerr, SHARD_ERR_FORMAT,
                                    "%s: offset %llu: zstd frame at offset %llu: decompression "
                                    "failed: %s",
@@ -145,6 +148,7 @@ static la_ssize_t read_cb(struct archive *a, void *cookie, const void **buf)
         archive_set_error(a, EIO, "%s", t->src->err);
         return -1;
     }
+    t->src_ended |= k == 0;
     for (ssize_t i = 0; i < k && t->nmagic < sizeof t->magic; i++)
         t->magic[t->nmagic++] = ((const unsigned char *)*buf)[i];
     int first = !t->started;
@@ -184,7 +188,8 @@ static const char *filter_name(struct archive *ar)
     }
 }
 
-int shard_tar_open(ShardTar **out, ShardSource *src, const ShardFileSettings *s, char *err)
+int shard_tar_open(ShardTar **out, ShardSource *src, const ShardFileSettings *s, int *bad_frame,
+                   char *err)
 {
     *out = NULL;
     ShardTar *t = calloc(1, sizeof *t);
@@ -203,6 +208,8 @@ int shard_tar_open(ShardTar **out, ShardSource *src, const ShardFileSettings *s,
     if (archive_read_open2(t->ar, t, NULL, read_cb, skip_cb, NULL) != ARCHIVE_OK) {
         if (t->src_rc) { /* the bytes never came: the source (or the zstd layer) says why */
             int rc = shard_fail(err, t->src_rc, "%s", t->rerr);
+            if (bad_frame)
+                *bad_frame = t->bad_frame;
             shard_tar_free(&t);
             return rc;
         }
@@ -212,7 +219,7 @@ int shard_tar_open(ShardTar **out, ShardSource *src, const ShardFileSettings *s,
         const char *why = archive_error_string(t->ar);
         int rc;
         if (compressed) { /* libarchive decompresses ahead: the first tar header never came */
-            int cut = why && strstr(why, "runcated");
+            int cut = t->src_ended; /* the bytes ran out before it did */
             rc = shard_fail(err, SHARD_ERR_FORMAT,
                             "%s: offset %llu: the compressed stream %s before the first tar "
                             "header could be read: %s",
@@ -516,6 +523,8 @@ int shard_tar_next(ShardTar *t, ShardSampleBuf *sb, uint64_t *offset, char *err)
         free(done);
     return added < 0 ? nomem(t, err) : 0;
 }
+
+int shard_tar_bad_frame(const ShardTar *t) { return t->bad_frame; }
 
 void shard_tar_free(ShardTar **pt)
 {

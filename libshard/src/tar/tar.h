@@ -18,14 +18,18 @@
 typedef struct ShardTar ShardTar;
 
 /* Opens the tar stream of src (borrowed: it must outlive the reader) and reads up to its
- * first header, so that a source that is no tar fails here. err: SHARD_ERROR_MAX bytes. */
+ * first header, so that a source that is no tar fails here. err: SHARD_ERROR_MAX bytes;
+ * bad_frame (optional) is set on a failure that came from a zstd frame that does not
+ * decompress (a damaged frame). */
 SHARD_HIDDEN int shard_tar_open(ShardTar **out, ShardSource *src, const ShardFileSettings *s,
-                                char *err);
+                                int *bad_frame, char *err);
 /* "none", "gzip", "zstd" (libarchive's filter name for others). */
 SHARD_HIDDEN const char *shard_tar_compression(const ShardTar *t);
 /* Reads the next sample into sb; *offset receives the tar offset of its first header.
  * 0, SHARD_EOS, or an error with err naming the URL, offset and member. */
 SHARD_HIDDEN int shard_tar_next(ShardTar *t, ShardSampleBuf *sb, uint64_t *offset, char *err);
+/* Whether the failure came from a zstd frame that does not decompress (a damaged frame). */
+SHARD_HIDDEN int shard_tar_bad_frame(const ShardTar *t);
 SHARD_HIDDEN void shard_tar_free(ShardTar **t);
 
 #endif /* SHARD_TAR_TAR_H */
