@@ -23,6 +23,12 @@ int shard_ends_with(const char *s, const char *suffix)
     return n >= k && !strcmp(s + n - k, suffix);
 }
 
+const char *shard_base_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
 char *shard_dir_of(const char *path)
 {
     char *tmp = shard_strdup(path);

@@ -15,6 +15,9 @@ SHARD_HIDDEN char *shard_strdup(const char *s);
 /* Whether s ends with suffix. */
 SHARD_HIDDEN int shard_ends_with(const char *s, const char *suffix);
 
+/* The last component of a path (after its last '/'), a pointer into path. */
+SHARD_HIDDEN const char *shard_base_name(const char *path);
+
 /* The folder part of a path (dirname), malloc'd; NULL when out of memory. */
 SHARD_HIDDEN char *shard_dir_of(const char *path);
 

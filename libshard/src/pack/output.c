@@ -1,0 +1,212 @@
+/*
+ * A pack run's output around its shards (shard/pack.h): the folder made ready (an earlier
+ * run's temporaries and manifest gone), what an earlier run left past this one's shards, and
+ * the manifest that goes with the plan.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "base/error.h"
+#include "base/keyset.h"
+#include "base/text.h"
+#include "pack/plan.h"
+#include "pack/plandef.h"
+#include "remote/upload.h"
+#include "shard/file.h"
+#include "shard/manifest.h"
+#include "shard/pack.h"
+#include "source/url.h"
+#include "write/writer.h"
+
+/* Removes the temporaries (".NAME.tmp-*", atomicfile.c) an earlier, killed run left in dir
+   for the NAMEs in names. */
+static void remove_temporaries(const char *dir, const ShardKeySet *names)
+{
+    DIR *d = opendir(dir);
+    for (struct dirent *e; d && (e = readdir(d));) {
+        const char *tmp = strstr(e->d_name, ".tmp-");
+        if (e->d_name[0] != '.' || !tmp)
+            continue;
+        char *base = strndup(e->d_name + 1, (size_t)(tmp - e->d_name - 1));
+        if (base && shard_keyset_has(names, base)) {
+            char path[4096];
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+            unlink(path);
+        }
+        free(base);
+    }
+    if (d)
+        closedir(d);
+}
+
+int shard_pack_prepare(const ShardPackPlan *p, const char *manifest_path, ShardError *err)
+{
+    if (manifest_path && shard_url_is_remote(manifest_path)) {
+        /* in a bucket, uploads leave no temporaries: the earlier manifest is all to go */
+        char msg[SHARD_ERROR_MAX];
+        ShardRemote *r = shard_pack_plan_remote((ShardPackPlan *)p, msg);
+        int rc = r ? shard_object_delete(r, manifest_path, msg) : SHARD_ERR_NOMEM;
+        return rc ? shard_report(err, rc, msg) : 0;
+    }
+    if (manifest_path && unlink(manifest_path) != 0 && errno != ENOENT) {
+        int e = errno;
+        char msg[SHARD_ERROR_MAX];
+        shard_fail(msg, shard_errno_code(e), "%s: cannot remove the earlier manifest: %s",
+                   manifest_path, strerror(e));
+        return shard_report(err, shard_errno_code(e), msg);
+    }
+    /* the names of this part's shards and indexes */
+    ShardKeySet mine = {.owns = 1};
+    size_t lo, hi;
+    shard_pack_plan_part(p, &lo, &hi);
+    char *first = shard_pack_numbered(p->pattern, lo), *dir = first ? shard_dir_of(first) : NULL;
+    int rc = first && dir ? 0 : SHARD_ERR_NOMEM;
+    for (size_t j = lo; j < hi && !rc; j++) {
+        char *path = shard_pack_numbered(p->pattern, j), *ipath = path ? shard_index_path(path) : NULL;
+        char *a = path ? shard_strdup(shard_base_name(path)) : NULL;
+        char *b = ipath ? shard_strdup(shard_base_name(ipath)) : NULL;
+        if (!a || !b || shard_keyset_insert(&mine, a) < 0 || shard_keyset_insert(&mine, b) < 0)
+            rc = SHARD_ERR_NOMEM;
+        free(path);
+        free(ipath);
+    }
+    if (!rc)
+        remove_temporaries(dir, &mine);
+    shard_keyset_free(&mine);
+    if (!rc && manifest_path) { /* a run killed while writing its manifest left one too */
+        ShardKeySet m = {.owns = 1};
+        char *mdir = shard_dir_of(manifest_path), *mbase = shard_strdup(shard_base_name(manifest_path));
+        if (mdir && mbase && shard_keyset_insert(&m, mbase) >= 0)
+            remove_temporaries(mdir, &m);
+        else {
+            free(mbase);
+            rc = SHARD_ERR_NOMEM;
+        }
+        shard_keyset_free(&m);
+        free(mdir);
+    }
+    free(first);
+    free(dir);
+    return rc ? shard_report(err, rc, "out of memory") : 0;
+}
+
+size_t shard_pack_leftovers(const ShardPackPlan *p, void (*fn)(void *cookie, const char *path),
+                            void *cookie)
+{
+    size_t found = 0;
+    if (p->s.nparts || p->out_pattern)
+        return 0; /* a part does not know how many shards the others write; a bucket is
+                     not listed for this */
+    /* an earlier run numbered its shards on from 0: follow the numbers past this run's */
+    for (uint64_t k = p->nshards;; k++) {
+        char *path = shard_pack_numbered(p->pattern, k), *ipath = path ? shard_index_path(path) : NULL;
+        int any = 0;
+        struct stat st;
+        if (path && stat(path, &st) == 0) {
+            fn(cookie, path);
+            found++;
+            any = 1;
+        }
+        if (ipath && stat(ipath, &st) == 0) {
+            fn(cookie, ipath);
+            found++;
+            any = 1;
+        }
+        free(path);
+        free(ipath);
+        if (!any)
+            break;
+    }
+    return found;
+}
+
+char *shard_pack_manifest_path(const ShardPackSettings *s)
+{
+    /* out/train-%06d.tar.zst -> out/train.json: cut the name at the conversion, then drop
+     * the separator before it. */
+    char *p = shard_strdup(s->pattern);
+    if (!p)
+        return NULL;
+    char *slash = strrchr(p, '/');
+    char *name = slash ? slash + 1 : p;
+    char *pct = strchr(name, '%');
+    if (pct)
+        *pct = 0;
+    size_t n = strlen(name);
+    while (n && (name[n - 1] == '-' || name[n - 1] == '_' || name[n - 1] == '.'))
+        name[--n] = 0;
+    char suffix[64] = ".json";
+    if (s->nparts)
+        snprintf(suffix, sizeof suffix, ".part-%llu-of-%llu.json", (unsigned long long)s->part,
+                 (unsigned long long)s->nparts);
+    size_t len = strlen(p) + strlen(suffix) + 16;
+    char *out = malloc(len);
+    if (out)
+        snprintf(out, len, "%s%s%s", p, n ? "" : "dataset", suffix);
+    free(p);
+    return out;
+}
+
+/* The packing options, as the manifest records them. */
+static char *options_json(const ShardPackPlan *p)
+{
+    int zstd = shard_writes_zstd(p->s.compression, p->pattern);
+    json_t *j = json_object();
+    json_object_set_new(j, "maxcount", json_integer((json_int_t)p->s.maxcount));
+    json_object_set_new(j, "maxsize", json_integer((json_int_t)p->s.maxsize));
+    json_object_set_new(j, "compression", json_string(zstd ? "zstd" : "none"));
+    json_object_set_new(j, "level", json_integer(p->s.level));
+    json_object_set_new(j, "frame_size", json_integer((json_int_t)p->s.frame_size));
+    json_object_set_new(j, "shuffle_seed",
+                        p->s.shuffle ? json_integer((json_int_t)p->s.shuffle_seed) : json_null());
+    json_object_set_new(j, "verify", json_boolean(p->s.verify));
+    json_object_set_new(j, "mtime", json_integer(p->s.mtime));
+    if (p->s.max_side) { /* only then, so that earlier manifests stay as they were */
+        json_object_set_new(j, "max_side", json_integer(p->s.max_side));
+        json_object_set_new(j, "quality", json_integer(p->s.quality));
+    }
+    char *s = json_dumps(j, JSON_COMPACT);
+    json_decref(j);
+    return s;
+}
+
+int shard_pack_manifest(ShardManifest **out, const ShardPackPlan *p, const char *manifest_path)
+{
+    *out = NULL;
+    char *stem = shard_strdup(manifest_path);
+    char *opts = options_json(p);
+    if (!stem || !opts) {
+        free(stem);
+        free(opts);
+        return SHARD_ERR_NOMEM;
+    }
+    char *b = basename(stem);
+    char *dot = strrchr(b, '.');
+    if (dot)
+        *dot = 0;
+    char *part = strstr(b, ".part-");
+    if (part)
+        *part = 0;
+    ShardManifest *m;
+    int rc = shard_manifest_new(&m, b);
+    if (!rc && !(rc = shard_manifest_set_options(m, opts)))
+        rc = shard_manifest_set_classes(m, (const char *const *)p->classes, p->nclasses);
+    if (!rc && p->s.nparts)
+        rc = shard_manifest_set_part(m, p->s.part, p->s.nparts, (size_t)p->nshards);
+    free(stem);
+    free(opts);
+    if (rc) {
+        shard_manifest_free(&m);
+        return rc;
+    }
+    *out = m;
+    return 0;
+}

@@ -1,0 +1,38 @@
+/*
+ * The pack plan's insides, shared by its files: the plan (plan.c), the writing of one of its
+ * shards (shard.c) and a run's folder and manifest (output.c).
+ */
+#ifndef SHARD_PACK_PLANDEF_H
+#define SHARD_PACK_PLANDEF_H
+
+#include <pthread.h>
+#include <stddef.h>
+
+#include "shard/pack.h"
+#include "shard/remote.h"
+
+typedef struct Input {
+    ShardPackInput in; /* strings point at the copies below */
+    char *path, *rel, *field, *class_name, *extra;
+    char *key;
+} Input;
+
+struct ShardPackPlan {
+    ShardPackSettings s;
+    char *pattern;
+    Input *v;
+    size_t n, cap;
+    char **classes;
+    size_t nclasses;
+    size_t *first; /* nshards + 1 boundaries */
+    size_t nshards;
+    ShardRemote *remote; /* a reference: remote inputs are read through it; NULL until one */
+    pthread_mutex_t remote_mu;
+    /* Packing into a bucket: the shards' URLs (the settings' pattern), while the writer
+     * writes each shard into stage (a temporary folder) to be uploaded, then removed. */
+    char *out_pattern;
+    char *stage;
+    int built;
+};
+
+#endif /* SHARD_PACK_PLANDEF_H */
