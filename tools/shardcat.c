@@ -483,10 +483,13 @@ typedef struct Extract {
     int refused;
 } Extract;
 
-static void on_skip(void *cookie, const char *member, uint64_t offset, const char *why)
+/* A link is refused, said and counted (it could point outside DIR); the other members
+ * left out of the samples (folders, names that are not fields) are passed over. */
+static void on_skip(void *cookie, const char *member, uint64_t offset, ShardSkipReason reason,
+                    const char *why)
 {
     Extract *x = cookie;
-    if (!strstr(why, "link"))
+    if (reason != SHARD_SKIP_SYMLINK && reason != SHARD_SKIP_HARDLINK)
         return;
     char m[1024];
     fprintf(stderr, "shardcat: %s: offset %llu: member '%s' is %s: refused\n", x->url,
@@ -595,7 +598,7 @@ static int cmd_extract(const ShardList *t, const char *dir, int bar, ShardRemote
         shard_file_default_settings(&s);
         s.lowercase = 0;
         s.load_index = 0;
-        s.on_skip = on_skip;
+        s.on_skip_reason = on_skip;
         s.cookie = &x;
         ShardFile *f = open_shard(shard_list_entry(t, i)->url, &s, rm);
         if (!f) {
