@@ -95,6 +95,16 @@ int cli_usage_error(const char *prog, const char *msg)
     return 2;
 }
 
+int cli_option_error(const char *prog, int c, const char *arg)
+{
+    char msg[256];
+    if (c == ':')
+        snprintf(msg, sizeof msg, "%s wants a value", arg);
+    else
+        snprintf(msg, sizeof msg, "unknown option '%s'", arg);
+    return cli_usage_error(prog, msg);
+}
+
 int cli_ends_with(const char *s, const char *suffix)
 {
     size_t n = strlen(s), k = strlen(suffix);

@@ -20,6 +20,10 @@ const char *cli_human_bytes(double bytes, char *buf, size_t size);
 /* Says "PROG: msg" and how to get help on stderr; returns 2, the bad-usage exit status. */
 int cli_usage_error(const char *prog, const char *msg);
 
+/* What getopt_long's ':' (an option without its value) or '?' (an unknown option) means,
+ * said as cli_usage_error does; arg is the option as written (argv[optind - 1]). Returns 2. */
+int cli_option_error(const char *prog, int c, const char *arg);
+
 /* Whether s ends with suffix. */
 int cli_ends_with(const char *s, const char *suffix);
 

@@ -16,7 +16,7 @@
 #include <jansson.h>
 #include <shard/shard.h>
 
-#include "bench.h"
+#include "shardcat.h"
 #include "cli.h"
 
 #define MAX_LIST 16

@@ -1,0 +1,418 @@
+/*
+ * shardcat's command line: the usage and each command's help, the options read with
+ * getopt_long into the tool's settings (ShardcatCli) and the library's (the stream's
+ * ShardReaderSettings, every command's ShardRemoteSettings), and the operands' checks.
+ * Help goes to stdout, bad usage to stderr with exit status 2.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "shardcat.h"
+
+static void usage(FILE *f)
+{
+    fputs("usage: shardcat COMMAND [options] SHARD...\n"
+          "\n"
+          "  ls [--json] SHARD...          one line per sample: key and fields with their sizes\n"
+          "                                in bytes (jpg:81234B cls:1B)\n"
+          "  cat SHARD KEY.FIELD           the member's bytes to stdout\n"
+          "  info [--json] SHARD...        samples, bytes, fields, compression, index\n"
+          "  verify [--decode] [--json] SHARD...\n"
+          "                                structure, index, seek table, manifest checksums,\n"
+          "                                key rules; with --decode every JPEG decodes and\n"
+          "                                every image field holds its kind of image\n"
+          "  index SHARD...                write SHARD's .idx (DALI v1.2) for shards made elsewhere\n"
+          "  extract SHARD... -C DIR       extract sample members into DIR, safely\n"
+          "  bench SHARD... [--threads LIST] [--streams LIST] [--seconds S] ...\n"
+          "                                decoded batches/s for each setting swept, the stage\n"
+          "                                the others wait on, the decoder's ceiling, the best\n"
+          "                                setting (shardcat bench --help)\n"
+          "  stream URLS | --mix W:SPEC... [--shuffle N[:INITIAL]] [--seed S] [--epoch E]\n"
+          "         [--rank R --world-size W] [--worker I --workers N]\n"
+          "         [--mode exact|equal|resampled] [--pad]\n"
+          "         [--epoch-samples N] [--streams N] [--skip-errors] [--samples N]\n"
+          "         [--state STATE] [--json] [--stats] [--map]\n"
+          "                                the streaming reader's samples, one line each (key, url);\n"
+          "                                with --samples N it stops after N and prints the state\n"
+          "                                to resume from on stderr; --mix W:SPEC (repeated) mixes\n"
+          "                                sources, each W's share of every epoch; --map maps\n"
+          "                                local shards (faster; a shard cut meanwhile: SIGBUS)\n"
+          "\n"
+          "  -q, --quiet          no progress line (one is drawn on stderr, when it is a\n"
+          "                       terminal, over many shards and for stream)\n"
+          "\n"
+          "Manifests (every command):\n"
+          "  --allow-manifest-commands\n"
+          "                       let a manifest list pipe:COMMAND shards (a manifest from\n"
+          "                       elsewhere runs nothing without it)\n"
+          "\n"
+          "Remote shards (every command):\n"
+          "  --cache-dir DIR      keep remote shards in DIR (shared by processes)\n"
+          "  --cache-size SIZE    the cache's limit, least recently used out first\n"
+          "  --retries N          retries of a request that makes no progress (default 10)\n"
+          "  --timeout S          connect timeout in seconds (default 10)\n"
+          "  --stall-timeout S    cut and resume a transfer stalled this long (default 30)\n"
+          "  --backoff S          first retry delay, doubled each retry (default 0.5)\n"
+          "  --ca-bundle FILE     CA certificates (default: CURL_CA_BUNDLE, SSL_CERT_FILE)\n"
+          "\n"
+          "SHARD is a path, a brace pattern (train-{000000..000099}.tar), a manifest (.json),\n"
+          "pipe:COMMAND, or http://, https://, gs://BUCKET/NAME, s3://BUCKET/KEY (the URLs\n"
+          "also in patterns and manifests; gs:// and s3:// prefixes ending in / list every\n"
+          "shard under them); file:///PATH is PATH. Exit status: 0 success, 1 a defect or\n"
+          "failure, 2 bad usage. shardcat COMMAND --help: that command's help; --version.\n",
+          f);
+}
+
+static int die_usage(const char *msg)
+{
+    return cli_usage_error("shardcat", msg);
+}
+
+/* The commands, by name; each one's own help (shardcat COMMAND --help). */
+static const struct {
+    const char *name;
+    ShardcatCommand command;
+    const char *help; /* NULL: the global help's own section */
+} commands[] = {
+    {"ls", SHARDCAT_LS,
+     "usage: shardcat ls [--json] SHARD...\n\n"
+     "One line per sample: its key, then each field with its size in bytes (jpg:81234B).\n"
+     "  --json   one JSON object per sample: __key__, __url__, fields {name: bytes}\n"},
+    {"cat", SHARDCAT_CAT,
+     "usage: shardcat cat SHARD KEY.FIELD\n\n"
+     "Writes the member's bytes to stdout. SHARD may also be a manifest or a brace\n"
+     "pattern: the first shard holding KEY gives it.\n"},
+    {"info", SHARDCAT_INFO,
+     "usage: shardcat info [--json] SHARD...\n\n"
+     "Samples, bytes, fields, compression and index of each shard.\n"
+     "  --json   one JSON object per shard\n"},
+    {"verify", SHARDCAT_VERIFY,
+     "usage: shardcat verify [--decode] [--json] SHARD...\n\n"
+     "Checks structure, index, zstd seek table, manifest size and checksums and the\n"
+     "key rules; exit status 1 when any shard has a defect.\n"
+     "  --decode  also decode every JPEG, and check every image field holds its kind\n"
+     "  --json    one JSON object per shard: url, ok, samples, members, index,\n"
+     "            frames, jpegs, manifest, defects, error\n"},
+    {"index", SHARDCAT_INDEX,
+     "usage: shardcat index SHARD...\n\n"
+     "Writes SHARD's .idx (DALI v1.2) beside it, for shards made elsewhere.\n"},
+    {"extract", SHARDCAT_EXTRACT,
+     "usage: shardcat extract SHARD... -C DIR\n\n"
+     "Extracts the samples' members into DIR (no member leaves DIR).\n"},
+    {"stream", SHARDCAT_STREAM, NULL},
+};
+#define NCOMMANDS (sizeof commands / sizeof *commands)
+
+/* The command's help, or the global one; returns 0. */
+static int help(const char *name)
+{
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        if (!strcmp(name, commands[i].name) && commands[i].help) {
+            fputs(commands[i].help, stdout);
+            fputs("\nShards: paths, file:// URLs, brace patterns, manifests, pipe:COMMAND, "
+                  "http(s)://,\ngs:// and s3:// (see shardcat --help for remote options).\n",
+                  stdout);
+            return 0;
+        }
+    usage(stdout);
+    return 0;
+}
+
+/* ---- options ------------------------------------------------------------------------- */
+
+/* Options from O_SHUFFLE on go with stream only. */
+enum { O_CMDS = 150, O_CACHE = 200, O_CACHE_SIZE, O_RETRIES, O_TIMEOUT, O_STALL, O_BACKOFF, O_CA,
+       O_SHUFFLE = 256, O_SEED, O_EPOCH, O_RANK, O_WORLD, O_WORKER, O_WORKERS, O_MODE, O_PAD,
+       O_EPOCH_SAMPLES, O_STREAMS, O_SKIP, O_SAMPLES, O_STATE, O_STATS, O_MIX, O_MAP };
+
+static const char short_options[] = ":C:hq";
+
+static const struct option long_options[] = {
+    {"json", no_argument, NULL, 'J'},
+    {"decode", no_argument, NULL, 'D'},
+    {"help", no_argument, NULL, 'h'},
+    {"quiet", no_argument, NULL, 'q'},
+    {"allow-manifest-commands", no_argument, NULL, O_CMDS},
+    {"cache-dir", required_argument, NULL, O_CACHE},
+    {"cache-size", required_argument, NULL, O_CACHE_SIZE},
+    {"retries", required_argument, NULL, O_RETRIES},
+    {"timeout", required_argument, NULL, O_TIMEOUT},
+    {"stall-timeout", required_argument, NULL, O_STALL},
+    {"backoff", required_argument, NULL, O_BACKOFF},
+    {"ca-bundle", required_argument, NULL, O_CA},
+    {"shuffle", required_argument, NULL, O_SHUFFLE},
+    {"seed", required_argument, NULL, O_SEED},
+    {"epoch", required_argument, NULL, O_EPOCH},
+    {"rank", required_argument, NULL, O_RANK},
+    {"world-size", required_argument, NULL, O_WORLD},
+    {"worker", required_argument, NULL, O_WORKER},
+    {"workers", required_argument, NULL, O_WORKERS},
+    {"mode", required_argument, NULL, O_MODE},
+    {"pad", no_argument, NULL, O_PAD},
+    {"epoch-samples", required_argument, NULL, O_EPOCH_SAMPLES},
+    {"streams", required_argument, NULL, O_STREAMS},
+    {"skip-errors", no_argument, NULL, O_SKIP},
+    {"samples", required_argument, NULL, O_SAMPLES},
+    {"state", required_argument, NULL, O_STATE},
+    {"stats", no_argument, NULL, O_STATS},
+    {"mix", required_argument, NULL, O_MIX},
+    {"map", no_argument, NULL, O_MAP},
+    {NULL, 0, NULL, 0},
+};
+
+/* The remote options; -1, or 2 after saying what is wrong. */
+static int remote_option(int c, const char *arg, ShardRemoteSettings *ro)
+{
+    uint64_t v;
+    switch (c) {
+    case O_CACHE: ro->cache_dir = arg; break;
+    case O_CACHE_SIZE:
+        if (cli_parse_size(arg, &ro->cache_bytes))
+            return die_usage("--cache-size wants a size, e.g. 100G");
+        break;
+    case O_RETRIES:
+        if (cli_parse_u64(arg, &v) || v > 1000)
+            return die_usage("--retries wants a whole number up to 1000");
+        ro->retries = (int)v;
+        break;
+    case O_TIMEOUT:
+    case O_STALL:
+    case O_BACKOFF: {
+        char *end;
+        double d = strtod(arg, &end);
+        if (*end || !(d >= 0) || d > 86400)
+            return die_usage("--timeout, --stall-timeout and --backoff want seconds");
+        if (c == O_TIMEOUT)
+            ro->connect_timeout = d;
+        else if (c == O_STALL)
+            ro->stall_timeout = d;
+        else
+            ro->backoff = d;
+        break;
+    }
+    case O_CA: ro->ca_bundle = arg; break;
+    }
+    return -1;
+}
+
+/* --mix WEIGHT:SPEC, the weight first: a spec may hold ':' (URLs) but a weight not. At most
+ * one source per argument, so the lists are made argc long. */
+static int add_mix(ShardcatCli *cli, ShardReaderSettings *rs, char *arg, int argc)
+{
+    char *colon = strchr(arg, ':'), *end;
+    double w = colon ? strtod(arg, &end) : 0;
+    if (!colon || end != colon || !(w > 0) || !colon[1])
+        return die_usage("--mix wants WEIGHT:SPEC, e.g. --mix 0.7:a/train.json");
+    if (!cli->mix) {
+        cli->mix = calloc((size_t)argc, sizeof *cli->mix);
+        cli->spec = calloc((size_t)argc, sizeof *cli->spec);
+        if (!cli->mix || !cli->spec)
+            return die_usage("out of memory");
+    }
+    cli->spec[cli->nmix] = colon + 1;
+    cli->mix[cli->nmix] = (ShardMixInput){&cli->spec[cli->nmix], 1, w};
+    cli->nmix++;
+    rs->sources = cli->mix;
+    rs->nsources = cli->nmix;
+    return -1;
+}
+
+/* Whole-number stream options that count something: rank, workers, streams. */
+static int count_option(int c, const char *arg, ShardReaderSettings *rs)
+{
+    uint64_t v;
+    if (cli_parse_u64(arg, &v) || v > (1u << 30))
+        return die_usage("rank, world size, worker, workers and streams want whole numbers");
+    if (c == O_RANK)
+        rs->rank = (int)v;
+    else if (c == O_WORLD)
+        rs->world_size = (int)v;
+    else if (c == O_WORKER)
+        rs->worker = (int)v;
+    else if (c == O_WORKERS)
+        rs->num_workers = (int)v;
+    else
+        rs->streams = (size_t)v;
+    return -1;
+}
+
+/* The stream options; -1, or 2 after saying what is wrong. */
+static int stream_option(int c, char *arg, ShardcatCli *cli, ShardReaderSettings *rs, int argc)
+{
+    uint64_t v;
+    switch (c) {
+    case O_SHUFFLE: {
+        char *colon = strchr(arg, ':');
+        if (colon)
+            *colon = 0;
+        if (cli_parse_u64(arg, &v))
+            return die_usage("--shuffle wants N or N:INITIAL");
+        rs->shuffle_buffer = (size_t)v;
+        if (colon) {
+            if (cli_parse_u64(colon + 1, &v))
+                return die_usage("--shuffle wants N or N:INITIAL");
+            rs->shuffle_initial = (size_t)v;
+        }
+        break;
+    }
+    case O_SEED:
+        if (cli_parse_u64(arg, &rs->seed))
+            return die_usage("--seed wants a whole number");
+        rs->have_seed = 1;
+        break;
+    case O_EPOCH:
+        if (cli_parse_u64(arg, &rs->epoch))
+            return die_usage("--epoch wants a whole number");
+        break;
+    case O_RANK:
+    case O_WORLD:
+    case O_WORKER:
+    case O_WORKERS:
+    case O_STREAMS: return count_option(c, arg, rs);
+    case O_MODE:
+        if (!strcmp(arg, "exact"))
+            rs->mode = SHARD_MODE_EXACT;
+        else if (!strcmp(arg, "equal"))
+            rs->mode = SHARD_MODE_EQUAL;
+        else if (!strcmp(arg, "resampled"))
+            rs->mode = SHARD_MODE_RESAMPLED;
+        else
+            return die_usage("--mode wants exact, equal or resampled");
+        break;
+    case O_PAD: rs->pad = 1; break;
+    case O_EPOCH_SAMPLES:
+        if (cli_parse_u64(arg, &rs->epoch_samples))
+            return die_usage("--epoch-samples wants a whole number");
+        break;
+    case O_SKIP: rs->skip_errors = 1; break;
+    case O_SAMPLES:
+        if (cli_parse_u64(arg, &cli->samples))
+            return die_usage("--samples wants a whole number");
+        cli->have_samples = 1;
+        break;
+    case O_STATE: cli->state = arg; break;
+    case O_MIX: return add_mix(cli, rs, arg, argc);
+    case O_STATS: cli->stats = 1; break;
+    case O_MAP: rs->map_files = 1; break;
+    }
+    return -1;
+}
+
+/* The options after COMMAND; -1, or the exit status after help or bad usage. */
+static int read_options(int argc, char **argv, ShardcatCli *cli, ShardReaderSettings *rs,
+                        ShardRemoteSettings *ro)
+{
+    int c, quiet = 0, stream_only = 0, status = -1;
+    optind = 2;
+    opterr = 0; /* one message for an unknown option, ours */
+    while (status < 0 && (c = getopt_long(argc, argv, short_options, long_options, NULL)) != -1) {
+        switch (c) {
+        case 'J': cli->json = 1; break;
+        case 'D': cli->decode = 1; break;
+        case 'C': cli->dir = optarg; break;
+        case 'h': return help(argv[1]);
+        case 'q': quiet = 1; break;
+        case O_CMDS: cli->manifest_commands = 1; break;
+        case ':':
+        case '?': return cli_option_error("shardcat", c, argv[optind - 1]);
+        default:
+            if (c >= O_SHUFFLE) {
+                stream_only = 1;
+                status = stream_option(c, optarg, cli, rs, argc);
+            } else {
+                status = remote_option(c, optarg, ro);
+            }
+        }
+    }
+    if (status >= 0)
+        return status;
+    if (stream_only && cli->command != SHARDCAT_STREAM)
+        return die_usage("that option goes with stream");
+    cli->args = argv + optind;
+    cli->nargs = argc - optind;
+    cli->bar = !quiet && isatty(2); /* a progress line where someone watches */
+    return -1;
+}
+
+int shardcat_parse(int argc, char **argv, ShardcatCli *cli, ShardReaderSettings *reader,
+                   ShardRemoteSettings *remote)
+{
+    memset(cli, 0, sizeof *cli);
+    cli->command = SHARDCAT_UNKNOWN;
+    shard_reader_default_settings(reader);
+    shard_remote_default_settings(remote);
+    if (argc < 2)
+        return usage(stderr), 2;
+    const char *name = argv[1];
+    if (!strcmp(name, "-h") || !strcmp(name, "--help"))
+        return usage(stdout), 0;
+    if (!strcmp(name, "bench")) /* options of its own */
+        return shardcat_bench(argc - 1, argv + 1);
+    if (!strcmp(name, "--version") || !strcmp(name, "-V")) {
+        printf("shardcat (libshard) %s\n", shard_version());
+        return 0;
+    }
+    cli->name = name;
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        if (!strcmp(name, commands[i].name))
+            cli->command = commands[i].command;
+    return read_options(argc, argv, cli, reader, remote);
+}
+
+/* ---- operands ------------------------------------------------------------------------ */
+
+static int check_stream(const ShardcatCli *cli)
+{
+    if (cli->nargs < 1 && !cli->nmix)
+        return die_usage("no shards given");
+    if (cli->decode || cli->dir)
+        return die_usage("--decode and -C do not go with stream");
+    if (cli->nmix && cli->nargs) {
+        fprintf(stderr, "shardcat: give the shards as arguments or with --mix, not both\n");
+        return 2;
+    }
+    return -1;
+}
+
+int shardcat_check(const ShardcatCli *cli)
+{
+    ShardcatCommand c = cli->command;
+    if (c == SHARDCAT_STREAM)
+        return check_stream(cli);
+    if (cli->json && c != SHARDCAT_LS && c != SHARDCAT_INFO && c != SHARDCAT_VERIFY)
+        return die_usage("--json goes with ls, info, verify and stream");
+    if (cli->decode && c != SHARDCAT_VERIFY)
+        return die_usage("--decode goes with verify");
+    if (cli->dir && c != SHARDCAT_EXTRACT)
+        return die_usage("-C goes with extract");
+    if (c == SHARDCAT_CAT) {
+        if (cli->nargs != 2)
+            return die_usage("cat wants SHARD KEY.FIELD");
+        const char *member = cli->args[1], *slash = strrchr(member, '/');
+        if (!strchr(slash ? slash + 1 : member, '.'))
+            return die_usage("cat wants KEY.FIELD, e.g. n01440764/img_0001.jpg");
+        return -1;
+    }
+    if (c == SHARDCAT_UNKNOWN) {
+        fprintf(stderr, "shardcat: unknown command '%s'\n", cli->name);
+        usage(stderr);
+        return 2;
+    }
+    if (cli->nargs < 1)
+        return die_usage("no SHARD given");
+    if (c == SHARDCAT_EXTRACT && !cli->dir)
+        return die_usage("extract wants -C DIR");
+    return -1;
+}
+
+void shardcat_cli_free(ShardcatCli *cli)
+{
+    free(cli->mix);
+    free(cli->spec);
+    cli->mix = NULL;
+    cli->spec = NULL;
+    cli->nmix = 0;
+}

@@ -1,0 +1,436 @@
+/*
+ * shardcat's commands that look inside shards: ls (the samples), info (a shard's summary),
+ * cat (one member's bytes) and extract (the members into a folder, safely).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "shardcat.h"
+
+/* ---- ls ------------------------------------------------------------------------------ */
+
+static void print_sample(const ShardSampleView *v, int json)
+{
+    if (json) {
+        json_t *o = json_object(), *fields = json_object();
+        json_object_set_new(o, "__key__", shardcat_json_text(v->key));
+        json_object_set_new(o, "__url__", shardcat_json_text(v->url));
+        for (size_t k = 0; k < v->nfields; k++) {
+            json_t *name = shardcat_json_text(v->fields[k].name);
+            json_object_set_new(fields, json_string_value(name),
+                                json_integer((json_int_t)v->fields[k].size));
+            json_decref(name);
+        }
+        json_object_set_new(o, "fields", fields);
+        shardcat_json_line(o);
+        return;
+    }
+    cli_print_path(stdout, v->key);
+    for (size_t k = 0; k < v->nfields; k++) {
+        fputs(k ? " " : "  ", stdout);
+        cli_print_path(stdout, v->fields[k].name);
+        printf(":%lluB", (unsigned long long)v->fields[k].size); /* a size */
+    }
+    putchar('\n');
+}
+
+static ShardcatNext ls_shard(ShardcatWalk *w, const ShardListEntry *shard)
+{
+    ShardFileSettings s;
+    shard_file_default_settings(&s);
+    s.load_index = 0;
+    ShardFile *f = shardcat_open_shard(w, shard->url, &s);
+    if (!f)
+        return SHARDCAT_FAILED;
+    const ShardSampleView *v;
+    int rc;
+    while ((rc = shard_file_next(f, &v)) == 0)
+        print_sample(v, w->cli->json);
+    ShardcatNext next = SHARDCAT_NEXT;
+    if (rc != SHARD_EOS) {
+        fflush(stdout);
+        fprintf(stderr, "shardcat: %s\n", shard_file_error(f));
+        next = SHARDCAT_FAILED;
+    }
+    shard_file_free(&f);
+    return next;
+}
+
+int shardcat_ls(const ShardcatCli *cli, ShardRemote *remote)
+{
+    ShardcatWalk w = {.visit = ls_shard};
+    return shardcat_each_shard(cli, remote, (size_t)cli->nargs, &w);
+}
+
+/* ---- info ---------------------------------------------------------------------------- */
+
+/* What info counts over a shard's samples. */
+typedef struct Tally {
+    uint64_t samples, members, payload, tarsize;
+    json_t *fields; /* {name: members} */
+} Tally;
+
+static void tally_sample(Tally *t, const ShardSampleView *v)
+{
+    t->samples++;
+    t->members += v->nfields;
+    for (size_t k = 0; k < v->nfields; k++) {
+        const ShardFieldView *fv = &v->fields[k];
+        json_t *name = shardcat_json_text(fv->name);
+        json_t *c = json_object_get(t->fields, json_string_value(name));
+        json_object_set_new(t->fields, json_string_value(name),
+                            json_integer(c ? json_integer_value(c) + 1 : 1));
+        json_decref(name);
+        t->payload += fv->size;
+        t->tarsize = fv->offset + ((fv->size + 511) & ~(uint64_t)511) + 1024;
+    }
+}
+
+/* Prints a shard's tally (and takes its fields). */
+static void print_info(const char *url, ShardFile *f, Tally *t, int json)
+{
+    char *ipath = shard_index_path(url);
+    int has_index = ipath && shard_file_count(f) >= 0;
+    json_t *o = json_object();
+    json_object_set_new(o, "url", shardcat_json_text(url));
+    json_object_set_new(o, "samples", json_integer((json_int_t)t->samples));
+    json_object_set_new(o, "members", json_integer((json_int_t)t->members));
+    json_object_set_new(o, "payload_bytes", json_integer((json_int_t)t->payload));
+    json_object_set_new(o, "tar_bytes", json_integer((json_int_t)t->tarsize));
+    json_object_set_new(o, "file_bytes", json_integer((json_int_t)shard_file_size(f)));
+    json_object_set_new(o, "compression", json_string(shard_file_compression(f)));
+    json_object_set_new(o, "index", has_index ? shardcat_json_text(ipath) : json_null());
+    json_object_set_new(o, "index_samples", json_integer((json_int_t)shard_file_count(f)));
+    json_object_set_new(o, "fields", t->fields);
+    if (json) {
+        shardcat_json_line(o);
+        free(ipath);
+        return;
+    }
+    char hb[32], ht[32];
+    cli_print_path(stdout, url);
+    printf("\n  samples      %llu (%llu members)\n  bytes        %s stored, %s as tar "
+           "(%s)\n  index        %s\n  fields      ",
+           (unsigned long long)t->samples, (unsigned long long)t->members,
+           cli_human_bytes((double)shard_file_size(f), hb, sizeof hb),
+           cli_human_bytes((double)t->tarsize, ht, sizeof ht), shard_file_compression(f),
+           has_index ? ipath : "none");
+    const char *name;
+    json_t *val;
+    json_object_foreach(t->fields, name, val) {
+        putchar(' ');
+        cli_print_path(stdout, name);
+        printf(":%lld", (long long)json_integer_value(val));
+    }
+    putchar('\n');
+    json_decref(o);
+    free(ipath);
+}
+
+static ShardcatNext info_shard(ShardcatWalk *w, const ShardListEntry *shard)
+{
+    ShardFileSettings s;
+    shard_file_default_settings(&s);
+    ShardFile *f = shardcat_open_shard(w, shard->url, &s);
+    if (!f)
+        return SHARDCAT_FAILED;
+    Tally t = {0, 0, 0, 0, json_object()};
+    const ShardSampleView *v;
+    int rc;
+    while ((rc = shard_file_next(f, &v)) == 0)
+        tally_sample(&t, v);
+    ShardcatNext next = SHARDCAT_NEXT;
+    if (rc != SHARD_EOS) {
+        fprintf(stderr, "shardcat: %s\n", shard_file_error(f));
+        json_decref(t.fields);
+        next = SHARDCAT_FAILED;
+    } else {
+        print_info(shard->url, f, &t, w->cli->json);
+    }
+    shard_file_free(&f);
+    return next;
+}
+
+int shardcat_info(const ShardcatCli *cli, ShardRemote *remote)
+{
+    ShardcatWalk w = {.visit = info_shard};
+    return shardcat_each_shard(cli, remote, (size_t)cli->nargs, &w);
+}
+
+/* ---- cat ----------------------------------------------------------------------------- */
+
+/* The member asked: KEY.FIELD, the field after the first dot of the basename. */
+typedef struct Cat {
+    const char *member;
+    size_t klen;       /* KEY's length */
+    const char *field; /* FIELD */
+} Cat;
+
+/* Writes the field of the sample v that cat asks for. */
+static ShardcatNext cat_field(const Cat *c, const char *url, const ShardSampleView *v,
+                              int lowercase)
+{
+    for (size_t k = 0; k < v->nfields; k++) {
+        /* fields come lower-cased (ASCII only, formats/shard.md 2.2): so is the one asked */
+        if (!shard_field_equal(v->fields[k].name, c->field, lowercase))
+            continue;
+        size_t n = fwrite(v->fields[k].data, 1, v->fields[k].size, stdout);
+        if (n != v->fields[k].size || fflush(stdout) != 0) {
+            fprintf(stderr, "shardcat: writing to stdout: %s\n", strerror(errno));
+            return SHARDCAT_ABORT;
+        }
+        return SHARDCAT_DONE;
+    }
+    fprintf(stderr, "shardcat: %s: sample '%.*s' has no field '%s'\n", url, (int)c->klen,
+            c->member, c->field);
+    return SHARDCAT_ABORT;
+}
+
+/* The first shard that holds KEY gives the member (or says it has no such field). */
+static ShardcatNext cat_shard(ShardcatWalk *w, const ShardListEntry *shard)
+{
+    const Cat *c = w->cookie;
+    ShardFileSettings s;
+    shard_file_default_settings(&s);
+    ShardFile *f = shardcat_open_shard(w, shard->url, &s);
+    if (!f)
+        return SHARDCAT_ABORT;
+    const ShardSampleView *v;
+    int rc;
+    ShardcatNext next = SHARDCAT_NEXT;
+    while ((rc = shard_file_next(f, &v)) == 0) {
+        if (strlen(v->key) == c->klen && !strncmp(v->key, c->member, c->klen)) {
+            next = cat_field(c, shard->url, v, s.lowercase);
+            break;
+        }
+    }
+    if (rc && rc != SHARD_EOS) {
+        fprintf(stderr, "shardcat: %s\n", shard_file_error(f));
+        next = SHARDCAT_ABORT;
+    }
+    shard_file_free(&f);
+    return next;
+}
+
+static int cat_end(ShardcatWalk *w, int stopped)
+{
+    if (stopped)
+        return 0;
+    const Cat *c = w->cookie;
+    size_t count = shard_list_count(w->list);
+    if (count == 1)
+        fprintf(stderr, "shardcat: %s: no sample '%.*s'\n", shard_list_entry(w->list, 0)->url,
+                (int)c->klen, c->member);
+    else
+        fprintf(stderr, "shardcat: no sample '%.*s' in any of %zu shards\n", (int)c->klen,
+                c->member, count);
+    return 1;
+}
+
+/* The member KEY.FIELD from the first shard of SHARD that holds KEY (a manifest or pattern
+ * is searched shard by shard, in order). */
+int shardcat_cat(const ShardcatCli *cli, ShardRemote *remote)
+{
+    const char *member = cli->args[1];
+    const char *slash = strrchr(member, '/');
+    const char *dot = strchr(slash ? slash + 1 : member, '.');
+    Cat c = {member, (size_t)(dot - member), dot + 1};
+    ShardcatWalk w = {.visit = cat_shard, .end = cat_end, .cookie = &c};
+    return shardcat_each_shard(cli, remote, 1, &w);
+}
+
+/* ---- extract ------------------------------------------------------------------------- */
+
+typedef struct Extract {
+    int dirfd;      /* the destination */
+    const char *url; /* the shard being extracted */
+    int refused;    /* its members refused */
+    uint64_t files; /* files written, over every shard */
+} Extract;
+
+/* A link is refused, said and counted (it could point outside DIR); the other members
+ * left out of the samples (folders, names that are not fields) are passed over. */
+static void on_skip(void *cookie, const char *member, uint64_t offset, ShardSkipReason reason,
+                    const char *why)
+{
+    Extract *x = cookie;
+    if (reason != SHARD_SKIP_SYMLINK && reason != SHARD_SKIP_HARDLINK)
+        return;
+    char m[1024];
+    fprintf(stderr, "shardcat: %s: offset %llu: member '%s' is %s: refused\n", x->url,
+            (unsigned long long)offset, cli_escape_path(member, m, sizeof m), why);
+    x->refused++;
+}
+
+/* Whether a member path stays inside the destination: relative, no "..", no empty part. */
+static int safe_path(const char *p)
+{
+    while (p[0] == '.' && p[1] == '/')
+        p += 2;
+    if (!*p || *p == '/')
+        return 0;
+    const char *comp = p;
+    for (const char *q = p;; q++) {
+        if (*q == '/' || !*q) {
+            size_t n = (size_t)(q - comp);
+            if (n == 0 || (n == 2 && comp[0] == '.' && comp[1] == '.'))
+                return 0;
+            if (!*q)
+                return 1;
+            comp = q + 1;
+        }
+    }
+}
+
+/* Writes a new file under a temporary name in the folder fd, then renames it over name:
+ * whatever was there (a hard link to a file elsewhere, a FIFO, a symbolic link) is
+ * replaced, never written through or waited on. Returns 0 or an errno. */
+static int replace_file(int fd, const char *name, const unsigned char *data, uint64_t size)
+{
+    char tmp[64];
+    snprintf(tmp, sizeof tmp, ".shardcat-%ld-%lu.tmp", (long)getpid(),
+             (unsigned long)(uintptr_t)data);
+    int out = openat(fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (out < 0)
+        return errno;
+    int e = 0;
+    uint64_t done = 0;
+    while (done < size) {
+        ssize_t k = write(out, data + done, size - done);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0) {
+            e = errno;
+            break;
+        }
+        done += (uint64_t)k;
+    }
+    if (close(out) != 0 && !e)
+        e = errno;
+    if (!e && renameat(fd, tmp, fd, name) != 0)
+        e = errno;
+    if (e)
+        unlinkat(fd, tmp, 0);
+    return e;
+}
+
+/* Creates the file below dirfd, making folders on the way, never following a link that
+ * is already there (O_NOFOLLOW on every component). Returns 0 or an errno. */
+static int write_member(int dirfd, const char *path, const unsigned char *data, uint64_t size)
+{
+    while (path[0] == '.' && path[1] == '/')
+        path += 2;
+    char *copy = strdup(path);
+    if (!copy)
+        return ENOMEM;
+    int fd = dup(dirfd);
+    char *comp = copy, *slash;
+    int e = 0;
+    while ((slash = strchr(comp, '/'))) {
+        *slash = 0;
+        if (strcmp(comp, ".") && mkdirat(fd, comp, 0755) != 0 && errno != EEXIST) {
+            e = errno;
+            break;
+        }
+        int next = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (next < 0) {
+            e = errno;
+            break;
+        }
+        close(fd);
+        fd = next;
+        comp = slash + 1;
+    }
+    if (!e)
+        e = replace_file(fd, comp, data, size);
+    close(fd);
+    free(copy);
+    return e;
+}
+
+/* Extracts a sample's members; 1 when one could not be written (said). */
+static int extract_sample(Extract *x, const char *dir, const ShardSampleView *v)
+{
+    int failed = 0;
+    for (size_t k = 0; k < v->nfields; k++) {
+        const ShardFieldView *fv = &v->fields[k];
+        char m[1024];
+        cli_escape_path(fv->member, m, sizeof m);
+        if (!safe_path(fv->member)) {
+            fprintf(stderr, "shardcat: %s: offset %llu: member '%s' would land outside %s: "
+                            "refused\n",
+                    x->url, (unsigned long long)fv->offset, m, dir);
+            x->refused++;
+            continue;
+        }
+        int e = write_member(x->dirfd, fv->member, fv->data, fv->size);
+        if (e) {
+            fprintf(stderr, "shardcat: %s/%s: %s\n", dir, m, strerror(e));
+            failed = 1;
+        } else {
+            x->files++;
+        }
+    }
+    return failed;
+}
+
+static int extract_begin(ShardcatWalk *w)
+{
+    Extract *x = w->cookie;
+    x->dirfd = open(w->cli->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (x->dirfd < 0) {
+        fprintf(stderr, "shardcat: %s: %s\n", w->cli->dir, strerror(errno));
+        return 1;
+    }
+    return 0;
+}
+
+static ShardcatNext extract_shard(ShardcatWalk *w, const ShardListEntry *shard)
+{
+    Extract *x = w->cookie;
+    cli_progress_clear(&w->pg); /* members' messages may follow */
+    x->url = shard->url;
+    x->refused = 0;
+    ShardFileSettings s;
+    shard_file_default_settings(&s);
+    s.lowercase = 0;
+    s.load_index = 0;
+    s.on_skip_reason = on_skip;
+    s.cookie = x;
+    ShardFile *f = shardcat_open_shard(w, shard->url, &s);
+    if (!f)
+        return SHARDCAT_FAILED;
+    const ShardSampleView *v;
+    int rc, failed = 0;
+    while ((rc = shard_file_next(f, &v)) == 0)
+        failed |= extract_sample(x, w->cli->dir, v);
+    if (rc != SHARD_EOS) {
+        fprintf(stderr, "shardcat: %s\n", shard_file_error(f));
+        failed = 1;
+    }
+    shard_file_free(&f);
+    return failed || x->refused ? SHARDCAT_FAILED : SHARDCAT_NEXT;
+}
+
+static int extract_end(ShardcatWalk *w, int stopped)
+{
+    Extract *x = w->cookie;
+    (void)stopped;
+    close(x->dirfd);
+    fprintf(stderr, "shardcat: extracted %llu files into %s\n", (unsigned long long)x->files,
+            w->cli->dir);
+    return 0;
+}
+
+int shardcat_extract(const ShardcatCli *cli, ShardRemote *remote)
+{
+    Extract x = {-1, NULL, 0, 0};
+    ShardcatWalk w = {.visit = extract_shard, .begin = extract_begin, .end = extract_end,
+                      .cookie = &x, .progress = 1};
+    return shardcat_each_shard(cli, remote, (size_t)cli->nargs, &w);
+}

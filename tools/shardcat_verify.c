@@ -1,0 +1,127 @@
+/*
+ * shardcat's commands that check shards and make what they lack: verify (structure,
+ * index, seek table, manifest checksums, key rules; with --decode the images) and index
+ * (a DALI .idx for a shard made elsewhere).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "shardcat.h"
+
+/* ---- verify -------------------------------------------------------------------------- */
+
+typedef struct Verify {
+    uint64_t failed; /* shards */
+} Verify;
+
+static void print_defect(void *cookie, const char *msg)
+{
+    (void)cookie;
+    fprintf(stderr, "shardcat: %s\n", msg);
+}
+
+static void print_verdict_json(const char *url, int rc, const ShardVerifyResult *r,
+                               const ShardVerifySettings *s, const ShardError *err)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "url", shardcat_json_text(url));
+    json_object_set_new(o, "ok", json_boolean(rc == 0));
+    json_object_set_new(o, "samples", json_integer((json_int_t)r->samples));
+    json_object_set_new(o, "members", json_integer((json_int_t)r->members));
+    json_object_set_new(o, "index", json_boolean(r->has_index));
+    json_object_set_new(o, "frames", json_integer((json_int_t)r->frames));
+    if (s->decode)
+        json_object_set_new(o, "jpegs", json_integer((json_int_t)r->jpegs));
+    json_object_set_new(o, "manifest", s->expect ? json_boolean(rc == 0) : json_null());
+    json_object_set_new(o, "defects",
+                        json_integer((json_int_t)(rc ? (r->defects ? r->defects : 1) : 0)));
+    json_object_set_new(o, "error", rc ? shardcat_json_text(err->message) : json_null());
+    shardcat_json_line(o);
+}
+
+static void print_verdict(const char *url, int rc, const ShardVerifyResult *r,
+                          const ShardVerifySettings *s)
+{
+    cli_print_path(stdout, url);
+    if (rc) {
+        printf(": FAILED (%llu defects)\n", (unsigned long long)(r->defects ? r->defects : 1));
+        return;
+    }
+    printf(": ok: %llu samples, %llu members%s", (unsigned long long)r->samples,
+           (unsigned long long)r->members, r->has_index ? ", index matches" : ", no index");
+    if (r->frames)
+        printf(", %llu zstd frames checked", (unsigned long long)r->frames);
+    if (s->decode)
+        printf(", %llu JPEGs decode", (unsigned long long)r->jpegs);
+    if (s->expect)
+        printf(", manifest size and checksums match");
+    putchar('\n');
+}
+
+static ShardcatNext verify_shard(ShardcatWalk *w, const ShardListEntry *shard)
+{
+    Verify *vf = w->cookie;
+    ShardVerifySettings s;
+    shard_verify_default_settings(&s);
+    s.remote = w->remote;
+    s.decode = w->cli->decode;
+    s.expect = shard->info;
+    s.on_defect = print_defect;
+    ShardVerifyResult r;
+    ShardError err;
+    int rc = shard_verify(shard->url, &s, &r, &err);
+    cli_progress_clear(&w->pg);
+    w->bytes += rc ? 0 : (double)r.filesize;
+    /* a defect was said as it was found (print_defect); other failures here */
+    if (rc && rc != SHARD_ERR_FORMAT && rc != SHARD_ERR_CHECKSUM)
+        fprintf(stderr, "shardcat: %s\n", err.message);
+    if (rc)
+        vf->failed++;
+    if (w->cli->json)
+        print_verdict_json(shard->url, rc, &r, &s, &err);
+    else
+        print_verdict(shard->url, rc, &r, &s);
+    fflush(stdout);
+    return rc ? SHARDCAT_FAILED : SHARDCAT_NEXT;
+}
+
+static int verify_end(ShardcatWalk *w, int stopped)
+{
+    const Verify *vf = w->cookie;
+    (void)stopped;
+    if (shard_list_count(w->list) > 1 && !w->cli->json)
+        printf("%zu shards, %llu failed\n", shard_list_count(w->list),
+               (unsigned long long)vf->failed);
+    return 0;
+}
+
+int shardcat_verify(const ShardcatCli *cli, ShardRemote *remote)
+{
+    Verify vf = {0};
+    ShardcatWalk w = {.visit = verify_shard, .end = verify_end, .cookie = &vf, .progress = 1};
+    return shardcat_each_shard(cli, remote, (size_t)cli->nargs, &w);
+}
+
+/* ---- index --------------------------------------------------------------------------- */
+
+static ShardcatNext index_shard(ShardcatWalk *w, const ShardListEntry *shard)
+{
+    ShardError err;
+    uint64_t n;
+    int rc = shard_index_build(shard->url, NULL, &n, &err);
+    cli_progress_clear(&w->pg);
+    if (rc) {
+        fprintf(stderr, "shardcat: %s\n", err.message);
+        return SHARDCAT_FAILED;
+    }
+    char *ipath = shard_index_path(shard->url);
+    printf("%s: %llu samples\n", ipath, (unsigned long long)n);
+    free(ipath);
+    return SHARDCAT_NEXT;
+}
+
+int shardcat_index(const ShardcatCli *cli, ShardRemote *remote)
+{
+    ShardcatWalk w = {.visit = index_shard, .progress = 1};
+    return shardcat_each_shard(cli, remote, (size_t)cli->nargs, &w);
+}

@@ -1,0 +1,110 @@
+/*
+ * shardcat: the one walk over the shards a command is given, and what the commands share
+ * (opening a shard, JSON output).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shardcat.h"
+
+/* Expands the specs into one list (with what each manifest says of its shards); NULL
+ * after saying why one is unusable. */
+static ShardList *collect(char **specs, size_t n, ShardRemote *remote, int manifest_commands)
+{
+    ShardListSettings s;
+    shard_list_default_settings(&s);
+    s.counts = 0;
+    s.remote = remote;
+    s.manifest_commands = manifest_commands;
+    ShardList *l;
+    ShardError err;
+    if (shard_list_expand(&l, (const char *const *)specs, n, &s, &err)) {
+        fprintf(stderr, "shardcat: %s\n", err.message);
+        return NULL;
+    }
+    return l;
+}
+
+int shardcat_each_shard(const ShardcatCli *cli, ShardRemote *remote, size_t nspecs,
+                        ShardcatWalk *w)
+{
+    ShardList *list = collect(cli->args, nspecs, remote, cli->manifest_commands);
+    if (!list)
+        return 1;
+    w->cli = cli;
+    w->remote = remote;
+    w->list = list;
+    w->bytes = 0;
+    size_t count = shard_list_count(list);
+    cli_progress_begin(&w->pg, w->progress && cli->bar && count > 1, "shards", count);
+    int status = 0, stopped = 0;
+    if (w->begin && w->begin(w)) {
+        shard_list_free(&list);
+        return 1;
+    }
+    for (w->index = 0; w->index < count && !stopped; w->index++) {
+        cli_progress_update(&w->pg, w->index, w->bytes, 1);
+        ShardcatNext next = w->visit(w, shard_list_entry(list, w->index));
+        cli_progress_clear(&w->pg);
+        if (next == SHARDCAT_FAILED || next == SHARDCAT_ABORT)
+            status = 1;
+        stopped = next == SHARDCAT_DONE || next == SHARDCAT_ABORT;
+    }
+    if (w->end && w->end(w, stopped))
+        status = 1;
+    shard_list_free(&list);
+    w->list = NULL;
+    return status;
+}
+
+ShardFile *shardcat_open_shard(const ShardcatWalk *w, const char *url, ShardFileSettings *s)
+{
+    ShardFile *f;
+    ShardError err;
+    s->remote = w->remote;
+    if (shard_file_open(&f, url, s, &err)) {
+        fprintf(stderr, "shardcat: %s\n", err.message);
+        return NULL;
+    }
+    return f;
+}
+
+json_t *shardcat_json_text(const char *s)
+{
+    size_t n = strlen(s);
+    if (shard_utf8_valid(s, n))
+        return json_string(s);
+    char *out = malloc(3 * n + 1);
+    if (!out)
+        return NULL;
+    size_t o = 0;
+    for (size_t i = 0; i < n;) {
+        size_t len = 1;
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0xc0)
+            len = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
+        if (i + len <= n && shard_utf8_valid(s + i, len)) {
+            memcpy(out + o, s + i, len);
+            o += len;
+            i += len;
+        } else {
+            memcpy(out + o, "\xef\xbf\xbd", 3);
+            o += 3;
+            i++;
+        }
+    }
+    out[o] = 0;
+    json_t *j = json_string(out);
+    free(out);
+    return j;
+}
+
+void shardcat_json_line(json_t *o)
+{
+    char *line = json_dumps(o, JSON_COMPACT);
+    if (line)
+        puts(line);
+    free(line);
+    json_decref(o);
+}
