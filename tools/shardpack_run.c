@@ -1,0 +1,215 @@
+/*
+ * shardpack's run: the bad inputs counted (or fatal), the worker threads that write the
+ * shards, and the progress bar.
+ *
+ * DESIGN: worker threads take whole shards of the plan from a shared counter (run->next)
+ * and write each through the library (shard_pack_write_shard), its info into the shard's
+ * own slot of run->infos; the plan is read-only by then, so the output does not depend
+ * on --jobs. The first failure is kept in run->error under run->lock and stops the
+ * others at their next sample (on_written). The main thread only waits on run->cond,
+ * drawing the progress bar from the atomic counters every 0.2 s on a terminal, then
+ * joins the workers. Workers block every signal: they go to the main thread.
+ */
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "shardpack.h"
+
+const char *const shardpack_skip_names[NSKIP] = {
+    "invalid name", "zero-byte", "unreadable", "not an image", "corrupt image", "changed while packing",
+};
+static const int skip_reason[] = {
+    [SHARD_PACK_UNREADABLE] = SKIP_UNREADABLE,
+    [SHARD_PACK_CHANGED] = SKIP_CHANGED,
+    [SHARD_PACK_NOT_IMAGE] = SKIP_NOT_IMAGE,
+    [SHARD_PACK_CORRUPT] = SKIP_CORRUPT,
+    [SHARD_PACK_BAD_NAME] = SKIP_NAME,
+    [SHARD_PACK_EMPTY] = SKIP_EMPTY,
+};
+
+void shardpack_run_init(ShardpackRun *run, const ShardpackCli *o)
+{
+    memset(run, 0, sizeof *run);
+    run->o = o;
+    pthread_mutex_init(&run->lock, NULL);
+    pthread_cond_init(&run->cond, NULL);
+    run->t0 = cli_now();
+}
+
+static void record_error(ShardpackRun *run, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void record_error(ShardpackRun *run, const char *fmt, ...)
+{
+    pthread_mutex_lock(&run->lock);
+    if (!run->error[0]) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(run->error, sizeof run->error, fmt, ap);
+        va_end(ap);
+    }
+    atomic_store(&run->failed, 1);
+    pthread_mutex_unlock(&run->lock);
+}
+
+int shardpack_scan_bad(void *cookie, const char *path, ShardPackBad reason, const char *what)
+{
+    ShardpackRun *run = cookie;
+    char buf[4096];
+    cli_escape_path(path, buf, sizeof buf);
+    if (run->o->on_error == ON_ERROR_FAIL) {
+        fprintf(stderr, "shardpack: %s: %s\n", buf, what);
+        run->scan_named++;
+        return 0;
+    }
+    if (!run->o->quiet)
+        fprintf(stderr, "shardpack: skipping %s: %s\n", buf, what);
+    atomic_fetch_add(&run->skipped[skip_reason[reason]], 1);
+    return 1;
+}
+
+/* A bad input found while packing: 1 to skip it, 0 after failing the run. */
+static int on_bad(void *cookie, size_t input, ShardPackBad reason, const char *what)
+{
+    ShardpackRun *run = cookie;
+    char path[4096];
+    cli_escape_path(shard_pack_plan_input(run->plan, input)->path, path, sizeof path);
+    if (run->o->on_error == ON_ERROR_FAIL) {
+        record_error(run, "%s: %s", path, what);
+        return 0;
+    }
+    atomic_fetch_add(&run->skipped[skip_reason[reason]], 1);
+    if (!run->o->quiet) {
+        pthread_mutex_lock(&run->lock);
+        fprintf(stderr, "%sshardpack: skipping %s: %s\n", run->tty ? "\r" : "", path, what);
+        pthread_mutex_unlock(&run->lock);
+    }
+    return 1;
+}
+
+/* Progress; stops the shard when another one failed. */
+static int on_written(void *cookie, size_t input, uint64_t bytes)
+{
+    ShardpackRun *run = cookie;
+    (void)input;
+    atomic_fetch_add(&run->samples_done, 1);
+    atomic_fetch_add(&run->bytes_done, bytes);
+    return atomic_load(&run->failed);
+}
+
+static void *worker(void *arg)
+{
+    ShardpackRun *run = arg;
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);
+    ShardPackCallbacks cb = {on_bad, on_written, run};
+    while (!atomic_load(&run->failed)) {
+        size_t j = atomic_fetch_add(&run->next, 1);
+        if (j >= run->shard_hi)
+            break;
+        ShardError err;
+        if (shard_pack_write_shard(run->plan, j, &cb, &run->infos[j], &err)) {
+            record_error(run, "%s", err.message);
+            break;
+        }
+    }
+    pthread_mutex_lock(&run->lock);
+    run->workers_left--;
+    pthread_cond_signal(&run->cond);
+    pthread_mutex_unlock(&run->lock);
+    return NULL;
+}
+
+uint64_t shardpack_run_skipped(ShardpackRun *run)
+{
+    uint64_t t = 0;
+    for (int i = 0; i < NSKIP; i++)
+        t += atomic_load(&run->skipped[i]);
+    return t;
+}
+
+static void progress(ShardpackRun *run, uint64_t total_samples, uint64_t total_bytes, int final)
+{
+    uint64_t n = atomic_load(&run->samples_done), b = atomic_load(&run->bytes_done);
+    double dt = cli_now() - run->t0;
+    double rate = dt > 0 ? (double)b / dt : 0;
+    double eta = rate > 0 ? (double)(total_bytes - (b < total_bytes ? b : total_bytes)) / rate : 0;
+    int width = 30;
+    int fill = total_samples ? (int)((double)n * width / (double)total_samples) : width;
+    char bar[64], hb[32], hr[32];
+    for (int i = 0; i < width; i++)
+        bar[i] = i < fill ? '#' : '.';
+    bar[width] = 0;
+    fprintf(stderr, "\r[%s] %llu/%llu samples  %s  %s/s  ETA %.0fs  %s", bar,
+            (unsigned long long)n, (unsigned long long)total_samples, cli_human_bytes((double)b, hb, sizeof hb),
+            cli_human_bytes(rate, hr, sizeof hr), eta, final ? "\n" : "");
+    fflush(stderr);
+}
+
+/* Waits for the workers to finish, redrawing the progress bar every 0.2 s on a terminal. */
+static void wait_workers(ShardpackRun *run, uint64_t total_samples, uint64_t total_bytes)
+{
+    pthread_mutex_lock(&run->lock);
+    while (run->workers_left > 0) {
+        if (run->tty) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_nsec += 200000000;
+            if (ts.tv_nsec >= 1000000000) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000;
+            }
+            pthread_cond_timedwait(&run->cond, &run->lock, &ts);
+            progress(run, total_samples, total_bytes, 0);
+        } else {
+            pthread_cond_wait(&run->cond, &run->lock);
+        }
+    }
+    pthread_mutex_unlock(&run->lock);
+}
+
+int shardpack_run_write(ShardpackRun *run)
+{
+    ShardPackPlan *plan = run->plan;
+    run->infos = calloc(shard_pack_plan_shards(plan) + 1, sizeof *run->infos);
+    if (!run->infos) {
+        fprintf(stderr, "shardpack: out of memory\n");
+        return 1;
+    }
+    shard_pack_plan_part(plan, &run->shard_lo, &run->shard_hi);
+    atomic_store(&run->next, run->shard_lo);
+    uint64_t total_samples = 0, total_bytes = 0;
+    for (size_t j = run->shard_lo; j < run->shard_hi; j++) {
+        size_t first, end;
+        shard_pack_plan_shard(plan, j, &first, &end);
+        for (size_t i = first; i < end; i++) {
+            total_samples++;
+            total_bytes += shard_pack_plan_input(plan, i)->size;
+        }
+    }
+    run->tty = !run->o->quiet && isatty(2);
+    int nthreads = run->o->jobs;
+    if ((size_t)nthreads > run->shard_hi - run->shard_lo)
+        nthreads = (int)(run->shard_hi - run->shard_lo);
+    pthread_t *threads = calloc((size_t)(nthreads ? nthreads : 1), sizeof *threads);
+    run->workers_left = nthreads;
+    for (int i = 0; i < nthreads; i++) {
+        if (pthread_create(&threads[i], NULL, worker, run)) {
+            fprintf(stderr, "shardpack: cannot start a thread\n");
+            return 1;
+        }
+    }
+    wait_workers(run, total_samples, total_bytes);
+    for (int i = 0; i < nthreads; i++)
+        pthread_join(threads[i], NULL);
+    free(threads);
+    if (run->tty)
+        progress(run, total_samples, total_bytes, 1);
+    return 0;
+}
