@@ -20,8 +20,10 @@ static void print_defect(void *cookie, const char *msg)
     fprintf(stderr, "shardcat: %s\n", msg);
 }
 
+/* error: what kept the shard from being read, NULL when none (a defect was said as it was
+ * found, and counted) */
 static void print_verdict_json(const char *url, int rc, const ShardVerifyResult *r,
-                               const ShardVerifySettings *s, const ShardError *err)
+                               const ShardVerifySettings *s, const char *error)
 {
     json_t *o = json_object();
     json_object_set_new(o, "url", shardcat_json_text(url));
@@ -35,7 +37,7 @@ static void print_verdict_json(const char *url, int rc, const ShardVerifyResult 
     json_object_set_new(o, "manifest", s->expect ? json_boolean(rc == 0) : json_null());
     json_object_set_new(o, "defects",
                         json_integer((json_int_t)(rc ? (r->defects ? r->defects : 1) : 0)));
-    json_object_set_new(o, "error", rc ? shardcat_json_text(err->message) : json_null());
+    json_object_set_new(o, "error", error ? shardcat_json_text(error) : json_null());
     shardcat_json_line(o);
 }
 
@@ -72,13 +74,16 @@ static ShardcatNext verify_shard(ShardcatWalk *w, const ShardListEntry *shard)
     int rc = shard_verify(shard->url, &s, &r, &err);
     cli_progress_clear(&w->pg);
     w->bytes += rc ? 0 : (double)r.filesize;
-    /* a defect was said as it was found (print_defect); other failures here */
-    if (rc && rc != SHARD_ERR_FORMAT && rc != SHARD_ERR_CHECKSUM)
-        fprintf(stderr, "shardcat: %s\n", err.message);
+    /* A defect was said as it was found (print_defect), err left unset: only a shard that
+     * could not be read has a message in it. */
+    const char *error = rc && rc != SHARD_ERR_FORMAT && rc != SHARD_ERR_CHECKSUM ? err.message
+                                                                                : NULL;
+    if (error)
+        fprintf(stderr, "shardcat: %s\n", error);
     if (rc)
         vf->failed++;
     if (w->cli->json)
-        print_verdict_json(shard->url, rc, &r, &s, &err);
+        print_verdict_json(shard->url, rc, &r, &s, error);
     else
         print_verdict(shard->url, rc, &r, &s);
     fflush(stdout);
