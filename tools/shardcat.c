@@ -38,6 +38,8 @@ static int run(const ShardcatCli *cli, ShardReaderSettings *reader, ShardRemote 
 
 int main(int argc, char **argv)
 {
+    if (argc >= 2 && !strcmp(argv[1], "bench")) /* options of its own */
+        return shardcat_bench(argc - 1, argv + 1);
     ShardcatCli cli;
     ShardReaderSettings reader;
     ShardRemoteSettings rs;

@@ -53,10 +53,11 @@ typedef struct ShardcatCli {
 } ShardcatCli;
 
 /*
- * Reads the command line into cli and the library's settings (each filled with its
- * defaults first). Help and --version go to stdout, bad usage to stderr.
+ * Reads the command line (of any command but bench, which reads its own) into cli and
+ * the library's settings (each filled with its defaults first). Help and --version go to
+ * stdout, bad usage to stderr.
  * @return -1 to go on and run the command; otherwise the exit status to leave with (0
- *         after help or the version, 2 after bad usage), bench's run included
+ *         after help or the version, 2 after bad usage)
  */
 int shardcat_parse(int argc, char **argv, ShardcatCli *cli, ShardReaderSettings *reader,
                    ShardRemoteSettings *remote);
@@ -140,7 +141,7 @@ int shardcat_index(const ShardcatCli *cli, ShardRemote *remote);
 /* shardcat_stream.c: reader is shardcat_parse's, completed here (urls, sources, remote) */
 int shardcat_stream(const ShardcatCli *cli, ShardReaderSettings *reader, ShardRemote *remote);
 
-/* shardcat_bench.c: argv[0] is "bench"; options of its own */
+/* shardcat_bench.c: argv[0] is "bench"; options of its own, read there */
 int shardcat_bench(int argc, char **argv);
 
 #endif /* SHARD_TOOLS_SHARDCAT_H */

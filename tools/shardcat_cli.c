@@ -349,8 +349,6 @@ int shardcat_parse(int argc, char **argv, ShardcatCli *cli, ShardReaderSettings 
     const char *name = argv[1];
     if (!strcmp(name, "-h") || !strcmp(name, "--help"))
         return usage(stdout), 0;
-    if (!strcmp(name, "bench")) /* options of its own */
-        return shardcat_bench(argc - 1, argv + 1);
     if (!strcmp(name, "--version") || !strcmp(name, "-V")) {
         printf("shardcat (libshard) %s\n", shard_version());
         return 0;
