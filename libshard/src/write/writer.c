@@ -1,9 +1,7 @@
 /*
- * The shard writer: tar members through libarchive's pax-restricted (ustar) writer with
- * no record blocking, so every byte libarchive emits reaches write_cb at once and the
- * running count is the exact tar offset (which the .idx needs). For .tar.zst the tar
- * bytes collect in a frame buffer; a sample that takes it past frame_size closes the frame
- * before it (formats/zstd.md, 2.1), and the seek table goes at the end.
+ * The shard writer (shard/writer.h): settings and patterns, samples checked and written as
+ * tar members, rotation. One output shard's file (its tar stream, zstd frames and seek
+ * table, its index) is shard.c's; the DESIGN comment is in writerdef.h.
  */
 #include <errno.h>
 #include <locale.h>
@@ -23,54 +21,9 @@
 #include "shard/writer.h"
 #include "sink/atomicfile.h"
 #include "tar/seektable.h"
+#include "write/shard.h"
 #include "write/writer.h"
-
-#define MAX_FRAME_SIZE (1u << 30)
-#define MAX_FRAME_CONTENT 0x80000000u /* ZSTD_SEEKABLE_MAX_FRAME_DECOMPRESSED_SIZE */
-
-struct ShardWriter {
-    ShardWriterSettings s;
-    char *pattern;
-    int zstd;
-    int failed;
-    int finished;
-    char err[SHARD_ERROR_MAX];
-    uint64_t next_number;
-
-    /* the shard being written */
-    int open;
-    ShardAtomicFile file;
-    char *path;
-    struct archive *ar;
-    struct archive_entry *entry;
-    uint64_t tar_off;
-    uint64_t count;
-    uint64_t size_est;
-    int cb_rc;
-    ShardBuf idx;
-
-    /* zstd framing */
-    ZSTD_CCtx *cctx;
-    ShardBuf frame;
-    ShardBuf zout;
-    ShardSeekEntry *seek;
-    size_t nseek, capseek;
-
-    /* completed shards */
-    ShardFileInfo *infos;
-    size_t ninfos, capinfos;
-
-    /* libarchive converts names through the calling thread's locale (nl_langinfo), and its
-     * pax writer fails on non-ASCII names under "C": headers are written under C.UTF-8,
-     * set for this thread only with uselocale, so output never depends on the process's
-     * locale. */
-    locale_t utf8;
-
-    /* scratch reused across samples */
-    ShardBuf name;
-    const ShardField **sorted;
-    size_t capsorted;
-};
+#include "write/writerdef.h"
 
 int shard_digests_parse(const char *names, int *bits)
 {
@@ -222,165 +175,6 @@ int shard_writer_open(ShardWriter **out, const ShardWriterSettings *s, ShardErro
     return 0;
 }
 
-static const char *cur_path(const ShardWriter *w)
-{
-    return w->path ? w->path : "(no shard)";
-}
-
-static la_ssize_t write_cb(struct archive *a, void *cookie, const void *buf, size_t n)
-{
-    ShardWriter *w = cookie;
-    int rc = w->zstd ? shard_buf_append(&w->frame, buf, n)
-                     : shard_afile_write(&w->file, buf, n, w->err);
-    if (rc) {
-        if (rc == SHARD_ERR_NOMEM)
-            shard_fail(w->err, rc, "%s: out of memory", cur_path(w));
-        w->cb_rc = rc;
-        archive_set_error(a, EIO, "%s", w->err);
-        return -1;
-    }
-    w->tar_off += n;
-    return (la_ssize_t)n;
-}
-
-/* Compresses the first len bytes of the frame buffer as one frame, appends it to the file
- * and keeps the rest of the buffer for the next frame. */
-static int flush_frame(ShardWriter *w, size_t len)
-{
-    if (!len)
-        return 0;
-    size_t bound = ZSTD_compressBound(len);
-    w->zout.len = 0;
-    int rc = shard_buf_reserve(&w->zout, bound);
-    if (rc)
-        return shard_fail(w->err, rc, "%s: out of memory", cur_path(w));
-    size_t z = ZSTD_compress2(w->cctx, w->zout.data, bound, w->frame.data, len);
-    if (ZSTD_isError(z))
-        return shard_fail(w->err, SHARD_ERR_IO, "%s: zstd compression failed: %s",
-                          cur_path(w), ZSTD_getErrorName(z));
-    if (len > MAX_FRAME_CONTENT || z > UINT32_MAX)
-        return shard_fail(w->err, SHARD_ERR_UNSUPPORTED,
-                          "%s: a frame of %zu bytes exceeds the seekable format's 2 GiB limit "
-                          "(a single sample this large cannot go into a .tar.zst)",
-                          cur_path(w), len);
-    if (shard_array_grow(&w->seek, &w->capseek, w->nseek + 1, sizeof *w->seek, 64))
-        return shard_fail(w->err, SHARD_ERR_NOMEM, "%s: out of memory", cur_path(w));
-    /* The frame's content checksum (its last 4 bytes) is XXH64's low 32 bits, which is
-     * exactly what the seek table stores. */
-    const unsigned char *c = w->zout.data + z - 4;
-    ShardSeekEntry *e = &w->seek[w->nseek++];
-    e->csize = (uint32_t)z;
-    e->dsize = (uint32_t)len;
-    e->checksum = (uint32_t)c[0] | (uint32_t)c[1] << 8 | (uint32_t)c[2] << 16 | (uint32_t)c[3] << 24;
-    memmove(w->frame.data, w->frame.data + len, w->frame.len - len);
-    w->frame.len -= len;
-    return shard_afile_write(&w->file, w->zout.data, z, w->err);
-}
-
-static int start_shard(ShardWriter *w)
-{
-    int n = snprintf(NULL, 0, w->pattern, (unsigned long long)w->next_number);
-    free(w->path);
-    w->path = malloc((size_t)n + 1);
-    if (!w->path)
-        return shard_fail(w->err, SHARD_ERR_NOMEM, "writer: out of memory");
-    snprintf(w->path, (size_t)n + 1, w->pattern, (unsigned long long)w->next_number);
-    int rc = shard_afile_open(&w->file, w->path, w->s.sync, w->s.checksums, w->err);
-    if (rc)
-        return rc;
-    w->ar = archive_write_new();
-    if (!w->ar)
-        return shard_fail(w->err, SHARD_ERR_NOMEM, "writer: out of memory");
-    w->tar_off = 0;
-    w->count = 0;
-    w->size_est = 0;
-    w->idx.len = 0;
-    w->nseek = 0;
-    w->frame.len = 0;
-    w->cb_rc = 0;
-    if (archive_write_set_format_pax_restricted(w->ar) != ARCHIVE_OK ||
-        archive_write_set_bytes_per_block(w->ar, 0) != ARCHIVE_OK ||
-        archive_write_set_bytes_in_last_block(w->ar, 1) != ARCHIVE_OK ||
-        archive_write_open2(w->ar, w, NULL, write_cb, NULL, NULL) != ARCHIVE_OK)
-        return shard_fail(w->err, SHARD_ERR_IO, "%s: libarchive: %s", w->path,
-                          archive_error_string(w->ar));
-    w->open = 1;
-    return 0;
-}
-
-static int record_info(ShardWriter *w, const ShardFileInfo *info)
-{
-    if (shard_array_grow(&w->infos, &w->capinfos, w->ninfos + 1, sizeof *w->infos, 16))
-        return SHARD_ERR_NOMEM;
-    w->infos[w->ninfos++] = *info;
-    return 0;
-}
-
-/* "x.tar", "x.tar.zst", "x.tar.gz", "x.tgz" all index as "x.idx", as DALI's wds2idx names
- * them, so one index serves a shard compressed or not (offsets are of the plain tar). */
-static int write_index(ShardWriter *w)
-{
-    char *ipath = shard_index_path(w->path);
-    if (!ipath)
-        return shard_fail(w->err, SHARD_ERR_NOMEM, "writer: out of memory");
-    ShardAtomicFile f;
-    int rc = shard_afile_open(&f, ipath, w->s.sync, 0, w->err);
-    if (!rc) {
-        char head[64];
-        int k = snprintf(head, sizeof head, "v1.2 %llu\n", (unsigned long long)w->count);
-        rc = shard_afile_write(&f, head, (size_t)k, w->err);
-        if (!rc)
-            rc = shard_afile_write(&f, w->idx.data, w->idx.len, w->err);
-        if (!rc)
-            rc = shard_afile_commit(&f, NULL, NULL, w->err);
-        else
-            shard_afile_abort(&f);
-    }
-    free(ipath);
-    return rc;
-}
-
-static int finish_shard(ShardWriter *w)
-{
-    int rc;
-    if (archive_write_close(w->ar) != ARCHIVE_OK)
-        return w->cb_rc ? w->cb_rc
-                        : shard_fail(w->err, SHARD_ERR_IO, "%s: closing the tar: %s", w->path,
-                                     archive_error_string(w->ar));
-    archive_write_free(w->ar);
-    w->ar = NULL;
-    if (w->zstd) {
-        if ((rc = flush_frame(w, w->frame.len)))
-            return rc;
-        ShardBuf table = {0};
-        rc = shard_seek_table_encode(w->seek, w->nseek, &table);
-        if (!rc)
-            rc = shard_afile_write(&w->file, table.data, table.len, w->err);
-        else
-            shard_fail(w->err, rc, "%s: cannot encode the seek table", w->path);
-        shard_buf_free(&table);
-        if (rc)
-            return rc;
-    }
-    ShardFileInfo info = {0};
-    info.nsamples = w->count;
-    info.tarsize = w->tar_off;
-    info.filesize = w->file.written + w->file.len;
-    /* The index first: killed in between, a folder holds an index without its shard (the
-     * next run replaces it), never a shard without its index. */
-    if (w->s.write_index && (rc = write_index(w)))
-        return rc;
-    if ((rc = shard_afile_commit(&w->file, info.md5, info.sha256, w->err)))
-        return rc;
-    w->open = 0;
-    w->next_number++;
-    info.url = w->path;
-    if (record_info(w, &info))
-        return shard_fail(w->err, SHARD_ERR_NOMEM, "writer: out of memory");
-    w->path = NULL; /* now owned by infos */
-    return 0;
-}
-
 int shard_writer_rotates(uint64_t count, uint64_t size, uint64_t sample_size, uint64_t maxcount,
                          uint64_t maxsize)
 {
@@ -516,10 +310,10 @@ int shard_writer_add(ShardWriter *w, const ShardSample *sample)
         return rc;
     uint64_t est = shard_writer_sample_size(sample);
     if (w->open && shard_writer_rotates(w->count, w->size_est, est, w->s.maxcount, w->s.maxsize)) {
-        if ((rc = finish_shard(w)))
+        if ((rc = shard_writer_finish_shard(w)))
             goto fail;
     }
-    if (!w->open && (rc = start_shard(w)))
+    if (!w->open && (rc = shard_writer_start_shard(w)))
         goto fail;
     size_t frame_before = w->frame.len;
     for (size_t i = 0; i < sample->nfields; i++)
@@ -534,7 +328,7 @@ int shard_writer_add(ShardWriter *w, const ShardSample *sample)
     /* A frame never splits a sample: when this sample took the frame past frame_size,
      * the frame is what came before it, and the sample starts the next one. */
     if (w->zstd && frame_before && w->frame.len > w->s.frame_size &&
-        (rc = flush_frame(w, frame_before)))
+        (rc = shard_writer_flush_frame(w, frame_before)))
         goto fail;
     return 0;
 fail:
@@ -550,7 +344,7 @@ int shard_writer_finish(ShardWriter *w)
         return 0;
     w->finished = 1;
     if (w->open) {
-        int rc = finish_shard(w);
+        int rc = shard_writer_finish_shard(w);
         if (rc) {
             w->failed = 1;
             return rc;

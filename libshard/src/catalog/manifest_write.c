@@ -1,0 +1,201 @@
+/*
+ * Writing a manifest (shard/manifest.h: shard_manifest_write): local shard paths relative to
+ * the manifest's folder, atomically (temporary name, fsync, rename); into a bucket, through
+ * a temporary file uploaded whole.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "base/error.h"
+#include "base/text.h"
+#include "catalog/manifestdef.h"
+#include "remote/remote.h"
+#include "remote/upload.h"
+#include "sink/atomicfile.h"
+#include "source/url.h"
+
+/* The url as the manifest in folder mdir_real records it: relative to that folder (with
+ * "../" where the shard lies elsewhere), so a dataset can be moved as a whole. */
+static char *relative_url(const char *url, const char *mdir_real)
+{
+    if (mdir_real && shard_url_is_remote(mdir_real)) {
+        /* a manifest in a bucket: shards beside it or below it by name, others absolute */
+        size_t n = strlen(mdir_real);
+        return shard_strdup(!strncmp(url, mdir_real, n) && url[n] == '/' && url[n + 1] ? url + n + 1 : url);
+    }
+    if (!shard_url_has_siblings(url) || !mdir_real)
+        return shard_strdup(url);
+    char *sdir = shard_dir_of(url);
+    char *copy = shard_strdup(url);
+    char real[PATH_MAX];
+    char *out = NULL;
+    if (sdir && copy && realpath(sdir, real)) {
+        const char *base = basename(copy);
+        /* The longest common prefix of whole components. */
+        size_t common = 0;
+        for (size_t i = 0;; i++) {
+            char a = mdir_real[i], b = real[i];
+            if ((a == '/' || !a) && (b == '/' || !b))
+                common = i;
+            if (!a || !b || a != b)
+                break;
+        }
+        if (!strcmp(mdir_real, "/") || !strcmp(real, "/"))
+            common = 0;
+        size_t ups = 0;
+        for (const char *p = mdir_real + common; *p; p++)
+            ups += *p == '/';
+        if (!strcmp(mdir_real, "/"))
+            ups = 0;
+        const char *rest = real + common;
+        while (*rest == '/')
+            rest++;
+        size_t n = 3 * ups + strlen(rest) + strlen(base) + 2;
+        if ((out = malloc(n))) {
+            out[0] = 0;
+            for (size_t i = 0; i < ups; i++)
+                strcat(out, "../");
+            if (*rest) {
+                strcat(out, rest);
+                strcat(out, "/");
+            }
+            strcat(out, base);
+        }
+    }
+    if (!out)
+        out = shard_strdup(url);
+    free(sdir);
+    free(copy);
+    return out;
+}
+
+static json_t *to_json(const ShardManifest *m, const char *mdir_real)
+{
+    json_t *root = json_object();
+    json_t *list = json_array();
+    json_t *lib = json_object();
+    json_t *classes = json_array();
+    json_t *options = json_loads(m->options, 0, NULL);
+    if (!root || !list || !lib || !classes || !options)
+        goto fail;
+    json_object_set_new(root, "__kind__", json_string(WIDS_KIND));
+    json_object_set_new(root, "wids_version", json_integer(1));
+    json_object_set_new(root, "name", json_string(m->name));
+    for (size_t i = 0; i < m->n; i++) {
+        const ShardFileInfo *s = &m->shards[i];
+        char *url = relative_url(s->url, mdir_real);
+        json_t *o = json_object();
+        if (!url || !o) {
+            free(url);
+            json_decref(o);
+            goto fail;
+        }
+        json_object_set_new(o, "url", json_string(url));
+        free(url);
+        json_object_set_new(o, "nsamples", json_integer((json_int_t)s->nsamples));
+        json_object_set_new(o, "filesize", json_integer((json_int_t)s->filesize));
+        if (s->md5[0])
+            json_object_set_new(o, "md5sum", json_string(s->md5));
+        if (s->sha256[0])
+            json_object_set_new(o, "sha256", json_string(s->sha256));
+        json_object_set_new(o, "tarsize", json_integer((json_int_t)s->tarsize));
+        json_array_append_new(list, o);
+    }
+    json_object_set_new(root, "shardlist", list);
+    list = NULL;
+    for (size_t i = 0; i < m->nclasses; i++)
+        json_array_append_new(classes, json_string(m->classes[i]));
+    json_object_set_new(lib, "version", json_integer(1));
+    json_object_set_new(lib, "classes", classes);
+    classes = NULL;
+    json_object_set_new(lib, "nsamples", json_integer((json_int_t)shard_manifest_samples(m)));
+    json_object_set_new(lib, "options", options);
+    options = NULL;
+    if (m->nparts)
+        json_object_set_new(lib, "part", json_pack("{s:I,s:I,s:I}", "index", (json_int_t)m->part,
+                                                   "of", (json_int_t)m->nparts, "shards",
+                                                   (json_int_t)m->plan_shards));
+    json_object_set_new(root, "libshard", lib);
+    return root;
+fail:
+    json_decref(root);
+    json_decref(list);
+    json_decref(lib);
+    json_decref(classes);
+    json_decref(options);
+    return NULL;
+}
+
+/* A manifest into a bucket: written to a temporary file, then uploaded (upload.c). */
+static int write_remote(const char *path, const char *text, char *msg)
+{
+    const char *tmpdir = getenv("TMPDIR");
+    char tmp[PATH_MAX];
+    snprintf(tmp, sizeof tmp, "%s/libshard-manifest-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
+    int fd = mkstemp(tmp);
+    if (fd < 0)
+        return shard_fail(msg, shard_errno_code(errno), "%s: cannot make a temporary file: %s", tmp,
+                          strerror(errno));
+    size_t n = strlen(text);
+    int rc = write(fd, text, n) == (ssize_t)n && write(fd, "\n", 1) == 1
+                 ? 0
+                 : shard_fail(msg, SHARD_ERR_IO, "%s: write failed: %s", tmp, strerror(errno));
+    close(fd);
+    ShardRemote *r = rc ? NULL : shard_remote_default(msg);
+    if (!rc && !r)
+        rc = SHARD_ERR_NOMEM;
+    if (!rc)
+        rc = shard_object_upload(r, path, tmp, msg);
+    if (r)
+        shard_remote_put(r);
+    unlink(tmp);
+    return rc;
+}
+
+int shard_manifest_write(const ShardManifest *m, const char *path, ShardError *err)
+{
+    char msg[SHARD_ERROR_MAX];
+    char *mdir = shard_dir_of(path);
+    char real[PATH_MAX];
+    int remote = shard_url_is_remote(path);
+    const char *mdir_real = mdir && (remote ? snprintf(real, sizeof real, "%s", mdir) < (int)sizeof real
+                                            : realpath(mdir, real) != NULL)
+                                ? real
+                                : NULL;
+    free(mdir);
+    if (!mdir_real) {
+        int e = errno;
+        shard_fail(msg, shard_errno_code(e), "%s: the manifest's folder is not usable: %s",
+                   path, strerror(e));
+        return shard_report(err, shard_errno_code(e), msg);
+    }
+    json_t *root = to_json(m, mdir_real);
+    char *text = root ? json_dumps(root, JSON_INDENT(2) | JSON_ENSURE_ASCII) : NULL;
+    json_decref(root);
+    if (!text)
+        return shard_report(err, SHARD_ERR_NOMEM, "manifest: out of memory");
+    int rc = 0;
+    if (remote) {
+        rc = write_remote(path, text, msg);
+    } else {
+        ShardAtomicFile f;
+        rc = shard_afile_open(&f, path, 1, 0, msg);
+        if (!rc) {
+            rc = shard_afile_write(&f, text, strlen(text), msg);
+            if (!rc)
+                rc = shard_afile_write(&f, "\n", 1, msg);
+            if (!rc)
+                rc = shard_afile_commit(&f, NULL, NULL, msg);
+            else
+                shard_afile_abort(&f);
+        }
+    }
+    free(text);
+    return rc ? shard_report(err, rc, msg) : 0;
+}

@@ -1,0 +1,26 @@
+/*
+ * A manifest's insides, shared by its files: the object and the join (manifest.c), reading
+ * (manifest_read.c) and writing (manifest_write.c). Manifests are read and written with
+ * jansson, whose objects keep insertion order: the output is reproducible byte for byte.
+ */
+#ifndef SHARD_CATALOG_MANIFESTDEF_H
+#define SHARD_CATALOG_MANIFESTDEF_H
+
+#include <stddef.h>
+
+#include "shard/manifest.h"
+
+/* What a manifest says of itself, so that wids reads it (formats/manifest.md). */
+#define WIDS_KIND "wids-shard-index-v1"
+
+struct ShardManifest {
+    char *name;
+    ShardFileInfo *shards;
+    size_t n, cap;
+    char **classes;
+    size_t nclasses;
+    char *options; /* compact JSON object text */
+    size_t part, nparts, plan_shards; /* a part of a plan (nparts 0: not one) */
+};
+
+#endif /* SHARD_CATALOG_MANIFESTDEF_H */

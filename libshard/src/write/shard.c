@@ -1,0 +1,175 @@
+/*
+ * The shard a writer is writing (shard.h).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <archive.h>
+#include <zstd.h>
+
+#include "base/buf.h"
+#include "base/error.h"
+#include "shard/file.h"
+#include "sink/atomicfile.h"
+#include "tar/seektable.h"
+#include "write/shard.h"
+#include "write/writerdef.h"
+
+const char *shard_writer_path(const ShardWriter *w)
+{
+    return w->path ? w->path : "(no shard)";
+}
+
+static la_ssize_t write_cb(struct archive *a, void *cookie, const void *buf, size_t n)
+{
+    ShardWriter *w = cookie;
+    int rc = w->zstd ? shard_buf_append(&w->frame, buf, n)
+                     : shard_afile_write(&w->file, buf, n, w->err);
+    if (rc) {
+        if (rc == SHARD_ERR_NOMEM)
+            shard_fail(w->err, rc, "%s: out of memory", shard_writer_path(w));
+        w->cb_rc = rc;
+        archive_set_error(a, EIO, "%s", w->err);
+        return -1;
+    }
+    w->tar_off += n;
+    return (la_ssize_t)n;
+}
+
+int shard_writer_flush_frame(ShardWriter *w, size_t len)
+{
+    if (!len)
+        return 0;
+    size_t bound = ZSTD_compressBound(len);
+    w->zout.len = 0;
+    int rc = shard_buf_reserve(&w->zout, bound);
+    if (rc)
+        return shard_fail(w->err, rc, "%s: out of memory", shard_writer_path(w));
+    size_t z = ZSTD_compress2(w->cctx, w->zout.data, bound, w->frame.data, len);
+    if (ZSTD_isError(z))
+        return shard_fail(w->err, SHARD_ERR_IO, "%s: zstd compression failed: %s",
+                          shard_writer_path(w), ZSTD_getErrorName(z));
+    if (len > MAX_FRAME_CONTENT || z > UINT32_MAX)
+        return shard_fail(w->err, SHARD_ERR_UNSUPPORTED,
+                          "%s: a frame of %zu bytes exceeds the seekable format's 2 GiB limit "
+                          "(a single sample this large cannot go into a .tar.zst)",
+                          shard_writer_path(w), len);
+    if (shard_array_grow(&w->seek, &w->capseek, w->nseek + 1, sizeof *w->seek, 64))
+        return shard_fail(w->err, SHARD_ERR_NOMEM, "%s: out of memory", shard_writer_path(w));
+    /* The frame's content checksum (its last 4 bytes) is XXH64's low 32 bits, which is
+     * exactly what the seek table stores. */
+    const unsigned char *c = w->zout.data + z - 4;
+    ShardSeekEntry *e = &w->seek[w->nseek++];
+    e->csize = (uint32_t)z;
+    e->dsize = (uint32_t)len;
+    e->checksum = (uint32_t)c[0] | (uint32_t)c[1] << 8 | (uint32_t)c[2] << 16 | (uint32_t)c[3] << 24;
+    memmove(w->frame.data, w->frame.data + len, w->frame.len - len);
+    w->frame.len -= len;
+    return shard_afile_write(&w->file, w->zout.data, z, w->err);
+}
+
+int shard_writer_start_shard(ShardWriter *w)
+{
+    int n = snprintf(NULL, 0, w->pattern, (unsigned long long)w->next_number);
+    free(w->path);
+    w->path = malloc((size_t)n + 1);
+    if (!w->path)
+        return shard_fail(w->err, SHARD_ERR_NOMEM, "writer: out of memory");
+    snprintf(w->path, (size_t)n + 1, w->pattern, (unsigned long long)w->next_number);
+    int rc = shard_afile_open(&w->file, w->path, w->s.sync, w->s.checksums, w->err);
+    if (rc)
+        return rc;
+    w->ar = archive_write_new();
+    if (!w->ar)
+        return shard_fail(w->err, SHARD_ERR_NOMEM, "writer: out of memory");
+    w->tar_off = 0;
+    w->count = 0;
+    w->size_est = 0;
+    w->idx.len = 0;
+    w->nseek = 0;
+    w->frame.len = 0;
+    w->cb_rc = 0;
+    if (archive_write_set_format_pax_restricted(w->ar) != ARCHIVE_OK ||
+        archive_write_set_bytes_per_block(w->ar, 0) != ARCHIVE_OK ||
+        archive_write_set_bytes_in_last_block(w->ar, 1) != ARCHIVE_OK ||
+        archive_write_open2(w->ar, w, NULL, write_cb, NULL, NULL) != ARCHIVE_OK)
+        return shard_fail(w->err, SHARD_ERR_IO, "%s: libarchive: %s", w->path,
+                          archive_error_string(w->ar));
+    w->open = 1;
+    return 0;
+}
+
+static int record_info(ShardWriter *w, const ShardFileInfo *info)
+{
+    if (shard_array_grow(&w->infos, &w->capinfos, w->ninfos + 1, sizeof *w->infos, 16))
+        return SHARD_ERR_NOMEM;
+    w->infos[w->ninfos++] = *info;
+    return 0;
+}
+
+/* "x.tar", "x.tar.zst", "x.tar.gz", "x.tgz" all index as "x.idx", as DALI's wds2idx names
+ * them, so one index serves a shard compressed or not (offsets are of the plain tar). */
+static int write_index(ShardWriter *w)
+{
+    char *ipath = shard_index_path(w->path);
+    if (!ipath)
+        return shard_fail(w->err, SHARD_ERR_NOMEM, "writer: out of memory");
+    ShardAtomicFile f;
+    int rc = shard_afile_open(&f, ipath, w->s.sync, 0, w->err);
+    if (!rc) {
+        char head[64];
+        int k = snprintf(head, sizeof head, "v1.2 %llu\n", (unsigned long long)w->count);
+        rc = shard_afile_write(&f, head, (size_t)k, w->err);
+        if (!rc)
+            rc = shard_afile_write(&f, w->idx.data, w->idx.len, w->err);
+        if (!rc)
+            rc = shard_afile_commit(&f, NULL, NULL, w->err);
+        else
+            shard_afile_abort(&f);
+    }
+    free(ipath);
+    return rc;
+}
+
+int shard_writer_finish_shard(ShardWriter *w)
+{
+    int rc;
+    if (archive_write_close(w->ar) != ARCHIVE_OK)
+        return w->cb_rc ? w->cb_rc
+                        : shard_fail(w->err, SHARD_ERR_IO, "%s: closing the tar: %s", w->path,
+                                     archive_error_string(w->ar));
+    archive_write_free(w->ar);
+    w->ar = NULL;
+    if (w->zstd) {
+        if ((rc = shard_writer_flush_frame(w, w->frame.len)))
+            return rc;
+        ShardBuf table = {0};
+        rc = shard_seek_table_encode(w->seek, w->nseek, &table);
+        if (!rc)
+            rc = shard_afile_write(&w->file, table.data, table.len, w->err);
+        else
+            shard_fail(w->err, rc, "%s: cannot encode the seek table", w->path);
+        shard_buf_free(&table);
+        if (rc)
+            return rc;
+    }
+    ShardFileInfo info = {0};
+    info.nsamples = w->count;
+    info.tarsize = w->tar_off;
+    info.filesize = w->file.written + w->file.len;
+    /* The index first: killed in between, a folder holds an index without its shard (the
+     * next run replaces it), never a shard without its index. */
+    if (w->s.write_index && (rc = write_index(w)))
+        return rc;
+    if ((rc = shard_afile_commit(&w->file, info.md5, info.sha256, w->err)))
+        return rc;
+    w->open = 0;
+    w->next_number++;
+    info.url = w->path;
+    if (record_info(w, &info))
+        return shard_fail(w->err, SHARD_ERR_NOMEM, "writer: out of memory");
+    w->path = NULL; /* now owned by infos */
+    return 0;
+}
