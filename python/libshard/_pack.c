@@ -1,334 +1,21 @@
 /*
- * libshard._libshard, the writing half: Writer (samples in, shards out: shard/writer.h) and
- * PackPlan (an image folder or list file planned into numbered shards, any one of which
- * can be written by any process: shard/pack.h). libshard.ShardWriter and
- * libshard.distributed are written on these.
- *
- * The GIL is released while bytes are written; the buffers written stay borrowed from their
- * Python objects, which the call holds.
+ * libshard._libshard, PackPlan: an image folder or list file planned into numbered shards,
+ * any one of which can be written by any process (shard/pack.h). libshard.distributed is
+ * written on it.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <shard/shard.h>
 
-#include "_libshard.h"
-
-/* ---- shared argument parsing ---------------------------------------------------------- */
-
-/* A non-negative whole number given as an int or an integral float (3e9, as WebDataset's
- * maxsize default is written). */
-static int u64_arg(PyObject *o, const char *name, uint64_t *out)
-{
-    if (!o || o == Py_None)
-        return 0;
-    if (PyFloat_Check(o)) {
-        double d = PyFloat_AS_DOUBLE(o);
-        if (!(d >= 0 && d < 1.8e19) || d != (double)(uint64_t)d) {
-            PyErr_Format(PyExc_ValueError, "%s: a whole number >= 0, not %R", name, o);
-            return -1;
-        }
-        *out = (uint64_t)d;
-        return 0;
-    }
-    unsigned long long v = PyLong_AsUnsignedLongLong(o);
-    if (v == (unsigned long long)-1 && PyErr_Occurred()) {
-        PyErr_Clear();
-        PyErr_Format(PyExc_ValueError, "%s: a whole number >= 0, not %R", name, o);
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
-/* "sha256", "md5", "md5,sha256" or "none" (or None) into SHARD_DIGEST_* bits. */
-static int checksums_arg(PyObject *o, int *out)
-{
-    if (!o)
-        return 0;
-    if (o == Py_None) {
-        *out = 0;
-        return 0;
-    }
-    const char *s = PyUnicode_Check(o) ? PyUnicode_AsUTF8(o) : NULL;
-    if (!s || shard_digests_parse(s, out)) {
-        PyErr_Format(s ? PyExc_ValueError : PyExc_TypeError,
-                     "checksums: \"sha256\", \"md5\", \"md5,sha256\" or \"none\", not %R", o);
-        return -1;
-    }
-    return 0;
-}
-
-static PyObject *info_dict(const ShardFileInfo *x)
-{
-    PyObject *d = Py_BuildValue("{s:s,s:K,s:K,s:K}", "url", x->url, "nsamples",
-                                (unsigned long long)x->nsamples, "filesize",
-                                (unsigned long long)x->filesize, "tarsize",
-                                (unsigned long long)x->tarsize);
-    if (!d)
-        return NULL;
-    const char *keys[] = {"md5sum", "sha256"}, *vals[] = {x->md5, x->sha256};
-    for (int i = 0; i < 2; i++) {
-        if (!vals[i][0])
-            continue;
-        PyObject *v = PyUnicode_FromString(vals[i]);
-        int rc = v ? PyDict_SetItemString(d, keys[i], v) : -1; /* does not take v */
-        Py_XDECREF(v);
-        if (rc < 0) {
-            Py_DECREF(d);
-            return NULL;
-        }
-    }
-    return d;
-}
-
-/* A dict as info_dict makes it back into a ShardFileInfo; url borrowed from the dict. */
-static int info_from_dict(PyObject *d, ShardFileInfo *x)
-{
-    memset(x, 0, sizeof *x);
-    if (!PyDict_Check(d)) {
-        PyErr_Format(PyExc_TypeError, "a shard's info is a dict, not %R", d);
-        return -1;
-    }
-    PyObject *url = PyDict_GetItemString(d, "url");
-    if (!url || !(x->url = PyUnicode_AsUTF8(url))) {
-        if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_ValueError, "a shard's info has no \"url\"");
-        return -1;
-    }
-    if (u64_arg(PyDict_GetItemString(d, "nsamples"), "nsamples", &x->nsamples) ||
-        u64_arg(PyDict_GetItemString(d, "filesize"), "filesize", &x->filesize) ||
-        u64_arg(PyDict_GetItemString(d, "tarsize"), "tarsize", &x->tarsize))
-        return -1;
-    const char *keys[] = {"md5sum", "sha256"};
-    char *dst[] = {x->md5, x->sha256};
-    size_t len[] = {32, 64};
-    for (int i = 0; i < 2; i++) {
-        PyObject *v = PyDict_GetItemString(d, keys[i]);
-        const char *s = v ? PyUnicode_AsUTF8(v) : "";
-        if (!s)
-            return -1;
-        if (*s && strlen(s) != len[i]) {
-            PyErr_Format(PyExc_ValueError, "%s: %zu hex digits expected, not %R", keys[i], len[i], v);
-            return -1;
-        }
-        memcpy(dst[i], s, strlen(s) + 1);
-    }
-    return 0;
-}
-
-/* ---- Writer ----------------------------------------------------------------------------- */
-
-typedef struct {
-    PyObject_HEAD
-    ShardWriter *w;
-    int finished;
-} WriterObject;
-
-static void Writer_dealloc(WriterObject *self)
-{
-    shard_writer_free(&self->w); /* an unfinished shard's temporary is removed */
-    Py_TYPE(self)->tp_free((PyObject *)self);
-}
-
-static int Writer_init(WriterObject *self, PyObject *args, PyObject *kw)
-{
-    static char *kwlist[] = {"pattern", "maxcount", "maxsize", "first_shard", "level", "frame_size",
-                             "mtime", "checksums", "sync", "index", NULL};
-    const char *pattern;
-    PyObject *maxcount = NULL, *maxsize = NULL, *first = NULL, *frame = NULL, *checksums = NULL;
-    int level = 3, sync = 1, index = 1;
-    long long mtime = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "s|$OOOiOLOpp", kwlist, &pattern, &maxcount, &maxsize,
-                                     &first, &level, &frame, &mtime, &checksums, &sync, &index))
-        return -1;
-    ShardWriterSettings s;
-    shard_writer_default_settings(&s);
-    s.pattern = pattern;
-    uint64_t fs = s.frame_size;
-    if (u64_arg(maxcount, "maxcount", &s.maxcount) || u64_arg(maxsize, "maxsize", &s.maxsize) ||
-        u64_arg(first, "first_shard", &s.first_shard) || u64_arg(frame, "frame_size", &fs) ||
-        checksums_arg(checksums, &s.checksums))
-        return -1;
-    s.frame_size = (size_t)fs;
-    s.level = level;
-    s.mtime = mtime;
-    s.sync = sync;
-    s.write_index = index;
-    ShardError err;
-    shard_writer_free(&self->w);
-    self->finished = 0;
-    int rc = shard_writer_open(&self->w, &s, &err);
-    if (rc) {
-        shard_py_raise(rc, err.message);
-        return -1;
-    }
-    return 0;
-}
-
-static int writer_live(WriterObject *self)
-{
-    if (!self->w || self->finished) {
-        PyErr_SetString(PyExc_ValueError, self->w ? "the writer is closed" : "the writer is not open");
-        return -1;
-    }
-    return 0;
-}
-
-/* write(key, fields): fields a sequence of (name, bytes-like) pairs. Returns the number of
- * shards completed so far. */
-static PyObject *Writer_write(WriterObject *self, PyObject *args)
-{
-    const char *key;
-    PyObject *fields;
-    if (!PyArg_ParseTuple(args, "sO", &key, &fields) || writer_live(self))
-        return NULL;
-    PyObject *seq = PySequence_Fast(fields, "fields: a sequence of (name, bytes) pairs");
-    if (!seq)
-        return NULL;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    ShardField *f = PyMem_Calloc((size_t)(n ? n : 1), sizeof *f);
-    Py_buffer *views = PyMem_Calloc((size_t)(n ? n : 1), sizeof *views);
-    Py_ssize_t got = 0;
-    PyObject *ret = NULL;
-    if (!f || !views) {
-        PyErr_NoMemory();
-        goto done;
-    }
-    for (; got < n; got++) {
-        PyObject *pair = PySequence_Fast_GET_ITEM(seq, got);
-        PyObject *name;
-        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2 ||
-            !PyUnicode_Check(name = PyTuple_GET_ITEM(pair, 0))) {
-            PyErr_Format(PyExc_TypeError, "%s: a field is a (name, bytes) pair, not %R", key, pair);
-            goto done;
-        }
-        if (!(f[got].name = PyUnicode_AsUTF8(name)))
-            goto done;
-        if (PyObject_GetBuffer(PyTuple_GET_ITEM(pair, 1), &views[got], PyBUF_CONTIG_RO) < 0) {
-            PyErr_Clear();
-            PyErr_Format(PyExc_TypeError, "%s.%s: the value must be bytes-like after encoding, not %R",
-                         key, f[got].name, PyTuple_GET_ITEM(pair, 1));
-            goto done;
-        }
-        f[got].data = views[got].buf;
-        f[got].size = (size_t)views[got].len;
-    }
-    ShardSample smp = {key, f, (size_t)n};
-    int rc;
-    Py_BEGIN_ALLOW_THREADS
-    rc = shard_writer_add(self->w, &smp);
-    Py_END_ALLOW_THREADS
-    if (rc)
-        shard_py_raise(rc, shard_writer_error(self->w));
-    else
-        ret = PyLong_FromSize_t(shard_writer_count(self->w));
-done:
-    for (Py_ssize_t i = 0; i < got; i++)
-        PyBuffer_Release(&views[i]);
-    PyMem_Free(views);
-    PyMem_Free(f);
-    Py_DECREF(seq);
-    return ret;
-}
-
-static PyObject *Writer_finish(WriterObject *self, PyObject *noargs)
-{
-    (void)noargs;
-    if (writer_live(self))
-        return NULL;
-    int rc;
-    Py_BEGIN_ALLOW_THREADS
-    rc = shard_writer_finish(self->w);
-    Py_END_ALLOW_THREADS
-    self->finished = 1;
-    if (rc)
-        return shard_py_raise(rc, shard_writer_error(self->w));
-    Py_RETURN_NONE;
-}
-
-/* Drops an unfinished shard (its temporary file) without completing it. */
-static PyObject *Writer_abort(WriterObject *self, PyObject *noargs)
-{
-    (void)noargs;
-    shard_writer_free(&self->w);
-    self->finished = 1;
-    Py_RETURN_NONE;
-}
-
-static PyObject *Writer_shards(WriterObject *self, void *closure)
-{
-    (void)closure;
-    size_t n = self->w ? shard_writer_count(self->w) : 0;
-    PyObject *l = PyList_New((Py_ssize_t)n);
-    for (size_t i = 0; l && i < n; i++) {
-        PyObject *d = info_dict(shard_writer_shard(self->w, i));
-        if (!d) {
-            Py_CLEAR(l);
-            break;
-        }
-        PyList_SET_ITEM(l, (Py_ssize_t)i, d);
-    }
-    return l;
-}
-
-/* write_manifest(path, name=None): the completed shards' manifest (urls relative to it). */
-static PyObject *Writer_write_manifest(WriterObject *self, PyObject *args)
-{
-    const char *path, *name = NULL;
-    if (!PyArg_ParseTuple(args, "s|z", &path, &name))
-        return NULL;
-    ShardManifest *m = NULL;
-    ShardError err;
-    int rc = shard_manifest_new(&m, name);
-    for (size_t i = 0; !rc && self->w && i < shard_writer_count(self->w); i++)
-        rc = shard_manifest_add(m, shard_writer_shard(self->w, i));
-    if (rc) {
-        shard_manifest_free(&m);
-        return shard_py_raise(rc, "out of memory");
-    }
-    Py_BEGIN_ALLOW_THREADS
-    rc = shard_manifest_write(m, path, &err);
-    Py_END_ALLOW_THREADS
-    shard_manifest_free(&m);
-    if (rc)
-        return shard_py_raise(rc, err.message);
-    Py_RETURN_NONE;
-}
-
-static PyMethodDef Writer_methods[] = {
-    {"write_manifest", (PyCFunction)Writer_write_manifest, METH_VARARGS,
-     "write_manifest(path, name=None): a manifest of the completed shards"},
-    {"write", (PyCFunction)Writer_write, METH_VARARGS,
-     "write(key, fields): a sample; fields are (name, bytes-like) pairs. Returns the number of "
-     "shards completed so far."},
-    {"finish", (PyCFunction)Writer_finish, METH_NOARGS, "Completes the last shard."},
-    {"abort", (PyCFunction)Writer_abort, METH_NOARGS,
-     "Drops the shard being written; completed shards stay."},
-    {NULL, NULL, 0, NULL},
-};
-
-static PyGetSetDef Writer_getset[] = {
-    {"shards", (getter)Writer_shards, NULL,
-     "completed shards: dicts of url, nsamples, filesize, tarsize and the digests", NULL},
-    {NULL, NULL, NULL, NULL, NULL},
-};
-
-PyTypeObject ShardPyWriterType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "libshard._libshard.Writer",
-    .tp_basicsize = sizeof(WriterObject),
-    .tp_dealloc = (destructor)Writer_dealloc,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Writer(pattern, *, maxcount, maxsize, first_shard, level, frame_size, mtime, "
-              "checksums, sync, index): the C shard writer (shard/writer.h).",
-    .tp_methods = Writer_methods,
-    .tp_getset = Writer_getset,
-    .tp_init = (initproc)Writer_init,
-    .tp_new = PyType_GenericNew,
-};
+#include "_common.h"
+#include "_pack.h"
+#include "_settings.h"
+#include "_writer.h"
 
 /* ---- PackPlan --------------------------------------------------------------------------- */
 
@@ -375,58 +62,50 @@ static int scan_bad(void *cookie, const char *path, ShardPackBad reason, const c
     return note_bad(self->scan_skipped, self->skip, path, reason, what);
 }
 
-static int PackPlan_init(PackPlanObject *self, PyObject *args, PyObject *kw)
+static const char *const plan_params[] = {"src", "pattern", "list", "on_error", NULL};
+static const ShardPySignature plan_signature = {"PackPlan", plan_params, 2, 2, 0};
+
+/* The plan's settings and own arguments: src and on_error into *src and self->skip. */
+static int plan_settings(PackPlanObject *self, PyObject *args, PyObject *kw, ShardPackSettings *s,
+                         const char **src, int *list, PyObject **keep)
 {
-    static char *kwlist[] = {"src", "pattern", "list", "on_error", "maxcount", "maxsize", "level",
-                             "frame_size", "shuffle", "verify", "mtime", "checksums", "sync",
-                             "resize", "quality", NULL};
-    const char *src, *pattern, *on_error = "fail";
-    int list = 0, level = 3, verify = 0, sync = 1, quality = 95;
-    PyObject *maxcount = NULL, *maxsize = NULL, *frame = NULL, *shuffle = Py_None, *checksums = NULL;
-    PyObject *resize = NULL;
-    long long mtime = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "ss|$psOOiOOpLOpOi", kwlist, &src, &pattern, &list,
-                                     &on_error, &maxcount, &maxsize, &level, &frame, &shuffle,
-                                     &verify, &mtime, &checksums, &sync, &resize, &quality))
+    shard_pack_default_settings(s);
+    ShardPyTarget target = {&shard_py_pack_table, s};
+    PyObject *v[4];
+    if (shard_py_parse(&plan_signature, args, kw, &target, 1, v, keep))
         return -1;
-    uint64_t max_side = 0;
-    if (u64_arg(resize, "resize", &max_side))
-        return -1;
-    if (max_side > 65500) {
-        PyErr_Format(PyExc_ValueError, "resize: a longer side of 1..65500 pixels, not %llu",
-                     (unsigned long long)max_side);
+    const char *on_error = "fail";
+    if (!PyUnicode_Check(v[0]) || !PyUnicode_Check(v[1]) || (v[3] && !PyUnicode_Check(v[3]))) {
+        PyErr_SetString(PyExc_TypeError, "PackPlan: src, pattern and on_error are str");
         return -1;
     }
+    if (!(*src = PyUnicode_AsUTF8(v[0])) || !(s->pattern = PyUnicode_AsUTF8(v[1])) ||
+        (v[3] && !(on_error = PyUnicode_AsUTF8(v[3]))) || (*list = v[2] ? PyObject_IsTrue(v[2]) : 0) < 0)
+        return -1;
     if (strcmp(on_error, "fail") && strcmp(on_error, "skip")) {
         PyErr_Format(PyExc_ValueError, "on_error: \"fail\" or \"skip\", not '%s'", on_error);
         return -1;
     }
+    self->skip = !strcmp(on_error, "skip");
+    if (s->mtime < 0)
+        s->mtime = 0;
+    return 0;
+}
+
+static int PackPlan_init(PackPlanObject *self, PyObject *args, PyObject *kw)
+{
     ShardPackSettings s;
-    shard_pack_default_settings(&s);
-    s.pattern = pattern;
-    uint64_t fs = s.frame_size;
-    if (u64_arg(maxcount, "maxcount", &s.maxcount) || u64_arg(maxsize, "maxsize", &s.maxsize) ||
-        u64_arg(frame, "frame_size", &fs) || checksums_arg(checksums, &s.checksums))
-        return -1;
-    if (shuffle != Py_None) {
-        s.shuffle = 1;
-        if (u64_arg(shuffle, "shuffle", &s.shuffle_seed))
-            return -1;
-    }
-    s.frame_size = (size_t)fs;
-    s.level = level;
-    s.verify = verify;
-    s.mtime = mtime < 0 ? 0 : mtime;
-    s.sync = sync;
-    s.max_side = (uint32_t)max_side;
-    s.quality = quality;
+    const char *src;
+    int list;
+    PyObject *keep = NULL;
     shard_pack_plan_free(&self->plan);
     free(self->manifest);
     self->manifest = NULL;
     Py_XSETREF(self->scan_skipped, PyList_New(0));
-    if (!self->scan_skipped)
+    if (!self->scan_skipped || plan_settings(self, args, kw, &s, &src, &list, &keep)) {
+        Py_XDECREF(keep);
         return -1;
-    self->skip = !strcmp(on_error, "skip");
+    }
     ShardError err;
     int rc = shard_pack_plan_new(&self->plan, &s, &err);
     if (!rc && !(self->manifest = shard_pack_manifest_path(&s)))
@@ -439,6 +118,7 @@ static int PackPlan_init(PackPlanObject *self, PyObject *args, PyObject *kw)
             rc = shard_pack_plan_build(self->plan, &err);
         Py_END_ALLOW_THREADS
     }
+    Py_XDECREF(keep);
     if (rc) {
         shard_pack_plan_free(&self->plan);
         shard_py_raise(rc, err.message);
@@ -498,7 +178,7 @@ static PyObject *PackPlan_write_shard(PackPlanObject *self, PyObject *arg)
         Py_DECREF(c.skipped);
         Py_RETURN_NONE;
     }
-    PyObject *d = info_dict(&info);
+    PyObject *d = shard_py_info_dict(&info);
     free((char *)info.url);
     if (d && PyDict_SetItemString(d, "skipped", c.skipped) < 0)
         Py_CLEAR(d);
@@ -619,7 +299,7 @@ static PyObject *PackPlan_write_manifest(PackPlanObject *self, PyObject *args)
         ShardFileInfo x;
         if (d == Py_None)
             continue;
-        if (info_from_dict(d, &x))
+        if (shard_py_info_from_dict(d, &x))
             goto done;
         if ((rc = shard_manifest_add(m, &x))) {
             shard_py_raise(rc, "out of memory");
@@ -715,7 +395,7 @@ static PyGetSetDef PackPlan_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
-PyTypeObject ShardPyPackPlanType = {
+static PyTypeObject PackPlanType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "libshard._libshard.PackPlan",
     .tp_basicsize = sizeof(PackPlanObject),
     .tp_dealloc = (destructor)PackPlan_dealloc,
@@ -728,3 +408,9 @@ PyTypeObject ShardPyPackPlanType = {
     .tp_init = (initproc)PackPlan_init,
     .tp_new = PyType_GenericNew,
 };
+
+int shard_py_pack_ready(PyObject *m)
+{
+    PyTypeObject *types[] = {&PackPlanType};
+    return shard_py_add_types(m, types, 1);
+}

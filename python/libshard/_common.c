@@ -1,0 +1,297 @@
+/*
+ * libshard._libshard, the lowest layer: ShardError, and the conversions of library values
+ * to Python values that several types share (_common.h).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <string.h>
+
+#include "_common.h"
+
+/* The exception type, made once when the module is first imported (the module is
+ * single-phase: its types are static, and so is this). */
+static PyObject *ShardErrorType;
+
+int shard_py_common_ready(PyObject *m)
+{
+    if (!ShardErrorType &&
+        !(ShardErrorType = PyErr_NewException("libshard.ShardError", PyExc_RuntimeError, NULL)))
+        return -1;
+    Py_INCREF(ShardErrorType);
+    if (PyModule_AddObject(m, "ShardError", ShardErrorType)) {
+        Py_DECREF(ShardErrorType);
+        return -1;
+    }
+    return 0;
+}
+
+PyObject *shard_py_raise(int code, const char *msg)
+{
+    PyObject *type = code == SHARD_ERR_INVALID ? PyExc_ValueError
+                     : code == SHARD_ERR_NOT_FOUND ? PyExc_FileNotFoundError
+                     : code == SHARD_ERR_NOMEM    ? PyExc_MemoryError
+                                                  : ShardErrorType;
+    PyErr_SetString(type, msg && *msg ? msg : shard_strerror(code));
+    return NULL;
+}
+
+int shard_py_add_types(PyObject *m, PyTypeObject *const *types, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (PyType_Ready(types[i]) < 0)
+            return -1;
+        const char *name = strrchr(types[i]->tp_name, '.');
+        Py_INCREF(types[i]);
+        if (PyModule_AddObject(m, name ? name + 1 : types[i]->tp_name, (PyObject *)types[i])) {
+            Py_DECREF(types[i]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+PyObject *shard_py_self_iter(PyObject *self)
+{
+    Py_INCREF(self);
+    return self;
+}
+
+static PyObject *decode_name(const char *s)
+{
+    return PyUnicode_DecodeUTF8(s, (Py_ssize_t)strlen(s), "surrogateescape");
+}
+
+PyObject *shard_py_sample_dict(const ShardSampleView *v)
+{
+    PyObject *d = PyDict_New();
+    if (!d)
+        return NULL;
+    PyObject *k = decode_name(v->key);
+    PyObject *u = decode_name(v->url);
+    if (!k || !u || PyDict_SetItemString(d, "__key__", k) || PyDict_SetItemString(d, "__url__", u)) {
+        Py_XDECREF(k);
+        Py_XDECREF(u);
+        Py_DECREF(d);
+        return NULL;
+    }
+    Py_DECREF(k);
+    Py_DECREF(u);
+    for (size_t i = 0; i < v->nfields; i++) {
+        const ShardFieldView *f = &v->fields[i];
+        PyObject *b = PyBytes_FromStringAndSize((const char *)f->data, (Py_ssize_t)f->size);
+        if (!b || PyDict_SetItemString(d, f->name, b)) {
+            Py_XDECREF(b);
+            Py_DECREF(d);
+            return NULL;
+        }
+        Py_DECREF(b);
+    }
+    return d;
+}
+
+PyObject *shard_py_batch_keys(const ShardBatch *b)
+{
+    PyObject *list = PyList_New((Py_ssize_t)b->size);
+    for (size_t i = 0; list && i < b->size; i++) {
+        PyObject *k = decode_name(b->keys[i]);
+        if (!k) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, k);
+    }
+    return list;
+}
+
+PyObject *shard_py_batch_fields(const ShardBatch *b)
+{
+    PyObject *d = PyDict_New();
+    for (size_t k = 0; d && k < b->nfields; k++) {
+        const ShardBatchField *f = &b->fields[k];
+        PyObject *list = PyList_New((Py_ssize_t)b->size);
+        for (size_t i = 0; list && i < b->size; i++) {
+            PyObject *v;
+            if (f->present[i]) {
+                v = PyBytes_FromStringAndSize((const char *)f->data + f->offsets[i],
+                                              (Py_ssize_t)(f->offsets[i + 1] - f->offsets[i]));
+            } else {
+                v = Py_None;
+                Py_INCREF(v);
+            }
+            if (!v)
+                Py_CLEAR(list);
+            else
+                PyList_SET_ITEM(list, (Py_ssize_t)i, v);
+        }
+        if (!list || PyDict_SetItemString(d, f->name, list))
+            Py_CLEAR(d);
+        Py_XDECREF(list);
+    }
+    return d;
+}
+
+PyObject *shard_py_stats_dict(const ShardLoaderStats *st)
+{
+    PyObject *stages = PyDict_New();
+    for (int i = 0; stages && i < SHARD_STAGES; i++) {
+        const ShardStageStats *g = &st->stages[i];
+        if (!g->threads) /* not in this pipeline (an upload without a GPU) */
+            continue;
+        PyObject *d = Py_BuildValue(
+            "{s:I,s:K,s:K,s:d,s:d,s:d,s:d,s:n,s:n}", "threads", g->threads, "items",
+            (unsigned long long)g->items, "bytes", (unsigned long long)g->bytes, "seconds",
+            g->seconds, "busy_seconds", g->busy_seconds, "wait_input_seconds",
+            g->wait_input_seconds, "wait_output_seconds", g->wait_output_seconds, "queue_fill",
+            (Py_ssize_t)g->queue_fill, "queue_capacity", (Py_ssize_t)g->queue_capacity);
+        if (!d || PyDict_SetItemString(stages, g->name, d))
+            Py_CLEAR(stages);
+        Py_XDECREF(d);
+    }
+    if (!stages)
+        return NULL;
+    return Py_BuildValue("{s:d,s:N,s:s,s:s}", "wall_seconds", st->wall_seconds, "stages", stages,
+                         "bottleneck", st->stages[st->bottleneck].name, "verdict", st->verdict);
+}
+
+PyObject *shard_py_remote_stats(ShardRemote *rm)
+{
+    ShardRemoteStats st;
+    shard_remote_stats(rm, &st);
+    return Py_BuildValue("{sKsKsKsKsKsKsdsKsKsK}", "bytes", (unsigned long long)st.bytes,
+                         "requests", (unsigned long long)st.requests, "retries",
+                         (unsigned long long)st.retries, "resumes", (unsigned long long)st.resumes,
+                         "range_ignored", (unsigned long long)st.range_ignored, "replaced",
+                         (unsigned long long)st.replaced, "wait_seconds", st.wait_seconds,
+                         "cache_hits", (unsigned long long)st.cache_hits, "cache_misses",
+                         (unsigned long long)st.cache_misses, "cache_bytes",
+                         (unsigned long long)st.cache_bytes);
+}
+
+int shard_py_remote_new(const ShardRemoteSettings *rs, ShardRemote **out)
+{
+    ShardError err;
+    int rc = shard_remote_new(out, rs, &err);
+    if (rc) {
+        shard_py_raise(rc, err.message);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- shard specs ------------------------------------------------------------------------ */
+
+static int is_path(PyObject *o)
+{
+    return PyUnicode_Check(o) || PyBytes_Check(o) || PyObject_HasAttrString(o, "__fspath__");
+}
+
+/* Appends a spec (a str, bytes or path) to keep as a str, or with many a sequence of them;
+ * how many, -1 with an exception set. */
+static Py_ssize_t add_specs(PyObject *keep, PyObject *o, int many)
+{
+    if (is_path(o)) {
+        PyObject *p = PyOS_FSPath(o);
+        if (p && PyBytes_Check(p)) {
+            PyObject *u = PyUnicode_DecodeFSDefaultAndSize(PyBytes_AS_STRING(p), PyBytes_GET_SIZE(p));
+            Py_DECREF(p);
+            p = u;
+        }
+        int rc = p ? PyList_Append(keep, p) : -1;
+        Py_XDECREF(p);
+        return rc ? -1 : 1;
+    }
+    if (!many) {
+        PyErr_Format(PyExc_TypeError, "a shard spec is a str or a path, not %R", o);
+        return -1;
+    }
+    PyObject *seq = PySequence_Fast(o, "shard specs: a str, a path or a list of them");
+    if (!seq)
+        return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (add_specs(keep, PySequence_Fast_GET_ITEM(seq, i), 0) < 0) {
+            Py_DECREF(seq);
+            return -1;
+        }
+    Py_DECREF(seq);
+    return n;
+}
+
+void shard_py_specs_free(ShardPySpecs *sp)
+{
+    PyMem_Free(sp->urls);
+    PyMem_Free(sp->sources);
+    Py_CLEAR(sp->keep);
+    memset(sp, 0, sizeof *sp);
+}
+
+/* The items of seq into sp->keep: specs, or with a tuple among them (spec, weight) pairs
+ * into sp->sources. */
+static int specs_items(PyObject *seq, ShardPySpecs *sp)
+{
+    Py_ssize_t len = PySequence_Fast_GET_SIZE(seq);
+    int mix = 0;
+    for (Py_ssize_t i = 0; i < len; i++)
+        mix |= PyTuple_Check(PySequence_Fast_GET_ITEM(seq, i));
+    if (mix && !(sp->sources = PyMem_Calloc((size_t)len, sizeof *sp->sources))) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < len; i++) {
+        PyObject *it = PySequence_Fast_GET_ITEM(seq, i);
+        if (!mix) {
+            if (add_specs(sp->keep, it, 0) < 0)
+                return -1;
+            continue;
+        }
+        if (!PyTuple_Check(it) || PyTuple_GET_SIZE(it) != 2) {
+            PyErr_Format(PyExc_TypeError, "a mix is a list of (spec, weight) pairs; item %zd "
+                                          "is %R", i, it);
+            return -1;
+        }
+        Py_ssize_t k = add_specs(sp->keep, PyTuple_GET_ITEM(it, 0), 1);
+        if (k < 0)
+            return -1;
+        double w = PyFloat_AsDouble(PyTuple_GET_ITEM(it, 1));
+        if (w == -1 && PyErr_Occurred())
+            return -1;
+        sp->sources[i] = (ShardMixInput){NULL, (size_t)k, w};
+    }
+    sp->nsources = mix ? (size_t)len : 0;
+    return 0;
+}
+
+int shard_py_specs_parse(PyObject *o, ShardPySpecs *sp)
+{
+    memset(sp, 0, sizeof *sp);
+    if (!(sp->keep = PyList_New(0)))
+        return -1;
+    if (is_path(o)) {
+        if (add_specs(sp->keep, o, 0) < 0)
+            goto fail;
+    } else {
+        PyObject *seq = PySequence_Fast(o, "shard specs: a str, a path, a list of them, or a "
+                                           "list of (spec, weight) pairs");
+        int rc = seq ? specs_items(seq, sp) : -1;
+        Py_XDECREF(seq);
+        if (rc)
+            goto fail;
+    }
+    sp->n = (size_t)PyList_GET_SIZE(sp->keep);
+    if (!(sp->urls = PyMem_Calloc(sp->n ? sp->n : 1, sizeof *sp->urls))) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    for (size_t i = 0; i < sp->n; i++)
+        if (!(sp->urls[i] = PyUnicode_AsUTF8(PyList_GET_ITEM(sp->keep, (Py_ssize_t)i))))
+            goto fail;
+    for (size_t i = 0, at = 0; i < sp->nsources; i++) {
+        sp->sources[i].urls = sp->urls + at;
+        at += sp->sources[i].nurls;
+    }
+    return 0;
+fail:
+    shard_py_specs_free(sp);
+    return -1;
+}

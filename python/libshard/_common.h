@@ -1,0 +1,63 @@
+/*
+ * The lowest layer of the binding, which every other file of the extension may use and
+ * which uses none of them: the ShardError exception and the conversions of library values
+ * to Python values that several types share (samples, batches, statistics, shard specs).
+ *
+ * The extension's files call one another in one direction only:
+ *   _common  <-  _settings  <-  _stream  <-  _reader, _loader  <-  _upload
+ *   _common  <-  _gpu  <-  _loader, _upload;   _indexed, _writer <- _pack;   _libshard (the
+ *   module) adds what each of them defines.
+ */
+#ifndef LIBSHARD_PY_COMMON_H
+#define LIBSHARD_PY_COMMON_H
+
+#include <Python.h>
+
+#include <shard/shard.h>
+
+/* Creates ShardError and adds it to the module m; 0 or -1. */
+int shard_py_common_ready(PyObject *m);
+
+/* Sets the exception for code (ValueError, FileNotFoundError, MemoryError or ShardError)
+ * with msg (shard_strerror(code) when empty); returns NULL. */
+PyObject *shard_py_raise(int code, const char *msg);
+
+/* Adds each type to the module m under its short name, after PyType_Ready; 0 or -1. */
+int shard_py_add_types(PyObject *m, PyTypeObject *const *types, size_t n);
+
+/* tp_iter of the iterators: the object itself. */
+PyObject *shard_py_self_iter(PyObject *self);
+
+/* A sample as WebDataset gives it, {"__key__", "__url__", field: bytes}: a new reference,
+ * NULL with an exception. */
+PyObject *shard_py_sample_dict(const ShardSampleView *v);
+
+/* A batch's keys as a list of str (surrogateescape), and its raw fields as
+ * {name: [bytes, or None where a sample lacks it]}: new references, NULL with an exception. */
+PyObject *shard_py_batch_keys(const ShardBatch *b);
+PyObject *shard_py_batch_fields(const ShardBatch *b);
+
+/* Stage statistics as Loader.stats() gives them (stages not in the pipeline left out), and
+ * a remote reader's counters: new references, NULL with an exception. */
+PyObject *shard_py_stats_dict(const ShardLoaderStats *st);
+PyObject *shard_py_remote_stats(ShardRemote *rm);
+
+/* A remote reader with the settings rs, into *out; 0, or -1 with the exception set. */
+int shard_py_remote_new(const ShardRemoteSettings *rs, ShardRemote **out);
+
+/* Shard specs as Python gives them: a str or path, a list of them (one source), or a list
+ * of (spec or list of specs, weight) pairs (a mix). */
+typedef struct ShardPySpecs {
+    const char **urls; /* borrowed from keep */
+    size_t n;
+    ShardMixInput *sources; /* their urls point into urls; NULL unless a mix */
+    size_t nsources;
+    PyObject *keep; /* the str objects */
+} ShardPySpecs;
+
+/* Parses o into sp (zeroed first); 0, or -1 with an exception (sp then empty). */
+int shard_py_specs_parse(PyObject *o, ShardPySpecs *sp);
+/* Releases what sp holds; sp may be zeroed or already freed. */
+void shard_py_specs_free(ShardPySpecs *sp);
+
+#endif

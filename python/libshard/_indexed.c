@@ -1,0 +1,287 @@
+/*
+ * libshard._libshard, indexed access: list_shards (shard lists with their sample counts)
+ * and ShardFiles (single samples by index, through each shard's index).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <pthread.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "_common.h"
+#include "_indexed.h"
+#include "_settings.h"
+
+/* The remote table's keywords into rs, with the callable's own parameters in values[]. */
+static int parse_remote(const ShardPySignature *sig, PyObject *args, PyObject *kw,
+                        ShardRemoteSettings *rs, PyObject **values, PyObject **keep)
+{
+    shard_remote_default_settings(rs);
+    ShardPyTarget target = {&shard_py_remote_table, rs};
+    return shard_py_parse(sig, args, kw, &target, 1, values, keep);
+}
+
+static PyObject *entries_list(const ShardList *list)
+{
+    PyObject *out = PyList_New(0);
+    for (size_t i = 0; out && i < shard_list_count(list); i++) {
+        const ShardListEntry *e = shard_list_entry(list, i);
+        PyObject *t = e->nsamples == SHARD_COUNT_UNKNOWN
+                          ? Py_BuildValue("(sO)", e->url, Py_None)
+                          : Py_BuildValue("(sK)", e->url, (unsigned long long)e->nsamples);
+        if (!t || PyList_Append(out, t))
+            Py_CLEAR(out);
+        Py_XDECREF(t);
+    }
+    return out;
+}
+
+static const char *const list_params[] = {"specs", NULL};
+static const ShardPySignature list_signature = {"list_shards", list_params, 1, 1, 0};
+
+static PyObject *py_list_shards(PyObject *m, PyObject *args, PyObject *kw)
+{
+    (void)m;
+    ShardRemoteSettings rs;
+    PyObject *specs, *keep = NULL, *out = NULL;
+    ShardPySpecs sp = {0};
+    ShardRemote *rm = NULL;
+    if (parse_remote(&list_signature, args, kw, &rs, &specs, &keep) ||
+        shard_py_specs_parse(specs, &sp))
+        goto done;
+    if (sp.nsources) {
+        PyErr_SetString(PyExc_TypeError, "list_shards: specs, not a mix of weighted sources");
+        goto done;
+    }
+    if (shard_py_remote_new(&rs, &rm))
+        goto done;
+    ShardListSettings ls;
+    shard_list_default_settings(&ls);
+    ls.remote = rm;
+    ShardList *list = NULL;
+    ShardError err;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = shard_list_expand(&list, sp.urls, sp.n, &ls, &err);
+    Py_END_ALLOW_THREADS
+    out = rc ? shard_py_raise(rc, err.message) : entries_list(list);
+    shard_list_free(&list);
+done:
+    shard_py_specs_free(&sp);
+    Py_XDECREF(keep);
+    Py_BEGIN_ALLOW_THREADS
+    shard_remote_free(&rm);
+    Py_END_ALLOW_THREADS
+    return out;
+}
+
+/* ---- ShardFiles ------------------------------------------------------------------------- */
+
+/* Shards read one sample at a time through their indexes, the most recently used open. */
+typedef struct {
+    PyObject_HEAD
+    ShardRemote *rm;
+    PyObject *urls;   /* list of str */
+    ShardFile **open; /* per shard, NULL when closed */
+    uint64_t *used;   /* per shard: when last read, for the LRU */
+    uint64_t clock;
+    Py_ssize_t nopen, max_open;
+    pthread_mutex_t mu; /* one read at a time (the GIL is let go while it reads) */
+    int mu_ok;
+    pid_t pid; /* the process whose network thread rm runs */
+} ShardFilesObject;
+
+static const char *const files_params[] = {"urls", "open_files", NULL};
+static const ShardPySignature files_signature = {"ShardFiles", files_params, 2, 1, 0};
+
+/* urls as a new list of str, or NULL with TypeError. */
+static PyObject *url_list(PyObject *o)
+{
+    PyObject *urls = PySequence_List(o);
+    for (Py_ssize_t i = 0; urls && i < PyList_GET_SIZE(urls); i++)
+        if (!PyUnicode_Check(PyList_GET_ITEM(urls, i))) {
+            Py_CLEAR(urls);
+            PyErr_SetString(PyExc_TypeError, "urls: a list of str");
+        }
+    return urls;
+}
+
+static int ShardFiles_init(ShardFilesObject *self, PyObject *args, PyObject *kw)
+{
+    ShardRemoteSettings rs;
+    PyObject *values[2], *keep = NULL, *urls = NULL;
+    Py_ssize_t max_open = 8;
+    int rc = -1;
+    if (parse_remote(&files_signature, args, kw, &rs, values, &keep))
+        goto done;
+    if (values[1] && (max_open = PyNumber_AsSsize_t(values[1], PyExc_OverflowError)) == -1 &&
+        PyErr_Occurred())
+        goto done;
+    if (self->urls || max_open < 1) {
+        PyErr_SetString(PyExc_ValueError, self->urls ? "ShardFiles: already set up"
+                                                     : "open_files: at least 1");
+        goto done;
+    }
+    if (!(urls = url_list(values[0])))
+        goto done;
+    Py_ssize_t n = PyList_GET_SIZE(urls);
+    self->open = PyMem_Calloc((size_t)(n ? n : 1), sizeof *self->open);
+    self->used = PyMem_Calloc((size_t)(n ? n : 1), sizeof *self->used);
+    if (!self->open || !self->used) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (shard_py_remote_new(&rs, &self->rm))
+        goto done;
+    self->urls = urls;
+    urls = NULL;
+    self->max_open = max_open;
+    self->pid = getpid();
+    pthread_mutex_init(&self->mu, NULL);
+    self->mu_ok = 1;
+    rc = 0;
+done:
+    Py_XDECREF(urls);
+    Py_XDECREF(keep);
+    return rc;
+}
+
+static void ShardFiles_dealloc(ShardFilesObject *self)
+{
+    if (self->pid && self->pid != getpid()) { /* inherited through fork: not ours to free */
+        Py_XDECREF(self->urls);
+        Py_TYPE(self)->tp_free((PyObject *)self);
+        return;
+    }
+    Py_ssize_t n = self->urls ? PyList_GET_SIZE(self->urls) : 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        shard_file_free(&self->open[i]);
+    PyMem_Free(self->open);
+    PyMem_Free(self->used);
+    shard_remote_free(&self->rm);
+    Py_XDECREF(self->urls);
+    if (self->mu_ok)
+        pthread_mutex_destroy(&self->mu);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* Shard i open (closing the least recently used past max_open), under self->mu. */
+static ShardFile *shard_open_lru(ShardFilesObject *self, Py_ssize_t i, const char *url,
+                                 ShardError *err, int *rc)
+{
+    self->used[i] = ++self->clock;
+    if (self->open[i])
+        return self->open[i];
+    if (self->nopen >= self->max_open) {
+        Py_ssize_t n = PyList_GET_SIZE(self->urls), old = -1;
+        for (Py_ssize_t k = 0; k < n; k++)
+            if (self->open[k] && (old < 0 || self->used[k] < self->used[old]))
+                old = k;
+        shard_file_free(&self->open[old]);
+        self->nopen--;
+    }
+    ShardFileSettings fs;
+    shard_file_default_settings(&fs);
+    fs.remote = self->rm;
+    *rc = shard_file_open(&self->open[i], url, &fs, err);
+    if (*rc)
+        return NULL;
+    self->nopen++;
+    return self->open[i];
+}
+
+static PyObject *ShardFiles_read(ShardFilesObject *self, PyObject *args)
+{
+    Py_ssize_t i;
+    unsigned long long j;
+    if (!PyArg_ParseTuple(args, "nK", &i, &j))
+        return NULL;
+    if (!self->urls) {
+        PyErr_SetString(PyExc_ValueError, "ShardFiles: not set up");
+        return NULL;
+    }
+    if (self->pid != getpid())
+        return shard_py_raise(SHARD_ERR_STATE, "this ShardFiles was made in another process "
+                                               "(before a fork): make a new one in this process");
+    if (i < 0 || i >= PyList_GET_SIZE(self->urls)) {
+        PyErr_Format(PyExc_IndexError, "shard %zd of %zd", i, PyList_GET_SIZE(self->urls));
+        return NULL;
+    }
+    const char *url = PyUnicode_AsUTF8(PyList_GET_ITEM(self->urls, i));
+    if (!url)
+        return NULL;
+    ShardError err = {0};
+    char msg[SHARD_ERROR_MAX] = "";
+    int rc = 0;
+    PyObject *out = NULL;
+    Py_BEGIN_ALLOW_THREADS
+    pthread_mutex_lock(&self->mu);
+    ShardFile *f = shard_open_lru(self, i, url, &err, &rc);
+    const ShardSampleView *v = NULL;
+    if (f && !(rc = shard_file_seek(f, j)))
+        rc = shard_file_next(f, &v);
+    if (rc && f)
+        snprintf(msg, sizeof msg, "%s", shard_file_error(f));
+    else if (rc)
+        snprintf(msg, sizeof msg, "%s", err.message);
+    Py_BLOCK_THREADS
+    if (!rc)
+        out = shard_py_sample_dict(v);
+    else if (rc == SHARD_EOS || rc == SHARD_ERR_NOT_FOUND)
+        PyErr_Format(PyExc_IndexError, "%s: sample %llu is past the shard's last", url, j);
+    else
+        shard_py_raise(rc, msg);
+    if (rc && f) { /* a failed seek or read leaves the file where it cannot go on */
+        shard_file_free(&self->open[i]);
+        self->nopen--;
+    }
+    Py_UNBLOCK_THREADS
+    pthread_mutex_unlock(&self->mu);
+    Py_END_ALLOW_THREADS
+    return out;
+}
+
+static PyObject *ShardFiles_remote_stats(ShardFilesObject *self, PyObject *unused)
+{
+    (void)unused;
+    if (!self->rm) {
+        PyErr_SetString(PyExc_ValueError, "ShardFiles: not set up");
+        return NULL;
+    }
+    return shard_py_remote_stats(self->rm);
+}
+
+static PyMethodDef ShardFiles_methods[] = {
+    {"read", (PyCFunction)ShardFiles_read, METH_VARARGS,
+     "read(shard, index) -> {'__key__', '__url__', field: bytes}: one sample, through the "
+     "shard's index (a Range request for a remote shard)"},
+    {"remote_stats", (PyCFunction)ShardFiles_remote_stats, METH_NOARGS,
+     "Counters of the remote reads: bytes, requests, retries, resumes, cache hits."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject ShardFilesType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "libshard._libshard.ShardFiles",
+    .tp_basicsize = sizeof(ShardFilesObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "ShardFiles(urls, open_files=8, *, remote settings): shards read one sample at "
+              "a time by index, the open_files most recently read kept open.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)ShardFiles_init,
+    .tp_dealloc = (destructor)ShardFiles_dealloc,
+    .tp_methods = ShardFiles_methods,
+};
+
+static PyMethodDef indexed_functions[] = {
+    {"list_shards", (PyCFunction)(void (*)(void))py_list_shards, METH_VARARGS | METH_KEYWORDS,
+     "list_shards(specs, *, remote settings) -> [(url, samples or None)]: manifests, brace "
+     "patterns and prefixes expanded, counts from manifests or indexes"},
+    {NULL, NULL, 0, NULL},
+};
+
+int shard_py_indexed_ready(PyObject *m)
+{
+    PyTypeObject *types[] = {&ShardFilesType};
+    return shard_py_add_types(m, types, 1) || PyModule_AddFunctions(m, indexed_functions) ? -1 : 0;
+}

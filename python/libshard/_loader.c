@@ -1,0 +1,351 @@
+/*
+ * libshard._libshard, Loader and Batch: decoded batches (shard/loader.h) whose buffers are
+ * exported without a copy. A Batch object owns one of the loader's batch buffers until it
+ * is garbage: tensors made from its buffers keep it alive, and its buffer goes back to the
+ * ring when the last of them is gone. The Loader's state, restore, set_epoch, seed and
+ * remote_stats are the stream's (_stream.c).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <unistd.h>
+
+#include "_gpu.h"
+#include "_loader.h"
+#include "_stream.h"
+
+typedef struct {
+    ShardPyStream base; /* base.h: the ShardLoader */
+    PyObject *gpu;      /* the Gpu whose pinned memory the batches are in; released after h */
+    int layout, dtype, width, height;
+} LoaderObject;
+
+typedef struct {
+    PyObject_HEAD
+    LoaderObject *loader; /* strong reference */
+    const ShardBatch *b;
+    Py_ssize_t shape[4];
+} BatchObject;
+
+static PyTypeObject BatchType;
+static PyTypeObject LoaderType;
+
+static int loader_state(const void *h, char *buf, size_t size)
+{
+    return shard_loader_state(h, buf, size);
+}
+static int loader_restore(void *h, const char *state) { return shard_loader_restore(h, state); }
+static int loader_set_epoch(void *h, uint64_t e) { return shard_loader_set_epoch(h, e); }
+static uint64_t loader_seed(const void *h) { return shard_loader_seed(h); }
+static const char *loader_error(const void *h) { return shard_loader_error(h); }
+static void loader_free(void **h)
+{
+    ShardLoader *l = *h;
+    shard_loader_free(&l);
+    *h = NULL;
+}
+
+static const ShardPyStreamOps loader_ops = {"Loader",    loader_state, loader_restore,
+                                            loader_set_epoch, loader_seed, loader_error,
+                                            loader_free};
+
+static PyObject *Loader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+    (void)args, (void)kw;
+    return shard_py_stream_new(type, &loader_ops);
+}
+
+static const char *const loader_params[] = {"urls", "gpu", NULL};
+static const ShardPySignature loader_signature = {"Loader", loader_params, 1, 1, 0};
+
+static int loader_open(LoaderObject *self, const ShardLoaderSettings *s, PyObject *gpu)
+{
+    const ShardTransform *t = &s->transform;
+    self->layout = t->layout;
+    self->dtype = t->dtype;
+    self->width = t->width;
+    self->height = t->height;
+    Py_XINCREF(gpu);
+    Py_XSETREF(self->gpu, gpu);
+    self->base.pid = getpid();
+    ShardLoader *l = NULL;
+    ShardError err;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = shard_loader_open(&l, s, &err);
+    Py_END_ALLOW_THREADS
+    self->base.h = l;
+    if (rc)
+        shard_py_raise(rc, err.message);
+    return rc ? -1 : 0;
+}
+
+static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kw)
+{
+    ShardLoaderSettings s;
+    shard_loader_default_settings(&s);
+    ShardPyTarget more[] = {{&shard_py_loader_table, &s},
+                            {&shard_py_transform_table, &s.transform}};
+    PyObject *values[2], *keep = NULL;
+    ShardPySpecs sp;
+    loader_free(&self->base.h);
+    shard_remote_free(&self->base.rm);
+    int rc = shard_py_stream_settings(&loader_signature, args, kw, &s.reader, more, 2, values,
+                                      &sp, &self->base.rm, &keep);
+    PyObject *gpu = rc || values[1] == Py_None ? NULL : values[1];
+    if (!rc && gpu && !(s.allocator = shard_py_pinned(gpu)))
+        rc = -1;
+    if (!rc)
+        rc = loader_open(self, &s, gpu);
+    shard_py_specs_free(&sp);
+    Py_XDECREF(keep);
+    return rc;
+}
+
+static void Loader_dealloc(LoaderObject *self)
+{
+    if (shard_py_stream_clear(&self->base))
+        Py_CLEAR(self->gpu); /* its pinned memory went with the loader */
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+ShardLoader *shard_py_loader(PyObject *o)
+{
+    if (!PyObject_TypeCheck(o, &LoaderType)) {
+        PyErr_Format(PyExc_TypeError, "loader: a libshard Loader, not %R", o);
+        return NULL;
+    }
+    LoaderObject *lo = (LoaderObject *)o;
+    if (!lo->base.h || lo->base.pid != getpid()) {
+        PyErr_SetString(PyExc_ValueError, "loader: not open in this process");
+        return NULL;
+    }
+    return lo->base.h;
+}
+
+static PyObject *Loader_next(LoaderObject *self)
+{
+    if (shard_py_stream_live(&self->base))
+        return NULL;
+    ShardLoader *l = self->base.h;
+    const ShardBatch *b;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = shard_loader_next(l, &b);
+    Py_END_ALLOW_THREADS
+    if (rc == SHARD_EOS)
+        return NULL;
+    if (rc)
+        return shard_py_raise(rc, shard_loader_error(l));
+    BatchObject *o = PyObject_New(BatchObject, &BatchType);
+    if (!o) {
+        shard_batch_release(l, b);
+        return NULL;
+    }
+    Py_INCREF(self);
+    o->loader = self;
+    o->b = b;
+    return (PyObject *)o;
+}
+
+static PyObject *Loader_epoch_batches(LoaderObject *self, void *c)
+{
+    (void)c;
+    if (shard_py_stream_live(&self->base))
+        return NULL;
+    int64_t n = shard_loader_epoch_batches(self->base.h);
+    if (n < 0)
+        Py_RETURN_NONE;
+    return PyLong_FromLongLong(n);
+}
+
+static PyObject *Loader_skipped(LoaderObject *self, void *c)
+{
+    (void)c;
+    if (shard_py_stream_live(&self->base))
+        return NULL;
+    return PyLong_FromUnsignedLongLong(shard_loader_skipped(self->base.h));
+}
+
+static PyObject *Loader_skipped_by(LoaderObject *self, void *c)
+{
+    (void)c;
+    if (shard_py_stream_live(&self->base))
+        return NULL;
+    ShardLoader *l = self->base.h;
+    ShardReaderStats st;
+    shard_loader_reader_stats(l, &st);
+    unsigned long long samples = shard_loader_skipped(l);
+    return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K}", "image",
+                         (unsigned long long)shard_loader_skipped_by(l, SHARD_BAD_IMAGE),
+                         "no_image",
+                         (unsigned long long)shard_loader_skipped_by(l, SHARD_BAD_NO_IMAGE),
+                         "label", (unsigned long long)shard_loader_skipped_by(l, SHARD_BAD_LABEL),
+                         "shards", (unsigned long long)st.skipped_shards, "shard_samples",
+                         (unsigned long long)st.skipped_samples, "total",
+                         samples + (unsigned long long)st.skipped_samples);
+}
+
+static PyObject *Loader_stats(LoaderObject *self, PyObject *unused)
+{
+    (void)unused;
+    if (shard_py_stream_live(&self->base))
+        return NULL;
+    ShardLoaderStats st;
+    shard_loader_stats(self->base.h, &st);
+    return shard_py_stats_dict(&st);
+}
+
+static PyObject *Loader_write_trace(LoaderObject *self, PyObject *arg)
+{
+    if (shard_py_stream_live(&self->base))
+        return NULL;
+    PyObject *b;
+    if (!PyUnicode_FSConverter(arg, &b))
+        return NULL;
+    ShardError err;
+    int rc = shard_loader_trace_write(self->base.h, PyBytes_AS_STRING(b), &err);
+    Py_DECREF(b);
+    if (rc)
+        return shard_py_raise(rc, err.message);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef Loader_methods[] = {
+    {"write_trace", (PyCFunction)Loader_write_trace, METH_O,
+     "write_trace(path): the spans so far (a Loader made with trace=...), Chrome trace JSON"},
+    {"stats", (PyCFunction)Loader_stats, METH_NOARGS,
+     "Per-stage counters since the loader opened (fetch, shuffle, batch, decode, deliver: "
+     "items, bytes, busy and waiting seconds, queue fill), the bottleneck and the verdict."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef Loader_getset[] = {
+    {"epoch_batches", (getter)Loader_epoch_batches, NULL, "batches per epoch or None", NULL},
+    {"skipped", (getter)Loader_skipped, NULL, "samples left out after decode errors", NULL},
+    {"skipped_by", (getter)Loader_skipped_by, NULL,
+     "what skip mode left out: samples by reason (image, no_image, label), shards skipped "
+     "after errors and the samples lost with them (shard_samples), and the samples' total",
+     NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject LoaderType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "libshard._libshard.Loader",
+    .tp_basicsize = sizeof(LoaderObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Loader(urls, *, gpu=None, **settings): decoded batches from shards: iterate "
+              "for Batch objects. The settings are libshard.settings' reader, remote, loader "
+              "and transform tables; gpu: a Gpu, whose pinned memory the batches go into.",
+    .tp_new = Loader_new,
+    .tp_init = (initproc)Loader_init,
+    .tp_dealloc = (destructor)Loader_dealloc,
+    .tp_iter = shard_py_self_iter,
+    .tp_iternext = (iternextfunc)Loader_next,
+    .tp_methods = Loader_methods,
+    .tp_getset = Loader_getset,
+};
+
+/* ---- Batch ------------------------------------------------------------------------------ */
+
+static void Batch_dealloc(BatchObject *self)
+{
+    if (self->loader && self->loader->base.h)
+        shard_batch_release(self->loader->base.h, self->b);
+    Py_XDECREF(self->loader);
+    PyObject_Free(self);
+}
+
+/* The images, as a buffer of shape (n, C, H, W) or (n, H, W, C), uint8 or float32. */
+static int Batch_getbuffer(BatchObject *self, Py_buffer *view, int flags)
+{
+    LoaderObject *l = self->loader;
+    const ShardBatch *b = self->b;
+    int f32 = l->dtype == SHARD_DTYPE_FLOAT32;
+    self->shape[0] = (Py_ssize_t)b->size;
+    if (l->layout == SHARD_LAYOUT_NCHW) {
+        self->shape[1] = 3, self->shape[2] = l->height, self->shape[3] = l->width;
+    } else {
+        self->shape[1] = l->height, self->shape[2] = l->width, self->shape[3] = 3;
+    }
+    view->obj = (PyObject *)self;
+    Py_INCREF(self);
+    view->buf = b->images;
+    view->len = (Py_ssize_t)(b->size * b->image_bytes);
+    view->readonly = 0;
+    view->itemsize = f32 ? 4 : 1;
+    view->format = (flags & PyBUF_FORMAT) ? (f32 ? "f" : "B") : NULL;
+    view->ndim = 4;
+    view->shape = (flags & PyBUF_ND) ? self->shape : NULL;
+    view->strides = NULL;
+    view->suboffsets = NULL;
+    view->internal = NULL;
+    return 0;
+}
+
+static PyBufferProcs Batch_as_buffer = {(getbufferproc)Batch_getbuffer, NULL};
+
+static PyObject *bytes_of(const void *p, size_t n)
+{
+    return PyBytes_FromStringAndSize((const char *)p, (Py_ssize_t)n);
+}
+
+enum { LABELS, KEYS, INDICES, SEEDS, REPEATS, FIELDS, SIZE, INDEX };
+
+/* The batch's per-sample arrays and counts, by the getter's closure (one of the above). */
+static PyObject *Batch_get(BatchObject *self, void *c)
+{
+    const ShardBatch *b = self->b;
+    switch ((int)(intptr_t)c) {
+    case LABELS:
+        return bytes_of(b->labels, b->size * sizeof(int64_t));
+    case KEYS:
+        return shard_py_batch_keys(b);
+    case INDICES:
+        return bytes_of(b->indices, b->size * sizeof(uint64_t));
+    case SEEDS:
+        return bytes_of(b->seeds, b->size * sizeof(uint64_t));
+    case REPEATS:
+        return bytes_of(b->repeats, b->size);
+    case FIELDS:
+        return shard_py_batch_fields(b);
+    case SIZE:
+        return PyLong_FromSize_t(b->size);
+    default:
+        return PyLong_FromUnsignedLongLong(b->index);
+    }
+}
+
+static PyGetSetDef Batch_getset[] = {
+    {"labels", (getter)Batch_get, NULL, "int64 labels as bytes (-1: none)", (void *)(intptr_t)LABELS},
+    {"keys", (getter)Batch_get, NULL, "sample keys", (void *)(intptr_t)KEYS},
+    {"indices", (getter)Batch_get, NULL,
+     "each sample's index in the data set (uint64 bytes; 2**64-1 where counts are unknown)",
+     (void *)(intptr_t)INDICES},
+    {"seeds", (getter)Batch_get, NULL,
+     "each sample's seed for its crop and flip (uint64 bytes), as decode(seed=) takes it",
+     (void *)(intptr_t)SEEDS},
+    {"repeats", (getter)Batch_get, NULL,
+     "1 byte per sample: 1 where it is padding (equal mode with pad)", (void *)(intptr_t)REPEATS},
+    {"fields", (getter)Batch_get, NULL,
+     "raw fields: {name: [bytes, or None where a sample lacks it]}", (void *)(intptr_t)FIELDS},
+    {"size", (getter)Batch_get, NULL, "samples in the batch", (void *)(intptr_t)SIZE},
+    {"index", (getter)Batch_get, NULL, "batch number in the epoch", (void *)(intptr_t)INDEX},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject BatchType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "libshard._libshard.Batch",
+    .tp_basicsize = sizeof(BatchObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A decoded batch; its images are exported with the buffer protocol.",
+    .tp_dealloc = (destructor)Batch_dealloc,
+    .tp_as_buffer = &Batch_as_buffer,
+    .tp_getset = Batch_getset,
+};
+
+int shard_py_loader_ready(PyObject *m)
+{
+    PyTypeObject *types[] = {&LoaderType, &BatchType};
+    return shard_py_add_types(m, types, 2) || shard_py_stream_ready(&LoaderType) ? -1 : 0;
+}

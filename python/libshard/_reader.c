@@ -1,0 +1,155 @@
+/*
+ * libshard._libshard, Reader: raw samples as WebDataset's dicts (shard/reader.h). Its
+ * state, restore, set_epoch, seed and remote_stats are the stream's (_stream.c).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <unistd.h>
+
+#include "_reader.h"
+#include "_stream.h"
+
+static int reader_state(const void *h, char *buf, size_t size)
+{
+    return shard_reader_state(h, buf, size);
+}
+static int reader_restore(void *h, const char *state) { return shard_reader_restore(h, state); }
+static int reader_set_epoch(void *h, uint64_t e) { return shard_reader_set_epoch(h, e); }
+static uint64_t reader_seed(const void *h) { return shard_reader_seed(h); }
+static const char *reader_error(const void *h) { return shard_reader_error(h); }
+static void reader_free(void **h)
+{
+    ShardReader *r = *h;
+    shard_reader_free(&r);
+    *h = NULL;
+}
+
+static const ShardPyStreamOps reader_ops = {"Reader",    reader_state, reader_restore,
+                                            reader_set_epoch, reader_seed, reader_error,
+                                            reader_free};
+
+static const char *const reader_params[] = {"urls", NULL};
+static const ShardPySignature reader_signature = {"Reader", reader_params, 1, 1, 0};
+
+static PyObject *Reader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+    (void)args, (void)kw;
+    return shard_py_stream_new(type, &reader_ops);
+}
+
+static int Reader_init(ShardPyStream *self, PyObject *args, PyObject *kw)
+{
+    ShardReaderSettings s;
+    shard_reader_default_settings(&s);
+    PyObject *urls, *keep = NULL;
+    ShardPySpecs sp;
+    self->ops->free(&self->h);
+    shard_remote_free(&self->rm);
+    int rc = shard_py_stream_settings(&reader_signature, args, kw, &s, NULL, 0, &urls, &sp,
+                                      &self->rm, &keep);
+    if (!rc) {
+        ShardError err;
+        ShardReader *r = NULL;
+        self->pid = getpid();
+        Py_BEGIN_ALLOW_THREADS
+        rc = shard_reader_open(&r, &s, &err);
+        Py_END_ALLOW_THREADS
+        self->h = r;
+        if (rc)
+            shard_py_raise(rc, err.message);
+    }
+    shard_py_specs_free(&sp);
+    Py_XDECREF(keep);
+    return rc ? -1 : 0;
+}
+
+static PyObject *Reader_next(ShardPyStream *self)
+{
+    if (shard_py_stream_live(self))
+        return NULL;
+    ShardItem *it;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = shard_reader_take(self->h, &it);
+    Py_END_ALLOW_THREADS
+    if (rc == SHARD_EOS)
+        return NULL; /* StopIteration */
+    if (rc)
+        return shard_py_raise(rc, shard_reader_error(self->h));
+    PyObject *d = shard_py_sample_dict(shard_item_sample(it));
+    shard_item_free(&it);
+    return d;
+}
+
+static PyObject *Reader_epoch_length(ShardPyStream *self, void *c)
+{
+    (void)c;
+    if (shard_py_stream_live(self))
+        return NULL;
+    int64_t n = shard_reader_epoch_length(self->h);
+    if (n < 0)
+        Py_RETURN_NONE;
+    return PyLong_FromLongLong(n);
+}
+
+static PyObject *kept_errors(const ShardReader *r)
+{
+    PyObject *errors = PyList_New(0);
+    for (size_t i = 0; errors && shard_reader_kept_error(r, i); i++) {
+        PyObject *e = PyUnicode_FromString(shard_reader_kept_error(r, i));
+        if (!e || PyList_Append(errors, e))
+            Py_CLEAR(errors);
+        Py_XDECREF(e);
+    }
+    return errors;
+}
+
+static PyObject *Reader_stats(ShardPyStream *self, PyObject *unused)
+{
+    (void)unused;
+    if (shard_py_stream_live(self))
+        return NULL;
+    ShardReaderStats st;
+    shard_reader_stats(self->h, &st);
+    PyObject *errors = kept_errors(self->h);
+    if (!errors)
+        return NULL;
+    return Py_BuildValue("{s:K,s:K,s:K,s:d,s:K,s:K,s:K,s:N}", "samples", st.samples, "bytes",
+                         st.bytes, "shards_opened", st.shards_opened, "wait_seconds",
+                         st.wait_seconds, "skipped_shards", st.skipped_shards, "skipped_samples",
+                         st.skipped_samples, "errors", st.errors, "kept_errors", errors);
+}
+
+static PyMethodDef Reader_methods[] = {
+    {"stats", (PyCFunction)Reader_stats, METH_NOARGS, "Counters and kept errors."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef Reader_getset[] = {
+    {"epoch_length", (getter)Reader_epoch_length, NULL, "samples per epoch or None", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject ReaderType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "libshard._libshard.Reader",
+    .tp_basicsize = sizeof(ShardPyStream),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Reader(urls, **settings): raw samples as WebDataset dicts: {'__key__', "
+              "'__url__', field: bytes}. urls: a spec (path, URL, braces, manifest, prefix), a "
+              "list of them, or a mix: a list of (spec or list of specs, weight) pairs. The "
+              "settings are libshard.settings' reader and remote tables.",
+    .tp_new = Reader_new,
+    .tp_init = (initproc)Reader_init,
+    .tp_dealloc = (destructor)shard_py_stream_dealloc,
+    .tp_iter = shard_py_self_iter,
+    .tp_iternext = (iternextfunc)Reader_next,
+    .tp_methods = Reader_methods,
+    .tp_getset = Reader_getset,
+};
+
+int shard_py_reader_ready(PyObject *m)
+{
+    PyTypeObject *types[] = {&ReaderType};
+    return shard_py_add_types(m, types, 1) || shard_py_stream_ready(&ReaderType) ? -1 : 0;
+}
