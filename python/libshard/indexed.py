@@ -14,8 +14,7 @@ import bisect
 import os
 
 from . import _libshard
-
-REMOTE_KEYS = ("cache_dir", "cache_size", "retries", "timeout", "stall_timeout", "backoff")
+from .settings import REMOTE_KEYS
 
 
 def _specs(spec):
@@ -24,8 +23,8 @@ def _specs(spec):
 
 class IndexedShards:
     """Samples of shards by global index. spec: a manifest, a brace pattern, a gs:// or s3://
-    prefix, or a list of them. Remote options: cache_dir, cache_size, retries, timeout,
-    stall_timeout, backoff (as ShardDataset's)."""
+    prefix, or a list of them. Remote settings: libshard.settings.REMOTE_KEYS (as
+    ShardDataset's)."""
 
     def __init__(self, spec, *, open_files=8, entries=None, **remote):
         unknown = set(remote) - set(REMOTE_KEYS)

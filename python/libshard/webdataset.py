@@ -40,7 +40,9 @@ import numpy as np
 import torch
 import torch.utils.data
 
-from .torch import _READER_KEYS, ShardDataset, _rank_world
+from .settings import READER_KEYS
+from .torch import ShardDataset
+from .torch.split import rank_world, worker
 from .writer import ShardWriter as _ShardWriter
 from .writer import TarWriter
 
@@ -84,21 +86,16 @@ _CONTINUE = (ignore_and_continue, warn_and_continue)
 # ---- splitters, as WebDataset defines them over a list of shards ---------------------------
 
 
-def _worker_info():
-    info = torch.utils.data.get_worker_info()
-    return (info.id, info.num_workers) if info else (0, 1)
-
-
 def split_by_node(src, group=None):
     """Every world_size-th item from this rank's. As a WebDataset nodesplitter: each rank
     reads its share (libshard splits the samples, evenly)."""
-    rank, world = _rank_world(None, None)
+    rank, world = rank_world(None, None)
     yield from itertools.islice(src, rank, None, world) if world > 1 else src
 
 
 def single_node_only(src, group=None):
     """WebDataset's default nodesplitter: refuses to run with more than one rank."""
-    if _rank_world(None, None)[1] > 1:
+    if rank_world(None, None)[1] > 1:
         raise ValueError("you need to add an explicit nodesplitter to your input pipeline for "
                          "multi-node training")
     yield from src
@@ -107,7 +104,7 @@ def single_node_only(src, group=None):
 def split_by_worker(src):
     """Every num_workers-th item from this DataLoader worker's. As a workersplitter: each
     worker reads its share of the rank's samples."""
-    w, n = _worker_info()
+    w, n = worker()
     yield from itertools.islice(src, w, None, n) if n > 1 else src
 
 
@@ -529,7 +526,7 @@ class _Fluid:
 
     def _run(self, data, stages, epoch):
         """data through stages, in Python."""
-        w = _worker_info()[0]
+        w = worker()[0]
         for name, args, kw in stages:
             if name == "decode":
                 handlers = [imagehandler(a) if isinstance(a, str) else a for a in args]
@@ -539,7 +536,7 @@ class _Fluid:
             elif name == "shuffle":
                 kw = dict(kw)
                 if "seed" not in kw and "rng" not in kw:  # from the pipeline's seed
-                    kw["seed"] = hash((self._seed(), epoch, _rank_world(None, None)[0], w))
+                    kw["seed"] = hash((self._seed(), epoch, rank_world(None, None)[0], w))
                 data = _shuffle(data, *args, **kw)
             else:
                 data = _RUN[name](data, *args, **kw)
@@ -639,7 +636,7 @@ class WebDataset(_Fluid, torch.utils.data.IterableDataset):
         if self.nodesplitter is None:
             rank, world = 0, 1
         else:
-            rank, world = _rank_world(None, None)
+            rank, world = rank_world(None, None)
             if self.nodesplitter is single_node_only and world > 1:
                 raise ValueError("you need to add an explicit nodesplitter to your input "
                                  "pipeline for multi-node training")
@@ -680,10 +677,10 @@ class WebDataset(_Fluid, torch.utils.data.IterableDataset):
         epoch = int(self._base_epoch[0]) + k
         if fields is None:
             ds = ShardDataset(self.urls, decode=False, rank=rank, world_size=world,
-                              **{k_: v for k_, v in settings.items() if k_ in _READER_KEYS})
+                              **{k_: v for k_, v in settings.items() if k_ in READER_KEYS})
         else:
             ds = ShardDataset(self.urls, rank=rank, world_size=world, **settings)
-        ds._by_worker = bool(self.workersplitter)
+        ds.by_worker = bool(self.workersplitter)
         ds.set_epoch(epoch)  # made in this process: its epoch is not shared with others
         if fields is None:
             return self._run(iter(ds), stages, epoch)

@@ -1,0 +1,134 @@
+"""The settings libshard's Python API takes: each one's name, what it accepts, its default and
+what it does, from the extension's tables.
+
+The tables are the C extension's (python/libshard/_tables.c): one per C settings struct
+(reader, remote, loader, transform, upload, writer, pack), a row per setting, its default
+read from the struct's default function. Reader, Loader and the datasets all take their
+settings from them, so a setting added to a table is taken, checked and given its default
+everywhere, and listed here:
+
+    >>> import libshard.settings
+    >>> libshard.settings.DEFAULTS["streams"], libshard.settings.ROWS["streams"]["doc"]
+    (4, 'shards read at once and interleaved')
+
+The datasets check their settings when they are made (an error names the setting and what
+it accepts, instead of a C error at the first batch), with the extension's own checks.
+torch adds a few values on top of the rows: dtype takes torch dtypes and the GPU's float16
+and bfloat16, layout "channels_last", and device_buffers is the upload's buffers (DATASET).
+"""
+import numbers
+import os
+import textwrap
+
+from . import _libshard
+
+TABLES = _libshard.settings()
+
+
+def _names(*tables, placement=True):
+    return tuple(r["name"] for t in tables for r in TABLES[t]
+                 if placement or r["group"] != "placement")
+
+
+#: what reads remote shards: Reader, Loader, ShardFiles, list_shards
+REMOTE_KEYS = _names("remote")
+#: the reader's settings a dataset passes on (rank, worker and epoch it sets itself)
+READER_KEYS = _names("reader", placement=False) + REMOTE_KEYS
+#: what a Loader takes beyond the reader's: batching, decoding and augmentation
+LOADER_KEYS = _names("loader", "transform")
+
+
+def _derived(source, row_name, **changes):
+    """The row row_name of the table source, with changes."""
+    row = next(r for r in TABLES[source] if r["name"] == row_name)
+    return {**row, **changes}
+
+
+_LAYOUTS = next(r["choices"] for r in TABLES["transform"] if r["name"] == "layout")
+
+#: the settings a torch dataset takes on top of the extension's, or with more values
+DATASET = {
+    # made on the GPU: the upload's dtypes, torch dtypes taken by name
+    "dtype": _derived("upload", "dtype", table="dataset",
+                      doc="'uint8', or normalized with mean and std: 'float32', and with "
+                          "device='cuda' 'float16' and 'bfloat16'"),
+    # NCHW-shaped with NHWC strides (torch's channels_last memory format)
+    "layout": _derived("transform", "layout", table="dataset",
+                       choices=_LAYOUTS + ("channels_last",),
+                       doc="'nchw', 'nhwc', or 'channels_last': NCHW-shaped with NHWC "
+                           "strides"),
+    "device_buffers": _derived("upload", "buffers", name="device_buffers", table="dataset",
+                               minimum=2),
+    # batches are (images, labels) unless fields are asked for
+    "raw_fields": _derived("loader", "raw_fields", table="dataset", default=None,
+                           doc="fields carried raw into each batch, then (images, labels, "
+                               "{name: [bytes or None per sample]}); '*': every field but the "
+                               "image and the label; None: none"),
+}
+
+#: every setting by name: the reader's, remote, loader's and transform's rows, then DATASET's
+ROWS = {r["name"]: r for t in ("reader", "remote", "loader", "transform") for r in TABLES[t]}
+ROWS.update(DATASET)
+#: their defaults (the C structs')
+DEFAULTS = {name: r["default"] for name, r in ROWS.items()}
+
+
+def _torch_dtype(v):
+    """A torch dtype's name ("uint8" for torch.uint8) where it is one of dtype's, else v."""
+    name = getattr(v, "__module__", "") == "torch" and str(v).replace("torch.", "")
+    return name if name in DATASET["dtype"]["choices"] else v
+
+
+def check_value(name, value):
+    """value for the setting name checked and normalized (an int, a bool, a float, a str or
+    a tuple); TypeError or ValueError naming the setting and what it accepts."""
+    if name == "dtype":
+        value = _torch_dtype(value)
+    return _libshard.check_setting(ROWS[name], value)
+
+
+def check(settings):
+    """settings with each known setting checked and normalized (a new dict); other names
+    are left as they are, for the caller to refuse or take."""
+    return {k: check_value(k, v) if k in ROWS else v for k, v in settings.items()}
+
+
+def doc(names, indent="    "):
+    """Lines "name (default): what it does" for the settings names, for docstrings."""
+    return "\n".join(textwrap.fill(f"{n} ({DEFAULTS[n]!r}): {ROWS[n]['doc']}", 92,
+                                   initial_indent=indent, subsequent_indent=indent + "    ")
+                     for n in names)
+
+
+def _paths(v, what):
+    if isinstance(v, (str, bytes, os.PathLike)):
+        return [os.fsdecode(v)]
+    try:
+        items = list(v)
+    except TypeError:
+        raise TypeError(f"{what}: a path or URL, a list of them, or a list of (spec, weight) "
+                        f"pairs, not {v!r}") from None
+    for u in items:
+        if not isinstance(u, (str, bytes, os.PathLike)):
+            raise TypeError(f"{what}: a path or URL, not {u!r}")
+    return [os.fsdecode(u) for u in items]
+
+
+def specs(urls):
+    """Shard specs as the extension takes them: a list of str (one source), or a list of
+    (list of str, weight) pairs (a weighted mix), checked here so the error names the item."""
+    if isinstance(urls, (str, bytes, os.PathLike)) or not any(isinstance(u, tuple) for u in urls):
+        out = _paths(urls, "urls")
+        if not out:
+            raise ValueError("urls: no shards given")
+        return out
+    mix = []
+    for i, item in enumerate(urls):
+        if not (isinstance(item, tuple) and len(item) == 2):
+            raise TypeError(f"a mix is a list of (spec, weight) pairs; item {i} is {item!r}")
+        spec, weight = item
+        if isinstance(weight, bool) or not isinstance(weight, numbers.Real) or not weight > 0:
+            raise ValueError(f"the weight of source {i} ({spec!r}): a positive number, not "
+                             f"{weight!r}")
+        mix.append((_paths(spec, f"source {i}"), float(weight)))
+    return mix

@@ -1,0 +1,68 @@
+"""What skip_errors left out of an iteration: samples by reason, shards and the samples lost
+with them, counted, warned about at the first skip and logged at the end of the epoch."""
+import logging
+import warnings
+
+LOG = logging.getLogger("libshard")
+
+#: the counts, as ShardDataset.skipped and ShardLoader.skipped give them
+KEYS = ("image", "no_image", "label", "shards", "shard_samples", "total")
+
+
+class ShardSkipWarning(UserWarning):
+    """skip_errors=True left data out: issued on the first skip of an iteration."""
+
+
+def zero():
+    """The counts of an iteration that left nothing out."""
+    return dict.fromkeys(KEYS, 0)
+
+
+def of_reader(stats):
+    """The counts a Reader's stats() gives (raw samples: only shards are skipped)."""
+    return {"image": 0, "no_image": 0, "label": 0, "shards": stats["skipped_shards"],
+            "shard_samples": stats["skipped_samples"], "total": stats["skipped_samples"]}
+
+
+def text(d):
+    """The counts in words."""
+    parts = [f"{d['image']} images that did not decode" if d["image"] else "",
+             f"{d['no_image']} samples without an image" if d["no_image"] else "",
+             f"{d['label']} samples without a valid label" if d["label"] else "",
+             f"{d['shards']} shards after errors ({d['shard_samples']} samples)" if d["shards"] else ""]
+    return ", ".join(p for p in parts if p)
+
+
+def summed(counts):
+    """The sum of several iterations' (workers') counts."""
+    out = zero()
+    for d in counts:
+        for k in KEYS:
+            out[k] += d[k]
+    return out
+
+
+class Skips:
+    """This process's counts for the current or last iteration."""
+
+    def __init__(self):
+        self.counts = {}
+
+    def reset(self):
+        """A new iteration: nothing left out yet."""
+        self.counts = {}
+
+    def note(self, counts, epoch, end=False):
+        """Keeps the iteration's counts so far; warns at the first skip, and at the end of an
+        epoch that skipped anything logs a summary."""
+        first = counts["total"] and not self.counts.get("total")
+        self.counts = dict(counts)
+        if first:
+            warnings.warn(f"libshard: skip_errors left out {text(counts)} (so far; "
+                          f"ds.skipped counts them)", ShardSkipWarning, stacklevel=3)
+        if end and counts["total"]:
+            LOG.warning("libshard: epoch %d left out %s", epoch, text(counts))
+
+    def get(self):
+        """The counts (zeros before anything was left out)."""
+        return dict(self.counts) if self.counts else zero()
