@@ -2,11 +2,7 @@
  * The lowest layer of the binding, which every other file of the extension may use and
  * which uses none of them: the ShardError exception and the conversions of library values
  * to Python values that several types share (samples, batches, statistics, shard specs).
- *
- * The extension's files call one another in one direction only:
- *   _common  <-  _settings  <-  _stream  <-  _reader, _loader  <-  _upload
- *   _common  <-  _gpu  <-  _loader, _upload;   _indexed, _writer <- _pack;   _libshard (the
- *   module) adds what each of them defines.
+ * The files above it use one another in one direction only (_libshard.c has the map).
  */
 #ifndef LIBSHARD_PY_COMMON_H
 #define LIBSHARD_PY_COMMON_H

@@ -83,8 +83,9 @@ static PyObject *get_value(const ShardPySetting *row, const void *base)
     case SHARD_PY_NUMBERS: {
         PyObject *t = PyTuple_New(row->count);
         for (int i = 0; t && i < row->count; i++) {
-            PyObject *f = row->field == SHARD_PY_F_FLOAT ? float_value(((const float *)p)[i])
-                                                         : PyFloat_FromDouble(((const double *)p)[i]);
+            PyObject *f = row->field == SHARD_PY_F_FLOAT
+                              ? float_value(((const float *)p)[i])
+                              : PyFloat_FromDouble(((const double *)p)[i]);
             if (f)
                 PyTuple_SET_ITEM(t, i, f);
             else
@@ -213,7 +214,8 @@ static int row_from_dict(PyObject *d, ShardPySetting *row, ShardPyChoice **choic
     row->kind = (ShardPyKind)kind;
     row->field = (ShardPyField)field;
     row->flags = (none && PyObject_IsTrue(none) ? SHARD_PY_NONE : 0) |
-                 (lo && lo != Py_None ? SHARD_PY_MIN : 0) | (hi && hi != Py_None ? SHARD_PY_MAX : 0);
+                 (lo && lo != Py_None ? SHARD_PY_MIN : 0) |
+                 (hi && hi != Py_None ? SHARD_PY_MAX : 0);
     row->min = lo && lo != Py_None ? (long long)PyFloat_AsDouble(lo) : 0;
     row->max = hi && hi != Py_None ? (long long)PyFloat_AsDouble(hi) : 0;
     row->count = count ? (int)PyLong_AsLong(count) : 0;

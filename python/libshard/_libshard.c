@@ -1,16 +1,20 @@
 /*
  * libshard._libshard — the CPython binding, this file its module: the image functions
  * (decode, crop_box, decode_rgb, resize_rgb, cpus_available) and the module's assembly from
- * the files that define its types, each a layer over _common.c:
- *   _settings.c, _args.c, _tables.c  the settings tables and the keyword parsing from them
- *   _stream.c                        what Reader and Loader share
- *   _reader.c                        Reader
- *   _indexed.c                       ShardFiles, list_shards
- *   _gpu.c                           Gpu
- *   _loader.c                        Loader, Batch (uses _gpu.c for pinned memory)
- *   _upload.c                        Uploader, DeviceBatch, DeviceArray (uses _gpu.c, _loader.c)
- *   _writer.c, _pack.c               Writer, PackPlan (uses _writer.c's info dicts)
- * No two of them call each other.
+ * the files that define its types, each a layer over _common.c (ShardError, Python values of
+ * samples, batches and statistics, shard specs):
+ *   _tables.c                  the settings tables, one per C settings struct
+ *   _settings.c, _args.c,      a row's check and store, a call's keywords parsed by its
+ *   _describe.c                tables, the tables as Python data (settings(), check_setting())
+ *   _stream.c                  what Reader and Loader share (uses the settings)
+ *   _reader.c                  Reader (uses _stream.c)
+ *   _indexed.c                 ShardFiles, list_shards
+ *   _gpu.c                     Gpu
+ *   _loader.c                  Loader, Batch (uses _stream.c, and _gpu.c for pinned memory)
+ *   _upload.c                  Uploader, DeviceBatch, DeviceArray (uses _gpu.c, _loader.c)
+ *   _writer.c, _pack.c         Writer, PackPlan (uses _writer.c's info dicts)
+ * Each uses only those above it in this list: no two call each other (tests/python/
+ * test_layout.py).
  *
  * The GIL is released around every call that waits or decodes.
  */
@@ -181,14 +185,16 @@ static PyMethodDef module_methods[] = {
     {"cpus_available", py_cpus_available, METH_NOARGS,
      "cpus_available() -> int: the CPUs this process may use (affinity, cgroup quota): what "
      "threads=0 starts"},
-    {"decode_rgb", py_decode_rgb, METH_O, "decode_rgb(data) -> (bytes, width, height): full RGB decode"},
+    {"decode_rgb", py_decode_rgb, METH_O,
+     "decode_rgb(data) -> (bytes, width, height): full RGB decode"},
     {"decode", (PyCFunction)(void (*)(void))py_decode, METH_VARARGS | METH_KEYWORDS,
-     "decode(data, width=224, height=224, crop='random_resized', fast=True, flip=False, seed=0, "
-     "layout='nhwc', scale=(0.08, 1.0), ratio=(0.75, 1.333...)) -> bytes"},
+     "decode(data, width, height, crop, fast, flip, seed=0, layout='nhwc', scale, ratio) -> "
+     "bytes: one image decoded and transformed as a Loader's are (the settings' defaults are "
+     "the transform table's: libshard.settings)"},
     {"crop_box", (PyCFunction)(void (*)(void))py_crop_box, METH_VARARGS | METH_KEYWORDS,
-     "crop_box(image_width, image_height, width=224, height=224, crop='random_resized', "
-     "flip=False, seed=0, scale=..., ratio=...) -> ((x, y, w, h), flipped): the box and "
-     "mirroring decode draws for an image of that size with that seed"},
+     "crop_box(image_width, image_height, width, height, crop, flip, seed=0, scale, ratio) -> "
+     "((x, y, w, h), flipped): the box and mirroring decode draws for an image of that size "
+     "with that seed"},
     {"resize_rgb", py_resize_rgb, METH_VARARGS,
      "resize_rgb(data, w, h, (x0, y0, bw, bh), out_w, out_h) -> bytes (PIL BILINEAR)"},
     {NULL, NULL, 0, NULL},

@@ -317,7 +317,8 @@ static PyObject *Batch_get(BatchObject *self, void *c)
 }
 
 static PyGetSetDef Batch_getset[] = {
-    {"labels", (getter)Batch_get, NULL, "int64 labels as bytes (-1: none)", (void *)(intptr_t)LABELS},
+    {"labels", (getter)Batch_get, NULL, "int64 labels as bytes (-1: none)",
+     (void *)(intptr_t)LABELS},
     {"keys", (getter)Batch_get, NULL, "sample keys", (void *)(intptr_t)KEYS},
     {"indices", (getter)Batch_get, NULL,
      "each sample's index in the data set (uint64 bytes; 2**64-1 where counts are unknown)",

@@ -80,7 +80,9 @@ static int plan_settings(PackPlanObject *self, PyObject *args, PyObject *kw, Sha
         return -1;
     }
     if (!(*src = PyUnicode_AsUTF8(v[0])) || !(s->pattern = PyUnicode_AsUTF8(v[1])) ||
-        (v[3] && !(on_error = PyUnicode_AsUTF8(v[3]))) || (*list = v[2] ? PyObject_IsTrue(v[2]) : 0) < 0)
+        (v[3] && !(on_error = PyUnicode_AsUTF8(v[3]))))
+        return -1;
+    if ((*list = v[2] ? PyObject_IsTrue(v[2]) : 0) < 0)
         return -1;
     if (strcmp(on_error, "fail") && strcmp(on_error, "skip")) {
         PyErr_Format(PyExc_ValueError, "on_error: \"fail\" or \"skip\", not '%s'", on_error);

@@ -160,8 +160,8 @@ static PyObject *check_choice(const ShardPySetting *row, PyObject *v)
     PyObject *names = PyUnicode_FromString("");
     for (const ShardPyChoice *c = row->choices; names && c->name; c++)
         if (!c->hidden)
-            Py_SETREF(names, PyUnicode_FromFormat("%U%s'%s'", names,
-                                                  PyUnicode_GET_LENGTH(names) ? ", " : "", c->name));
+            Py_SETREF(names, PyUnicode_FromFormat(
+                                 "%U%s'%s'", names, PyUnicode_GET_LENGTH(names) ? ", " : "", c->name));
     if (names)
         PyErr_Format(PyExc_ValueError, "%s: one of %U, not %R", row->name, names, v);
     Py_XDECREF(names);
@@ -252,9 +252,9 @@ PyObject *shard_py_setting_check(const ShardPySetting *row, PyObject *v)
     case SHARD_PY_WHOLE:
         return check_whole(row, v);
     case SHARD_PY_BOOL:
-        if (PyBool_Check(v) || (PyLong_Check(v) && (PyLong_AsLong(v) == 0 || PyLong_AsLong(v) == 1)))
+        if (PyBool_Check(v) || (PyLong_Check(v) && (unsigned long)PyLong_AsLong(v) <= 1))
             return PyBool_FromLong(PyObject_IsTrue(v));
-        PyErr_Clear();
+        PyErr_Clear(); /* a long past the C range is no bool either */
         return refuse(PyExc_TypeError, row, "True or False", v);
     case SHARD_PY_REAL:
         return check_real(row, v);
@@ -302,7 +302,7 @@ static void store_integer(ShardPyField f, void *p, PyObject *i)
 static int store_value(const ShardPySetting *row, PyObject *v, void *base, PyObject *keep)
 {
     void *p = (char *)base + row->offset;
-    if (row->flags & SHARD_PY_GIVEN)
+    if (row->flags & SHARD_PY_GIVEN) /* the flag beside the value: given, or None */
         *(int *)(void *)((char *)base + row->offset2) = v != Py_None;
     if (v == Py_None) { /* numbers keep their default */
         if (row->field == SHARD_PY_F_STR)
@@ -339,10 +339,11 @@ static int store_value(const ShardPySetting *row, PyObject *v, void *base, PyObj
                 ((double *)p)[i] = d;
         }
         return 0;
-    case SHARD_PY_SIZE: {
+    case SHARD_PY_SIZE: { /* (height, width), or one side for both */
         int pair = PyTuple_Check(v);
+        int *height = (int *)(void *)((char *)base + row->offset2);
         *(int *)p = (int)PyLong_AsLong(pair ? PyTuple_GET_ITEM(v, 1) : v);
-        *(int *)(void *)((char *)base + row->offset2) = (int)PyLong_AsLong(pair ? PyTuple_GET_ITEM(v, 0) : v);
+        *height = (int)PyLong_AsLong(pair ? PyTuple_GET_ITEM(v, 0) : v);
         return 0;
     }
     case SHARD_PY_LABEL:

@@ -40,7 +40,7 @@ import numpy as np
 import torch
 import torch.utils.data
 
-from .settings import READER_KEYS
+from . import settings as _settings
 from .torch import ShardDataset
 from .torch.split import rank_world, worker
 from .writer import ShardWriter as _ShardWriter
@@ -677,7 +677,7 @@ class WebDataset(_Fluid, torch.utils.data.IterableDataset):
         epoch = int(self._base_epoch[0]) + k
         if fields is None:
             ds = ShardDataset(self.urls, decode=False, rank=rank, world_size=world,
-                              **{k_: v for k_, v in settings.items() if k_ in READER_KEYS})
+                              **{k_: v for k_, v in settings.items() if k_ in _settings.READER_KEYS})
         else:
             ds = ShardDataset(self.urls, rank=rank, world_size=world, **settings)
         ds.by_worker = bool(self.workersplitter)

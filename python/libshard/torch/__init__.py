@@ -30,6 +30,12 @@ buffer is reused only after the work queued on it when the tensor was freed). dt
 the GPU, in one kernel, from uint8: the host never touches floats. With num_workers=0
 libshard's threads do everything; with workers, ShardLoader(ds, num_workers=N) uploads in
 the main process (a plain DataLoader refuses: its workers cannot hand out GPU memory).
+
+The package has a module per part: dataset (ShardDataset), loader (ShardLoader), indexed
+(IndexedShardDataset), upload (the GPU path both datasets' batches take with
+device="cuda"), report (the periodic report), skips (what skip_errors left out), split
+(rank, world size, worker) and shared (what a dataset's processes share). Settings, their
+checks and defaults are libshard.settings'.
 """
 from .dataset import ShardDataset, ShardSkipWarning
 from .indexed import IndexedShardDataset

@@ -1,0 +1,61 @@
+"""The extension's source stays in files of one concern each: none over 600 lines, no
+function over 150, and no two files calling each other (a file uses another through its
+header; those uses form no circle)."""
+import re
+
+import pytest
+
+from .conftest import REPO
+
+SOURCE = REPO / "python" / "libshard"
+C_FILES = sorted(SOURCE.glob("*.c"))
+
+
+def functions(text):
+    """(name, lines) of each function defined at the top level of a C file (its body opens
+    with a "{" in the first column)."""
+    lines = text.splitlines()
+    out, depth, start = [], 0, None
+    for i, line in enumerate(lines):
+        if depth == 0 and line.startswith("{"):
+            first = i
+            while first > 0 and lines[first - 1].strip() and not lines[first - 1].rstrip(
+                    ).endswith((";", "}", "*/")):
+                first -= 1
+            head = " ".join(lines[first:i])
+            start, name = i, (re.findall(r"(\w+)\s*\(", head) or ["?"])[0]
+        depth += line.count("{") - line.count("}")
+        if start is not None and depth == 0:
+            out.append((name, i - start + 1))
+            start = None
+    return out
+
+
+@pytest.mark.parametrize("path", C_FILES, ids=lambda p: p.name)
+def test_files_and_functions_are_short(path):
+    text = path.read_text()
+    assert len(text.splitlines()) <= 600, f"{path.name}: {len(text.splitlines())} lines"
+    long = [(n, k) for n, k in functions(text) if k > 150]
+    assert not long, f"{path.name}: functions over 150 lines: {long}"
+
+
+def test_no_two_files_call_each_other():
+    uses = {}
+    for path in C_FILES:
+        mine = path.stem
+        included = re.findall(r'#include "(_\w+)\.h"', path.read_text())
+        uses[mine] = {h for h in included if h != mine and (SOURCE / f"{h}.c").exists()}
+    for path in SOURCE.glob("*.h"):  # a header that includes another uses it too
+        included = re.findall(r'#include "(_\w+)\.h"', path.read_text())
+        uses.setdefault(path.stem, set()).update(h for h in included if h != path.stem)
+
+    def reach(start, seen):
+        for other in uses.get(start, ()):
+            if other not in seen:
+                seen.add(other)
+                reach(other, seen)
+        return seen
+
+    circles = sorted(f for f in uses if f in reach(f, set()))
+    assert not circles, f"files that call themselves through others: {circles} ({uses})"
+    assert uses["_common"] == set(), "_common is the lowest layer: it uses no other file"

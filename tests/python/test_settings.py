@@ -1,0 +1,187 @@
+"""The settings tables (python/libshard/_tables.c, libshard.settings): the type stub gives
+every row with its C default; every reader and remote setting is taken by Reader, Loader and
+ShardDataset with the table's check and default; and a row added to the reader's table
+reaches ShardDataset, libshard.webdataset and the stub with no edit to the Python package:
+a new reader setting is its C field and default, its row, and its documentation."""
+import ast
+import importlib
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+import libshard
+import libshard.settings
+from libshard import _libshard
+
+from .conftest import REPO, within
+
+torch = pytest.importorskip("torch")
+import libshard.webdataset as lwds  # noqa: E402
+from libshard.torch import ShardDataset  # noqa: E402
+
+TABLES = _libshard.settings()
+READER = TABLES["reader"] + TABLES["remote"]
+TAKEN = [r for r in READER if r["group"] != "placement"]  # by the datasets
+
+
+def stub_parameters():
+    """{class or function: {parameter: default}} of the built stub (its classes' __init__)."""
+    tree = ast.parse((Path(libshard.__file__).parent / "_libshard.pyi").read_text())
+    out = {}
+    for node in tree.body:
+        fn = node
+        if isinstance(node, ast.ClassDef):
+            fn = next((m for m in node.body if isinstance(m, ast.FunctionDef)
+                       and m.name == "__init__"), None)
+        if not isinstance(fn, ast.FunctionDef):
+            continue
+        a = fn.args
+        positional = a.posonlyargs + a.args
+        params = {p.arg: None for p in positional + a.kwonlyargs}
+        for p, d in zip(positional[len(positional) - len(a.defaults):], a.defaults):
+            params[p.arg] = ast.literal_eval(d)
+        for p, d in zip(a.kwonlyargs, a.kw_defaults):
+            params[p.arg] = ast.literal_eval(d) if d is not None else None
+        out[node.name] = params
+    return out
+
+
+@pytest.mark.parametrize("name,tables,own", [
+    ("Reader", ("reader", "remote"), {"self", "urls"}),
+    ("Loader", ("reader", "remote", "loader", "transform"), {"self", "urls", "gpu"}),
+    ("ShardFiles", ("remote",), {"self", "urls", "open_files"}),
+    ("list_shards", ("remote",), {"specs"}),
+    ("Writer", ("writer",), {"self", "pattern"}),
+    ("PackPlan", ("pack",), {"self", "src", "pattern", "list", "on_error"}),
+    ("Uploader", ("upload",), {"self", "gpu", "loader"}),
+])
+def test_the_stub_gives_every_setting_its_c_default(name, tables, own):
+    params = stub_parameters()[name]
+    rows = {r["name"]: r["default"] for t in tables for r in TABLES[t]}
+    assert set(params) == set(rows) | own, set(params) ^ (set(rows) | own)
+    for setting, default in rows.items():
+        assert params[setting] == default, (name, setting, params[setting], default)
+
+
+@pytest.mark.parametrize("name", ["decode", "crop_box"])
+def test_the_stub_gives_the_image_functions_the_transform_defaults(name):
+    params = stub_parameters()[name]
+    rows = {r["name"]: r["default"] for t in ("output", "transform") for r in TABLES[t]}
+    for setting in set(params) & set(rows) - {"layout"}:  # decode's is NHWC, as PIL's
+        assert params[setting] == rows[setting], (name, setting)
+    assert {"width", "height", "crop", "flip", "scale", "ratio"} <= set(params)
+
+
+def refused(row):
+    """A value of no type any setting accepts, and below the row's minimum where it has one:
+    each with the error the row's own check gives."""
+    values = [object()]
+    if row["minimum"] is not None:
+        values.append(row["minimum"] - 1)
+    out = []
+    for v in values:
+        with pytest.raises((TypeError, ValueError)) as e:
+            _libshard.check_setting(row, v)
+        assert str(e.value).startswith(f"{row['name']}: "), e.value
+        out.append((v, e.type, str(e.value)))
+    return out
+
+
+@pytest.mark.parametrize("row", READER, ids=lambda r: r["name"])
+def test_every_reader_setting_is_checked_alike_everywhere(packed, row):
+    """Reader, Loader and ShardDataset refuse a bad value with the table's message, and
+    take the table's default."""
+    url = str(packed.manifest)
+    makers = [lambda **kw: libshard.Reader(url, **kw), lambda **kw: libshard.Loader(url, **kw)]
+    if row["group"] != "placement":  # rank, worker, epoch: the datasets set them
+        makers.append(lambda **kw: ShardDataset(url, **kw))
+    for make in makers:
+        for value, error, message in refused(row):
+            with pytest.raises(error) as e:
+                make(**{row["name"]: value})
+            assert str(e.value) == message
+        make(**{row["name"]: row["default"]})
+
+
+def test_the_defaults_given_are_the_defaults_taken(packed):
+    """Every reader setting passed its table default reads what no setting reads: the
+    defaults are the C structs'."""
+    url = str(packed.manifest)
+    defaults = {r["name"]: r["default"] for r in READER if r["name"] != "seed"}
+
+    def keys(**kw):
+        return [s["__key__"] for s in libshard.Reader(url, seed=7, **kw)]
+
+    assert within(60, lambda: keys(**defaults), "an epoch") == within(60, keys, "an epoch")
+    ds = ShardDataset(url, seed=7, batch_size=50, image_size=32,
+                      **{r["name"]: r["default"] for r in TAKEN if r["name"] != "seed"})
+    plain = ShardDataset(url, seed=7, batch_size=50, image_size=32)
+    assert within(60, lambda: [y.tolist() for _, y in ds], "an epoch") == \
+        within(60, lambda: [y.tolist() for _, y in plain], "an epoch")
+    assert libshard.settings.DEFAULTS["streams"] == ds.setting("streams") == 4
+
+
+@pytest.fixture()
+def a_new_reader_setting(monkeypatch):
+    """The reader's table with a row added, as the extension would give it once built with
+    a new field: libshard.settings reloaded over it (and reloaded back after)."""
+    row = {"name": "prefetch_shards", "table": "reader", "group": "reader", "type": "int",
+           "ctype": "size_t", "default": 2, "minimum": 1, "maximum": None, "none": False,
+           "choices": None, "count": 0, "accepts": None,
+           "doc": "shards opened ahead of the streams"}
+    tables = {k: tuple(v) + ((row,) if k == "reader" else ()) for k, v in TABLES.items()}
+    monkeypatch.setattr(_libshard, "settings", lambda: tables)
+    importlib.reload(libshard.settings)
+    yield row, tables
+    monkeypatch.undo()
+    importlib.reload(libshard.settings)
+
+
+class _Recorder:
+    """Stands in for the extension's Reader and Loader: records what it is given, yields
+    nothing."""
+    made = []
+
+    def __init__(self, urls, **kw):
+        self.made.append((type(self).__name__, kw))
+        self.skipped_by = {}
+
+    def __iter__(self):
+        return iter(())
+
+    def stats(self):
+        return {}
+
+
+def test_a_new_reader_setting_needs_no_edit_in_the_python_package(a_new_reader_setting,
+                                                                    packed, monkeypatch):
+    row, tables = a_new_reader_setting
+    assert "prefetch_shards" in libshard.settings.READER_KEYS
+    assert libshard.settings.DEFAULTS["prefetch_shards"] == 2
+    url = str(packed.manifest)
+    # checked when the dataset is made, with the row's check
+    with pytest.raises(ValueError, match="prefetch_shards: at least 1, not 0"):
+        ShardDataset(url, prefetch_shards=0)
+    # and passed to the Reader and the Loader the datasets make
+    monkeypatch.setattr(_libshard, "Reader", type("Reader", (_Recorder,), {}))
+    monkeypatch.setattr(_libshard, "Loader", type("Loader", (_Recorder,), {}))
+    _Recorder.made.clear()
+    for ds in (ShardDataset(url, prefetch_shards=3),
+               ShardDataset(url, decode=False, prefetch_shards=3),
+               lwds.WebDataset(url, prefetch_shards=3)):  # decoded in Python: a raw dataset
+        assert [item for item in ds] == []
+    assert [(kind, kw.get("prefetch_shards")) for kind, kw in _Recorder.made] == \
+        [("Loader", 3), ("Reader", 3), ("Reader", 3)]
+    # and given in the type stub, with its default
+    spec = importlib.util.spec_from_file_location("stubgen", REPO / "python" / "stubgen.py")
+    stubgen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(stubgen)
+    stub = stubgen.render((REPO / "python" / "libshard" / "_libshard.pyi.in").read_text(), tables)
+    tree = ast.parse(stub)
+    for cls in ("Reader", "Loader"):
+        init = next(m for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls
+                    for m in n.body if isinstance(m, ast.FunctionDef) and m.name == "__init__")
+        kw = {a.arg: ast.literal_eval(d) for a, d in zip(init.args.kwonlyargs,
+                                                         init.args.kw_defaults)}
+        assert kw["prefetch_shards"] == 2, cls
