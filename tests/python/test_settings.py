@@ -185,3 +185,16 @@ def test_a_new_reader_setting_needs_no_edit_in_the_python_package(a_new_reader_s
         kw = {a.arg: ast.literal_eval(d) for a, d in zip(init.args.kwonlyargs,
                                                          init.args.kw_defaults)}
         assert kw["prefetch_shards"] == 2, cls
+
+
+@pytest.mark.parametrize("module", ["libshard.settings", "libshard.torch.dataset",
+                                    "libshard.torch.loader", "libshard.torch.indexed",
+                                    "libshard.torch.upload", "libshard.torch.report",
+                                    "libshard.torch.skips", "libshard.torch.split",
+                                    "libshard.torch.shared"])
+def test_the_settings_and_torch_modules_are_documented(module):
+    from .test_docs import public
+    m = importlib.import_module(module)
+    assert (m.__doc__ or "").strip(), module
+    missing = [name for name, obj in public(m) if not (obj.__doc__ or "").strip()]
+    assert not missing, f"no docstring: {missing}"
