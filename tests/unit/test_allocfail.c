@@ -1,9 +1,9 @@
 /* Allocation failures, dav1d's way: the reader and the loader run again and again, the
  * N-th allocation of libshard failing in run N, until a run meets no failure. Every run must
  * end in an error code or in success: no crash, no hang, and (under ASan) no leak or double
- * free on the failure paths. malloc, calloc and realloc are wrapped at link time
- * (-Wl,--wrap), so the library's calls (a static link) come here; libarchive's and libc's
- * own do not. Runs with the one-process harness of unit/tsan. */
+ * free on the failure paths. malloc, calloc, realloc, strdup and strndup are wrapped at
+ * link time (-Wl,--wrap), so the library's calls (a static link) come here; libarchive's
+ * and libc's own do not. Runs with the one-process harness of unit/tsan. */
 #include <criterion/criterion.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -18,9 +18,13 @@
 void *__real_malloc(size_t n);
 void *__real_calloc(size_t n, size_t size);
 void *__real_realloc(void *p, size_t n);
+char *__real_strdup(const char *s);
+char *__real_strndup(const char *s, size_t n);
 void *__wrap_malloc(size_t n);
 void *__wrap_calloc(size_t n, size_t size);
 void *__wrap_realloc(void *p, size_t n);
+char *__wrap_strdup(const char *s);
+char *__wrap_strndup(const char *s, size_t n);
 
 static atomic_long calls, fail_at = -1;
 static char last_error[SHARD_ERROR_MAX]; /* the failed run's message */
@@ -34,6 +38,8 @@ static int failing(void)
 void *__wrap_malloc(size_t n) { return failing() ? NULL : __real_malloc(n); }
 void *__wrap_calloc(size_t n, size_t size) { return failing() ? NULL : __real_calloc(n, size); }
 void *__wrap_realloc(void *p, size_t n) { return failing() ? NULL : __real_realloc(p, n); }
+char *__wrap_strdup(const char *s) { return failing() ? NULL : __real_strdup(s); }
+char *__wrap_strndup(const char *s, size_t n) { return failing() ? NULL : __real_strndup(s, n); }
 
 static char *dir;
 static void setup(void) { dir = tu_mkdtemp(); }

@@ -8,15 +8,6 @@
 
 #include "base/text.h"
 
-char *shard_strdup(const char *s)
-{
-    size_t n = strlen(s) + 1;
-    char *p = malloc(n);
-    if (p)
-        memcpy(p, s, n);
-    return p;
-}
-
 int shard_ends_with(const char *s, const char *suffix)
 {
     size_t n = strlen(s), k = strlen(suffix);
@@ -31,10 +22,10 @@ const char *shard_base_name(const char *path)
 
 char *shard_dir_of(const char *path)
 {
-    char *tmp = shard_strdup(path);
+    char *tmp = strdup(path);
     if (!tmp)
         return NULL;
-    char *d = shard_strdup(dirname(tmp));
+    char *d = strdup(dirname(tmp));
     free(tmp);
     return d;
 }

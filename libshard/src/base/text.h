@@ -9,9 +9,6 @@
 
 #include "base/attr.h"
 
-/* A malloc'd copy of s; NULL when out of memory. */
-SHARD_HIDDEN char *shard_strdup(const char *s);
-
 /* Whether s ends with suffix. */
 SHARD_HIDDEN int shard_ends_with(const char *s, const char *suffix);
 

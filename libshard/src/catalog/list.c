@@ -80,7 +80,7 @@ static int expand(const char *s, List *l, char *err, const char *spec, size_t wh
             return shard_fail(err, SHARD_ERR_FORMAT,
                               "'%.200s': expands to more than %llu names or %llu bytes of them",
                               spec, MAX_EXPANSION, MAX_EXPANSION_BYTES);
-        return list_push(l, shard_strdup(s), which);
+        return list_push(l, strdup(s), which);
     }
     int depth = 0;
     const char *close = NULL;
@@ -237,7 +237,7 @@ typedef struct Prefix {
 static int prefix_add(void *cookie, const char *url)
 {
     Prefix *p = cookie;
-    return list_push(p->l, shard_strdup(url), p->which);
+    return list_push(p->l, strdup(url), p->which);
 }
 
 static int expand_one(List *l, const char *spec, size_t which, const ShardListSettings *s,
@@ -269,11 +269,11 @@ static int expand_one(List *l, const char *spec, size_t which, const ShardListSe
                                   "runs commands only when allowed (manifest_commands; "
                                   "shardcat --allow-manifest-commands)",
                                   spec, i, fi->url);
-            rc = list_add(l, shard_strdup(fi->url), fi->nsamples, fi, which);
+            rc = list_add(l, strdup(fi->url), fi->nsamples, fi, which);
         }
         return rc ? shard_fail(msg, rc, "out of memory") : 0;
     }
-    int rc = shard_url_is_command(spec) ? list_push(l, shard_strdup(spec), which)
+    int rc = shard_url_is_command(spec) ? list_push(l, strdup(spec), which)
                                         : expand(spec, l, msg, spec, which);
     if (rc == SHARD_ERR_NOMEM)
         shard_fail(msg, rc, "out of memory");

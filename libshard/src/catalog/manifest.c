@@ -13,7 +13,6 @@
 
 #include "base/buf.h"
 #include "base/error.h"
-#include "base/text.h"
 #include "catalog/manifestdef.h"
 #include "shard/manifest.h"
 
@@ -31,8 +30,8 @@ int shard_manifest_new(ShardManifest **out, const char *name)
     ShardManifest *m = calloc(1, sizeof *m);
     if (!m)
         return SHARD_ERR_NOMEM;
-    m->name = shard_strdup(name ? name : "");
-    m->options = shard_strdup("{}");
+    m->name = strdup(name ? name : "");
+    m->options = strdup("{}");
     if (!m->name || !m->options) {
         shard_manifest_free(&m);
         return SHARD_ERR_NOMEM;
@@ -43,7 +42,7 @@ int shard_manifest_new(ShardManifest **out, const char *name)
 
 int shard_manifest_set_name(ShardManifest *m, const char *name)
 {
-    char *copy = shard_strdup(name ? name : "");
+    char *copy = strdup(name ? name : "");
     if (!copy)
         return SHARD_ERR_NOMEM;
     free(m->name);
@@ -60,7 +59,7 @@ int shard_manifest_add(ShardManifest *m, const ShardFileInfo *info)
     if (shard_array_grow(&m->shards, &m->cap, m->n + 1, sizeof *m->shards, 64))
         return SHARD_ERR_NOMEM;
     ShardFileInfo copy = *info;
-    copy.url = shard_strdup(info->url);
+    copy.url = strdup(info->url);
     if (!copy.url)
         return SHARD_ERR_NOMEM;
     m->shards[m->n++] = copy;
@@ -82,7 +81,7 @@ int shard_manifest_set_classes(ShardManifest *m, const char *const *names, size_
     if (!c)
         return SHARD_ERR_NOMEM;
     for (size_t i = 0; i < n; i++) {
-        if (!(c[i] = shard_strdup(names[i]))) {
+        if (!(c[i] = strdup(names[i]))) {
             while (i--)
                 free(c[i]);
             free(c);

@@ -11,7 +11,6 @@
 
 #include "base/buf.h"
 #include "base/error.h"
-#include "base/text.h"
 #include "catalog/manifest.h"
 #include "catalog/manifestdef.h"
 #include "source/open.h"

@@ -27,12 +27,12 @@ static char *relative_url(const char *url, const char *mdir_real)
     if (mdir_real && shard_url_is_remote(mdir_real)) {
         /* a manifest in a bucket: shards beside it or below it by name, others absolute */
         size_t n = strlen(mdir_real);
-        return shard_strdup(!strncmp(url, mdir_real, n) && url[n] == '/' && url[n + 1] ? url + n + 1 : url);
+        return strdup(!strncmp(url, mdir_real, n) && url[n] == '/' && url[n + 1] ? url + n + 1 : url);
     }
     if (!shard_url_has_siblings(url) || !mdir_real)
-        return shard_strdup(url);
+        return strdup(url);
     char *sdir = shard_dir_of(url);
-    char *copy = shard_strdup(url);
+    char *copy = strdup(url);
     char real[PATH_MAX];
     char *out = NULL;
     if (sdir && copy && realpath(sdir, real)) {
@@ -69,7 +69,7 @@ static char *relative_url(const char *url, const char *mdir_real)
         }
     }
     if (!out)
-        out = shard_strdup(url);
+        out = strdup(url);
     free(sdir);
     free(copy);
     return out;

@@ -9,7 +9,6 @@
 
 #include "base/alloc.h"
 #include "base/buf.h"
-#include "base/text.h"
 #include "load/batch.h"
 #include "shard/common.h"
 
@@ -284,7 +283,7 @@ void shard_slot_fail(ShardSlot *sl, size_t i, int why, const char *msg)
     char full[SHARD_ERROR_MAX];
     snprintf(full, sizeof full, "%s: sample '%s': %s", sl->urls[i], sl->keys[i], msg);
     free(sl->errors[i]);
-    sl->errors[i] = shard_strdup(full); /* out of memory: "decode failed" */
+    sl->errors[i] = strdup(full); /* out of memory: "decode failed" */
 }
 
 const char *shard_slot_error(const ShardSlot *sl)

@@ -13,7 +13,6 @@
 #include "base/clock.h"
 #include "base/error.h"
 #include "base/queue.h"
-#include "base/text.h"
 #include "base/trace.h"
 #include "load/batch.h"
 #include "load/decodepool.h"
@@ -53,9 +52,9 @@ int shard_loader_open(ShardLoader **out, const ShardLoaderSettings *s, ShardErro
         return shard_report(err, SHARD_ERR_NOMEM, "out of memory");
     l->s = *s;
     pthread_mutex_init(&l->at_end_lock, NULL);
-    l->image_fields = shard_strdup(s->image_fields ? s->image_fields : "jpg;jpeg;png");
-    l->label_field = s->label_field ? shard_strdup(s->label_field) : NULL;
-    l->raw_fields = s->raw_fields && *s->raw_fields ? shard_strdup(s->raw_fields) : NULL;
+    l->image_fields = strdup(s->image_fields ? s->image_fields : "jpg;jpeg;png");
+    l->label_field = s->label_field ? strdup(s->label_field) : NULL;
+    l->raw_fields = s->raw_fields && *s->raw_fields ? strdup(s->raw_fields) : NULL;
     l->s.image_fields = l->image_fields;
     l->s.label_field = l->label_field;
     l->s.raw_fields = l->raw_fields;
@@ -121,7 +120,7 @@ int shard_loader_open(ShardLoader **out, const ShardLoaderSettings *s, ShardErro
     if (shard_pool_open(&l->pool, threads < 1 ? 1 : threads, bs * 2, t, shard_loader_decoded, l))
         return fail_open(l, err, shard_fail(l->err, SHARD_ERR_NOMEM, "loader: no decode thread"));
     if (s->trace_path) { /* before any thread records */
-        l->trace_path = shard_strdup(s->trace_path);
+        l->trace_path = strdup(s->trace_path);
         l->trace = shard_trace_new(s->trace_spans ? s->trace_spans : (size_t)1 << 20);
         if (!l->trace || !l->trace_path)
             return fail_open(l, err, shard_fail(l->err, SHARD_ERR_NOMEM, "out of memory"));

@@ -12,7 +12,6 @@
 
 #include "base/buf.h"
 #include "base/error.h"
-#include "base/text.h"
 #include "pack/folder.h"
 #include "pack/inputs.h"
 #include "shard/names.h"
@@ -36,7 +35,7 @@ static char **list_dir(Scan *c, const char *dir, size_t *count, int *err)
             continue;
         if (shard_array_grow(&v, &cap, n + 1, sizeof *v, 64))
             goto oom;
-        if (!(v[n] = shard_strdup(e->d_name)))
+        if (!(v[n] = strdup(e->d_name)))
             goto oom;
         n++;
     }

@@ -10,7 +10,6 @@
 
 #include "base/buf.h"
 #include "base/error.h"
-#include "base/text.h"
 #include "pack/inputs.h"
 #include "shard/names.h"
 #include "source/url.h"
@@ -30,7 +29,7 @@ const char *shard_scan_image_ext(const char *name)
 
 char *shard_scan_dup(Scan *c, const char *s)
 {
-    char *p = shard_strdup(s);
+    char *p = strdup(s);
     if (!p)
         c->nomem = 1;
     return p;

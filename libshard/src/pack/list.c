@@ -75,7 +75,7 @@ static int jsonl_row(const char *line, ListRow *row, const char *file, size_t li
         json_decref(o);
         return list_fail(err, file, lineno, "\"class\" is reserved: give class names as \"label\"");
     }
-    if (!(row->path = shard_strdup(path))) {
+    if (!(row->path = strdup(path))) {
         json_decref(o);
         return SHARD_ERR_NOMEM;
     }
@@ -118,7 +118,7 @@ static int tsv_row(Tsv *t, char *line, ListRow *row, int *header, const char *fi
         t->ncols = n;
         int class_col = 0;
         for (size_t i = 0; i < n; i++) {
-            if (!(t->cols[i] = shard_strdup(fields[i])))
+            if (!(t->cols[i] = strdup(fields[i])))
                 rc = SHARD_ERR_NOMEM;
             if (!strcmp(fields[i], "path"))
                 t->path_col = (int)i;
@@ -142,7 +142,7 @@ static int tsv_row(Tsv *t, char *line, ListRow *row, int *header, const char *fi
         snprintf(msg, sizeof msg, "%zu fields where the header has %zu", n, t->ncols);
         return list_fail(err, file, lineno, msg);
     }
-    row->path = shard_strdup(fields[t->path_col]);
+    row->path = strdup(fields[t->path_col]);
     row->extra = json_object();
     if (!row->path || !row->extra)
         rc = SHARD_ERR_NOMEM;
@@ -173,7 +173,7 @@ static int list_classes(Scan *c, ListRow *rows, size_t nrows, const char *file, 
         if (json_is_string(rows[i].label)) {
             const char *s = json_string_value(rows[i].label);
             if (class_index(c, s) < 0) {
-                if (!(c->classes[c->nclasses] = shard_strdup(s)))
+                if (!(c->classes[c->nclasses] = strdup(s)))
                     return SHARD_ERR_NOMEM;
                 c->nclasses++;
             }
@@ -229,7 +229,7 @@ static void *size_thread(void *arg)
             shard_source_put(s);
         }
         if (size < 0)
-            x->failed = shard_strdup(err[0] ? err : "cannot learn its size");
+            x->failed = strdup(err[0] ? err : "cannot learn its size");
         else
             x->size = (uint64_t)size;
     }
@@ -350,7 +350,7 @@ static int add_rows(Scan *c, ListRow *rows, size_t nrows, const char *base, cons
         if (!rc && !c->nomem) {
             const char *p = rows[i].path;
             int remote = shard_url_is_remote(p);
-            char *full = remote || p[0] == '/' ? shard_strdup(p) : shard_scan_join(c, base, p);
+            char *full = remote || p[0] == '/' ? strdup(p) : shard_scan_join(c, base, p);
             char *relcopy = remote ? url_rel(p) : NULL;
             const char *rel = remote ? relcopy : p;
             while (rel && rel[0] == '.' && rel[1] == '/')

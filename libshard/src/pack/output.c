@@ -71,8 +71,8 @@ int shard_pack_prepare(const ShardPackPlan *p, const char *manifest_path, ShardE
     int rc = first && dir ? 0 : SHARD_ERR_NOMEM;
     for (size_t j = lo; j < hi && !rc; j++) {
         char *path = shard_pack_numbered(p->pattern, j), *ipath = path ? shard_index_path(path) : NULL;
-        char *a = path ? shard_strdup(shard_base_name(path)) : NULL;
-        char *b = ipath ? shard_strdup(shard_base_name(ipath)) : NULL;
+        char *a = path ? strdup(shard_base_name(path)) : NULL;
+        char *b = ipath ? strdup(shard_base_name(ipath)) : NULL;
         if (!a || !b || shard_keyset_insert(&mine, a) < 0 || shard_keyset_insert(&mine, b) < 0)
             rc = SHARD_ERR_NOMEM;
         free(path);
@@ -83,7 +83,7 @@ int shard_pack_prepare(const ShardPackPlan *p, const char *manifest_path, ShardE
     shard_keyset_free(&mine);
     if (!rc && manifest_path) { /* a run killed while writing its manifest left one too */
         ShardKeySet m = {.owns = 1};
-        char *mdir = shard_dir_of(manifest_path), *mbase = shard_strdup(shard_base_name(manifest_path));
+        char *mdir = shard_dir_of(manifest_path), *mbase = strdup(shard_base_name(manifest_path));
         if (mdir && mbase && shard_keyset_insert(&m, mbase) >= 0)
             remove_temporaries(mdir, &m);
         else {
@@ -132,7 +132,7 @@ char *shard_pack_manifest_path(const ShardPackSettings *s)
 {
     /* out/train-%06d.tar.zst -> out/train.json: cut the name at the conversion, then drop
      * the separator before it. */
-    char *p = shard_strdup(s->pattern);
+    char *p = strdup(s->pattern);
     if (!p)
         return NULL;
     char *slash = strrchr(p, '/');
@@ -181,7 +181,7 @@ static char *options_json(const ShardPackPlan *p)
 int shard_pack_manifest(ShardManifest **out, const ShardPackPlan *p, const char *manifest_path)
 {
     *out = NULL;
-    char *stem = shard_strdup(manifest_path);
+    char *stem = strdup(manifest_path);
     char *opts = options_json(p);
     if (!stem || !opts) {
         free(stem);

@@ -64,7 +64,7 @@ static int stage_output(ShardPackPlan *p, ShardError *err)
         return shard_report(err, code, msg);
     }
     p->out_pattern = p->pattern;
-    p->stage = shard_strdup(tmpl);
+    p->stage = strdup(tmpl);
     size_t n = strlen(tmpl) + strlen(shard_base_name(p->out_pattern)) + 2;
     p->pattern = malloc(n);
     if (!p->stage || !p->pattern)
@@ -95,7 +95,7 @@ int shard_pack_plan_new(ShardPackPlan **out, const ShardPackSettings *s, ShardEr
     pthread_mutex_init(&p->remote_mu, NULL);
     p->remote = s->remote ? shard_remote_ref(s->remote) : NULL;
     p->s.remote = NULL; /* the plan's own reference is p->remote */
-    p->pattern = s->pattern ? shard_strdup(s->pattern) : NULL;
+    p->pattern = s->pattern ? strdup(s->pattern) : NULL;
     if (p->pattern && shard_url_is_remote(p->pattern)) {
         int rc = stage_output(p, err);
         if (rc) {
@@ -135,7 +135,7 @@ unsigned shard_pack_plan_inflight(const ShardPackPlan *p)
 
 static char *copy_or_null(const char *s, int *bad)
 {
-    char *c = s ? shard_strdup(s) : NULL;
+    char *c = s ? strdup(s) : NULL;
     if (s && !c)
         *bad = 1;
     return c;
@@ -179,7 +179,7 @@ int shard_pack_plan_set_classes(ShardPackPlan *p, const char *const *names, size
     if (!c)
         return SHARD_ERR_NOMEM;
     for (size_t i = 0; i < n; i++)
-        if (!(c[i] = shard_strdup(names[i]))) {
+        if (!(c[i] = strdup(names[i]))) {
             while (i--)
                 free(c[i]);
             free(c);

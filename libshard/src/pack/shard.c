@@ -12,7 +12,6 @@
 #include <unistd.h>
 
 #include "base/error.h"
-#include "base/text.h"
 #include "pack/plan.h"
 #include "pack/plandef.h"
 #include "pack/sample.h"
@@ -284,7 +283,7 @@ int shard_pack_write_shard(const ShardPackPlan *p, size_t j, const ShardPackCall
     }
     if (!rc && shard_writer_count(w) == 1) {
         *info = *shard_writer_shard(w, 0);
-        if (!(info->url = shard_strdup(info->url)))
+        if (!(info->url = strdup(info->url)))
             rc = shard_fail(msg, SHARD_ERR_NOMEM, "out of memory");
         else if (p->out_pattern)
             rc = upload_shard(p, j, info, msg);

@@ -21,7 +21,6 @@
 
 #include "base/clock.h"
 #include "base/error.h"
-#include "base/text.h"
 #include "base/thread.h"
 #include "base/trace.h"
 #include "read/fetch.h"
@@ -79,7 +78,7 @@ static void keep_error(ShardFetch *f, const char *msg)
     atomic_fetch_add(&f->errors, 1);
     pthread_mutex_lock(&f->kept_lock);
     if (f->nkept < KEPT_ERRORS)
-        f->kept[f->nkept++] = shard_strdup(msg);
+        f->kept[f->nkept++] = strdup(msg);
     pthread_mutex_unlock(&f->kept_lock);
 }
 
@@ -106,7 +105,7 @@ static void put_last(Stream *st, const char *msg)
     ShardItem *it = st->last;
     st->last = NULL;
     it->kind = msg ? SHARD_ITEM_ERROR : SHARD_ITEM_END;
-    it->error = msg ? shard_strdup(msg) : NULL; /* out of memory: "read error" */
+    it->error = msg ? strdup(msg) : NULL; /* out of memory: "read error" */
     put(st, it);
 }
 

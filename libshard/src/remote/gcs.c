@@ -22,7 +22,6 @@
 
 #include "base/buf.h"
 #include "base/error.h"
-#include "base/text.h"
 #include "remote/gcs.h"
 #include "remote/object.h"
 #include "remote/request.h"
@@ -96,7 +95,7 @@ static int auth_load(ShardRemote *r, ShardGcsAuth *a, char *err)
     const char *tok = r->s.gcs_token ? r->s.gcs_token : getenv("GOOGLE_OAUTH_ACCESS_TOKEN");
     if (tok && *tok) {
         a->mode = AUTH_STATIC;
-        a->token = shard_strdup(tok);
+        a->token = strdup(tok);
         return a->token ? 0 : shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
     }
     const char *keyfile = getenv("GOOGLE_APPLICATION_CREDENTIALS");
@@ -120,9 +119,9 @@ static int auth_load(ShardRemote *r, ShardGcsAuth *a, char *err)
                             keyfile);
         else {
             a->mode = AUTH_KEY;
-            a->email = shard_strdup(email);
-            a->private_key = shard_strdup(pk);
-            a->token_uri = shard_strdup(uri ? uri : "https://oauth2.googleapis.com/token");
+            a->email = strdup(email);
+            a->private_key = strdup(pk);
+            a->token_uri = strdup(uri ? uri : "https://oauth2.googleapis.com/token");
             if (!a->email || !a->private_key || !a->token_uri)
                 rc = shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
         }
@@ -202,7 +201,7 @@ static int build_token(void *cookie, ShardRequest *q, char *err)
     ShardBuf u = {0};
     int rc;
     if (t->a->mode == AUTH_KEY) {
-        q->url = shard_strdup(t->a->token_uri);
+        q->url = strdup(t->a->token_uri);
         ShardBuf body = {0};
         rc = !q->url ||
              shard_buf_printf(&body, "grant_type=urn%%3Aietf%%3Aparams%%3Aoauth%%3Agrant-type%%"
@@ -233,7 +232,7 @@ int shard_gcs_parse_token(const char *body, const char *where, char **token, dou
     if (!tok)
         rc = shard_fail(err, SHARD_ERR_FORMAT, "getting a Google access token from %s: the "
                         "reply has no access_token", where);
-    else if (!(*token = shard_strdup(tok)))
+    else if (!(*token = strdup(tok)))
         rc = shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
     *life = secs > 0 ? (double)secs : 3600;
     json_decref(j);
@@ -313,7 +312,7 @@ static int authorize(ShardRemote *r, ShardRequest *q, char **endpoint, char *err
         rc = shard_request_header(q, "Authorization: Bearer %s", a->token)
                  ? shard_fail(err, SHARD_ERR_NOMEM, "out of memory")
                  : 0;
-    if (!rc && !(*endpoint = shard_strdup(a->endpoint)))
+    if (!rc && !(*endpoint = strdup(a->endpoint)))
         rc = shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
     pthread_mutex_unlock(&r->auth_mu);
     return rc;
@@ -409,7 +408,7 @@ int shard_gcs_parse_page(const char *body, const ShardObject *prefix, ShardListF
             break;
     }
     const char *token = json_string_value(json_object_get(j, "nextPageToken"));
-    if (!rc && token && *token && !(*next = shard_strdup(token)))
+    if (!rc && token && *token && !(*next = strdup(token)))
         rc = shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
     json_decref(j);
     shard_buf_free(&url);

@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "base/error.h"
-#include "base/text.h"
 #include "remote/gcs.h"
 #include "remote/object.h"
 #include "remote/s3.h"
@@ -41,7 +40,7 @@ int shard_object_parse(ShardObject *o, const char *url, char *err)
                           url);
     size_t nb = slash ? (size_t)(slash - b) : strlen(b);
     o->bucket = malloc(nb + 1);
-    o->key = shard_strdup(slash ? slash + 1 : "");
+    o->key = strdup(slash ? slash + 1 : "");
     if (!o->bucket || !o->key) {
         shard_object_clear(o);
         return shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
@@ -69,11 +68,11 @@ int shard_object_request(ShardRemote *r, const ShardObject *o, const char *pin, 
         rc = shard_s3_request(r, o, q, err);
         break;
     default:
-        q->url = shard_strdup(o->url);
+        q->url = strdup(o->url);
         rc = q->url ? 0 : shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
         break;
     }
-    if (!rc && pin && !(q->if_range = shard_strdup(pin)))
+    if (!rc && pin && !(q->if_range = strdup(pin)))
         rc = shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
     return rc;
 }

@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "base/error.h"
-#include "base/text.h"
 #include "remote/gcs.h"
 #include "remote/net.h"
 #include "remote/remote.h"
@@ -33,7 +32,7 @@ void shard_remote_default_settings(ShardRemoteSettings *s)
 
 int shard_remote_available(void) { return 1; }
 
-static char *dup_or_null(const char *s) { return s && *s ? shard_strdup(s) : NULL; }
+static char *dup_or_null(const char *s) { return s && *s ? strdup(s) : NULL; }
 
 static void free_strings(ShardRemoteSettings *s)
 {

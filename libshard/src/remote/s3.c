@@ -11,7 +11,6 @@
 
 #include "base/buf.h"
 #include "base/error.h"
-#include "base/text.h"
 #include "remote/object.h"
 #include "remote/request.h"
 #include "remote/retry.h"
@@ -27,7 +26,7 @@ struct ShardS3Auth {
 static char *env_dup(const char *name)
 {
     const char *v = getenv(name);
-    return v && *v ? shard_strdup(v) : NULL;
+    return v && *v ? strdup(v) : NULL;
 }
 
 /* Finds key in section [section] of an INI file (~/.aws/credentials, ~/.aws/config). */
@@ -62,7 +61,7 @@ static char *ini_get(const char *path, const char *section, const char *key)
             size_t n = strlen(v);
             while (n && (v[n - 1] == ' ' || v[n - 1] == '\t'))
                 v[--n] = 0;
-            found = shard_strdup(v);
+            found = strdup(v);
         }
     }
     memset(line, 0, sizeof line);
@@ -74,7 +73,7 @@ static char *aws_file(const char *env, const char *name)
 {
     const char *v = getenv(env), *home = getenv("HOME");
     if (v && *v)
-        return shard_strdup(v);
+        return strdup(v);
     if (!home)
         return NULL;
     size_t n = strlen(home) + strlen(name) + 8;
@@ -120,7 +119,7 @@ static ShardS3Auth *auth_load(void)
     }
     if (!(a->region = env_dup("AWS_REGION")) && !(a->region = env_dup("AWS_DEFAULT_REGION")) &&
         !(a->region = ini_get(config, profile, "region")))
-        a->region = shard_strdup("us-east-1");
+        a->region = strdup("us-east-1");
     if (!(a->endpoint = env_dup("AWS_ENDPOINT_URL_S3")))
         a->endpoint = env_dup("AWS_ENDPOINT_URL");
     if (a->endpoint) {
@@ -169,8 +168,8 @@ static int build(ShardRemote *r, const char *bucket, const char *key, const char
         size_t n = strlen(a->region) + 16;
         if ((q->sigv4 = malloc(n)))
             snprintf(q->sigv4, n, "aws:amz:%s:s3", a->region);
-        q->user = shard_strdup(a->key_id);
-        q->password = shard_strdup(a->secret);
+        q->user = strdup(a->key_id);
+        q->password = strdup(a->secret);
         rc = !q->sigv4 || !q->user || !q->password;
         if (!rc)
             rc = shard_request_header(q, "x-amz-content-sha256: UNSIGNED-PAYLOAD");

@@ -18,7 +18,6 @@
 
 #include "base/buf.h"
 #include "base/error.h"
-#include "base/text.h"
 #include "remote/gcs.h"
 #include "remote/object.h"
 #include "remote/s3.h"
@@ -102,7 +101,7 @@ static int gcs_resumable(ShardRemote *r, const ShardObject *o, int fd, const cha
     if (!rc && (st != 200 || !rs.location[0]))
         rc = st == 200 ? shard_fail(err, SHARD_ERR_IO, "%s: the store gave no upload session", o->url)
                        : refused(o, "starting a resumable upload", st, &body, err);
-    char *session = rc ? NULL : shard_strdup(rs.location);
+    char *session = rc ? NULL : strdup(rs.location);
     if (!rc && !session)
         rc = shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
     uint64_t off = 0;

@@ -36,8 +36,8 @@ int shard_afile_open(ShardAtomicFile *f, const char *final_path, int sync, int c
     memset(f, 0, sizeof *f);
     f->fd = -1;
     f->sync = sync;
-    f->final_path = shard_strdup(final_path);
-    char *base_copy = shard_strdup(final_path);
+    f->final_path = strdup(final_path);
+    char *base_copy = strdup(final_path);
     char *dir = shard_dir_of(final_path);
     f->buf = malloc(AFILE_BUFSIZE);
     f->cap = AFILE_BUFSIZE;

@@ -15,7 +15,6 @@
 #include <openssl/evp.h>
 
 #include "base/error.h"
-#include "base/text.h"
 #include "remote/remote.h"
 #include "sink/atomicfile.h"
 #include "source/cache.h"
@@ -59,7 +58,7 @@ int shard_cache_open(ShardRemote *r, const char *url, ShardSource **out, char *e
         if (shard_source_file(&s, path, SHARD_SOURCE_SEQUENTIAL, msg) == 0) {
             utimensat(AT_FDCWD, path, NULL, 0); /* a use, for eviction */
             free(s->url); /* messages name the shard, not the cache file */
-            if (!(s->url = shard_strdup(url))) {
+            if (!(s->url = strdup(url))) {
                 shard_source_put(s);
                 free(path);
                 return shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
@@ -150,7 +149,7 @@ static void trim(const ShardRemote *r)
                 break;
             v = w;
         }
-        v[n++] = (Entry){shard_strdup(path), st.st_mtim, (uint64_t)st.st_size};
+        v[n++] = (Entry){strdup(path), st.st_mtim, (uint64_t)st.st_size};
         total += (uint64_t)st.st_size;
     }
     if (d)

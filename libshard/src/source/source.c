@@ -8,7 +8,6 @@
 #include "base/buf.h"
 #include "base/clock.h"
 #include "base/error.h"
-#include "base/text.h"
 #include "remote/remote.h"
 #include "source/source.h"
 
@@ -27,7 +26,7 @@ ShardSource *shard_source_new(const ShardSourceOps *ops, const char *url)
     ShardSource *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
-    s->url = shard_strdup(url);
+    s->url = strdup(url);
     if (!s->url) {
         free(s);
         return NULL;

@@ -85,11 +85,11 @@ int shard_url_is_absolute(const char *url)
 char *shard_url_resolve(const char *base, const char *url)
 {
     if (shard_url_is_absolute(url))
-        return shard_strdup(url);
+        return strdup(url);
     char *dir = shard_dir_of(base);
     if (!dir || !strcmp(dir, ".")) {
         free(dir);
-        return dir ? shard_strdup(url) : NULL;
+        return dir ? strdup(url) : NULL;
     }
     size_t n = strlen(dir) + strlen(url) + 2;
     char *full = malloc(n);

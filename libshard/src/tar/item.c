@@ -7,7 +7,6 @@
 
 #include "base/buf.h"
 #include "shard/common.h"
-#include "base/text.h"
 #include "tar/item.h"
 
 /* Builds it's block from v: field i's data are copied unless keep[i]. */
@@ -131,7 +130,7 @@ ShardItem *shard_item_marker(int kind, const char *error)
     if (it) {
         it->kind = kind;
         it->v.key = it->v.url = "";
-        it->error = error ? shard_strdup(error) : NULL;
+        it->error = error ? strdup(error) : NULL;
     }
     return it;
 }

@@ -106,7 +106,7 @@ static int open_index(ShardFile *f, const char *compression)
         return 0;
     char *ipath = NULL;
     if (want_index &&
-        !(ipath = f->s.index ? shard_strdup(f->s.index) : shard_index_path(f->src->url)))
+        !(ipath = f->s.index ? strdup(f->s.index) : shard_index_path(f->src->url)))
         return shard_fail(f->err, SHARD_ERR_NOMEM, "out of memory");
     int rc = shard_indexed_open(&f->ix, f->src, ipath, f->s.index != NULL, compression, f->err);
     free(ipath);

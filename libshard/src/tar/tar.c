@@ -18,7 +18,6 @@
 #include "base/error.h"
 #include "base/handoff.h"
 #include "base/keyset.h"
-#include "base/text.h"
 #include "shard/names.h"
 #include "tar/tar.h"
 
@@ -265,7 +264,7 @@ static int read_header(ShardTar *t, char *err)
     if (t->have_entry) {
         const char *m = archive_entry_pathname(t->entry);
         free(t->last_member);
-        t->last_member = shard_strdup(m ? m : "");
+        t->last_member = strdup(m ? m : "");
     }
     uint64_t pos = (uint64_t)archive_filter_bytes(t->ar, 0);
     int r = archive_read_next_header(t->ar, &t->entry);
@@ -517,7 +516,7 @@ int shard_tar_next(ShardTar *t, ShardSampleBuf *sb, uint64_t *offset, char *err)
             return shard_fail(err, rc, "%s", t->src->err);
         return SHARD_EOS;
     }
-    char *done = shard_strdup((const char *)sb->key.data);
+    char *done = strdup((const char *)sb->key.data);
     int added = done ? shard_keyset_insert(&t->seen, done) : SHARD_ERR_NOMEM;
     if (added <= 0)
         free(done);

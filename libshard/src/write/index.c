@@ -8,7 +8,6 @@
 
 #include "base/buf.h"
 #include "base/error.h"
-#include "base/text.h"
 #include "shard/file.h"
 #include "shard/verify.h"
 #include "sink/atomicfile.h"
@@ -71,7 +70,7 @@ int shard_index_build(const char *url, const char *idx_path, uint64_t *nsamples,
     shard_file_free(&f);
     char *path = NULL;
     if (!rc) {
-        path = idx_path ? shard_strdup(idx_path) : shard_index_path(url);
+        path = idx_path ? strdup(idx_path) : shard_index_path(url);
         ShardAtomicFile af;
         char head[64];
         int k = snprintf(head, sizeof head, "v1.2 %llu\n", (unsigned long long)n);
