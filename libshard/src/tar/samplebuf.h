@@ -28,6 +28,9 @@ typedef struct ShardSampleBuf {
     ShardFieldView *views;
     size_t n, cap;
     ShardSampleView sample;
+    uint32_t *ftab;       /* the fields by name hash (index + 1; 0 empty), for many fields */
+    size_t fcap, findexed; /* its size, and how many of the fields it holds */
+    int ftab_stale;       /* it holds the last sample's */
 } ShardSampleBuf;
 
 /* Starts a new sample: drops the last one's fields, key and holds. */
@@ -38,8 +41,26 @@ SHARD_HIDDEN ShardFieldRec *shard_sb_add(ShardSampleBuf *sb, const char *name, c
                                          int lower);
 /* Makes room for extra more bytes in the arena, in one step. */
 SHARD_HIDDEN int shard_sb_reserve(ShardSampleBuf *sb, size_t extra);
+/* Where the next n bytes of the field being read go (room made for them), to be written
+ * there and then counted with shard_sb_grew; NULL when out of memory. */
+SHARD_HIDDEN unsigned char *shard_sb_room(ShardSampleBuf *sb, size_t n);
+/* The n bytes written at shard_sb_room are the field's. */
+static inline void shard_sb_grew(ShardSampleBuf *sb, size_t n) { sb->arena.len += n; }
+/* Appends n bytes to the field being read: copied from p, or zeros (p NULL). */
+SHARD_HIDDEN int shard_sb_append(ShardSampleBuf *sb, const void *p, size_t n);
+/* The bytes of rec (the field being read) copied into the arena so far. */
+static inline uint64_t shard_sb_copied(const ShardSampleBuf *sb, const ShardFieldRec *rec)
+{
+    return sb->arena.len - rec->data;
+}
+/* rec's data, a view so far, copied into the arena (its hold let go): the field's next bytes
+ * follow them there. */
+SHARD_HIDDEN int shard_sb_unview(ShardSampleBuf *sb, ShardFieldRec *rec);
 /* Sets the key from n bytes at key. */
 SHARD_HIDDEN int shard_sb_set_key(ShardSampleBuf *sb, const char *key, size_t n);
+/* The sample's field named field (compared as lowercase says), or -1; -2 when out of
+ * memory. A sample of many fields is searched through a hash table kept up to date. */
+SHARD_HIDDEN long shard_sb_find(ShardSampleBuf *sb, const char *field, int lowercase);
 /* The name of field i as added (lower-cased when asked). */
 SHARD_HIDDEN const char *shard_sb_name(const ShardSampleBuf *sb, size_t i);
 /* Whether the sample has a key yet. */

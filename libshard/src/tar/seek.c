@@ -87,10 +87,10 @@ static int prepare_frames(ShardIndexed *x, char *err)
     return 0;
 }
 
-/* Copies size bytes at tar offset off into the arena, decompressing frames as needed; a
- * frame may not claim more than limit bytes decompressed. */
+/* Copies size bytes at tar offset off into the field being read, decompressing frames as
+ * needed; a frame may not claim more than limit bytes decompressed. */
 static int read_zst_range(ShardIndexed *x, uint64_t off, uint64_t size, uint64_t limit,
-                          ShardBuf *arena, char *err)
+                          ShardSampleBuf *sb, char *err)
 {
     const char *url = x->src->url;
     int rc = prepare_frames(x, err);
@@ -142,7 +142,7 @@ static int read_zst_range(ShardIndexed *x, uint64_t off, uint64_t size, uint64_t
         }
         uint64_t in = off - x->frame_doff[lo];
         uint64_t take = x->frame.len - in < size ? x->frame.len - in : size;
-        if (shard_buf_append(arena, x->frame.data + in, (size_t)take))
+        if (shard_sb_append(sb, x->frame.data + in, (size_t)take))
             return shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", url);
         off += take;
         size -= take;
@@ -150,62 +150,72 @@ static int read_zst_range(ShardIndexed *x, uint64_t off, uint64_t size, uint64_t
     return 0;
 }
 
+/* Reads the field entry e of sample i (index line i + 2) into rec: a view of the mapping
+ * where the source can hold it, else a copy (a .tar.zst's through its frames). */
+static int read_field(ShardIndexed *x, uint64_t i, const ShardIndexEntry *e, ShardFieldRec *rec,
+                      uint64_t limit, ShardSampleBuf *sb, char *err)
+{
+    ShardSource *src = x->src;
+    const char *name = e->name ? e->name : e->ext;
+    unsigned char *dst;
+    if (e->size > limit)
+        return shard_fail(err, SHARD_ERR_FORMAT,
+                          "%s: index line %llu: member '%s' of %llu bytes, more than the limit "
+                          "of %llu (max_member_size)",
+                          src->url, (unsigned long long)i + 2, name, (unsigned long long)e->size,
+                          (unsigned long long)limit);
+    if (x->zstd)
+        return read_zst_range(x, e->offset, e->size, limit, sb, err);
+    if (src->size >= 0 &&
+        (e->offset > (uint64_t)src->size || e->size > (uint64_t)src->size - e->offset))
+        return shard_fail(err, SHARD_ERR_FORMAT,
+                          "%s: index line %llu: member '%s' at offset %llu size %llu lies past "
+                          "the end of the shard (%llu bytes)",
+                          src->url, (unsigned long long)i + 2, name,
+                          (unsigned long long)e->offset, (unsigned long long)e->size,
+                          (unsigned long long)src->size);
+    if (src->map && (rec->hold = shard_source_hold(src, src->map + e->offset, e->size))) {
+        rec->view = src->map + e->offset;
+        rec->data = SIZE_MAX;
+        return 0;
+    }
+    if (!(dst = shard_sb_room(sb, (size_t)e->size)))
+        return shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", src->url);
+    int rc = shard_source_read_at(src, e->offset, dst, (size_t)e->size);
+    if (rc)
+        return shard_fail(err, rc, "%s", src->err);
+    shard_sb_grew(sb, (size_t)e->size);
+    return 0;
+}
+
 int shard_indexed_read(ShardIndexed *x, uint64_t i, const ShardFileSettings *s, ShardSampleBuf *sb,
                        uint64_t *offset, char *err)
 {
     shard_sb_reset(sb);
-    ShardSource *src = x->src;
-    int lowercase = s->lowercase;
+    const char *url = x->src->url;
     uint64_t limit = s->max_member_size ? s->max_member_size : SHARD_DEFAULT_MAX_MEMBER;
-    for (uint64_t k = x->idx.first[i]; k < x->idx.first[i + 1]; k++) {
+    uint64_t lo = x->idx.first[i], hi = x->idx.first[i + 1];
+    /* the key, from the first member's name (v1.1 has no names: "") */
+    const char *first = lo < hi ? x->idx.entries[lo].name : NULL;
+    size_t ks = 0, kl = 0;
+    const char *field;
+    if (first && shard_name_split(first, &ks, &kl, &field))
+        kl = 0;
+    if (lo < hi && shard_sb_set_key(sb, first ? first + ks : "", kl))
+        return shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", url);
+    for (uint64_t k = lo; k < hi; k++) {
         const ShardIndexEntry *e = &x->idx.entries[k];
-        const char *name = e->name ? e->name : e->ext;
-        ShardFieldRec *rec = shard_sb_add(sb, e->ext, name, lowercase);
+        ShardFieldRec *rec = shard_sb_add(sb, e->ext, e->name ? e->name : e->ext, s->lowercase);
         if (!rec)
-            return shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", src->url);
+            return shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", url);
         rec->size = e->size;
         rec->offset = e->offset;
-        int rc = 0;
-        if (e->size > limit) {
-            rc = shard_fail(err, SHARD_ERR_FORMAT,
-                            "%s: index line %llu: member '%s' of %llu bytes, more than the limit "
-                            "of %llu (max_member_size)",
-                            src->url, (unsigned long long)i + 2, name,
-                            (unsigned long long)e->size, (unsigned long long)limit);
-        } else if (x->zstd) {
-            rc = read_zst_range(x, e->offset, e->size, limit, &sb->arena, err);
-        } else if (src->size >= 0 &&
-                   (e->offset > (uint64_t)src->size || e->size > (uint64_t)src->size - e->offset)) {
-            rc = shard_fail(err, SHARD_ERR_FORMAT,
-                            "%s: index line %llu: member '%s' at offset %llu size %llu lies past "
-                            "the end of the shard (%llu bytes)",
-                            src->url, (unsigned long long)i + 2, name,
-                            (unsigned long long)e->offset, (unsigned long long)e->size,
-                            (unsigned long long)src->size);
-        } else if (src->map && (rec->hold = shard_source_hold(src, src->map + e->offset, e->size))) {
-            rec->view = src->map + e->offset;
-            rec->data = SIZE_MAX;
-        } else if (shard_sb_reserve(sb, (size_t)e->size)) {
-            rc = shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", src->url);
-        } else if (!(rc = shard_source_read_at(src, e->offset, sb->arena.data + sb->arena.len,
-                                               (size_t)e->size))) {
-            sb->arena.len += (size_t)e->size;
-        } else {
-            rc = shard_fail(err, rc, "%s", src->err);
-        }
+        int rc = read_field(x, i, e, rec, limit, sb, err);
         if (rc)
             return rc;
-        if (k == x->idx.first[i]) {
-            size_t ks = 0, kl = 0;
-            const char *field;
-            if (e->name && shard_name_split(e->name, &ks, &kl, &field))
-                kl = 0;
-            if (shard_sb_set_key(sb, e->name ? e->name + ks : "", kl))
-                return shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", src->url);
-        }
     }
-    uint64_t first = x->idx.entries[x->idx.first[i]].offset;
-    *offset = first >= 512 ? first - 512 : 0;
+    uint64_t start = x->idx.entries[lo].offset;
+    *offset = start >= 512 ? start - 512 : 0;
     return 0;
 }
 

@@ -26,8 +26,6 @@
 /* a zstd frame is decompressed whole, its checksum checked, before libarchive sees a byte
  * of it; a frame larger than this (another tool's one-frame .tar.zst) goes on in pieces */
 #define ZFRAME_MAX ((size_t)16 << 20)
-/* fields of one sample compared one by one; past this many, found through a hash table */
-#define FIELD_SCAN 16
 
 struct ShardTar {
     ShardSource *src;
@@ -38,9 +36,6 @@ struct ShardTar {
     int eof;
     const char *compression;
     ShardKeySet seen;
-    uint32_t *ftab;            /* the sample's fields by name hash (index + 1; 0 empty) */
-    size_t fcap, findexed;     /* its size, and how many of the sample's fields it holds */
-    uint64_t serial, ftab_serial; /* the sample being read, and the one ftab is for */
     char *last_member;         /* the member before the current header, for messages */
     unsigned char magic[4];    /* the stream's first bytes, for messages */
     int src_rc;                /* the source's or the zstd layer's failure, or 0 */
@@ -284,18 +279,16 @@ static int nomem(ShardTar *t, char *err)
     return shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", t->src->url);
 }
 
-/* Zeros from the arena's end up to byte `to` of the field that starts at `from`: a hole in
- * a sparse member (libarchive hands out only the blocks with data). */
-static int fill_hole(ShardSampleBuf *sb, size_t from, uint64_t to)
+/* Zeros up to byte `to` of the field rec: a hole in a sparse member (libarchive hands out
+ * only the blocks with data). */
+static int fill_hole(ShardSampleBuf *sb, const ShardFieldRec *rec, uint64_t to)
 {
-    uint64_t have = sb->arena.len - from;
+    uint64_t have = shard_sb_copied(sb, rec);
     if (to <= have)
         return 0;
-    if (to - have > SIZE_MAX / 2 || shard_buf_reserve(&sb->arena, (size_t)(to - have)))
+    if (to - have > SIZE_MAX / 2)
         return SHARD_ERR_NOMEM;
-    memset(sb->arena.data + sb->arena.len, 0, (size_t)(to - have));
-    sb->arena.len += (size_t)(to - have);
-    return 0;
+    return shard_sb_append(sb, NULL, (size_t)(to - have));
 }
 
 /* Reads the current entry's data into rec: a view where it is one contiguous block the
@@ -307,7 +300,6 @@ static int read_data(ShardTar *t, ShardSampleBuf *sb, ShardFieldRec *rec, const 
     size_t len;
     la_int64_t off;
     int blocks = 0;
-    rec->data = sb->arena.len;
     for (;;) {
         int r = archive_read_data_block(t->ar, &buf, &len, &off);
         if (r == ARCHIVE_EOF)
@@ -320,29 +312,24 @@ static int read_data(ShardTar *t, ShardSampleBuf *sb, ShardFieldRec *rec, const 
             rec->view = p;
             rec->data = SIZE_MAX;
         } else {
-            if (rec->data == SIZE_MAX) {
-                /* A second block after a view: move the view into the arena first. */
-                rec->data = sb->arena.len;
-                if (shard_buf_append(&sb->arena, rec->view, (size_t)rec->size))
-                    return nomem(t, err);
-                rec->view = NULL;
-                shard_hold_put(rec->hold);
-                rec->hold = NULL;
-            }
+            /* A second block after a view: the view moves into the arena first. */
+            if (rec->data == SIZE_MAX && shard_sb_unview(sb, rec))
+                return nomem(t, err);
             /* room for the whole member at once: growing by doubling would copy it again */
             if (blocks == 0 && rec->size <= RESERVE_MAX &&
                 shard_sb_reserve(sb, (size_t)rec->size))
                 return nomem(t, err);
-            if (fill_hole(sb, rec->data, (uint64_t)off) || shard_sb_reserve(sb, len))
+            unsigned char *dst;
+            if (fill_hole(sb, rec, (uint64_t)off) || !(dst = shard_sb_room(sb, len)))
                 return nomem(t, err);
             /* the data go to another thread (the consumer, a decoder) */
-            shard_copy_handoff(sb->arena.data + sb->arena.len, p, len);
-            sb->arena.len += len;
+            shard_copy_handoff(dst, p, len);
+            shard_sb_grew(sb, len);
         }
         blocks++;
     }
     /* a sparse member may end in a hole: the field still has all its bytes */
-    if (rec->data != SIZE_MAX && fill_hole(sb, rec->data, rec->size))
+    if (rec->data != SIZE_MAX && fill_hole(sb, rec, rec->size))
         return nomem(t, err);
     return 0;
 }
@@ -368,53 +355,6 @@ static const char *skip_reason(struct archive_entry *e, const char *member, size
         return *code = SHARD_SKIP_NOT_FIELD,
                "not a sample field (no dot in the basename, or a hidden or __ name)";
     return NULL;
-}
-
-static uint64_t name_hash(const char *s, int lower)
-{
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (lower && c >= 'A' && c <= 'Z')
-            c = (unsigned char)(c - 'A' + 'a');
-        h = (h ^ c) * 0x100000001b3ull;
-    }
-    return h;
-}
-
-
-/* The field of the sample named as field (compared as the lowercase setting says), or -1;
- * a sample of many fields is searched through ftab, kept up to date here. */
-static long field_index(ShardTar *t, const ShardSampleBuf *sb, const char *field)
-{
-    if (sb->n < FIELD_SCAN) {
-        for (size_t i = 0; i < sb->n; i++)
-            if (shard_field_equal(shard_sb_name(sb, i), field, t->s.lowercase))
-                return (long)i;
-        return -1;
-    }
-    if (t->ftab_serial != t->serial || sb->n * 2 > t->fcap) {
-        size_t cap = shard_grow_cap(t->fcap, sb->n * 2, 64, sizeof *t->ftab);
-        uint32_t *tab = cap == t->fcap ? t->ftab : cap ? realloc(t->ftab, cap * sizeof *tab) : NULL;
-        if (!tab)
-            return -2;
-        t->ftab = tab;
-        t->fcap = cap;
-        memset(tab, 0, cap * sizeof *tab);
-        t->ftab_serial = t->serial;
-        t->findexed = 0;
-    }
-    for (; t->findexed < sb->n; t->findexed++) { /* the fields added since */
-        size_t j = name_hash(shard_sb_name(sb, t->findexed), t->s.lowercase) & (t->fcap - 1);
-        while (t->ftab[j])
-            j = (j + 1) & (t->fcap - 1);
-        t->ftab[j] = (uint32_t)t->findexed + 1;
-    }
-    for (size_t j = name_hash(field, t->s.lowercase) & (t->fcap - 1); t->ftab[j];
-         j = (j + 1) & (t->fcap - 1))
-        if (shard_field_equal(shard_sb_name(sb, t->ftab[j] - 1), field, t->s.lowercase))
-            return (long)t->ftab[j] - 1;
-    return -1;
 }
 
 /* The limits of the settings on a member (formats/shard.md 2.5): its name, its declared
@@ -447,7 +387,6 @@ static int check_limits(const ShardTar *t, struct archive_entry *e,
 int shard_tar_next(ShardTar *t, ShardSampleBuf *sb, uint64_t *offset, char *err)
 {
     shard_sb_reset(sb);
-    t->serial++;
     *offset = 0;
     const char *url = t->src->url;
     int rc;
@@ -493,7 +432,7 @@ int shard_tar_next(ShardTar *t, ShardSampleBuf *sb, uint64_t *offset, char *err)
                               "members (max_fields)",
                               url, (unsigned long long)header_off, member,
                               (const char *)sb->key.data, (unsigned long long)max_fields);
-        long dup = field_index(t, sb, field);
+        long dup = shard_sb_find(sb, field, t->s.lowercase);
         if (dup == -2)
             return nomem(t, err);
         if (dup >= 0)
@@ -533,7 +472,6 @@ void shard_tar_free(ShardTar **pt)
     if (t->ar)
         archive_read_free(t->ar);
     shard_keyset_free(&t->seen);
-    free(t->ftab);
     ZSTD_freeDStream(t->zs);
     shard_buf_free(&t->zout);
     free(t->last_member);
