@@ -1,7 +1,8 @@
 /*
- * shardcat bench's parts (not installed): the sweep and its report (shardcat_bench.c), and
- * what the sweep is compared with (shardcat_bench_compare.c): the decoder alone on the same
- * images (the ceiling) and the WebDataset + PIL pipeline on the same shards (the peer).
+ * shardcat bench's parts (not installed): its command line and the loader settings it means
+ * (shardcat_bench_cli.c), the sweep and its report (shardcat_bench.c), and what the sweep is
+ * compared with (shardcat_bench_compare.c): the decoder alone on the same images (the
+ * ceiling) and the WebDataset + PIL pipeline on the same shards (the peer).
  */
 #ifndef SHARD_TOOLS_SHARDCAT_BENCH_H
 #define SHARD_TOOLS_SHARDCAT_BENCH_H
@@ -25,6 +26,10 @@ typedef struct Bench {
     uint64_t threads[BENCH_MAX_LIST], streams[BENCH_MAX_LIST], depths[BENCH_MAX_LIST];
     size_t nthreads, nstreams, ndepths;
 } Bench;
+
+/* Reads bench's command line (argv[0] is "bench") into b; -1, or the exit status after
+ * help or bad usage. */
+int bench_parse_options(int argc, char **argv, Bench *b);
 
 /* The loader's settings for one setting of the sweep. */
 void bench_loader_settings(const Bench *b, ShardLoaderSettings *s, uint64_t threads,

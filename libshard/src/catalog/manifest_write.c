@@ -185,7 +185,7 @@ int shard_manifest_write(const ShardManifest *m, const char *path, ShardError *e
         rc = write_remote(path, text, msg);
     } else {
         ShardAtomicFile f;
-        rc = shard_afile_open(&f, path, 1, 0, msg);
+        rc = shard_afile_open(&f, path, 1, 0, 0, msg);
         if (!rc) {
             rc = shard_afile_write(&f, text, strlen(text), msg);
             if (!rc)

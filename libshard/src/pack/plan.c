@@ -17,6 +17,7 @@
 #include "pack/plandef.h"
 #include "pack/sample.h"
 #include "remote/remote.h"
+#include "remote/remotedef.h"
 #include "shard/names.h"
 #include "shard/pack.h"
 #include "source/url.h"

@@ -8,7 +8,7 @@
 
 #include "base/attr.h"
 #include "remote/object.h"
-#include "remote/remote.h"
+#include "remote/remotedef.h"
 #include "remote/request.h"
 
 /* The request reading o, pinned to generation when not NULL. */

@@ -7,7 +7,7 @@
 
 #include "base/clock.h"
 #include "base/error.h"
-#include "remote/remote.h"
+#include "remote/remotedef.h"
 #include "remote/xfer.h"
 #include "remote/lane.h"
 #include "remote/xferdef.h"
@@ -16,6 +16,23 @@ struct ShardNetLane {
     atomic_int refs;
     CURLM *multi;
 };
+
+ShardXfer *shard_multi_finished(CURLM *m, CURLcode *cc)
+{
+    CURLMsg *msg;
+    int left;
+    while ((msg = curl_multi_info_read(m, &left))) {
+        if (msg->msg != CURLMSG_DONE)
+            continue;
+        ShardXfer *x = NULL;
+        CURL *e = msg->easy_handle;
+        *cc = msg->data.result; /* msg is gone once the handle is removed */
+        curl_easy_getinfo(e, CURLINFO_PRIVATE, (char **)&x);
+        curl_multi_remove_handle(m, e);
+        return x;
+    }
+    return NULL;
+}
 
 ShardNetLane *shard_lane_new(void)
 {
@@ -53,7 +70,7 @@ static void lane_pump(ShardNetLane *l)
     curl_multi_perform(l->multi, &running);
     ShardXfer *x;
     CURLcode cc;
-    while ((x = shard_xfer_finished(l->multi, &cc))) {
+    while ((x = shard_multi_finished(l->multi, &cc))) {
         pthread_mutex_lock(&x->mu);
         x->result = cc;
         x->done = x->removed = 1;

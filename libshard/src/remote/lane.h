@@ -17,6 +17,10 @@ SHARD_HIDDEN ShardNetLane *shard_lane_ref(ShardNetLane *l);
 /* Drops a reference (each transfer on the lane holds one). Accepts NULL. */
 SHARD_HIDDEN void shard_lane_put(ShardNetLane *l);
 
+/* The next transfer of multi handle m (a lane's, or the network thread's) that ended, its
+ * result in *cc, taken off m; NULL when none. */
+SHARD_HIDDEN ShardXfer *shard_multi_finished(CURLM *m, CURLcode *cc);
+
 /* For xfer.c: puts x on lane (x->lane set, a reference) and sends its request; 0 or an
  * error. */
 SHARD_HIDDEN int shard_lane_add(ShardXfer *x, ShardNetLane *lane, char *err);

@@ -15,8 +15,9 @@
 
 #include "base/error.h"
 #include "base/thread.h"
-#include "remote/remote.h"
+#include "remote/remotedef.h"
 #include "remote/xfer.h"
+#include "remote/lane.h"
 #include "remote/net.h"
 #include "remote/xferdef.h"
 
@@ -77,7 +78,7 @@ static void *net_main(void *arg)
         curl_multi_perform(r->multi, &running);
         ShardXfer *ended;
         CURLcode cc;
-        while ((ended = shard_xfer_finished(r->multi, &cc))) {
+        while ((ended = shard_multi_finished(r->multi, &cc))) {
             pthread_mutex_lock(&ended->mu);
             ended->result = cc;
             ended->done = 1;

@@ -5,7 +5,7 @@
 #define SHARD_REMOTE_NET_H
 
 #include "base/attr.h"
-#include "remote/remote.h"
+#include "remote/remotedef.h"
 
 /* Queues x on r's network thread (started when it is not running) and wakes it; 0 or an
  * error with err. */

@@ -10,10 +10,10 @@
 #include "remote/gcs.h"
 #include "remote/net.h"
 #include "remote/remote.h"
+#include "remote/remotedef.h"
 #include "remote/request.h"
 #include "remote/s3.h"
 #include "remote/xfer.h"
-#include "source/cache.h"
 
 void shard_remote_default_settings(ShardRemoteSettings *s)
 {

@@ -11,7 +11,7 @@
 #include "base/buf.h"
 #include "base/clock.h"
 #include "base/error.h"
-#include "remote/remote.h"
+#include "remote/remotedef.h"
 #include "remote/request.h"
 #include "remote/retry.h"
 #include "remote/xfer.h"

@@ -9,7 +9,7 @@
 #include "base/attr.h"
 #include "base/buf.h"
 #include "remote/object.h"
-#include "remote/remote.h"
+#include "remote/remotedef.h"
 #include "remote/request.h"
 
 /* The signed request reading o. */

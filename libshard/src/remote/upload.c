@@ -21,7 +21,7 @@
 #include "remote/gcs.h"
 #include "remote/object.h"
 #include "remote/s3.h"
-#include "remote/remote.h"
+#include "remote/remotedef.h"
 #include "remote/request.h"
 #include "remote/retry.h"
 #include "remote/upload.h"

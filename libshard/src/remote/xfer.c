@@ -16,7 +16,7 @@
 #include "base/handoff.h"
 #include "remote/lane.h"
 #include "remote/net.h"
-#include "remote/remote.h"
+#include "remote/remotedef.h"
 #include "remote/request.h"
 #include "remote/xfer.h"
 #include "remote/xferdef.h"
@@ -32,23 +32,6 @@
  * buffers in again: the lanes' and the network thread's transfers at once. */
 #define SPARE_BUFFERS 32
 #define SPARE_BYTES ((size_t)64 << 20)
-
-ShardXfer *shard_xfer_finished(CURLM *m, CURLcode *cc)
-{
-    CURLMsg *msg;
-    int left;
-    while ((msg = curl_multi_info_read(m, &left))) {
-        if (msg->msg != CURLMSG_DONE)
-            continue;
-        ShardXfer *x = NULL;
-        CURL *e = msg->easy_handle;
-        *cc = msg->data.result; /* msg is gone once the handle is removed */
-        curl_easy_getinfo(e, CURLINFO_PRIVATE, (char **)&x);
-        curl_multi_remove_handle(m, e);
-        return x;
-    }
-    return NULL;
-}
 
 /* ---- callbacks, on the thread that drives the transfer --------------------------------- */
 

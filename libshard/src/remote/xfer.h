@@ -24,7 +24,7 @@
 #include <curl/curl.h>
 
 #include "base/attr.h"
-#include "remote/remote.h"
+#include "remote/remotedef.h"
 #include "remote/request.h"
 
 /* What a response said, once its headers are in. */
@@ -72,9 +72,5 @@ SHARD_HIDDEN void shard_xfer_free(ShardXfer **x);
  * SHARD_ERR_NOMEM. Frees them when it goes. */
 SHARD_HIDDEN int shard_xfer_buffers_init(ShardRemote *r);
 SHARD_HIDDEN void shard_xfer_buffers_free(ShardRemote *r);
-
-/* The next transfer of multi handle m that ended (its result in *cc), taken off m; NULL
- * when none: for the threads that drive transfers. */
-SHARD_HIDDEN ShardXfer *shard_xfer_finished(CURLM *m, CURLcode *cc);
 
 #endif /* SHARD_REMOTE_XFER_H */

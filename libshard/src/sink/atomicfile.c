@@ -24,13 +24,13 @@
 
 #include "base/error.h"
 #include "base/text.h"
-#include "shard/writer.h"
+#include "shard/common.h"
 #include "sink/atomicfile.h"
 #include "sink/hasher.h"
 
 #define AFILE_BUFSIZE (1u << 20)
 
-int shard_afile_open(ShardAtomicFile *f, const char *final_path, int sync, int checksums,
+int shard_afile_open(ShardAtomicFile *f, const char *final_path, int sync, int md5, int sha256,
                      char *err)
 {
     memset(f, 0, sizeof *f);
@@ -44,12 +44,11 @@ int shard_afile_open(ShardAtomicFile *f, const char *final_path, int sync, int c
     int rc = SHARD_ERR_NOMEM;
     if (!f->final_path || !base_copy || !dir || !f->buf)
         goto fail;
-    if ((checksums & (SHARD_DIGEST_MD5 | SHARD_DIGEST_SHA256)) &&
-        !(f->spare = malloc(AFILE_BUFSIZE)))
+    if ((md5 || sha256) && !(f->spare = malloc(AFILE_BUFSIZE)))
         goto fail;
-    if ((checksums & SHARD_DIGEST_MD5) && !(f->md5 = shard_hasher_new(0)))
+    if (md5 && !(f->md5 = shard_hasher_new(0)))
         goto fail;
-    if ((checksums & SHARD_DIGEST_SHA256) && !(f->sha256 = shard_hasher_new(1)))
+    if (sha256 && !(f->sha256 = shard_hasher_new(1)))
         goto fail;
     const char *base = basename(base_copy);
     size_t n = strlen(dir) + strlen(base) + 40;

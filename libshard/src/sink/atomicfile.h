@@ -24,13 +24,13 @@ typedef struct ShardAtomicFile {
     size_t len, cap;
     uint64_t written;
     uint64_t writeback;  /* bytes before this were handed to the kernel's writeback */
-    ShardHasher *md5;    /* NULL unless SHARD_DIGEST_MD5 */
-    ShardHasher *sha256; /* NULL unless SHARD_DIGEST_SHA256 */
+    ShardHasher *md5;    /* NULL unless asked for */
+    ShardHasher *sha256; /* NULL unless asked for */
 } ShardAtomicFile;
 
-/* checksums: SHARD_DIGEST_* bits (shard/writer.h); err: SHARD_ERROR_MAX bytes. */
-SHARD_HIDDEN int shard_afile_open(ShardAtomicFile *f, const char *final_path, int sync,
-                                  int checksums, char *err);
+/* md5, sha256: compute that digest of the bytes; err: SHARD_ERROR_MAX bytes. */
+SHARD_HIDDEN int shard_afile_open(ShardAtomicFile *f, const char *final_path, int sync, int md5,
+                                  int sha256, char *err);
 SHARD_HIDDEN int shard_afile_write(ShardAtomicFile *f, const void *p, size_t n, char *err);
 /* Flushes, fsyncs (when sync), renames into place and fsyncs the folder. Hex digests
  * go to md5/sha256 (33 and 65 bytes), "" for one not asked for; either may be NULL. */

@@ -16,6 +16,7 @@
 
 #include "base/error.h"
 #include "remote/remote.h"
+#include "remote/remotedef.h"
 #include "sink/atomicfile.h"
 #include "source/cache.h"
 #include "source/file.h"
@@ -80,7 +81,7 @@ ShardCacheFill *shard_cache_fill_begin(ShardRemote *r, const char *url)
     char *path = cache_path(r, url);
     ShardCacheFill *f = path ? calloc(1, sizeof *f) : NULL;
     char err[SHARD_ERROR_MAX];
-    if (f && shard_afile_open(&f->af, path, 0, 0, err) != 0) {
+    if (f && shard_afile_open(&f->af, path, 0, 0, 0, err) != 0) {
         free(f);
         f = NULL;
     }

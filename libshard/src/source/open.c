@@ -9,6 +9,7 @@
 #include "base/error.h"
 #include "remote/lane.h"
 #include "remote/remote.h"
+#include "remote/remotedef.h"
 #include "remote/xfer.h"
 #include "source/file.h"
 #include "source/open.h"

@@ -19,6 +19,7 @@
 #include "remote/lane.h"
 #include "remote/object.h"
 #include "remote/remote.h"
+#include "remote/remotedef.h"
 #include "remote/request.h"
 #include "remote/retry.h"
 #include "remote/xfer.h"
@@ -123,7 +124,7 @@ static int launch(ShardSource *s, Remote *m, uint64_t off, uint64_t to, int head
 
 /* A transfer of bytes off..to into *out, its answer judged (*out may have been launched
  * already: a prefetch), retried until it is good or the budget is spent; *drop as judge's. */
-static int start(ShardSource *s, Remote *m, uint64_t off, uint64_t to, int head, ShardXfer **out,
+static int start_xfer(ShardSource *s, Remote *m, uint64_t off, uint64_t to, int head, ShardXfer **out,
                  uint64_t *drop)
 {
     for (;;) {
@@ -141,7 +142,7 @@ static int start(ShardSource *s, Remote *m, uint64_t off, uint64_t to, int head,
 }
 
 /* After a transfer failed at off: whether to try again (after a backoff), else an error. */
-static int again(ShardSource *s, Remote *m, ShardXfer **x, uint64_t off)
+static int resume_xfer(ShardSource *s, Remote *m, ShardXfer **x, uint64_t off)
 {
     const char *why;
     CURLcode cc = shard_xfer_error(*x, &why);
@@ -175,7 +176,7 @@ static ssize_t remote_read(ShardSource *s, const void **block)
                 m->eof = 1;
                 continue;
             }
-            int rc = start(s, m, s->pos, UINT64_MAX, 0, &m->x, &m->drop);
+            int rc = start_xfer(s, m, s->pos, UINT64_MAX, 0, &m->x, &m->drop);
             if (rc)
                 return rc;
             m->judged = 1;
@@ -203,7 +204,7 @@ static ssize_t remote_read(ShardSource *s, const void **block)
                 shard_cache_fill_commit(&m->fill, s->pos);
             continue;
         }
-        int rc = again(s, m, &m->x, s->pos); /* cut, or ended short of the size (frees x) */
+        int rc = resume_xfer(s, m, &m->x, s->pos); /* cut, or ended short of the size (frees x) */
         if (rc)
             return rc;
     }
@@ -216,7 +217,7 @@ static int remote_read_at(ShardSource *s, uint64_t off, void *buf, size_t n)
     while (got < n) {
         ShardXfer *x = NULL;
         uint64_t drop = 0;
-        int rc = start(s, m, off + got, off + n - 1, 0, &x, &drop);
+        int rc = start_xfer(s, m, off + got, off + n - 1, 0, &x, &drop);
         if (rc)
             return rc;
         ssize_t k;
@@ -239,7 +240,7 @@ static int remote_read_at(ShardSource *s, uint64_t off, void *buf, size_t n)
             shard_xfer_free(&x);
             break;
         }
-        if ((rc = again(s, m, &x, off + got)))
+        if ((rc = resume_xfer(s, m, &x, off + got)))
             return rc;
     }
     return 0;
@@ -253,7 +254,7 @@ static int remote_stat(ShardSource *s)
     ShardXfer *x = NULL;
     uint64_t drop;
     int gcs = m->o.kind == SHARD_OBJ_GCS;
-    int rc = start(s, m, 0, 0, !gcs, &x, &drop);
+    int rc = start_xfer(s, m, 0, 0, !gcs, &x, &drop);
     shard_xfer_free(&x);
     if (!rc && s->size < 0)
         rc = shard_fail(s->err, SHARD_ERR_IO, "%s: the server does not say the object's size",

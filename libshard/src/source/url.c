@@ -10,6 +10,7 @@
 #include "base/text.h"
 #include "remote/object.h"
 #include "remote/remote.h"
+#include "remote/remotedef.h"
 #include "source/url.h"
 
 int shard_url_is_command(const char *url) { return !strncmp(url, "pipe:", 5); }

@@ -76,7 +76,7 @@ int shard_index_build(const char *url, const char *idx_path, uint64_t *nsamples,
         int k = snprintf(head, sizeof head, "v1.2 %llu\n", (unsigned long long)n);
         if (!path)
             rc = shard_fail(msg, SHARD_ERR_NOMEM, "out of memory");
-        else if (!(rc = shard_afile_open(&af, path, 1, 0, msg))) {
+        else if (!(rc = shard_afile_open(&af, path, 1, 0, 0, msg))) {
             rc = shard_afile_write(&af, head, (size_t)k, msg);
             if (!rc)
                 rc = shard_afile_write(&af, lines.data, lines.len, msg);

@@ -78,7 +78,8 @@ int shard_writer_start_shard(ShardWriter *w)
     if (!w->path)
         return shard_fail(w->err, SHARD_ERR_NOMEM, "writer: out of memory");
     snprintf(w->path, (size_t)n + 1, w->pattern, (unsigned long long)w->next_number);
-    int rc = shard_afile_open(&w->file, w->path, w->s.sync, w->s.checksums, w->err);
+    int rc = shard_afile_open(&w->file, w->path, w->s.sync, (w->s.checksums & SHARD_DIGEST_MD5) != 0,
+                              (w->s.checksums & SHARD_DIGEST_SHA256) != 0, w->err);
     if (rc)
         return rc;
     w->ar = archive_write_new();
@@ -117,7 +118,7 @@ static int write_index(ShardWriter *w)
     if (!ipath)
         return shard_fail(w->err, SHARD_ERR_NOMEM, "writer: out of memory");
     ShardAtomicFile f;
-    int rc = shard_afile_open(&f, ipath, w->s.sync, 0, w->err);
+    int rc = shard_afile_open(&f, ipath, w->s.sync, 0, 0, w->err);
     if (!rc) {
         char head[64];
         int k = snprintf(head, sizeof head, "v1.2 %llu\n", (unsigned long long)w->count);

@@ -98,7 +98,7 @@ static void check_names(Ctx *c, const char *url, const ShardSampleView *v)
     }
 }
 
-static int full(const Ctx *c)
+static int defects_full(const Ctx *c)
 {
     return c->s->max_defects && c->r->defects >= c->s->max_defects;
 }
@@ -133,7 +133,7 @@ static void check_frames(Ctx *c, ShardSource *src, uint64_t **bounds, size_t *nb
     ShardBuf out = {0}, packed = {0};
     uint64_t coff = 0, doff = 0;
     *bounds = malloc((n + 1) * sizeof **bounds);
-    for (size_t i = 0; i < n && d && *bounds && !full(c); i++) {
+    for (size_t i = 0; i < n && d && *bounds && !defects_full(c); i++) {
         const unsigned char *fr = shard_source_view(src, coff, e[i].csize, &packed);
         out.len = 0;
         if (!fr) {
@@ -320,7 +320,7 @@ static int check_samples(Ctx *c, Check *k)
 {
     const ShardSampleView *v;
     int rc;
-    while (!full(c) && (rc = shard_file_next(k->f, &v)) == 0) {
+    while (!defects_full(c) && (rc = shard_file_next(k->f, &v)) == 0) {
         c->r->samples++;
         c->r->members += v->nfields;
         if (k->nbounds) {
@@ -337,7 +337,7 @@ static int check_samples(Ctx *c, Check *k)
         if (c->s->decode)
             check_images(c, v);
     }
-    if (rc != 0 && rc != SHARD_EOS && !full(c) && !(k->frame_defects && shard_file_bad_frame(k->f)))
+    if (rc != 0 && rc != SHARD_EOS && !defects_full(c) && !(k->frame_defects && shard_file_bad_frame(k->f)))
         defect(c, "%s", shard_file_error(k->f));
     return rc;
 }
@@ -360,7 +360,7 @@ static void check_end(Ctx *c, Check *k, int rc)
     /* Frames end on sample boundaries: every frame start is a sample start (or the end). */
     if (rc == SHARD_EOS && k->nbounds) {
         qsort(k->starts, k->nstarts, sizeof *k->starts, cmp_u64);
-        for (size_t i = 1; i < k->nbounds && !full(c); i++) {
+        for (size_t i = 1; i < k->nbounds && !defects_full(c); i++) {
             uint64_t b = k->bounds[i];
             if (b >= k->tar_end)
                 continue;
@@ -370,7 +370,7 @@ static void check_end(Ctx *c, Check *k, int rc)
                        url, i, (unsigned long long)b);
         }
     }
-    if (c->s->expect && k->local && !full(c)) {
+    if (c->s->expect && k->local && !defects_full(c)) {
         if (rc == SHARD_EOS && c->s->expect->nsamples != r->samples)
             defect(c, "%s: %llu samples, the manifest says %llu", url,
                    (unsigned long long)r->samples, (unsigned long long)c->s->expect->nsamples);
