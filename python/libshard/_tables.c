@@ -86,9 +86,6 @@ static const ShardPySetting reader_rows[] = {
      .offset = R(memory_budget),
      .doc = "bytes the streams may hold read ahead, all together; 0: only queue_depth "
             "bounds them"},
-    {.name = "index_counts", .kind = SHARD_PY_BOOL, .field = SHARD_PY_F_INT,
-     .offset = R(index_counts),
-     .doc = "read the sample counts of shards no manifest lists from their .idx files"},
 };
 
 static void reader_defaults(void *s) { shard_reader_default_settings(s); }

@@ -93,12 +93,8 @@ typedef struct ShardReaderSettings {
      *  so memory follows this setting whatever the samples weigh (a stream always holds
      *  one) */
     size_t memory_budget;
-    /** Read the sample count of shards no manifest lists from the first line of their
-     *  .idx, where they have one (default 1; 0: such shards' counts stay unknown, and with
-     *  them the epoch's length, but nothing is opened before the first shard is read) */
-    int index_counts;
     /** Zero: room for settings added later without changing the struct's size. */
-    unsigned char reserved[20];
+    unsigned char reserved[24];
 } ShardReaderSettings;
 
 typedef struct ShardReaderStats {

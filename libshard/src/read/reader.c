@@ -45,7 +45,6 @@ void shard_reader_default_settings(ShardReaderSettings *s)
     s->streams = 4;
     s->queue_depth = 64;
     s->memory_budget = (size_t)256 << 20;
-    s->index_counts = 1;
     s->skip_errors = 0;
     s->worker_align = 1;
 }
@@ -98,7 +97,6 @@ static int open_list(ShardReader *r, const ShardReaderSettings *s)
     shard_list_default_settings(&ls);
     ls.remote = r->s.remote;
     ls.manifest_commands = s->manifest_commands;
-    ls.counts = s->index_counts;
     ShardError e;
     int rc = 0;
     if (shard_list_expand(&r->list, specs, nspecs, &ls, &e))
