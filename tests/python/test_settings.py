@@ -1,11 +1,10 @@
 """The settings tables (python/libshard/_tables.c, libshard.settings): the type stub gives
 every row with its C default; every reader and remote setting is taken by Reader, Loader and
-ShardDataset with the table's check and default; and a row added to the reader's table
-reaches ShardDataset, libshard.webdataset and the stub with no edit to the Python package:
-a new reader setting is its C field and default, its row, and its documentation."""
+ShardDataset with the table's check and default. A new reader setting is its C field and
+default, its row, and its documentation (commits 5489e37 and aba510a add one and take it
+away), and the tests here check it with no edit."""
 import ast
 import importlib
-import importlib.util
 from pathlib import Path
 
 import pytest
@@ -14,10 +13,9 @@ import libshard
 import libshard.settings
 from libshard import _libshard
 
-from .conftest import REPO, within
+from .conftest import within
 
 torch = pytest.importorskip("torch")
-import libshard.webdataset as lwds  # noqa: E402
 from libshard.torch import ShardDataset  # noqa: E402
 
 TABLES = _libshard.settings()
@@ -120,71 +118,6 @@ def test_the_defaults_given_are_the_defaults_taken(packed):
     assert within(60, lambda: [y.tolist() for _, y in ds], "an epoch") == \
         within(60, lambda: [y.tolist() for _, y in plain], "an epoch")
     assert libshard.settings.DEFAULTS["streams"] == ds.setting("streams") == 4
-
-
-@pytest.fixture()
-def a_new_reader_setting(monkeypatch):
-    """The reader's table with a row added, as the extension would give it once built with
-    a new field: libshard.settings reloaded over it (and reloaded back after)."""
-    row = {"name": "prefetch_shards", "table": "reader", "group": "reader", "type": "int",
-           "ctype": "size_t", "default": 2, "minimum": 1, "maximum": None, "none": False,
-           "choices": None, "count": 0, "accepts": None,
-           "doc": "shards opened ahead of the streams"}
-    tables = {k: tuple(v) + ((row,) if k == "reader" else ()) for k, v in TABLES.items()}
-    monkeypatch.setattr(_libshard, "settings", lambda: tables)
-    importlib.reload(libshard.settings)
-    yield row, tables
-    monkeypatch.undo()
-    importlib.reload(libshard.settings)
-
-
-class _Recorder:
-    """Stands in for the extension's Reader and Loader: records what it is given, yields
-    nothing."""
-    made = []
-
-    def __init__(self, urls, **kw):
-        self.made.append((type(self).__name__, kw))
-        self.skipped_by = {}
-
-    def __iter__(self):
-        return iter(())
-
-    def stats(self):
-        return {}
-
-
-def test_a_new_reader_setting_needs_no_edit_in_the_python_package(a_new_reader_setting,
-                                                                    packed, monkeypatch):
-    row, tables = a_new_reader_setting
-    assert "prefetch_shards" in libshard.settings.READER_KEYS
-    assert libshard.settings.DEFAULTS["prefetch_shards"] == 2
-    url = str(packed.manifest)
-    # checked when the dataset is made, with the row's check
-    with pytest.raises(ValueError, match="prefetch_shards: at least 1, not 0"):
-        ShardDataset(url, prefetch_shards=0)
-    # and passed to the Reader and the Loader the datasets make
-    monkeypatch.setattr(_libshard, "Reader", type("Reader", (_Recorder,), {}))
-    monkeypatch.setattr(_libshard, "Loader", type("Loader", (_Recorder,), {}))
-    _Recorder.made.clear()
-    for ds in (ShardDataset(url, prefetch_shards=3),
-               ShardDataset(url, decode=False, prefetch_shards=3),
-               lwds.WebDataset(url, prefetch_shards=3)):  # decoded in Python: a raw dataset
-        assert [item for item in ds] == []
-    assert [(kind, kw.get("prefetch_shards")) for kind, kw in _Recorder.made] == \
-        [("Loader", 3), ("Reader", 3), ("Reader", 3)]
-    # and given in the type stub, with its default
-    spec = importlib.util.spec_from_file_location("stubgen", REPO / "python" / "stubgen.py")
-    stubgen = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(stubgen)
-    stub = stubgen.render((REPO / "python" / "libshard" / "_libshard.pyi.in").read_text(), tables)
-    tree = ast.parse(stub)
-    for cls in ("Reader", "Loader"):
-        init = next(m for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls
-                    for m in n.body if isinstance(m, ast.FunctionDef) and m.name == "__init__")
-        kw = {a.arg: ast.literal_eval(d) for a, d in zip(init.args.kwonlyargs,
-                                                         init.args.kw_defaults)}
-        assert kw["prefetch_shards"] == 2, cls
 
 
 @pytest.mark.parametrize("module", ["libshard.settings", "libshard.torch.dataset",
