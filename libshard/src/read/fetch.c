@@ -49,7 +49,7 @@ typedef struct Stream {
     uint64_t skip;
     ShardItem *last; /* the END or ERROR marker, made before the thread starts so that the
                         stream always ends with one, out of memory or not */
-    _Atomic double started; /* when the thread began, 0 once it ended (statistics) */
+    double started; /* when the thread began, 0 once it ended (statistics; alive_lock) */
     ShardSourceThread *io; /* what the thread's sources share (its own network loop for
                               remote shards: source/open.h) */
 } Stream;
@@ -61,7 +61,10 @@ struct ShardFetch {
     atomic_int stop;
     ShardBlockPool *pool; /* the streams' sample blocks, recycled */
     atomic_ullong shards_opened, skipped_shards, skipped_samples, errors;
-    _Atomic double alive; /* seconds of ended stream threads */
+    /* seconds of ended stream threads; with the streams' start times under one lock, so
+     * that a thread ending while the statistics are read is counted once, not never */
+    pthread_mutex_t alive_lock;
+    double alive;
     atomic_ullong samples; /* put into the queues (markers not counted) */
     /* the streams' inline stages: reading (opening shards, their I/O, faulting in mapped
      * pages) and decompressing; the rest of their busy time is parsing */
@@ -275,7 +278,9 @@ static void *fetch_main(void *arg)
     pthread_setname_np(pthread_self(), "shard-fetch"); /* for top -H, perf and gdb */
     Stream *st = arg;
     ShardFetch *f = st->f;
-    atomic_store(&st->started, shard_seconds());
+    pthread_mutex_lock(&f->alive_lock);
+    st->started = shard_seconds();
+    pthread_mutex_unlock(&f->alive_lock);
     st->io = shard_source_thread_new(); /* out of memory: the network thread carries them */
     ShardSegment seg;
     uint64_t skip = st->skip;
@@ -297,7 +302,10 @@ static void *fetch_main(void *arg)
     shard_source_thread_free(&st->io);
     if (!ended && !atomic_load(&f->stop))
         put_last(st, NULL);
-    shard_add_seconds(&f->alive, shard_seconds() - atomic_exchange(&st->started, 0.0));
+    pthread_mutex_lock(&f->alive_lock);
+    f->alive += shard_seconds() - st->started;
+    st->started = 0;
+    pthread_mutex_unlock(&f->alive_lock);
     return NULL;
 }
 
@@ -318,6 +326,7 @@ int shard_fetch_new(ShardFetch **out, const ShardFetchSettings *s)
         return SHARD_ERR_NOMEM;
     f->s = *s;
     pthread_mutex_init(&f->kept_lock, NULL);
+    pthread_mutex_init(&f->alive_lock, NULL);
     f->streams = calloc(s->streams, sizeof *f->streams);
     size_t blocks = s->queue_depth < POOL_BLOCKS_MAX ? s->queue_depth : POOL_BLOCKS_MAX;
     blocks *= POOL_BLOCKS_PER_SAMPLE * s->streams;
@@ -405,13 +414,11 @@ void shard_fetch_counters(ShardFetch *f, ShardFetchCounters *c)
     c->items = c->bytes = 0;
     c->fill = c->capacity = 0;
     c->threads = f->s.streams;
-    c->alive = atomic_load(&f->alive);
     c->items = atomic_load(&f->samples);
     c->read = atomic_load(&f->read_s);
     c->unpack = atomic_load(&f->unpack_s);
     c->read_bytes = atomic_load(&f->read_bytes);
     c->unpack_bytes = atomic_load(&f->unpack_bytes);
-    double now = shard_seconds();
     for (size_t k = 0; k < f->nqueues; k++) {
         ShardQueueStats st;
         shard_queue_stats(&f->streams[k].q, &st);
@@ -421,10 +428,14 @@ void shard_fetch_counters(ShardFetch *f, ShardFetchCounters *c)
         c->bytes += st.bytes;
         c->fill += st.fill;
         c->capacity += st.capacity;
-        double t0 = atomic_load(&f->streams[k].started);
-        if (t0 > 0)
-            c->alive += now - t0;
     }
+    pthread_mutex_lock(&f->alive_lock);
+    double now = shard_seconds();
+    c->alive = f->alive;
+    for (size_t k = 0; k < f->nqueues; k++)
+        if (f->streams[k].started > 0)
+            c->alive += now - f->streams[k].started;
+    pthread_mutex_unlock(&f->alive_lock);
 }
 
 const char *shard_fetch_kept_error(ShardFetch *f, size_t i)
@@ -450,6 +461,7 @@ void shard_fetch_free(ShardFetch **pf)
         free(f->kept[i]);
     shard_block_pool_unref(f->pool); /* samples still out keep it */
     pthread_mutex_destroy(&f->kept_lock);
+    pthread_mutex_destroy(&f->alive_lock);
     free(f);
     *pf = NULL;
 }
