@@ -1,6 +1,7 @@
 """The extension's source stays in files of one concern each: none over 600 lines, no
 function over 150, and no two files calling each other (a file uses another through its
-header; those uses form no circle)."""
+header; those uses form no circle). The package's Python modules keep the same bounds, and
+none imports another's private names."""
 import re
 
 import pytest
@@ -59,3 +60,30 @@ def test_no_two_files_call_each_other():
     circles = sorted(f for f in uses if f in reach(f, set()))
     assert not circles, f"files that call themselves through others: {circles} ({uses})"
     assert uses["_common"] == set(), "_common is the lowest layer: it uses no other file"
+
+
+PY_FILES = sorted(p for p in SOURCE.rglob("*.py"))
+
+
+def py_functions(tree):
+    """(name, lines) of every function and method."""
+    import ast
+    return [(n.name, n.end_lineno - n.lineno + 1) for n in ast.walk(tree)
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+
+@pytest.mark.parametrize("path", PY_FILES, ids=lambda p: str(p.relative_to(SOURCE)))
+def test_python_modules_are_short_and_use_no_private_name_of_another(path):
+    import ast
+    text = path.read_text()
+    assert len(text.splitlines()) <= 600, f"{path.name}: {len(text.splitlines())} lines"
+    tree = ast.parse(text)
+    long = [(n, k) for n, k in py_functions(tree) if k > 150]
+    assert not long, f"{path.name}: functions over 150 lines: {long}"
+    # the extension (_libshard) is the package's own; any other _name stays in its module
+    private = [f"{node.module}.{a.name}" for node in ast.walk(tree)
+               if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "")
+                                                        .startswith("libshard"))
+               for a in node.names
+               if a.name.startswith("_") and not a.name.startswith("__") and a.name != "_libshard"]
+    assert not private, f"{path.name} imports private names: {private}"
