@@ -161,7 +161,12 @@ int shard_py_stream_settings(const ShardPySignature *sig, PyObject *args, PyObje
     shard_remote_default_settings(&rs);
     ShardPyTarget targets[8] = {{&shard_py_reader_table, s}, {&shard_py_remote_table, &rs}};
     size_t n = 2;
-    for (size_t i = 0; i < nmore && n < sizeof targets / sizeof *targets; i++)
+    if (nmore > sizeof targets / sizeof *targets - n) {
+        PyErr_Format(PyExc_SystemError, "%s: %zu settings tables, more than %zu", sig->name, nmore + n,
+                     sizeof targets / sizeof *targets);
+        return -1;
+    }
+    for (size_t i = 0; i < nmore; i++)
         targets[n++] = more[i];
     memset(sp, 0, sizeof *sp);
     if (shard_py_parse(sig, args, kw, targets, n, values, keep) ||

@@ -12,7 +12,7 @@
 
 size_t shard_grow_cap(size_t cap, size_t need, size_t first, size_t esize)
 {
-    size_t c = cap ? cap : first;
+    size_t c = cap ? cap : first ? first : 1;
     while (c < need) {
         if (c > SIZE_MAX / 2)
             return 0;

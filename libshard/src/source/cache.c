@@ -14,6 +14,7 @@
 
 #include <openssl/evp.h>
 
+#include "base/buf.h"
 #include "base/error.h"
 #include "remote/remote.h"
 #include "remote/remotedef.h"
@@ -144,12 +145,8 @@ static void trim(const ShardRemote *r)
         struct stat st;
         if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
             continue;
-        if (n == cap) {
-            Entry *w = realloc(v, (cap = cap ? 2 * cap : 64) * sizeof *v);
-            if (!w)
-                break;
-            v = w;
-        }
+        if (shard_array_grow(&v, &cap, n + 1, sizeof *v, 64))
+            break;
         v[n++] = (Entry){strdup(path), st.st_mtim, (uint64_t)st.st_size};
         total += (uint64_t)st.st_size;
     }

@@ -87,9 +87,10 @@ int shard_sb_append(ShardSampleBuf *sb, const void *p, size_t n)
 
 int shard_sb_unview(ShardSampleBuf *sb, ShardFieldRec *rec)
 {
-    rec->data = sb->arena.len;
+    size_t at = sb->arena.len;
     if (shard_sb_append(sb, rec->view, (size_t)rec->size))
-        return SHARD_ERR_NOMEM;
+        return SHARD_ERR_NOMEM; /* the record is still the view it was */
+    rec->data = at;
     rec->view = NULL;
     shard_hold_put(rec->hold);
     rec->hold = NULL;

@@ -102,6 +102,8 @@ static int read_zst_range(ShardIndexed *x, uint64_t off, uint64_t size, uint64_t
                           "%s: tar bytes %llu..%llu lie past the end of the data (%llu bytes)",
                           url, (unsigned long long)off, (unsigned long long)(off + size),
                           (unsigned long long)end);
+    if (shard_sb_reserve(sb, (size_t)size)) /* the field at once, not frame by frame */
+        return shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", url);
     while (size) {
         /* the frame holding off: last frame whose start <= off */
         size_t lo = 0, hi = x->nframes;

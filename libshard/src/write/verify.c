@@ -319,7 +319,7 @@ static void check_images(Ctx *c, const ShardSampleView *v)
 static int check_samples(Ctx *c, Check *k)
 {
     const ShardSampleView *v;
-    int rc;
+    int rc = 0;
     while (!defects_full(c) && (rc = shard_file_next(k->f, &v)) == 0) {
         c->r->samples++;
         c->r->members += v->nfields;
