@@ -167,7 +167,13 @@ static int open_shard(Stream *st, const char *url, ShardFile **file, ShardError 
     fs.remote = f->s.remote;
     fs.map = f->s.map;
     int rc = shard_file_open_on(file, url, &fs, st->io, err);
-    shard_add_seconds(&f->read_s, shard_seconds() - t);
+    double spent = shard_seconds() - t;
+    if (rc == 0) { /* what its source read and unpacked is counted with the file's cost */
+        ShardReadCost c;
+        shard_file_cost(*file, &c);
+        spent -= c.read_seconds + c.unpack_seconds;
+    }
+    shard_add_seconds(&f->read_s, spent > 0 ? spent : 0);
     return rc;
 }
 
