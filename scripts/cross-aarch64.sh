@@ -47,6 +47,9 @@ if [ ! -f build-aarch64/build.ninja ]; then
   meson setup build-aarch64 --cross-file cross/aarch64-linux-gnu.ini -Dwerror=true \
     -Dpython=disabled -Dcuda=disabled -Dpkg_config_path="$deps/pkgconfig" >/dev/null
 fi
-ninja -C build-aarch64 >/dev/null
+log=$(mktemp)
+ninja -C build-aarch64 >"$log" 2>&1 || { grep -v '^\[' "$log" >&2; rm -f "$log"
+  echo "cross-aarch64: the build failed" >&2; exit 1; }
+rm -f "$log"
 if [ $# -eq 0 ]; then set -- --suite unit --suite aarch64; fi
 meson test -C build-aarch64 --print-errorlogs --num-processes 2 "$@"

@@ -17,7 +17,11 @@ if [ ! -f build-fuzz/build.ninja ]; then
   CC=clang meson setup build-fuzz -Dfuzz=true -Db_sanitize=address,undefined -Db_lundef=false \
     -Dbuildtype=debugoptimized -Dpython=disabled -Dcuda=disabled >/dev/null || exit 1
 fi
-ninja -C build-fuzz $(printf 'tests/fuzz/fuzz_%s ' "${targets[@]}") >/dev/null || exit 1
+log=$(mktemp)
+ninja -C build-fuzz $(printf 'tests/fuzz/fuzz_%s ' "${targets[@]}") >"$log" 2>&1 ||
+  { grep -v '^\[' "$log" >&2; rm -f "$log"; echo "fuzz: the build failed" >&2; exit 1; }
+rm -f "$log"
+
 mkdir -p tests/fuzz/crashes
 
 run() {

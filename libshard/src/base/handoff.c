@@ -1,5 +1,5 @@
 /*
- * Copies whose destination another thread reads next (internal.h).
+ * Copies whose destination another thread reads next (handoff.h).
  *
  * Ordinary stores leave the destination's lines dirty in the writer's cache, and the
  * reading core then fetches each one from there; where cores sit far apart (two vCPUs of
@@ -10,14 +10,13 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "base/handoff.h"
+
 #if defined(__x86_64__) || defined(_M_X64)
 #include <emmintrin.h>
 
-#include "base/handoff.h"
-
 #define STREAMING 1
 #endif
-
 
 /* below this, ordinary stores: the lines are few and likely still wanted */
 #define STREAM_MIN 4096

@@ -1,5 +1,5 @@
 /*
- * Per-thread decode buffers (internal.h): each decode thread keeps one ShardScratch, so the
+ * Per-thread decode buffers (scratch.h): each decode thread keeps one ShardScratch, so the
  * buffers a sample needs (decoded pixels, filter weights, rows of sums) are allocated for
  * the first samples and reused after; they grow to the largest image the thread has seen.
  */
