@@ -208,7 +208,7 @@ static int write_manifest(ShardpackRun *run, const char *manifest, size_t *nwrit
         *stored += run->infos[j].filesize;
     }
     int status = 0;
-    if (shard_manifest_write(m, manifest, &err)) {
+    if (shard_pack_manifest_write(run->plan, m, manifest, &err)) {
         fprintf(stderr, "shardpack: %s\n", err.message);
         status = 1;
     }

@@ -300,8 +300,9 @@ class FaultServer:
 
 class _UploadHandler(http.server.BaseHTTPRequestHandler):
     """GCS's upload protocol as the JSON API documents it, which the emulator lacks: media
-    uploads, resumable sessions taking chunks (308 with the Range held, 200 when whole), the
-    status query, deletes and media downloads; with faults armed by the test."""
+    uploads, resumable sessions taking chunks (the total "*" until the last, each chunk then a
+    multiple of 256 KiB; 308 with the Range held, 200 when whole), the status query, session
+    cancels (DELETE, 499), deletes and media downloads; with faults armed by the test."""
     protocol_version = "HTTP/1.1"
 
     def log_message(self, *a):
@@ -334,7 +335,13 @@ class _UploadHandler(http.server.BaseHTTPRequestHandler):
             srv.log.append(("POST", q.get("uploadType", [""])[0], name))
         if q.get("uploadType") == ["media"]:
             with srv.lock:
-                srv.objects[name] = body
+                refuse = srv.post_faults.get(name, 0)
+                if refuse:
+                    srv.post_faults[name] = refuse - 1
+                else:
+                    srv.objects[name] = body
+            if refuse:
+                return self._reply(503, b"try again")
             return self._reply(200, json.dumps({"name": name, "size": str(len(body))}).encode())
         if q.get("uploadType") == ["resumable"]:
             with srv.lock:
@@ -363,21 +370,28 @@ class _UploadHandler(http.server.BaseHTTPRequestHandler):
             self._body()
             return self._reply(503, b"try again")
         body, cut = self._body(cut=int(fault[4:]) if fault and fault.startswith("cut=") else None)
-        m = re.match(r"bytes (\d+)-(\d+)/(\d+)$", rng)
+        m = re.match(r"bytes (\d+)-(\d+)/(\d+|\*)$", rng)
         with srv.lock:
             held = len(sess["data"])
             if m:
-                a, total = int(m.group(1)), int(m.group(3))
+                a, total = int(m.group(1)), m.group(3)
                 if a > held:
                     return self._reply(400, b"a chunk past what the session holds")
+                if total == "*" and len(body) % (256 << 10) and not cut:
+                    return self._reply(400, b"a chunk of unknown total must be a multiple of 256 KiB")
                 sess["data"] += body[held - a:]  # overlap with what is held is dropped
-                if cut:
+                if cut:  # of a chunk of unknown total, GCS keeps whole 256 KiB blocks only
+                    if total == "*":
+                        del sess["data"][len(sess["data"]) // (256 << 10) * (256 << 10):]
                     return
-                if len(sess["data"]) >= total:
+                if total != "*" and len(sess["data"]) >= int(total):
                     sess["done"] = True
-                    srv.objects[sess["name"]] = bytes(sess["data"][:total])
-            elif rng.startswith("bytes */"):
-                total = int(rng[8:])
+                    srv.objects[sess["name"]] = bytes(sess["data"][:int(total)])
+            elif re.match(r"bytes \*/(\d+|\*)$", rng):
+                total = rng[8:]
+                if total != "*" and held == int(total) and not sess["done"]:  # the last chunk was empty
+                    sess["done"] = True
+                    srv.objects[sess["name"]] = bytes(sess["data"])
             else:
                 return self._reply(400, b"no Content-Range")
             if sess["done"]:
@@ -387,6 +401,12 @@ class _UploadHandler(http.server.BaseHTTPRequestHandler):
 
     def do_DELETE(self):
         srv = self.server.owner
+        if self.path.startswith("/upload/session/"):  # a session cancelled: its bytes dropped
+            sid = self.path.rsplit("/", 1)[-1]
+            with srv.lock:
+                srv.log.append(("DELETE", "session", sid))
+                gone = srv.sessions.pop(sid, None)
+            return self._reply(499 if gone is not None else 404)
         name = urllib.parse.unquote(self.path.split("/o/", 1)[-1])
         with srv.lock:
             srv.log.append(("DELETE", "", name))
@@ -406,11 +426,11 @@ class GcsUploadServer:
     """An in-memory store speaking GCS's upload protocol (_UploadHandler). faults: a list of
     what the next chunk PUTs get, in turn: "503", or "cut=N" (N bytes read, then the
     connection dropped). slow_chunk = K: the K-th chunk PUT waits for release (hanging is
-    set meanwhile)."""
+    set meanwhile). post_faults: {name: K}, the next K media uploads of name answered 503."""
 
     def __init__(self):
         self.lock = threading.Lock()
-        self.objects, self.sessions, self.log, self.faults = {}, {}, [], []
+        self.objects, self.sessions, self.log, self.faults, self.post_faults = {}, {}, [], [], {}
         self.chunks, self.slow_chunk = 0, None
         self.hanging, self.release = threading.Event(), threading.Event()
         self.httpd = _Server(("127.0.0.1", 0), _UploadHandler)

@@ -9,6 +9,7 @@
 #define SHARD_MANIFEST_H
 
 #include "common.h"
+#include "remote.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -53,12 +54,18 @@ SHARD_API int shard_manifest_parse(ShardManifest **out, const char *text, size_t
                                    const char *path, ShardError *err);
 
 /**
- * Writes the manifest to path atomically (temporary name, fsync, rename). Local shard paths
- * are written relative to the folder of path ("../" where needed); urls with a scheme as
- * they are.
+ * Writes the manifest to path, whole or not at all: a local file (temporary name, fsync,
+ * rename) or a gs:// or s3:// object (it appears once uploaded). Local shard paths are
+ * written relative to the folder of path ("../" where needed); urls with a scheme as they
+ * are. Into a bucket through a remote with the default settings.
  * @param err optional; filled on failure
  */
 SHARD_API int shard_manifest_write(const ShardManifest *m, const char *path, ShardError *err);
+
+/** shard_manifest_write into a bucket through remote (its credentials, CA bundle, retries):
+ *  borrowed; NULL for the default settings. */
+SHARD_API int shard_manifest_write_remote(const ShardManifest *m, const char *path,
+                                          ShardRemote *remote, ShardError *err);
 
 /** Sets the dataset name (copied; NULL for none). */
 SHARD_API int shard_manifest_set_name(ShardManifest *m, const char *name);

@@ -202,6 +202,13 @@ SHARD_API int shard_pack_manifest(ShardManifest **out, const ShardPackPlan *p,
                                   const char *manifest_path);
 
 /**
+ * Writes m to manifest_path as shard_manifest_write does, into a bucket through the plan's
+ * remote (the settings' remote, with its credentials and retries).
+ */
+SHARD_API int shard_pack_manifest_write(const ShardPackPlan *p, const ShardManifest *m,
+                                        const char *manifest_path, ShardError *err);
+
+/**
  * Makes the output folder safe to write this plan's part into, before any shard: removes
  * the manifest at manifest_path (it is written last, so a run that fails or is killed
  * leaves none naming shards it did not finish, nor an earlier run's) and the temporary

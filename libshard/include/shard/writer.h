@@ -15,6 +15,7 @@
 
 #include "common.h"
 #include "manifest.h"
+#include "remote.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -35,8 +36,11 @@ enum {
 };
 
 typedef struct ShardWriterSettings {
-    /** Output pattern with exactly one integer conversion (%d, %06d, %u, ...); borrowed,
-     *  copied by shard_writer_open. No default: must be set. */
+    /** Output pattern with exactly one integer conversion (%d, %06d, %u, ...): a path,
+     *  file://, gs:// or s3:// (plain HTTP has no upload: refused). Without a conversion it
+     *  names the one shard written, and maxcount and maxsize must be 0; that shard is
+     *  written at finish even with no sample (an empty tar). Borrowed, copied by
+     *  shard_writer_open. No default: must be set. */
     const char *pattern;
     uint64_t first_shard; /**< number given to the first shard (default 0) */
     uint64_t maxcount;    /**< samples per shard, 0 for no limit (default 100000) */
@@ -52,8 +56,12 @@ typedef struct ShardWriterSettings {
                                        (default SHARD_DIGEST_SHA256) */
     int sync;                     /**< fsync shards and folders before renaming, writeback
                                        started as bytes are written (default 1) */
+    /** gs:// and s3:// patterns: the remote the shards and indexes go up through, with its
+     *  credentials, retries and upload_part; borrowed (the writer keeps a reference).
+     *  NULL: one with the default settings (default). */
+    ShardRemote *remote;
     /** Zero: room for settings added later without changing the struct's size. */
-    unsigned char reserved[64];
+    unsigned char reserved[56];
 } ShardWriterSettings;
 
 /** One named field of a sample: a member "KEY.NAME" in the tar. */

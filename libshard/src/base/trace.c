@@ -76,15 +76,14 @@ void shard_trace_span(ShardTrace *t, const char *name, double start, double end,
     pthread_mutex_unlock(&t->lock);
 }
 
-int shard_trace_write(ShardTrace *t, const char *path, char *msg)
+int shard_trace_render(ShardTrace *t, ShardBuf *out)
 {
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return shard_fail(msg, shard_errno_code(errno), "trace %s: %s", path, strerror(errno));
+    ShardBuf *f = out;
+    int bad = 0;
     int pid = (int)getpid();
     pthread_mutex_lock(&t->lock);
-    fputs("{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n", f);
-    fprintf(f, "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": %d, \"tid\": 0, "
+    bad |= shard_buf_printf(f, "{\"displayTimeUnit\": \"ms\", \"traceEvents\": [\n");
+    bad |= shard_buf_printf(f, "{\"name\": \"process_name\", \"ph\": \"M\", \"pid\": %d, \"tid\": 0, "
                "\"args\": {\"name\": \"libshard\"}}", pid);
     for (size_t k = 0; k < t->nthreads; k++) {
         char name[64]; /* thread names are ours, but keep the JSON valid whatever they hold */
@@ -92,21 +91,19 @@ int shard_trace_write(ShardTrace *t, const char *path, char *msg)
         for (const char *c = t->threads[k].name; *c && o < sizeof name - 1; c++)
             name[o++] = (*c == '"' || *c == '\\' || (unsigned char)*c < 0x20) ? '_' : *c;
         name[o] = 0;
-        fprintf(f, ",\n{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %d, \"tid\": %d, "
+        bad |= shard_buf_printf(f, ",\n{\"name\": \"thread_name\", \"ph\": \"M\", \"pid\": %d, \"tid\": %d, "
                    "\"args\": {\"name\": \"%s\"}}", pid, t->threads[k].tid, name);
     }
     for (size_t i = 0; i < t->n; i++) {
         const Span *s = &t->v[i];
-        fprintf(f, ",\n{\"name\": \"%s\", \"cat\": \"libshard\", \"ph\": \"X\", \"pid\": %d, "
+        bad |= shard_buf_printf(f, ",\n{\"name\": \"%s\", \"cat\": \"libshard\", \"ph\": \"X\", \"pid\": %d, "
                    "\"tid\": %d, \"ts\": %.3f, \"dur\": %.3f, \"args\": {\"samples\": %llu}}",
                 s->name, pid, s->tid, (s->start - t->origin) * 1e6, (s->end - s->start) * 1e6,
                 (unsigned long long)s->items);
     }
-    fprintf(f, "\n], \"otherData\": {\"dropped_spans\": %llu}}\n", (unsigned long long)t->dropped);
+    bad |= shard_buf_printf(f, "\n], \"otherData\": {\"dropped_spans\": %llu}}\n", (unsigned long long)t->dropped);
     pthread_mutex_unlock(&t->lock);
-    if (fclose(f) != 0)
-        return shard_fail(msg, shard_errno_code(errno), "trace %s: %s", path, strerror(errno));
-    return 0;
+    return bad ? SHARD_ERR_NOMEM : 0;
 }
 
 void shard_trace_free(ShardTrace **pt)

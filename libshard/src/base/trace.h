@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "base/attr.h"
+#include "base/buf.h"
 
 
 typedef struct ShardTrace ShardTrace;
@@ -24,8 +25,9 @@ SHARD_HIDDEN void shard_trace_set_origin(ShardTrace *t, double origin);
  * items (samples, or 0) as its argument. Thread-safe. */
 SHARD_HIDDEN void shard_trace_span(ShardTrace *t, const char *name, double start, double end,
                                    uint64_t items);
-/* Writes the spans so far to path; 0 or an error with msg. */
-SHARD_HIDDEN int shard_trace_write(ShardTrace *t, const char *path, char *msg);
+/* Appends the spans so far to out as Chrome trace JSON (the caller writes it where it is
+ * wanted, through a sink); 0 or SHARD_ERR_NOMEM. */
+SHARD_HIDDEN int shard_trace_render(ShardTrace *t, ShardBuf *out);
 SHARD_HIDDEN void shard_trace_free(ShardTrace **t);
 
 #endif /* SHARD_BASE_TRACE_H */

@@ -15,9 +15,7 @@
 #include "base/error.h"
 #include "base/text.h"
 #include "catalog/manifestdef.h"
-#include "remote/remote.h"
-#include "remote/upload.h"
-#include "sink/atomicfile.h"
+#include "sink/sink.h"
 #include "source/url.h"
 
 /* The url as the manifest in folder mdir_real records it: relative to that folder (with
@@ -132,39 +130,19 @@ fail:
     return NULL;
 }
 
-/* A manifest into a bucket: written to a temporary file, then uploaded (upload.c). */
-static int write_remote(const char *path, const char *text, char *msg)
+int shard_manifest_write(const ShardManifest *m, const char *path, ShardError *err)
 {
-    const char *tmpdir = getenv("TMPDIR");
-    char tmp[PATH_MAX];
-    snprintf(tmp, sizeof tmp, "%s/libshard-manifest-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
-    int fd = mkstemp(tmp);
-    if (fd < 0)
-        return shard_fail(msg, shard_errno_code(errno), "%s: cannot make a temporary file: %s", tmp,
-                          strerror(errno));
-    size_t n = strlen(text);
-    int rc = write(fd, text, n) == (ssize_t)n && write(fd, "\n", 1) == 1
-                 ? 0
-                 : shard_fail(msg, SHARD_ERR_IO, "%s: write failed: %s", tmp, strerror(errno));
-    close(fd);
-    ShardRemote *r = rc ? NULL : shard_remote_default(msg);
-    if (!rc && !r)
-        rc = SHARD_ERR_NOMEM;
-    if (!rc)
-        rc = shard_object_upload(r, path, tmp, msg);
-    if (r)
-        shard_remote_put(r);
-    unlink(tmp);
-    return rc;
+    return shard_manifest_write_remote(m, path, NULL, err);
 }
 
-int shard_manifest_write(const ShardManifest *m, const char *path, ShardError *err)
+int shard_manifest_write_remote(const ShardManifest *m, const char *path, ShardRemote *remote,
+                                ShardError *err)
 {
     char msg[SHARD_ERROR_MAX];
     char *mdir = shard_dir_of(path);
     char real[PATH_MAX];
-    int remote = shard_url_is_remote(path);
-    const char *mdir_real = mdir && (remote ? snprintf(real, sizeof real, "%s", mdir) < (int)sizeof real
+    int in_bucket = shard_url_is_remote(path);
+    const char *mdir_real = mdir && (in_bucket ? snprintf(real, sizeof real, "%s", mdir) < (int)sizeof real
                                             : realpath(mdir, real) != NULL)
                                 ? real
                                 : NULL;
@@ -180,21 +158,17 @@ int shard_manifest_write(const ShardManifest *m, const char *path, ShardError *e
     json_decref(root);
     if (!text)
         return shard_report(err, SHARD_ERR_NOMEM, "manifest: out of memory");
-    int rc = 0;
-    if (remote) {
-        rc = write_remote(path, text, msg);
-    } else {
-        ShardAtomicFile f;
-        rc = shard_afile_open(&f, path, 1, 0, 0, msg);
-        if (!rc) {
-            rc = shard_afile_write(&f, text, strlen(text), msg);
-            if (!rc)
-                rc = shard_afile_write(&f, "\n", 1, msg);
-            if (!rc)
-                rc = shard_afile_commit(&f, NULL, NULL, msg);
-            else
-                shard_afile_abort(&f);
-        }
+    ShardSinkSettings ks = {.sync = 1, .remote = remote};
+    ShardSink *k;
+    int rc = shard_sink_open(&k, path, &ks, msg);
+    if (!rc) {
+        rc = shard_sink_write(k, text, strlen(text), msg);
+        if (!rc)
+            rc = shard_sink_write(k, "\n", 1, msg);
+        if (!rc)
+            rc = shard_sink_commit(&k, NULL, NULL, msg);
+        else
+            shard_sink_abort(&k);
     }
     free(text);
     return rc ? shard_report(err, rc, msg) : 0;

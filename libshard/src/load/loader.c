@@ -20,6 +20,7 @@
 #include "load/producer.h"
 #include "read/reader.h"
 #include "shard/loader.h"
+#include "sink/sink.h"
 #include "tar/item.h"
 
 void shard_loader_default_settings(ShardLoaderSettings *s)
@@ -311,6 +312,19 @@ uint64_t shard_loader_skipped_by(const ShardLoader *l, ShardBadSample why)
 
 const char *shard_loader_error(const ShardLoader *l) { return l->err; }
 
+/* The trace so far into path (a file, or an object in a bucket), whole or not at all. */
+static int write_trace(ShardTrace *t, const char *path, char *msg)
+{
+    ShardBuf text = {0};
+    int rc = shard_trace_render(t, &text);
+    if (rc)
+        shard_fail(msg, rc, "trace %s: out of memory", path);
+    else
+        rc = shard_sink_put(path, text.data, text.len, NULL, msg);
+    shard_buf_free(&text);
+    return rc;
+}
+
 void shard_loader_free(ShardLoader **pl)
 {
     if (!pl || !*pl)
@@ -331,7 +345,7 @@ void shard_loader_free(ShardLoader **pl)
     free(l->raw_fields);
     if (l->trace) {
         char msg[SHARD_ERROR_MAX];
-        if (shard_trace_write(l->trace, l->trace_path, msg)) /* nowhere else to say it */
+        if (write_trace(l->trace, l->trace_path, msg)) /* nowhere else to say it */
             fprintf(stderr, "libshard: %s\n", msg);
         shard_trace_free(&l->trace);
     }
@@ -346,6 +360,6 @@ int shard_loader_trace_write(const ShardLoader *l, const char *path, ShardError 
     if (!l->trace)
         return shard_report(err, SHARD_ERR_STATE, "loader: no trace recorded (trace_path unset)");
     char msg[SHARD_ERROR_MAX];
-    int rc = shard_trace_write(l->trace, path, msg);
+    int rc = write_trace(l->trace, path, msg);
     return rc ? shard_report(err, rc, msg) : 0;
 }

@@ -1,6 +1,6 @@
 /*
- * A pack run's output around its shards (shard/pack.h): the folder made ready (an earlier
- * run's temporaries and manifest gone), what an earlier run left past this one's shards, and
+ * A pack run's output around its shards (shard/pack.h): the folder or bucket made ready (an
+ * earlier run's manifest gone, and in a folder the temporaries of a killed run), what an earlier run left past this one's shards, and
  * the manifest that goes with the plan.
  */
 #include <dirent.h>
@@ -19,50 +19,25 @@
 #include "base/text.h"
 #include "pack/plan.h"
 #include "pack/plandef.h"
-#include "remote/upload.h"
+#include "sink/sink.h"
 #include "shard/file.h"
 #include "shard/manifest.h"
 #include "shard/pack.h"
 #include "source/url.h"
 #include "write/writer.h"
 
-/* Removes the temporaries (".NAME.tmp-*", atomicfile.c) an earlier, killed run left in dir
-   for the NAMEs in names. */
-static void remove_temporaries(const char *dir, const ShardKeySet *names)
-{
-    DIR *d = opendir(dir);
-    for (struct dirent *e; d && (e = readdir(d));) {
-        const char *tmp = strstr(e->d_name, ".tmp-");
-        if (e->d_name[0] != '.' || !tmp)
-            continue;
-        char *base = strndup(e->d_name + 1, (size_t)(tmp - e->d_name - 1));
-        if (base && shard_keyset_has(names, base)) {
-            char path[4096];
-            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-            unlink(path);
-        }
-        free(base);
-    }
-    if (d)
-        closedir(d);
-}
-
 int shard_pack_prepare(const ShardPackPlan *p, const char *manifest_path, ShardError *err)
 {
-    if (manifest_path && shard_url_is_remote(manifest_path)) {
-        /* in a bucket, uploads leave no temporaries: the earlier manifest is all to go */
-        char msg[SHARD_ERROR_MAX];
-        ShardRemote *r = shard_pack_plan_remote((ShardPackPlan *)p, msg);
-        int rc = r ? shard_object_delete(r, manifest_path, msg) : SHARD_ERR_NOMEM;
-        return rc ? shard_report(err, rc, msg) : 0;
+    char msg[SHARD_ERROR_MAX];
+    int in_bucket = shard_url_is_remote(p->pattern);
+    if (manifest_path) {
+        ShardRemote *r = in_bucket ? shard_pack_plan_remote((ShardPackPlan *)p, msg) : NULL;
+        int rc = in_bucket && !r ? SHARD_ERR_NOMEM : shard_sink_remove(manifest_path, r, msg);
+        if (rc)
+            return shard_report(err, rc, msg);
     }
-    if (manifest_path && unlink(manifest_path) != 0 && errno != ENOENT) {
-        int e = errno;
-        char msg[SHARD_ERROR_MAX];
-        shard_fail(msg, shard_errno_code(e), "%s: cannot remove the earlier manifest: %s",
-                   manifest_path, strerror(e));
-        return shard_report(err, shard_errno_code(e), msg);
-    }
+    if (in_bucket)
+        return 0; /* uploads leave no temporaries: the earlier manifest was all to go */
     /* the names of this part's shards and indexes */
     ShardKeySet mine = {.owns = 1};
     size_t lo, hi;
@@ -79,13 +54,13 @@ int shard_pack_prepare(const ShardPackPlan *p, const char *manifest_path, ShardE
         free(ipath);
     }
     if (!rc)
-        remove_temporaries(dir, &mine);
+        shard_sink_sweep(dir, &mine);
     shard_keyset_free(&mine);
     if (!rc && manifest_path) { /* a run killed while writing its manifest left one too */
         ShardKeySet m = {.owns = 1};
         char *mdir = shard_dir_of(manifest_path), *mbase = strdup(shard_base_name(manifest_path));
         if (mdir && mbase && shard_keyset_insert(&m, mbase) >= 0)
-            remove_temporaries(mdir, &m);
+            shard_sink_sweep(mdir, &m);
         else {
             free(mbase);
             rc = SHARD_ERR_NOMEM;
@@ -102,7 +77,7 @@ size_t shard_pack_leftovers(const ShardPackPlan *p, void (*fn)(void *cookie, con
                             void *cookie)
 {
     size_t found = 0;
-    if (p->s.nparts || p->out_pattern)
+    if (p->s.nparts || shard_url_is_remote(p->pattern))
         return 0; /* a part does not know how many shards the others write; a bucket is
                      not listed for this */
     /* an earlier run numbered its shards on from 0: follow the numbers past this run's */
@@ -209,4 +184,14 @@ int shard_pack_manifest(ShardManifest **out, const ShardPackPlan *p, const char 
     }
     *out = m;
     return 0;
+}
+
+int shard_pack_manifest_write(const ShardPackPlan *p, const ShardManifest *m,
+                              const char *manifest_path, ShardError *err)
+{
+    char msg[SHARD_ERROR_MAX];
+    ShardRemote *r = NULL;
+    if (shard_url_is_remote(manifest_path) && !(r = shard_pack_plan_remote((ShardPackPlan *)p, msg)))
+        return shard_report(err, SHARD_ERR_NOMEM, msg);
+    return shard_manifest_write_remote(m, manifest_path, r, err);
 }

@@ -48,33 +48,6 @@ void shard_pack_default_settings(ShardPackSettings *s)
     s->inflight = 16;
 }
 
-/* Packing into gs:// or s3://: the writer writes into a temporary folder (p->stage), under
- * the pattern's file name, and each shard is uploaded when complete. */
-static int stage_output(ShardPackPlan *p, ShardError *err)
-{
-    if (strncmp(p->pattern, "gs://", 5) && strncmp(p->pattern, "s3://", 5))
-        return shard_report(err, SHARD_ERR_UNSUPPORTED,
-                            "pack: shards can be written to a folder, gs:// or s3://, not plain HTTP");
-    const char *tmpdir = getenv("TMPDIR");
-    char tmpl[4096];
-    snprintf(tmpl, sizeof tmpl, "%s/libshard-pack-XXXXXX", tmpdir && *tmpdir ? tmpdir : "/tmp");
-    if (!mkdtemp(tmpl)) {
-        char msg[SHARD_ERROR_MAX];
-        int code = shard_fail(msg, shard_errno_code(errno), "%s: cannot make a staging folder: %s",
-                              tmpl, strerror(errno));
-        return shard_report(err, code, msg);
-    }
-    p->out_pattern = p->pattern;
-    p->stage = strdup(tmpl);
-    size_t n = strlen(tmpl) + strlen(shard_base_name(p->out_pattern)) + 2;
-    p->pattern = malloc(n);
-    if (!p->stage || !p->pattern)
-        return shard_report(err, SHARD_ERR_NOMEM, "out of memory");
-    snprintf(p->pattern, n, "%s/%s", tmpl, shard_base_name(p->out_pattern));
-    p->s.sync = 0; /* staged files are uploaded, not kept */
-    return 0;
-}
-
 int shard_pack_plan_new(ShardPackPlan **out, const ShardPackSettings *s, ShardError *err)
 {
     *out = NULL;
@@ -97,17 +70,12 @@ int shard_pack_plan_new(ShardPackPlan **out, const ShardPackSettings *s, ShardEr
     p->remote = s->remote ? shard_remote_ref(s->remote) : NULL;
     p->s.remote = NULL; /* the plan's own reference is p->remote */
     p->pattern = s->pattern ? strdup(s->pattern) : NULL;
-    if (p->pattern && shard_url_is_remote(p->pattern)) {
-        int rc = stage_output(p, err);
-        if (rc) {
-            shard_pack_plan_free(&p);
-            return rc;
-        }
-    }
-    p->s.pattern = p->out_pattern ? p->out_pattern : p->pattern;
-    /* Let the writer judge the pattern and the zstd options now, not after a long scan. */
+    p->s.pattern = p->pattern;
+    /* Let the writer judge the pattern and the zstd options now, not after a long scan;
+     * a pattern naming one file is the writer's, not a pack's, which numbers shards. */
     ShardWriterSettings ws;
     shard_pack_writer_settings(p, 0, &ws);
+    ws.maxcount = 1;
     ShardWriter *w;
     int rc = shard_writer_open(&w, &ws, err);
     shard_writer_free(&w);
@@ -321,10 +289,6 @@ void shard_pack_plan_free(ShardPackPlan **pp)
     free(p->classes);
     free(p->first);
     free(p->pattern);
-    free(p->out_pattern);
-    if (p->stage)
-        rmdir(p->stage); /* each staged file went when uploaded or failed */
-    free(p->stage);
     if (p->remote)
         shard_remote_put(p->remote);
     pthread_mutex_destroy(&p->remote_mu);

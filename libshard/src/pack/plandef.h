@@ -28,10 +28,6 @@ struct ShardPackPlan {
     size_t nshards;
     ShardRemote *remote; /* a reference: remote inputs are read through it; NULL until one */
     pthread_mutex_t remote_mu;
-    /* Packing into a bucket: the shards' URLs (the settings' pattern), while the writer
-     * writes each shard into stage (a temporary folder) to be uploaded, then removed. */
-    char *out_pattern;
-    char *stage;
     int built;
 };
 

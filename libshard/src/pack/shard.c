@@ -1,7 +1,7 @@
 /*
  * Writing one shard of a pack plan (shard/pack.h: shard_pack_write_shard): its inputs read
  * (remote ones several on their way at once), checked, re-encoded when asked, written by
- * the shard writer, and, packing into a bucket, the staged shard uploaded.
+ * by the shard writer into the plan's output (a folder or a bucket: the writer's sink).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -16,7 +16,6 @@
 #include "pack/plandef.h"
 #include "pack/sample.h"
 #include "pack/shrink.h"
-#include "remote/upload.h"
 #include "shard/file.h"
 #include "shard/image.h"
 #include "shard/pack.h"
@@ -146,34 +145,6 @@ static int bad_input(const ShardPackCallbacks *cb, size_t i, const Input *x, Sha
     return 0;
 }
 
-/* A staged shard and its index put into the bucket (the index first, so that a shard
- * found there has its index), then removed here; info->url becomes the shard's URL. */
-static int upload_shard(const ShardPackPlan *p, size_t j, ShardFileInfo *info, char *msg)
-{
-    ShardRemote *r = shard_pack_plan_remote((ShardPackPlan *)p, msg);
-    char *url = shard_pack_numbered(p->out_pattern, j);
-    char *ipath = shard_index_path(info->url), *iurl = url ? shard_index_path(url) : NULL;
-    int rc = r && url && ipath && iurl ? 0 : SHARD_ERR_NOMEM;
-    if (rc)
-        shard_fail(msg, rc, "out of memory");
-    if (!rc && access(ipath, F_OK) == 0)
-        rc = shard_object_upload(r, iurl, ipath, msg);
-    if (!rc)
-        rc = shard_object_upload(r, url, info->url, msg);
-    if (ipath)
-        unlink(ipath);
-    unlink(info->url);
-    free((char *)info->url);
-    info->url = url;
-    if (rc) {
-        free(url);
-        info->url = NULL;
-    }
-    free(ipath);
-    free(iurl);
-    return rc;
-}
-
 /* Reads input i into rd->buf: 0, or as the callbacks say, 1 to leave it out, or an error
  * with msg. */
 static int read_one(const ShardPackPlan *p, size_t i, Reading *rd, const ShardPackCallbacks *cb,
@@ -259,11 +230,14 @@ int shard_pack_write_shard(const ShardPackPlan *p, size_t j, const ShardPackCall
         return shard_report(err, SHARD_ERR_INVALID, "pack: no such shard in the plan");
     ShardWriterSettings ws;
     shard_pack_writer_settings(p, j, &ws);
+    char msg[SHARD_ERROR_MAX] = "";
+    /* into a bucket: one remote for the run's shards, with the caller's settings */
+    if (shard_url_is_remote(p->pattern) && !(ws.remote = shard_pack_plan_remote((ShardPackPlan *)p, msg)))
+        return shard_report(err, SHARD_ERR_NOMEM, msg);
     ShardWriter *w;
     int rc = shard_writer_open(&w, &ws, err);
     if (rc)
         return rc;
-    char msg[SHARD_ERROR_MAX] = "";
     Reading rd = {.win = p->s.inflight, .next = p->first[j], .end = p->first[j + 1]};
     for (size_t i = p->first[j]; i < rd.end && !rd.remote && !rc; i++)
         if (shard_url_is_remote(p->v[i].path) &&
@@ -285,8 +259,6 @@ int shard_pack_write_shard(const ShardPackPlan *p, size_t j, const ShardPackCall
         *info = *shard_writer_shard(w, 0);
         if (!(info->url = strdup(info->url)))
             rc = shard_fail(msg, SHARD_ERR_NOMEM, "out of memory");
-        else if (p->out_pattern)
-            rc = upload_shard(p, j, info, msg);
     }
     shard_writer_free(&w);
     return rc ? shard_report(err, rc, msg) : 0;

@@ -1,20 +1,17 @@
 /*
- * Writing objects into the stores (gs://, s3://): what packing into a bucket needs. A file
- * up to the remote's upload_part goes up in one request; a larger one in parts of that size
- * read from the file one at a time, so memory stays bounded: a GCS resumable upload (a
- * cut part resumes from the bytes the session says it holds) or an S3 multipart upload (a
- * failed part is sent again; a failed upload is aborted). In both stores an object exists
- * only once its upload completes: nobody reads half a shard.
+ * Writing objects into the stores (gs://, s3://), for the bucket sink (sink/object.c): an
+ * object in one request, or in parts as its bytes come, the size told with the last: a GCS
+ * resumable session (each chunk's Content-Range gives the total as "*", unknown, until the
+ * last; a cut chunk goes on from what the session says it holds) or an S3 multipart upload (a failed part is
+ * sent again; the part list completes it). In both stores an object exists only once its
+ * upload completes: nobody reads half a shard. An upload dropped is aborted (S3) or its
+ * session cancelled (GCS), so no parts are left to pay for.
  *
- * Retries, backoff and the messages naming the URL are net.c's (shard_request_whole).
+ * Retries, backoff and the messages naming the URL are retry.c's (shard_request_whole).
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "base/buf.h"
 #include "base/error.h"
@@ -72,70 +69,100 @@ static int refused(const ShardObject *o, const char *step, long status, const Sh
                       o->url, step, status, why);
 }
 
-/* n bytes of fd at off into buf; 0, or an error naming path. */
-static int read_part(int fd, const char *path, uint64_t off, unsigned char *buf, size_t n, char *err)
+struct ShardUpload {
+    ShardRemote *r;
+    ShardObject o;
+    char *url;       /* o.url points here */
+    uint64_t off;    /* bytes the store holds */
+    /* GCS */
+    char *session;
+    /* S3 */
+    ShardBuf id;     /* the UploadId, %-encoded */
+    ShardBuf done;   /* <CompleteMultipartUpload> so far */
+    unsigned number; /* the next part's number */
+};
+
+static int nomem(char *err)
 {
-    size_t got = 0;
-    while (got < n) {
-        ssize_t k = pread(fd, buf + got, n - got, (off_t)(off + got));
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            return shard_fail(err, SHARD_ERR_IO, "%s: read failed at byte %llu: %s", path,
-                              (unsigned long long)(off + got), k ? strerror(errno) : "file shrank");
-        got += (size_t)k;
-    }
-    return 0;
+    return shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
 }
 
-/* ---- GCS: resumable upload ---------------------------------------------------------------- */
+/* ---- GCS: resumable session ------------------------------------------------------------- */
 
-static int gcs_resumable(ShardRemote *r, const ShardObject *o, int fd, const char *path,
-                         uint64_t size, unsigned char *buf, size_t part, char *err)
+static int gcs_begin(ShardUpload *u, char *err)
 {
     ShardBuf body = {0};
     ShardResponse rs;
     long st;
-    Put start = {r, o, "POST", "resumable", NULL, NULL, 0, NULL};
-    int rc = put_send(&start, &body, &rs, &st, r->s.retries, err);
+    Put start = {u->r, &u->o, "POST", "resumable", NULL, NULL, 0, NULL};
+    int rc = put_send(&start, &body, &rs, &st, u->r->s.retries, err);
     if (!rc && (st != 200 || !rs.location[0]))
-        rc = st == 200 ? shard_fail(err, SHARD_ERR_IO, "%s: the store gave no upload session", o->url)
-                       : refused(o, "starting a resumable upload", st, &body, err);
-    char *session = rc ? NULL : strdup(rs.location);
-    if (!rc && !session)
-        rc = shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
-    uint64_t off = 0;
-    int attempt = 0;
-    while (!rc) {
-        size_t n = size - off < part ? (size_t)(size - off) : part;
+        rc = st == 200 ? shard_fail(err, SHARD_ERR_IO, "%s: the store gave no upload session", u->o.url)
+                       : refused(&u->o, "starting a resumable upload", st, &body, err);
+    if (!rc && !(u->session = strdup(rs.location)))
+        rc = nomem(err);
+    shard_buf_free(&body);
+    return rc;
+}
+
+/* "bytes A-B/T" for n bytes at off, T "*" until the last chunk; "bytes * /T" for none. */
+static void gcs_range(char *out, size_t cap, uint64_t off, size_t n, int last)
+{
+    char total[32] = "*";
+    if (last)
+        snprintf(total, sizeof total, "%llu", (unsigned long long)(off + n));
+    if (n)
+        snprintf(out, cap, "bytes %llu-%llu/%s", (unsigned long long)off,
+                 (unsigned long long)(off + n - 1), total);
+    else
+        snprintf(out, cap, "bytes */%s", total);
+}
+
+/* n bytes at u->off, sent until the session holds them all (and, for the last, the object
+ * is complete). The session may keep less than a chunk: the rest is sent again. */
+static int gcs_part(ShardUpload *u, const unsigned char *p, size_t n, int last, char *err)
+{
+    ShardRemote *r = u->r;
+    const ShardObject *o = &u->o;
+    uint64_t start = u->off, end = start + n;
+    ShardBuf body = {0};
+    ShardResponse rs;
+    long st;
+    int attempt = 0, rc = 0;
+    for (;;) {
+        size_t k = (size_t)(end - u->off);
         char range[96];
-        snprintf(range, sizeof range, "bytes %llu-%llu/%llu", (unsigned long long)off,
-                 (unsigned long long)(off + n - 1), (unsigned long long)size);
-        if ((rc = read_part(fd, path, off, buf, n, err)))
-            break;
-        Put chunk = {r, o, "PUT", NULL, session, buf, n, range};
+        gcs_range(range, sizeof range, u->off, k, last);
+        Put chunk = {r, o, "PUT", NULL, u->session, p + (u->off - start), k, range};
         char e2[SHARD_ERROR_MAX];
         int sent = put_send(&chunk, &body, &rs, &st, 0, e2);
         if (!sent && (st == 200 || st == 201)) {
-            rc = off + n == size ? 0 : shard_fail(err, SHARD_ERR_IO, "%s: the upload ended early", o->url);
+            rc = last ? 0 : shard_fail(err, SHARD_ERR_IO, "%s: the store completed the upload "
+                                       "before its last part", o->url);
+            u->off = end;
             break;
         }
         if (!sent && st == 308) { /* on from what the session holds (no Range: nothing) */
             uint64_t held = rs.persisted >= 0 ? (uint64_t)rs.persisted : 0;
-            if (held > size) {
-                rc = shard_fail(err, SHARD_ERR_FORMAT, "%s: the session says it holds %llu of %llu bytes",
-                                o->url, (unsigned long long)held, (unsigned long long)size);
+            if (held > end || held < start) {
+                rc = shard_fail(err, SHARD_ERR_FORMAT, "%s: the session says it holds %llu bytes, "
+                                "not %llu to %llu", o->url, (unsigned long long)held,
+                                (unsigned long long)start, (unsigned long long)end);
                 break;
             }
-            if (held > off) {
-                off = held;
+            if (held == end && !last) {
+                u->off = end;
+                break;
+            }
+            if (held > u->off) {
+                u->off = held;
                 attempt = 0;
                 continue;
             }
-            off = held; /* no progress: counts against the retries below */
+            u->off = held; /* no progress: counts against the retries below */
             if (attempt >= r->s.retries) {
-                rc = shard_fail(err, SHARD_ERR_IO, "%s: the upload makes no progress at byte %llu", o->url,
-                                (unsigned long long)off);
+                rc = shard_fail(err, SHARD_ERR_IO, "%s: the upload makes no progress at byte %llu",
+                                o->url, (unsigned long long)held);
                 break;
             }
             shard_stat_add(&r->st.retries, 1);
@@ -154,95 +181,99 @@ static int gcs_resumable(ShardRemote *r, const ShardObject *o, int fd, const cha
         /* a cut or a 5xx: ask the session what it holds, and go on from there */
         shard_stat_add(&r->st.retries, 1);
         shard_backoff(r, attempt++, 0);
-        char status_range[64];
-        snprintf(status_range, sizeof status_range, "bytes */%llu", (unsigned long long)size);
-        Put ask = {r, o, "PUT", NULL, session, NULL, 0, status_range};
+        char ask_range[64];
+        gcs_range(ask_range, sizeof ask_range, end, 0, last);
+        Put ask = {r, o, "PUT", NULL, u->session, NULL, 0, ask_range};
         if (!put_send(&ask, &body, &rs, &st, r->s.retries, e2)) {
-            if (st == 200 || st == 201)
+            if (st == 200 || st == 201) {
+                rc = last ? 0 : shard_fail(err, SHARD_ERR_IO, "%s: the store completed the upload "
+                                           "before its last part", o->url);
+                u->off = end;
                 break; /* it was all in */
+            }
             if (st == 308) {
                 uint64_t held = rs.persisted >= 0 ? (uint64_t)rs.persisted : 0;
-                off = held <= size ? held : off;
+                if (held >= start && held <= end)
+                    u->off = held;
                 shard_stat_add(&r->st.resumes, 1);
             }
         }
     }
-    free(session);
     shard_buf_free(&body);
     return rc;
 }
 
 /* ---- S3: multipart upload ----------------------------------------------------------------- */
 
-static int s3_multipart(ShardRemote *r, const ShardObject *o, int fd, const char *path,
-                        uint64_t size, unsigned char *buf, size_t part, char *err)
+static int s3_begin(ShardUpload *u, char *err)
 {
-    ShardBuf body = {0}, done = {0}, q = {0};
+    ShardBuf body = {0}, id = {0};
     ShardResponse rs;
     long st;
-    ShardBuf id = {0};
-    Put start = {r, o, "POST", "uploads=", NULL, NULL, 0, NULL};
-    int rc = put_send(&start, &body, &rs, &st, r->s.retries, err);
+    Put start = {u->r, &u->o, "POST", "uploads=", NULL, NULL, 0, NULL};
+    int rc = put_send(&start, &body, &rs, &st, u->r->s.retries, err);
     if (!rc && st != 200)
-        rc = refused(o, "starting a multipart upload", st, &body, err);
+        rc = refused(&u->o, "starting a multipart upload", st, &body, err);
     const char *reply = body.data ? (const char *)body.data : "";
     int found = rc ? 0 : shard_xml_text(&reply, NULL, "UploadId", &id);
     if (!rc && found <= 0)
-        rc = found < 0 ? shard_fail(err, SHARD_ERR_NOMEM, "out of memory")
+        rc = found < 0 ? nomem(err)
                        : shard_fail(err, SHARD_ERR_FORMAT, "%s: the store's reply names no UploadId",
-                                    o->url);
-    ShardBuf enc = {0};
-    if (!rc && shard_url_encode(&enc, (const char *)id.data, 0))
-        rc = shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
-    int started = !rc;
-    if (!rc && shard_buf_printf(&done, "<CompleteMultipartUpload>"))
-        rc = shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
-    unsigned number = 1;
-    for (uint64_t off = 0; !rc && off < size; off += part, number++) {
-        size_t n = size - off < part ? (size_t)(size - off) : part;
-        if ((rc = read_part(fd, path, off, buf, n, err)))
-            break;
-        q.len = 0;
-        if (shard_buf_printf(&q, "partNumber=%u&uploadId=%.*s", number, (int)enc.len, (const char *)enc.data)) {
-            rc = shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
-            break;
-        }
-        Put up = {r, o, "PUT", (const char *)q.data, NULL, buf, n, NULL};
-        rc = put_send(&up, &body, &rs, &st, r->s.retries, err);
-        if (!rc && (st != 200 || !rs.etag[0]))
-            rc = st == 200 ? shard_fail(err, SHARD_ERR_IO, "%s: part %u came back without an ETag", o->url, number)
-                           : refused(o, "uploading a part", st, &body, err);
-        if (!rc && shard_buf_printf(&done, "<Part><PartNumber>%u</PartNumber><ETag>%s</ETag></Part>",
-                                    number, rs.etag))
-            rc = shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
-    }
-    if (!rc && shard_buf_printf(&done, "</CompleteMultipartUpload>"))
-        rc = shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
+                                    u->o.url);
+    if (!rc && (shard_url_encode(&u->id, (const char *)id.data, 0) ||
+                shard_buf_printf(&u->done, "<CompleteMultipartUpload>")))
+        rc = nomem(err);
+    u->number = 1;
+    shard_buf_free(&body);
+    shard_buf_free(&id);
+    return rc;
+}
+
+static int s3_part(ShardUpload *u, const unsigned char *p, size_t n, char *err)
+{
+    ShardBuf body = {0}, q = {0};
+    ShardResponse rs;
+    long st;
+    int rc = 0;
+    if (shard_buf_printf(&q, "partNumber=%u&uploadId=%.*s", u->number, (int)u->id.len,
+                         (const char *)u->id.data))
+        rc = nomem(err);
+    Put up = {u->r, &u->o, "PUT", (const char *)q.data, NULL, p, n, NULL};
+    if (!rc)
+        rc = put_send(&up, &body, &rs, &st, u->r->s.retries, err);
+    if (!rc && (st != 200 || !rs.etag[0]))
+        rc = st == 200 ? shard_fail(err, SHARD_ERR_IO, "%s: part %u came back without an ETag",
+                                    u->o.url, u->number)
+                       : refused(&u->o, "uploading a part", st, &body, err);
+    if (!rc && shard_buf_printf(&u->done, "<Part><PartNumber>%u</PartNumber><ETag>%s</ETag></Part>",
+                                u->number, rs.etag))
+        rc = nomem(err);
     if (!rc) {
-        q.len = 0;
-        if (shard_buf_printf(&q, "uploadId=%.*s", (int)enc.len, (const char *)enc.data))
-            rc = shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
-    }
-    if (!rc) {
-        Put fin = {r, o, "POST", (const char *)q.data, NULL, done.data, done.len, NULL};
-        rc = put_send(&fin, &body, &rs, &st, r->s.retries, err);
-        /* S3 may answer 200 and still fail the completion, in the body */
-        if (!rc && (st != 200 || shard_xml_has((const char *)body.data, "Error")))
-            rc = refused(o, "completing the multipart upload", st, &body, err);
-    }
-    if (rc && started) { /* nothing left behind to pay for: best effort */
-        q.len = 0;
-        char e2[SHARD_ERROR_MAX];
-        if (!shard_buf_printf(&q, "uploadId=%.*s", (int)enc.len, (const char *)enc.data)) {
-            Put abort_ = {r, o, "DELETE", (const char *)q.data, NULL, NULL, 0, NULL};
-            put_send(&abort_, &body, &rs, &st, 1, e2);
-        }
+        u->number++;
+        u->off += n;
     }
     shard_buf_free(&body);
-    shard_buf_free(&done);
     shard_buf_free(&q);
-    shard_buf_free(&enc);
-    shard_buf_free(&id);
+    return rc;
+}
+
+static int s3_finish(ShardUpload *u, char *err)
+{
+    ShardBuf body = {0}, q = {0};
+    ShardResponse rs;
+    long st;
+    int rc = 0;
+    if (shard_buf_printf(&u->done, "</CompleteMultipartUpload>") ||
+        shard_buf_printf(&q, "uploadId=%.*s", (int)u->id.len, (const char *)u->id.data))
+        rc = nomem(err);
+    Put fin = {u->r, &u->o, "POST", (const char *)q.data, NULL, u->done.data, u->done.len, NULL};
+    if (!rc)
+        rc = put_send(&fin, &body, &rs, &st, u->r->s.retries, err);
+    /* S3 may answer 200 and still fail the completion, in the body */
+    if (!rc && (st != 200 || shard_xml_has((const char *)body.data, "Error")))
+        rc = refused(&u->o, "completing the multipart upload", st, &body, err);
+    shard_buf_free(&body);
+    shard_buf_free(&q);
     return rc;
 }
 
@@ -256,51 +287,110 @@ static int writable(ShardObject *o, const char *url, char *err)
     if (o->kind == SHARD_OBJ_HTTP) {
         shard_object_clear(o);
         return shard_fail(err, SHARD_ERR_UNSUPPORTED,
-                          "%s: only gs:// and s3:// objects can be written (plain HTTP has no upload)", url);
+                          "%s: only gs:// and s3:// objects can be written, not plain HTTP "
+                          "(it has no upload)", url);
     }
     return 0;
 }
 
-int shard_object_upload(ShardRemote *r, const char *url, const char *path, char *err)
+int shard_object_writable(const char *url, char *err)
+{
+    ShardObject o;
+    int rc = writable(&o, url, err);
+    if (!rc)
+        shard_object_clear(&o);
+    return rc;
+}
+
+int shard_object_put(ShardRemote *r, const char *url, const void *p, size_t n, char *err)
 {
     ShardObject o;
     int rc = writable(&o, url, err);
     if (rc)
         return rc;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0) {
-        int e = errno;
-        if (fd >= 0)
-            close(fd);
-        shard_object_clear(&o);
-        return shard_fail(err, shard_errno_code(e), "%s: cannot open for upload: %s", path, strerror(e));
-    }
-    uint64_t size = (uint64_t)st.st_size, part = r->s.upload_part;
-    if (o.kind == SHARD_OBJ_GCS)
-        part = (part + (256u << 10) - 1) / (256u << 10) * (256u << 10);
-    size_t n = size <= part ? (size_t)size : (size_t)part;
-    unsigned char *buf = malloc(n ? n : 1);
-    if (!buf)
-        rc = shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
-    else if (size > part)
-        rc = o.kind == SHARD_OBJ_GCS ? gcs_resumable(r, &o, fd, path, size, buf, n, err)
-                                     : s3_multipart(r, &o, fd, path, size, buf, n, err);
-    else if (!(rc = read_part(fd, path, 0, buf, n, err))) {
-        ShardBuf body = {0};
-        ShardResponse rs;
-        long status;
-        Put p = {r, &o, o.kind == SHARD_OBJ_GCS ? "POST" : "PUT", o.kind == SHARD_OBJ_GCS ? "media" : NULL,
-                 NULL, buf, n, NULL};
-        rc = put_send(&p, &body, &rs, &status, r->s.retries, err);
-        if (!rc && status != 200 && status != 201)
-            rc = refused(&o, "upload", status, &body, err);
-        shard_buf_free(&body);
-    }
-    free(buf);
-    close(fd);
+    ShardBuf body = {0};
+    ShardResponse rs;
+    long status;
+    Put put = {r, &o, o.kind == SHARD_OBJ_GCS ? "POST" : "PUT", o.kind == SHARD_OBJ_GCS ? "media" : NULL,
+               NULL, p ? p : "", n, NULL};
+    rc = put_send(&put, &body, &rs, &status, r->s.retries, err);
+    if (!rc && status != 200 && status != 201)
+        rc = refused(&o, "upload", status, &body, err);
+    shard_buf_free(&body);
     shard_object_clear(&o);
     return rc;
+}
+
+int shard_upload_begin(ShardUpload **out, ShardRemote *r, const char *url, char *err)
+{
+    *out = NULL;
+    ShardUpload *u = calloc(1, sizeof *u);
+    if (!u || !(u->url = strdup(url))) {
+        free(u);
+        return nomem(err);
+    }
+    u->r = r;
+    int rc = writable(&u->o, u->url, err);
+    if (rc) {
+        free(u->url);
+        free(u);
+        return rc;
+    }
+    rc = u->o.kind == SHARD_OBJ_GCS ? gcs_begin(u, err) : s3_begin(u, err);
+    if (rc) {
+        shard_upload_abort(u);
+        return rc;
+    }
+    *out = u;
+    return 0;
+}
+
+int shard_upload_part(ShardUpload *u, const void *p, size_t n, int last, char *err)
+{
+    return u->o.kind == SHARD_OBJ_GCS ? gcs_part(u, p, n, last, err) : s3_part(u, p, n, err);
+}
+
+static void upload_free(ShardUpload *u)
+{
+    free(u->session);
+    shard_buf_free(&u->id);
+    shard_buf_free(&u->done);
+    shard_object_clear(&u->o);
+    free(u->url);
+    free(u);
+}
+
+int shard_upload_finish(ShardUpload *u, char *err)
+{
+    /* GCS completed the object with its last chunk */
+    int rc = u->o.kind == SHARD_OBJ_S3 ? s3_finish(u, err) : 0;
+    if (rc) {
+        shard_upload_abort(u);
+        return rc;
+    }
+    upload_free(u);
+    return 0;
+}
+
+void shard_upload_abort(ShardUpload *u)
+{
+    if (!u)
+        return;
+    ShardBuf body = {0}, q = {0};
+    ShardResponse rs;
+    long st;
+    char e2[SHARD_ERROR_MAX];
+    if (u->o.kind == SHARD_OBJ_S3 && u->id.len &&
+        !shard_buf_printf(&q, "uploadId=%.*s", (int)u->id.len, (const char *)u->id.data)) {
+        Put abort_ = {u->r, &u->o, "DELETE", (const char *)q.data, NULL, NULL, 0, NULL};
+        put_send(&abort_, &body, &rs, &st, 1, e2);
+    } else if (u->o.kind == SHARD_OBJ_GCS && u->session) {
+        Put cancel = {u->r, &u->o, "DELETE", NULL, u->session, NULL, 0, NULL};
+        put_send(&cancel, &body, &rs, &st, 1, e2); /* GCS answers 499: cancelled */
+    }
+    shard_buf_free(&body);
+    shard_buf_free(&q);
+    upload_free(u);
 }
 
 int shard_object_delete(ShardRemote *r, const char *url, char *err)

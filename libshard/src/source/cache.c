@@ -18,14 +18,13 @@
 #include "base/error.h"
 #include "remote/remote.h"
 #include "remote/remotedef.h"
-#include "sink/atomicfile.h"
+#include "sink/sink.h"
 #include "source/cache.h"
 #include "source/file.h"
 
 struct ShardCacheFill {
     ShardRemote *r;
-    ShardAtomicFile af;
-    uint64_t written;
+    ShardSink *sink; /* the copy, under a temporary name until whole */
 };
 
 /* DIR/HASH-BASENAME: the hash keeps URLs apart, the name keeps the folder readable. */
@@ -82,7 +81,8 @@ ShardCacheFill *shard_cache_fill_begin(ShardRemote *r, const char *url)
     char *path = cache_path(r, url);
     ShardCacheFill *f = path ? calloc(1, sizeof *f) : NULL;
     char err[SHARD_ERROR_MAX];
-    if (f && shard_afile_open(&f->af, path, 0, 0, 0, err) != 0) {
+    ShardSinkSettings ks = {0}; /* a copy: not worth an fsync */
+    if (f && shard_sink_open(&f->sink, path, &ks, err) != 0) {
         free(f);
         f = NULL;
     }
@@ -95,10 +95,8 @@ ShardCacheFill *shard_cache_fill_begin(ShardRemote *r, const char *url)
 void shard_cache_fill_write(ShardCacheFill **pf, const void *p, size_t n)
 {
     char err[SHARD_ERROR_MAX];
-    if (*pf && shard_afile_write(&(*pf)->af, p, n, err) != 0)
+    if (*pf && shard_sink_write((*pf)->sink, p, n, err) != 0)
         shard_cache_fill_abort(pf);
-    else if (*pf)
-        (*pf)->written += n;
 }
 
 typedef struct Entry {
@@ -132,6 +130,7 @@ static void trim(const ShardRemote *r)
     if (lfd < 0)
         return;
     flock(lfd, LOCK_EX);
+    shard_sink_sweep(dir, NULL); /* copies a killed process was making */
     DIR *d = opendir(dir);
     Entry *v = NULL;
     size_t n = 0, cap = 0;
@@ -169,7 +168,7 @@ void shard_cache_fill_commit(ShardCacheFill **pf, uint64_t size)
     if (!f)
         return;
     char err[SHARD_ERROR_MAX];
-    if (f->written != size || shard_afile_commit(&f->af, NULL, NULL, err) != 0) {
+    if (shard_sink_size(f->sink) != size || shard_sink_commit(&f->sink, NULL, NULL, err) != 0) {
         shard_cache_fill_abort(pf);
         return;
     }
@@ -185,7 +184,7 @@ void shard_cache_fill_abort(ShardCacheFill **pf)
     if (!f)
         return;
     *pf = NULL;
-    shard_afile_abort(&f->af);
+    shard_sink_abort(&f->sink);
     shard_remote_put(f->r);
     free(f);
 }

@@ -10,7 +10,7 @@
 #include "base/error.h"
 #include "shard/file.h"
 #include "shard/verify.h"
-#include "sink/atomicfile.h"
+#include "sink/sink.h"
 
 int shard_index_build(const char *url, const char *idx_path, uint64_t *nsamples, ShardError *err)
 {
@@ -71,19 +71,19 @@ int shard_index_build(const char *url, const char *idx_path, uint64_t *nsamples,
     char *path = NULL;
     if (!rc) {
         path = idx_path ? strdup(idx_path) : shard_index_path(url);
-        ShardAtomicFile af;
+        ShardSink *k;
         char head[64];
-        int k = snprintf(head, sizeof head, "v1.2 %llu\n", (unsigned long long)n);
+        int hn = snprintf(head, sizeof head, "v1.2 %llu\n", (unsigned long long)n);
         if (!path)
             rc = shard_fail(msg, SHARD_ERR_NOMEM, "out of memory");
-        else if (!(rc = shard_afile_open(&af, path, 1, 0, 0, msg))) {
-            rc = shard_afile_write(&af, head, (size_t)k, msg);
+        else if (!(rc = shard_sink_open(&k, path, NULL, msg))) { /* into a bucket too */
+            rc = shard_sink_write(k, head, (size_t)hn, msg);
             if (!rc)
-                rc = shard_afile_write(&af, lines.data, lines.len, msg);
+                rc = shard_sink_write(k, lines.data, lines.len, msg);
             if (!rc)
-                rc = shard_afile_commit(&af, NULL, NULL, msg);
+                rc = shard_sink_commit(&k, NULL, NULL, msg);
             else
-                shard_afile_abort(&af);
+                shard_sink_abort(&k);
         }
     }
     free(path);

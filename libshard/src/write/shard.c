@@ -12,7 +12,9 @@
 #include "base/buf.h"
 #include "base/error.h"
 #include "shard/file.h"
-#include "sink/atomicfile.h"
+#include "remote/remote.h"
+#include "sink/sink.h"
+#include "source/url.h"
 #include "tar/seektable.h"
 #include "write/shard.h"
 #include "write/writerdef.h"
@@ -26,7 +28,7 @@ static la_ssize_t write_cb(struct archive *a, void *cookie, const void *buf, siz
 {
     ShardWriter *w = cookie;
     int rc = w->zstd ? shard_buf_append(&w->frame, buf, n)
-                     : shard_afile_write(&w->file, buf, n, w->err);
+                     : shard_sink_write(w->sink, buf, n, w->err);
     if (rc) {
         if (rc == SHARD_ERR_NOMEM)
             shard_fail(w->err, rc, "%s: out of memory", shard_writer_path(w));
@@ -67,7 +69,7 @@ int shard_writer_flush_frame(ShardWriter *w, size_t len)
     e->checksum = (uint32_t)c[0] | (uint32_t)c[1] << 8 | (uint32_t)c[2] << 16 | (uint32_t)c[3] << 24;
     memmove(w->frame.data, w->frame.data + len, w->frame.len - len);
     w->frame.len -= len;
-    return shard_afile_write(&w->file, w->zout.data, z, w->err);
+    return shard_sink_write(w->sink, w->zout.data, z, w->err);
 }
 
 int shard_writer_start_shard(ShardWriter *w)
@@ -78,8 +80,10 @@ int shard_writer_start_shard(ShardWriter *w)
     if (!w->path)
         return shard_fail(w->err, SHARD_ERR_NOMEM, "writer: out of memory");
     snprintf(w->path, (size_t)n + 1, w->pattern, (unsigned long long)w->next_number);
-    int rc = shard_afile_open(&w->file, w->path, w->s.sync, (w->s.checksums & SHARD_DIGEST_MD5) != 0,
-                              (w->s.checksums & SHARD_DIGEST_SHA256) != 0, w->err);
+    if (!w->remote && shard_url_is_remote(w->path) && !(w->remote = shard_remote_default(w->err)))
+        return SHARD_ERR_NOMEM;
+    ShardSinkSettings ks = {w->s.sync, w->s.checksums, w->remote};
+    int rc = shard_sink_open(&w->sink, w->path, &ks, w->err);
     if (rc)
         return rc;
     w->ar = archive_write_new();
@@ -117,18 +121,19 @@ static int write_index(ShardWriter *w)
     char *ipath = shard_index_path(w->path);
     if (!ipath)
         return shard_fail(w->err, SHARD_ERR_NOMEM, "writer: out of memory");
-    ShardAtomicFile f;
-    int rc = shard_afile_open(&f, ipath, w->s.sync, 0, 0, w->err);
+    ShardSinkSettings ks = {w->s.sync, 0, w->remote};
+    ShardSink *k;
+    int rc = shard_sink_open(&k, ipath, &ks, w->err);
     if (!rc) {
         char head[64];
-        int k = snprintf(head, sizeof head, "v1.2 %llu\n", (unsigned long long)w->count);
-        rc = shard_afile_write(&f, head, (size_t)k, w->err);
+        int n = snprintf(head, sizeof head, "v1.2 %llu\n", (unsigned long long)w->count);
+        rc = shard_sink_write(k, head, (size_t)n, w->err);
         if (!rc)
-            rc = shard_afile_write(&f, w->idx.data, w->idx.len, w->err);
+            rc = shard_sink_write(k, w->idx.data, w->idx.len, w->err);
         if (!rc)
-            rc = shard_afile_commit(&f, NULL, NULL, w->err);
+            rc = shard_sink_commit(&k, NULL, NULL, w->err);
         else
-            shard_afile_abort(&f);
+            shard_sink_abort(&k);
     }
     free(ipath);
     return rc;
@@ -149,7 +154,7 @@ int shard_writer_finish_shard(ShardWriter *w)
         ShardBuf table = {0};
         rc = shard_seek_table_encode(w->seek, w->nseek, &table);
         if (!rc)
-            rc = shard_afile_write(&w->file, table.data, table.len, w->err);
+            rc = shard_sink_write(w->sink, table.data, table.len, w->err);
         else
             shard_fail(w->err, rc, "%s: cannot encode the seek table", w->path);
         shard_buf_free(&table);
@@ -159,12 +164,12 @@ int shard_writer_finish_shard(ShardWriter *w)
     ShardFileInfo info = {0};
     info.nsamples = w->count;
     info.tarsize = w->tar_off;
-    info.filesize = w->file.written + w->file.len;
-    /* The index first: killed in between, a folder holds an index without its shard (the
-     * next run replaces it), never a shard without its index. */
+    info.filesize = shard_sink_size(w->sink);
+    /* The index first: killed in between, a folder or bucket holds an index without its
+     * shard (the next run replaces it), never a shard without its index. */
     if (w->s.write_index && (rc = write_index(w)))
         return rc;
-    if ((rc = shard_afile_commit(&w->file, info.md5, info.sha256, w->err)))
+    if ((rc = shard_sink_commit(&w->sink, info.md5, info.sha256, w->err)))
         return rc;
     w->open = 0;
     w->next_number++;

@@ -18,7 +18,6 @@
 #include "shard/image.h"
 #include "shard/names.h"
 #include "shard/verify.h"
-#include "sink/atomicfile.h"
 #include "source/open.h"
 #include "tar/idx.h"
 #include "tar/seektable.h"

@@ -19,7 +19,10 @@
 #include "shard/file.h"
 #include "shard/names.h"
 #include "shard/writer.h"
-#include "sink/atomicfile.h"
+#include "remote/remote.h"
+#include "remote/remotedef.h"
+#include "sink/sink.h"
+#include "source/url.h"
 #include "tar/seektable.h"
 #include "write/shard.h"
 #include "write/writer.h"
@@ -72,7 +75,7 @@ int shard_writes_zstd(int compression, const char *pattern)
            (compression == SHARD_COMPRESSION_AUTO && shard_ends_with(pattern, ".zst"));
 }
 
-/* Accepts exactly one conversion: %[0][width][l|ll|j|z]{d,i,u}, and %% anywhere. */
+/* The number of conversions, %[0][width]{d,i,u} (%% anywhere), or -1 for another. */
 static int pattern_check(const char *p)
 {
     int convs = 0;
@@ -87,10 +90,10 @@ static int pattern_check(const char *p)
         while (*p >= '0' && *p <= '9')
             p++;
         if (*p != 'd' && *p != 'i' && *p != 'u')
-            return 0;
+            return -1;
         convs++;
     }
-    return convs == 1;
+    return convs;
 }
 
 /* Rewrites the single conversion to use unsigned long long, so any width works. */
@@ -128,12 +131,17 @@ int shard_writer_open(ShardWriter **out, const ShardWriterSettings *s, ShardErro
     *out = NULL;
     if (!s || !s->pattern || !*s->pattern)
         return shard_report(err, SHARD_ERR_INVALID, "writer: no output pattern set");
-    if (!pattern_check(s->pattern)) {
+    int convs = pattern_check(s->pattern);
+    if (convs != 1 && (convs != 0 || s->maxcount || s->maxsize)) {
         shard_fail(msg, SHARD_ERR_INVALID,
-                   "writer: pattern '%s' needs exactly one integer conversion such as %%06d",
+                   convs == 0 ? "writer: pattern '%s' needs an integer conversion such as %%06d "
+                                "(without one it names a single file, with maxcount and maxsize 0)"
+                              : "writer: pattern '%s' needs exactly one integer conversion such as %%06d",
                    s->pattern);
         return shard_report(err, SHARD_ERR_INVALID, msg);
     }
+    if (shard_sink_check(s->pattern, msg))
+        return shard_report(err, SHARD_ERR_UNSUPPORTED, msg);
     int zstd = shard_writes_zstd(s->compression, s->pattern);
     if (s->compression < SHARD_COMPRESSION_AUTO || s->compression > SHARD_COMPRESSION_ZSTD)
         return shard_report(err, SHARD_ERR_INVALID, "writer: unknown compression");
@@ -154,7 +162,9 @@ int shard_writer_open(ShardWriter **out, const ShardWriterSettings *s, ShardErro
     w->pattern = pattern_normalize(s->pattern);
     w->s.pattern = w->pattern;
     w->next_number = s->first_shard;
-    w->file.fd = -1;
+    w->single = convs == 0;
+    if (s->remote && shard_url_is_remote(s->pattern))
+        w->remote = shard_remote_ref(s->remote);
     if (zstd) {
         w->cctx = ZSTD_createCCtx();
         if (w->cctx) {
@@ -343,6 +353,13 @@ int shard_writer_finish(ShardWriter *w)
     if (w->finished)
         return 0;
     w->finished = 1;
+    if (w->single && !w->open && !w->ninfos) { /* the named file, even with no sample */
+        int rc = shard_writer_start_shard(w);
+        if (rc) {
+            w->failed = 1;
+            return rc;
+        }
+    }
     if (w->open) {
         int rc = shard_writer_finish_shard(w);
         if (rc) {
@@ -375,7 +392,8 @@ void shard_writer_free(ShardWriter **pw)
     ShardWriter *w = *pw;
     if (w->ar)
         archive_write_free(w->ar);
-    shard_afile_abort(&w->file);
+    shard_sink_abort(&w->sink);
+    shard_remote_put(w->remote);
     archive_entry_free(w->entry);
     if (w->utf8)
         freelocale(w->utf8);

@@ -21,7 +21,7 @@
 
 #include "base/buf.h"
 #include "shard/writer.h"
-#include "sink/atomicfile.h"
+#include "sink/sink.h"
 #include "tar/seektable.h"
 
 #define MAX_FRAME_SIZE (1u << 30)
@@ -33,12 +33,14 @@ struct ShardWriter {
     int zstd;
     int failed;
     int finished;
+    int single;          /* the pattern names the one shard (no conversion) */
+    ShardRemote *remote; /* a reference, for a bucket's pattern; NULL until the first shard */
     char err[SHARD_ERROR_MAX];
     uint64_t next_number;
 
     /* the shard being written */
     int open;
-    ShardAtomicFile file;
+    ShardSink *sink;
     char *path;
     struct archive *ar;
     struct archive_entry *entry;

@@ -1,0 +1,212 @@
+/*
+ * What every sink shares (sink.h): the URL switch, buffering, digests and the count.
+ *
+ * DESIGN: checksums. A digest can cost more CPU than writing the bytes (MD5 without SHA
+ * extensions runs at ~750 MB/s), so each digest asked for runs on a hasher thread of its
+ * own per open sink. The sink has two buffers: when the one being filled is full, the
+ * caller waits until both hashers are done with the other, hands the full one to both,
+ * puts it to the implementation itself, and fills the other. A hasher only reads a buffer
+ * the caller no longer touches until the next hand-over. Order of hashing is the order of
+ * writing, so the digests are those of the object.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/error.h"
+#include "remote/remote.h"
+#include "remote/remotedef.h"
+#include "remote/upload.h"
+#include "shard/common.h"
+#include "shard/writer.h"
+#include "sink/file.h"
+#include "sink/object.h"
+#include "sink/sink.h"
+#include "sink/sinkdef.h"
+#include "source/url.h"
+
+#define SINK_BUFSIZE (1u << 20)
+
+/* The local path a URL names (a path, or file://), else NULL for a bucket's. */
+static const char *local_path(const char *url)
+{
+    const char *p = shard_url_file_path(url);
+    return p ? p : shard_url_has_scheme(url) ? NULL : url;
+}
+
+int shard_sink_check(const char *url, char *err)
+{
+    if (local_path(url))
+        return 0;
+    if (!strncmp(url, "gs://", 5) || !strncmp(url, "s3://", 5))
+        return shard_object_writable(url, err);
+    if (shard_url_is_remote(url))
+        return shard_fail(err, SHARD_ERR_UNSUPPORTED,
+                          "%s: can be written to a folder, gs:// or s3://, not plain HTTP (it has "
+                          "no upload)", url);
+    return shard_fail(err, SHARD_ERR_UNSUPPORTED,
+                      "%s: can be written to a folder, file://, gs:// or s3://, not this scheme", url);
+}
+
+static void sink_free(ShardSink *k)
+{
+    if (k->ops)
+        k->ops->drop(k);
+    shard_hasher_free(k->md5); /* joins them, so neither buffer is in use after this */
+    shard_hasher_free(k->sha256);
+    free(k->buf);
+    free(k->spare);
+    free(k->url);
+    free(k);
+}
+
+int shard_sink_open(ShardSink **out, const char *url, const ShardSinkSettings *s, char *err)
+{
+    *out = NULL;
+    ShardSinkSettings def = {.sync = 1};
+    if (!s)
+        s = &def;
+    int rc = shard_sink_check(url, err);
+    if (rc)
+        return rc;
+    ShardSink *k = calloc(1, sizeof *k);
+    if (!k)
+        return shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", url);
+    rc = SHARD_ERR_NOMEM;
+    int md5 = (s->digests & SHARD_DIGEST_MD5) != 0, sha = (s->digests & SHARD_DIGEST_SHA256) != 0;
+    if (!(k->url = strdup(url)) || !(k->buf = malloc(SINK_BUFSIZE)) ||
+        ((md5 || sha) && !(k->spare = malloc(SINK_BUFSIZE))) ||
+        (md5 && !(k->md5 = shard_hasher_new(0))) || (sha && !(k->sha256 = shard_hasher_new(1)))) {
+        shard_fail(err, rc, "%s: out of memory", url);
+        goto fail;
+    }
+    k->cap = SINK_BUFSIZE;
+    const char *path = local_path(url);
+    rc = path ? shard_sink_file_open(k, path, s->sync, err)
+              : shard_sink_object_open(k, url, s->remote, err);
+    if (rc)
+        goto fail;
+    *out = k;
+    return 0;
+fail:
+    sink_free(k);
+    return rc;
+}
+
+static void hashers_wait(ShardSink *k)
+{
+    if (k->md5)
+        shard_hasher_wait(k->md5);
+    if (k->sha256)
+        shard_hasher_wait(k->sha256);
+}
+
+/* Puts the filled buffer; with digests, hashes it meanwhile on the hashers. */
+static int flush_filled(ShardSink *k, char *err)
+{
+    if (!k->len)
+        return 0;
+    size_t n = k->len;
+    k->len = 0;
+    k->put += n;
+    if (!k->spare)
+        return k->ops->put(k, k->buf, n, err);
+    hashers_wait(k);
+    if (k->md5)
+        shard_hasher_give(k->md5, k->buf, n);
+    if (k->sha256)
+        shard_hasher_give(k->sha256, k->buf, n);
+    unsigned char *t = k->buf;
+    k->buf = k->spare;
+    k->spare = t;
+    return k->ops->put(k, k->spare, n, err);
+}
+
+int shard_sink_write(ShardSink *k, const void *p, size_t n, char *err)
+{
+    const unsigned char *src = p;
+    while (n) {
+        if (k->len == k->cap) {
+            int rc = flush_filled(k, err);
+            if (rc)
+                return rc;
+        }
+        size_t m = k->cap - k->len < n ? k->cap - k->len : n;
+        memcpy(k->buf + k->len, src, m);
+        k->len += m;
+        src += m;
+        n -= m;
+    }
+    return 0;
+}
+
+uint64_t shard_sink_size(const ShardSink *k)
+{
+    return k->put + k->len;
+}
+
+int shard_sink_commit(ShardSink **pk, char *md5, char *sha256, char *err)
+{
+    ShardSink *k = *pk;
+    *pk = NULL;
+    int rc = flush_filled(k, err);
+    hashers_wait(k);
+    if (!rc)
+        rc = k->ops->commit(k, err);
+    if (md5)
+        md5[0] = 0;
+    if (sha256)
+        sha256[0] = 0;
+    if (!rc && ((k->md5 && md5 && shard_hasher_hex(k->md5, md5)) ||
+                (k->sha256 && sha256 && shard_hasher_hex(k->sha256, sha256))))
+        rc = shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", k->url);
+    sink_free(k);
+    return rc;
+}
+
+void shard_sink_abort(ShardSink **pk)
+{
+    if (!pk || !*pk)
+        return;
+    sink_free(*pk);
+    *pk = NULL;
+}
+
+int shard_sink_put(const char *url, const void *p, size_t n, const ShardSinkSettings *s, char *err)
+{
+    ShardSink *k;
+    int rc = shard_sink_open(&k, url, s, err);
+    if (rc)
+        return rc;
+    if ((rc = shard_sink_write(k, p, n, err))) {
+        shard_sink_abort(&k);
+        return rc;
+    }
+    return shard_sink_commit(&k, NULL, NULL, err);
+}
+
+int shard_sink_remove(const char *url, ShardRemote *remote, char *err)
+{
+    int rc = shard_sink_check(url, err);
+    if (rc)
+        return rc;
+    const char *path = local_path(url);
+    if (path) {
+        if (unlink(path) == 0 || errno == ENOENT)
+            return 0;
+        int e = errno;
+        return shard_fail(err, shard_errno_code(e), "%s: cannot remove: %s", url, strerror(e));
+    }
+    ShardRemote *r = remote ? shard_remote_ref(remote) : shard_remote_default(err);
+    if (!r)
+        return SHARD_ERR_NOMEM;
+    rc = shard_object_delete(r, url, err);
+    shard_remote_put(r);
+    return rc;
+}
+
+void shard_sink_sweep(const char *dir, const ShardKeySet *names)
+{
+    shard_sink_file_sweep(dir, names);
+}
