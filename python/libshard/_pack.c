@@ -67,12 +67,13 @@ static const ShardPySignature plan_signature = {"PackPlan", plan_params, 2, 2, 0
 
 /* The plan's settings and own arguments: src and on_error into *src and self->skip. */
 static int plan_settings(PackPlanObject *self, PyObject *args, PyObject *kw, ShardPackSettings *s,
-                         const char **src, int *list, PyObject **keep)
+                         ShardRemoteSettings *rs, const char **src, int *list, PyObject **keep)
 {
     shard_pack_default_settings(s);
-    ShardPyTarget target = {&shard_py_pack_table, s};
+    shard_remote_default_settings(rs);
+    ShardPyTarget targets[] = {{&shard_py_pack_table, s}, {&shard_py_bucket_table, rs}};
     PyObject *v[4];
-    if (shard_py_parse(&plan_signature, args, kw, &target, 1, v, keep))
+    if (shard_py_parse(&plan_signature, args, kw, targets, 2, v, keep))
         return -1;
     const char *on_error = "fail";
     if (!PyUnicode_Check(v[0]) || !PyUnicode_Check(v[1]) || (v[3] && !PyUnicode_Check(v[3]))) {
@@ -97,6 +98,8 @@ static int plan_settings(PackPlanObject *self, PyObject *args, PyObject *kw, Sha
 static int PackPlan_init(PackPlanObject *self, PyObject *args, PyObject *kw)
 {
     ShardPackSettings s;
+    ShardRemoteSettings rs;
+    ShardRemote *rm = NULL;
     const char *src;
     int list;
     PyObject *keep = NULL;
@@ -104,12 +107,15 @@ static int PackPlan_init(PackPlanObject *self, PyObject *args, PyObject *kw)
     free(self->manifest);
     self->manifest = NULL;
     Py_XSETREF(self->scan_skipped, PyList_New(0));
-    if (!self->scan_skipped || plan_settings(self, args, kw, &s, &src, &list, &keep)) {
+    if (!self->scan_skipped || plan_settings(self, args, kw, &s, &rs, &src, &list, &keep) ||
+        shard_py_remote_new(&rs, &rm)) {
         Py_XDECREF(keep);
         return -1;
     }
+    s.remote = rm; /* inputs and outputs in buckets: the plan keeps its own reference */
     ShardError err;
     int rc = shard_pack_plan_new(&self->plan, &s, &err);
+    shard_remote_free(&rm);
     if (!rc && !(self->manifest = shard_pack_manifest_path(&s)))
         rc = SHARD_ERR_NOMEM, strcpy(err.message, "out of memory");
     if (!rc) {
@@ -309,7 +315,7 @@ static PyObject *PackPlan_write_manifest(PackPlanObject *self, PyObject *args)
         }
     }
     Py_BEGIN_ALLOW_THREADS
-    rc = shard_manifest_write(m, path, &err);
+    rc = shard_pack_manifest_write(self->plan, m, path, &err);
     Py_END_ALLOW_THREADS
     if (rc)
         shard_py_raise(rc, err.message);

@@ -84,7 +84,7 @@ typedef struct ShardPyTable {
 } ShardPyTable;
 
 /* The tables (_tables.c). */
-extern const ShardPyTable shard_py_reader_table, shard_py_remote_table, shard_py_loader_table,
+extern const ShardPyTable shard_py_reader_table, shard_py_remote_table, shard_py_bucket_table, shard_py_loader_table,
     shard_py_transform_table, shard_py_output_table, shard_py_upload_table,
     shard_py_writer_table, shard_py_pack_table;
 

@@ -98,6 +98,26 @@ const ShardPyTable shard_py_reader_table = {"reader", "ShardReaderSettings",
 
 #define RM(f) offsetof(ShardRemoteSettings, f)
 
+/* The network's rows, shared by reading (remote) and writing (bucket). */
+#define NET_ROWS                                                                                     \
+    {.name = "retries", .kind = SHARD_PY_INT, .field = SHARD_PY_F_INT, .offset = RM(retries),       \
+     .flags = SHARD_PY_MIN, .min = 0, .doc = "retries of a request that made no progress"},         \
+    {.name = "timeout", .kind = SHARD_PY_REAL, .field = SHARD_PY_F_DOUBLE,                           \
+     .offset = RM(connect_timeout), .flags = SHARD_PY_MIN, .min = 0,                                 \
+     .doc = "seconds to connect"},                                                                   \
+    {.name = "stall_timeout", .kind = SHARD_PY_REAL, .field = SHARD_PY_F_DOUBLE,                     \
+     .offset = RM(stall_timeout), .flags = SHARD_PY_MIN, .min = 0,                                   \
+     .doc = "seconds a transfer may stall before it is cut and resumed"},                            \
+    {.name = "backoff", .kind = SHARD_PY_REAL, .field = SHARD_PY_F_DOUBLE, .offset = RM(backoff),   \
+     .flags = SHARD_PY_MIN, .min = 0, .doc = "the first retry's delay in seconds, doubled each time"}, \
+    {.name = "ca_bundle", .kind = SHARD_PY_PATH, .field = SHARD_PY_F_STR, .offset = RM(ca_bundle),  \
+     .flags = SHARD_PY_NONE,                                                                         \
+     .doc = "the CA bundle TLS peers are verified with; None: CURL_CA_BUNDLE, SSL_CERT_FILE, the "   \
+            "system's"},                                                                             \
+    {.name = "gcs_token", .kind = SHARD_PY_TEXT, .field = SHARD_PY_F_STR, .offset = RM(gcs_token),  \
+     .flags = SHARD_PY_NONE,                                                                         \
+     .doc = "a Google access token; None: GOOGLE_OAUTH_ACCESS_TOKEN, then the credential chain"}
+
 static const ShardPySetting remote_rows[] = {
     {.name = "cache_dir", .kind = SHARD_PY_PATH, .field = SHARD_PY_F_STR, .offset = RM(cache_dir),
      .flags = SHARD_PY_NONE,
@@ -106,17 +126,7 @@ static const ShardPySetting remote_rows[] = {
     {.name = "cache_size", .kind = SHARD_PY_INT, .field = SHARD_PY_F_U64,
      .offset = RM(cache_bytes),
      .doc = "the cache's size limit in bytes; 0: 10% of the file system's free space"},
-    {.name = "retries", .kind = SHARD_PY_INT, .field = SHARD_PY_F_INT, .offset = RM(retries),
-     .flags = SHARD_PY_MIN, .min = 0, .doc = "retries of a request that made no progress"},
-    {.name = "timeout", .kind = SHARD_PY_REAL, .field = SHARD_PY_F_DOUBLE,
-     .offset = RM(connect_timeout), .flags = SHARD_PY_MIN, .min = 0,
-     .doc = "seconds to connect"},
-    {.name = "stall_timeout", .kind = SHARD_PY_REAL, .field = SHARD_PY_F_DOUBLE,
-     .offset = RM(stall_timeout), .flags = SHARD_PY_MIN, .min = 0,
-     .doc = "seconds a transfer may stall before it is cut and resumed"},
-    {.name = "backoff", .kind = SHARD_PY_REAL, .field = SHARD_PY_F_DOUBLE, .offset = RM(backoff),
-     .flags = SHARD_PY_MIN, .min = 0,
-     .doc = "the first retry's delay in seconds, doubled each time"},
+    NET_ROWS,
 };
 
 static void remote_defaults(void *s) { shard_remote_default_settings(s); }
@@ -124,6 +134,20 @@ static void remote_defaults(void *s) { shard_remote_default_settings(s); }
 const ShardPyTable shard_py_remote_table = {"remote", "ShardRemoteSettings",
                                             sizeof(ShardRemoteSettings), remote_defaults,
                                             ROWS(remote_rows)};
+
+/* ---- ShardRemoteSettings for writing (remote.h): Writer, PackPlan into gs:// and s3:// --- */
+
+static const ShardPySetting bucket_rows[] = {
+    NET_ROWS,
+    {.name = "upload_part", .kind = SHARD_PY_INT, .field = SHARD_PY_F_U64,
+     .offset = RM(upload_part), .flags = SHARD_PY_MIN, .min = 1,
+     .doc = "objects written into gs:// or s3:// go up in parts of this many bytes (S3: at "
+            "least 5 MiB; GCS: rounded up to 256 KiB), in one request when they fit in one"},
+};
+
+const ShardPyTable shard_py_bucket_table = {"bucket", "ShardRemoteSettings",
+                                            sizeof(ShardRemoteSettings), remote_defaults,
+                                            ROWS(bucket_rows)};
 
 /* ---- ShardLoaderSettings (loader.h): Loader --------------------------------------------- */
 

@@ -106,12 +106,14 @@ int shard_py_info_from_dict(PyObject *d, ShardFileInfo *x)
 typedef struct {
     PyObject_HEAD
     ShardWriter *w;
+    ShardRemote *rm; /* a bucket's pattern: the remote its shards and manifest go through */
     int finished;
 } WriterObject;
 
 static void Writer_dealloc(WriterObject *self)
 {
-    shard_writer_free(&self->w); /* an unfinished shard's temporary is removed */
+    shard_writer_free(&self->w); /* an unfinished shard's temporary or upload is dropped */
+    shard_remote_free(&self->rm);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -122,10 +124,12 @@ static int Writer_init(WriterObject *self, PyObject *args, PyObject *kw)
 {
     ShardWriterSettings s;
     shard_writer_default_settings(&s);
-    ShardPyTarget target = {&shard_py_writer_table, &s};
+    ShardRemoteSettings rs;
+    shard_remote_default_settings(&rs);
+    ShardPyTarget targets[] = {{&shard_py_writer_table, &s}, {&shard_py_bucket_table, &rs}};
     PyObject *pattern, *keep = NULL;
     int rc = -1;
-    if (shard_py_parse(&writer_signature, args, kw, &target, 1, &pattern, &keep))
+    if (shard_py_parse(&writer_signature, args, kw, targets, 2, &pattern, &keep))
         goto done;
     if (!PyUnicode_Check(pattern)) {
         PyErr_Format(PyExc_TypeError, "pattern: a str, not %R", pattern);
@@ -135,7 +139,12 @@ static int Writer_init(WriterObject *self, PyObject *args, PyObject *kw)
         goto done;
     ShardError err;
     shard_writer_free(&self->w);
+    shard_remote_free(&self->rm);
     self->finished = 0;
+    if ((!strncmp(s.pattern, "gs://", 5) || !strncmp(s.pattern, "s3://", 5)) &&
+        shard_py_remote_new(&rs, &self->rm))
+        goto done;
+    s.remote = self->rm;
     if ((rc = shard_writer_open(&self->w, &s, &err)))
         shard_py_raise(rc, err.message);
 done:
@@ -265,7 +274,7 @@ static PyObject *Writer_write_manifest(WriterObject *self, PyObject *args)
         return shard_py_raise(rc, "out of memory");
     }
     Py_BEGIN_ALLOW_THREADS
-    rc = shard_manifest_write(m, path, &err);
+    rc = shard_manifest_write_remote(m, path, self->rm, &err);
     Py_END_ALLOW_THREADS
     shard_manifest_free(&m);
     if (rc)

@@ -24,6 +24,7 @@ import uuid
 import warnings
 
 from ._libshard import PackPlan
+from .settings import BUCKET_KEYS
 
 __all__ = ["pack", "PackResult"]
 
@@ -79,7 +80,7 @@ def _write_shards(source, pattern, items, fingerprint, lo, hi, stop=None):
 
 def pack(source, pattern, *, client, list=False, on_error="fail", maxcount=100000, maxsize=3e9, level=3,
          frame_size=4 << 20, shuffle=None, verify=False, mtime=None, checksums="sha256", sync=True,
-         resize=None, quality=95, manifest=None, shards_per_task=1):
+         resize=None, quality=95, manifest=None, shards_per_task=1, **remote):
     """Packs source (an ImageFolder tree, or with list=True a TSV/JSONL list file) into shards
     named by pattern on the Dask client's cluster, as shardpack does; returns a PackResult.
 
@@ -88,6 +89,8 @@ def pack(source, pattern, *, client, list=False, on_error="fail", maxcount=10000
     ("fail", or "skip": leave bad inputs out, named in the result), mtime (default
     SOURCE_DATE_EPOCH or 0), checksums, sync, resize and quality (re-encode JPEGs whose
     longer side exceeds resize pixels), manifest (default: the pattern's stem + .json).
+    Into gs:// or s3://, remote takes the settings of libshard.settings.BUCKET_KEYS (retries,
+    upload_part, ca_bundle, ...): the client and every worker write with them.
     Each task writes shards_per_task consecutive shards. A failed task fails the run: tasks
     not started do nothing, the shards being written are finished, then the error is raised
     and no manifest is written (complete shards stay).
@@ -99,6 +102,10 @@ def pack(source, pattern, *, client, list=False, on_error="fail", maxcount=10000
         raise ValueError(f"shards_per_task: at least 1, not {shards_per_task!r}")
     kw = _plan_kwargs(list, on_error, maxcount, maxsize, level, frame_size, shuffle, verify, mtime,
                       checksums, sync, resize, quality)
+    unknown = sorted(set(remote) - set(BUCKET_KEYS))
+    if unknown:
+        raise TypeError(f"pack: unexpected arguments {unknown}")
+    kw.update(remote)
     plan = PackPlan(source, pattern, **kw)
     fingerprint = plan.fingerprint()
     manifest = os.fspath(manifest) if manifest is not None else plan.manifest

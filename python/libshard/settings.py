@@ -2,7 +2,7 @@
 what it does, from the extension's tables.
 
 The tables are the C extension's (python/libshard/_tables.c): one per C settings struct
-(reader, remote, loader, transform, upload, writer, pack), a row per setting, its default
+(reader, remote, bucket, loader, transform, upload, writer, pack), a row per setting, its default
 read from the struct's default function. Reader, Loader and the datasets all take their
 settings from them, so a setting added to a table is taken, checked and given its default
 everywhere, and listed here:
@@ -32,6 +32,8 @@ def _names(*tables, placement=True):
 
 #: what reads remote shards: Reader, Loader, ShardFiles, list_shards
 REMOTE_KEYS = _names("remote")
+#: what writes into gs:// and s3://: ShardWriter, TarWriter, pack
+BUCKET_KEYS = _names("bucket")
 #: the reader's settings a dataset passes on (rank, worker and epoch it sets itself)
 READER_KEYS = _names("reader", placement=False) + REMOTE_KEYS
 #: what a Loader takes beyond the reader's: batching, decoding and augmentation

@@ -11,8 +11,11 @@ json -> json.dumps, pyd/pickle -> pickle, npy/npz -> numpy, pth -> torch.save, j
 an image encoded with PIL from a PIL image or an array); a field ending in ".gz" is
 gzip-compressed; fields starting with "_" are metadata and are not written.
 
-What the C writer adds: every shard gets a DALI-compatible .idx beside it (index=False: none)
-and a SHA-256 (checksums=), is complete under its final name or absent, and the same
+What the C writer adds: patterns may name a folder, file://, gs:// or s3:// (shards go up
+as they are written, with the remote settings of libshard.settings.BUCKET_KEYS: retries,
+ca_bundle, gcs_token, upload_part, ...); every shard gets a DALI-compatible .idx beside it
+(index=False: none) and a SHA-256 (checksums=), is complete under its final name or absent
+(in a bucket as on disk), and the same
 samples give byte-identical shards (member mtime 0 unless given). ".tar.zst" patterns give
 zstd frames on sample boundaries with a seek table. Keys follow libshard's key rules
 (formats/shard.md): a key that could not be read back as one sample is refused.
@@ -30,6 +33,7 @@ import shutil
 import tempfile
 
 from ._libshard import Writer as _Writer
+from .settings import BUCKET_KEYS
 
 __all__ = ["ShardWriter", "TarWriter", "encode_sample", "default_handlers"]
 
@@ -171,7 +175,9 @@ class ShardWriter:
     """Writes samples into shards named by pattern ("out/train-%06d.tar" or ".tar.zst"), a new
     shard every maxcount samples or maxsize bytes, as WebDataset's ShardWriter does.
 
-    post(path) is called with each shard's path once it is complete (to upload it, say);
+    The pattern may name a folder, file://, gs:// or s3:// (with the remote settings of
+    libshard.settings.BUCKET_KEYS). post(path) is called with each shard's path or URL once
+    it is complete;
     start_shard numbers the first shard; encoder is WebDataset's (True: by extension, False:
     bytes given, a dict of handlers, or a callable). libshard's own: level and frame_size for
     .tar.zst, mtime of the members (default 0), checksums ("sha256", "md5", "md5,sha256" or
@@ -185,12 +191,13 @@ class ShardWriter:
                  encoder=True, *, level=3, frame_size=4 << 20, mtime=0, checksums="sha256", sync=True,
                  index=True, manifest=None, opener=None, **kw):
         if opener is not None:
-            raise NotImplementedError("ShardWriter(opener=...): libshard writes the files itself; "
-                                      "use post= to move or upload each finished shard")
+            raise NotImplementedError("ShardWriter(opener=...): libshard writes the files itself, "
+                                      "into a folder, gs:// or s3://; post= sees each finished shard")
         if kw.pop("keep_meta", False):
             raise NotImplementedError("ShardWriter(keep_meta=True): libshard writes no metadata members")
         for k in ("user", "group", "mode", "format", "compress"):
             kw.pop(k, None)  # WebDataset's TarWriter options: libshard's tar headers are fixed
+        bucket = {k: kw.pop(k) for k in BUCKET_KEYS if k in kw}
         if kw:
             raise TypeError(f"ShardWriter: unexpected arguments {sorted(kw)}")
         pattern = os.fspath(pattern)
@@ -200,7 +207,8 @@ class ShardWriter:
         self.manifest = os.fspath(manifest) if manifest is not None else None
         self._encode = _make_encoder(encoder)
         self._w = _Writer(pattern, maxcount=maxcount, maxsize=maxsize, first_shard=start_shard, level=level,
-                          frame_size=frame_size, mtime=mtime, checksums=checksums, sync=sync, index=index)
+                          frame_size=frame_size, mtime=mtime, checksums=checksums, sync=sync, index=index,
+                          **bucket)
         self._posted = 0
         self.total = 0
         self._closed = False
@@ -245,7 +253,7 @@ class ShardWriter:
         self._w.finish()
         self._post(len(self._w.shards))
         if self.manifest:
-            self._w.write_manifest(self.manifest, os.path.basename(self.manifest).split(".")[0])
+            self._w.write_manifest(self.manifest, self.manifest.rsplit("/", 1)[-1].split(".")[0])
 
     finish = close
 
@@ -265,59 +273,50 @@ class ShardWriter:
 
 
 class TarWriter:
-    """One tar file (a path, or a writable binary file object) from samples, as WebDataset's
-    TarWriter; written by the C writer into a temporary folder beside the target (a path) and
-    renamed into place at close, so the file is complete or absent. A path ending in .tar.zst
-    gives libshard's zstd-framed tar; gzip, bz2 and xz are not written (compress=)."""
+    """One tar file (a path, file://, gs:// or s3:// URL, or a writable binary file object) from
+    samples, as WebDataset's TarWriter. A path or URL is written by the C writer under that
+    name, complete or absent (a temporary renamed into place, an object that appears once
+    uploaded); a file object gets the bytes of one written into a temporary folder. A name
+    ending in .tar.zst gives libshard's zstd-framed tar; gzip, bz2 and xz are not written
+    (compress=). Remote settings as ShardWriter's."""
 
     def __init__(self, fileobj, user="bigdata", group="bigdata", mode=0o444, compress=None, encoder=True,
-                 keep_meta=False, mtime=None, format=None, *, index=False, checksums="none", sync=True):
+                 keep_meta=False, mtime=None, format=None, *, index=False, checksums="none", sync=True, **kw):
         if keep_meta:
             raise NotImplementedError("TarWriter(keep_meta=True): libshard writes no metadata members")
         name = os.fspath(fileobj) if isinstance(fileobj, (str, os.PathLike)) else None
         if compress not in (None, False) or (name and name.endswith(("gz", "bz2", "xz"))):
             raise ValueError("TarWriter: libshard writes .tar and .tar.zst, not gzip, bz2 or xz")
-        zst = bool(name and name.endswith(".tar.zst"))
-        self._target = name
         self._stream = None if name else fileobj
-        self._tmp = tempfile.mkdtemp(prefix=".tarwriter-", dir=os.path.dirname(os.path.abspath(name)) if name else None)
-        pattern = os.path.join(self._tmp, "t-%d.tar" + (".zst" if zst else ""))
-        self._index = index
+        self._tmp = None if name else tempfile.mkdtemp(prefix=".tarwriter-")
+        # a pattern without a conversion names the one file; % is a literal in a name
+        pattern = name.replace("%", "%%") if name else os.path.join(self._tmp, "t.tar")
         self._sink = ShardWriter(pattern, maxcount=0, maxsize=0, encoder=encoder, mtime=int(mtime or 0),
-                                 checksums=checksums, sync=sync and name is not None, index=index)
+                                 checksums=checksums, sync=sync and name is not None, index=index, **kw)
 
     def write(self, obj):
         """Writes one sample; returns the bytes of its fields."""
         return self._sink.write(obj)
 
     def close(self):
-        """Completes the file: renamed into place, or copied into the stream."""
+        """Completes the file: under its name, or copied into the stream."""
         if self._sink is None:
             return
         sink, self._sink = self._sink, None
         try:
             sink.close()
-            if sink.shards:
-                path = sink.shards[0]["url"]
-            else:  # no sample: an empty archive, as tarfile writes one
-                path = os.path.join(self._tmp, "empty.tar")
-                with open(path, "wb") as f:
-                    f.write(b"\0" * 10240)
-            if self._target:
-                if self._index and sink.shards:
-                    base = self._target[:-8] if self._target.endswith(".tar.zst") else self._target[:-4]
-                    os.replace(os.path.join(self._tmp, "t-0.idx"), base + ".idx")
-                os.replace(path, self._target)
-            else:
-                with open(path, "rb") as f:
+            self._shards = sink.shards
+            if self._stream is not None:
+                with open(sink.shards[0]["url"], "rb") as f:
                     shutil.copyfileobj(f, self._stream, 1 << 20)
         finally:
-            shutil.rmtree(self._tmp, ignore_errors=True)
+            if self._tmp:
+                shutil.rmtree(self._tmp, ignore_errors=True)
 
     @property
     def shards(self):
-        """The tar written so far, once complete (a list of one info dict), else []."""
-        return self._sink.shards if self._sink else []
+        """The tar written, once complete (a list of one info dict), else []."""
+        return getattr(self, "_shards", [])
 
     def __enter__(self):
         return self
@@ -326,6 +325,7 @@ class TarWriter:
         if exc_type is not None and self._sink is not None:
             self._sink.abort()
             self._sink = None
-            shutil.rmtree(self._tmp, ignore_errors=True)
+            if self._tmp:
+                shutil.rmtree(self._tmp, ignore_errors=True)
         else:
             self.close()

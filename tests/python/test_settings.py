@@ -50,8 +50,8 @@ def stub_parameters():
     ("Loader", ("reader", "remote", "loader", "transform"), {"self", "urls", "gpu"}),
     ("ShardFiles", ("remote",), {"self", "urls", "open_files"}),
     ("list_shards", ("remote",), {"specs"}),
-    ("Writer", ("writer",), {"self", "pattern"}),
-    ("PackPlan", ("pack",), {"self", "src", "pattern", "list", "on_error"}),
+    ("Writer", ("writer", "bucket"), {"self", "pattern"}),
+    ("PackPlan", ("pack", "bucket"), {"self", "src", "pattern", "list", "on_error"}),
     ("Uploader", ("upload",), {"self", "gpu", "loader"}),
 ])
 def test_the_stub_gives_every_setting_its_c_default(name, tables, own):
