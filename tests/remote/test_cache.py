@@ -75,3 +75,22 @@ def test_dataset_cache_dir(nginx, root, tmp_path, ShardDataset):  # noqa: N803
     second = [s["__key__"] for s in ds]
     st = ds.remote_stats()
     assert second == first and st["cache_hits"] == 8 and st["cache_misses"] == 0, st
+
+
+def test_a_killed_readers_copies_are_swept_a_live_ones_are_not(run, nginx, tmp_path):
+    """Copies in the making are temporaries a writer holds locked: one nobody holds (its
+    process was killed) goes at the next fill; one held (a reader still copying) stays."""
+    import fcntl
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    dead = cache / ".0123456789abcdef-d-000.tar.tmp-00000000deadbeef"
+    dead.write_bytes(b"half a shard")
+    held = cache / ".0123456789abcdef-d-001.tar.tmp-00000000cafef00d"
+    held.write_bytes(b"being copied")
+    with open(held, "rb") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        r = run("stream", f"{nginx.url}/{SPEC}", "--seed", "8", "--cache-dir", cache)
+        assert r.rc == 0, r.err
+        assert not dead.exists(), "the killed copy is swept"
+        assert held.exists(), "the live copy is left alone"
+    assert len(cached(cache)) == 8
