@@ -264,3 +264,12 @@ def test_a_killed_writers_temporary_is_swept_by_the_next_run_a_live_ones_is_not(
     assert (both - {killed}) <= left, "the live writer's temporary is left alone"
     live.send_signal(signal.SIGKILL)
     live.wait(timeout=30)
+
+
+def test_shardcat_index_writes_into_the_bucket(shardcat, local, s3, gcs):
+    for kind, server, env in (("s3", s3, s3_env(s3)), ("gs", gcs, gcs_env(gcs))):
+        server.upload(BUCKET, "ix/w-000.tar", (local / "w-000.tar").read_bytes())
+        cp = subprocess.run([str(shardcat), "index", f"{kind}://{BUCKET}/ix/w-000.tar"], capture_output=True,
+                            timeout=TIMEOUT, env={**CLEAN_ENV, **env})
+        assert cp.returncode == 0, cp.stderr.decode()
+        assert fetch(server, kind, "ix/w-000.idx") == (local / "w-000.idx").read_bytes(), kind
