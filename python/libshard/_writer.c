@@ -106,14 +106,16 @@ int shard_py_info_from_dict(PyObject *d, ShardFileInfo *x)
 typedef struct {
     PyObject_HEAD
     ShardWriter *w;
-    ShardRemote *rm; /* a bucket's pattern: the remote its shards and manifest go through */
+    ShardRemote *rm; /* what its shards and manifest go through into a bucket */
     int finished;
 } WriterObject;
 
 static void Writer_dealloc(WriterObject *self)
 {
-    shard_writer_free(&self->w); /* an unfinished shard's temporary or upload is dropped */
+    Py_BEGIN_ALLOW_THREADS /* an unfinished shard's temporary or upload is dropped */
+    shard_writer_free(&self->w);
     shard_remote_free(&self->rm);
+    Py_END_ALLOW_THREADS
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -141,8 +143,8 @@ static int Writer_init(WriterObject *self, PyObject *args, PyObject *kw)
     shard_writer_free(&self->w);
     shard_remote_free(&self->rm);
     self->finished = 0;
-    if ((!strncmp(s.pattern, "gs://", 5) || !strncmp(s.pattern, "s3://", 5)) &&
-        shard_py_remote_new(&rs, &self->rm))
+    /* made for any pattern: the manifest may go into a bucket too (no connection until then) */
+    if (shard_py_remote_new(&rs, &self->rm))
         goto done;
     s.remote = self->rm;
     if ((rc = shard_writer_open(&self->w, &s, &err)))
@@ -237,7 +239,11 @@ static PyObject *Writer_finish(WriterObject *self, PyObject *noargs)
 static PyObject *Writer_abort(WriterObject *self, PyObject *noargs)
 {
     (void)noargs;
-    shard_writer_free(&self->w);
+    ShardWriter *w = self->w;
+    self->w = NULL;
+    Py_BEGIN_ALLOW_THREADS /* an upload dropped: a request to the store */
+    shard_writer_free(&w);
+    Py_END_ALLOW_THREADS
     self->finished = 1;
     Py_RETURN_NONE;
 }

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/url.h"
 #include "shard/shard.h"
-#include "source/url.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

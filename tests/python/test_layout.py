@@ -1,7 +1,7 @@
 """The extension's source stays in files of one concern each: none over 600 lines, no
 function over 150, and no two files calling each other (a file uses another through its
 header; those uses form no circle). The package's Python modules keep the same bounds, and
-none imports another's private names."""
+none imports another's private names. Only the sinks make files and objects."""
 import re
 
 import pytest
@@ -87,3 +87,25 @@ def test_python_modules_are_short_and_use_no_private_name_of_another(path):
                for a in node.names
                if a.name.startswith("_") and not a.name.startswith("__") and a.name != "_libshard"]
     assert not private, f"{path.name} imports private names: {private}"
+
+
+# Writes go through the sinks (libshard/src/sink): nothing else makes a file or an object.
+UPLOADS = re.compile(r"\b(shard_object_(put|upload|delete)|shard_upload_(begin|part|finish|abort))\s*\(")
+FILE_WRITES = re.compile(r"O_CREAT|\brename(at)?\s*\(|\bfopen\s*\([^;]*\"[wa]")
+WRITERS_ALLOWED = {
+    "libshard/src/source/cache.c": "the cache's lock file (opened, never written)",
+    "tools/shardcat_inspect.c": "shardcat extract: members made with openat relative to the target "
+                                "folder, O_NOFOLLOW, which a sink opened by URL cannot express",
+}
+
+
+def test_only_the_sinks_upload_or_make_files():
+    found = []
+    for path in sorted((REPO / "libshard").rglob("*.[ch]")) + sorted((REPO / "tools").glob("*.[ch]")) + C_FILES:
+        rel = str(path.relative_to(REPO))
+        if rel.startswith("libshard/src/sink/") or rel.startswith("libshard/src/remote/upload."):
+            continue
+        text = path.read_text()
+        if UPLOADS.search(text) or (FILE_WRITES.search(text) and rel not in WRITERS_ALLOWED):
+            found.append(rel)
+    assert not found, f"files that write around the sinks: {found}"

@@ -194,7 +194,7 @@ def test_a_503_storm(local, upload, storm, retries, ok):
         assert any(v == "DELETE" and w == "session" for v, w, _ in upload.log), "the session was cancelled"
 
 
-def test_the_manifest_goes_up_with_the_callers_settings(upload):
+def test_the_manifest_goes_up_with_the_callers_settings(upload, tmp_path):
     """retries=0 given by the caller: a manifest upload refused once fails. A remote made from
     the environment (10 retries) would have ridden it out."""
     upload.post_faults = {"cs/w.json": 1}
@@ -203,6 +203,15 @@ def test_the_manifest_goes_up_with_the_callers_settings(upload):
     err = cp.stderr.decode()
     assert cp.returncode != 0 and f"gs://{BUCKET}/cs/w.json" in err and "503" in err, err
     assert "cs/w-002.tar" in upload.objects and "cs/w.json" not in upload.objects
+    # shards in a folder, the manifest in a bucket: the same settings reach it
+    upload.post_faults = {"cs/local.json": 1}
+    cp = py("""
+        with libshard.ShardWriter({pattern!r}, maxcount=100, manifest={manifest!r}, retries=0) as w:
+            for s in samples():
+                w.write(s)
+        """, {"STORAGE_EMULATOR_HOST": upload.url}, check=False, pattern=str(tmp_path / "w-%03d.tar"),
+            manifest=f"gs://{BUCKET}/cs/local.json")
+    assert cp.returncode != 0 and f"gs://{BUCKET}/cs/local.json" in cp.stderr.decode(), cp.stderr.decode()
     upload.post_faults = {"cs2/w.json": 1}
     write_shards(f"gs://{BUCKET}/cs2/w-%03d.tar", {"STORAGE_EMULATOR_HOST": upload.url}, retries=1, backoff=0.001)
     assert "cs2/w.json" in upload.objects

@@ -64,10 +64,12 @@ typedef struct ShardRemoteSettings {
     /** A Google access token; NULL: GOOGLE_OAUTH_ACCESS_TOKEN, then the credential chain
      *  above. Copied; never shown. */
     const char *gcs_token;
-    /** Objects written (packing into gs:// or s3://) larger than this go up in parts of
-     *  this size: a GCS resumable upload, an S3 multipart upload; smaller ones in one
-     *  request. Either way an object appears only once whole. Default 64 MiB; S3 wants
-     *  parts of at least 5 MiB, GCS multiples of 256 KiB (rounded up to one). */
+    /** Objects written into gs:// or s3:// go up as they are written, in parts of this size
+     *  (a GCS resumable upload, an S3 multipart upload), or in one request when they fit in
+     *  one; either way an object appears only once whole. Memory: one part per object being
+     *  written. Default 64 MiB; at most 5 GiB; S3 refuses parts under 5 MiB but the last
+     *  and more than 10000 parts (refused here, naming the object); GCS takes multiples of
+     *  256 KiB (rounded up to one). */
     uint64_t upload_part;
     /** Zero: room for settings added later without changing the struct's size. */
     unsigned char reserved[56];

@@ -15,8 +15,11 @@
 #include "catalog/manifest.h"
 #include "shard/file.h"
 #include "shard/list.h"
+#include "base/url.h"
+#include "remote/object.h"
+#include "remote/remote.h"
+#include "remote/remotedef.h"
 #include "source/open.h"
-#include "source/url.h"
 #include "tar/idx.h"
 
 struct ShardList {
@@ -234,10 +237,29 @@ typedef struct Prefix {
     size_t which;
 } Prefix;
 
-static int prefix_add(void *cookie, const char *url)
+/* Each shard (.tar, .tar.gz, .tgz, .tar.zst) of a prefix's listing; indexes, manifests and
+ * anything else beside the shards left out. */
+static int prefix_add(void *cookie, const char *url, uint64_t size)
 {
     Prefix *p = cookie;
-    return list_push(p->l, strdup(url), p->which);
+    (void)size;
+    static const char *const shards[] = {".tar", ".tar.gz", ".tgz", ".tar.zst"};
+    for (size_t i = 0; i < sizeof shards / sizeof *shards; i++)
+        if (shard_ends_with(url, shards[i]))
+            return list_push(p->l, strdup(url), p->which);
+    return 0;
+}
+
+/* The shards under a prefix (gs://B/P/, s3://B/P/) in name order: GCS by prefix, S3 with
+ * ListObjectsV2, page by page; plain HTTP has no listing (an error that says so). */
+static int list_prefix(const char *spec, ShardRemote *remote, Prefix *p, char *msg)
+{
+    ShardRemote *r = remote ? shard_remote_ref(remote) : shard_remote_default(msg);
+    if (!r)
+        return SHARD_ERR_NOMEM;
+    int rc = shard_object_list(r, spec, prefix_add, p, msg);
+    shard_remote_put(r);
+    return rc;
 }
 
 static int expand_one(List *l, const char *spec, size_t which, const ShardListSettings *s,
@@ -247,7 +269,7 @@ static int expand_one(List *l, const char *spec, size_t which, const ShardListSe
     if (shard_url_is_prefix(spec)) {
         size_t first = l->n;
         Prefix p = {l, which};
-        int rc = shard_url_list(spec, remote, prefix_add, &p, msg);
+        int rc = list_prefix(spec, remote, &p, msg);
         if (rc == SHARD_ERR_NOMEM)
             shard_fail(msg, rc, "out of memory");
         if (!rc && l->n == first)

@@ -11,10 +11,10 @@
 
 #include "base/buf.h"
 #include "base/error.h"
+#include "base/url.h"
 #include "catalog/manifest.h"
 #include "catalog/manifestdef.h"
 #include "source/open.h"
-#include "source/url.h"
 
 static int bad(ShardError *err, const char *path, const char *what)
 {

@@ -14,9 +14,9 @@
 
 #include "base/error.h"
 #include "base/text.h"
+#include "base/url.h"
 #include "catalog/manifestdef.h"
 #include "sink/sink.h"
-#include "source/url.h"
 
 /* The url as the manifest in folder mdir_real records it: relative to that folder (with
  * "../" where the shard lies elsewhere), so a dataset can be moved as a whole. */

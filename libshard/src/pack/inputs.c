@@ -10,9 +10,9 @@
 
 #include "base/buf.h"
 #include "base/error.h"
+#include "base/url.h"
 #include "pack/inputs.h"
 #include "shard/names.h"
-#include "source/url.h"
 
 static const char *const image_exts[] = {"jpg", "jpeg", "png", "ppm", "bmp", "pgm", "tif", "tiff", "webp"};
 

@@ -19,12 +19,12 @@
 #include "base/error.h"
 #include "base/text.h"
 #include "base/thread.h"
+#include "base/url.h"
 #include "pack/inputs.h"
 #include "pack/list.h"
 #include "pack/plan.h"
 #include "shard/names.h"
 #include "source/open.h"
-#include "source/url.h"
 
 typedef struct ListRow {
     char *path;

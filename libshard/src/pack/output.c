@@ -17,34 +17,35 @@
 #include "base/error.h"
 #include "base/keyset.h"
 #include "base/text.h"
+#include "base/url.h"
 #include "pack/plan.h"
 #include "pack/plandef.h"
 #include "sink/sink.h"
 #include "shard/file.h"
 #include "shard/manifest.h"
 #include "shard/pack.h"
-#include "source/url.h"
 #include "write/writer.h"
 
 int shard_pack_prepare(const ShardPackPlan *p, const char *manifest_path, ShardError *err)
 {
     char msg[SHARD_ERROR_MAX];
-    int in_bucket = shard_url_is_remote(p->pattern);
     if (manifest_path) {
-        ShardRemote *r = in_bucket ? shard_pack_plan_remote((ShardPackPlan *)p, msg) : NULL;
-        int rc = in_bucket && !r ? SHARD_ERR_NOMEM : shard_sink_remove(manifest_path, r, msg);
+        int remote = shard_url_is_remote(manifest_path);
+        ShardRemote *r = remote ? shard_pack_plan_remote((ShardPackPlan *)p, msg) : NULL;
+        int rc = remote && !r ? SHARD_ERR_NOMEM : shard_sink_remove(manifest_path, r, msg);
         if (rc)
             return shard_report(err, rc, msg);
     }
-    if (in_bucket)
-        return 0; /* uploads leave no temporaries: the earlier manifest was all to go */
-    /* the names of this part's shards and indexes */
+    /* temporaries of killed runs: in folders only (an upload that never completed is no
+     * object). First those of this part's shards and indexes. */
     ShardKeySet mine = {.owns = 1};
     size_t lo, hi;
     shard_pack_plan_part(p, &lo, &hi);
-    char *first = shard_pack_numbered(p->pattern, lo), *dir = first ? shard_dir_of(first) : NULL;
-    int rc = first && dir ? 0 : SHARD_ERR_NOMEM;
-    for (size_t j = lo; j < hi && !rc; j++) {
+    int shards_local = !shard_url_is_remote(p->pattern);
+    char *first = shards_local ? shard_pack_numbered(p->pattern, lo) : NULL;
+    char *dir = first ? shard_dir_of(first) : NULL;
+    int rc = !shards_local || (first && dir) ? 0 : SHARD_ERR_NOMEM;
+    for (size_t j = lo; shards_local && j < hi && !rc; j++) {
         char *path = shard_pack_numbered(p->pattern, j), *ipath = path ? shard_index_path(path) : NULL;
         char *a = path ? strdup(shard_base_name(path)) : NULL;
         char *b = ipath ? strdup(shard_base_name(ipath)) : NULL;
@@ -53,10 +54,11 @@ int shard_pack_prepare(const ShardPackPlan *p, const char *manifest_path, ShardE
         free(path);
         free(ipath);
     }
-    if (!rc)
+    if (!rc && shards_local)
         shard_sink_sweep(dir, &mine);
     shard_keyset_free(&mine);
-    if (!rc && manifest_path) { /* a run killed while writing its manifest left one too */
+    if (!rc && manifest_path && !shard_url_is_remote(manifest_path)) { /* a run killed while
+                                                                        writing its manifest */
         ShardKeySet m = {.owns = 1};
         char *mdir = shard_dir_of(manifest_path), *mbase = strdup(shard_base_name(manifest_path));
         if (mdir && mbase && shard_keyset_insert(&m, mbase) >= 0)

@@ -20,7 +20,6 @@
 #include "remote/remotedef.h"
 #include "shard/names.h"
 #include "shard/pack.h"
-#include "source/url.h"
 
 void shard_pack_default_settings(ShardPackSettings *s)
 {

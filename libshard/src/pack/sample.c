@@ -8,11 +8,11 @@
 
 #include <jansson.h>
 
+#include "base/url.h"
 #include "pack/plandef.h"
 #include "pack/sample.h"
 #include "pack/shrink.h"
 #include "shard/writer.h"
-#include "source/url.h"
 
 /* The sample's .json: its extra fields, path, label and class (and, resized, the
  * original's size). */

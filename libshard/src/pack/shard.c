@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "base/error.h"
+#include "base/url.h"
 #include "pack/plan.h"
 #include "pack/plandef.h"
 #include "pack/sample.h"
@@ -21,7 +22,6 @@
 #include "shard/pack.h"
 #include "shard/writer.h"
 #include "source/open.h"
-#include "source/url.h"
 
 /* The inputs of the shard being written: the buffer they are read into, and the remote ones
  * opened ahead, in a ring of win. */

@@ -23,11 +23,11 @@
 #include "base/error.h"
 #include "base/thread.h"
 #include "base/trace.h"
+#include "base/url.h"
 #include "read/fetch.h"
 #include "remote/xfer.h"
 #include "shard/file.h"
 #include "source/open.h"
-#include "source/url.h"
 #include "tar/shardfile.h"
 
 #define KEPT_ERRORS 16

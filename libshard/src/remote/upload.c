@@ -174,8 +174,10 @@ static int gcs_part(ShardUpload *u, const unsigned char *p, size_t n, int last, 
             break;
         }
         if (attempt >= r->s.retries) {
-            rc = sent ? shard_fail(err, sent, "%s", e2)
-                      : shard_fail(err, SHARD_ERR_IO, "%s: HTTP %ld after %d retries", o->url, st, attempt);
+            rc = sent ? shard_fail(err, sent, "%s (a part at byte %llu, after %d retries)", e2,
+                                   (unsigned long long)u->off, attempt)
+                      : shard_fail(err, SHARD_ERR_IO, "%s: HTTP %ld at byte %llu after %d retries", o->url,
+                                   st, (unsigned long long)u->off, attempt);
             break;
         }
         /* a cut or a 5xx: ask the session what it holds, and go on from there */

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/error.h"
@@ -76,7 +77,20 @@ static int file_commit(ShardSink *k, char *err)
         return shard_fail(err, shard_errno_code(e), "%s: fsync failed: %s", f->final_path,
                           strerror(e));
     }
-    /* renamed while still open and locked: a sweep never sees it unlocked before */
+    /* Closed before the rename, so an error only a close reports (NFS flushes there) stops
+     * it; a duplicate keeps the lock held until the name is final, so no sweep takes it. */
+    int keep = dup(f->fd);
+    if (keep < 0) {
+        int e = errno;
+        return shard_fail(err, shard_errno_code(e), "%s: dup failed: %s", f->final_path, strerror(e));
+    }
+    int fd = f->fd;
+    f->fd = keep;
+    if (close(fd) != 0) {
+        int e = errno;
+        return shard_fail(err, shard_errno_code(e), "%s: writing %s failed at close: %s",
+                          f->final_path, f->tmp_path, strerror(e));
+    }
     if (rename(f->tmp_path, f->final_path) != 0) {
         int e = errno;
         return shard_fail(err, shard_errno_code(e), "%s: rename from %s failed: %s",
@@ -84,13 +98,8 @@ static int file_commit(ShardSink *k, char *err)
     }
     free(f->tmp_path);
     f->tmp_path = NULL;
-    int fd = f->fd;
+    close(f->fd); /* a duplicate: what was written is judged already */
     f->fd = -1;
-    if (close(fd) != 0) {
-        int e = errno;
-        return shard_fail(err, shard_errno_code(e), "%s: close failed: %s", f->final_path,
-                          strerror(e));
-    }
     if (f->sync) {
         char *dir = shard_dir_of(f->final_path);
         int dfd = dir ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
@@ -120,6 +129,17 @@ static void file_drop(ShardSink *k)
 
 static const ShardSinkOps file_ops = {file_put, file_commit, file_drop};
 
+/* Locks the new temporary. A sweep may have locked and removed it between its creation and
+ * this lock (it looked like a killed writer's): then it is no longer the file at its name,
+ * and the caller makes another. 1 when the lock holds the temporary, else 0. */
+static int lock_new(LocalFile *f)
+{
+    struct stat a, b;
+    if (flock(f->fd, LOCK_EX) != 0 || fstat(f->fd, &a) != 0)
+        return 1; /* no locks here (some filesystems): nothing sweeps by them either */
+    return stat(f->tmp_path, &b) == 0 && a.st_ino == b.st_ino && a.st_dev == b.st_dev && a.st_nlink;
+}
+
 int shard_sink_file_open(ShardSink *k, const char *path, int sync, char *err)
 {
     LocalFile *f = calloc(1, sizeof *f);
@@ -145,6 +165,11 @@ int shard_sink_file_open(ShardSink *k, const char *path, int sync, char *err)
             r = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull + (uint64_t)attempt;
         snprintf(f->tmp_path, n, "%s/.%s.tmp-%016llx", dir, base, (unsigned long long)r);
         f->fd = open(f->tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (f->fd >= 0 && !lock_new(f)) { /* swept before it was locked: another name */
+            close(f->fd);
+            f->fd = -1;
+            errno = EEXIST;
+        }
         if (f->fd >= 0 || errno != EEXIST)
             break;
     }
@@ -156,7 +181,6 @@ int shard_sink_file_open(ShardSink *k, const char *path, int sync, char *err)
                         dir, strerror(e));
         goto done;
     }
-    (void)flock(f->fd, LOCK_EX | LOCK_NB); /* new and ours: nobody else can hold it */
     rc = 0;
 done:
     free(base_copy);
@@ -168,7 +192,9 @@ void shard_sink_file_sweep(const char *dir, const ShardKeySet *names)
 {
     DIR *d = opendir(dir);
     for (struct dirent *e; d && (e = readdir(d));) {
-        const char *tmp = strstr(e->d_name, ".tmp-");
+        const char *tmp = NULL; /* the last ".tmp-": a name may hold one itself */
+        for (const char *p = e->d_name; (p = strstr(p, ".tmp-")); p++)
+            tmp = p;
         if (e->d_name[0] != '.' || !tmp)
             continue;
         char *base = strndup(e->d_name + 1, (size_t)(tmp - e->d_name - 1));

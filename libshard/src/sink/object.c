@@ -26,10 +26,19 @@ typedef struct Bucket {
     size_t part;
     ShardBuf held;     /* the part being filled, at most part bytes */
     ShardUpload *up;   /* NULL until the object outgrows one part */
+    unsigned parts;    /* sent so far */
+    int s3;
 } Bucket;
+
+#define MAX_PART (5ull << 30)
+#define MAX_S3_PARTS 10000
 
 static int send_held(Bucket *b, int last, char *err)
 {
+    if (b->s3 && b->parts == MAX_S3_PARTS)
+        return shard_fail(err, SHARD_ERR_UNSUPPORTED, "%s: more than %d parts of %zu bytes, S3's "
+                          "limit: a larger upload_part is needed", b->url, MAX_S3_PARTS, b->part);
+    b->parts++;
     int rc = 0;
     if (!b->up)
         rc = shard_upload_begin(&b->up, b->r, b->url, err);
@@ -107,9 +116,11 @@ int shard_sink_object_open(ShardSink *k, const char *url, ShardRemote *r, char *
     b->r = r ? shard_remote_ref(r) : shard_remote_default(err);
     if (!b->r)
         return SHARD_ERR_NOMEM;
-    uint64_t part = b->r->s.upload_part;
-    if (!strncmp(url, "gs://", 5)) /* GCS takes chunks in multiples of 256 KiB */
+    /* the stores' bounds: a part is at most 5 GiB; GCS takes chunks in multiples of 256 KiB */
+    uint64_t part = b->r->s.upload_part < MAX_PART ? b->r->s.upload_part : MAX_PART;
+    if (!strncmp(url, "gs://", 5))
         part = (part + (256u << 10) - 1) / (256u << 10) * (256u << 10);
     b->part = part > SIZE_MAX / 2 ? SIZE_MAX / 2 : (size_t)part;
+    b->s3 = !strncmp(url, "s3://", 5);
     return 0;
 }

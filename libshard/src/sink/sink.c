@@ -15,16 +15,15 @@
 #include <unistd.h>
 
 #include "base/error.h"
+#include "base/url.h"
 #include "remote/remote.h"
 #include "remote/remotedef.h"
 #include "remote/upload.h"
 #include "shard/common.h"
-#include "shard/writer.h"
 #include "sink/file.h"
 #include "sink/object.h"
 #include "sink/sink.h"
 #include "sink/sinkdef.h"
-#include "source/url.h"
 
 #define SINK_BUFSIZE (1u << 20)
 
@@ -74,7 +73,7 @@ int shard_sink_open(ShardSink **out, const char *url, const ShardSinkSettings *s
     if (!k)
         return shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", url);
     rc = SHARD_ERR_NOMEM;
-    int md5 = (s->digests & SHARD_DIGEST_MD5) != 0, sha = (s->digests & SHARD_DIGEST_SHA256) != 0;
+    int md5 = s->md5, sha = s->sha256;
     if (!(k->url = strdup(url)) || !(k->buf = malloc(SINK_BUFSIZE)) ||
         ((md5 || sha) && !(k->spare = malloc(SINK_BUFSIZE))) ||
         (md5 && !(k->md5 = shard_hasher_new(0))) || (sha && !(k->sha256 = shard_hasher_new(1)))) {
@@ -152,15 +151,16 @@ int shard_sink_commit(ShardSink **pk, char *md5, char *sha256, char *err)
     *pk = NULL;
     int rc = flush_filled(k, err);
     hashers_wait(k);
-    if (!rc)
-        rc = k->ops->commit(k, err);
     if (md5)
         md5[0] = 0;
     if (sha256)
         sha256[0] = 0;
+    /* the digests before the object appears: a failure then leaves nothing behind */
     if (!rc && ((k->md5 && md5 && shard_hasher_hex(k->md5, md5)) ||
                 (k->sha256 && sha256 && shard_hasher_hex(k->sha256, sha256))))
         rc = shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", k->url);
+    if (!rc)
+        rc = k->ops->commit(k, err);
     sink_free(k);
     return rc;
 }

@@ -32,7 +32,7 @@ typedef struct ShardSink ShardSink;
 
 typedef struct ShardSinkSettings {
     int sync;            /* local files: fsynced before the rename, and their folder after */
-    int digests;         /* SHARD_DIGEST_* bits (shard/writer.h): digests of the bytes */
+    int md5, sha256;     /* compute that digest of the bytes */
     ShardRemote *remote; /* gs://, s3://: borrowed (the sink keeps a reference); NULL: one
                             with the default settings */
 } ShardSinkSettings;

@@ -9,7 +9,8 @@
 #include <stdint.h>
 
 #include "sink/hasher.h"
-#include "sink/sink.h"
+
+typedef struct ShardSink ShardSink; /* sink.h names it too: C11 allows the repeat */
 
 typedef struct ShardSinkOps {
     /* n bytes at p, the next of the object; 0 or an error naming the URL */

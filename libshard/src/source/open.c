@@ -7,6 +7,7 @@
 
 #include "base/buf.h"
 #include "base/error.h"
+#include "base/url.h"
 #include "remote/lane.h"
 #include "remote/remote.h"
 #include "remote/remotedef.h"
@@ -15,7 +16,6 @@
 #include "source/open.h"
 #include "source/pipe.h"
 #include "source/remote.h"
-#include "source/url.h"
 
 /* What the sources one thread reads share: for remote ones, the network lane that thread
  * drives (made when the first needs it). */

@@ -11,10 +11,10 @@
 
 #include "base/buf.h"
 #include "base/error.h"
+#include "base/url.h"
 #include "shard/file.h"
 #include "remote/remote.h"
 #include "sink/sink.h"
-#include "source/url.h"
 #include "tar/seektable.h"
 #include "write/shard.h"
 #include "write/writerdef.h"
@@ -82,7 +82,8 @@ int shard_writer_start_shard(ShardWriter *w)
     snprintf(w->path, (size_t)n + 1, w->pattern, (unsigned long long)w->next_number);
     if (!w->remote && shard_url_is_remote(w->path) && !(w->remote = shard_remote_default(w->err)))
         return SHARD_ERR_NOMEM;
-    ShardSinkSettings ks = {w->s.sync, w->s.checksums, w->remote};
+    ShardSinkSettings ks = {.sync = w->s.sync, .md5 = (w->s.checksums & SHARD_DIGEST_MD5) != 0,
+                            .sha256 = (w->s.checksums & SHARD_DIGEST_SHA256) != 0, .remote = w->remote};
     int rc = shard_sink_open(&w->sink, w->path, &ks, w->err);
     if (rc)
         return rc;
@@ -121,7 +122,7 @@ static int write_index(ShardWriter *w)
     char *ipath = shard_index_path(w->path);
     if (!ipath)
         return shard_fail(w->err, SHARD_ERR_NOMEM, "writer: out of memory");
-    ShardSinkSettings ks = {w->s.sync, 0, w->remote};
+    ShardSinkSettings ks = {.sync = w->s.sync, .remote = w->remote};
     ShardSink *k;
     int rc = shard_sink_open(&k, ipath, &ks, w->err);
     if (!rc) {
@@ -167,7 +168,8 @@ int shard_writer_finish_shard(ShardWriter *w)
     info.filesize = shard_sink_size(w->sink);
     /* The index first: killed in between, a folder or bucket holds an index without its
      * shard (the next run replaces it), never a shard without its index. */
-    if (w->s.write_index && (rc = write_index(w)))
+    if (w->s.write_index && w->count && (rc = write_index(w))) /* none for an empty tar:
+                                                                    DALI's needs a sample */
         return rc;
     if ((rc = shard_sink_commit(&w->sink, info.md5, info.sha256, w->err)))
         return rc;

@@ -16,13 +16,13 @@
 #include "base/buf.h"
 #include "base/error.h"
 #include "base/text.h"
+#include "base/url.h"
 #include "shard/file.h"
 #include "shard/names.h"
 #include "shard/writer.h"
 #include "remote/remote.h"
 #include "remote/remotedef.h"
 #include "sink/sink.h"
-#include "source/url.h"
 #include "tar/seektable.h"
 #include "write/shard.h"
 #include "write/writer.h"
@@ -140,8 +140,9 @@ int shard_writer_open(ShardWriter **out, const ShardWriterSettings *s, ShardErro
                    s->pattern);
         return shard_report(err, SHARD_ERR_INVALID, msg);
     }
-    if (shard_sink_check(s->pattern, msg))
-        return shard_report(err, SHARD_ERR_UNSUPPORTED, msg);
+    int bad = shard_sink_check(s->pattern, msg);
+    if (bad)
+        return shard_report(err, bad, msg);
     int zstd = shard_writes_zstd(s->compression, s->pattern);
     if (s->compression < SHARD_COMPRESSION_AUTO || s->compression > SHARD_COMPRESSION_ZSTD)
         return shard_report(err, SHARD_ERR_INVALID, "writer: unknown compression");

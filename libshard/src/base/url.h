@@ -1,12 +1,12 @@
 /*
- * URLs (url.c): what a URL names, decided here and nowhere else. The URL switch
- * (open.h) opens the source a URL names; everything else asks these questions of it.
+ * URLs (url.c): what a URL names, decided here and nowhere else. The URL switches (the
+ * sources' source/open.h, the sinks' sink/sink.c) open what a URL names; everything else
+ * asks these questions of it.
  */
-#ifndef SHARD_SOURCE_URL_H
-#define SHARD_SOURCE_URL_H
+#ifndef SHARD_BASE_URL_H
+#define SHARD_BASE_URL_H
 
 #include "base/attr.h"
-#include "shard/remote.h"
 
 /* Whether url names a remote object (http, https, gs, s3). */
 SHARD_HIDDEN int shard_url_is_remote(const char *url);
@@ -32,15 +32,4 @@ SHARD_HIDDEN char *shard_url_resolve(const char *base, const char *url);
 /* Whether url stands for every shard under a prefix (gs://B/P/, s3://B/P/: ends in '/'). */
 SHARD_HIDDEN int shard_url_is_prefix(const char *url);
 
-/* Called with the URL (borrowed) of each shard under a prefix, in name order. */
-typedef int (*ShardUrlFn)(void *cookie, const char *url);
-
-/*
- * Lists the shards (.tar, .tar.gz, .tgz, .tar.zst) under a prefix: GCS by prefix, S3 with
- * ListObjectsV2, page by page; plain HTTP has no listing (an error that says so).
- * remote: NULL for one with the default settings, made for the call.
- */
-SHARD_HIDDEN int shard_url_list(const char *url, ShardRemote *remote, ShardUrlFn fn,
-                                void *cookie, char *err);
-
-#endif /* SHARD_SOURCE_URL_H */
+#endif /* SHARD_BASE_URL_H */

@@ -1,17 +1,14 @@
 /*
  * URLs (url.h): what a URL names, decided here and nowhere else. A new kind of storage is
- * one more case here, one more source implementation, and one more branch of the URL
- * switch (open.c).
+ * one more case here, one more source (source/open.c) and, if it takes writes, one more
+ * sink (sink/sink.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/text.h"
-#include "remote/object.h"
-#include "remote/remote.h"
-#include "remote/remotedef.h"
-#include "source/url.h"
+#include "base/url.h"
 
 int shard_url_is_command(const char *url) { return !strncmp(url, "pipe:", 5); }
 
@@ -49,33 +46,6 @@ int shard_url_is_prefix(const char *url)
 {
     size_t n = strlen(url);
     return shard_url_is_remote(url) && n && url[n - 1] == '/';
-}
-
-typedef struct Listing {
-    ShardUrlFn fn;
-    void *cookie;
-} Listing;
-
-static int list_one(void *cookie, const char *url, uint64_t size)
-{
-    Listing *l = cookie;
-    (void)size;
-    static const char *const shards[] = {".tar", ".tar.gz", ".tgz", ".tar.zst"};
-    for (size_t i = 0; i < sizeof shards / sizeof *shards; i++)
-        if (shard_ends_with(url, shards[i]))
-            return l->fn(l->cookie, url);
-    return 0; /* indexes, manifests and anything else beside the shards */
-}
-
-int shard_url_list(const char *url, ShardRemote *remote, ShardUrlFn fn, void *cookie, char *err)
-{
-    ShardRemote *r = remote ? shard_remote_ref(remote) : shard_remote_default(err);
-    if (!r)
-        return SHARD_ERR_NOMEM;
-    Listing l = {fn, cookie};
-    int rc = shard_object_list(r, url, list_one, &l, err);
-    shard_remote_put(r);
-    return rc;
 }
 
 int shard_url_is_absolute(const char *url)
