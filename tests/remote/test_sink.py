@@ -52,6 +52,22 @@ def write_shards(pattern, env=None, check=True, **opts):
               opts=", ".join(f"{k}={v!r}" for k, v in opts.items()))
 
 
+def start_writer(pattern, n, env=None, **opts):
+    """A ShardWriter in a process of its own, stopped after n samples (its shard open) until
+    killed; returns the process once it says so."""
+    args = "".join(f", {k}={v!r}" for k, v in opts.items())
+    proc = subprocess.Popen(["/usr/bin/python3", "-c", WRITE.format(pypath=PYPATH) + textwrap.dedent(f"""
+        import time
+        w = libshard.ShardWriter({pattern!r}{args})
+        for s in samples({n}):
+            w.write(s)
+        print("writing", flush=True)
+        time.sleep(60)
+        """)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**CLEAN_ENV, **(env or {})})
+    assert proc.stdout.readline() == b"writing\n", proc.stderr.read().decode()
+    return proc
+
+
 @pytest.fixture(scope="module")
 def local(tmp_path_factory):
     """The reference: the same samples written into a folder."""
@@ -239,27 +255,11 @@ def test_a_killed_writers_temporary_is_swept_by_the_next_run_a_live_ones_is_not(
     out = tmp_path / "out"
     out.mkdir()
     # a writer killed mid-shard leaves its temporary
-    proc = subprocess.Popen(["/usr/bin/python3", "-c", WRITE.format(pypath=PYPATH) + textwrap.dedent(f"""
-        import time
-        w = libshard.ShardWriter({str(out / 'p-%03d.tar')!r}, maxcount=1000, sync=False)
-        for s in samples(100):
-            w.write(s)
-        print("writing", flush=True)
-        time.sleep(60)
-        """)], stdout=subprocess.PIPE, env=CLEAN_ENV)
-    assert proc.stdout.readline() == b"writing\n"
+    proc = start_writer(str(out / "p-%03d.tar"), 100, maxcount=1000, sync=False)
     tmps = [p.name for p in out.iterdir()]
     assert len(tmps) == 1 and tmps[0].startswith(".p-000.tar.tmp-"), tmps
     # a live writer beside it, writing the same name
-    live = subprocess.Popen(["/usr/bin/python3", "-c", WRITE.format(pypath=PYPATH) + textwrap.dedent(f"""
-        import time
-        w = libshard.ShardWriter({str(out / 'p-%03d.tar')!r}, maxcount=1000, sync=False)
-        for s in samples(10):
-            w.write(s)
-        print("writing", flush=True)
-        time.sleep(60)
-        """)], stdout=subprocess.PIPE, env=CLEAN_ENV)
-    assert live.stdout.readline() == b"writing\n"
+    live = start_writer(str(out / "p-%03d.tar"), 10, maxcount=1000, sync=False)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
     both = {p.name for p in out.iterdir()}
@@ -282,3 +282,40 @@ def test_shardcat_index_writes_into_the_bucket(shardcat, local, s3, gcs):
                             timeout=TIMEOUT, env={**CLEAN_ENV, **env})
         assert cp.returncode == 0, cp.stderr.decode()
         assert fetch(server, kind, "ix/w-000.idx") == (local / "w-000.idx").read_bytes(), kind
+
+
+@pytest.mark.parametrize("kind", ["s3", "gs"])
+def test_an_abort_in_the_emulators_leaves_only_completed_shards(local, gcs, s3, kind):
+    """Objects that fit in one request (the GCS emulator, s3rver): the shard being written
+    when the exception comes was never sent; the completed ones are whole; no manifest."""
+    server, env = (s3, s3_env(s3)) if kind == "s3" else (gcs, gcs_env(gcs))
+    cp = py("""
+        with libshard.ShardWriter({pattern!r}, maxcount=100, manifest={manifest!r}) as w:
+            for s in samples(150):
+                w.write(s)
+            raise SystemExit(3)
+        """, env, check=False, pattern=f"{kind}://{BUCKET}/ab2/w-%03d.tar", manifest=f"{kind}://{BUCKET}/ab2/w.json")
+    assert cp.returncode == 3, cp.stderr.decode()
+    assert fetch(server, kind, "ab2/w-000.tar") == (local / "w-000.tar").read_bytes()
+    assert fetch(server, kind, "ab2/w-001.tar") is None and fetch(server, kind, "ab2/w-001.idx") is None
+    assert fetch(server, kind, "ab2/w.json") is None
+
+
+def test_a_writer_killed_mid_multipart_leaves_no_object_and_a_rerun_completes(local, s3):
+    env = s3_env(s3)
+
+    def uploads():
+        return {u.name for p in (s3.data / BUCKET).iterdir() if "uploads" in p.name for u in p.iterdir()}
+
+    before = uploads()
+    proc = start_writer(f"s3://{BUCKET}/kill/w-%03d.tar", 150, env, maxcount=100, upload_part=256 << 10,
+                        manifest=f"s3://{BUCKET}/kill/w.json")
+    assert uploads() - before, "the second shard is going up in parts"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    assert fetch(s3, "s3", "kill/w-000.tar") == (local / "w-000.tar").read_bytes()
+    assert fetch(s3, "s3", "kill/w-001.tar") is None, "no half shard"
+    assert fetch(s3, "s3", "kill/w.json") is None, "no manifest"
+    write_shards(f"s3://{BUCKET}/kill/w-%03d.tar", env, upload_part=256 << 10)
+    for name in names(local, ".tar"):
+        assert fetch(s3, "s3", f"kill/{name}") == (local / name).read_bytes(), name
