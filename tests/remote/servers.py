@@ -73,9 +73,9 @@ def stop(proc):
 
 
 class Nginx:
-    def __init__(self, root, extra="", main="", tls=None):
-        """root served at /; extra: server-block directives; main: top-level ones;
-        tls: (certificate, key) to serve https with HTTP/2."""
+    def __init__(self, root, extra="", main="", tls=None, http=""):
+        """root served at /; extra: server-block directives; main: top-level ones; http:
+        http-block ones (a log_format); tls: (certificate, key) to serve https with HTTP/2."""
         self.prefix = Path(tempfile.mkdtemp(prefix="libshard-nginx-"))
         (self.prefix / "logs").mkdir()
         (self.prefix / "tmp").mkdir()
@@ -93,6 +93,7 @@ pid {self.prefix}/nginx.pid;
 error_log {self.prefix}/logs/error.log;
 events {{ worker_connections 256; }}
 http {{
+  {http}
   access_log {self.prefix}/logs/access.log;
   client_body_temp_path {t}; proxy_temp_path {t}; fastcgi_temp_path {t};
   uwsgi_temp_path {t}; scgi_temp_path {t};
