@@ -1,6 +1,6 @@
 /*
- * Index building (shard/verify.h: shard_index_build): the .idx of a shard made elsewhere
- * (formats/index.md), from one pass over its samples.
+ * Index files (index.h), and index building (shard/verify.h: shard_index_build): the .idx
+ * of a shard made elsewhere (formats/index.md), from one pass over its samples.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +11,26 @@
 #include "shard/file.h"
 #include "shard/verify.h"
 #include "sink/sink.h"
+#include "write/index.h"
+
+int shard_index_put(const char *path, uint64_t n, const ShardBuf *lines,
+                    const ShardSinkSettings *ks, char *err)
+{
+    ShardSink *k;
+    int rc = shard_sink_open(&k, path, ks, err);
+    if (rc)
+        return rc;
+    char head[64];
+    int hn = snprintf(head, sizeof head, "v1.2 %llu\n", (unsigned long long)n);
+    rc = shard_sink_write(k, head, (size_t)hn, err);
+    if (!rc)
+        rc = shard_sink_write(k, lines->data, lines->len, err);
+    if (rc) {
+        shard_sink_abort(&k);
+        return rc;
+    }
+    return shard_sink_commit(&k, NULL, NULL, err);
+}
 
 int shard_index_build(const char *url, const char *idx_path, uint64_t *nsamples, ShardError *err)
 {
@@ -71,20 +91,8 @@ int shard_index_build(const char *url, const char *idx_path, uint64_t *nsamples,
     char *path = NULL;
     if (!rc) {
         path = idx_path ? strdup(idx_path) : shard_index_path(url);
-        ShardSink *k;
-        char head[64];
-        int hn = snprintf(head, sizeof head, "v1.2 %llu\n", (unsigned long long)n);
-        if (!path)
-            rc = shard_fail(msg, SHARD_ERR_NOMEM, "out of memory");
-        else if (!(rc = shard_sink_open(&k, path, NULL, msg))) { /* into a bucket too */
-            rc = shard_sink_write(k, head, (size_t)hn, msg);
-            if (!rc)
-                rc = shard_sink_write(k, lines.data, lines.len, msg);
-            if (!rc)
-                rc = shard_sink_commit(&k, NULL, NULL, msg);
-            else
-                shard_sink_abort(&k);
-        }
+        rc = path ? shard_index_put(path, n, &lines, NULL, msg) /* into a bucket too */
+                  : shard_fail(msg, SHARD_ERR_NOMEM, "out of memory");
     }
     free(path);
     shard_buf_free(&lines);

@@ -16,6 +16,7 @@
 #include "remote/remote.h"
 #include "sink/sink.h"
 #include "tar/seektable.h"
+#include "write/index.h"
 #include "write/shard.h"
 #include "write/writerdef.h"
 
@@ -123,19 +124,7 @@ static int write_index(ShardWriter *w)
     if (!ipath)
         return shard_fail(w->err, SHARD_ERR_NOMEM, "writer: out of memory");
     ShardSinkSettings ks = {.sync = w->s.sync, .remote = w->remote};
-    ShardSink *k;
-    int rc = shard_sink_open(&k, ipath, &ks, w->err);
-    if (!rc) {
-        char head[64];
-        int n = snprintf(head, sizeof head, "v1.2 %llu\n", (unsigned long long)w->count);
-        rc = shard_sink_write(k, head, (size_t)n, w->err);
-        if (!rc)
-            rc = shard_sink_write(k, w->idx.data, w->idx.len, w->err);
-        if (!rc)
-            rc = shard_sink_commit(&k, NULL, NULL, w->err);
-        else
-            shard_sink_abort(&k);
-    }
+    int rc = shard_index_put(ipath, w->count, &w->idx, &ks, w->err);
     free(ipath);
     return rc;
 }
