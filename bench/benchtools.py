@@ -35,3 +35,32 @@ def medians_table(times, nfiles, total, maxcount, rounds):
     for k in times:
         print(f"{k:{width}} {med[k]:9.3f} {total / med[k] / 1e6:8.1f}")
     return med
+
+
+def plain_shards(folder, out, per_shard, nshards):
+    """Plain WebDataset-style tars (key.jpg + key.cls, written by Python's tarfile, no .idx,
+    no manifest) of the first per_shard * nshards images of an image folder; their paths."""
+    import io
+    import os
+    import tarfile
+    classes = sorted(d for d in os.listdir(folder) if os.path.isdir(os.path.join(folder, d)))
+    files = [(c, os.path.join(folder, c, f)) for c in classes
+             for f in sorted(os.listdir(os.path.join(folder, c)))]
+    files = files[: per_shard * nshards]
+    os.makedirs(out, exist_ok=True)
+    paths = []
+    for s in range(nshards):
+        path = os.path.join(out, f"plain-{s:06d}.tar")
+        paths.append(path)
+        if os.path.exists(path):
+            continue
+        with tarfile.open(path + ".part", "w", format=tarfile.GNU_FORMAT) as tf:
+            for i, (c, f) in enumerate(files[s * per_shard:(s + 1) * per_shard]):
+                key = f"{s:04d}{i:05d}"
+                tf.add(f, arcname=f"{key}.jpg")
+                cls = str(classes.index(c)).encode()
+                info = tarfile.TarInfo(f"{key}.cls")
+                info.size = len(cls)
+                tf.addfile(info, io.BytesIO(cls))
+        os.rename(path + ".part", path)
+    return paths

@@ -44,6 +44,7 @@ static ShardcatNext ls_shard(ShardcatWalk *w, const ShardListEntry *shard)
     ShardFileSettings s;
     shard_file_default_settings(&s);
     s.load_index = 0;
+    s.headers_only = 1; /* names and sizes: the data are seeked over */
     ShardFile *f = shardcat_open_shard(w, shard->url, &s);
     if (!f)
         return SHARDCAT_FAILED;
@@ -136,6 +137,7 @@ static ShardcatNext info_shard(ShardcatWalk *w, const ShardListEntry *shard)
 {
     ShardFileSettings s;
     shard_file_default_settings(&s);
+    s.headers_only = 1;
     ShardFile *f = shardcat_open_shard(w, shard->url, &s);
     if (!f)
         return SHARDCAT_FAILED;

@@ -74,6 +74,51 @@ Test(file, sequential_tar_is_zero_copy_and_matches_the_index)
     free(path);
 }
 
+/* A listing's read: the same samples, sizes and offsets as reading them whole, no data,
+ * and (from a local .tar) far fewer bytes read than the shard holds. */
+Test(file, headers_only_lists_without_reading_the_data)
+{
+    const char *names[] = {"h-%06d.tar", "i-%06d.tar.zst"};
+    for (int z = 0; z < 2; z++) {
+        char *path = tu_write_shard(dir, names[z], 60, 20000);
+        Seen s[64];
+        cr_assert_eq(read_all(path, s, 64, 0), 60);
+        ShardFileSettings fs;
+        shard_file_default_settings(&fs);
+        fs.headers_only = 1;
+        fs.load_index = 0;
+        ShardFile *f;
+        ShardError err;
+        cr_assert_eq(shard_file_open(&f, path, &fs, &err), 0, "%s", err.message);
+        const ShardSampleView *v;
+        int n = 0, rc;
+        while ((rc = shard_file_next(f, &v)) == 0) {
+            cr_assert_str_eq(v->key, s[n].key);
+            cr_assert_eq(v->nfields, s[n].nfields);
+            for (size_t k = 0; k < v->nfields; k++) {
+                cr_assert_null(v->fields[k].data);
+                cr_assert_eq(v->fields[k].size, s[n].size[k]);
+                cr_assert_eq(v->fields[k].offset, s[n].offset[k]);
+            }
+            n++;
+        }
+        cr_assert_eq(rc, SHARD_EOS, "%s", shard_file_error(f));
+        cr_assert_eq(n, 60);
+        shard_file_free(&f);
+        /* an owned sample of a listing has no data either */
+        cr_assert_eq(shard_file_open(&f, path, &fs, &err), 0, "%s", err.message);
+        ShardItem *it;
+        cr_assert_eq(shard_file_take(f, &it), 0, "%s", shard_file_error(f));
+        const ShardSampleView *iv = shard_item_sample(it);
+        cr_assert_str_eq(iv->key, s[0].key);
+        cr_assert_null(iv->fields[0].data);
+        cr_assert_eq(iv->fields[0].size, s[0].size[0]);
+        shard_item_free(&it);
+        shard_file_free(&f);
+        free(path);
+    }
+}
+
 Test(file, seek_by_index_tar_and_zst)
 {
     const char *names[] = {"b-%06d.tar", "c-%06d.tar.zst"};

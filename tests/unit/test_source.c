@@ -396,3 +396,63 @@ Test(source, a_lying_index_beside_a_shard_is_an_error_not_an_overflow)
     free(ip);
     free(path);
 }
+
+/* Bytes read from a local shard to its end, headers only or whole. */
+static uint64_t bytes_read(const char *url, int headers_only)
+{
+    ShardFileSettings fs;
+    shard_file_default_settings(&fs);
+    fs.headers_only = headers_only;
+    fs.load_index = 0;
+    ShardFile *f;
+    ShardError err;
+    cr_assert_eq(shard_file_open(&f, url, &fs, &err), 0, "%s", err.message);
+    const ShardSampleView *v;
+    int rc, n = 0;
+    while ((rc = shard_file_next(f, &v)) == 0)
+        n++;
+    cr_assert_eq(rc, SHARD_EOS, "%s", shard_file_error(f));
+    cr_assert_eq(n, 40);
+    ShardReadCost c;
+    shard_file_cost(f, &c);
+    shard_file_free(&f);
+    return c.read_bytes;
+}
+
+/* A listing seeks over member data as bsdtar does: 40 samples of 128 KiB fields leave most
+ * of a 5 MiB shard unread, where reading them whole reads it all (the control). */
+Test(source, a_listing_seeks_over_member_data)
+{
+    char *dir = tu_mkdtemp();
+    char *path = tu_path(dir, "l.tar");
+    ShardWriterSettings ws;
+    shard_writer_default_settings(&ws);
+    ws.pattern = path;
+    ws.sync = 0;
+    ws.maxcount = 0;
+    ws.maxsize = 0;
+    ShardWriter *w;
+    ShardError err;
+    cr_assert_eq(shard_writer_open(&w, &ws, &err), 0, "%s", err.message);
+    static unsigned char big[128 << 10];
+    for (int i = 0; i < 40; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "s%03d", i);
+        memset(big, i, sizeof big);
+        ShardField f[] = {{"bin", big, sizeof big}, {"cls", "1", 1}};
+        ShardSample smp = {key, f, 2};
+        cr_assert_eq(shard_writer_add(w, &smp), 0, "%s", shard_writer_error(w));
+    }
+    cr_assert_eq(shard_writer_finish(w), 0);
+    shard_writer_free(&w);
+    size_t size;
+    free(tu_read(path, &size));
+    uint64_t whole = bytes_read(path, 0), listed = bytes_read(path, 1);
+    cr_assert_geq(whole, size - 1024, "the control reads the shard (%llu of %llu)",
+                  (unsigned long long)whole, (unsigned long long)size);
+    cr_assert_lt(listed, size / 4, "a listing read %llu of %llu bytes", (unsigned long long)listed,
+                 (unsigned long long)size);
+    free(path);
+    tu_rmtree(dir);
+    free(dir);
+}

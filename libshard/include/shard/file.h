@@ -65,8 +65,12 @@ typedef struct ShardFileSettings {
      *  mapping, with no copy; but a file truncated while mapped kills the process with
      *  SIGBUS. Default 0: read() and pread(), a cut file an error like any other. */
     int map;
+    /** Read the members' headers only (a listing, an index): every field's data is NULL,
+     *  its size and offset as stored, and the bytes between headers are skipped by seeking
+     *  where the source can (a local file), as bsdtar does. Default 0. */
+    int headers_only;
     /** Zero: room for settings added later without changing the struct's size. */
-    unsigned char reserved[36];
+    unsigned char reserved[32];
 } ShardFileSettings;
 
 /* ShardFieldView and ShardSampleView (sample.h): views from a ShardFile are borrowed from

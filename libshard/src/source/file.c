@@ -18,20 +18,23 @@
 #include "source/source.h"
 
 #define READ_BUFSIZE (1u << 20)
+/* for a listing: a tar header and a little more, then a seek over the member's data */
+#define SPARSE_BUFSIZE (16u << 10)
 
 /* What a file needs when it could not be mapped (source.c reads a mapped one). */
 typedef struct FileSource {
     int fd;
     unsigned char *buf; /* read()'s buffer */
+    size_t bufsize;
 } FileSource;
 
 static ssize_t file_read(ShardSource *s, const void **block)
 {
     FileSource *f = s->impl;
-    if (!f->buf && !(f->buf = malloc(READ_BUFSIZE)))
+    if (!f->buf && !(f->buf = malloc(f->bufsize)))
         return shard_fail(s->err, SHARD_ERR_NOMEM, "%s: out of memory", s->url);
     for (;;) {
-        ssize_t k = read(f->fd, f->buf, READ_BUFSIZE);
+        ssize_t k = read(f->fd, f->buf, f->bufsize);
         if (k < 0 && errno == EINTR)
             continue;
         if (k < 0)
@@ -48,8 +51,8 @@ static int64_t file_skip(ShardSource *s, int64_t n)
 {
     FileSource *f = s->impl;
     struct stat st;
-    off_t cur = lseek(f->fd, 0, SEEK_CUR);
-    if (cur < 0 || fstat(f->fd, &st) != 0)
+    off_t cur = (off_t)s->pos; /* the descriptor's offset: reads and skips move both */
+    if (fstat(f->fd, &st) != 0)
         return 0;
     if (n > st.st_size - cur)
         n = st.st_size > cur ? st.st_size - cur : 0;
@@ -104,6 +107,7 @@ int shard_source_file(ShardSource **out, const char *path, int flags, char *err)
         return shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", path);
     }
     f->fd = -1;
+    f->bufsize = flags & SHARD_SOURCE_SPARSE ? SPARSE_BUFSIZE : READ_BUFSIZE;
     s->impl = f;
     int rc = 0;
     /* O_NONBLOCK: opening a FIFO put in a shard's place must not wait for a writer */

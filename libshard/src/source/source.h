@@ -125,6 +125,8 @@ enum {
     SHARD_SOURCE_SHARD = 2,      /* a shard (not an index or manifest): may be cached */
     SHARD_SOURCE_MAP = 4,        /* a local file may be mapped (zero-copy views; a truncation
                                     while mapped is then a SIGBUS) */
+    SHARD_SOURCE_SPARSE = 8,     /* most of the stream is skipped (a listing of headers): a
+                                    local file is read in small blocks between seeks */
 };
 
 /* Allocates a source with one reference for an implementation (impl, ops); NULL when out

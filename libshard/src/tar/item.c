@@ -78,7 +78,7 @@ static ShardItem *make(const ShardSampleView *v, ShardHold *const *holds, uint32
         if (h && !hold)
             hold = h;
         const unsigned char *d = v->fields[i].data;
-        keep[i] = (h && h == hold) || (d >= lo && d < hi);
+        keep[i] = !d || (h && h == hold) || (d >= lo && d < hi); /* !d: headers only */
     }
     int rc = build_block(it, v, keep);
     if (keep != small)

@@ -174,7 +174,8 @@ int shard_file_open_on(ShardFile **out, const char *url, const ShardFileSettings
     char msg[SHARD_ERROR_MAX];
     int rc = shard_source_open_on(&src, url, s ? s->remote : NULL,
                                   SHARD_SOURCE_SEQUENTIAL | SHARD_SOURCE_SHARD |
-                                      (s && s->map ? SHARD_SOURCE_MAP : 0),
+                                      (s && s->map ? SHARD_SOURCE_MAP : 0) |
+                                      (s && s->headers_only ? SHARD_SOURCE_SPARSE : 0),
                                   thread, msg);
     if (rc)
         return shard_report(err, rc, msg);

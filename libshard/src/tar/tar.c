@@ -445,8 +445,12 @@ int shard_tar_next(ShardTar *t, ShardSampleBuf *sb, uint64_t *offset, char *err)
             return nomem(t, err);
         rec->size = (uint64_t)archive_entry_size(e);
         rec->offset = data_off;
-        if ((rc = read_data(t, sb, rec, member, header_off, err)))
+        if (t->s.headers_only) {
+            rec->data = SIZE_MAX; /* no view and no copy: the data stay unread */
+            rec->view = NULL;
+        } else if ((rc = read_data(t, sb, rec, member, header_off, err))) {
             return rc;
+        }
         if ((rc = read_header(t, err)))
             return rc;
     }
