@@ -1,10 +1,19 @@
 """Helpers shared by the pytest suites (cli, stream, python)."""
+import atexit
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+
+# The indexes libshard makes for plain tars go to $XDG_CACHE_HOME/libshard/index: a run's
+# own folder, not the user's cache (subprocesses, workers and ranks inherit it).
+_CACHE = tempfile.mkdtemp(prefix="libshard-test-cache-")
+os.environ["XDG_CACHE_HOME"] = _CACHE
+atexit.register(shutil.rmtree, _CACHE, True)
 
 
 def tool_path(var, name):

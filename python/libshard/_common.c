@@ -144,6 +144,15 @@ PyObject *shard_py_stats_dict(const ShardLoaderStats *st)
             g->seconds, "busy_seconds", g->busy_seconds, "wait_input_seconds",
             g->wait_input_seconds, "wait_output_seconds", g->wait_output_seconds, "queue_fill",
             (Py_ssize_t)g->queue_fill, "queue_capacity", (Py_ssize_t)g->queue_capacity);
+        if (d && i == SHARD_STAGE_LIST) { /* the indexes made at open for shards without one */
+            PyObject *b = PyLong_FromUnsignedLongLong(st->indexes_built);
+            PyObject *c = PyLong_FromUnsignedLongLong(st->indexes_cached);
+            if (!b || !c || PyDict_SetItemString(d, "indexes_built", b) ||
+                PyDict_SetItemString(d, "indexes_cached", c))
+                Py_CLEAR(d);
+            Py_XDECREF(b);
+            Py_XDECREF(c);
+        }
         if (!d || PyDict_SetItemString(stages, g->name, d))
             Py_CLEAR(stages);
         Py_XDECREF(d);

@@ -27,9 +27,10 @@ static PyObject *entries_list(const ShardList *list)
     PyObject *out = PyList_New(0);
     for (size_t i = 0; out && i < shard_list_count(list); i++) {
         const ShardListEntry *e = shard_list_entry(list, i);
-        PyObject *t = e->nsamples == SHARD_COUNT_UNKNOWN
-                          ? Py_BuildValue("(sO)", e->url, Py_None)
-                          : Py_BuildValue("(sK)", e->url, (unsigned long long)e->nsamples);
+        PyObject *n = e->nsamples == SHARD_COUNT_UNKNOWN
+                          ? Py_NewRef(Py_None)
+                          : PyLong_FromUnsignedLongLong((unsigned long long)e->nsamples);
+        PyObject *t = n ? Py_BuildValue("(sNz)", e->url, n, e->index) : NULL;
         if (!t || PyList_Append(out, t))
             Py_CLEAR(out);
         Py_XDECREF(t);
@@ -37,19 +38,28 @@ static PyObject *entries_list(const ShardList *list)
     return out;
 }
 
-static const char *const list_params[] = {"specs", NULL};
+static const char *const list_params[] = {"specs", "make_indexes", "index_cache", NULL};
 static const ShardPySignature list_signature = {"list_shards", list_params, 1, 1, 0};
 
 static PyObject *py_list_shards(PyObject *m, PyObject *args, PyObject *kw)
 {
     (void)m;
     ShardRemoteSettings rs;
-    PyObject *specs, *keep = NULL, *out = NULL;
+    PyObject *values[3] = {NULL, NULL, NULL}, *keep = NULL, *out = NULL, *cache = NULL;
     ShardPySpecs sp = {0};
     ShardRemote *rm = NULL;
-    if (parse_remote(&list_signature, args, kw, &rs, &specs, &keep) ||
-        shard_py_specs_parse(specs, &sp))
+    int make = 0;
+    if (parse_remote(&list_signature, args, kw, &rs, values, &keep) ||
+        shard_py_specs_parse(values[0], &sp))
         goto done;
+    if (values[1] && (make = PyObject_IsTrue(values[1])) < 0)
+        goto done;
+    if (values[2] && values[2] != Py_None && !(cache = PyOS_FSPath(values[2])))
+        goto done;
+    if (cache && !PyUnicode_Check(cache)) {
+        PyErr_SetString(PyExc_TypeError, "index_cache: a str path");
+        goto done;
+    }
     if (sp.nsources) {
         PyErr_SetString(PyExc_TypeError, "list_shards: specs, not a mix of weighted sources");
         goto done;
@@ -59,6 +69,12 @@ static PyObject *py_list_shards(PyObject *m, PyObject *args, PyObject *kw)
     ShardListSettings ls;
     shard_list_default_settings(&ls);
     ls.remote = rm;
+    /* indexed reading seeks: every shard without a .idx beside it gets one in the cache */
+    ls.build_indexes = make ? SHARD_INDEXES_FOR_SEEKING : 0;
+    ls.index_cache = cache ? PyUnicode_AsUTF8(cache) : NULL;
+    ls.progress = 1;
+    if (cache && !ls.index_cache)
+        goto done;
     ShardList *list = NULL;
     ShardError err;
     int rc;
@@ -70,6 +86,7 @@ static PyObject *py_list_shards(PyObject *m, PyObject *args, PyObject *kw)
 done:
     shard_py_specs_free(&sp);
     Py_XDECREF(keep);
+    Py_XDECREF(cache);
     Py_BEGIN_ALLOW_THREADS
     shard_remote_free(&rm);
     Py_END_ALLOW_THREADS
@@ -83,6 +100,7 @@ typedef struct {
     PyObject_HEAD
     ShardRemote *rm;
     PyObject *urls;   /* list of str */
+    PyObject *indexes; /* list of str or None: the index each shard is read through */
     ShardFile **open; /* per shard, NULL when closed */
     uint64_t *used;   /* per shard: when last read, for the LRU */
     uint64_t clock;
@@ -92,7 +110,7 @@ typedef struct {
     pid_t pid; /* the process whose network thread rm runs */
 } ShardFilesObject;
 
-static const char *const files_params[] = {"urls", "open_files", NULL};
+static const char *const files_params[] = {"urls", "open_files", "indexes", NULL};
 static const ShardPySignature files_signature = {"ShardFiles", files_params, 2, 1, 0};
 
 /* urls as a new list of str, or NULL with TypeError. */
@@ -110,7 +128,7 @@ static PyObject *url_list(PyObject *o)
 static int ShardFiles_init(ShardFilesObject *self, PyObject *args, PyObject *kw)
 {
     ShardRemoteSettings rs;
-    PyObject *values[2], *keep = NULL, *urls = NULL;
+    PyObject *values[3] = {NULL, NULL, NULL}, *keep = NULL, *urls = NULL, *indexes = NULL;
     Py_ssize_t max_open = 8;
     int rc = -1;
     if (parse_remote(&files_signature, args, kw, &rs, values, &keep))
@@ -126,6 +144,19 @@ static int ShardFiles_init(ShardFilesObject *self, PyObject *args, PyObject *kw)
     if (!(urls = url_list(values[0])))
         goto done;
     Py_ssize_t n = PyList_GET_SIZE(urls);
+    if (values[2] && values[2] != Py_None) {
+        if (!(indexes = PySequence_List(values[2])))
+            goto done;
+        int ok = PyList_GET_SIZE(indexes) == n;
+        for (Py_ssize_t i = 0; ok && i < n; i++) {
+            PyObject *x = PyList_GET_ITEM(indexes, i);
+            ok = x == Py_None || PyUnicode_Check(x);
+        }
+        if (!ok) {
+            PyErr_SetString(PyExc_TypeError, "indexes: a str path or None for each url");
+            goto done;
+        }
+    }
     self->open = PyMem_Calloc((size_t)(n ? n : 1), sizeof *self->open);
     self->used = PyMem_Calloc((size_t)(n ? n : 1), sizeof *self->used);
     if (!self->open || !self->used) {
@@ -136,6 +167,8 @@ static int ShardFiles_init(ShardFilesObject *self, PyObject *args, PyObject *kw)
         goto done;
     self->urls = urls;
     urls = NULL;
+    self->indexes = indexes;
+    indexes = NULL;
     self->max_open = max_open;
     self->pid = getpid();
     pthread_mutex_init(&self->mu, NULL);
@@ -143,6 +176,7 @@ static int ShardFiles_init(ShardFilesObject *self, PyObject *args, PyObject *kw)
     rc = 0;
 done:
     Py_XDECREF(urls);
+    Py_XDECREF(indexes);
     Py_XDECREF(keep);
     return rc;
 }
@@ -151,6 +185,7 @@ static void ShardFiles_dealloc(ShardFilesObject *self)
 {
     if (self->pid && self->pid != getpid()) { /* inherited through fork: not ours to free */
         Py_XDECREF(self->urls);
+        Py_XDECREF(self->indexes);
         Py_TYPE(self)->tp_free((PyObject *)self);
         return;
     }
@@ -161,6 +196,7 @@ static void ShardFiles_dealloc(ShardFilesObject *self)
     PyMem_Free(self->used);
     shard_remote_free(&self->rm);
     Py_XDECREF(self->urls);
+    Py_XDECREF(self->indexes);
     if (self->mu_ok)
         pthread_mutex_destroy(&self->mu);
     Py_TYPE(self)->tp_free((PyObject *)self);
@@ -168,7 +204,7 @@ static void ShardFiles_dealloc(ShardFilesObject *self)
 
 /* Shard i open (closing the least recently used past max_open), under self->mu. */
 static ShardFile *shard_open_lru(ShardFilesObject *self, Py_ssize_t i, const char *url,
-                                 ShardError *err, int *rc)
+                                 const char *index, ShardError *err, int *rc)
 {
     self->used[i] = ++self->clock;
     if (self->open[i])
@@ -184,6 +220,7 @@ static ShardFile *shard_open_lru(ShardFilesObject *self, Py_ssize_t i, const cha
     ShardFileSettings fs;
     shard_file_default_settings(&fs);
     fs.remote = self->rm;
+    fs.index = index;
     *rc = shard_file_open(&self->open[i], url, &fs, err);
     if (*rc)
         return NULL;
@@ -211,13 +248,17 @@ static PyObject *ShardFiles_read(ShardFilesObject *self, PyObject *args)
     const char *url = PyUnicode_AsUTF8(PyList_GET_ITEM(self->urls, i));
     if (!url)
         return NULL;
+    PyObject *ix = self->indexes ? PyList_GET_ITEM(self->indexes, i) : Py_None;
+    const char *index = ix == Py_None ? NULL : PyUnicode_AsUTF8(ix);
+    if (ix != Py_None && !index)
+        return NULL;
     ShardError err = {0};
     char msg[SHARD_ERROR_MAX] = "";
     int rc = 0;
     PyObject *out = NULL;
     Py_BEGIN_ALLOW_THREADS
     pthread_mutex_lock(&self->mu);
-    ShardFile *f = shard_open_lru(self, i, url, &err, &rc);
+    ShardFile *f = shard_open_lru(self, i, url, index, &err, &rc);
     const ShardSampleView *v = NULL;
     if (f && !(rc = shard_file_seek(f, j)))
         rc = shard_file_next(f, &v);

@@ -35,6 +35,10 @@ static const ShardPyChoice modes[] = {
     {"exact", SHARD_MODE_EXACT, 0}, {"equal", SHARD_MODE_EQUAL, 0},
     {"resampled", SHARD_MODE_RESAMPLED, 0}, {NULL, 0, 0}};
 
+static const ShardPyChoice index_makings[] = {
+    {"auto", SHARD_READER_INDEXES_AUTO, 0}, {"always", SHARD_READER_INDEXES_ALWAYS, 0},
+    {"never", SHARD_READER_INDEXES_NEVER, 0}, {NULL, 0, 0}};
+
 static const ShardPySetting reader_rows[] = {
     {.name = "seed", .kind = SHARD_PY_INT, .field = SHARD_PY_F_U64, .offset = R(seed),
      .offset2 = R(have_seed), .flags = SHARD_PY_NONE | SHARD_PY_GIVEN | SHARD_PY_MIN,
@@ -86,6 +90,15 @@ static const ShardPySetting reader_rows[] = {
      .offset = R(memory_budget),
      .doc = "bytes the streams may hold read ahead, all together; 0: only queue_depth "
             "bounds them"},
+    {.name = "make_indexes", .kind = SHARD_PY_CHOICE, .field = SHARD_PY_F_INT,
+     .offset = R(make_indexes), .choices = index_makings,
+     .doc = "index shards that have no count (plain tars) at open, kept in index_cache: "
+            "'auto' where the mode needs counts (a mix, equal mode, epoch_samples), 'always', "
+            "'never'"},
+    {.name = "index_cache", .kind = SHARD_PY_PATH, .field = SHARD_PY_F_STR,
+     .offset = R(index_cache), .flags = SHARD_PY_NONE,
+     .doc = "the folder of the indexes libshard makes; None: cache_dir/index, else "
+            "$XDG_CACHE_HOME/libshard/index"},
 };
 
 static void reader_defaults(void *s) { shard_reader_default_settings(s); }

@@ -5,10 +5,13 @@
     len(shards), shards[12345]                       # {"__key__", "__url__", field: bytes, ...}
 
 Sample i lives in the shard whose cumulative count passes i; it is read through that shard's
-index (.idx beside it): for a local shard a seek in the mapped file, for a remote one a Range
-request for the sample's bytes (and .tar.zst frames through the seek table). The shard list
-and counts are read once (from the manifest, else from each index's header); the open shards
-are per process (safe in DataLoader workers), the open_files most recently read kept open.
+index: for a local shard a seek in the mapped file, for a remote one a Range request for the
+sample's bytes (and .tar.zst frames through the seek table). The index is the .idx beside the
+shard, else one libshard makes from a pass over the shard's headers the first time (a plain
+tar, as WebDataset's writer or GNU tar leave it) and keeps in index_cache (default
+$XDG_CACHE_HOME/libshard/index, or cache_dir/index) while the shard is unchanged. The shard list
+and counts are read once; the open shards are per process (safe in DataLoader workers), the
+open_files most recently read kept open.
 """
 import bisect
 import os
@@ -26,23 +29,28 @@ class IndexedShards:
     prefix, or a list of them. Remote settings: libshard.settings.REMOTE_KEYS (as
     ShardDataset's)."""
 
-    def __init__(self, spec, *, open_files=8, entries=None, **remote):
+    def __init__(self, spec, *, open_files=8, entries=None, index_cache=None, **remote):
         unknown = set(remote) - set(REMOTE_KEYS)
         if unknown:
             raise TypeError(f"unknown options {sorted(unknown)}")
         self.remote = {k: v for k, v in remote.items() if v is not None}
         self.open_files = open_files
-        if entries is None:
-            entries = _libshard.list_shards(_specs(spec), **self.remote)
-        if not entries:
+        cache = os.fspath(index_cache) if index_cache is not None else None
+        listed = _libshard.list_shards(_specs(spec) if entries is None else [u for u, _ in entries],
+                                       make_indexes=True, index_cache=cache, **self.remote)
+        if not listed:
             raise ValueError(f"{spec!r}: no shards")
-        for url, n in entries:
-            if n is None:
-                raise ValueError(f"{url}: indexed access needs each shard's sample count: a "
-                                 f"manifest listing it, or its index (.idx) beside it "
-                                 f"(`shardcat index {url}` makes one)")
-        self.urls = [u for u, _ in entries]
-        self.counts = [int(n) for _, n in entries]
+        if entries is not None:  # counts given (a wids shard list): they must be the shards'
+            if len(listed) != len(entries):
+                raise ValueError(f"{len(entries)} shards given, {len(listed)} found (a url "
+                                 f"with braces or a manifest in a shard list?)")
+            for (url, n), (_, found, _) in zip(entries, listed):
+                if n is not None and int(n) != found:
+                    raise ValueError(f"{url}: the shard list says {n} samples, the shard has "
+                                     f"{found}")
+        self.urls = [u for u, _, _ in listed]
+        self.counts = [int(n) for _, n, _ in listed]
+        self.indexes = [ix for _, _, ix in listed]
         self.ends = []
         total = 0
         for n in self.counts:
@@ -65,7 +73,8 @@ class IndexedShards:
 
     def _open(self):
         if self._files is None or self._pid != os.getpid():
-            self._files = _libshard.ShardFiles(self.urls, self.open_files, **self.remote)
+            self._files = _libshard.ShardFiles(self.urls, self.open_files, indexes=self.indexes,
+                                               **self.remote)
             self._pid = os.getpid()
         return self._files
 

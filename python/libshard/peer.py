@@ -121,7 +121,7 @@ def main(argv=None):
     ap.add_argument("--image-size", type=int, default=224)
     a = ap.parse_args(argv)
     from . import _libshard
-    urls = [u for u, _ in _libshard.list_shards(a.shards)]
+    urls = [u for u, *_ in _libshard.list_shards(a.shards)]
     print(json.dumps(run(urls, a.seconds, a.warmup, a.image_size, a.batch_size, a.workers)))
     return 0
 

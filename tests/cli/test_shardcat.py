@@ -611,8 +611,12 @@ def test_verify_truncated_shard(packed, run_sc, where):
     m = re.search(r"^.*: offset (\d+): .*member '([^']+)'.*Truncated", msgs[0])
     assert m and int(m.group(1)) <= cut, msgs
     assert m.group(2) in {x.name for x in members}, msgs
+    # ls, which seeks over the data, names the same file, offset and member (libarchive
+    # words a cut met while skipping differently from one met while reading)
     cp = run_sc("ls", s)
-    assert cp.returncode == 1 and err_text(cp).strip() == f"shardcat: {msgs[0]}"
+    said = err_text(cp).strip()
+    assert cp.returncode == 1 and "Truncated" in said, said
+    assert said.rsplit(": ", 1)[0] == f"shardcat: {msgs[0]}".rsplit(": ", 1)[0], said
 
 
 @pytest.mark.parametrize("where", ["member-boundary", "no-end-blocks", "one-end-block"])

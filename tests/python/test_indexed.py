@@ -90,11 +90,12 @@ def test_dataloader_workers_read_their_own_shards(packed):
     assert Counter(labels) == packed.label_counts()
 
 
-def test_a_shard_without_count_is_refused_by_name(packed, tmp_path):
+def test_a_shard_without_an_index_is_indexed_in_the_cache(packed, tmp_path):
     lone = tmp_path / "lone.tar"
     lone.write_bytes(packed.shards[0].read_bytes())  # no .idx beside it
-    with pytest.raises(ValueError, match="lone.tar: indexed access needs"):
-        IndexedShardDataset(str(lone))
+    ds = IndexedShardDataset(str(lone), index_cache=tmp_path / "ix", decode=False)
+    assert len(ds) == 40 and ds[39]["__key__"] == streamed(packed)[39]["__key__"]
+    assert sorted(os.listdir(tmp_path)) == ["ix", "lone.tar"], "nothing beside the shard"
 
 
 # ---- libshard.wids ---------------------------------------------------------------------------

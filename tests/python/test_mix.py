@@ -115,5 +115,9 @@ def test_the_c_layer_names_what_a_mix_needs(packed, small, tmp_path):
         libshard.Reader(mix(packed, small), mode="resampled")
     bare = tmp_path / "bare.tar"
     bare.write_bytes(packed.shards[0].read_bytes())  # no index, no manifest: no count
-    with pytest.raises(libshard.ShardError, match="sample count"):
-        libshard.Reader([(str(bare), 1), (str(small.manifest), 1)])
+    with pytest.raises(libshard.ShardError, match="sample count.*bare.tar has none"):
+        libshard.Reader([(str(bare), 1), (str(small.manifest), 1)], make_indexes="never")
+    # by default it is counted (indexed into the cache)
+    r = libshard.Reader([(str(bare), 1), (str(small.manifest), 1)], seed=1,
+                        index_cache=str(tmp_path / "ix"))
+    assert r.epoch_length == 40 + SMALL

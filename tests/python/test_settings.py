@@ -48,8 +48,8 @@ def stub_parameters():
 @pytest.mark.parametrize("name,tables,own", [
     ("Reader", ("reader", "remote"), {"self", "urls"}),
     ("Loader", ("reader", "remote", "loader", "transform"), {"self", "urls", "gpu"}),
-    ("ShardFiles", ("remote",), {"self", "urls", "open_files"}),
-    ("list_shards", ("remote",), {"specs"}),
+    ("ShardFiles", ("remote",), {"self", "urls", "open_files", "indexes"}),
+    ("list_shards", ("remote",), {"specs", "make_indexes", "index_cache"}),
     ("Writer", ("writer", "bucket"), {"self", "pattern"}),
     ("PackPlan", ("pack", "bucket"), {"self", "src", "pattern", "list", "on_error"}),
     ("Uploader", ("upload",), {"self", "gpu", "loader"}),

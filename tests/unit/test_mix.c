@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <shard/shard.h>
 
@@ -315,6 +316,19 @@ Test(mix, bad_mixes_are_refused_with_the_reason)
     char idx[4096];
     snprintf(idx, sizeof idx, "%s/b-0000.idx", dir);
     remove(idx);
+    s.make_indexes = SHARD_READER_INDEXES_NEVER;
     cr_assert_eq(shard_reader_open(&r, &s, &err), SHARD_ERR_UNSUPPORTED);
-    cr_assert(strstr(err.message, "sample count"), "%s", err.message);
+    cr_assert(strstr(err.message, "sample count") && strstr(err.message, "b-0000.tar has none"),
+              "%s", err.message);
+    /* by default such a shard is indexed into the cache, and the mix opens */
+    char cache[4096];
+    snprintf(cache, sizeof cache, "%s/ix", dir);
+    s.make_indexes = SHARD_READER_INDEXES_AUTO;
+    s.index_cache = cache;
+    cr_assert_eq(shard_reader_open(&r, &s, &err), 0, "%s", err.message);
+    ShardReaderStats st;
+    shard_reader_stats(r, &st);
+    cr_assert_eq(st.indexes_built, 1);
+    shard_reader_free(&r);
+    cr_assert(access(idx, F_OK) != 0, "nothing written beside the shard");
 }

@@ -26,7 +26,13 @@ typedef struct ShardListEntry {
     uint64_t nsamples;         /**< samples in the shard, SHARD_COUNT_UNKNOWN if not known */
     const ShardFileInfo *info; /**< what its manifest says (size, checksums), or NULL */
     size_t spec;               /**< which of the specs it came from (0-based) */
+    /** The index to read the shard through: one libshard made and keeps in its cache
+     *  (ShardListSettings.build_indexes), or NULL for the .idx beside the shard, if any. */
+    const char *index;
 } ShardListEntry;
+
+/** ShardListSettings.build_indexes */
+enum { SHARD_INDEXES_FOR_COUNTS = 1, SHARD_INDEXES_FOR_SEEKING = 2 };
 
 typedef struct ShardListSettings {
     /** Read the sample count of shards not in a manifest from the header line of their
@@ -39,8 +45,24 @@ typedef struct ShardListSettings {
      *  (default 0: a manifest, which may come from anywhere, runs nothing; a pipe: spec
      *  given directly is always allowed) */
     int manifest_commands;
+    /** Make the indexes shards lack (a plain tar, as GNU tar or WebDataset's writer leave
+     *  it): SHARD_INDEXES_FOR_COUNTS for each shard with no count from a manifest or a .idx
+     *  beside it, SHARD_INDEXES_FOR_SEEKING for each shard with no .idx beside it (a
+     *  manifest's count is then checked against it). One pass over the shard's headers (a
+     *  local file seeks over the data; a remote one streams once; a .tar.gz is inflated
+     *  whole), kept in index_cache and found there again while the shard's size and
+     *  version (mtime and inode, ETag, generation) are unchanged; never written beside the
+     *  shard (shardcat index does that). Default 0: none made. */
+    int build_indexes;
+    /** The folder of the indexes libshard makes; NULL: the remote's cache_dir/index, else
+     *  $XDG_CACHE_HOME/libshard/index, else ~/.cache/libshard/index. Borrowed. */
+    const char *index_cache;
+    /** Threads that count and make indexes (0: as many as useful, up to 16) */
+    unsigned threads;
+    /** Show the progress of making indexes on standard error when it is a terminal */
+    int progress;
     /** Zero: room for settings added later without changing the struct's size. */
-    unsigned char reserved[44];
+    unsigned char reserved[24];
 } ShardListSettings;
 
 typedef struct ShardList ShardList;
@@ -66,6 +88,9 @@ SHARD_API size_t shard_list_count(const ShardList *l);
 
 /** @return shard i (borrowed, valid until the list is freed), NULL past the end */
 SHARD_API const ShardListEntry *shard_list_entry(const ShardList *l, size_t i);
+
+/** The indexes the expansion made (build_indexes), and those it found in the cache. */
+SHARD_API void shard_list_index_counts(const ShardList *l, uint64_t *built, uint64_t *cached);
 
 /** Frees a list and sets *l to NULL; accepts NULL. */
 SHARD_API void shard_list_free(ShardList **l);

@@ -194,6 +194,9 @@ typedef struct ShardLoaderStats {
                                                 its input wait the time it waited for a
                                                 batch */
     int bottleneck;   /**< the stage the others wait on (an index into stages; never list) */
+    /** The list stage's indexes: made at open for shards without one, and found in the
+     *  cache (ShardReaderStats) */
+    uint64_t indexes_built, indexes_cached;
     /** What the numbers say, e.g. "decode: busy 97% of 2 threads; batch waits on it for
      *  room 41%, deliver for batches 52%", or that the caller is the limit */
     char verdict[256];

@@ -93,9 +93,25 @@ typedef struct ShardReaderSettings {
      *  so memory follows this setting whatever the samples weigh (a stream always holds
      *  one) */
     size_t memory_budget;
+    /** Where the indexes libshard makes for shards without one are kept
+     *  (ShardListSettings.index_cache; NULL: the default folder). Borrowed. */
+    const char *index_cache;
+    /** Make the indexes of shards that have no count (plain tars: no manifest, no .idx)
+     *  at open, kept in index_cache: SHARD_READER_INDEXES_AUTO (0, default) where the mode
+     *  needs every count (a mix, equal mode, epoch_samples outside resampled mode),
+     *  SHARD_READER_INDEXES_ALWAYS (the epoch's length known for any list, as len() wants
+     *  it), SHARD_READER_INDEXES_NEVER (such a mode is refused, naming the shard) */
+    int make_indexes;
     /** Zero: room for settings added later without changing the struct's size. */
-    unsigned char reserved[24];
+    unsigned char reserved[12];
 } ShardReaderSettings;
+
+/** ShardReaderSettings.make_indexes */
+enum {
+    SHARD_READER_INDEXES_AUTO = 0,
+    SHARD_READER_INDEXES_ALWAYS = 1,
+    SHARD_READER_INDEXES_NEVER = 2
+};
 
 typedef struct ShardReaderStats {
     uint64_t samples;        /**< samples yielded */
@@ -114,6 +130,8 @@ typedef struct ShardReaderStats {
     double read_seconds, decompress_seconds, parse_seconds;
     uint64_t read_bytes;     /**< bytes read from the shards, as stored (compressed) */
     uint64_t decompressed_bytes; /**< bytes out of the .tar.zst frames decompressed */
+    uint64_t indexes_built;  /**< indexes made at open for shards without one */
+    uint64_t indexes_cached; /**< such indexes found in the cache, made by an earlier open */
 } ShardReaderStats;
 
 typedef struct ShardReader ShardReader;

@@ -7,11 +7,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/buf.h"
+#include "base/clock.h"
 #include "base/error.h"
 #include "base/text.h"
 #include "base/thread.h"
+#include "catalog/indexcache.h"
 #include "catalog/manifest.h"
 #include "shard/file.h"
 #include "shard/list.h"
@@ -28,6 +31,7 @@ struct ShardList {
     ShardManifest **manifests; /* per spec, NULL where it was no manifest */
     size_t nspecs;
     uint64_t bytes; /* of the names brace patterns gave */
+    uint64_t built, cached; /* indexes made, and found in the cache */
 };
 
 typedef ShardList List;
@@ -41,7 +45,7 @@ static int list_add(List *l, char *url, uint64_t nsamples, const ShardFileInfo *
         free(url);
         return SHARD_ERR_NOMEM;
     }
-    l->v[l->n++] = (ShardListEntry){url, nsamples, info, spec};
+    l->v[l->n++] = (ShardListEntry){url, nsamples, info, spec, NULL};
     return 0;
 }
 
@@ -192,38 +196,111 @@ static uint64_t index_count(const char *url, ShardRemote *remote)
 
 typedef struct Counter {
     List *l;
-    ShardRemote *remote;
-    atomic_size_t next; /* the next entry to look at */
+    const ShardListSettings *s;
+    char *dir;               /* the index cache (build_indexes) */
+    atomic_size_t next;      /* the next entry to look at */
+    atomic_size_t made;      /* indexes looked for in the cache or made so far */
+    size_t tomake;           /* shards without a count, to look for or make */
+    pthread_mutex_t mu;      /* the first error, the progress line */
+    int rc;
+    char err[SHARD_ERROR_MAX];
+    double shown;            /* when the progress line was last drawn, 0: never */
 } Counter;
+
+static void progress(Counter *c, int last)
+{
+    if (!c->s->progress || !c->tomake || !isatty(2))
+        return;
+    double now = shard_seconds();
+    pthread_mutex_lock(&c->mu);
+    if (last ? c->shown > 0 : now - c->shown >= 0.2) {
+        fprintf(stderr, "\rlibshard: indexing shards that have no index: %zu of %zu%s",
+                atomic_load(&c->made), c->tomake, last ? "\n" : "");
+        c->shown = now;
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
+/* Entry e's count: from its index's first line, else (build_indexes) its index made or
+ * found in the cache. */
+static void count_one(Counter *c, ShardListEntry *e)
+{
+    uint64_t beside = index_count(e->url, c->s->remote);
+    if (!e->info)
+        e->nsamples = beside;
+    if (beside != SHARD_COUNT_UNKNOWN || !c->dir)
+        return;
+    char err[SHARD_ERROR_MAX], *path;
+    uint64_t n;
+    int built;
+    int rc = shard_index_cached(c->dir, e->url, c->s->remote, &path, &n, &built, err);
+    atomic_fetch_add(&c->made, 1);
+    pthread_mutex_lock(&c->mu);
+    if (rc && !c->rc) {
+        c->rc = rc;
+        snprintf(c->err, sizeof c->err, "%s", err);
+    } else if (!rc && e->info && e->nsamples != n) {
+        c->rc = shard_fail(c->err, SHARD_ERR_FORMAT,
+                           "%s: has %llu samples, and its manifest says %llu", e->url,
+                           (unsigned long long)n, (unsigned long long)e->nsamples);
+        free(path);
+    } else if (!rc) {
+        e->nsamples = n;
+        e->index = path;
+        *(built ? &c->l->built : &c->l->cached) += 1;
+    }
+    pthread_mutex_unlock(&c->mu);
+    progress(c, 0);
+}
 
 static void *count_main(void *arg)
 {
     Counter *c = arg;
     for (size_t i; (i = atomic_fetch_add(&c->next, 1)) < c->l->n;)
-        if (!c->l->v[i].info)
-            c->l->v[i].nsamples = index_count(c->l->v[i].url, c->remote);
+        if (!c->l->v[i].info || c->s->build_indexes == SHARD_INDEXES_FOR_SEEKING)
+            count_one(c, &c->l->v[i]);
     return NULL;
 }
 
-/* The counts of the shards no manifest described, from their indexes' first lines: remote
- * ones several at a time, so that a long brace pattern over a store far away does not pay
- * one round trip after another. */
-static void counts(List *l, ShardRemote *remote)
+/* The counts of the shards no manifest described, from their indexes' first lines (and
+ * with build_indexes, from indexes made for those without): several at a time, so that a
+ * long brace pattern over a store far away does not pay one round trip after another, and
+ * plain shards are scanned in parallel. */
+static int counts(List *l, const ShardListSettings *s, char *msg)
 {
-    size_t costly = 0;
-    for (size_t i = 0; i < l->n; i++)
-        costly += !l->v[i].info && shard_url_costly(l->v[i].url);
-    Counter c = {l, remote, 0};
+    size_t costly = 0, todo = 0;
+    int seeking = s->build_indexes == SHARD_INDEXES_FOR_SEEKING;
+    for (size_t i = 0; i < l->n; i++) {
+        int look = !l->v[i].info || seeking;
+        todo += look && !shard_url_is_command(l->v[i].url);
+        costly += look && shard_url_costly(l->v[i].url);
+    }
+    Counter c = {.l = l, .s = s};
+    if (s->build_indexes && todo) {
+        if (!(c.dir = shard_index_cache_dir(s->index_cache, s->remote)))
+            return shard_fail(msg, SHARD_ERR_NOMEM, "out of memory");
+        c.tomake = todo;
+    }
+    pthread_mutex_init(&c.mu, NULL);
     pthread_t t[COUNT_THREADS];
     size_t nt = 0;
-    if (costly > 1) {
-        size_t want = costly < COUNT_THREADS ? costly : COUNT_THREADS;
-        while (nt < want && shard_thread_start(&t[nt], count_main, &c) == 0)
-            nt++;
-    }
+    size_t want = c.dir ? todo : costly > 1 ? costly : 0;
+    size_t most = s->threads ? s->threads : COUNT_THREADS;
+    if (most > COUNT_THREADS)
+        most = COUNT_THREADS;
+    if (want > most)
+        want = most;
+    while (nt + 1 < want && shard_thread_start(&t[nt], count_main, &c) == 0)
+        nt++;
     count_main(&c); /* this thread too (alone when no thread could start) */
     while (nt)
         pthread_join(t[--nt], NULL);
+    progress(&c, 1);
+    pthread_mutex_destroy(&c.mu);
+    free(c.dir);
+    if (c.rc)
+        return shard_fail(msg, c.rc, "%s", c.err);
+    return 0;
 }
 
 /* Whether a spec names a manifest. */
@@ -322,7 +399,7 @@ int shard_list_expand(ShardList **out, const char *const *specs, size_t nspecs,
     for (size_t k = 0; k < nspecs && !rc; k++)
         rc = expand_one(l, specs[k], k, s, msg);
     if (!rc && s->counts)
-        counts(l, s->remote);
+        rc = counts(l, s, msg);
     if (rc) {
         shard_list_free(&l);
         return shard_report(err, rc, msg);
@@ -332,6 +409,12 @@ int shard_list_expand(ShardList **out, const char *const *specs, size_t nspecs,
 }
 
 size_t shard_list_count(const ShardList *l) { return l->n; }
+
+void shard_list_index_counts(const ShardList *l, uint64_t *built, uint64_t *cached)
+{
+    *built = l->built;
+    *cached = l->cached;
+}
 
 const ShardListEntry *shard_list_entry(const ShardList *l, size_t i)
 {
@@ -343,8 +426,10 @@ void shard_list_free(ShardList **pl)
     if (!pl || !*pl)
         return;
     ShardList *l = *pl;
-    for (size_t i = 0; i < l->n; i++)
+    for (size_t i = 0; i < l->n; i++) {
         free((char *)l->v[i].url);
+        free((char *)l->v[i].index);
+    }
     free(l->v);
     for (size_t k = 0; k < l->nspecs; k++)
         shard_manifest_free(&l->manifests[k]);

@@ -58,6 +58,8 @@ void shard_loader_stats(const ShardLoader *cl, ShardLoaderStats *o)
     unsigned streams = (unsigned)fc.threads;
     st[SHARD_STAGE_LIST] = (ShardStageStats){"list", 1, rs.shards, 0, rs.list_seconds,
                                              rs.list_seconds, 0, 0, 0, 0};
+    o->indexes_built = rs.indexes_built;
+    o->indexes_cached = rs.indexes_cached;
     st[SHARD_STAGE_FETCH] = (ShardStageStats){"fetch", streams, fc.items, fc.read_bytes, fwall,
                                               fc.read, idle, fc.alive - fc.read, 0, 0};
     st[SHARD_STAGE_DECOMPRESS] = (ShardStageStats){

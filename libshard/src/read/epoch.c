@@ -109,7 +109,8 @@ int shard_reader_plan(ShardReader *r, uint64_t e)
         int rc = shard_epoch_plan(r->counts, r->nurls, &p, &r->segs, &r->nsegs);
         if (rc == SHARD_ERR_UNSUPPORTED)
             return shard_fail(r->err, rc, "reader: equal mode needs the sample count of every "
-                                          "shard (a manifest, or a .idx beside each shard)");
+                                          "shard (a manifest, a .idx beside each shard, or "
+                                          "make_indexes not 'never')");
         if (rc)
             return shard_fail(r->err, rc, "reader: cannot plan the epoch");
     }

@@ -158,7 +158,7 @@ static void close_shard(ShardFetch *f, ShardFile **file, ShardReadCost *seen)
     shard_file_free(file);
 }
 
-static int open_shard(Stream *st, const char *url, ShardFile **file, ShardError *err)
+static int open_shard(Stream *st, const ShardListEntry *e, ShardFile **file, ShardError *err)
 {
     ShardFetch *f = st->f;
     double t = shard_seconds(); /* opening is reading: a file's open, an index */
@@ -166,7 +166,8 @@ static int open_shard(Stream *st, const char *url, ShardFile **file, ShardError 
     shard_file_default_settings(&fs);
     fs.remote = f->s.remote;
     fs.map = f->s.map;
-    int rc = shard_file_open_on(file, url, &fs, st->io, err);
+    fs.index = e->index; /* one made at open for a shard without its own */
+    int rc = shard_file_open_on(file, e->url, &fs, st->io, err);
     double spent = shard_seconds() - t;
     if (rc == 0) { /* what its source read and unpacked is counted with the file's cost */
         ShardReadCost c;
@@ -187,10 +188,10 @@ static ShardFile *open_ahead(Stream *st, size_t n)
     ShardSegment next;
     ShardFile *file = NULL;
     ShardError err;
-    const char *url;
+    const ShardListEntry *e;
     if (f->s.segment(f->s.cookie, st->id, n, &next) && next.first == 0 && next.count != 0 &&
-        shard_url_costly(url = shard_list_entry(f->s.list, next.shard)->url) &&
-        open_shard(st, url, &file, &err) == 0)
+        shard_url_costly((e = shard_list_entry(f->s.list, next.shard))->url) &&
+        open_shard(st, e, &file, &err) == 0)
         shard_file_prefetch(file);
     return file;
 }
@@ -201,7 +202,8 @@ static int fetch_segment(Stream *st, const ShardSegment *seg, size_t n, uint64_t
                          ShardFile **ahead)
 {
     ShardFetch *f = st->f;
-    const char *url = shard_list_entry(f->s.list, seg->shard)->url;
+    const ShardListEntry *entry = shard_list_entry(f->s.list, seg->shard);
+    const char *url = entry->url;
     ShardFile *file = *ahead;
     ShardReadCost seen = {0};
     *ahead = NULL;
@@ -213,7 +215,7 @@ static int fetch_segment(Stream *st, const ShardSegment *seg, size_t n, uint64_t
     uint64_t count = seg->count == SHARD_COUNT_UNKNOWN ? SHARD_COUNT_UNKNOWN : seg->count - skip;
     atomic_fetch_add(&f->shards_opened, 1);
     ShardError err;
-    if (!file && open_shard(st, url, &file, &err))
+    if (!file && open_shard(st, entry, &file, &err))
         return failed(st, err.message, count);
     *ahead = open_ahead(st, n + 1);
     int rc = 0;

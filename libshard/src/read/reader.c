@@ -97,6 +97,14 @@ static int open_list(ShardReader *r, const ShardReaderSettings *s)
     shard_list_default_settings(&ls);
     ls.remote = r->s.remote;
     ls.manifest_commands = s->manifest_commands;
+    int needs_counts = s->nsources > 1 || s->mode == SHARD_MODE_EQUAL ||
+                       (s->epoch_samples && s->mode != SHARD_MODE_RESAMPLED);
+    if (s->make_indexes == SHARD_READER_INDEXES_ALWAYS ||
+        (s->make_indexes == SHARD_READER_INDEXES_AUTO && needs_counts))
+        ls.build_indexes = SHARD_INDEXES_FOR_COUNTS;
+    ls.index_cache = s->index_cache;
+    ls.threads = (unsigned)r->s.streams;
+    ls.progress = 1;
     ShardError e;
     int rc = 0;
     if (shard_list_expand(&r->list, specs, nspecs, &ls, &e))
@@ -113,7 +121,8 @@ static int open_list(ShardReader *r, const ShardReaderSettings *s)
         if (r->counts[i] == SHARD_COUNT_UNKNOWN)
             rc = shard_fail(r->err, SHARD_ERR_UNSUPPORTED,
                             "reader: %s needs the sample count of every shard, and %s has none "
-                            "(it is in no manifest and has no readable .idx beside it)",
+                            "(it is in no manifest and has no readable .idx beside it, and "
+                            "make_indexes is 'never')",
                             s->nsources > 1 ? "mixing sources" : "epoch_samples outside resampled mode",
                             shard_list_entry(r->list, i)->url);
     if (!rc && r->mixing) {
@@ -289,6 +298,7 @@ void shard_reader_stats(const ShardReader *r, ShardReaderStats *st)
     st->parse_seconds = parse > 0 ? parse : 0;
     st->read_bytes = c.read_bytes;
     st->decompressed_bytes = c.unpack_bytes;
+    shard_list_index_counts(r->list, &st->indexes_built, &st->indexes_cached);
 }
 
 const char *shard_reader_kept_error(const ShardReader *r, size_t i)

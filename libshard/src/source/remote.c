@@ -73,8 +73,10 @@ static int judge(ShardSource *s, Remote *m, ShardXfer *x, uint64_t off, uint64_t
             return shard_fail(s->err, SHARD_ERR_IO,
                               "%s: asked for bytes from %llu, the server sent them from %lld",
                               s->url, (unsigned long long)off, (long long)rs->range_start);
-        if (!m->pin[0])
+        if (!m->pin[0]) {
             snprintf(m->pin, sizeof m->pin, "%s", v);
+            snprintf(s->version, sizeof s->version, "%s", v);
+        }
         if (rs->total >= 0) {
             if (s->size >= 0 && rs->total != s->size)
                 return fail_replaced(s, m, off, v);

@@ -115,6 +115,9 @@ struct ShardSource {
     ShardRemote *remote;      /* the ShardRemote it was opened through (a reference), or NULL:
                                  what sits beside it (its index) opens through the same */
     ShardReadCost cost;       /* by the thread reading it */
+    char version[256];        /* which version of the object this is (a local file's mtime
+                                 and inode; a remote's generation, ETag or Last-Modified,
+                                 known after its first response or stat), "" when unknown */
     char err[SHARD_ERROR_MAX];
     void *impl;               /* the implementation's state */
 };

@@ -260,6 +260,9 @@ static int read_header(ShardTar *t, char *err)
         const char *m = archive_entry_pathname(t->entry);
         free(t->last_member);
         t->last_member = strdup(m ? m : "");
+        /* headers only: the data are skipped first, so that pos is the next header's */
+        if (t->s.headers_only && archive_read_data_skip(t->ar) != ARCHIVE_OK)
+            return archive_fail(t, m, (uint64_t)archive_read_header_position(t->ar), err);
     }
     uint64_t pos = (uint64_t)archive_filter_bytes(t->ar, 0);
     int r = archive_read_next_header(t->ar, &t->entry);

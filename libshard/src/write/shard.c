@@ -16,7 +16,7 @@
 #include "remote/remote.h"
 #include "sink/sink.h"
 #include "tar/seektable.h"
-#include "write/index.h"
+#include "tar/idxbuild.h"
 #include "write/shard.h"
 #include "write/writerdef.h"
 

@@ -324,6 +324,8 @@ class ShardDataset(torch.utils.data.IterableDataset):
         """
         rank, world = split.rank_world(self.rank, self.world_size)
         args = {k: v for k, v in self._reader_args().items() if k not in ("streams", "queue_depth")}
+        if args.get("make_indexes") != "never":  # plain tars are counted once, then cached
+            args["make_indexes"] = "always"
         r = _libshard.Reader(self.urls, epoch=self.epoch, rank=rank, world_size=world, worker=0,
                              num_workers=1, streams=1, queue_depth=1, **args)
         n = r.epoch_length
@@ -359,7 +361,7 @@ class ShardDataset(torch.utils.data.IterableDataset):
                 listed = self._shard_list()
             except (ValueError, OSError, _libshard.ShardError):
                 return None
-        for u, _ in listed:
+        for u, *_ in listed:
             p = self._local_path(u)
             if p is not None and not os.path.exists(p):
                 return u
@@ -372,11 +374,12 @@ class ShardDataset(torch.utils.data.IterableDataset):
         missing = self._missing_shard(listed)
         if missing:
             return FileNotFoundError(f"len(): shard {missing} does not exist")
-        uncounted = [u for u, n in listed if n is None]
+        uncounted = [u for u, n, _ in listed if n is None]
         shown = ", ".join(uncounted[:3]) + (f" and {len(uncounted) - 3} more"
                                               if len(uncounted) > 3 else "")
-        return TypeError(f"len() needs sample counts: a manifest, or a .idx beside every shard; "
-                         f"{len(uncounted)} shard(s) have neither: {shown}")
+        return TypeError(f"len() needs sample counts: a manifest, a .idx beside every shard, or "
+                         f"make_indexes other than 'never'; {len(uncounted)} shard(s) have "
+                         f"none: {shown}")
 
     def __getstate__(self):
         # Pickled for spawn-started workers: the running reader stays behind.

@@ -11,6 +11,21 @@ from ..indexed import IndexedShards
 _KEYS = ("image_size", "crop", "flip", "fast", "dtype", "mean", "std", "scale", "ratio",
          "image_fields", "label_field", "missing_label")
 
+# ShardDataset's settings that order or split a stream: a sampler does that for a map-style
+# dataset, and a DataLoader batches it
+_STREAMING = {
+    "shuffle": "a sampler orders a map-style dataset (DistributedSampler(shuffle=True), "
+               "RandomSampler)",
+    "shuffle_shards": "a sampler orders a map-style dataset",
+    "shuffle_initial": "a sampler orders a map-style dataset",
+    "mode": "DistributedSampler splits a map-style dataset between ranks (drop_last for "
+            "equal counts)",
+    "pad": "DistributedSampler pads (drop_last=False)",
+    "epoch_samples": "a sampler sets the samples per epoch (RandomSampler(num_samples=...))",
+    "batch_size": "DataLoader(batch_size=...) batches a map-style dataset",
+    "drop_last": "DataLoader(drop_last=...) batches a map-style dataset",
+}
+
 
 def _mix(*parts):
     """A 64-bit seed from integers (splitmix64 steps): each sample's augmentation draws."""
@@ -36,18 +51,27 @@ class IndexedShardDataset(torch.utils.data.Dataset):
     or "float32" normalized with mean and std), scale, ratio, image_fields, label_field,
     missing_label. Images come out (3, H, W). Augmentation draws follow (seed, epoch,
     index): set_epoch changes them; the same index in the same epoch is the same image.
+    decode=False: ds[i] is the sample's dict, as ShardDataset(decode=False) yields it. Shards
+    without an index (plain tars) are indexed once and kept in index_cache (IndexedShards).
     """
 
-    def __init__(self, spec, *, seed=0, open_files=8, **options):
+    def __init__(self, spec, *, seed=0, open_files=8, decode=True, index_cache=None,
+                 **options):
         super().__init__()
         remote = {k: options.pop(k) for k in list(options) if k in _settings.REMOTE_KEYS}
+        for k in options:
+            if k in _STREAMING:
+                raise TypeError(f"IndexedShardDataset: {k!r} is a streaming setting: "
+                                f"{_STREAMING[k]}")
         unknown = set(options) - set(_KEYS)
         if unknown:
             raise TypeError(f"IndexedShardDataset: unknown settings {sorted(unknown)}")
         self.options = _settings.check(options)
         self.seed = _settings.check({"seed": seed})["seed"]
+        self.decode = bool(decode)
         self.epoch = 0
-        self.shards = IndexedShards(spec, open_files=open_files, **remote)
+        self.shards = IndexedShards(spec, open_files=open_files, index_cache=index_cache,
+                                    **remote)
         o = {**{k: _settings.DEFAULTS[k] for k in _KEYS}, **self.options}
         size = o["image_size"]
         self.height, self.width = (size, size) if isinstance(size, int) else size
@@ -77,6 +101,8 @@ class IndexedShardDataset(torch.utils.data.Dataset):
 
     def __getitem__(self, i):
         d = self.shards[i]
+        if not self.decode:
+            return d
         where = f"{d['__shard__']}: sample '{d['__key__']}'"
         data = next((d[f] for f in self._fields if f in d), None)
         if data is None:

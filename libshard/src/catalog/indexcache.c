@@ -1,0 +1,193 @@
+/*
+ * Indexes made on demand (indexcache.h). A cached index is named HASH(url)-HASH(size,
+ * version).idx: a changed shard gets a new name (its old index is removed when the new one
+ * is made), and writers racing on one shard each write the same bytes under a temporary
+ * name renamed into place.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+
+#include "base/buf.h"
+#include "base/error.h"
+#include "base/text.h"
+#include "base/url.h"
+#include "catalog/indexcache.h"
+#include "remote/remotedef.h"
+#include "source/open.h"
+#include "tar/idx.h"
+#include "tar/idxbuild.h"
+#include "tar/shardfile.h"
+
+char *shard_index_cache_dir(const char *dir, const ShardRemote *remote)
+{
+    char *p = NULL;
+    const char *base;
+    if (dir && *dir)
+        return strdup(dir);
+    if (remote && remote->s.cache_dir && *remote->s.cache_dir) {
+        if (asprintf(&p, "%s/index", remote->s.cache_dir) < 0)
+            p = NULL;
+    } else if ((base = getenv("XDG_CACHE_HOME")) && *base == '/') {
+        if (asprintf(&p, "%s/libshard/index", base) < 0)
+            p = NULL;
+    } else {
+        base = getenv("HOME");
+        if (asprintf(&p, "%s/.cache/libshard/index", base && *base ? base : "/tmp") < 0)
+            p = NULL;
+    }
+    return p;
+}
+
+/* hex of the first n bytes of text's SHA-256 into out (2n + 1 bytes) */
+static int hash_hex(const char *text, size_t len, int n, char *out)
+{
+    unsigned char md[32];
+    unsigned int k = 0;
+    if (!EVP_Digest(text, len, md, &k, EVP_sha256(), NULL))
+        return SHARD_ERR_NOMEM;
+    for (int i = 0; i < n; i++)
+        snprintf(out + 2 * i, 3, "%02x", md[i]);
+    return 0;
+}
+
+/* mkdir -p */
+static int make_dirs(const char *dir, char *err)
+{
+    char p[PATH_MAX];
+    if (snprintf(p, sizeof p, "%s", dir) >= (int)sizeof p)
+        return shard_fail(err, SHARD_ERR_INVALID, "%s: path too long", dir);
+    for (char *s = p + 1;; s++) {
+        if (*s && *s != '/')
+            continue;
+        char c = *s;
+        *s = 0;
+        if (mkdir(p, 0777) && errno != EEXIST)
+            return shard_fail(err, SHARD_ERR_IO, "index cache %s: cannot make %s: %s", dir, p,
+                              strerror(errno));
+        *s = c;
+        if (!c)
+            return 0;
+    }
+}
+
+/* Removes the indexes of other versions of the shard whose name starts with prefix. */
+static void remove_stale(const char *dir, const char *prefix, const char *keep)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    size_t n = strlen(prefix);
+    for (struct dirent *e; (e = readdir(d));) {
+        if (strncmp(e->d_name, prefix, n) || !strcmp(e->d_name, keep))
+            continue;
+        char p[PATH_MAX];
+        if (snprintf(p, sizeof p, "%s/%s", dir, e->d_name) < (int)sizeof p)
+            unlink(p);
+    }
+    closedir(d);
+}
+
+/* The count a cached index's first line promises, or -1 (missing, damaged). */
+static int64_t cached_count(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return -1;
+    char head[64];
+    size_t n = fread(head, 1, sizeof head, f);
+    fclose(f);
+    return shard_index_header_count(head, n);
+}
+
+/* The shard's identity for keying: a local path made absolute (one file named two ways is
+ * one shard), a remote URL as given. */
+static char *identity(const char *url)
+{
+    const char *path = shard_url_file_path(url);
+    if (!path && !shard_url_has_scheme(url))
+        path = url;
+    char *real = path ? realpath(path, NULL) : NULL;
+    return real ? real : strdup(url);
+}
+
+int shard_index_cached(const char *dir, const char *url, ShardRemote *remote, char **path,
+                       uint64_t *count, int *built, char *err)
+{
+    *path = NULL;
+    *count = 0;
+    *built = 0;
+    if (shard_url_is_command(url))
+        return shard_fail(err, SHARD_ERR_UNSUPPORTED,
+                          "%s: a pipe's output cannot be indexed and kept (it has no version)",
+                          url);
+    ShardSource *src;
+    int rc = shard_source_open(&src, url, remote,
+                               SHARD_SOURCE_SEQUENTIAL | SHARD_SOURCE_SPARSE, /* not from a
+                                                       shard cache: the object's own version */
+                               err);
+    if (rc)
+        return rc;
+    if (shard_source_size(src) < 0 || (!src->version[0] && src->ops->stat && src->ops->stat(src))) {
+        rc = shard_fail(err, SHARD_ERR_IO, "%s", src->err[0] ? src->err : "cannot stat");
+        shard_source_put(src);
+        return rc;
+    }
+    char *id = identity(url);
+    char *key = NULL, urlhex[33], verhex[17];
+    if (id && !hash_hex(id, strlen(id), 16, urlhex)) {
+        char *v = NULL;
+        if (asprintf(&v, "%lld\n%s", (long long)src->size, src->version) >= 0 &&
+            !hash_hex(v, strlen(v), 8, verhex) &&
+            asprintf(&key, "%s/%s-%s.idx", dir, urlhex, verhex) < 0)
+            key = NULL;
+        free(v);
+    }
+    free(id);
+    if (!key) {
+        shard_source_put(src);
+        return shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
+    }
+    int64_t c = cached_count(key);
+    if (c >= 0) {
+        shard_source_put(src);
+        *path = key;
+        *count = (uint64_t)c;
+        return 0;
+    }
+    ShardFileSettings fs;
+    shard_index_scan_settings(&fs);
+    fs.remote = remote;
+    ShardFile *f;
+    ShardError e;
+    ShardBuf lines = {0};
+    uint64_t n = 0;
+    if ((rc = shard_file_open_source(&f, src, &fs, &e))) /* takes src */
+        shard_fail(err, rc, "%s", e.message);
+    else {
+        rc = shard_index_scan(f, url, &lines, &n, err);
+        shard_file_free(&f);
+    }
+    if (!rc && !(rc = make_dirs(dir, err)) &&
+        !(rc = shard_index_put(key, n, &lines, NULL, err))) {
+        char prefix[40];
+        snprintf(prefix, sizeof prefix, "%s-", urlhex);
+        remove_stale(dir, prefix, shard_base_name(key));
+    }
+    shard_buf_free(&lines);
+    if (rc) {
+        free(key);
+        return rc;
+    }
+    *path = key;
+    *count = n;
+    *built = 1;
+    return 0;
+}
