@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 deps=$PWD/build-aarch64-deps
 pkgs=(crossbuild-essential-arm64 qemu-user qemu-user-binfmt pkgconf:arm64
-  libarchive-dev:arm64 libzstd-dev:arm64 libjpeg62-turbo-dev:arm64 libpng-dev:arm64
+  libarchive-dev:arm64 libzstd-dev:arm64 libjpeg62-turbo-dev:arm64 libpng-dev:arm64 libwebp-dev:arm64
   libjansson-dev:arm64 libssl-dev:arm64 libcurl4-openssl-dev:arm64
   libgit2-1.5:arm64 libffi8:arm64)
 missing=()

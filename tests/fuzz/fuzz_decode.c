@@ -1,4 +1,4 @@
-/* JPEG and PNG decode with a crop and a DCT scale: the first 8 bytes choose the output size,
+/* JPEG, PNG and WebP decode with a crop and a DCT scale: the first 8 bytes choose the output size,
  * crop, flip, fast path and seed; the rest is the image. */
 #include <stdint.h>
 #include <stdlib.h>

@@ -17,7 +17,9 @@ Tolerances, each measured and stated here:
 - the fast path (DCT-scaled, cropped partial decode) vs the full decode, and vs PIL's
   draft + crop + resize: mean abs <= 3 and PSNR >= 35 dB; a box shifted by 6 source pixels
   scores below 35 dB, so the bound does see a wrong crop position;
-- CMYK JPEG vs PIL's convert("RGB"): max abs <= 2.
+- CMYK JPEG vs PIL's convert("RGB"): max abs <= 2;
+- WebP (lossy, lossless, with alpha) vs PIL's convert("RGB"): max abs <= 1 (both decode
+  with libwebp; measured: identical).
 """
 import io
 import math
@@ -160,6 +162,54 @@ def test_png_with_alpha_drops_alpha_like_pil_and_is_deterministic():
     theirs = np.asarray(Image.open(io.BytesIO(data)).convert("RGB"))
     assert (first == theirs).all(), "RGBA PNG must match PIL's convert('RGB')"
     assert (first == rgba[:, :, :3]).all()
+
+
+# ---- WebP ----------------------------------------------------------------------------------
+
+
+def _webp(kind):
+    rgb = textured(97, 61, seed=11)
+    if kind == "lossy":
+        return encode(Image.fromarray(rgb), "WEBP", quality=80)
+    if kind == "lossless":
+        return encode(Image.fromarray(rgb), "WEBP", lossless=True)
+    rgba = np.concatenate([rgb, np.full((61, 97, 1), 255, np.uint8)], -1)
+    rgba[:20, :, 3] = 0
+    rgba[20:40, :, 3] = 128
+    lossless = kind == "alpha-lossless"
+    return encode(Image.fromarray(rgba, "RGBA"), "WEBP", lossless=lossless, quality=80,
+                  exact=True)
+
+
+@pytest.mark.parametrize("kind", ["lossy", "lossless", "alpha-lossy", "alpha-lossless"])
+def test_webp_equals_pil(kind):
+    data = _webp(kind)
+    ours = decode_rgb(data)
+    assert ours.shape == (61, 97, 3)
+    assert absdiff(ours, pil_rgb(data)).max() <= 1
+    # through the transform's crop and resize as any image: as PIL's decode, resized
+    full = decode(data, 40, 30, crop="none", fast=False)
+    alone = decode(encode(Image.fromarray(pil_rgb(data)), "PNG"), 40, 30, crop="none", fast=False)
+    assert absdiff(full, alone).max() <= 1
+
+
+def test_webp_limits_and_refusals():
+    data = _webp("lossless")
+    assert data[12:16] == b"VP8L" and data[20] == 0x2F
+    # the header declares 16384 x 16384 (its 14-bit width and height fields all ones): past
+    # the limit before a pixel is decoded
+    bits = int.from_bytes(data[21:25], "little") | (1 << 28) - 1
+    big = data[:21] + bits.to_bytes(4, "little") + data[25:]
+    with pytest.raises(libshard.ShardError, match="a WebP of 16384x16384 pixels, more than "
+                                                  "the limit"):
+        libshard.decode_rgb(big)
+    with pytest.raises(libshard.ShardError, match="corrupt WebP"):
+        libshard.decode_rgb(data[:40])
+    frames = [Image.fromarray(textured(40, 30, seed=s)) for s in range(3)]
+    buf = io.BytesIO()
+    frames[0].save(buf, "WEBP", save_all=True, append_images=frames[1:], duration=50)
+    with pytest.raises(libshard.ShardError, match="animated WebP .40x30. is not decoded"):
+        libshard.decode_rgb(buf.getvalue())
 
 
 # ---- resampling -----------------------------------------------------------------------------

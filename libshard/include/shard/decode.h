@@ -64,7 +64,7 @@ SHARD_API size_t shard_transform_output_size(const ShardTransform *t);
  * @param out caller-owned buffer of shard_transform_output_size(t) bytes
  * @param msg optional buffer for what went wrong
  * @return 0; SHARD_ERR_DECODE for a corrupt image (libjpeg warnings count: truncated or
- *         damaged data); SHARD_ERR_UNSUPPORTED for a format other than JPEG and PNG
+ *         damaged data); SHARD_ERR_UNSUPPORTED for a format other than JPEG, PNG and WebP
  */
 SHARD_API int shard_decode_transform(const void *data, size_t size, const ShardTransform *t,
                                      uint64_t seed, void *out, char *msg, size_t msgsize);

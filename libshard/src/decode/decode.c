@@ -1,5 +1,5 @@
 /*
- * Decoding and transforms (shard/decode.h): an image decoded by its format (jpeg.c, png.c),
+ * Decoding and transforms (shard/decode.h): an image decoded by its format (jpeg.c, png.c, webp.c),
  * cropped (crop.c), resampled (resize.c) and stored in the output's type and layout.
  */
 #include <stdio.h>
@@ -14,6 +14,7 @@
 #include "decode/png.h"
 #include "decode/resize.h"
 #include "decode/scratch.h"
+#include "decode/webp.h"
 #include "shard/decode.h"
 #include "shard/image.h"
 
@@ -52,8 +53,11 @@ static int decode_rgb(ShardScratch *sc, const char *fmt, const void *data, size_
         return shard_jpeg_decode(sc, data, size, t, NULL, NULL, out, width, height, msg, msgsize);
     if (fmt && !strcmp(fmt, "png"))
         return shard_png_decode(sc, data, size, shard_pixel_limit(t), out, width, height, msg, msgsize);
+    if (fmt && !strcmp(fmt, "webp"))
+        return shard_webp_decode(sc, data, size, shard_pixel_limit(t), out, width, height, msg,
+                                 msgsize);
     if (msg)
-        snprintf(msg, msgsize, "%s images are not decoded (JPEG and PNG are)",
+        snprintf(msg, msgsize, "%s images are not decoded (JPEG, PNG and WebP are)",
                  fmt ? fmt : "unknown");
     return SHARD_ERR_UNSUPPORTED;
 }
