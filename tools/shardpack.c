@@ -224,6 +224,14 @@ static void print_summary(ShardpackRun *run, const char *manifest, size_t nwritt
 {
     double dt = cli_now() - run->t0;
     char hb[32], hr[32];
+    /* a line per kind the loader does not decode, before the summary (the last line) */
+    for (int i = 0; i < NUNDECODED; i++) {
+        uint64_t k = atomic_load(&run->undecoded[i]);
+        if (k)
+            fprintf(stderr, "shardpack: %llu %s image%s packed that the loader does not decode "
+                            "(JPEG, PNG and WebP are; --on-error skip leaves them out)\n",
+                    (unsigned long long)k, shardpack_undecoded_names[i], k == 1 ? "" : "s");
+    }
     fprintf(stderr, "shardpack: %llu samples in %zu shards, %s in %.2f s (%s/s)",
             (unsigned long long)atomic_load(&run->samples_done), nwritten,
             cli_human_bytes((double)stored, hb, sizeof hb), dt,

@@ -61,8 +61,13 @@ void shardpack_settings(const ShardpackCli *o, ShardPackSettings *ps);
 /* ---- the run (shardpack_run.c) -------------------------------------------------------- */
 
 /* The summary's names of the skip reasons, in the order it prints them. */
-enum { SKIP_NAME, SKIP_EMPTY, SKIP_UNREADABLE, SKIP_NOT_IMAGE, SKIP_CORRUPT, SKIP_CHANGED, NSKIP };
+enum { SKIP_NAME, SKIP_EMPTY, SKIP_UNREADABLE, SKIP_NOT_IMAGE, SKIP_CORRUPT, SKIP_CHANGED,
+       SKIP_UNDECODED, NSKIP };
 extern const char *const shardpack_skip_names[NSKIP];
+
+/* The image formats packed that the loader does not decode, counted kind by kind. */
+enum { NUNDECODED = 5 };
+extern const char *const shardpack_undecoded_names[NUNDECODED];
 
 /* One pack run, shared by main and the workers. */
 typedef struct ShardpackRun {
@@ -74,6 +79,7 @@ typedef struct ShardpackRun {
     atomic_int failed;
     atomic_ullong samples_done, bytes_done;
     atomic_ullong skipped[NSKIP];
+    atomic_ullong undecoded[NUNDECODED]; /* packed all the same (no --on-error skip) */
     pthread_mutex_t lock; /* error message, stderr */
     char error[2048];
     pthread_cond_t cond;

@@ -23,7 +23,9 @@
 
 const char *const shardpack_skip_names[NSKIP] = {
     "invalid name", "zero-byte", "unreadable", "not an image", "corrupt image", "changed while packing",
+    "not decoded by the loader",
 };
+const char *const shardpack_undecoded_names[NUNDECODED] = {"gif", "bmp", "tiff", "pnm", "other"};
 static const int skip_reason[] = {
     [SHARD_PACK_UNREADABLE] = SKIP_UNREADABLE,
     [SHARD_PACK_CHANGED] = SKIP_CHANGED,
@@ -31,7 +33,20 @@ static const int skip_reason[] = {
     [SHARD_PACK_CORRUPT] = SKIP_CORRUPT,
     [SHARD_PACK_BAD_NAME] = SKIP_NAME,
     [SHARD_PACK_EMPTY] = SKIP_EMPTY,
+    [SHARD_PACK_UNDECODED] = SKIP_UNDECODED,
 };
+
+/* An image the loader does not decode, packed: counted by its kind (what's first word). */
+static void count_undecoded(ShardpackRun *run, const char *what)
+{
+    int k = NUNDECODED - 1;
+    for (int i = 0; i < NUNDECODED - 1; i++) {
+        size_t n = strlen(shardpack_undecoded_names[i]);
+        if (!strncmp(what, shardpack_undecoded_names[i], n) && what[n] == ' ')
+            k = i;
+    }
+    atomic_fetch_add(&run->undecoded[k], 1);
+}
 
 void shardpack_run_init(ShardpackRun *run, const ShardpackCli *o)
 {
@@ -79,6 +94,10 @@ static int on_bad(void *cookie, size_t input, ShardPackBad reason, const char *w
     ShardpackRun *run = cookie;
     char path[4096];
     cli_escape_path(shard_pack_plan_input(run->plan, input)->path, path, sizeof path);
+    if (reason == SHARD_PACK_UNDECODED && run->o->on_error == ON_ERROR_FAIL) {
+        count_undecoded(run, what); /* packed; the summary names them by kind */
+        return 0;
+    }
     if (run->o->on_error == ON_ERROR_FAIL) {
         record_error(run, "%s: %s", path, what);
         return 0;

@@ -32,6 +32,7 @@ static const char *const bad_names[] = {
     [SHARD_PACK_UNREADABLE] = "unreadable", [SHARD_PACK_CHANGED] = "changed while packing",
     [SHARD_PACK_NOT_IMAGE] = "not an image", [SHARD_PACK_CORRUPT] = "corrupt image",
     [SHARD_PACK_BAD_NAME] = "invalid name", [SHARD_PACK_EMPTY] = "zero-byte",
+    [SHARD_PACK_UNDECODED] = "not decoded by the loader",
 };
 
 static void PackPlan_dealloc(PackPlanObject *self)

@@ -62,9 +62,12 @@ def test_basic_layout_labels_keys(run_sp, tmp_path):
     (tmp_path / "out").mkdir()
     err = ok(run_sp(tmp_path / "src", "-o", tmp_path / "out/train-%06d.tar"))
 
-    # stderr (not a tty): exactly one summary line, counting the ignored non-images.
+    # stderr (not a tty): a line per kind of image the loader does not decode (bmp, tiff,
+    # pnm), then the summary line, counting the ignored non-images.
     lines = err.splitlines()
-    assert len(lines) == 1, err
+    assert len(lines) == 4, err
+    assert all("packed that the loader does not decode" in l for l in lines[:3]), err
+    lines = lines[3:]
     assert lines[0].startswith("shardpack: ") and "samples" in lines[0]
     m = re.search(r"ignored (\d+)", lines[0])
     assert m and int(m.group(1)) == len(NOT_IMAGES), lines[0]
@@ -777,3 +780,53 @@ def test_resize_usage_errors(run_sp, tmp_path, args):
     (tmp_path / "out").mkdir()
     cp = run_sp(tmp_path / "src", "-o", tmp_path / "out/t-%d.tar", *args)
     assert cp.returncode == 2 and out_text(cp).strip()
+
+
+# ---- formats the loader does not decode ----------------------------------------------------
+
+MIXED = {"c/a.jpg": 1, "c/b.png": 2, "c/w.webp": 3, "c/x.bmp": 4, "c/y.bmp": 5, "d/t.tif": 6,
+         "d/p.ppm": 7, "d/g.pgm": 8}
+
+
+def test_formats_the_loader_does_not_decode_are_named_at_pack_time(run_sp, tmp_path):
+    make_tree(tmp_path / "src", MIXED)
+    err = ok(run_sp(tmp_path / "src", "-o", tmp_path / "a/t-%06d.tar"))
+    lines = err.strip().split("\n")
+    assert "8 samples in 1 shards" in summary_line(err)
+    named = sorted(l for l in lines if "the loader does not decode" in l)
+    assert named == [
+        "shardpack: 1 tiff image packed that the loader does not decode (JPEG, PNG and WebP "
+        "are; --on-error skip leaves them out)",
+        "shardpack: 2 bmp images packed that the loader does not decode (JPEG, PNG and WebP "
+        "are; --on-error skip leaves them out)",
+        "shardpack: 2 pnm images packed that the loader does not decode (JPEG, PNG and WebP "
+        "are; --on-error skip leaves them out)"]
+    # on request they are left out, named and counted
+    err = ok(run_sp(tmp_path / "src", "-o", tmp_path / "b/t-%06d.tar", "--on-error", "skip"))
+    assert "3 samples in 1 shards" in summary_line(err)
+    assert "skipped 5 (5 not decoded by the loader)" in summary_line(err)
+    assert "skipping " + str(tmp_path / "src/c/x.bmp") + ": bmp image, which the loader" in err
+    fields = sorted(m["field"] for m in read_members((tmp_path / "b/t-000000.tar").read_bytes())
+                    if m["field"] not in ("cls", "json"))
+    assert fields == ["jpg", "png", "webp"]
+
+
+def test_verify_decode_names_each_image_the_loader_does_not_decode(run_sp, tmp_path):
+    make_tree(tmp_path / "src", MIXED)
+    ok(run_sp(tmp_path / "src", "-o", tmp_path / "a/t-%06d.tar", "-q"))
+    shardcat = os.environ.get("SHARDCAT", str(Path(__file__).resolve().parents[2] / "build" /
+                                              "tools" / "shardcat"))
+    cp = subprocess.run([shardcat, "verify", "--decode", str(tmp_path / "a/t-000000.tar")],
+                        capture_output=True, text=True)
+    assert cp.returncode == 1
+    defects = [l for l in cp.stderr.split("\n") if "does not decode" in l]
+    assert len(defects) == 5, cp.stderr
+    assert re.search(r"t-000000.tar: offset \d+: member 'c/x.bmp': bmp image, which the loader "
+                     r"does not decode \(JPEG, PNG and WebP are\)", cp.stderr)
+    # without --decode the shard passes, and one of decoded formats alone passes --decode
+    assert subprocess.run([shardcat, "verify", str(tmp_path / "a/t-000000.tar")],
+                          capture_output=True).returncode == 0
+    make_tree(tmp_path / "ok", {"c/a.jpg": 1, "c/b.png": 2, "c/w.webp": 3})
+    ok(run_sp(tmp_path / "ok", "-o", tmp_path / "o/t-%06d.tar", "-q"))
+    assert subprocess.run([shardcat, "verify", "--decode", str(tmp_path / "o/t-000000.tar")],
+                          capture_output=True).returncode == 0

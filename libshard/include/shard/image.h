@@ -20,6 +20,12 @@ extern "C" {
 SHARD_API const char *shard_image_format(const void *data, size_t size);
 
 /**
+ * Whether the loader decodes images of a format shard_image_format names (JPEG, PNG and
+ * WebP; not GIF, BMP, TIFF or PNM, which are packed and read as bytes). NULL: 0.
+ */
+SHARD_API int shard_image_decoded(const char *format);
+
+/**
  * Checks that data is an image. JPEGs are decoded in full with libjpeg-turbo and any
  * warning (truncated data, corrupt entropy data) counts as a failure; other formats are
  * checked by signature only.

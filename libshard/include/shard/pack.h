@@ -87,6 +87,10 @@ typedef enum ShardPackBad {
     SHARD_PACK_CORRUPT = 4,    /**< a JPEG that does not decode cleanly (verify) */
     SHARD_PACK_BAD_NAME = 5,   /**< its name is not valid UTF-8 (found by a scan) */
     SHARD_PACK_EMPTY = 6,      /**< a zero-byte file (found by a scan) */
+    /** an image the loader does not decode (GIF, BMP, TIFF, PNM; what begins with the
+     *  format's name as shard_image_format gives it): on_bad returns 1 to leave it out, 0
+     *  to pack it as it is (it never fails the shard) */
+    SHARD_PACK_UNDECODED = 7,
 } ShardPackBad;
 
 /** What a scan (shard_pack_plan_scan) reports beside the inputs it adds. */

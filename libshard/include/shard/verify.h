@@ -13,7 +13,8 @@ extern "C" {
 #endif
 
 typedef struct ShardVerifySettings {
-    int decode;      /**< decode every JPEG fully with libjpeg-turbo (default 0) */
+    int decode;      /**< decode every JPEG fully with libjpeg-turbo, and name each image
+                         the loader does not decode (GIF, BMP, TIFF, PNM) (default 0) */
     int check_index; /**< compare the shard's .idx, when present, member by member (default 1) */
     /** What a manifest says of this shard (size, checksums, counts); NULL when none.
      *  Borrowed for the call. */

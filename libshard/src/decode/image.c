@@ -90,6 +90,11 @@ static int verify_jpeg(const void *data, size_t size, char *msg, size_t msgsize)
     return 0;
 }
 
+int shard_image_decoded(const char *format)
+{
+    return format && (!strcmp(format, "jpeg") || !strcmp(format, "png") || !strcmp(format, "webp"));
+}
+
 int shard_image_verify(const void *data, size_t size, char *msg, size_t msgsize)
 {
     const char *fmt = shard_image_format(data, size);

@@ -195,6 +195,14 @@ static int write_one(const ShardPackPlan *p, size_t i, Reading *rd, ShardWriter 
     if (vr)
         return bad_input(cb, i, x, vr == SHARD_ERR_FORMAT ? SHARD_PACK_NOT_IMAGE : SHARD_PACK_CORRUPT,
                          what, msg) ? 0 : vr;
+    const char *fmt = shard_image_format(buf, x->in.size);
+    if (!shard_image_decoded(fmt)) {
+        /* packed as bytes unless the caller leaves it out: said now, not at training time */
+        snprintf(what, sizeof what, "%s image, which the loader does not decode (JPEG, PNG and "
+                                    "WebP are)", fmt);
+        if (cb && cb->on_bad && cb->on_bad(cb->cookie, i, SHARD_PACK_UNDECODED, what))
+            return 0;
+    }
     ShardShrunk shrunk = {0};
     if (p->s.max_side) {
         int sr = shard_jpeg_shrink(buf, x->in.size, (int)p->s.max_side, p->s.quality, &shrunk, what);

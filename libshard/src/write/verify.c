@@ -290,7 +290,8 @@ static void check_index_line(Ctx *c, Check *k, const ShardSampleView *v)
     }
 }
 
-/* Each image field of v: the format its name promises, and every JPEG decoded. */
+/* Each image field of v: the format its name promises, one the loader decodes, and every
+ * JPEG decoded. */
 static void check_images(Ctx *c, const ShardSampleView *v)
 {
     for (size_t k = 0; k < v->nfields; k++) {
@@ -302,6 +303,12 @@ static void check_images(Ctx *c, const ShardSampleView *v)
                    (unsigned long long)fv->offset, fv->member,
                    !strcmp(named, "jpeg") ? "a JPEG" : "a PNG",
                    fmt ? "an image in " : "no image format libshard knows", fmt ? fmt : "");
+            continue;
+        }
+        if (fmt && !shard_image_decoded(fmt)) {
+            defect(c, "%s: offset %llu: member '%s': %s image, which the loader does not decode "
+                      "(JPEG, PNG and WebP are)",
+                   c->url, (unsigned long long)fv->offset, fv->member, fmt);
             continue;
         }
         if (!fmt || strcmp(fmt, "jpeg"))
