@@ -90,11 +90,11 @@ PyObject *shard_py_sample_dict(const ShardSampleView *v)
     return d;
 }
 
-PyObject *shard_py_batch_keys(const ShardBatch *b)
+PyObject *shard_py_names(const char *const *names, size_t n)
 {
-    PyObject *list = PyList_New((Py_ssize_t)b->size);
-    for (size_t i = 0; list && i < b->size; i++) {
-        PyObject *k = decode_name(b->keys[i]);
+    PyObject *list = PyList_New((Py_ssize_t)n);
+    for (size_t i = 0; list && i < n; i++) {
+        PyObject *k = decode_name(names[i]);
         if (!k) {
             Py_CLEAR(list);
             break;

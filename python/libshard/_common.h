@@ -28,9 +28,10 @@ PyObject *shard_py_self_iter(PyObject *self);
  * NULL with an exception. */
 PyObject *shard_py_sample_dict(const ShardSampleView *v);
 
-/* A batch's keys as a list of str (surrogateescape), and its raw fields as
- * {name: [bytes, or None where a sample lacks it]}: new references, NULL with an exception. */
-PyObject *shard_py_batch_keys(const ShardBatch *b);
+/* n names (a batch's keys or urls) as a list of str (surrogateescape), and a batch's raw
+ * fields as {name: [bytes, or None where a sample lacks it]}: new references, NULL with an
+ * exception. */
+PyObject *shard_py_names(const char *const *names, size_t n);
 PyObject *shard_py_batch_fields(const ShardBatch *b);
 
 /* Stage statistics as Loader.stats() gives them (stages not in the pipeline left out), and

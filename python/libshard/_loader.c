@@ -290,7 +290,7 @@ static PyObject *bytes_of(const void *p, size_t n)
     return PyBytes_FromStringAndSize((const char *)p, (Py_ssize_t)n);
 }
 
-enum { LABELS, KEYS, INDICES, SEEDS, REPEATS, FIELDS, SIZE, INDEX };
+enum { LABELS, KEYS, URLS, SOURCES, INDICES, SEEDS, REPEATS, FIELDS, SIZE, INDEX };
 
 /* The batch's per-sample arrays and counts, by the getter's closure (one of the above). */
 static PyObject *Batch_get(BatchObject *self, void *c)
@@ -300,7 +300,11 @@ static PyObject *Batch_get(BatchObject *self, void *c)
     case LABELS:
         return bytes_of(b->labels, b->size * sizeof(int64_t));
     case KEYS:
-        return shard_py_batch_keys(b);
+        return shard_py_names(b->keys, b->size);
+    case URLS:
+        return shard_py_names(b->urls, b->size);
+    case SOURCES:
+        return bytes_of(b->sources, b->size * sizeof(uint32_t));
     case INDICES:
         return bytes_of(b->indices, b->size * sizeof(uint64_t));
     case SEEDS:
@@ -320,6 +324,9 @@ static PyGetSetDef Batch_getset[] = {
     {"labels", (getter)Batch_get, NULL, "int64 labels as bytes (-1: none)",
      (void *)(intptr_t)LABELS},
     {"keys", (getter)Batch_get, NULL, "sample keys", (void *)(intptr_t)KEYS},
+    {"urls", (getter)Batch_get, NULL, "each sample's shard url", (void *)(intptr_t)URLS},
+    {"sources", (getter)Batch_get, NULL,
+     "each sample's source in a mix (uint32 bytes; 0 without a mix)", (void *)(intptr_t)SOURCES},
     {"indices", (getter)Batch_get, NULL,
      "each sample's index in the data set (uint64 bytes; 2**64-1 where counts are unknown)",
      (void *)(intptr_t)INDICES},

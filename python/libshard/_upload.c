@@ -33,7 +33,8 @@ typedef struct {
 
 typedef struct {
     PyObject_HEAD const ShardDeviceBatch *b; /* the object's hold, released at dealloc */
-    PyObject *keys, *fields, *indices, *repeats, *state; /* copied from the host batch */
+    PyObject *keys, *urls, *sources, *fields, *indices, *repeats, *state; /* copied from the
+                                                                           host batch */
 } DeviceBatchObject;
 
 typedef struct {
@@ -130,11 +131,13 @@ static int take_host(DeviceBatchObject *o, const ShardBatch *h)
 {
     if (!h)
         return 0;
-    o->keys = shard_py_batch_keys(h);
+    o->keys = shard_py_names(h->keys, h->size);
+    o->urls = shard_py_names(h->urls, h->size);
+    o->sources = bytes_of(h->sources, h->size * sizeof *h->sources);
     o->indices = bytes_of(h->indices, h->size * sizeof *h->indices);
     o->repeats = bytes_of(h->repeats, h->size);
     o->fields = shard_py_batch_fields(h);
-    return o->keys && o->indices && o->repeats && o->fields ? 0 : -1;
+    return o->keys && o->urls && o->sources && o->indices && o->repeats && o->fields ? 0 : -1;
 }
 
 static PyObject *Uploader_next(UploaderObject *self, PyObject *args, PyObject *kw)
@@ -160,7 +163,7 @@ static PyObject *Uploader_next(UploaderObject *self, PyObject *args, PyObject *k
         return NULL;
     }
     o->b = b;
-    o->keys = o->fields = o->indices = o->repeats = NULL;
+    o->keys = o->urls = o->sources = o->fields = o->indices = o->repeats = NULL;
     o->state = PyUnicode_FromString(b->state);
     int bad = (host && take_host(o, b->host)) || !o->state;
     shard_device_batch_host_done(b);
@@ -295,6 +298,8 @@ static void DeviceBatch_dealloc(DeviceBatchObject *self)
     if (self->b)
         shard_device_batch_release(self->b, NULL);
     Py_XDECREF(self->keys);
+    Py_XDECREF(self->urls);
+    Py_XDECREF(self->sources);
     Py_XDECREF(self->fields);
     Py_XDECREF(self->indices);
     Py_XDECREF(self->repeats);
@@ -339,6 +344,10 @@ static PyObject *DeviceBatch_get(DeviceBatchObject *self, void *c)
         return PyLong_FromSize_t(self->b->size);
     if (!strcmp(what, "keys"))
         return or_none(self->keys);
+    if (!strcmp(what, "urls"))
+        return or_none(self->urls);
+    if (!strcmp(what, "sources"))
+        return or_none(self->sources);
     if (!strcmp(what, "fields"))
         return or_none(self->fields);
     if (!strcmp(what, "indices"))
@@ -355,6 +364,9 @@ static PyGetSetDef DeviceBatch_getset[] = {
     {"labels", (getter)DeviceBatch_labels, NULL, "int64 labels on the GPU (DLPack)", NULL},
     {"size", (getter)DeviceBatch_get, NULL, "samples in the batch", "size"},
     {"keys", (getter)DeviceBatch_get, NULL, "sample keys (None for put batches)", "keys"},
+    {"urls", (getter)DeviceBatch_get, NULL, "sample shard urls (None for put batches)", "urls"},
+    {"sources", (getter)DeviceBatch_get, NULL,
+     "uint32 mix sources as bytes (None for put batches)", "sources"},
     {"fields", (getter)DeviceBatch_get, NULL, "raw fields (None for put batches)", "fields"},
     {"indices", (getter)DeviceBatch_get, NULL, "uint64 data-set indices as bytes", "indices"},
     {"repeats", (getter)DeviceBatch_get, NULL, "padding flags as bytes", "repeats"},

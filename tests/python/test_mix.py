@@ -86,6 +86,39 @@ def test_a_shard_dataset_over_a_mix(packed, small):
     assert sum(k in small_keys for k in keys) == 87
 
 
+def test_every_sample_of_a_mixed_batch_names_its_source_and_shard(packed, small):
+    ds = ShardDataset(mix(packed, small, 3, 1), seed=1, batch_size=50, image_size=32,
+                      raw_fields=["__key__", "__source__", "__url__"])
+    small_keys = set(small.keys)
+    sources = Counter()
+    for _, _, f in ds:
+        assert f["__source__"].dtype == torch.int64 and len(f["__url__"]) == len(f["__key__"])
+        for key, src, url in zip(f["__key__"], f["__source__"].tolist(), f["__url__"]):
+            assert src == (1 if key in small_keys else 0), key
+            assert url.startswith(str((small if src else packed).manifest.parent)), url
+            sources[src] += 1
+    assert sources == {0: 263, 1: 87}
+    # one source: every sample's source is 0
+    one = ShardDataset(str(small.manifest), seed=1, batch_size=50, image_size=32,
+                       raw_fields="__source__")
+    assert [s for _, _, f in one for s in f["__source__"].tolist()] == [0] * SMALL
+
+
+def test_a_raw_field_no_sample_has_is_warned_of_once(packed):
+    ds = ShardDataset(str(packed.manifest), seed=1, batch_size=50, image_size=32,
+                      raw_fields="jpeg;cls")
+    with pytest.warns(UserWarning, match="raw_fields: no sample of the first batch has a "
+                                         "field 'jpeg'") as seen:
+        n = sum(1 for _ in ds)
+    assert n == 6 and len([w for w in seen if "raw_fields" in str(w.message)]) == 1
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the control: a field every sample has is not
+        ok = ShardDataset(str(packed.manifest), seed=1, batch_size=50, image_size=32,
+                          raw_fields="cls")
+        assert sum(1 for _ in ok) == 6
+
+
 def test_shardloader_resumes_inside_a_mix(packed, small):
     opts = dict(seed=9, batch_size=32, image_size=32, shuffle=40, flip=True,
                 raw_fields="__key__")

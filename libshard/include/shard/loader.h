@@ -90,6 +90,9 @@ typedef struct ShardBatch {
      *  shard_decode_transform takes it: the sample's image decoded alone with the batch's
      *  transform and this seed is the batch's image */
     const uint64_t *seeds;
+    /** size: each sample's source in a mix (its index in ShardReaderSettings.sources); 0
+     *  without a mix */
+    const uint32_t *sources;
 } ShardBatch;
 
 typedef struct ShardLoader ShardLoader;

@@ -186,13 +186,14 @@ int shard_slot_init(ShardSlot *sl, const ShardBatchSpec *spec)
     sl->repeats = a->alloc(a->cookie, bs, 64);
     sl->keys = a->alloc(a->cookie, bs * sizeof *sl->keys, 64);
     sl->urls = calloc(bs, sizeof *sl->urls);
+    sl->sources = calloc(bs, sizeof *sl->sources);
     sl->items = calloc(bs, sizeof *sl->items);
     sl->img = calloc(bs, sizeof *sl->img);
     sl->img_size = calloc(bs, sizeof *sl->img_size);
     sl->failed = calloc(bs, 1);
     sl->errors = calloc(bs, sizeof *sl->errors);
     sl->keyoff = calloc(bs, sizeof *sl->keyoff);
-    if (!sl->images || !sl->labels || !sl->indices || !sl->seeds || !sl->repeats || !sl->keys || !sl->urls || !sl->items || !sl->img ||
+    if (!sl->images || !sl->labels || !sl->indices || !sl->seeds || !sl->repeats || !sl->keys || !sl->urls || !sl->sources || !sl->items || !sl->img ||
         !sl->img_size || !sl->failed || !sl->errors || !sl->keyoff)
         return SHARD_ERR_NOMEM;
     memset(sl->keys, 0, bs * sizeof *sl->keys);
@@ -231,6 +232,7 @@ int shard_slot_add(ShardSlot *sl, const ShardBatchSpec *spec, ShardItem *it, con
     sl->img[n] = im ? im->data : NULL;
     sl->img_size[n] = im ? (size_t)im->size : 0;
     sl->urls[n] = url;
+    sl->sources[n] = spec->sources ? spec->sources[it->shard] : 0;
     sl->labels[n] = spec->label_field ? parse_label(lab) : -1;
     sl->indices[n] = spec->offsets ? spec->offsets[it->shard] + it->v.index : UINT64_MAX;
     sl->repeats[n] = (unsigned char)it->repeat;
@@ -328,6 +330,7 @@ size_t shard_slot_compact(ShardSlot *sl, size_t image_bytes, uint64_t *by)
             sl->repeats[o] = sl->repeats[i];
             sl->keys[o] = sl->keys[i];
             sl->urls[o] = sl->urls[i];
+            sl->sources[o] = sl->sources[i];
             sl->keys[i] = NULL;
         }
         o++;
@@ -366,6 +369,7 @@ void shard_slot_publish(ShardSlot *sl, size_t image_bytes)
     b->repeats = sl->repeats;
     b->keys = sl->keys;
     b->urls = sl->urls;
+    b->sources = sl->sources;
     for (size_t k = 0; k < sl->nraw; k++) {
         ShardRawField *f = &sl->raw[k];
         sl->views[k] = (ShardBatchField){f->name, f->data, f->offsets, f->present};
@@ -400,6 +404,7 @@ void shard_slot_free(ShardSlot *sl, const ShardBatchSpec *spec)
     a->free(a->cookie, sl->keys, bs * sizeof *sl->keys);
     a->free(a->cookie, sl->keybuf, sl->keycap);
     free(sl->urls);
+    free(sl->sources);
     free(sl->items);
     free(sl->img);
     free(sl->img_size);

@@ -26,6 +26,7 @@ typedef struct ShardBatchSpec {
     int missing_label;        /* SHARD_LABEL_*: a sample without a label fails, or gets -1 */
     const uint64_t *offsets;  /* per shard of the list: samples in the shards before it;
                                  NULL when counts are unknown */
+    const uint32_t *sources;  /* per shard of the list: its source in a mix; NULL: all 0 */
     const ShardAllocator *alloc;
 } ShardBatchSpec;
 
@@ -56,6 +57,7 @@ typedef struct ShardSlot {
     unsigned char *repeats;
     const char **keys;
     const char **urls;
+    uint32_t *sources;
     ShardItem **items;          /* the reader's samples, released once decoded */
     const unsigned char **img;  /* each sample's image bytes, in its item */
     size_t *img_size;

@@ -94,11 +94,17 @@ int shard_loader_open(ShardLoader **out, const ShardLoaderSettings *s, ShardErro
         l->offsets[i] = sum;
         if (c == SHARD_COUNT_UNKNOWN) {
             free(l->offsets);
+    free(l->sources);
             l->offsets = NULL;
         }
         sum += c;
     }
     l->spec.offsets = l->offsets;
+    if (!(l->sources = malloc((nshards ? nshards : 1) * sizeof *l->sources)))
+        return fail_open(l, err, shard_fail(l->err, SHARD_ERR_NOMEM, "out of memory"));
+    for (size_t i = 0; i < nshards; i++)
+        l->sources[i] = shard_reader_source_of(l->reader, i);
+    l->spec.sources = l->sources;
     l->epoch = l->fill_epoch = s->reader.epoch;
     int rank = s->reader.rank < 0 ? 0 : s->reader.rank;
     l->consumer = (uint64_t)rank * (uint64_t)(s->reader.num_workers ? s->reader.num_workers : 1) +

@@ -73,6 +73,7 @@ struct ShardLoader {
     uint64_t skipped;                  /* samples left out in skip mode, and by reason */
     uint64_t skipped_by[SHARD_BAD_N];
     uint64_t *offsets; /* per shard: samples in the shards before it, or NULL (the spec's) */
+    uint32_t *sources; /* per shard: its source in a mix (the spec's) */
     uint64_t delivered_position;
 
     /* statistics (shard_loader_stats) */

@@ -261,6 +261,14 @@ int shard_reader_restore(ShardReader *r, const char *state)
 
 uint64_t shard_reader_seed(const ShardReader *r) { return r->s.seed; }
 
+uint32_t shard_reader_source_of(const ShardReader *r, size_t shard)
+{
+    for (size_t i = 0; r->mixing && i < r->mix.n; i++)
+        if (shard >= r->mix.src[i].lo && shard < (size_t)r->mix.src[i].lo + r->mix.src[i].n)
+            return (uint32_t)i;
+    return 0;
+}
+
 int64_t shard_reader_epoch_length(const ShardReader *r) { return r->epoch_length; }
 
 void shard_reader_set_trace(ShardReader *r, struct ShardTrace *trace)

@@ -16,5 +16,7 @@
 SHARD_HIDDEN void shard_reader_fetch_counters(const ShardReader *r, ShardFetchCounters *c);
 SHARD_HIDDEN void shard_reader_list_time(const ShardReader *r, double *start, double *seconds);
 SHARD_HIDDEN void shard_reader_set_trace(ShardReader *r, struct ShardTrace *trace);
+/* The mix source shard (an index into the shard list) belongs to; 0 without a mix. */
+SHARD_HIDDEN uint32_t shard_reader_source_of(const ShardReader *r, size_t shard);
 
 #endif /* SHARD_READ_READER_H */

@@ -5,6 +5,7 @@ of the shards: its rank's, then its DataLoader worker's. The Loader of the last 
 goes on into the next epoch, threads and read-ahead included, when nothing changed.
 """
 import os
+import warnings
 
 import torch
 import torch.utils.data
@@ -19,7 +20,7 @@ from .upload import Device, Upload
 ShardSkipWarning = skips.ShardSkipWarning
 
 # raw_fields that are not fields: what each sample's batch row carries besides
-_SPECIAL = ("__key__", "__index__", "__pad__")
+_SPECIAL = ("__key__", "__url__", "__source__", "__index__", "__pad__")
 
 
 class ShardDataset(torch.utils.data.IterableDataset):
@@ -40,9 +41,10 @@ class ShardDataset(torch.utils.data.IterableDataset):
     is dataset order, for evaluation (no shard shuffle, one stream). Remote shards (http://,
     https://, gs://, s3://) take their credentials from the environment (README, "Remote
     shards"). trace: with DataLoader workers each writes PATH.worker-N.json. raw_fields: also
-    a list of names, and "__key__", "__index__" (int64) and "__pad__" (bool) give each
-    sample's key, data-set index and padding flag; batches are then (images, labels, {name:
-    [bytes or None per sample]}). dtype: also a torch dtype; "float16" and "bfloat16" with
+    a list of names, and "__key__", "__url__" (its shard), "__source__" (int64: its source's
+    index in a mix), "__index__" (int64) and "__pad__" (bool) give each sample's key, shard,
+    source, data-set index and padding flag; batches are then (images, labels, {name:
+    [bytes or None per sample]}); a name no sample of the first batch has is warned of. dtype: also a torch dtype; "float16" and "bfloat16" with
     device="cuda", where dtype and layout are made on the GPU.
     """
 
@@ -259,12 +261,21 @@ class ShardDataset(torch.utils.data.IterableDataset):
             return {k: v - base.get(k, 0) for k, v in loader.skipped_by.items()}
 
         reporter = Reporter(self, loader) if self.report_every else None
+        unseen = [n for n in names if n not in _SPECIAL]
         for images, labels, batch in batches:
             if reporter:
                 reporter.tick()
             item = (images, labels)
             if names:
                 fields = batch.fields
+                if unseen is not None:  # the first batch: a name no sample has, said once
+                    for n in unseen:
+                        if all(v is None for v in fields[n]):
+                            warnings.warn(f"raw_fields: no sample of the first batch has a field "
+                                          f"{n!r} (fields are members' extensions, lower-cased, "
+                                          f"e.g. 'jpg', 'cls', 'json'; {', '.join(_SPECIAL)} "
+                                          f"are the samples' own)", stacklevel=2)
+                    unseen = None
                 if keys:
                     fields = {n: self._special(batch, n) if n in _SPECIAL else fields[n]
                               for n in names}
@@ -296,6 +307,10 @@ class ShardDataset(torch.utils.data.IterableDataset):
     def _special(batch, name):
         if name == "__key__":
             return list(batch.keys)
+        if name == "__url__":
+            return list(batch.urls)
+        if name == "__source__":
+            return torch.frombuffer(bytearray(batch.sources), dtype=torch.int32).long()
         if name == "__index__":
             return torch.frombuffer(bytearray(batch.indices), dtype=torch.int64)
         return torch.frombuffer(bytearray(batch.repeats), dtype=torch.uint8).bool()
