@@ -53,7 +53,7 @@ static void first_images(const Bench *b, uint64_t streams, uint64_t depth, Image
 {
     ShardLoaderSettings s;
     bench_loader_settings(b, &s, 1, streams, depth);
-    s.raw_fields = s.image_fields ? s.image_fields : "jpg;jpeg;png";
+    s.raw_fields = s.image_fields ? s.image_fields : "jpg;jpeg;png;webp";
     im->t = s.transform;
     ShardLoader *l;
     ShardError err;

@@ -10,6 +10,7 @@ every sample, txt on every other one), and conftest.packed for the mixes.
 import io
 import json
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,6 +23,7 @@ import libshard.webdataset as wds  # noqa: E402
 
 from .conftest import SLOW, NSAMPLES, Packed, jpeg, make_imagefolder, pack, textured, within  # noqa: E402
 from .test_torch import write_tar  # noqa: E402
+from . import wds_reference  # noqa: E402
 
 HANG = 30 * SLOW
 N = 30
@@ -183,8 +185,8 @@ def test_with_epoch_counts_what_the_pipeline_yields(shards):
 
 
 def test_fast_path_with_epoch_counts_batches(packed):
-    ds = (wds.WebDataset(str(packed.manifest), shardshuffle=True, seed=3).shuffle(50)
-          .decode("torchrgb8").to_tuple("jpg", "cls").batched(32).with_epoch(12))
+    ds = (wds.WebDataset(str(packed.manifest), shardshuffle=True, seed=3, image_size=224)
+          .shuffle(50).decode("torchrgb8").to_tuple("jpg", "cls").batched(32).with_epoch(12))
     # (C batches view libshard's buffers: keep their shapes, not them)
     shapes = within(HANG, lambda: [tuple(x.shape) for x, _ in ds], "a C pipeline with_epoch")
     # as in WebDataset, a pass ends on its partial batch, then the next pass begins
@@ -221,7 +223,7 @@ def test_worker_splitters(shards):
 
 
 def test_webloader_rebatches_the_workers_output(packed):
-    ds = (wds.WebDataset(str(packed.manifest), seed=4).decode("torchrgb8")
+    ds = (wds.WebDataset(str(packed.manifest), seed=4, image_size=224).decode("torchrgb8")
           .to_tuple("jpg", "cls").batched(16))
     for workers in (0, 2):
         loader = (wds.WebLoader(ds, batch_size=None, num_workers=workers,
@@ -242,8 +244,8 @@ def small(shardpack, data_root):
 
 
 def test_random_mix_is_libshards_mix(packed, small):
-    a = wds.WebDataset(str(packed.manifest), seed=6)
-    b = wds.WebDataset(str(small.manifest), seed=6)
+    a = wds.WebDataset(str(packed.manifest), seed=6, image_size=224)
+    b = wds.WebDataset(str(small.manifest), seed=6, image_size=224)
     mix = wds.RandomMix([a, b], [3, 1])
     samples = run(DataLoader(mix, batch_size=None, num_workers=0))
     assert len(samples) == NSAMPLES + 60
@@ -257,3 +259,90 @@ def test_random_mix_is_libshards_mix(packed, small):
         wds.RandomMix([a, b], longest=True)
     with pytest.raises(NotImplementedError, match="differ"):
         wds.RandomMix([a.shuffle(10), b])
+
+
+# ---- against WebDataset's own output, recorded ---------------------------------------------
+
+REFERENCE = json.loads((Path(__file__).parent / "data" / "wds_reference.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def reference_shards(tmp_path_factory):
+    return wds_reference.make_shards(str(tmp_path_factory.mktemp("wds-ref")))
+
+
+def test_the_reference_was_recorded_with_webdataset():
+    assert REFERENCE["webdataset"] == wds_reference.RECORDED
+    assert len(REFERENCE["cases"]) == len(wds_reference.SPECS) * (1 + len(wds_reference.BATCHED))
+
+
+@pytest.mark.parametrize("case", sorted(REFERENCE["cases"]))
+def test_every_decoder_spec_gives_what_webdataset_gives(reference_shards, case):
+    """Each decoder spec WebDataset documents, alone and batched, against the values
+    WebDataset 1.0.2 gave on the same shards (tests/python/wds_reference.py): types (numpy,
+    torch, PIL), dtypes, shapes, ranges and a digest of every value."""
+    ours = wds_reference.pipelines(wds, reference_shards)[case]
+    got = [wds_reference.describe(x) for x in within(HANG, lambda: list(ours), case)]
+    assert got == REFERENCE["cases"][case]
+
+
+@pytest.mark.parametrize("spec", ["rgb8", "rgb", "torchrgb8", "torchrgb", "torch"])
+def test_the_c_path_gives_webdatasets_types_and_crops_only_when_asked(reference_shards, spec):
+    """With image_size (a crop asked for) the pipeline runs in C: its batches have the types,
+    dtypes, layout and value range WebDataset's give, the images at image_size; without it
+    the images are WebDataset's own (the case above)."""
+    want = REFERENCE["cases"][f"decode({spec}).to_tuple(png,cls).batched(4)"][0]["items"]
+    ds = (wds.WebDataset(reference_shards, shardshuffle=False, image_size=8, crop="none")
+          .decode(spec).to_tuple("png", "cls").batched(4))
+    assert ds._fast()[2] is not None, "runs in C"
+    first = within(HANG, lambda: next(iter(ds)), "a C batch")
+    assert isinstance(first, tuple) and len(first) == 2
+    images, labels = (wds_reference.describe(x) for x in first)
+    assert (images["kind"], images["dtype"]) == (want[0]["kind"], want[0]["dtype"])
+    channels_last = want[0]["shape"][-1] == 3
+    assert images["shape"] == ([4, 8, 8, 3] if channels_last else [4, 3, 8, 8])
+    if "range" in want[0]:
+        assert 0 <= images["range"][0] and images["range"][1] <= 1
+    assert (labels["kind"], labels["dtype"]) == (want[1]["kind"], want[1]["dtype"]) == \
+        ("numpy", "int64")
+    assert list(first[1]) == [0, 1, 2, 0]
+
+
+def test_each_pass_is_the_next_epoch(shards):
+    url, _ = shards
+
+    def orders(seed):
+        ds = wds.WebDataset(url, shardshuffle=True, seed=seed).shuffle(10).to_tuple("__key__")
+        return [[k for k, in within(HANG, lambda: list(ds), "a pass")] for _ in range(3)]
+
+    first = orders(5)
+    assert len({tuple(o) for o in first}) == 3, "three passes, three orders"
+    assert all(sorted(o) == sorted(first[0]) for o in first)
+    assert orders(5) == first, "the same three again from the same seed"
+    assert orders(6) != first
+    # set_epoch makes the next pass that epoch
+    ds = wds.WebDataset(url, shardshuffle=True, seed=5).shuffle(10).to_tuple("__key__")
+    ds.set_epoch(2)
+    assert [k for k, in within(HANG, lambda: list(ds), "a pass")] == first[2]
+
+
+def test_each_pass_through_dataloader_workers_is_the_next_epoch(shards):
+    url, _ = shards
+    ds = wds.WebDataset(url, shardshuffle=True, seed=7).shuffle(10).to_tuple("__key__")
+    dl = DataLoader(ds, batch_size=None, num_workers=2, timeout=HANG)
+    passes = [[k for k, in run(dl, "a DataLoader pass")] for _ in range(3)]
+    assert len({tuple(p) for p in passes}) == 3
+    assert all(sorted(p) == sorted(passes[0]) and len(p) == N for p in passes)
+    again = DataLoader(wds.WebDataset(url, shardshuffle=True, seed=7).shuffle(10)
+                       .to_tuple("__key__"), batch_size=None, num_workers=2, timeout=HANG)
+    assert [[k for k, in run(again, "a DataLoader pass")] for _ in range(3)] == passes
+
+
+def test_random_mix_of_pipelines_without_a_seed(packed, small):
+    a, b = wds.WebDataset(str(packed.manifest)), wds.WebDataset(str(small.manifest))
+    assert a.settings["seed"] != b.settings["seed"], "each drew its own"
+    mix = wds.RandomMix([a, b], [3, 1])
+    assert len(run(DataLoader(mix, batch_size=None, num_workers=0))) == NSAMPLES + 60
+    with pytest.raises(NotImplementedError, match="differ"):  # seeds given: a difference
+        wds.RandomMix([wds.WebDataset(str(packed.manifest), seed=1),
+                       wds.WebDataset(str(small.manifest), seed=2)])

@@ -31,7 +31,7 @@ typedef struct ShardLoaderSettings {
                                      shard_cpus_available (default 0) */
     size_t batches;             /**< batch buffers in the ring (default 4): prefetch depth
                                      plus the batches the caller holds */
-    /** Field names tried in order for the image, ';'-separated (default "jpg;jpeg;png") */
+    /** Field names tried in order for the image, ';'-separated (default "jpg;jpeg;png;webp") */
     const char *image_fields;
     const char *label_field;    /**< decimal class index (default "cls"); NULL for none */
     /** Memory for what batches hand out: images, labels, keys, raw fields (pinned host

@@ -32,7 +32,7 @@ void shard_loader_default_settings(ShardLoaderSettings *s)
     s->drop_last = 0;
     s->threads = 0;
     s->batches = 4;
-    s->image_fields = "jpg;jpeg;png";
+    s->image_fields = "jpg;jpeg;png;webp";
     s->label_field = "cls";
     s->raw_fields = "*";
     s->allocator = NULL;
@@ -53,7 +53,7 @@ int shard_loader_open(ShardLoader **out, const ShardLoaderSettings *s, ShardErro
         return shard_report(err, SHARD_ERR_NOMEM, "out of memory");
     l->s = *s;
     pthread_mutex_init(&l->at_end_lock, NULL);
-    l->image_fields = strdup(s->image_fields ? s->image_fields : "jpg;jpeg;png");
+    l->image_fields = strdup(s->image_fields ? s->image_fields : "jpg;jpeg;png;webp");
     l->label_field = s->label_field ? strdup(s->label_field) : NULL;
     l->raw_fields = s->raw_fields && *s->raw_fields ? strdup(s->raw_fields) : NULL;
     l->s.image_fields = l->image_fields;

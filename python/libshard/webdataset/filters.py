@@ -19,7 +19,9 @@ def getfirst(a, keys, default=None, missing_is_error=True):
     return default
 
 
-def _combine(b):
+def combine_values(b):
+    """A column of a batch as WebDataset's collation combines it: numbers into a numpy array,
+    tensors and arrays stacked (of one shape), anything else a list."""
     if isinstance(b[0], (int, float)):
         return np.array(list(b))
     if isinstance(b[0], torch.Tensor):
@@ -40,7 +42,7 @@ def default_collation_fn(samples, combine_tensors=True, combine_scalars=True):
     keys = set(rows[0])
     assert all(set(r) == keys for r in rows), "keys don't match in different samples"
     cols = {k: [r[k] for r in rows] for k in keys}
-    cols = {k: (_combine(v) if (combine_tensors or combine_scalars) else v) for k, v in cols.items()}
+    cols = {k: (combine_values(v) if (combine_tensors or combine_scalars) else v) for k, v in cols.items()}
     if isinstance(samples[0], (list, tuple)):
         return tuple(cols[i] for i in range(len(cols)))
     return cols

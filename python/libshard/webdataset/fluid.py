@@ -149,10 +149,17 @@ class Fluid:
     def _epoch(self, k):
         raise NotImplementedError
 
+    def _next_pass(self):
+        """The number of the pass that begins now, counted in this process."""
+        self._passes_here = getattr(self, "_passes_here", -1) + 1
+        return self._passes_here
+
     def _iterator(self):
-        for k in range(self.repetitions):
+        for _ in range(self.repetitions):
+            # each pass (an iteration, or a repetition within one) is the next epoch, as
+            # WebDataset reshuffles on every pass
             count = 0
-            for item in self._epoch(k):
+            for item in self._epoch(self._next_pass()):
                 yield item
                 count += 1
             if count == 0:  # an empty pass: do not go round forever
