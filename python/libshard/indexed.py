@@ -48,6 +48,11 @@ class IndexedShards:
                 if n is not None and int(n) != found:
                     raise ValueError(f"{url}: the shard list says {n} samples, the shard has "
                                      f"{found}")
+        for url, _, _ in listed:
+            if url.endswith((".gz", ".tgz")):
+                raise ValueError(f"{url}: indexed access seeks, and a gzip stream cannot: "
+                                 f"repack it as .tar, or as .tar.zst with a seek table "
+                                 f"(shardpack --compress zstd)")
         self.urls = [u for u, _, _ in listed]
         self.counts = [int(n) for _, n, _ in listed]
         self.indexes = [ix for _, _, ix in listed]

@@ -1,11 +1,12 @@
-"""Plain WebDataset tars, as users bring them: written by GNU tar, bsdtar and Python's
-tarfile, with no .idx and no manifest. Every mode that needs counts or offsets works on
+"""Plain WebDataset tars, as users bring them: written by GNU tar, bsdtar, Python's tarfile
+and WebDataset's TarWriter API (libshard.webdataset's, index=False as WebDataset's), with no
+.idx and no manifest. Every mode that needs counts or offsets works on
 them: libshard indexes each shard once (a pass over its headers), keeps the index in its
 cache folder (never beside the shard), finds it there on the next open (counted in the
 list stage), and makes it again when the shard changes.
 
 Data: source a, 4 shards (7, 11, 5, 9 samples) of key.txt + key.cls; source b, 2 shards of
-6 samples each; shards of a written by three different tar writers.
+6 samples each; shards of a written by four different tar writers.
 """
 import io
 import json
@@ -66,12 +67,18 @@ def write_with(tool, path, items, tmp):
 @pytest.fixture(scope="module")
 def plain(tmp_path_factory):
     top = tmp_path_factory.mktemp("plain")
-    writers = ["gnu", "bsdtar", "tarfile", "gnu"]
+    writers = ["gnu", "bsdtar", "tarfile", "TarWriter"]
     for s, n in enumerate(COUNTS_A):
         path = top / f"a-{s:06d}.tar"
         items = members("a", s, n)
         if writers[s] == "tarfile":
             write_tarfile(path, items)
+        elif writers[s] == "TarWriter":
+            import libshard.webdataset as wds
+            with wds.TarWriter(str(path)) as w:
+                for i in range(0, len(items), 2):
+                    key = items[i][0].rsplit(".", 1)[0]
+                    w.write({"__key__": key, "cls": items[i][1], "txt": items[i + 1][1]})
         else:
             write_with(writers[s], path, items, top)
     for s, n in enumerate(COUNTS_B):
@@ -228,3 +235,17 @@ def test_indexing_shows_progress_on_a_terminal_only(plain, tmp_path):
     assert out.strip() == "32" and "indexing shards that have no index: 4 of 4" in err
     out, err = run("pipe", False)
     assert out.strip() == "32" and err == "", "no progress line into a pipe or a log"
+
+
+def test_compressed_plain_tars_are_counted_and_a_gzip_one_is_not_seeked(plain, tmp_path):
+    import gzip
+    gz = tmp_path / "a-000001.tar.gz"
+    gz.write_bytes(gzip.compress((plain / "a-000001.tar").read_bytes()))
+    zst = tmp_path / "a-000002.tar.zst"
+    subprocess.run(["zstd", "-q", str(plain / "a-000002.tar"), "-o", str(zst)], check=True)
+    r = libshard.Reader([str(gz), str(zst)], mode="equal", rank=0, world_size=1,
+                        index_cache=str(tmp_path / "ix"))
+    assert r.epoch_length == 11 + 5 and r.stats()["indexes_built"] == 2
+    with pytest.raises(ValueError, match="a-000001.tar.gz: indexed access seeks, and a gzip "
+                                         "stream cannot"):
+        IndexedShards(str(gz), index_cache=tmp_path / "ix")

@@ -87,3 +87,16 @@ def test_a_changed_remote_shard_is_indexed_again(lib, nginx, plain, tmp_path):
     write_plain(plain / "r-000.tar", "r0", 7)  # a new ETag (size and mtime)
     assert opened() == (7, 1, 0)
     assert len(os.listdir(cache)) == 1, "the old version's index removed"
+
+
+def test_wids_over_http_on_plain_tars(lib, nginx, plain, tmp_path):
+    import json
+    from libshard.wids import ShardListDataset
+    (plain / "wids.json").write_text(json.dumps({
+        "__kind__": "wids-shard-index-v1", "name": "p",
+        "shardlist": [{"url": f"p-{s:03d}.tar", "nsamples": n} for s, n in enumerate(COUNTS)]}))
+    ds = ShardListDataset(f"{nginx.url}/plain/wids.json", cache_dir=str(tmp_path / "cache"))
+    assert len(ds) == sum(COUNTS)
+    d = ds[9 + 3]
+    assert d["__key__"] == "p1_003" and len(d[".bin"].read()) == 3003  # wids gives streams
+    assert os.listdir(tmp_path / "cache" / "index"), "the indexes under cache_dir/index"
