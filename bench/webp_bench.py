@@ -37,31 +37,26 @@ print(n, time.perf_counter() - t)
 '''
 
 
-def webp_copy(src, dst, n):
+def first_images(src, n):
+    """(class, file name) of an image folder's first n images, in name order."""
+    out = []
+    for c in sorted(os.listdir(src)):
+        out += [(c, f) for f in sorted(os.listdir(os.path.join(src, c)))]
+    return out[:n]
+
+
+def copy_set(src, dst, n, webp):
+    """The first n images into dst: linked as they are, or re-encoded as WebP."""
     from PIL import Image
-    done = 0
-    for c in sorted(os.listdir(src)):
-        for f in sorted(os.listdir(os.path.join(src, c))):
-            if done == n:
-                return
-            os.makedirs(os.path.join(dst, c), exist_ok=True)
-            out = os.path.join(dst, c, os.path.splitext(f)[0] + ".webp")
-            if not os.path.exists(out):
-                Image.open(os.path.join(src, c, f)).convert("RGB").save(out, "WEBP", quality=90)
-            done += 1
-
-
-def jpeg_copy(src, dst, n):
-    done = 0
-    for c in sorted(os.listdir(src)):
-        for f in sorted(os.listdir(os.path.join(src, c))):
-            if done == n:
-                return
-            os.makedirs(os.path.join(dst, c), exist_ok=True)
-            out = os.path.join(dst, c, f)
-            if not os.path.exists(out):
-                os.link(os.path.join(src, c, f), out)
-            done += 1
+    for c, f in first_images(src, n):
+        os.makedirs(os.path.join(dst, c), exist_ok=True)
+        out = os.path.join(dst, c, os.path.splitext(f)[0] + ".webp" if webp else f)
+        if os.path.exists(out):
+            continue
+        if webp:
+            Image.open(os.path.join(src, c, f)).convert("RGB").save(out, "WEBP", quality=90)
+        else:
+            os.link(os.path.join(src, c, f), out)
 
 
 def main():
@@ -72,9 +67,9 @@ def main():
     ap.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "webp-bench"))
     a = ap.parse_args()
     sets = {}
-    for kind, copy in (("jpeg", jpeg_copy), ("webp", webp_copy)):
+    for kind in ("jpeg", "webp"):
         folder = os.path.join(a.work, kind + "-images")
-        copy(a.imagefolder, folder, a.n)
+        copy_set(a.imagefolder, folder, a.n, kind == "webp")
         out = os.path.join(a.work, kind + "-shards")
         if not os.path.exists(os.path.join(out, "t.json")):
             os.makedirs(out, exist_ok=True)
