@@ -26,10 +26,12 @@ def _specs(spec):
 
 class IndexedShards:
     """Samples of shards by global index. spec: a manifest, a brace pattern, a gs:// or s3://
-    prefix, or a list of them. Remote settings: libshard.settings.REMOTE_KEYS (as
-    ShardDataset's)."""
+    prefix, or a list of them. index_cache: where the indexes of shards without one are made
+    (make_indexes=False: such shards are refused). Remote settings:
+    libshard.settings.REMOTE_KEYS (as ShardDataset's)."""
 
-    def __init__(self, spec, *, open_files=8, entries=None, index_cache=None, **remote):
+    def __init__(self, spec, *, open_files=8, entries=None, index_cache=None, make_indexes=True,
+                 **remote):
         unknown = set(remote) - set(REMOTE_KEYS)
         if unknown:
             raise TypeError(f"unknown options {sorted(unknown)}")
@@ -37,9 +39,13 @@ class IndexedShards:
         self.open_files = open_files
         cache = os.fspath(index_cache) if index_cache is not None else None
         listed = _libshard.list_shards(_specs(spec) if entries is None else [u for u, _ in entries],
-                                       make_indexes=True, index_cache=cache, **self.remote)
+                                       make_indexes=make_indexes, index_cache=cache, **self.remote)
         if not listed:
             raise ValueError(f"{spec!r}: no shards")
+        for url, n, _ in listed:
+            if n is None:  # make_indexes=False, and no .idx beside it
+                raise ValueError(f"{url}: indexed access needs each shard's index: a .idx "
+                                 f"beside it (`shardcat index {url}`), or make_indexes")
         if entries is not None:  # counts given (a wids shard list): they must be the shards'
             if len(listed) != len(entries):
                 raise ValueError(f"{len(entries)} shards given, {len(listed)} found (a url "

@@ -249,3 +249,32 @@ def test_compressed_plain_tars_are_counted_and_a_gzip_one_is_not_seeked(plain, t
     with pytest.raises(ValueError, match="a-000001.tar.gz: indexed access seeks, and a gzip "
                                          "stream cannot"):
         IndexedShards(str(gz), index_cache=tmp_path / "ix")
+
+
+def test_indexed_dataset_takes_shard_datasets_options_or_names_why_not(plain, tmp_path):
+    spec = spec_a(plain)
+    with pytest.raises(TypeError, match="'batch_size' is a streaming setting: DataLoader"):
+        IndexedShardDataset(spec, batch_size=8)
+    with pytest.raises(TypeError, match="'streams' is ShardDataset's"):
+        IndexedShardDataset(spec, streams=2)
+    with pytest.raises(ValueError, match="a-000000.tar: indexed access needs each shard's index"):
+        IndexedShardDataset(spec, make_indexes="never")
+    ds = IndexedShardDataset(spec, decode=False, index_cache=tmp_path / "ix", seed=3)
+    assert ds[0]["__key__"] == "a0_000"
+
+
+def test_the_list_stage_counts_the_indexes(packed, tmp_path):
+    """ds.stats(): the list stage says how many indexes it made and found in the cache."""
+    for p in packed.shards:  # the shards alone: no .idx, no manifest
+        shutil.copy(p, tmp_path / p.name)
+    spec = [str(tmp_path / p.name) for p in packed.shards]
+
+    def stats():
+        ds = ShardDataset(spec, mode="equal", rank=0, world_size=1, batch_size=100,
+                          image_size=16, index_cache=str(tmp_path / "ix"))
+        assert sum(len(y) for _, y in ds) == 300
+        return ds.stats()["stages"]["list"]
+
+    first, second = stats(), stats()
+    assert (first["indexes_built"], first["indexes_cached"]) == (len(spec), 0)
+    assert (second["indexes_built"], second["indexes_cached"]) == (0, len(spec))

@@ -52,17 +52,26 @@ class IndexedShardDataset(torch.utils.data.Dataset):
     missing_label. Images come out (3, H, W). Augmentation draws follow (seed, epoch,
     index): set_epoch changes them; the same index in the same epoch is the same image.
     decode=False: ds[i] is the sample's dict, as ShardDataset(decode=False) yields it. Shards
-    without an index (plain tars) are indexed once and kept in index_cache (IndexedShards).
+    without an index (plain tars) are indexed once and kept in index_cache (IndexedShards);
+    make_indexes="never" refuses them instead. ShardDataset's streaming and batching
+    settings are refused, each naming what does it for a map-style dataset.
     """
 
     def __init__(self, spec, *, seed=0, open_files=8, decode=True, index_cache=None,
                  **options):
         super().__init__()
         remote = {k: options.pop(k) for k in list(options) if k in _settings.REMOTE_KEYS}
+        make = options.pop("make_indexes", "auto")
+        if make not in ("auto", "always", "never"):
+            raise ValueError(f"make_indexes: 'auto', 'always' or 'never', not {make!r}")
         for k in options:
             if k in _STREAMING:
                 raise TypeError(f"IndexedShardDataset: {k!r} is a streaming setting: "
                                 f"{_STREAMING[k]}")
+            if k not in _KEYS and k in _settings.READER_KEYS + _settings.LOADER_KEYS:
+                raise TypeError(f"IndexedShardDataset: {k!r} is ShardDataset's (its streaming "
+                                f"reader's or batch loader's); a map-style dataset reads one "
+                                f"sample at a time (ds.raw(i) gives every field)")
         unknown = set(options) - set(_KEYS)
         if unknown:
             raise TypeError(f"IndexedShardDataset: unknown settings {sorted(unknown)}")
@@ -71,7 +80,7 @@ class IndexedShardDataset(torch.utils.data.Dataset):
         self.decode = bool(decode)
         self.epoch = 0
         self.shards = IndexedShards(spec, open_files=open_files, index_cache=index_cache,
-                                    **remote)
+                                    make_indexes=make != "never", **remote)
         o = {**{k: _settings.DEFAULTS[k] for k in _KEYS}, **self.options}
         size = o["image_size"]
         self.height, self.width = (size, size) if isinstance(size, int) else size
