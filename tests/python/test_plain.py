@@ -8,6 +8,7 @@ list stage), and makes it again when the shard changes.
 Data: source a, 4 shards (7, 11, 5, 9 samples) of key.txt + key.cls; source b, 2 shards of
 6 samples each; shards of a written by four different tar writers.
 """
+import glob
 import io
 import json
 import os
@@ -131,12 +132,12 @@ def test_the_index_is_kept_reused_and_rebuilt_when_the_shard_changes(plain, tmp_
         return r.epoch_length, st["indexes_built"], st["indexes_cached"]
 
     assert opened() == (32, 4, 0)
-    assert len(os.listdir(cache)) == 4
+    assert len(glob.glob(os.path.join(cache, "*.idx"))) == 4
     assert opened() == (32, 0, 4), "the second open finds every index in the cache"
     # a shard rewritten with more samples: its index is made again, the old one removed
     write_tarfile(top / "a-000002.tar", members("a", 2, 8))
     assert opened() == (35, 1, 3)
-    assert len(os.listdir(cache)) == 4
+    assert len(glob.glob(os.path.join(cache, "*.idx"))) == 4
     assert no_index_beside(top)
 
 
@@ -278,3 +279,26 @@ def test_the_list_stage_counts_the_indexes(packed, tmp_path):
     first, second = stats(), stats()
     assert (first["indexes_built"], first["indexes_cached"]) == (len(spec), 0)
     assert (second["indexes_built"], second["indexes_cached"]) == (0, len(spec))
+
+
+def test_processes_indexing_at_once_make_each_index_once(tmp_path):
+    """Four processes open readers on the same plain shards at once (as DataLoader workers
+    do): each index is made by one of them, the others wait for it and find it."""
+    import sys
+    top = tmp_path / "big"
+    top.mkdir()
+    for s in range(6):
+        write_tarfile(top / f"c-{s}.tar", [(f"c{s}_{i:05d}.bin", os.urandom(512))
+                                          for i in range(4000)])
+    code = ("import sys; sys.path.insert(0, {p!r}); import libshard; "
+            "r = libshard.Reader([{s!r}], mode='equal', rank=0, world_size=1, streams=3, "
+            "index_cache={c!r}); st = r.stats(); "
+            "print(r.epoch_length, st['indexes_built'], st['indexes_cached'])")
+    cmd = [sys.executable, "-c", code.format(p=os.path.dirname(os.path.dirname(libshard.__file__)),
+                                             s=str(top / "c-{0..5}.tar"), c=str(tmp_path / "ix"))]
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True) for _ in range(4)]
+    outs = [p.communicate(timeout=120)[0].split() for p in procs]
+    assert all(p.returncode == 0 for p in procs)
+    assert all(int(o[0]) == 24000 for o in outs)
+    assert sum(int(o[1]) for o in outs) == 6, outs
+    assert sum(int(o[2]) for o in outs) == 18, outs

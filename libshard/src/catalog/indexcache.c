@@ -1,15 +1,18 @@
 /*
  * Indexes made on demand (indexcache.h). A cached index is named HASH(url)-HASH(size,
  * version).idx: a changed shard gets a new name (its old index is removed when the new one
- * is made), and writers racing on one shard each write the same bytes under a temporary
- * name renamed into place.
+ * is made). Processes indexing one shard at once (DataLoader workers opening their readers
+ * together) take turns on a lock file beside the index: the first makes it, the others wait
+ * and find it.
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -107,6 +110,26 @@ static int64_t cached_count(const char *path)
     return shard_index_header_count(head, n);
 }
 
+/* The lock of the shard whose URL hashes to urlhex: its descriptor, held (exclusive); -1
+ * when it cannot be had (the index is then made without it). */
+static int lock_shard(const char *dir, const char *urlhex)
+{
+    char p[PATH_MAX];
+    if (snprintf(p, sizeof p, "%s/.%s.lock", dir, urlhex) >= (int)sizeof p)
+        return -1;
+    int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0666); /* never written */
+    if (fd < 0)
+        return -1;
+    int rc;
+    while ((rc = flock(fd, LOCK_EX)) != 0 && errno == EINTR)
+        ;
+    if (rc) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
 /* The shard's identity for keying: a local path made absolute (one file named two ways is
  * one shard), a remote URL as given. */
 static char *identity(const char *url)
@@ -162,6 +185,19 @@ int shard_index_cached(const char *dir, const char *url, ShardRemote *remote, ch
         *count = (uint64_t)c;
         return 0;
     }
+    if ((rc = make_dirs(dir, err))) {
+        shard_source_put(src);
+        free(key);
+        return rc;
+    }
+    int lock = lock_shard(dir, urlhex);
+    if (lock >= 0 && (c = cached_count(key)) >= 0) { /* made while this one waited */
+        close(lock);
+        shard_source_put(src);
+        *path = key;
+        *count = (uint64_t)c;
+        return 0;
+    }
     ShardFileSettings fs;
     shard_index_scan_settings(&fs);
     fs.remote = remote;
@@ -175,12 +211,13 @@ int shard_index_cached(const char *dir, const char *url, ShardRemote *remote, ch
         rc = shard_index_scan(f, url, &lines, &n, err);
         shard_file_free(&f);
     }
-    if (!rc && !(rc = make_dirs(dir, err)) &&
-        !(rc = shard_index_put(key, n, &lines, NULL, err))) {
+    if (!rc && !(rc = shard_index_put(key, n, &lines, NULL, err))) {
         char prefix[40];
         snprintf(prefix, sizeof prefix, "%s-", urlhex);
         remove_stale(dir, prefix, shard_base_name(key));
     }
+    if (lock >= 0)
+        close(lock);
     shard_buf_free(&lines);
     if (rc) {
         free(key);
