@@ -35,11 +35,15 @@ static void usage(FILE *f)
           "         [--mode exact|equal|resampled] [--pad]\n"
           "         [--epoch-samples N] [--streams N] [--skip-errors] [--samples N]\n"
           "         [--state STATE] [--json] [--stats] [--map]\n"
+          "         [--index-cache DIR] [--make-indexes auto|always|never]\n"
           "                                the streaming reader's samples, one line each (key, url);\n"
           "                                with --samples N it stops after N and prints the state\n"
           "                                to resume from on stderr; --mix W:SPEC (repeated) mixes\n"
           "                                sources, each W's share of every epoch; --map maps\n"
-          "                                local shards (faster; a shard cut meanwhile: SIGBUS)\n"
+          "                                local shards (faster; a shard cut meanwhile: SIGBUS);\n"
+          "                                shards with no count (plain tars) are indexed into\n"
+          "                                --index-cache (default ~/.cache/libshard/index) where\n"
+          "                                the mode needs counts (--make-indexes auto)\n"
           "\n"
           "  -q, --quiet          no progress line (one is drawn on stderr, when it is a\n"
           "                       terminal, over many shards and for stream)\n"
@@ -126,7 +130,8 @@ static int help(const char *name)
 /* Options from O_SHUFFLE on go with stream only. */
 enum { O_CMDS = 150, O_CACHE = 200, O_CACHE_SIZE, O_RETRIES, O_TIMEOUT, O_STALL, O_BACKOFF, O_CA,
        O_SHUFFLE = 256, O_SEED, O_EPOCH, O_RANK, O_WORLD, O_WORKER, O_WORKERS, O_MODE, O_PAD,
-       O_EPOCH_SAMPLES, O_STREAMS, O_SKIP, O_SAMPLES, O_STATE, O_STATS, O_MIX, O_MAP };
+       O_EPOCH_SAMPLES, O_STREAMS, O_SKIP, O_SAMPLES, O_STATE, O_STATS, O_MIX, O_MAP,
+       O_INDEX_CACHE, O_MAKE_INDEXES };
 
 static const char short_options[] = ":C:hq";
 
@@ -160,6 +165,8 @@ static const struct option long_options[] = {
     {"stats", no_argument, NULL, O_STATS},
     {"mix", required_argument, NULL, O_MIX},
     {"map", no_argument, NULL, O_MAP},
+    {"index-cache", required_argument, NULL, O_INDEX_CACHE},
+    {"make-indexes", required_argument, NULL, O_MAKE_INDEXES},
     {NULL, 0, NULL, 0},
 };
 
@@ -297,6 +304,17 @@ static int stream_option(int c, char *arg, ShardcatCli *cli, ShardReaderSettings
     case O_MIX: return add_mix(cli, rs, arg, argc);
     case O_STATS: cli->stats = 1; break;
     case O_MAP: rs->map_files = 1; break;
+    case O_INDEX_CACHE: rs->index_cache = arg; break;
+    case O_MAKE_INDEXES:
+        if (!strcmp(arg, "auto"))
+            rs->make_indexes = SHARD_READER_INDEXES_AUTO;
+        else if (!strcmp(arg, "always"))
+            rs->make_indexes = SHARD_READER_INDEXES_ALWAYS;
+        else if (!strcmp(arg, "never"))
+            rs->make_indexes = SHARD_READER_INDEXES_NEVER;
+        else
+            return die_usage("--make-indexes wants auto, always or never");
+        break;
     }
     return -1;
 }

@@ -102,10 +102,11 @@ static void print_stats(ShardReader *r)
             (unsigned long long)st.shards_opened, st.wait_seconds, (unsigned long long)st.errors,
             (unsigned long long)st.skipped_shards, (unsigned long long)st.skipped_samples);
     fprintf(stderr,
-            "shardcat: stages: list %llu shard%s in %.3f s; fetch streams, summed: reading "
-            "%.3f s (%llu bytes as stored), decompressing %.3f s (%llu bytes out), parsing "
-            "%.3f s\n",
+            "shardcat: stages: list %llu shard%s in %.3f s (indexes: %llu made, %llu from the "
+            "cache); fetch streams, summed: reading %.3f s (%llu bytes as stored), "
+            "decompressing %.3f s (%llu bytes out), parsing %.3f s\n",
             (unsigned long long)st.shards, st.shards == 1 ? "" : "s", st.list_seconds,
+            (unsigned long long)st.indexes_built, (unsigned long long)st.indexes_cached,
             st.read_seconds, (unsigned long long)st.read_bytes, st.decompress_seconds,
             (unsigned long long)st.decompressed_bytes, st.parse_seconds);
 }

@@ -1104,7 +1104,8 @@ def test_bench_sweeps_names_the_bottleneck_and_the_ceiling(packed, run_sc):
 def test_stream_stats_split_the_fetch_streams_time(packed, packed_zst, run_sc):
     """stream --stats: the list stage, and the fetch streams' reading, decompressing and
     parsing, bytes as stored; a .tar.zst set decompresses, a plain one does not."""
-    pat = re.compile(r"shardcat: stages: list (\d+) shards? in ([\d.]+) s; fetch streams, summed: "
+    pat = re.compile(r"shardcat: stages: list (\d+) shards? in ([\d.]+) s \(indexes: 0 made, 0 "
+                     r"from the cache\); fetch streams, summed: "
                      r"reading ([\d.]+) s \((\d+) bytes as stored\), decompressing [\d.]+ s "
                      r"\((\d+) bytes out\), parsing ([\d.]+) s")
     for (d, shards), zst in ((packed, False), (packed_zst, True)):
@@ -1116,6 +1117,27 @@ def test_stream_stats_split_the_fetch_streams_time(packed, packed_zst, run_sc):
         assert int(n) == len(shards)
         assert int(stored) >= sum(p.stat().st_size for p in shards)
         assert (int(unzstd) > int(stored) / 2) == zst and (int(unzstd) == 0) != zst, m.group(0)
+
+
+def test_stream_indexes_plain_tars_where_the_mode_needs_counts(packed, run_sc, tmp_path):
+    """stream --mode equal over plain tars (no .idx, no manifest): each indexed into
+    --index-cache once, found there the next time; --make-indexes never refuses by name."""
+    _, shards = packed
+    for p in shards:
+        (tmp_path / p.name).write_bytes(p.read_bytes())
+    plain = [tmp_path / p.name for p in shards]
+    args = ["stream", *plain, "--mode", "equal", "--stats", "--seed", "3", "--index-cache",
+            tmp_path / "ix"]
+    first, second = run_sc(*args), run_sc(*args)
+    sc_ok(first)
+    sc_ok(second)
+    n = len(shards)
+    assert f"(indexes: {n} made, 0 from the cache)" in err_text(first)
+    assert f"(indexes: 0 made, {n} from the cache)" in err_text(second)
+    assert first.stdout == second.stdout and first.stdout
+    assert not list(tmp_path.glob("*.idx")), "nothing beside the shards"
+    cp = run_sc("stream", *plain, "--mode", "equal", "--make-indexes", "never")
+    assert cp.returncode == 1 and "has none" in err_text(cp) and ".tar" in err_text(cp)
 
 
 def test_bench_runs_the_peer_pipeline_beside(packed, run_sc, shardcat):

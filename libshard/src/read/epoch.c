@@ -107,10 +107,15 @@ int shard_reader_plan(ShardReader *r, uint64_t e)
             return shard_fail(r->err, rc, "reader: cannot plan the epoch's mix");
     } else if (r->s.mode != SHARD_MODE_RESAMPLED) {
         int rc = shard_epoch_plan(r->counts, r->nurls, &p, &r->segs, &r->nsegs);
-        if (rc == SHARD_ERR_UNSUPPORTED)
+        if (rc == SHARD_ERR_UNSUPPORTED) {
+            size_t i = 0;
+            while (i + 1 < r->nurls && r->counts[i] != SHARD_COUNT_UNKNOWN)
+                i++;
             return shard_fail(r->err, rc, "reader: equal mode needs the sample count of every "
-                                          "shard (a manifest, a .idx beside each shard, or "
-                                          "make_indexes not 'never')");
+                                          "shard, and %s has none (a manifest, a .idx beside "
+                                          "each shard, or make_indexes not 'never')",
+                              shard_list_entry(r->list, i)->url);
+        }
         if (rc)
             return shard_fail(r->err, rc, "reader: cannot plan the epoch");
     }
