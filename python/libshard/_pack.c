@@ -43,10 +43,14 @@ static void PackPlan_dealloc(PackPlanObject *self)
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* Called with the GIL released: takes it to append to a list. */
-static int note_bad(PyObject *list, int skip, const char *path, ShardPackBad reason, const char *what)
+/* Called with the GIL released: takes it to append to a list. An image the loader does not
+ * decode is packed without skip, and listed as packed (undecoded, when given). */
+static int note_bad_or_packed(PyObject *list, PyObject *undecoded, int skip, const char *path,
+                              ShardPackBad reason, const char *what)
 {
-    if (!skip)
+    if (!skip && reason == SHARD_PACK_UNDECODED && undecoded)
+        list = undecoded;
+    else if (!skip)
         return 0;
     PyGILState_STATE g = PyGILState_Ensure();
     PyObject *t = Py_BuildValue("(sss)", path, bad_names[reason], what);
@@ -54,7 +58,12 @@ static int note_bad(PyObject *list, int skip, const char *path, ShardPackBad rea
         PyErr_Clear(); /* the count is lost, not the run */
     Py_XDECREF(t);
     PyGILState_Release(g);
-    return 1;
+    return list != undecoded;
+}
+
+static int note_bad(PyObject *list, int skip, const char *path, ShardPackBad reason, const char *what)
+{
+    return note_bad_or_packed(list, NULL, skip, path, reason, what);
 }
 
 static int scan_bad(void *cookie, const char *path, ShardPackBad reason, const char *what)
@@ -148,13 +157,14 @@ static int plan_live(PackPlanObject *self)
 typedef struct WriteCtx {
     PackPlanObject *self;
     PyObject *skipped;
+    PyObject *undecoded; /* (path, reason, what) of images packed that the loader won't decode */
 } WriteCtx;
 
 static int write_bad(void *cookie, size_t input, ShardPackBad reason, const char *what)
 {
     WriteCtx *c = cookie;
-    return note_bad(c->skipped, c->self->skip, shard_pack_plan_input(c->self->plan, input)->path,
-                    reason, what);
+    return note_bad_or_packed(c->skipped, c->undecoded, c->self->skip,
+                              shard_pack_plan_input(c->self->plan, input)->path, reason, what);
 }
 
 /* write_shard(j) -> info dict with "skipped" (list of (path, reason, what)), or None when
@@ -169,9 +179,12 @@ static PyObject *PackPlan_write_shard(PackPlanObject *self, PyObject *arg)
     if (j >= shard_pack_plan_shards(self->plan))
         return PyErr_Format(PyExc_IndexError, "shard %zu: the plan has %zu", j,
                             shard_pack_plan_shards(self->plan));
-    WriteCtx c = {self, PyList_New(0)};
-    if (!c.skipped)
+    WriteCtx c = {self, PyList_New(0), PyList_New(0)};
+    if (!c.skipped || !c.undecoded) {
+        Py_XDECREF(c.skipped);
+        Py_XDECREF(c.undecoded);
         return NULL;
+    }
     ShardPackCallbacks cb = {write_bad, NULL, &c};
     ShardFileInfo info;
     ShardError err;
@@ -179,19 +192,20 @@ static PyObject *PackPlan_write_shard(PackPlanObject *self, PyObject *arg)
     Py_BEGIN_ALLOW_THREADS
     rc = shard_pack_write_shard(self->plan, j, &cb, &info, &err);
     Py_END_ALLOW_THREADS
-    if (rc) {
+    if (rc || !info.url) {
         Py_DECREF(c.skipped);
-        return shard_py_raise(rc, err.message);
-    }
-    if (!info.url) {
-        Py_DECREF(c.skipped);
+        Py_DECREF(c.undecoded);
+        if (rc)
+            return shard_py_raise(rc, err.message);
         Py_RETURN_NONE;
     }
     PyObject *d = shard_py_info_dict(&info);
     free((char *)info.url);
-    if (d && PyDict_SetItemString(d, "skipped", c.skipped) < 0)
+    if (d && (PyDict_SetItemString(d, "skipped", c.skipped) < 0 ||
+              PyDict_SetItemString(d, "undecoded", c.undecoded) < 0))
         Py_CLEAR(d);
     Py_DECREF(c.skipped);
+    Py_DECREF(c.undecoded);
     return d;
 }
 

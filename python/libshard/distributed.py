@@ -32,18 +32,21 @@ __all__ = ["pack", "PackResult"]
 class PackResult:
     """What pack wrote: manifest (its path), shards and samples written, skipped (bad
     inputs left out with on_error="skip": (path, reason, what)), ignored (files without an
-    image extension)."""
+    image extension), undecoded (images packed that the loader does not decode, GIF, BMP,
+    TIFF, PNM: (path, reason, what); on_error="skip" leaves them out, into skipped)."""
 
-    def __init__(self, manifest, shards, samples, skipped, ignored):
+    def __init__(self, manifest, shards, samples, skipped, ignored, undecoded=()):
         self.manifest = manifest
         self.shards = shards
         self.samples = samples
         self.skipped = skipped
         self.ignored = ignored
+        self.undecoded = list(undecoded)
 
     def __repr__(self):
         return (f"PackResult(manifest={self.manifest!r}, shards={self.shards}, samples={self.samples}, "
-                f"skipped={len(self.skipped)}, ignored={self.ignored})")
+                f"skipped={len(self.skipped)}, ignored={self.ignored}, "
+                f"undecoded={len(self.undecoded)})")
 
 
 def _plan_kwargs(list, on_error, maxcount, maxsize, level, frame_size, shuffle, verify, mtime, checksums, sync,
@@ -137,4 +140,10 @@ def pack(source, pattern, *, client, list=False, on_error="fail", maxcount=10000
         warnings.warn(f"{len(leftovers)} shards or indexes from an earlier run into the same folder are not in "
                       f"the manifest: remove them ({', '.join(leftovers[:3])}{', ...' if len(leftovers) > 3 else ''})")
     written = [info for info in infos if info]
-    return PackResult(path, len(written), sum(i["nsamples"] for i in written), skipped, plan.ignored)
+    undecoded = [u for info in written for u in info.get("undecoded", ())]
+    if undecoded:
+        warnings.warn(f"{len(undecoded)} images packed that the loader does not decode (JPEG, PNG "
+                      f"and WebP are), e.g. {undecoded[0][0]}: {undecoded[0][2]}; "
+                      f"on_error='skip' leaves them out")
+    return PackResult(path, len(written), sum(i["nsamples"] for i in written), skipped, plan.ignored,
+                      undecoded)

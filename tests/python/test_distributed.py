@@ -84,6 +84,25 @@ def test_list_input_and_skipped_inputs_are_counted(client, tmp_path, shardpack):
         [("empty.jpg", "zero-byte"), ("missing.jpg", "unreadable")]
 
 
+def test_images_the_loader_does_not_decode_are_named(client, tmp_path):
+    src = tmp_path / "src"
+    make_imagefolder(src, n=12)
+    from PIL import Image
+    Image.new("RGB", (8, 8)).save(src / "Apple" / "x.bmp")
+    out = tmp_path / "out"
+    out.mkdir()
+    with pytest.warns(UserWarning, match="1 images packed that the loader does not decode"):
+        res = pack(src, out / "train-%06d.tar", client=client, maxcount=4)
+    assert res.samples == 13 and [(os.path.basename(p), why) for p, why, _ in res.undecoded] == \
+        [("x.bmp", "not decoded by the loader")]
+    skip = tmp_path / "skip"
+    skip.mkdir()
+    res = pack(src, skip / "train-%06d.tar", client=client, maxcount=4, on_error="skip")
+    assert res.samples == 12 and not res.undecoded
+    assert [(os.path.basename(p), why) for p, why, _ in res.skipped] == \
+        [("x.bmp", "not decoded by the loader")]
+
+
 def test_a_bad_input_fails_the_run_and_writes_no_manifest(client, tmp_path):
     src = tmp_path / "src"
     make_imagefolder(src, n=20)

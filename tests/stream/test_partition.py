@@ -80,7 +80,7 @@ def test_unknown_counts_are_really_uneven(stream, ds, ds_nocount, kind):
 
 
 @pytest.mark.parametrize("shuffle", [None, "20"], ids=["noshuffle", "shuffle20"])
-@pytest.mark.parametrize("kind", ["manifest", "indexes"])
+@pytest.mark.parametrize("kind", SOURCES)  # "unknown": plain tars, indexed on demand
 def test_equal_drop(stream, ds, ds_nocount, kind, shuffle):
     src = source_of(kind, ds, ds_nocount)
     extra = ["--shuffle", shuffle] if shuffle else []
@@ -126,12 +126,13 @@ def test_equal_pad(stream, ds, ds_nocount, kind):
             assert set(extra) == set(seq[:npad]), f"{what}: padded with {extra}, not the epoch's first {npad}"
 
 
-def test_equal_without_counts_fails_clearly(stream, ds_nocount):
+def test_equal_without_counts_fails_clearly_when_indexes_are_not_made(stream, ds_nocount):
     for extra in ([], ["--pad"], ["--rank", "1", "--world-size", "2"]):
-        r = stream(ds_nocount.pattern, "--seed", "1", "--mode", "equal", *extra)
+        r = stream(ds_nocount.pattern, "--seed", "1", "--mode", "equal", "--make-indexes",
+                   "never", *extra)
         assert r.rc == 1, r
         assert r.lines == [], "no samples before the error"
-        assert "equal mode" in r.err and "count" in r.err, r.err
+        assert "equal mode" in r.err and "count" in r.err and ".tar has none" in r.err, r.err
         assert "Segmentation" not in r.err
 
 
