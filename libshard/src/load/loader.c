@@ -94,7 +94,6 @@ int shard_loader_open(ShardLoader **out, const ShardLoaderSettings *s, ShardErro
         l->offsets[i] = sum;
         if (c == SHARD_COUNT_UNKNOWN) {
             free(l->offsets);
-    free(l->sources);
             l->offsets = NULL;
         }
         sum += c;
@@ -348,6 +347,7 @@ void shard_loader_free(ShardLoader **pl)
     free(l->image_fields);
     free(l->label_field);
     free(l->offsets);
+    free(l->sources);
     free(l->raw_fields);
     if (l->trace) {
         char msg[SHARD_ERROR_MAX];
