@@ -12,18 +12,24 @@
 
 typedef struct Verify {
     uint64_t failed; /* shards */
+    json_t *defects; /* this shard's defects' messages (with --json) */
 } Verify;
+
+/* the most defects' messages a shard's JSON line lists (all are counted) */
+#define JSON_DEFECTS 100
 
 static void print_defect(void *cookie, const char *msg)
 {
-    (void)cookie;
+    Verify *vf = cookie;
     fprintf(stderr, "shardcat: %s\n", msg);
+    if (vf->defects && json_array_size(vf->defects) < JSON_DEFECTS)
+        json_array_append_new(vf->defects, shardcat_json_text(msg));
 }
 
-/* error: what kept the shard from being read, NULL when none (a defect was said as it was
- * found, and counted) */
+/* error: what kept the shard from being read, else the first defect's message, NULL when
+ * there is none; defects: every defect's message (taken) */
 static void print_verdict_json(const char *url, int rc, const ShardVerifyResult *r,
-                               const ShardVerifySettings *s, const char *error)
+                               const ShardVerifySettings *s, const char *error, json_t *defects)
 {
     json_t *o = json_object();
     json_object_set_new(o, "url", shardcat_json_text(url));
@@ -37,7 +43,10 @@ static void print_verdict_json(const char *url, int rc, const ShardVerifyResult 
     json_object_set_new(o, "manifest", s->expect ? json_boolean(rc == 0) : json_null());
     json_object_set_new(o, "defects",
                         json_integer((json_int_t)(rc ? (r->defects ? r->defects : 1) : 0)));
+    if (!error && json_array_size(defects))
+        error = json_string_value(json_array_get(defects, 0));
     json_object_set_new(o, "error", error ? shardcat_json_text(error) : json_null());
+    json_object_set_new(o, "defect_messages", defects);
     shardcat_json_line(o);
 }
 
@@ -69,6 +78,8 @@ static ShardcatNext verify_shard(ShardcatWalk *w, const ShardListEntry *shard)
     s.decode = w->cli->decode;
     s.expect = shard->info;
     s.on_defect = print_defect;
+    s.cookie = vf;
+    vf->defects = w->cli->json ? json_array() : NULL;
     ShardVerifyResult r;
     ShardError err;
     int rc = shard_verify(shard->url, &s, &r, &err);
@@ -83,9 +94,10 @@ static ShardcatNext verify_shard(ShardcatWalk *w, const ShardListEntry *shard)
     if (rc)
         vf->failed++;
     if (w->cli->json)
-        print_verdict_json(shard->url, rc, &r, &s, error);
+        print_verdict_json(shard->url, rc, &r, &s, error, vf->defects);
     else
         print_verdict(shard->url, rc, &r, &s);
+    vf->defects = NULL;
     fflush(stdout);
     return rc ? SHARDCAT_FAILED : SHARDCAT_NEXT;
 }
