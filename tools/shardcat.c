@@ -56,6 +56,8 @@ int main(int argc, char **argv)
         return 2;
     }
     status = shardcat_check(&cli);
+    if (status < 0 && cli.command == SHARDCAT_STREAM && shardcat_placement(&reader))
+        status = 2;
     if (status < 0)
         status = run(&cli, &reader, remote);
     shard_remote_free(&remote);

@@ -69,6 +69,10 @@ int shardcat_parse(int argc, char **argv, ShardcatCli *cli, ShardReaderSettings 
  */
 int shardcat_check(const ShardcatCli *cli);
 
+/* stream's placement, completed in reader: its flags, else $RANK and $WORLD_SIZE (said on
+ * stderr when they split the data), checked. @return 0, or 2 after saying what is wrong */
+int shardcat_placement(ShardReaderSettings *reader);
+
 /* Frees what shardcat_parse allocated (the --mix lists). */
 void shardcat_cli_free(ShardcatCli *cli);
 

@@ -99,14 +99,34 @@ static const struct {
      "key rules; exit status 1 when any shard has a defect.\n"
      "  --decode  also decode every JPEG, and check every image field holds its kind\n"
      "  --json    one JSON object per shard: url, ok, samples, members, index,\n"
-     "            frames, jpegs, manifest, defects, error\n"},
+     "            frames, jpegs, manifest, defects, error (what kept it from being\n"
+     "            read, else the first defect), defect_messages\n"},
     {"index", SHARDCAT_INDEX,
      "usage: shardcat index SHARD...\n\n"
      "Writes SHARD's .idx (DALI v1.2) beside it, for shards made elsewhere.\n"},
     {"extract", SHARDCAT_EXTRACT,
      "usage: shardcat extract SHARD... -C DIR\n\n"
      "Extracts the samples' members into DIR (no member leaves DIR).\n"},
-    {"stream", SHARDCAT_STREAM, NULL},
+    {"stream", SHARDCAT_STREAM,
+     "usage: shardcat stream SHARD... | --mix W:SPEC... [options]\n\n"
+     "The streaming reader's samples, one line each (key, url), as a training job's\n"
+     "consumer reads them.\n"
+     "  --shuffle N[:INITIAL]   a shuffle buffer of N samples (INITIAL before the first)\n"
+     "  --seed S --epoch E      the order's seed and the epoch (default: a fresh seed, 0)\n"
+     "  --rank R --world-size W this consumer's rank; without them $RANK and $WORLD_SIZE\n"
+     "                          are used when set (said on stderr), else rank 0 of 1\n"
+     "  --worker I --workers N  this consumer's DataLoader worker\n"
+     "  --mode exact|equal|resampled [--pad] [--epoch-samples N]\n"
+     "  --mix W:SPEC            (repeated) sources mixed, each W's share of every epoch\n"
+     "  --streams N             shards read at once\n"
+     "  --skip-errors           skip bad shards and samples, counted\n"
+     "  --samples N             stop after N samples and print the state to resume from\n"
+     "  --state STATE           resume from a state\n"
+     "  --json --stats --map    JSON lines; the stages' statistics; map local shards\n"
+     "  --index-cache DIR       where plain tars' indexes are kept (default\n"
+     "                          ~/.cache/libshard/index)\n"
+     "  --make-indexes auto|always|never\n"
+     "                          index shards with no count where the mode needs counts\n"},
 };
 #define NCOMMANDS (sizeof commands / sizeof *commands)
 
@@ -379,6 +399,55 @@ int shardcat_parse(int argc, char **argv, ShardcatCli *cli, ShardReaderSettings 
 }
 
 /* ---- operands ------------------------------------------------------------------------ */
+
+/* A placement variable ($RANK, $WORLD_SIZE) where no flag gave the value: 0 and *v (left
+ * as it is when unset), or 2 after naming a value that is not a whole number. */
+static int env_placement(const char *name, const char *flag, int *v, int *from_env)
+{
+    const char *s = getenv(name);
+    if (*v >= 0 || !s || !*s)
+        return 0;
+    uint64_t x;
+    if (cli_parse_u64(s, &x) || x > (1u << 30)) {
+        fprintf(stderr, "shardcat: $%s='%s' is not a whole number (unset it, or pass %s)\n",
+                name, s, flag);
+        return 2;
+    }
+    *v = (int)x;
+    *from_env = 1;
+    return 0;
+}
+
+/* The consumer's placement: flags, else $RANK and $WORLD_SIZE (a split that came from the
+ * environment is said, so that a shell inside a job's allocation does not show a part of
+ * the data unawares), each checked against the other and named as given. */
+int shardcat_placement(ShardReaderSettings *rs)
+{
+    int rank_env = 0, world_env = 0;
+    if (env_placement("RANK", "--rank", &rs->rank, &rank_env) ||
+        env_placement("WORLD_SIZE", "--world-size", &rs->world_size, &world_env))
+        return 2;
+    int rank = rs->rank < 0 ? 0 : rs->rank, world = rs->world_size < 0 ? 1 : rs->world_size;
+    if (world < 1 || rank >= world) {
+        fprintf(stderr, "shardcat: %s=%d is not below %s=%d\n", rank_env ? "$RANK" : "--rank",
+                rank, world_env ? "$WORLD_SIZE" : "--world-size", world);
+        return 2;
+    }
+    if (rs->num_workers < 1 || rs->worker >= rs->num_workers) {
+        fprintf(stderr, "shardcat: --worker %d is not below --workers %d\n", rs->worker,
+                rs->num_workers);
+        return 2;
+    }
+    if ((rank_env || world_env) && world > 1)
+        fprintf(stderr, "shardcat: reading rank %d of %d, from %s (--rank and --world-size "
+                        "choose)\n",
+                rank, world, rank_env && world_env ? "$RANK and $WORLD_SIZE"
+                             : rank_env          ? "$RANK"
+                                                 : "$WORLD_SIZE");
+    rs->rank = rank;
+    rs->world_size = world;
+    return 0;
+}
 
 static int check_stream(const ShardcatCli *cli)
 {

@@ -1161,3 +1161,35 @@ def test_bench_runs_the_peer_pipeline_beside(packed, run_sc, shardcat):
     assert re.search(r"x the peer$", text, re.M), text
     bad = sc_ok(run_sc(*args, d / "tr.json", env={**env, "SHARD_PYTHON": "/nonexistent/python"}))
     assert "peer: not run: /nonexistent/python -m libshard.peer failed" in bad, bad
+
+
+def test_stream_says_a_split_from_the_environment_and_names_bad_values(packed, run_sc):
+    """$RANK/$WORLD_SIZE split the data only with a word on stderr; a value that is not a
+    number is named as given, a rank past the world size by the flags or variables that
+    gave it; all are usage errors (2). Flags win over the environment."""
+    d, _ = packed
+    whole = run_sc("stream", d / "tr.json", "--seed", "0")
+    sc_ok(whole)
+    n = len(whole.stdout.splitlines())
+    part = run_sc("stream", d / "tr.json", "--seed", "0", env={"RANK": "1", "WORLD_SIZE": "4"})
+    sc_ok(part)
+    assert "reading rank 1 of 4, from $RANK and $WORLD_SIZE" in err_text(part)
+    assert 0 < len(part.stdout.splitlines()) < n
+    flags = run_sc("stream", d / "tr.json", "--seed", "0", "--rank", "0", "--world-size", "1",
+                   env={"RANK": "1", "WORLD_SIZE": "4"})
+    sc_ok(flags)
+    assert len(flags.stdout.splitlines()) == n and "reading rank" not in err_text(flags)
+    bad = run_sc("stream", d / "tr.json", env={"RANK": "abc", "WORLD_SIZE": "2"})
+    assert bad.returncode == 2 and "$RANK='abc' is not a whole number" in err_text(bad)
+    past = run_sc("stream", d / "tr.json", "--rank", "2", "--world-size", "2")
+    assert past.returncode == 2 and "--rank=2 is not below --world-size=2" in err_text(past)
+    past = run_sc("stream", d / "tr.json", env={"RANK": "3", "WORLD_SIZE": "2"})
+    assert past.returncode == 2 and "$RANK=3 is not below $WORLD_SIZE=2" in err_text(past)
+
+
+def test_stream_help_is_its_own(run_sc):
+    cp = run_sc("stream", "--help")
+    assert cp.returncode == 0
+    out = cp.stdout.decode()
+    assert out.startswith("usage: shardcat stream") and "$RANK" in out and "--mix" in out
+    assert "extract SHARD" not in out, "not the global help"

@@ -168,10 +168,18 @@ int shard_reader_open(ShardReader **out, const ShardReaderSettings *s, ShardErro
         return shard_report(err, SHARD_ERR_NOMEM, "out of memory");
     r->s = *s;
     r->s.urls = NULL;
-    if (r->s.rank < 0)
+    int rank_env = r->s.rank < 0, world_env = r->s.world_size < 0;
+    if (rank_env)
         r->s.rank = env_int("RANK", 0);
-    if (r->s.world_size < 0)
+    if (world_env)
         r->s.world_size = env_int("WORLD_SIZE", 1);
+    if ((rank_env && r->s.rank == -2) || (world_env && r->s.world_size == -2)) {
+        const char *name = rank_env && r->s.rank == -2 ? "RANK" : "WORLD_SIZE";
+        return fail_open(r, err, shard_fail(r->err, SHARD_ERR_INVALID,
+                                            "reader: $%s='%.40s' is not a whole number (or set "
+                                            "the rank and world size)",
+                                            name, getenv(name)));
+    }
     if (r->s.rank < 0 || r->s.world_size < 1 || r->s.rank >= r->s.world_size)
         return fail_open(r, err, shard_fail(r->err, SHARD_ERR_INVALID,
                                             "reader: rank %d of world size %d is not valid "
