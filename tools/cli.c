@@ -95,11 +95,68 @@ int cli_usage_error(const char *prog, const char *msg)
     return 2;
 }
 
-int cli_option_error(const char *prog, int c, const char *arg)
+/* Edit distance (insertions, deletions, substitutions, adjacent swaps) of a and b, capped
+ * at 3: only "close" matters. */
+static size_t distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 64 || lb > 64 || (la > lb ? la - lb : lb - la) > 2)
+        return 3;
+    size_t d[65][65];
+    for (size_t i = 0; i <= la; i++)
+        d[i][0] = i;
+    for (size_t j = 0; j <= lb; j++)
+        d[0][j] = j;
+    for (size_t i = 1; i <= la; i++)
+        for (size_t j = 1; j <= lb; j++) {
+            size_t best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            if (d[i - 1][j] + 1 < best)
+                best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best)
+                best = d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+                d[i - 2][j - 2] + 1 < best)
+                best = d[i - 2][j - 2] + 1;
+            d[i][j] = best;
+        }
+    return d[la][lb] < 3 ? d[la][lb] : 3;
+}
+
+const char *cli_closest(const char *word, const char *const *words, size_t n)
+{
+    const char *best = NULL;
+    size_t bd = 3;
+    for (size_t i = 0; i < n; i++) {
+        size_t k = distance(word, words[i]);
+        if (k < bd && 2 * k < strlen(word)) {
+            bd = k;
+            best = words[i];
+        }
+    }
+    return best;
+}
+
+int cli_option_error(const char *prog, int c, const char *arg, const struct option *opts)
 {
     char msg[256];
-    if (c == ':')
+    if (c == ':') {
         snprintf(msg, sizeof msg, "%s wants a value", arg);
+        return cli_usage_error(prog, msg);
+    }
+    const char *names[256], *near = NULL;
+    size_t n = 0;
+    for (; opts && opts[n].name && n < 256; n++)
+        names[n] = opts[n].name;
+    if (!strncmp(arg, "--", 2)) {
+        char name[128];
+        snprintf(name, sizeof name, "%s", arg + 2);
+        char *eq = strchr(name, '=');
+        if (eq)
+            *eq = 0;
+        near = cli_closest(name, names, n);
+    }
+    if (near)
+        snprintf(msg, sizeof msg, "unknown option '%s' (did you mean '--%s'?)", arg, near);
     else
         snprintf(msg, sizeof msg, "unknown option '%s'", arg);
     return cli_usage_error(prog, msg);

@@ -4,6 +4,8 @@
 #ifndef SHARD_TOOLS_CLI_H
 #define SHARD_TOOLS_CLI_H
 
+#include <getopt.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -21,8 +23,13 @@ const char *cli_human_bytes(double bytes, char *buf, size_t size);
 int cli_usage_error(const char *prog, const char *msg);
 
 /* What getopt_long's ':' (an option without its value) or '?' (an unknown option) means,
- * said as cli_usage_error does; arg is the option as written (argv[optind - 1]). Returns 2. */
-int cli_option_error(const char *prog, int c, const char *arg);
+ * said as cli_usage_error does, with the closest of opts (getopt_long's table) offered for
+ * a misspelt one; arg is the option as written (argv[optind - 1]). Returns 2. */
+int cli_option_error(const char *prog, int c, const char *arg, const struct option *opts);
+
+/* The one of the n words closest to word, when it is close (a typo: 2 edits or fewer, less
+ * than half the word), else NULL. */
+const char *cli_closest(const char *word, const char *const *words, size_t n);
 
 /* Whether s ends with suffix. */
 int cli_ends_with(const char *s, const char *suffix);

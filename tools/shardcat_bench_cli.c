@@ -142,7 +142,7 @@ int bench_parse_options(int argc, char **argv, Bench *b)
         case 'q': quiet = 1; break;
         case 'h': usage(stdout); return 0;
         case ':': return cli_usage_error("shardcat", "a bench option wants a value");
-        case '?': return cli_option_error("shardcat", c, argv[optind - 1]);
+        case '?': return cli_option_error("shardcat", c, argv[optind - 1], long_options);
         default: status = value_option(c, optarg, b);
         }
     }

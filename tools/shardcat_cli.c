@@ -355,7 +355,7 @@ static int read_options(int argc, char **argv, ShardcatCli *cli, ShardReaderSett
         case 'q': quiet = 1; break;
         case O_CMDS: cli->manifest_commands = 1; break;
         case ':':
-        case '?': return cli_option_error("shardcat", c, argv[optind - 1]);
+        case '?': return cli_option_error("shardcat", c, argv[optind - 1], long_options);
         default:
             if (c >= O_SHUFFLE) {
                 stream_only = 1;
@@ -482,9 +482,19 @@ int shardcat_check(const ShardcatCli *cli)
         return -1;
     }
     if (c == SHARDCAT_UNKNOWN) {
-        fprintf(stderr, "shardcat: unknown command '%s'\n", cli->name);
-        usage(stderr);
-        return 2;
+        const char *names[NCOMMANDS + 1];
+        for (size_t i = 0; i < NCOMMANDS; i++)
+            names[i] = commands[i].name;
+        names[NCOMMANDS] = "bench";
+        const char *near = cli_closest(cli->name, names, NCOMMANDS + 1);
+        char msg[256];
+        if (near)
+            snprintf(msg, sizeof msg, "unknown command '%.100s' (did you mean '%s'?)", cli->name,
+                     near);
+        else
+            snprintf(msg, sizeof msg, "unknown command '%.100s' (ls, cat, info, verify, index, "
+                                      "extract, stream, bench)", cli->name);
+        return die_usage(msg);
     }
     if (cli->nargs < 1)
         return die_usage("no SHARD given");

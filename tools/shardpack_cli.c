@@ -256,7 +256,7 @@ int shardpack_parse(int argc, char **argv, ShardpackCli *o)
         case 'h': usage(stdout); return 0;
         case 'V': printf("shardpack (libshard) %s\n", shard_version()); return 0;
         case ':':
-        case '?': return cli_option_error("shardpack", c, argv[optind - 1]);
+        case '?': return cli_option_error("shardpack", c, argv[optind - 1], long_options);
         default: status = input_option(c, optarg, o);
         }
     }

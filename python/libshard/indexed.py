@@ -17,6 +17,7 @@ import bisect
 import os
 
 from . import _libshard
+from . import settings as _settings
 from .settings import REMOTE_KEYS
 
 
@@ -34,7 +35,7 @@ class IndexedShards:
                  **remote):
         unknown = set(remote) - set(REMOTE_KEYS)
         if unknown:
-            raise TypeError(f"unknown options {sorted(unknown)}")
+            raise _settings.unknown("IndexedShards", unknown, REMOTE_KEYS)
         self.remote = {k: v for k, v in remote.items() if v is not None}
         self.open_files = open_files
         cache = os.fspath(index_cache) if index_cache is not None else None

@@ -81,6 +81,17 @@ def _torch_dtype(v):
     return name if name in DATASET["dtype"]["choices"] else v
 
 
+def unknown(owner, names, known):
+    """The TypeError for settings names that owner does not take, with the closest known
+    name offered for each misspelt one."""
+    import difflib
+    parts = []
+    for n in sorted(names):
+        near = difflib.get_close_matches(n, list(known), n=1, cutoff=0.75)
+        parts.append(f"{n!r} (did you mean {near[0]!r}?)" if near else repr(n))
+    return TypeError(f"{owner}: unknown settings {', '.join(parts)}")
+
+
 def check_value(name, value):
     """value for the setting name checked and normalized (an int, a bool, a float, a str or
     a tuple); TypeError or ValueError naming the setting and what it accepts."""

@@ -180,3 +180,19 @@ def test_extract_refuses_links_and_passes_over_other_members_left_out(run_sc, tm
     assert lines[2] == f"shardcat: extracted 2 files into {dest}"
     got = sorted(str(q.relative_to(dest)) for q in dest.rglob("*") if not q.is_dir())
     assert got == ["a/s1.txt", "a/s2.txt"] and not any(q.is_symlink() for q in dest.rglob("*"))
+
+
+def test_a_misspelt_command_or_option_gets_the_closest(run_sc, run_sp, tmp_path):
+    """A typo is answered with the closest command or option, in two lines (no screenful of
+    help pushing the error away); a word near nothing is not guessed at."""
+    cases = [(run_sc, ["lss", "x.tar"], "unknown command 'lss' (did you mean 'ls'?)"),
+             (run_sc, ["stream", "--sede", "3", "x.tar"], "unknown option '--sede' (did you mean "
+                                                           "'--seed'?)"),
+             (run_sp, ["--maxcont", "3", "src", "-o", "x-%06d.tar"],
+              "unknown option '--maxcont' (did you mean '--maxcount'?)"),
+             (run_sc, ["frob", "x.tar"], "unknown command 'frob' (ls, cat, info, verify, index, "
+                                         "extract, stream, bench)")]
+    for run, args, said in cases:
+        cp = run(*args)
+        err = cp.stderr.decode()
+        assert cp.returncode == 2 and said in err and len(err.splitlines()) == 2, err

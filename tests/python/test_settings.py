@@ -131,3 +131,15 @@ def test_the_settings_and_torch_modules_are_documented(module):
     assert (m.__doc__ or "").strip(), module
     missing = [name for name, obj in public(m) if not (obj.__doc__ or "").strip()]
     assert not missing, f"no docstring: {missing}"
+
+
+def test_a_misspelt_setting_gets_the_closest_name():
+    from libshard.indexed import IndexedShards
+    from libshard.torch import IndexedShardDataset
+    with pytest.raises(TypeError, match=r"ShardDataset: unknown settings 'shufle' \(did you "
+                                        r"mean 'shuffle'\?\), 'zzz'$"):
+        ShardDataset("x.tar", shufle=100, zzz=1)
+    with pytest.raises(TypeError, match=r"'imge_size' \(did you mean 'image_size'\?\)"):
+        IndexedShardDataset("x.tar", imge_size=32)
+    with pytest.raises(TypeError, match=r"'retrys' \(did you mean 'retries'\?\)"):
+        IndexedShards("x.tar", retrys=3)

@@ -54,7 +54,9 @@ class ShardDataset(torch.utils.data.IterableDataset):
         super().__init__()
         unknown = set(settings) - set(_settings.READER_KEYS) - set(_settings.LOADER_KEYS)
         if unknown:
-            raise TypeError(f"ShardDataset: unknown settings {sorted(unknown)}")
+            raise _settings.unknown("ShardDataset", unknown, [*_settings.READER_KEYS,
+                                                              *_settings.LOADER_KEYS, "decode",
+                                                              "device", "rank", "world_size"])
         if settings.get("shuffle") is False:  # dataset order: for evaluation
             settings["shuffle"] = 0
             settings.setdefault("shuffle_shards", False)

@@ -74,7 +74,9 @@ class IndexedShardDataset(torch.utils.data.Dataset):
                                 f"sample at a time (ds.raw(i) gives every field)")
         unknown = set(options) - set(_KEYS)
         if unknown:
-            raise TypeError(f"IndexedShardDataset: unknown settings {sorted(unknown)}")
+            raise _settings.unknown("IndexedShardDataset", unknown,
+                                    [*_KEYS, *_settings.REMOTE_KEYS, "seed", "open_files",
+                                     "decode", "index_cache", "make_indexes"])
         self.options = _settings.check(options)
         self.seed = _settings.check({"seed": seed})["seed"]
         self.decode = bool(decode)
