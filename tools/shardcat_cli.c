@@ -91,8 +91,9 @@ static const struct {
      "pattern: the first shard holding KEY gives it.\n"},
     {"info", SHARDCAT_INFO,
      "usage: shardcat info [--json] SHARD...\n\n"
-     "Samples, bytes, fields, compression and index of each shard.\n"
-     "  --json   one JSON object per shard\n"},
+     "Samples, bytes, fields, compression and index of each shard; after several\n"
+     "shards or a manifest, the totals (and the manifest's classes).\n"
+     "  --json   one JSON object per shard, then {\"total\": {...}}\n"},
     {"verify", SHARDCAT_VERIFY,
      "usage: shardcat verify [--decode] [--json] SHARD...\n\n"
      "Checks structure, index, zstd seek table, manifest size and checksums and the\n"

@@ -133,6 +133,29 @@ static void print_info(const char *url, ShardFile *f, Tally *t, int json)
     free(ipath);
 }
 
+/* Every shard's tally added up, for the totals after the last one. */
+typedef struct Info {
+    uint64_t shards, samples, members, payload, tarsize, filesize;
+    json_t *fields; /* {name: members} */
+} Info;
+
+static void add_tally(Info *in, const Tally *t, int64_t filesize)
+{
+    in->shards++;
+    in->samples += t->samples;
+    in->members += t->members;
+    in->payload += t->payload;
+    in->tarsize += t->tarsize;
+    in->filesize += filesize > 0 ? (uint64_t)filesize : 0;
+    const char *name;
+    json_t *val;
+    json_object_foreach(t->fields, name, val) {
+        json_t *c = json_object_get(in->fields, name);
+        json_object_set_new(in->fields, name,
+                            json_integer(json_integer_value(val) + (c ? json_integer_value(c) : 0)));
+    }
+}
+
 static ShardcatNext info_shard(ShardcatWalk *w, const ShardListEntry *shard)
 {
     ShardFileSettings s;
@@ -152,16 +175,81 @@ static ShardcatNext info_shard(ShardcatWalk *w, const ShardListEntry *shard)
         json_decref(t.fields);
         next = SHARDCAT_FAILED;
     } else {
+        add_tally(w->cookie, &t, shard_file_size(f));
         print_info(shard->url, f, &t, w->cli->json);
     }
     shard_file_free(&f);
     return next;
 }
 
+/* The classes the operands' manifests name (libshard.classes), in order, each once. */
+static json_t *manifest_classes(const ShardcatWalk *w)
+{
+    json_t *out = json_array(), *seen = json_object();
+    for (int k = 0; k < w->cli->nargs; k++) {
+        const ShardManifest *m = shard_list_manifest(w->list, (size_t)k);
+        for (size_t i = 0; m && i < shard_manifest_class_count(m); i++) {
+            const char *c = shard_manifest_class(m, i);
+            if (!json_object_get(seen, c)) {
+                json_object_set_new(seen, c, json_true());
+                json_array_append_new(out, shardcat_json_text(c));
+            }
+        }
+    }
+    json_decref(seen);
+    return out;
+}
+
+/* Totals after more than one shard, or a manifest's: how big the data set is. */
+static int info_end(ShardcatWalk *w, int stopped)
+{
+    Info *in = w->cookie;
+    json_t *classes = manifest_classes(w);
+    if (stopped || (in->shards < 2 && !json_array_size(classes))) {
+        json_decref(classes);
+        return 0;
+    }
+    if (w->cli->json) {
+        json_t *o = json_object(), *t = json_object();
+        json_object_set_new(t, "shards", json_integer((json_int_t)in->shards));
+        json_object_set_new(t, "samples", json_integer((json_int_t)in->samples));
+        json_object_set_new(t, "members", json_integer((json_int_t)in->members));
+        json_object_set_new(t, "payload_bytes", json_integer((json_int_t)in->payload));
+        json_object_set_new(t, "tar_bytes", json_integer((json_int_t)in->tarsize));
+        json_object_set_new(t, "file_bytes", json_integer((json_int_t)in->filesize));
+        json_object_set_new(t, "fields", json_incref(in->fields));
+        json_object_set_new(t, "classes", classes);
+        json_object_set_new(o, "total", t);
+        shardcat_json_line(o);
+        return 0;
+    }
+    char hb[32], ht[32];
+    printf("total: %llu shard%s\n  samples      %llu (%llu members)\n  bytes        %s stored, "
+           "%s as tar\n  fields      ",
+           (unsigned long long)in->shards, in->shards == 1 ? "" : "s", (unsigned long long)in->samples,
+           (unsigned long long)in->members, cli_human_bytes((double)in->filesize, hb, sizeof hb),
+           cli_human_bytes((double)in->tarsize, ht, sizeof ht));
+    const char *name;
+    json_t *val;
+    json_object_foreach(in->fields, name, val) {
+        putchar(' ');
+        cli_print_path(stdout, name);
+        printf(":%lld", (long long)json_integer_value(val));
+    }
+    putchar('\n');
+    if (json_array_size(classes))
+        printf("  classes      %zu (from the manifest)\n", json_array_size(classes));
+    json_decref(classes);
+    return 0;
+}
+
 int shardcat_info(const ShardcatCli *cli, ShardRemote *remote)
 {
-    ShardcatWalk w = {.visit = info_shard};
-    return shardcat_each_shard(cli, remote, (size_t)cli->nargs, &w);
+    Info in = {.fields = json_object()};
+    ShardcatWalk w = {.visit = info_shard, .end = info_end, .cookie = &in};
+    int status = shardcat_each_shard(cli, remote, (size_t)cli->nargs, &w);
+    json_decref(in.fields);
+    return status;
 }
 
 /* ---- cat ----------------------------------------------------------------------------- */

@@ -1193,3 +1193,27 @@ def test_stream_help_is_its_own(run_sc):
     out = cp.stdout.decode()
     assert out.startswith("usage: shardcat stream") and "$RANK" in out and "--mix" in out
     assert "extract SHARD" not in out, "not the global help"
+
+
+def test_info_ends_with_totals(packed, run_sc):
+    """info over a manifest (or several shards) ends with the data set's totals: shards,
+    samples, members, bytes, fields, and the manifest's classes; one shard alone has none."""
+    d, shards = packed
+    man = json.loads((d / "tr.json").read_text())
+    cp = run_sc("info", "--json", d / "tr.json")
+    sc_ok(cp)
+    rows = [json.loads(l) for l in cp.stdout.decode().splitlines()]
+    per, total = rows[:-1], rows[-1]["total"]
+    assert len(per) == len(shards) == total["shards"]
+    assert total["samples"] == sum(r["samples"] for r in per) == 12
+    assert total["file_bytes"] == sum(p.stat().st_size for p in shards)
+    assert total["fields"] == {k: sum(r["fields"].get(k, 0) for r in per)
+                               for k in total["fields"]}
+    assert total["classes"] == man["libshard"]["classes"]
+    text = run_sc("info", d / "tr.json")
+    sc_ok(text)
+    out = text.stdout.decode()
+    assert f"total: {len(shards)} shards" in out and "samples      12 (" in out
+    assert f"classes      {len(man['libshard']['classes'])} (from the manifest)" in out
+    one = run_sc("info", shards[0])
+    assert "total:" not in one.stdout.decode()

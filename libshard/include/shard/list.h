@@ -89,6 +89,10 @@ SHARD_API size_t shard_list_count(const ShardList *l);
 /** @return shard i (borrowed, valid until the list is freed), NULL past the end */
 SHARD_API const ShardListEntry *shard_list_entry(const ShardList *l, size_t i);
 
+/** The manifest the spec numbered spec (0-based) named, as read (its classes, options);
+ *  borrowed, valid until the list is freed; NULL when that spec named no manifest. */
+SHARD_API const ShardManifest *shard_list_manifest(const ShardList *l, size_t spec);
+
 /** The indexes the expansion made (build_indexes), and those it found in the cache. */
 SHARD_API void shard_list_index_counts(const ShardList *l, uint64_t *built, uint64_t *cached);
 

@@ -410,6 +410,11 @@ int shard_list_expand(ShardList **out, const char *const *specs, size_t nspecs,
 
 size_t shard_list_count(const ShardList *l) { return l->n; }
 
+const ShardManifest *shard_list_manifest(const ShardList *l, size_t spec)
+{
+    return spec < l->nspecs ? l->manifests[spec] : NULL;
+}
+
 void shard_list_index_counts(const ShardList *l, uint64_t *built, uint64_t *cached)
 {
     *built = l->built;
