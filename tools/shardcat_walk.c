@@ -64,7 +64,11 @@ ShardFile *shardcat_open_shard(const ShardcatWalk *w, const char *url, ShardFile
     ShardError err;
     s->remote = w->remote;
     if (shard_file_open(&f, url, s, &err)) {
-        fprintf(stderr, "shardcat: %s\n", err.message);
+        const ShardListEntry *e = shard_list_entry(w->list, w->index);
+        int moved = err.code == SHARD_ERR_NOT_FOUND && e && e->info && !strstr(url, "://");
+        fprintf(stderr, "shardcat: %s%s\n", err.message,
+                moved ? " (a manifest's shard names resolve against the manifest's own folder)"
+                      : "");
         return NULL;
     }
     return f;

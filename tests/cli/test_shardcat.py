@@ -1217,3 +1217,16 @@ def test_info_ends_with_totals(packed, run_sc):
     assert f"classes      {len(man['libshard']['classes'])} (from the manifest)" in out
     one = run_sc("info", shards[0])
     assert "total:" not in one.stdout.decode()
+
+
+def test_a_manifest_copied_away_from_its_shards_says_where_names_lead(packed, run_sc, tmp_path):
+    d, _ = packed
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "tr.json").write_bytes((d / "tr.json").read_bytes())
+    for cmd in (["ls"], ["stream", "--seed", "1"]):
+        cp = run_sc(*cmd, other / "tr.json")
+        assert cp.returncode == 1
+        assert "resolve against the manifest's own folder" in err_text(cp), err_text(cp)
+    cp = run_sc("ls", d / "nope-000.tar")  # not from a manifest: no such word
+    assert cp.returncode == 1 and "resolve against" not in err_text(cp)

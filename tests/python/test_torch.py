@@ -253,6 +253,12 @@ def test_len_names_a_missing_shard_or_those_without_counts(packed, tmp_path):
     (copy / packed.shards[3].name).unlink()
     with pytest.raises(FileNotFoundError, match=packed.shards[3].name + " does not exist"):
         len(ShardDataset(str(copy / packed.manifest.name), batch_size=32))
+    # a manifest copied away from its shards: where its names lead is said
+    away = tmp_path / "away"
+    away.mkdir()
+    (away / packed.manifest.name).write_bytes(packed.manifest.read_bytes())
+    with pytest.raises(FileNotFoundError, match="resolve against the manifest's own folder"):
+        len(ShardDataset(str(away / packed.manifest.name), batch_size=32))
 
 
 def test_len_counts_each_workers_partial_batch(packed):

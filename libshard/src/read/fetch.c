@@ -215,8 +215,16 @@ static int fetch_segment(Stream *st, const ShardSegment *seg, size_t n, uint64_t
     uint64_t count = seg->count == SHARD_COUNT_UNKNOWN ? SHARD_COUNT_UNKNOWN : seg->count - skip;
     atomic_fetch_add(&f->shards_opened, 1);
     ShardError err;
-    if (!file && open_shard(st, entry, &file, &err))
+    if (!file && open_shard(st, entry, &file, &err)) {
+        if (err.code == SHARD_ERR_NOT_FOUND && entry->info && !shard_url_has_scheme(url)) {
+            /* a manifest copied away from its shards: say where its names lead */
+            char msg[SHARD_ERROR_MAX];
+            snprintf(msg, sizeof msg, "%.700s (a manifest's shard names resolve against the "
+                                      "manifest's own folder)", err.message);
+            return failed(st, msg, count);
+        }
         return failed(st, err.message, count);
+    }
     *ahead = open_ahead(st, n + 1);
     int rc = 0;
     /* Skip the samples before first: by index where there is one, else by reading. */

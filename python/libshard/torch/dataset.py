@@ -351,7 +351,7 @@ class ShardDataset(torch.utils.data.IterableDataset):
             raise self._no_count()
         missing = self._missing_shard()
         if missing:  # a manifest counts it, but the epoch would fail at it
-            raise FileNotFoundError(f"len(): shard {missing} does not exist")
+            raise FileNotFoundError(f"len(): shard {missing} does not exist{self._moved_hint()}")
         if not self.decode:
             return n
         bs = self.setting("batch_size")
@@ -384,13 +384,22 @@ class ShardDataset(torch.utils.data.IterableDataset):
                 return u
         return None
 
+    def _moved_hint(self):
+        """What to say of a missing shard when the specs hold a manifest: its shard names
+        resolve against its own folder (a manifest copied away from its shards)."""
+        specs = self.urls if not (self.urls and isinstance(self.urls[0], tuple)) else [
+            u for spec, _ in self.urls for u in ([spec] if isinstance(spec, str) else spec)]
+        if any(str(s).endswith(".json") for s in specs):
+            return " (a manifest's shard names resolve against the manifest's own folder)"
+        return ""
+
     def _no_count(self):
         """Why len() has no count, naming the shards: a missing one, or those without an
         index."""
         listed = self._shard_list()
         missing = self._missing_shard(listed)
         if missing:
-            return FileNotFoundError(f"len(): shard {missing} does not exist")
+            return FileNotFoundError(f"len(): shard {missing} does not exist{self._moved_hint()}")
         uncounted = [u for u, n, _ in listed if n is None]
         shown = ", ".join(uncounted[:3]) + (f" and {len(uncounted) - 3} more"
                                               if len(uncounted) > 3 else "")
