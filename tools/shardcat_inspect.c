@@ -276,8 +276,13 @@ static ShardcatNext cat_field(const Cat *c, const char *url, const ShardSampleVi
         }
         return SHARDCAT_DONE;
     }
-    fprintf(stderr, "shardcat: %s: sample '%.*s' has no field '%s'\n", url, (int)c->klen,
+    fprintf(stderr, "shardcat: %s: sample '%.*s' has no field '%s' (it has", url, (int)c->klen,
             c->member, c->field);
+    for (size_t k = 0; k < v->nfields; k++) {
+        fputs(k ? ", " : " ", stderr);
+        cli_print_path(stderr, v->fields[k].name);
+    }
+    fputs(")\n", stderr);
     return SHARDCAT_ABORT;
 }
 
@@ -469,9 +474,28 @@ static int extract_sample(Extract *x, const char *dir, const ShardSampleView *v)
     return failed;
 }
 
+/* DIR and the folders above it that are missing, as shardpack makes its output folder. */
+static void make_dirs(const char *dir)
+{
+    char p[4096];
+    if (snprintf(p, sizeof p, "%s", dir) >= (int)sizeof p)
+        return;
+    for (char *s = p + 1;; s++) {
+        if (*s && *s != '/')
+            continue;
+        char c = *s;
+        *s = 0;
+        mkdir(p, 0777);
+        *s = c;
+        if (!c)
+            return;
+    }
+}
+
 static int extract_begin(ShardcatWalk *w)
 {
     Extract *x = w->cookie;
+    make_dirs(w->cli->dir);
     x->dirfd = open(w->cli->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (x->dirfd < 0) {
         fprintf(stderr, "shardcat: %s: %s\n", w->cli->dir, strerror(errno));

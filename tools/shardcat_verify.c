@@ -61,7 +61,8 @@ static void print_verdict(const char *url, int rc, const ShardVerifyResult *r,
     printf(": ok: %llu samples, %llu members%s", (unsigned long long)r->samples,
            (unsigned long long)r->members, r->has_index ? ", index matches" : ", no index");
     if (r->frames)
-        printf(", %llu zstd frames checked", (unsigned long long)r->frames);
+        printf(", %llu zstd frame%s checked", (unsigned long long)r->frames,
+               r->frames == 1 ? "" : "s");
     if (s->decode)
         printf(", %llu JPEGs decode", (unsigned long long)r->jpegs);
     if (s->expect)

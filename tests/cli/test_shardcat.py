@@ -917,7 +917,8 @@ def test_brace_patterns_manifests_and_pipes(packed, run_sc):
     assert cp.returncode == 1 and "status 3" in err_text(cp)
     # info and verify take the same lists
     infos = [json.loads(l) for l in sc_ok(run_sc("info", "--json", str(d / "tr-{000..002}.tar"))).splitlines()]
-    assert [i["url"] for i in infos] == [str(s) for s in shards]
+    assert infos[-1]["total"]["shards"] == len(shards)  # the totals after the shards
+    assert [i["url"] for i in infos[:-1]] == [str(s) for s in shards]
     assert sc_ok(run_sc("verify", f"pipe:cat {shards[0]}")).startswith(f"pipe:cat {shards[0]}: ok: 4 samples")
 
 

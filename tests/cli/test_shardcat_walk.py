@@ -105,14 +105,18 @@ def test_a_list_that_cannot_be_made_is_said_once_and_nothing_is_visited(three, r
     assert len(err.splitlines()) == 1 and "gone.json" in err, err
 
 
-def test_extract_says_a_missing_folder_after_the_list_and_reports_only_a_walk(three, run_sc,
-                                                                              tmp_path):
+def test_extract_makes_a_missing_folder_after_the_list_and_reports_only_a_walk(three, run_sc,
+                                                                               tmp_path):
+    """As shardpack makes its output folder, extract makes DIR (and the folders above it)
+    once the list is made; one it cannot make is said, after the list."""
     root, shards = three
-    nodir = tmp_path / "nodir"
+    nodir = tmp_path / "nodir" / "deeper"
     cp = run_sc("extract", shards[0], "-C", nodir)
-    assert cp.returncode == 1
-    assert err_text(cp) == f"shardcat: {nodir}: No such file or directory\n"
-    assert not nodir.exists()
+    assert cp.returncode == 0, err_text(cp)
+    assert err_text(cp) == f"shardcat: extracted 6 files into {nodir}\n"
+    (tmp_path / "file").write_text("not a folder")
+    cp = run_sc("extract", shards[0], "-C", tmp_path / "file" / "x")
+    assert cp.returncode == 1 and err_text(cp) == f"shardcat: {tmp_path / 'file' / 'x'}: Not a directory\n"
     (tmp_path / "x").mkdir()
     cp = run_sc("extract", root / "tr.json", "-C", tmp_path / "x")
     assert cp.returncode == 0
