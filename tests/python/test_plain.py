@@ -302,3 +302,17 @@ def test_processes_indexing_at_once_make_each_index_once(tmp_path):
     assert all(int(o[0]) == 24000 for o in outs)
     assert sum(int(o[1]) for o in outs) == 6, outs
     assert sum(int(o[2]) for o in outs) == 18, outs
+
+
+def test_a_local_folder_names_its_shards(plain, tmp_path):
+    """A folder as the spec lists its shards in name order, as a gs:// or s3:// prefix does
+    (the index files, manifests and anything else in it left out)."""
+    ds = ShardDataset(str(plain) + "/", decode=False, mode="equal", rank=0, world_size=1,
+                      index_cache=str(tmp_path / "ix"))
+    assert len(ds) == sum(COUNTS_A) + sum(COUNTS_B)
+    urls = [u for u, *_ in libshard._libshard.list_shards([str(plain)])]
+    assert urls == sorted(str(p) for p in plain.glob("*.tar"))
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(FileNotFoundError, match="empty: no shards in this folder"):
+        libshard.Reader([str(empty)])

@@ -2,11 +2,13 @@
  * Shard lists (shard/list.h): brace patterns as WebDataset (braceexpand) writes them,
  * manifests, plain urls; and the sample counts indexes promise.
  */
+#include <dirent.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/buf.h"
@@ -339,10 +341,72 @@ static int list_prefix(const char *spec, ShardRemote *remote, Prefix *p, char *m
     return rc;
 }
 
+static int name_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The shards in a local folder (as a gs:// or s3:// prefix lists its own), in name order:
+ * 0, 1 when spec is no folder, or an error with msg. */
+static int list_folder(const char *spec, List *l, size_t which, char *msg)
+{
+    const char *path = shard_url_file_path(spec);
+    if (!path)
+        path = shard_url_has_scheme(spec) ? NULL : spec;
+    struct stat st;
+    if (!path || stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+        return 1;
+    DIR *d = opendir(path);
+    if (!d)
+        return shard_fail(msg, SHARD_ERR_IO, "%s: cannot list the folder", spec);
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    int rc = 0;
+    size_t plen = strlen(path);
+    int slash = plen && path[plen - 1] == '/';
+    for (struct dirent *e; !rc && (e = readdir(d));) {
+        static const char *const shards[] = {".tar", ".tar.gz", ".tgz", ".tar.zst"};
+        int is_shard = 0;
+        for (size_t i = 0; i < sizeof shards / sizeof *shards; i++)
+            is_shard |= shard_ends_with(e->d_name, shards[i]);
+        if (!is_shard || e->d_name[0] == '.')
+            continue;
+        char *full = malloc(plen + strlen(e->d_name) + 2);
+        if (!full || shard_array_grow(&names, &cap, n + 1, sizeof *names, 64)) {
+            free(full);
+            rc = SHARD_ERR_NOMEM;
+            break;
+        }
+        sprintf(full, "%s%s%s", path, slash ? "" : "/", e->d_name);
+        names[n++] = full;
+    }
+    closedir(d);
+    if (!rc)
+        qsort(names, n, sizeof *names, name_cmp);
+    for (size_t i = 0; i < n; i++) {
+        if (!rc)
+            rc = list_push(l, names[i], which); /* takes it */
+        else
+            free(names[i]);
+    }
+    free(names);
+    if (rc)
+        return shard_fail(msg, rc, "out of memory");
+    if (!n)
+        return shard_fail(msg, SHARD_ERR_NOT_FOUND,
+                          "%s: no shards in this folder (.tar, .tar.gz, .tgz, .tar.zst)", spec);
+    return 0;
+}
+
 static int expand_one(List *l, const char *spec, size_t which, const ShardListSettings *s,
                       char *msg)
 {
     ShardRemote *remote = s->remote;
+    if (!strchr(spec, '{') && !shard_url_is_command(spec)) {
+        int rc = list_folder(spec, l, which, msg);
+        if (rc <= 0)
+            return rc;
+    }
     if (shard_url_is_prefix(spec)) {
         size_t first = l->n;
         Prefix p = {l, which};
