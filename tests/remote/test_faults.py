@@ -237,3 +237,16 @@ def test_a_slow_server_is_named_the_bottleneck_of_a_dataset(fault, ShardDataset)
     assert n == 320 and st["stages"]["deliver"]["items"] == 320
     assert st["bottleneck"] == "fetch", st["verdict"]
     assert "deliver waits on it" in st["verdict"], st["verdict"]
+
+
+def test_a_host_where_nothing_listens_is_said_within_seconds(run, fault):
+    """With the default retries (10), a refused connection and a name that does not resolve
+    earn 3 retries (0.5 + 1 + 2 s of backoff at most), not minutes; a 503 keeps the whole
+    budget (the control)."""
+    for url in ("http://127.0.0.1:9/data/d-000.tar", "http://nothing-here.invalid/d-000.tar"):
+        r = run("stream", url, "--stats", timeout=30)
+        assert r.rc == 1 and url in r.err, r.err
+        assert r.stat("retries") == 6, r.err  # 3 for the shard's .idx (its count), 3 for it
+    r = run("stream", f"{fault.url}/fail=1000/data/d-000.tar", "--stats", "--backoff", "0.001",
+            "--timeout", "2")
+    assert r.rc == 1 and r.stat("retries") >= 10, r.err

@@ -42,6 +42,17 @@ int shard_retryable(CURLcode cc, long status)
     return status == 408 || status == 429 || status >= 500;
 }
 
+/* retries of a refused connection or an unknown name: 0.5 + 1 + 2 s of backoff at most */
+#define CONNECT_RETRIES 3
+
+int shard_retry_limit(const ShardRemote *r, CURLcode cc)
+{
+    if ((cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST) &&
+        r->s.retries > CONNECT_RETRIES)
+        return CONNECT_RETRIES;
+    return r->s.retries;
+}
+
 void shard_backoff(ShardRemote *r, int attempt, double retry_after)
 {
     double d = r->s.backoff * ldexp(1.0, attempt > 30 ? 30 : attempt);
@@ -108,7 +119,9 @@ int shard_request_whole(ShardRemote *r, const char *shown, ShardBuildFn build, v
             out->data[out->len] = 0;
             return 0;
         }
-        if (!rc && (!shard_retryable(cc, st) || attempt >= retries)) {
+        int limit = cc != CURLE_OK && shard_retry_limit(r, cc) < retries ? shard_retry_limit(r, cc)
+                                                                         : retries;
+        if (!rc && (!shard_retryable(cc, st) || attempt >= limit)) {
             if (cc != CURLE_OK)
                 rc = shard_fail(err, SHARD_ERR_IO, "%s: %s%s", shown, why,
                                 attempt ? " (after retries)" : "");

@@ -20,6 +20,11 @@
  * 408, 429 and 5xx. */
 SHARD_HIDDEN int shard_retryable(CURLcode cc, long status);
 
+/* The retries a failure earns: the settings' retries, but at most CONNECT_RETRIES for a host
+ * that refuses connections or a name that does not resolve (no server there: said within
+ * seconds, not after minutes of backoff). */
+SHARD_HIDDEN int shard_retry_limit(const ShardRemote *r, CURLcode cc);
+
 /* Sleeps before retry number attempt (0-based): exponential with full jitter, at least
  * retry_after seconds when the server asked for it. */
 SHARD_HIDDEN void shard_backoff(ShardRemote *r, int attempt, double retry_after);

@@ -59,7 +59,7 @@ static int judge(ShardSource *s, Remote *m, ShardXfer *x, uint64_t off, uint64_t
     const char *why;
     CURLcode cc = shard_xfer_error(x, &why);
     if (!rs) {
-        if (shard_retryable(cc, 0) && m->attempt < m->r->s.retries)
+        if (shard_retryable(cc, 0) && m->attempt < shard_retry_limit(m->r, cc))
             return RETRY;
         return shard_fail(s->err, SHARD_ERR_IO, "%s: offset %llu: %s%s", s->url,
                           (unsigned long long)off, why, m->attempt ? " (retries spent)" : "");
@@ -148,7 +148,7 @@ static int resume_xfer(ShardSource *s, Remote *m, ShardXfer **x, uint64_t off)
 {
     const char *why;
     CURLcode cc = shard_xfer_error(*x, &why);
-    if (cc != CURLE_OK && (!shard_retryable(cc, 0) || m->attempt >= m->r->s.retries)) {
+    if (cc != CURLE_OK && (!shard_retryable(cc, 0) || m->attempt >= shard_retry_limit(m->r, cc))) {
         int rc = shard_fail(s->err, SHARD_ERR_IO, "%s: offset %llu: %s%s", s->url,
                             (unsigned long long)off, why,
                             m->attempt ? " (retries spent)" : "");
