@@ -167,9 +167,10 @@ def test_a_state_for_another_worker_count_or_seed_is_refused(packed):
     first = ShardLoader(ShardDataset(url, **settings()), num_workers=0)
     batches(first, limit=1)
     state = first.state_dict()
-    with pytest.raises(ValueError, match="num_workers"):
+    with pytest.raises(ValueError, match=r"num_workers.*resume with num_workers=0 or 1, or start "
+                                         r"the next epoch: set_epoch\(1\)"):
         ShardLoader(ShardDataset(url, **settings()), num_workers=2).load_state_dict(state)
-    with pytest.raises(ValueError, match="seed"):
+    with pytest.raises(ValueError, match="this dataset was given seed=6"):
         ShardLoader(ShardDataset(url, **settings(seed=6))).load_state_dict(state)
     with pytest.raises(ValueError, match="ShardLoader"):
         ShardDataset(url, **settings()).load_state_dict(state)
@@ -177,6 +178,24 @@ def test_a_state_for_another_worker_count_or_seed_is_refused(packed):
         ShardLoader(ShardDataset(url, **settings()), batch_size=8)
     with pytest.raises(TypeError, match="ShardDataset"):
         ShardLoader([1, 2, 3])
+
+
+def test_a_dataset_made_without_a_seed_takes_the_states(packed):
+    """A checkpoint's state loads into a dataset made without seed= (a new process draws
+    its own): the rest of the epoch is the uninterrupted one's."""
+    url = str(packed.manifest)
+    opts = {k: v for k, v in settings().items() if k != "seed"}
+    first = ShardLoader(ShardDataset(url, **opts), num_workers=2, timeout=HANG)
+    head = batches(first, limit=3)
+    state = saved(first.state_dict())
+    full = batches(ShardLoader(ShardDataset(url, **opts, seed=state["seed"]), num_workers=2,
+                               timeout=HANG))
+    again = ShardLoader(ShardDataset(url, **opts), num_workers=2, timeout=HANG)
+    again.load_state_dict(state)
+    same(head + batches(again), full)
+    ds = ShardDataset(url, **opts)
+    ds.load_state_dict({"epoch": 0, "state": None, "seed": state["seed"]})
+    assert ds.seed == state["seed"]
 
 
 def test_spawned_workers_share_the_plan(packed):

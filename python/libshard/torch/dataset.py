@@ -68,6 +68,8 @@ class ShardDataset(torch.utils.data.IterableDataset):
                                 f"not {raw!r}")
             settings["raw_fields"] = ";".join(raw)
         settings = _settings.check(settings)
+        # a seed drawn here (none given) gives way to a state's (load_state_dict)
+        self._seed_drawn = settings.get("seed") is None
         if settings.get("seed") is None and self._get(settings, "mode") != "resampled":
             settings["seed"] = int.from_bytes(os.urandom(8), "little") >> 1
         self.urls = _settings.specs(urls)
@@ -458,14 +460,25 @@ class ShardDataset(torch.utils.data.IterableDataset):
             return {"epoch": self.epoch, "state": None, "seed": seed}
         return {"epoch": self.epoch, "state": self._source.state(), "seed": seed}
 
+    def take_seed(self, state):
+        """A state's seed, for a resume: taken when this dataset drew its own (made without
+        seed=, as in a new process), refused when it was given another."""
+        seed = state.get("seed")
+        if seed is None or seed == self.settings.get("seed"):
+            return
+        if not self._seed_drawn:
+            raise ValueError(f"the state was taken with seed {seed}, this dataset was given "
+                             f"seed={self.settings.get('seed')} (make it without seed= to take "
+                             f"the state's)")
+        self.settings["seed"] = seed
+
     def load_state_dict(self, state):
-        """Continue, on the next iteration, after the last batch the state was taken at."""
+        """Continue, on the next iteration, after the last batch the state was taken at. A
+        dataset made without seed= takes the state's seed."""
         if "workers" in state:
             raise ValueError("this state was taken by a ShardLoader: restore it with "
                              "ShardLoader.load_state_dict")
-        if state.get("seed") is not None and state["seed"] != self.settings.get("seed"):
-            raise ValueError(f"the state was taken with seed {state['seed']}, this dataset has "
-                             f"{self.settings.get('seed')}")
+        self.take_seed(state)
         self.shared.epoch = int(state["epoch"])
         self._resume = state["state"]
         self._resume_epoch = int(state["epoch"])

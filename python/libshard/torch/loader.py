@@ -142,14 +142,14 @@ class ShardLoader(torch.utils.data.DataLoader):
         if "workers" not in state:
             raise ValueError("not a ShardLoader state (a ShardDataset's state goes to "
                              "ShardDataset.load_state_dict)")
-        if state.get("seed") is not None and state["seed"] != ds.settings.get("seed"):
-            raise ValueError(f"the state was taken with seed {state['seed']}, this dataset has "
-                             f"{ds.settings.get('seed')}")
         n = len(self._states)
         if state["workers"] != n:
             raise ValueError(f"the state was taken with num_workers={state['workers']}; this "
                              f"loader has {n if self.num_workers else 0}: each worker's "
-                             f"position is its share of the epoch, so the count must match")
+                             f"position is its share of the epoch, so the count must match "
+                             f"(resume with num_workers={'0 or 1' if state['workers'] == 1 else state['workers']}, "
+                             f"or start the next epoch: set_epoch({int(state['epoch']) + 1}))")
+        ds.take_seed(state)
         states = list(state["states"])
         if len(states) != n:
             raise ValueError(f"a ShardLoader state with {len(states)} worker states for "
