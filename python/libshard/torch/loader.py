@@ -144,11 +144,12 @@ class ShardLoader(torch.utils.data.DataLoader):
                              "ShardDataset.load_state_dict)")
         n = len(self._states)
         if state["workers"] != n:
+            then = "0 or 1" if state["workers"] == 1 else state["workers"]
             raise ValueError(f"the state was taken with num_workers={state['workers']}; this "
                              f"loader has {n if self.num_workers else 0}: each worker's "
                              f"position is its share of the epoch, so the count must match "
-                             f"(resume with num_workers={'0 or 1' if state['workers'] == 1 else state['workers']}, "
-                             f"or start the next epoch: set_epoch({int(state['epoch']) + 1}))")
+                             f"(resume with num_workers={then}, or start the next epoch: "
+                             f"set_epoch({int(state['epoch']) + 1}))")
         ds.take_seed(state)
         states = list(state["states"])
         if len(states) != n:
