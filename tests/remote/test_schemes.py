@@ -46,9 +46,11 @@ def test_prefix_lists_the_shards(run, root, remote):
         return
     assert r.rc == 0, r.err
     import json
-    urls = [json.loads(l)["url"] for l in r.lines]
+    rows = [json.loads(l) for l in r.lines]
+    rows, total = rows[:-1], rows[-1]["total"]  # the totals after the shards
+    urls = [row["url"] for row in rows]
     assert [u.rsplit("/", 1)[1] for u in urls] == local_names(root, "*.tar*")
-    assert all(json.loads(l)["samples"] == 40 for l in r.lines)
+    assert all(row["samples"] == 40 for row in rows) and total["samples"] == 40 * len(rows)
 
 
 @pytest.mark.parametrize("which", ["tar", "zst"])
