@@ -92,6 +92,19 @@ static void tally_sample(Tally *t, const ShardSampleView *v)
     }
 }
 
+/* " name:count" for each field, then the line's end. */
+static void print_fields(json_t *fields)
+{
+    const char *name;
+    json_t *val;
+    json_object_foreach(fields, name, val) {
+        putchar(' ');
+        cli_print_path(stdout, name);
+        printf(":%lld", (long long)json_integer_value(val));
+    }
+    putchar('\n');
+}
+
 /* Prints a shard's tally (and takes its fields). */
 static void print_info(const char *url, ShardFile *f, Tally *t, int json)
 {
@@ -121,14 +134,7 @@ static void print_info(const char *url, ShardFile *f, Tally *t, int json)
            cli_human_bytes((double)shard_file_size(f), hb, sizeof hb),
            cli_human_bytes((double)t->tarsize, ht, sizeof ht), shard_file_compression(f),
            has_index ? ipath : "none");
-    const char *name;
-    json_t *val;
-    json_object_foreach(t->fields, name, val) {
-        putchar(' ');
-        cli_print_path(stdout, name);
-        printf(":%lld", (long long)json_integer_value(val));
-    }
-    putchar('\n');
+    print_fields(t->fields);
     json_decref(o);
     free(ipath);
 }
@@ -229,14 +235,7 @@ static int info_end(ShardcatWalk *w, int stopped)
            (unsigned long long)in->shards, in->shards == 1 ? "" : "s", (unsigned long long)in->samples,
            (unsigned long long)in->members, cli_human_bytes((double)in->filesize, hb, sizeof hb),
            cli_human_bytes((double)in->tarsize, ht, sizeof ht));
-    const char *name;
-    json_t *val;
-    json_object_foreach(in->fields, name, val) {
-        putchar(' ');
-        cli_print_path(stdout, name);
-        printf(":%lld", (long long)json_integer_value(val));
-    }
-    putchar('\n');
+    print_fields(in->fields);
     if (json_array_size(classes))
         printf("  classes      %zu (from the manifest)\n", json_array_size(classes));
     json_decref(classes);
