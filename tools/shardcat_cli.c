@@ -429,13 +429,19 @@ int shardcat_placement(ShardReaderSettings *rs)
         env_placement("WORLD_SIZE", "--world-size", &rs->world_size, &world_env))
         return 2;
     int rank = rs->rank < 0 ? 0 : rs->rank, world = rs->world_size < 0 ? 1 : rs->world_size;
-    if (world < 1 || rank >= world) {
+    if (world < 1 || rs->num_workers < 1) {
+        fprintf(stderr, "shardcat: %s=%d: at least 1\n",
+                world < 1 ? (world_env ? "$WORLD_SIZE" : "--world-size") : "--workers",
+                world < 1 ? world : rs->num_workers);
+        return 2;
+    }
+    if (rank >= world) {
         fprintf(stderr, "shardcat: %s=%d is not below %s=%d\n", rank_env ? "$RANK" : "--rank",
                 rank, world_env ? "$WORLD_SIZE" : "--world-size", world);
         return 2;
     }
-    if (rs->num_workers < 1 || rs->worker >= rs->num_workers) {
-        fprintf(stderr, "shardcat: --worker %d is not below --workers %d\n", rs->worker,
+    if (rs->worker >= rs->num_workers) {
+        fprintf(stderr, "shardcat: --worker=%d is not below --workers=%d\n", rs->worker,
                 rs->num_workers);
         return 2;
     }
