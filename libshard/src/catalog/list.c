@@ -381,7 +381,7 @@ static int list_folder(const char *spec, List *l, size_t which, char *msg)
         names[n++] = full;
     }
     closedir(d);
-    if (!rc)
+    if (!rc && n)
         qsort(names, n, sizeof *names, name_cmp);
     for (size_t i = 0; i < n; i++) {
         if (!rc)
