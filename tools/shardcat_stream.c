@@ -123,7 +123,7 @@ int shardcat_stream(const ShardcatCli *cli, ShardReaderSettings *reader, ShardRe
         status = 1;
     }
     if (cli->have_samples) {
-        char state[128];
+        char state[SHARD_READER_STATE_MAX];
         shard_reader_state(r, state, sizeof state);
         fprintf(stderr, "state: %s\n", state);
     }

@@ -66,7 +66,7 @@ static PyObject *stream_state(ShardPyStream *s, PyObject *unused)
     (void)unused;
     if (shard_py_stream_live(s))
         return NULL;
-    char buf[128];
+    char buf[SHARD_READER_STATE_MAX];
     s->ops->state(s->h, buf, sizeof buf);
     return PyUnicode_FromString(buf);
 }

@@ -221,3 +221,97 @@ def test_spawned_workers_share_the_plan(packed):
         # collection: a later DataLoader forks this process
         del ld
         gc.collect()
+
+
+def _refusal(url, taken, here):
+    """The error iterating a ShardDataset(url, **here) that loaded the state of a
+    ShardDataset(url, **taken) after two batches."""
+    first = ShardDataset(url, **settings(**taken))
+    it = iter(first)
+    next(it), next(it)
+    state = saved(first.state_dict())
+    again = ShardDataset(url, **settings(**here))
+    again.load_state_dict(state)
+    with pytest.raises(ValueError) as e:
+        next(iter(again))
+    return str(e.value)
+
+
+@pytest.mark.parametrize("taken,here,named", [
+    (dict(rank=0, world_size=2), dict(rank=0, world_size=1), "world_size is 2 in the state and 1 here"),
+    (dict(rank=0, world_size=2), dict(rank=0, world_size=4), "world_size is 2 in the state and 4 here"),
+    ({}, dict(shuffle=32), "shuffle_buffer (shuffle=) is 64 in the state and 32 here"),
+    (dict(mode="exact"), dict(mode="equal"), "mode is exact in the state and equal here"),
+    ({}, dict(shuffle_shards=False), "shuffle_shards is 1 in the state and 0 here"),
+    ({}, dict(epoch_samples=100), "epoch_samples is 0 in the state and 100 here"),
+    ({}, dict(streams=2), "streams is 4 in the state and 2 here"),
+])
+def test_a_state_is_refused_where_a_setting_differs_naming_it(packed, taken, here, named):
+    why = _refusal(str(packed.manifest), taken, here)
+    assert named in why, why
+    assert "would repeat some samples and skip others" in why
+
+
+def test_a_state_is_refused_by_another_shard_list_or_mix(packed, tmp_path):
+    url = str(packed.manifest)
+    fewer = [str(p) for p in packed.shards[:-1]]
+    first = ShardDataset(url, **settings())
+    it = iter(first)
+    next(it)
+    state = first.state_dict()
+    again = ShardDataset(fewer, **settings())
+    again.load_state_dict(state)
+    with pytest.raises(ValueError, match=r"the number of shards listed is 8 in the state and 7 "
+                                         r"here.*the shard list \(fingerprint"):
+        next(iter(again))
+    half = [str(p) for p in packed.shards]
+    mixed = [(half[:4], 0.5), (half[4:], 0.5)]
+    first = ShardDataset(mixed, **settings())
+    it = iter(first)
+    next(it)
+    state = first.state_dict()
+    again = ShardDataset([(half[:4], 0.7), (half[4:], 0.3)], **settings())
+    again.load_state_dict(state)
+    with pytest.raises(ValueError, match=r"the sources' weights \(fingerprint\) is"):
+        next(iter(again))
+    again = ShardDataset(url, **settings())
+    again.load_state_dict(state)
+    with pytest.raises(ValueError, match="the number of sources is 2 in the state and 1 here"):
+        next(iter(again))
+
+
+def test_rank_0s_state_continues_every_rank(packed):
+    """The common checkpoint: rank 0 saves, every rank loads it; each goes on from its own
+    position, which agrees with rank 0's."""
+    url = str(packed.manifest)
+    place = dict(world_size=2, mode="equal")
+    rank0 = ShardDataset(url, **settings(rank=0, **place))
+    it = iter(rank0)
+    next(it), next(it)
+    state = saved(rank0.state_dict())
+    whole = [k for _, _, f in ShardDataset(url, **settings(rank=1, **place)) for k in f["__key__"]]
+    rank1 = ShardDataset(url, **settings(rank=1, **place))
+    rank1.load_state_dict(state)
+    rest = [k for _, _, f in rank1 for k in f["__key__"]]
+    assert rest == whole[64:] and len(rest) > 0
+
+
+def test_a_state_written_by_0_2_still_loads(packed):
+    url = str(packed.manifest)
+    whole = [k for _, _, f in ShardDataset(url, **settings()) for k in f["__key__"]]
+    ds = ShardDataset(url, **settings())
+    ds.load_state_dict({"epoch": 0, "state": "v1:0:32:5", "seed": 5})
+    assert [k for _, _, f in ds for k in f["__key__"]] == whole[32:]
+
+
+def test_state_dict_raises_once_workers_iterated_after_a_look_in_this_process(packed):
+    """A first look in the main process, then an epoch in DataLoader workers: the old
+    position would be a wrong answer."""
+    ds = ShardDataset(str(packed.manifest), **settings())
+    next(iter(ds))
+    assert ds.state_dict()["state"]
+    batches(DataLoader(ds, batch_size=None, num_workers=2, timeout=HANG), limit=2)
+    with pytest.raises(RuntimeError, match="last iterated in DataLoader worker processes"):
+        ds.state_dict()
+    next(iter(ds))  # back in this process: its own position again
+    assert ds.state_dict()["state"]

@@ -31,7 +31,7 @@ def check_resume(stream, args, expect_len=None, points=None):
         assert head.samples == seq[:n], f"--samples {n} is not a prefix of the sequence ({args})"
         state = head.state
         parts = state.split(":")
-        assert parts[0] == "v1" and len(parts) == 4, state
+        assert parts[0] == "v2" and len(parts) == 5, state
         assert int(parts[2]) == n, f"state {state} after {n} samples"
         assert parts[3] == str(SEED), state
         tail = stream(*args, "--state", state).ok()
@@ -109,6 +109,43 @@ def test_state_with_another_seed_is_refused(stream, ds):
     assert r.rc == 1, r
     assert "seed" in r.err, r.err
     assert r.lines == []
+
+
+@pytest.mark.parametrize("change,named", [
+    (["--shuffle", "31"], "shuffle_buffer (shuffle=) is 30 in the state and 31 here"),
+    (["--world-size", "3", "--rank", "0"], "world_size is 2 in the state and 3 here"),
+    (["--world-size", "2", "--rank", "0", "--workers", "2", "--worker", "0"],
+     "num_workers (DataLoader workers per rank) is 1 in the state and 2 here"),
+    (["--world-size", "2", "--rank", "0", "--mode", "equal"], "mode is exact in the state and equal here"),
+    (["--world-size", "2", "--rank", "0", "--streams", "2"], "streams is 4 in the state and 2 here"),
+])
+def test_a_state_taken_with_other_settings_is_refused_naming_them(stream, ds, change, named):
+    taken = [ds.manifest, "--seed", str(SEED), "--shuffle", "30"]
+    head = stream(*taken, "--world-size", "2", "--rank", "0", "--samples", "10").ok()
+    r = stream(*taken, *change, "--state", head.state)
+    assert r.rc == 1, r
+    assert named in r.err, r.err
+    assert r.lines == []
+
+
+def test_a_state_taken_on_another_shard_list_is_refused(stream, ds):
+    head = stream(ds.manifest, "--seed", str(SEED), "--samples", "10").ok()
+    n = len(ds.shards)
+    fewer = str(ds.dir / f"train-{{000000..{n - 2:06d}}}{ds.ext}")
+    r = stream(fewer, "--seed", str(SEED), "--state", head.state)
+    assert r.rc == 1, r
+    assert f"the number of shards listed is {n} in the state and {n - 1} here" in r.err, r.err
+    assert "the shard list (fingerprint of its URLs and counts)" in r.err, r.err
+
+
+def test_rank_0s_state_continues_rank_1(stream, ds):
+    """A checkpoint written by rank 0 restores rank 1 where it stands: the same position."""
+    args = [ds.manifest, "--seed", str(SEED), "--shuffle", "30", "--world-size", "2",
+            "--mode", "equal"]
+    state = stream(*args, "--rank", "0", "--samples", "17").ok().state
+    whole = stream(*args, "--rank", "1").ok().samples
+    rest = stream(*args, "--rank", "1", "--state", state).ok().samples
+    assert rest == whole[17:] and rest
 
 
 @pytest.mark.parametrize("bad", ["v1:0:5", "v2:0:5:7", "v1:0:x:7", "v1:0:5:7:9", "", "v1:0:100000:7"])

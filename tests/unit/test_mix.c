@@ -228,7 +228,7 @@ Test(mix, a_restored_reader_continues_the_mix)
         size_t nf;
         for (size_t i = 0; i < cuts[c]; i++)
             cr_assert_eq(shard_reader_next(r, &key, &url, &f, &nf), 0);
-        char state[96];
+        char state[SHARD_READER_STATE_MAX];
         cr_assert_eq(shard_reader_state(r, state, sizeof state), 0);
         shard_reader_free(&r);
         cr_assert_eq(shard_reader_open(&q, &s, &err), 0, "%s", err.message);
@@ -243,6 +243,58 @@ Test(mix, a_restored_reader_continues_the_mix)
         cr_assert_eq(i, n);
         shard_reader_free(&q);
     }
+}
+
+/* Restores state into a reader made with s: 0, or the refusal's message into why. */
+static int restore_into(const ShardReaderSettings *s, const char *state, char *why)
+{
+    ShardReader *r;
+    ShardError err;
+    cr_assert_eq(shard_reader_open(&r, s, &err), 0, "%s", err.message);
+    int rc = shard_reader_restore(r, state);
+    snprintf(why, SHARD_ERROR_MAX, "%s", rc ? shard_reader_error(r) : "");
+    shard_reader_free(&r);
+    return rc;
+}
+
+Test(mix, a_state_is_refused_by_a_mix_of_other_weights_or_sources)
+{
+    ShardReaderSettings s;
+    mix_settings(&s, 0.7, 0.3);
+    ShardReader *r;
+    ShardError err;
+    cr_assert_eq(shard_reader_open(&r, &s, &err), 0, "%s", err.message);
+    const char *key, *url;
+    const ShardFieldView *f;
+    size_t nf;
+    for (int i = 0; i < 30; i++)
+        cr_assert_eq(shard_reader_next(r, &key, &url, &f, &nf), 0);
+    char state[SHARD_READER_STATE_MAX], why[SHARD_ERROR_MAX];
+    cr_assert_eq(shard_reader_state(r, state, sizeof state), 0);
+    shard_reader_free(&r);
+    cr_assert_eq(restore_into(&s, state, why), 0, "%s", why);
+    ShardReaderSettings t = s;
+    ShardMixInput other[2] = {inputs[0], inputs[1]};
+    other[0].weight = 0.5;
+    other[1].weight = 0.5;
+    t.sources = other;
+    cr_assert_eq(restore_into(&t, state, why), SHARD_ERR_INVALID);
+    cr_assert(strstr(why, "the sources' weights (fingerprint) is "), "%s", why);
+    /* one source of the two: the shards and the sources differ */
+    t = s;
+    t.nsources = 1;
+    cr_assert_eq(restore_into(&t, state, why), SHARD_ERR_INVALID);
+    cr_assert(strstr(why, "the number of sources is 2 in the state and 1 here"), "%s", why);
+    /* the same shards in sources of other bounds: the list's fingerprint differs */
+    t = s;
+    t.sources = NULL;
+    t.nsources = 0;
+    const char *both[] = {urls_a[0], urls_b[0]};
+    t.urls = both;
+    t.nurls = 2;
+    t.epoch_samples = 0;
+    cr_assert_eq(restore_into(&t, state, why), SHARD_ERR_INVALID);
+    cr_assert(strstr(why, "the shard list (fingerprint of its URLs and counts)"), "%s", why);
 }
 
 Test(mix, epoch_samples_sets_the_size_of_every_consumers_epoch)

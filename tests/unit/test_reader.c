@@ -155,7 +155,7 @@ Test(reader, a_restored_reader_continues_the_sequence)
     for (int cut = 1; cut < NSAMPLES; cut += 97) {
         cr_assert_eq(shard_reader_open(&r, &s, &err), 0, "%s", err.message);
         cr_assert_eq(read_keys(r, head, cut), cut);
-        char state[96];
+        char state[SHARD_READER_STATE_MAX];
         cr_assert_eq(shard_reader_state(r, state, sizeof state), 0);
         shard_reader_free(&r); /* mid-epoch: its fetch threads are running */
         cr_assert_eq(shard_reader_open(&r, &s, &err), 0, "%s", err.message);
@@ -169,6 +169,143 @@ Test(reader, a_restored_reader_continues_the_sequence)
     cr_assert_eq(shard_reader_open(&r, &s, &err), 0);
     cr_assert_eq(shard_reader_restore(r, "v1:2:5:8"), SHARD_ERR_INVALID, "another seed");
     cr_assert_eq(shard_reader_restore(r, "nonsense"), SHARD_ERR_INVALID);
+    shard_reader_free(&r);
+}
+
+/* A state taken with settings: its text, after `cut` samples. */
+static void state_after(const ShardReaderSettings *s, int cut, char *state)
+{
+    ShardReader *r;
+    ShardError err;
+    int keys[NSAMPLES];
+    cr_assert_eq(shard_reader_open(&r, s, &err), 0, "%s", err.message);
+    cr_assert_eq(read_keys(r, keys, cut), cut);
+    cr_assert_eq(shard_reader_state(r, state, SHARD_READER_STATE_MAX), 0);
+    shard_reader_free(&r);
+}
+
+/* Restores state into a reader made with s: 0, or the refusal's message into why. */
+static int restore_into(const ShardReaderSettings *s, const char *state, char *why)
+{
+    ShardReader *r;
+    ShardError err;
+    cr_assert_eq(shard_reader_open(&r, s, &err), 0, "%s", err.message);
+    int rc = shard_reader_restore(r, state);
+    snprintf(why, SHARD_ERROR_MAX, "%s", rc ? shard_reader_error(r) : "");
+    shard_reader_free(&r);
+    return rc;
+}
+
+Test(reader, a_state_is_refused_where_its_settings_differ_naming_each)
+{
+    const char *urls[] = {make_shards(".tar")};
+    ShardReaderSettings s, t;
+    settings(&s, urls);
+    s.world_size = 2;
+    char state[SHARD_READER_STATE_MAX], why[SHARD_ERROR_MAX];
+    state_after(&s, 50, state);
+    cr_assert_eq(restore_into(&s, state, why), 0, "the same settings: %s", why);
+    static const struct {
+        const char *named;
+    } cases[] = {{"world_size is 2 in the state and 1 here"},
+                 {"shuffle_buffer (shuffle=) is 40 in the state and 41 here"},
+                 {"mode is exact in the state and equal here"},
+                 {"num_workers (DataLoader workers per rank) is 1 in the state and 2 here"},
+                 {"streams is 3 in the state and 4 here"},
+                 {"seed is 7 in the state and 8 here"},
+                 {"shuffle_shards is 1 in the state and 0 here"},
+                 {"epoch_samples is 0 in the state and 100 here"},
+                 {"pad is 0 in the state and 1 here"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        t = s;
+        switch (i) {
+        case 0: t.world_size = 1; break;
+        case 1: t.shuffle_buffer = 41; break;
+        case 2: t.mode = SHARD_MODE_EQUAL; break;
+        case 3: t.num_workers = 2; break;
+        case 4: t.streams = 4; break;
+        case 5: t.seed = 8; break;
+        case 6: t.shuffle_shards = 0; break;
+        case 7: t.epoch_samples = 100; break;
+        case 8: t.pad = 1; break;
+        }
+        cr_assert_eq(restore_into(&t, state, why), SHARD_ERR_INVALID, "case %zu accepted", i);
+        cr_assert(strstr(why, cases[i].named), "case %zu: %s", i, why);
+    }
+    /* every difference at once, each named */
+    t = s;
+    t.world_size = 1;
+    t.shuffle_buffer = 10;
+    cr_assert_eq(restore_into(&t, state, why), SHARD_ERR_INVALID);
+    cr_assert(strstr(why, "world_size is 2") && strstr(why, "shuffle_buffer (shuffle=) is 40"),
+              "%s", why);
+    /* another shard list: one shard fewer */
+    char **all;
+    size_t n;
+    cr_assert_eq(shard_urls_expand(urls[0], &all, &n, NULL), 0);
+    t = s;
+    t.urls = (const char *const *)all;
+    t.nurls = n - 1;
+    cr_assert_eq(restore_into(&t, state, why), SHARD_ERR_INVALID);
+    cr_assert(strstr(why, "the number of shards listed is 14 in the state and 13 here") &&
+                  strstr(why, "the shard list (fingerprint of its URLs and counts) is "),
+              "%s", why);
+    shard_urls_free(all, n);
+}
+
+Test(reader, rank_0s_state_continues_rank_1)
+{
+    const char *urls[] = {make_shards(".tar")};
+    ShardReaderSettings s;
+    settings(&s, urls);
+    s.world_size = 2;
+    s.mode = SHARD_MODE_EQUAL;
+    char state[SHARD_READER_STATE_MAX], why[SHARD_ERROR_MAX];
+    state_after(&s, 40, state);
+    s.rank = 1;
+    int whole[NSAMPLES], rest[NSAMPLES];
+    ShardReader *r;
+    ShardError err;
+    cr_assert_eq(shard_reader_open(&r, &s, &err), 0, "%s", err.message);
+    int n = read_keys(r, whole, NSAMPLES);
+    shard_reader_free(&r);
+    cr_assert_eq(shard_reader_open(&r, &s, &err), 0, "%s", err.message);
+    cr_assert_eq(shard_reader_restore(r, state), 0, "%s", shard_reader_error(r));
+    cr_assert_eq(read_keys(r, rest, NSAMPLES), n - 40);
+    cr_assert_eq(memcmp(rest, whole + 40, (size_t)(n - 40) * sizeof *rest), 0,
+                 "rank 1 goes on from its own 40th sample");
+    shard_reader_free(&r);
+    (void)why;
+}
+
+Test(reader, a_drawn_seed_gives_way_to_the_states_and_0_2_states_read)
+{
+    const char *urls[] = {make_shards(".tar")};
+    ShardReaderSettings s;
+    settings(&s, urls);
+    int whole[NSAMPLES], rest[NSAMPLES];
+    ShardReader *r;
+    ShardError err;
+    cr_assert_eq(shard_reader_open(&r, &s, &err), 0, "%s", err.message);
+    cr_assert_eq(read_keys(r, whole, NSAMPLES), NSAMPLES);
+    shard_reader_free(&r);
+    char state[SHARD_READER_STATE_MAX];
+    state_after(&s, 60, state);
+    s.have_seed = 0; /* a new process that draws its own */
+    s.seed = 0;
+    cr_assert_eq(shard_reader_open(&r, &s, &err), 0, "%s", err.message);
+    cr_assert_eq(shard_reader_restore(r, state), 0, "%s", shard_reader_error(r));
+    cr_assert_eq(shard_reader_seed(r), 7);
+    cr_assert_eq(read_keys(r, rest, NSAMPLES), NSAMPLES - 60);
+    cr_assert_eq(memcmp(rest, whole + 60, (NSAMPLES - 60) * sizeof *rest), 0);
+    shard_reader_free(&r);
+    /* the form 0.2 wrote: epoch, position, seed */
+    s.have_seed = 1;
+    s.seed = 7;
+    cr_assert_eq(shard_reader_open(&r, &s, &err), 0, "%s", err.message);
+    cr_assert_eq(shard_reader_restore(r, "v1:0:60:7"), 0, "%s", shard_reader_error(r));
+    cr_assert_eq(read_keys(r, rest, NSAMPLES), NSAMPLES - 60);
+    cr_assert_eq(memcmp(rest, whole + 60, (NSAMPLES - 60) * sizeof *rest), 0);
     shard_reader_free(&r);
 }
 

@@ -175,17 +175,30 @@ SHARD_API ShardRemote *shard_reader_remote(const ShardReader *r);
 /** Starts epoch e from its beginning (threads and buffers are kept). */
 SHARD_API int shard_reader_set_epoch(ShardReader *r, uint64_t e);
 
+/** Bytes that hold any state shard_reader_state or shard_loader_state writes. */
+#define SHARD_READER_STATE_MAX 512
+
 /**
- * The reader's state: "v1:EPOCH:POSITION:SEED" in hex-free decimal, at most 80 bytes.
+ * The reader's state: "v2:EPOCH:POSITION:SEED:" then KEY=VALUE pairs, comma-separated, of
+ * every setting that fixes the order of the rest of the epoch (world_size, rank,
+ * num_workers, worker, mode, pad, epoch_samples, shuffle_shards, shuffle_buffer,
+ * shuffle_initial, streams, worker_align, sources, weights, shards, counted, list: the
+ * last a fingerprint of the shard list's URLs and counts), at most SHARD_READER_STATE_MAX
+ * bytes.
  * @param buf receives the NUL-terminated state; caller-owned, size bytes
+ * @return 0; SHARD_ERR_INVALID when it does not fit in size bytes
  */
 SHARD_API int shard_reader_state(const ShardReader *r, char *buf, size_t size);
 
 /**
  * Continues from a state taken by shard_reader_state on a reader with the same settings:
  * the samples it yields next are exactly those the other reader would have yielded next.
- * Skipped samples are not read where an index allows seeking.
- * @return 0; SHARD_ERR_INVALID for a malformed state or one taken with another seed
+ * Skipped samples are not read where an index allows seeking. A state whose recorded
+ * settings differ from this reader's is refused, the message naming each one with its
+ * value in the state and here (the rank and worker excepted: rank 0's state restores the
+ * other ranks, their positions agreeing); a reader made without a seed takes the state's.
+ * 0.2's "v1:EPOCH:POSITION:SEED" states, which record only the seed, are still read.
+ * @return 0; SHARD_ERR_INVALID for a malformed state or one taken with other settings
  */
 SHARD_API int shard_reader_restore(ShardReader *r, const char *state);
 

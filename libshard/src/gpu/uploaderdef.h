@@ -51,7 +51,7 @@ typedef struct Slot {
     atomic_int host_refs;   /* the copy's and the consumer's */
     atomic_int host_done;   /* the consumer's reference is gone */
     struct ShardUploader *u;
-    char state[160];
+    char state[SHARD_READER_STATE_MAX];
 } Slot;
 
 struct ShardUploader {

@@ -19,6 +19,7 @@
 #include "load/loaderdef.h"
 #include "load/producer.h"
 #include "read/reader.h"
+#include "read/state.h"
 #include "shard/loader.h"
 #include "sink/sink.h"
 #include "tar/item.h"
@@ -275,18 +276,16 @@ int shard_loader_set_epoch(ShardLoader *l, uint64_t e)
 
 int shard_loader_state(const ShardLoader *l, char *buf, size_t size)
 {
-    int n = snprintf(buf, size, "v1:%llu:%llu:%llu", (unsigned long long)l->epoch,
-                     (unsigned long long)l->delivered_position,
-                     (unsigned long long)shard_reader_seed(l->reader));
-    return n < 0 || (size_t)n >= size ? SHARD_ERR_INVALID : 0;
+    return shard_reader_state_at(l->reader, l->epoch, l->delivered_position, buf, size);
 }
 
 int shard_loader_restore(ShardLoader *l, const char *state)
 {
-    unsigned long long e, p, seed;
-    char tail;
-    if (sscanf(state, "v1:%llu:%llu:%llu%c", &e, &p, &seed, &tail) != 3)
-        return shard_fail(l->err, SHARD_ERR_INVALID, "loader: '%s' is not a state", state);
+    unsigned long long e, p;
+    if (sscanf(state, "v%*1[12]:%llu:%llu:", &e, &p) != 2)
+        return shard_fail(l->err, SHARD_ERR_INVALID,
+                          "loader: '%.200s' is not a state (v2:EPOCH:POSITION:SEED:SETTINGS)",
+                          state);
     shard_loader_stop_producer(l);
     int rc = shard_reader_restore(l->reader, state);
     if (!rc) {

@@ -21,6 +21,7 @@
 #include "read/readerdef.h"
 #include "read/resume.h"
 #include "read/shuffle.h"
+#include "read/state.h"
 #include "shard/reader.h"
 #include "tar/item.h"
 
@@ -201,6 +202,7 @@ int shard_reader_open(ShardReader **out, const ShardReaderSettings *s, ShardErro
             x = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 32);
         r->s.seed = x;
         r->s.have_seed = 1;
+        r->seed_drawn = 1;
     }
     ShardError e;
     if (!r->s.remote) {
@@ -211,6 +213,8 @@ int shard_reader_open(ShardReader **out, const ShardReaderSettings *s, ShardErro
     r->list_started = shard_seconds();
     int rc = open_list(r, s);
     r->list_seconds = shard_seconds() - r->list_started;
+    if (!rc && shard_reader_fingerprint(r))
+        rc = shard_fail(r->err, SHARD_ERR_NOMEM, "out of memory");
     if (rc)
         return fail_open(r, err, rc);
     r->per = r->s.streams;
@@ -244,24 +248,17 @@ int shard_reader_set_epoch(ShardReader *r, uint64_t e)
 
 int shard_reader_state(const ShardReader *r, char *buf, size_t size)
 {
-    int n = snprintf(buf, size, "v1:%llu:%llu:%llu", (unsigned long long)r->epoch,
-                     (unsigned long long)r->position, (unsigned long long)r->s.seed);
-    return n < 0 || (size_t)n >= size ? SHARD_ERR_INVALID : 0;
+    return shard_reader_state_at(r, r->epoch, r->position, buf, size);
 }
 
 int shard_reader_restore(ShardReader *r, const char *state)
 {
-    unsigned long long e, p, seed;
-    char tail;
-    if (sscanf(state, "v1:%llu:%llu:%llu%c", &e, &p, &seed, &tail) != 3)
-        return shard_fail(r->err, SHARD_ERR_INVALID,
-                          "reader: '%s' is not a reader state (v1:EPOCH:POSITION:SEED)", state);
-    if (seed != r->s.seed)
-        return shard_fail(r->err, SHARD_ERR_INVALID,
-                          "reader: the state was taken with seed %llu, this reader has %llu", seed,
-                          (unsigned long long)r->s.seed);
+    uint64_t e, p, seed;
+    int rc = shard_reader_state_check(r, state, &e, &p, &seed);
+    if (rc)
+        return rc;
     r->failed = 0;
-    int rc = shard_reader_replay(r, e, p);
+    rc = shard_reader_replay(r, e, p);
     if (rc)
         r->failed = rc;
     return rc;

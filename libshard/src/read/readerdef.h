@@ -62,6 +62,9 @@ struct ShardReader {
     size_t nsegs;
     ShardRemote *own_remote; /* made when the settings named none */
     int counts_known; /* every segment's count is known */
+    int seed_drawn;   /* no seed was given: a restored state's replaces the drawn one */
+    size_t counted;   /* shards whose sample count is known */
+    char list_fp[17], weights_fp[17]; /* state.c's fingerprints, for states */
     int64_t epoch_length;
 
     ShardMix mix; /* several sources, or epoch_samples outside resampled mode */

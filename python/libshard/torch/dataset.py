@@ -97,6 +97,7 @@ class ShardDataset(torch.utils.data.IterableDataset):
         self._source = self._source_pid = self._source_key = self._source_device = None
         self._upload = None
         self._handed_state = None
+        self._worker_runs_seen = 0
         self._busy = False
 
     @staticmethod
@@ -162,6 +163,8 @@ class ShardDataset(torch.utils.data.IterableDataset):
         (logical worker, state after it, skipped so far, worker's stats or None))."""
         if split.in_worker():
             self.shared.mark_in_workers()
+        else:
+            self._worker_runs_seen = self.shared.worker_runs
         logical, resume = self.shared.plan(*split.worker()) if tagged else (None, None)
         if not tagged and self._resume and self._resume_epoch == self.epoch:
             resume = self._resume
@@ -447,16 +450,16 @@ class ShardDataset(torch.utils.data.IterableDataset):
         to continue. With DataLoader workers the position lives in the workers: use
         ShardLoader, whose state_dict covers them."""
         seed = self.settings.get("seed")
+        if self.shared.worker_runs != self._worker_runs_seen:
+            raise RuntimeError(
+                "ShardDataset.state_dict(): this dataset was last iterated in DataLoader worker "
+                "processes, whose positions this process cannot see; iterate it through "
+                "libshard.torch.ShardLoader(dataset, num_workers=...) and take "
+                "loader.state_dict() instead")
         if self._handed_state is not None and self._source_pid == os.getpid():
             # with device="cuda" the loader runs ahead of the batches handed out
             return {"epoch": self.epoch, "state": self._handed_state, "seed": seed}
         if self._source is None or self._source_pid != os.getpid():
-            if self.shared.in_workers:
-                raise RuntimeError(
-                    "ShardDataset.state_dict(): this dataset was iterated in DataLoader worker "
-                    "processes, whose positions this process cannot see; iterate it through "
-                    "libshard.torch.ShardLoader(dataset, num_workers=...) and take "
-                    "loader.state_dict() instead")
             return {"epoch": self.epoch, "state": None, "seed": seed}
         return {"epoch": self.epoch, "state": self._source.state(), "seed": seed}
 

@@ -1,13 +1,13 @@
 """What the processes of one ShardDataset share: tensors in shared memory, so that DataLoader
 workers, persistent or not, forked or spawned, see what the main process sets: the epoch,
-whether workers iterated, and a ShardLoader's plan for the next iteration (the worker count
+how often workers began iterating, and a ShardLoader's plan for the next iteration (the worker count
 it is for, the rotation of workers, each worker's state to resume from)."""
 import torch
 
 #: the most DataLoader workers a ShardLoader plans for, and the longest state it hands one
-MAX_WORKERS, STATE_BYTES = 64, 96
+MAX_WORKERS, STATE_BYTES = 64, 512
 
-_EPOCH, _IN_WORKERS, _PLAN_WORKERS, _PLAN_ROTATION = range(4)
+_EPOCH, _WORKER_RUNS, _PLAN_WORKERS, _PLAN_ROTATION = range(4)
 
 
 class Shared:
@@ -27,14 +27,15 @@ class Shared:
     def epoch(self, epoch):
         self._slots[_EPOCH] = int(epoch)
 
-    @property
-    def in_workers(self):
-        """Whether the dataset was iterated in DataLoader workers."""
-        return bool(int(self._slots[_IN_WORKERS]))
-
     def mark_in_workers(self):
         """Notes that a DataLoader worker iterates the dataset."""
-        self._slots[_IN_WORKERS] = 1
+        self._slots[_WORKER_RUNS] += 1
+
+    @property
+    def worker_runs(self):
+        """How many times DataLoader workers began iterating the dataset (a count that only
+        grows: a process compares it with the value it saw last)."""
+        return int(self._slots[_WORKER_RUNS])
 
     def set_plan(self, states, rotation):
         """The next iteration's plan: states[w] (or None) for logical worker w, the workers
