@@ -214,3 +214,8 @@ void cli_progress_clear(CliProgress *p)
         p->drawn = 0;
     }
 }
+
+void cli_on_retry(void *prog, const char *line)
+{
+    fprintf(stderr, "%s: %s\n", (const char *)prog, line);
+}

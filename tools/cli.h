@@ -27,6 +27,10 @@ int cli_usage_error(const char *prog, const char *msg);
  * a misspelt one; arg is the option as written (argv[optind - 1]). Returns 2. */
 int cli_option_error(const char *prog, int c, const char *arg, const struct option *opts);
 
+/* ShardRemoteSettings.on_retry for the tools: "PROG: LINE" on stderr; cookie: the program's
+ * name (a string that outlives the remote). */
+void cli_on_retry(void *prog, const char *line);
+
 /* The one of the n words closest to word, when it is close (a typo: 2 edits or fewer, less
  * than half the word), else NULL. */
 const char *cli_closest(const char *word, const char *const *words, size_t n);

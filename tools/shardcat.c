@@ -50,6 +50,8 @@ int main(int argc, char **argv)
     }
     ShardRemote *remote;
     ShardError err;
+    rs.on_retry = cli_on_retry;
+    rs.on_retry_cookie = (void *)"shardcat";
     if (shard_remote_new(&remote, &rs, &err)) {
         fprintf(stderr, "shardcat: %s\n", err.message);
         shardcat_cli_free(&cli);

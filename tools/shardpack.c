@@ -112,10 +112,13 @@ static int new_plan(const ShardpackCli *o, ShardPackSettings *ps, ShardPackPlan 
 {
     shardpack_settings(o, ps);
     ShardRemote *remote = NULL;
-    if (o->upload_part) {
+    {
         ShardRemoteSettings rs;
         shard_remote_default_settings(&rs);
-        rs.upload_part = o->upload_part;
+        if (o->upload_part)
+            rs.upload_part = o->upload_part;
+        rs.on_retry = cli_on_retry;
+        rs.on_retry_cookie = (void *)"shardpack";
         ShardError rerr;
         if (shard_remote_new(&remote, &rs, &rerr)) {
             fprintf(stderr, "shardpack: %s\n", rerr.message);

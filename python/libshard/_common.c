@@ -177,10 +177,37 @@ PyObject *shard_py_remote_stats(ShardRemote *rm)
                          (unsigned long long)st.cache_bytes);
 }
 
+/* ShardRemoteSettings.on_retry: the line on the "libshard" logger at WARNING, from the
+ * thread that retries (a fetch thread, the network thread, the caller's). */
+static void log_retry(void *cookie, const char *line)
+{
+    (void)cookie;
+#if PY_VERSION_HEX >= 0x030D0000
+    if (!Py_IsInitialized() || Py_IsFinalizing())
+#else
+    if (!Py_IsInitialized() || _Py_IsFinalizing())
+#endif
+        return; /* the interpreter is going away: nothing to log to */
+    PyGILState_STATE g = PyGILState_Ensure();
+    PyObject *r = NULL, *logging = PyImport_ImportModule("logging");
+    PyObject *logger = logging ? PyObject_CallMethod(logging, "getLogger", "s", "libshard") : NULL;
+    if (logger)
+        r = PyObject_CallMethod(logger, "warning", "ss", "%s", line);
+    if (!r)
+        PyErr_WriteUnraisable(NULL);
+    Py_XDECREF(r);
+    Py_XDECREF(logger);
+    Py_XDECREF(logging);
+    PyGILState_Release(g);
+}
+
 int shard_py_remote_new(const ShardRemoteSettings *rs, ShardRemote **out)
 {
     ShardError err;
-    int rc = shard_remote_new(out, rs, &err);
+    ShardRemoteSettings with_log = *rs;
+    with_log.on_retry = log_retry;
+    with_log.on_retry_cookie = NULL;
+    int rc = shard_remote_new(out, &with_log, &err);
     if (rc) {
         shard_py_raise(rc, err.message);
         return -1;

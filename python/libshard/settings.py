@@ -61,6 +61,13 @@ DATASET = {
                            "strides"),
     "device_buffers": _derived("upload", "buffers", name="device_buffers", table="dataset",
                                minimum=2),
+    # DDP wants every rank to end the epoch with the same number of batches
+    "mode": _derived("reader", "mode", table="dataset", default=None,
+                     doc="how an epoch is split between consumers: 'exact' (each sample "
+                         "once; ranks may differ by a batch), 'equal' (the same count per "
+                         "rank, as DistributedSampler; needs sample counts, made for plain "
+                         "tars), 'resampled' (shards drawn with replacement); None: 'equal' "
+                         "when the world size is above 1, else 'exact'"),
     # batches are (images, labels) unless fields are asked for
     "raw_fields": _derived("loader", "raw_fields", table="dataset", default=None,
                            doc="fields carried raw into each batch, then (images, labels, "

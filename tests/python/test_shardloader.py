@@ -315,3 +315,34 @@ def test_state_dict_raises_once_workers_iterated_after_a_look_in_this_process(pa
         ds.state_dict()
     next(iter(ds))  # back in this process: its own position again
     assert ds.state_dict()["state"]
+
+
+def test_several_ranks_get_equal_batch_counts_by_default_and_exact_warns(packed):
+    """300 samples over 7 ranks in batches of 42 (exact: 6 ranks 43 samples, 1 rank 42): by
+    default each rank the same number of batches; mode='exact' gives them 1 and 2 and says
+    so once."""
+    import warnings
+    from libshard.torch import UnequalRanksWarning
+    url = str(packed.manifest)
+    opts = dict(seed=1, batch_size=42, image_size=16, shuffle=0)
+    counts, lengths = [], []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UnequalRanksWarning)
+        for rank in range(7):
+            ds = ShardDataset(url, rank=rank, world_size=7, **opts)
+            counts.append(sum(1 for _ in ds))
+            lengths.append(len(ds))
+    assert counts == lengths == [1] * 7  # 42 samples each, the remainder dropped
+    exact = []
+    for rank in range(7):
+        ds = ShardDataset(url, rank=rank, world_size=7, mode="exact", **opts)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            exact.append(sum(1 for _ in ds))
+            sum(1 for _ in ds)  # a second epoch: said once
+        said = [x for x in w if issubclass(x.category, UnequalRanksWarning)]
+        assert len(said) == 1, [str(x.message) for x in w]
+        assert "2 batches" in str(said[0].message) and "mode='equal'" in str(said[0].message)
+    assert sorted(exact) == [1] + [2] * 6, exact  # the negative control: unequal
+    one = ShardDataset(url, rank=0, world_size=1, **opts)
+    assert one.setting("mode") is None and sum(1 for _ in one) == len(one) == 8  # exact: 300

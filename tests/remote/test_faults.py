@@ -250,3 +250,44 @@ def test_a_host_where_nothing_listens_is_said_within_seconds(run, fault):
     r = run("stream", f"{fault.url}/fail=1000/data/d-000.tar", "--stats", "--backoff", "0.001",
             "--timeout", "2")
     assert r.rc == 1 and r.stat("retries") >= 10, r.err
+
+
+def test_a_closed_port_is_said_within_seconds_each_retry_on_its_own_line(run):
+    url = "http://127.0.0.1:9/x.tar"
+    t0 = time.time()
+    r = run("ls", url, timeout=30)
+    took = time.time() - t0
+    assert r.rc == 1 and took < 10, (took, r.err)
+    retries = [l for l in r.err.splitlines() if "; retry " in l]
+    assert [l.split("; retry ")[1].split(" in ")[0] for l in retries] == ["1 of 3", "2 of 3", "3 of 3"], r.err
+    assert all(l.startswith(f"shardcat: {url}: ") and "connect" in l.lower() for l in retries), r.err
+    last = r.err.strip().splitlines()[-1]
+    assert url in last and "offset 0" in last and "retries spent" in last, r.err
+
+
+def test_each_retry_is_one_line_on_stderr_naming_url_reason_attempt_and_wait(run, fault):
+    """The fault server answers two 503s per request: every retry is said, with the URL
+    shown without its credentials or query."""
+    url = f"http://user:secret@{fault.url.split('://')[1]}/fail=2/data/d-000.tar?sig=hidden"
+    r = run("stream", url, "--backoff", "0.01", "--stats")
+    assert r.rc == 0, r.err
+    lines = [l for l in r.err.splitlines() if "; retry " in l]
+    assert len(lines) == r.stat("retries") >= 2, r.err
+    shown = f"{fault.url}/fail=2/data/d-000.tar"
+    for l in lines:
+        assert l.startswith(f"shardcat: {shown}") and "HTTP 503" in l, l
+        assert " of 10 in " in l and l.endswith(" s"), l
+    assert "secret" not in r.err and "hidden" not in r.err, r.err
+
+
+def test_retries_go_to_the_libshard_logger(fault, ShardDataset, caplog):  # noqa: N803
+    import logging
+    caplog.set_level(logging.WARNING, logger="libshard")
+    url = f"{fault.url}/fail=1/data/d-000.tar"
+    ds = ShardDataset(url, seed=0, decode=False, backoff=0.01, shuffle=0)
+    assert sum(1 for _ in ds) > 0
+    said = [r for r in caplog.records if r.name == "libshard" and "; retry " in r.getMessage()]
+    assert said and all(url[:-4] in r.getMessage() and "HTTP 503" in r.getMessage()
+                        for r in said), \
+        [r.getMessage() for r in caplog.records]
+    assert said[0].levelno == logging.WARNING

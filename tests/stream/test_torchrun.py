@@ -4,6 +4,7 @@ split of one epoch through a DataLoader with 2 workers over an IterableDataset t
 which checks the partition, and every rank must finish the epoch with the same number of
 batches (what keeps DDP from hanging)."""
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -153,19 +154,21 @@ def torchrun_path():
     return p
 
 
-def test_torchrun_three_ranks_two_workers(shardcat, ds, tmp_path):
+def torchrun(script_text, args, tmp_path, env=None):
+    """Runs script_text on NPROC ranks under torchrun with args; (CompletedProcess, log).
+    Skips where torch.distributed or torchrun is missing."""
     cp = subprocess.run([PYTHON, "-c", "import torch, torch.distributed.run; "
                          "print(torch.distributed.is_available())"], capture_output=True)
     if cp.returncode != 0:
         pytest.skip(f"torch is not importable by {PYTHON}: {cp.stderr.decode()[-300:]}")
     if cp.stdout.decode().strip() != "True":
         pytest.skip("torch.distributed is not available in this torch build")
-    torchrun = torchrun_path()
-    if not torchrun:
+    runner = torchrun_path()
+    if not runner:
         pytest.skip("torchrun is not installed")
     # torchrun must run Debian's interpreter (the one that has torch).
-    head = Path(torchrun).read_bytes()[:100].split(b"\n")[0].decode(errors="replace")
-    launcher = [torchrun] if "/usr/bin/python3" in head else [PYTHON, "-m", "torch.distributed.run"]
+    head = Path(runner).read_bytes()[:100].split(b"\n")[0].decode(errors="replace")
+    launcher = [runner] if "/usr/bin/python3" in head else [PYTHON, "-m", "torch.distributed.run"]
 
     helptext = subprocess.run([*launcher, "--help"], capture_output=True, text=True).stdout
     nproc_flag = "--nproc-per-node" if "--nproc-per-node" in helptext else "--nproc_per_node"
@@ -184,23 +187,27 @@ def test_torchrun_three_ranks_two_workers(shardcat, ds, tmp_path):
                            capture_output=True, text=True)
     std_flags = ["--redirects", "0:1", "--tee", "0:1"] if probe.stdout.strip() == "True" else []
 
-    script = tmp_path / "check_split.py"
-    script.write_text(SCRIPT)
+    script = tmp_path / "rank_script.py"
+    script.write_text(script_text)
+    e = dict(BASE_ENV, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1", **(env or {}))
+    e.pop("MASTER_ADDR", None)
+    e.pop("MASTER_PORT", None)
+    cmd = [*launcher, nproc_flag, str(NPROC), *rdzv, *std_flags, str(script), *map(str, args)]
+    try:
+        cp = subprocess.run(cmd, capture_output=True, timeout=TIMEOUT, env=e, cwd=tmp_path,
+                            stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired as ex:
+        pytest.fail(f"torchrun hung for {TIMEOUT} s: {' '.join(cmd)}\n"
+                    f"{(ex.stderr or b'').decode(errors='replace')[-3000:]}")
+    return cp, (cp.stdout + cp.stderr).decode(errors="replace")
+
+
+def test_torchrun_three_ranks_two_workers(shardcat, ds, tmp_path):
     keys_file = tmp_path / "keys.json"
     keys_file.write_text(json.dumps(ds.all_keys))
     result = tmp_path / "result.json"
-    env = dict(BASE_ENV, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
-    env.pop("MASTER_ADDR", None)
-    env.pop("MASTER_PORT", None)
-    cmd = [*launcher, nproc_flag, str(NPROC), *rdzv, *std_flags, str(script), str(shardcat),
-           str(ds.manifest), str(keys_file), str(result), str(WORKERS), str(BATCH)]
-    try:
-        cp = subprocess.run(cmd, capture_output=True, timeout=TIMEOUT, env=env, cwd=tmp_path,
-                            stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired as e:
-        pytest.fail(f"torchrun hung for {TIMEOUT} s: {' '.join(cmd)}\n"
-                    f"{(e.stderr or b'').decode(errors='replace')[-3000:]}")
-    log = (cp.stdout + cp.stderr).decode(errors="replace")
+    cp, log = torchrun(SCRIPT, [shardcat, ds.manifest, keys_file, result, WORKERS, BATCH],
+                       tmp_path)
     assert result.exists(), f"rank 0 wrote no result (exit {cp.returncode}):\n{log[-5000:]}"
     report = json.loads(result.read_text())
     assert report["errors"] == [], f"partition checks failed: {report}"
@@ -216,3 +223,58 @@ def test_torchrun_three_ranks_two_workers(shardcat, ds, tmp_path):
     # Each rank's batches: its 2 workers each batch their share separately.
     per_worker = [total // NPROC // WORKERS + (w < (total // NPROC) % WORKERS) for w in range(WORKERS)]
     assert modes["equal"]["batches"][0] == sum(-(-n // BATCH) for n in per_worker)
+
+
+DATASET_SCRIPT = textwrap.dedent(r'''
+    import json, os, sys, warnings
+    from datetime import timedelta
+
+    import torch
+    import torch.distributed as dist
+
+    sys.path.insert(0, os.environ["LIBSHARD_PYTHONPATH"])
+    from libshard.torch import ShardDataset, UnequalRanksWarning
+
+    MANIFEST, RESULT, BATCH = sys.argv[1], sys.argv[2], int(sys.argv[3])
+
+    dist.init_process_group("gloo", timeout=timedelta(seconds=120))
+    rank, world = dist.get_rank(), dist.get_world_size()
+    report = {}
+    for name, kw in [("default", {}), ("exact", {"mode": "exact"})]:
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            ds = ShardDataset(MANIFEST, seed=3, batch_size=BATCH, image_size=16, **kw)
+            batches = sum(1 for _ in ds)  # rank and world size from torch.distributed
+            length = len(ds)
+        said = [str(x.message) for x in w if issubclass(x.category, UnequalRanksWarning)]
+        gathered = [None] * world
+        dist.all_gather_object(gathered, {"batches": batches, "len": length, "said": said})
+        report[name] = gathered
+    if rank == 0:
+        with open(RESULT, "w") as f:
+            json.dump(report, f)
+    dist.barrier()
+    dist.destroy_process_group()
+''')
+
+
+def test_torchrun_three_ranks_get_equal_batch_counts_by_default(ds, tmp_path):
+    """ShardDataset under torchrun, rank and world size from torch.distributed: by default
+    every rank the same number of batches; mode='exact', the negative control, leaves them
+    unequal here (307 samples over 3 ranks in batches of 102) and warns."""
+    pypath = os.environ.get("LIBSHARD_PYTHONPATH")
+    if not pypath:
+        pytest.skip("LIBSHARD_PYTHONPATH names no built libshard Python package")
+    total = ds.total
+    batch = total // NPROC
+    assert total % NPROC and batch == 102
+    result = tmp_path / "result.json"
+    cp, log = torchrun(DATASET_SCRIPT, [ds.manifest, result, batch], tmp_path,
+                       env={"LIBSHARD_PYTHONPATH": pypath})
+    assert cp.returncode == 0 and result.exists(), f"exit {cp.returncode}:\n{log[-5000:]}"
+    report = json.loads(result.read_text())
+    default, exact = report["default"], report["exact"]
+    assert [r["batches"] for r in default] == [r["len"] for r in default] == [1] * NPROC, report
+    assert all(r["said"] == [] for r in default), report
+    assert sorted(r["batches"] for r in exact) == [1, 1, 2], report
+    assert len(exact[0]["said"]) == 1 and "mode='equal'" in exact[0]["said"][0], report

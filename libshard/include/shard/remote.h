@@ -71,8 +71,13 @@ typedef struct ShardRemoteSettings {
      *  and more than 10000 parts (refused here, naming the object); GCS takes multiples of
      *  256 KiB (rounded up to one). */
     uint64_t upload_part;
+    /** Called before each retry's wait with one line: the URL (without credentials or
+     *  query), the reason, "retry N of M" and the wait. From any thread, once per retry;
+     *  NULL: retries are silent (default). on_retry_cookie is passed through (borrowed). */
+    void (*on_retry)(void *cookie, const char *line);
+    void *on_retry_cookie;
     /** Zero: room for settings added later without changing the struct's size. */
-    unsigned char reserved[56];
+    unsigned char reserved[40];
 } ShardRemoteSettings;
 
 typedef struct ShardRemoteStats {

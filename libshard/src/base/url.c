@@ -69,3 +69,22 @@ char *shard_url_resolve(const char *base, const char *url)
     free(dir);
     return full;
 }
+
+void shard_url_shown(const char *url, char *out, size_t cap)
+{
+    const char *at = url, *scheme = strstr(url, "://");
+    size_t n = 0;
+    if (scheme) {
+        const char *host = scheme + 3, *end = host + strcspn(host, "/?#");
+        const char *user = memchr(host, '@', (size_t)(end - host));
+        n = (size_t)(host - url);
+        n = n < cap ? n : cap - 1;
+        memcpy(out, url, n);
+        at = user ? user + 1 : host;
+    }
+    size_t k = strcspn(at, "?#");
+    if (n + k >= cap)
+        k = cap - 1 - n;
+    memcpy(out + n, at, k);
+    out[n + k] = 0;
+}

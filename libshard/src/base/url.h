@@ -6,6 +6,8 @@
 #ifndef SHARD_BASE_URL_H
 #define SHARD_BASE_URL_H
 
+#include <stddef.h>
+
 #include "base/attr.h"
 
 /* Whether url names a remote object (http, https, gs, s3). */
@@ -28,6 +30,10 @@ SHARD_HIDDEN int shard_url_is_absolute(const char *url);
 /* url resolved against the folder of base (a manifest's location): malloc'd, NULL when
  * out of memory. */
 SHARD_HIDDEN char *shard_url_resolve(const char *base, const char *url);
+
+/* url as it may be shown in a log: without a user and password, and without its query
+ * (a signed URL's signature), into out (cap bytes, cut to fit). */
+SHARD_HIDDEN void shard_url_shown(const char *url, char *out, size_t cap);
 
 /* Whether url stands for every shard under a prefix (gs://B/P/, s3://B/P/: ends in '/'). */
 SHARD_HIDDEN int shard_url_is_prefix(const char *url);

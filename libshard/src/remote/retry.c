@@ -11,6 +11,7 @@
 #include "base/buf.h"
 #include "base/clock.h"
 #include "base/error.h"
+#include "base/url.h"
 #include "remote/remotedef.h"
 #include "remote/request.h"
 #include "remote/retry.h"
@@ -53,7 +54,8 @@ int shard_retry_limit(const ShardRemote *r, CURLcode cc)
     return r->s.retries;
 }
 
-void shard_backoff(ShardRemote *r, int attempt, double retry_after)
+void shard_backoff(ShardRemote *r, int attempt, int limit, double retry_after,
+                   const char *url, const char *why)
 {
     double d = r->s.backoff * ldexp(1.0, attempt > 30 ? 30 : attempt);
     if (d > r->s.backoff_max)
@@ -67,6 +69,13 @@ void shard_backoff(ShardRemote *r, int attempt, double retry_after)
     d *= (double)(z >> 11) / 9007199254740992.0;
     if (retry_after > d)
         d = retry_after < r->s.backoff_max ? retry_after : r->s.backoff_max;
+    if (r->s.on_retry) {
+        char shown[512], line[1024];
+        shard_url_shown(url, shown, sizeof shown);
+        snprintf(line, sizeof line, "%s: %s; retry %d of %d in %.2f s", shown, why,
+                 attempt + 1, limit, d);
+        r->s.on_retry(r->s.on_retry_cookie, line);
+    }
     struct timespec ts = {(time_t)d, (long)((d - floor(d)) * 1e9)};
     while (nanosleep(&ts, &ts) != 0)
         ;
@@ -132,8 +141,11 @@ int shard_request_whole(ShardRemote *r, const char *shown, ShardBuildFn build, v
         shard_xfer_free(&x);
         if (rc)
             return rc;
+        char reason[64];
+        if (cc == CURLE_OK)
+            snprintf(reason, sizeof reason, "HTTP %ld", st);
         shard_stat_add(&r->st.retries, 1);
-        shard_backoff(r, attempt, after);
+        shard_backoff(r, attempt, limit, after, shown, cc != CURLE_OK ? why : reason);
     }
 }
 

@@ -25,9 +25,11 @@ SHARD_HIDDEN int shard_retryable(CURLcode cc, long status);
  * seconds, not after minutes of backoff). */
 SHARD_HIDDEN int shard_retry_limit(const ShardRemote *r, CURLcode cc);
 
-/* Sleeps before retry number attempt (0-based): exponential with full jitter, at least
- * retry_after seconds when the server asked for it. */
-SHARD_HIDDEN void shard_backoff(ShardRemote *r, int attempt, double retry_after);
+/* Sleeps before retry number attempt (0-based) of limit: exponential with full jitter, at
+ * least retry_after seconds when the server asked for it. Says so first through the
+ * settings' on_retry: url (shown without credentials), why it failed, the retry, the wait. */
+SHARD_HIDDEN void shard_backoff(ShardRemote *r, int attempt, int limit, double retry_after,
+                                const char *url, const char *why);
 
 /* Builds the request to send (called again for each retry). 0, or an error with err. */
 typedef int (*ShardBuildFn)(void *cookie, ShardRequest *q, char *err);

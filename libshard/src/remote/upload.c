@@ -165,8 +165,11 @@ static int gcs_part(ShardUpload *u, const unsigned char *p, size_t n, int last, 
                                 o->url, (unsigned long long)held);
                 break;
             }
+            char reason[80];
+            snprintf(reason, sizeof reason, "the upload makes no progress at byte %llu",
+                     (unsigned long long)held);
             shard_stat_add(&r->st.retries, 1);
-            shard_backoff(r, attempt++, 0);
+            shard_backoff(r, attempt++, r->s.retries, 0, o->url, reason);
             continue;
         }
         if (!sent && !shard_retryable(CURLE_OK, st)) {
@@ -181,8 +184,14 @@ static int gcs_part(ShardUpload *u, const unsigned char *p, size_t n, int last, 
             break;
         }
         /* a cut or a 5xx: ask the session what it holds, and go on from there */
+        char reason[SHARD_ERROR_MAX + 40];
+        if (sent)
+            snprintf(reason, sizeof reason, "a part at byte %llu: %s", (unsigned long long)u->off, e2);
+        else
+            snprintf(reason, sizeof reason, "a part at byte %llu: HTTP %ld",
+                     (unsigned long long)u->off, st);
         shard_stat_add(&r->st.retries, 1);
-        shard_backoff(r, attempt++, 0);
+        shard_backoff(r, attempt++, r->s.retries, 0, o->url, reason);
         char ask_range[64];
         gcs_range(ask_range, sizeof ask_range, end, 0, last);
         Put ask = {r, o, "PUT", NULL, u->session, NULL, 0, ask_range};

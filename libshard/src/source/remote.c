@@ -136,10 +136,20 @@ static int start_xfer(ShardSource *s, Remote *m, uint64_t off, uint64_t to, int 
         rc = judge(s, m, *out, off, drop);
         if (rc != RETRY)
             return rc;
-        double after = shard_xfer_head(*out) ? shard_xfer_head(*out)->retry_after : 0;
+        const ShardResponse *rs = shard_xfer_head(*out);
+        double after = rs ? rs->retry_after : 0;
+        const char *why;
+        CURLcode cc = shard_xfer_error(*out, &why);
+        char reason[300];
+        if (rs)
+            snprintf(reason, sizeof reason, "offset %llu: HTTP %ld", (unsigned long long)off,
+                     rs->status);
+        else
+            snprintf(reason, sizeof reason, "offset %llu: %s", (unsigned long long)off, why);
+        int limit = rs ? m->r->s.retries : shard_retry_limit(m->r, cc);
         shard_xfer_free(out);
         shard_stat_add(&m->r->st.retries, 1);
-        shard_backoff(m->r, m->attempt++, after);
+        shard_backoff(m->r, m->attempt++, limit, after, s->url, reason);
     }
 }
 
@@ -155,6 +165,10 @@ static int resume_xfer(ShardSource *s, Remote *m, ShardXfer **x, uint64_t off)
         shard_xfer_free(x);
         return rc;
     }
+    char reason[300];
+    snprintf(reason, sizeof reason, "offset %llu: %s", (unsigned long long)off,
+             cc != CURLE_OK ? why : "the transfer ended early");
+    int limit = cc != CURLE_OK ? shard_retry_limit(m->r, cc) : m->r->s.retries;
     shard_xfer_free(x);
     if (m->attempt >= m->r->s.retries)
         return shard_fail(s->err, SHARD_ERR_IO,
@@ -163,7 +177,7 @@ static int resume_xfer(ShardSource *s, Remote *m, ShardXfer **x, uint64_t off)
     shard_stat_add(&m->r->st.retries, 1);
     if (off)
         shard_stat_add(&m->r->st.resumes, 1);
-    shard_backoff(m->r, m->attempt++, 0);
+    shard_backoff(m->r, m->attempt++, limit, 0, s->url, reason);
     return 0;
 }
 

@@ -37,8 +37,9 @@ device="cuda"), report (the periodic report), skips (what skip_errors left out),
 (rank, world size, worker) and shared (what a dataset's processes share). Settings, their
 checks and defaults are libshard.settings'.
 """
-from .dataset import ShardDataset, ShardSkipWarning
+from .dataset import ShardDataset, ShardSkipWarning, UnequalRanksWarning
 from .indexed import IndexedShardDataset
 from .loader import ShardLoader
 
-__all__ = ["ShardDataset", "ShardLoader", "IndexedShardDataset", "ShardSkipWarning"]
+__all__ = ["ShardDataset", "ShardLoader", "IndexedShardDataset", "ShardSkipWarning",
+           "UnequalRanksWarning"]

@@ -19,6 +19,10 @@ from .upload import Device, Upload
 
 ShardSkipWarning = skips.ShardSkipWarning
 
+
+class UnequalRanksWarning(UserWarning):
+    """mode='exact' leaves the ranks different numbers of batches this epoch."""
+
 # raw_fields that are not fields: what each sample's batch row carries besides
 _SPECIAL = ("__key__", "__url__", "__source__", "__index__", "__pad__")
 
@@ -67,6 +71,8 @@ class ShardDataset(torch.utils.data.IterableDataset):
                 raise TypeError(f"raw_fields: a name, a ';'-separated list or a list of names, "
                                 f"not {raw!r}")
             settings["raw_fields"] = ";".join(raw)
+        if "mode" in settings and settings["mode"] is None:
+            del settings["mode"]  # the default: chosen by the world size at iteration
         settings = _settings.check(settings)
         # a seed drawn here (none given) gives way to a state's (load_state_dict)
         self._seed_drawn = settings.get("seed") is None
@@ -98,6 +104,7 @@ class ShardDataset(torch.utils.data.IterableDataset):
         self._upload = None
         self._handed_state = None
         self._worker_runs_seen = 0
+        self._warned_unequal = False
         self._busy = False
 
     @staticmethod
@@ -147,8 +154,42 @@ class ShardDataset(torch.utils.data.IterableDataset):
         return dict(rank=rank, world_size=world, worker=w if worker is None else worker,
                     num_workers=workers)
 
-    def _reader_args(self):
-        return {k: v for k, v in self.settings.items() if k in _settings.READER_KEYS}
+    def _mode(self, world):
+        """The mode in use for world ranks: the given one, else 'equal' with several ranks
+        (each the same number of batches: DDP's collectives wait on every rank)."""
+        return self.settings.get("mode") or ("equal" if world > 1 else "exact")
+
+    def _reader_args(self, world):
+        args = {k: v for k, v in self.settings.items() if k in _settings.READER_KEYS}
+        args["mode"] = self._mode(world)
+        return args
+
+    def _warn_unequal(self, world, worker):
+        """Warns once when mode='exact' leaves this epoch's ranks unequal batch counts."""
+        if self._warned_unequal or world < 2 or self.settings.get("mode") != "exact" or worker:
+            return
+        self._warned_unequal = True
+        if self.settings.get("epoch_samples") or (self.urls and isinstance(self.urls[0], tuple)):
+            return  # a mix: every consumer gets its share of the epoch's sequence
+        try:
+            counts = [n for _, n, _ in self._shard_list()]
+        except (ValueError, OSError, _libshard.ShardError):
+            return  # the epoch says what is wrong
+        bs = self.setting("batch_size") if self.decode else 1
+        drop = bool(self.settings.get("drop_last"))
+        if None in counts:
+            why = "shards without a sample count are dealt whole to the ranks"
+        else:
+            q, rem = divmod(sum(counts), world)
+            fewer, more = (q // bs, (q + 1) // bs) if drop else (-(-q // bs), -(-(q + 1) // bs))
+            if not rem or fewer == more:
+                return
+            why = (f"{rem} rank(s) get {more} batches and {world - rem} get {fewer} "
+                   f"({sum(counts)} samples over {world} ranks)")
+        warnings.warn(f"ShardDataset(mode='exact') with world size {world}: {why}; a DDP job "
+                      f"waits forever for the ranks that have finished. mode='equal' (the "
+                      f"default with several ranks) gives every rank the same count",
+                      UnequalRanksWarning, stacklevel=4)
 
     def _adopt(self, source):
         # one inherited through fork is let go without being freed (the extension knows it
@@ -171,6 +212,7 @@ class ShardDataset(torch.utils.data.IterableDataset):
         self._resume = self._resume_epoch = None
         self._skips.reset()
         place = self._placement(logical)
+        self._warn_unequal(place["world_size"], place["worker"])
         if not self.decode:
             yield from self._samples(place, resume, tagged, logical)
             return
@@ -181,7 +223,7 @@ class ShardDataset(torch.utils.data.IterableDataset):
                                "must happen in the main process, so iterate it through "
                                "libshard.torch.ShardLoader(dataset, num_workers=...), or use "
                                "num_workers=0, where libshard's own threads decode")
-        args = self._loader_args(cuda, in_worker, place["worker"])
+        args = self._loader_args(cuda, in_worker, place)
         loader, device, base = self._loader(place, args, cuda and not in_worker)
         self._handed_state = None
         if resume:
@@ -195,7 +237,8 @@ class ShardDataset(torch.utils.data.IterableDataset):
 
     def _samples(self, place, resume, tagged, logical):
         """decode=False: the raw samples of a Reader."""
-        reader = _libshard.Reader(self.urls, epoch=self.epoch, **place, **self._reader_args())
+        reader = _libshard.Reader(self.urls, epoch=self.epoch, **place,
+                                   **self._reader_args(place["world_size"]))
         self._adopt(reader)
         if resume:
             reader.restore(resume)
@@ -207,12 +250,13 @@ class ShardDataset(torch.utils.data.IterableDataset):
         if skip:
             self._skips.note(skips.of_reader(reader.stats()), self.epoch, end=True)
 
-    def _loader_args(self, cuda, in_worker, worker):
+    def _loader_args(self, cuda, in_worker, place):
         """The Loader's settings for this iteration: with device="cuda", uint8 NHWC on the
         host (type and layout are made on the GPU); channels_last as NHWC; the raw fields
         without the special names; a trace per worker."""
         names = self._raw_names()
-        args = {**self.settings, "raw_fields": ";".join(n for n in names if n not in _SPECIAL)}
+        args = {**self.settings, "raw_fields": ";".join(n for n in names if n not in _SPECIAL),
+                "mode": self._mode(place["world_size"])}
         layout = args.pop("layout", _settings.DEFAULTS["layout"])
         if cuda:
             args.update(layout="nhwc", dtype="uint8")
@@ -225,7 +269,7 @@ class ShardDataset(torch.utils.data.IterableDataset):
             trace = os.fspath(trace)
             if in_worker:  # one file per worker: the workers' names, and no clobbering
                 root, ext = os.path.splitext(trace)
-                trace = f"{root}.worker-{worker}{ext}"
+                trace = f"{root}.worker-{place['worker']}{ext}"
             args["trace"] = trace
         return args
 
@@ -345,7 +389,8 @@ class ShardDataset(torch.utils.data.IterableDataset):
         count does not depend on num_workers: only the last worker ends on a partial batch.
         """
         rank, world = split.rank_world(self.rank, self.world_size)
-        args = {k: v for k, v in self._reader_args().items() if k not in ("streams", "queue_depth")}
+        args = {k: v for k, v in self._reader_args(world).items()
+                if k not in ("streams", "queue_depth")}
         if args.get("make_indexes") != "never":  # plain tars are counted once, then cached
             args["make_indexes"] = "always"
         r = _libshard.Reader(self.urls, epoch=self.epoch, rank=rank, world_size=world, worker=0,
