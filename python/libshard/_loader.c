@@ -167,6 +167,16 @@ static PyObject *Loader_skipped(LoaderObject *self, void *c)
     return PyLong_FromUnsignedLongLong(shard_loader_skipped(self->base.h));
 }
 
+static PyObject *Loader_held(LoaderObject *self, void *c)
+{
+    (void)c;
+    if (shard_py_stream_live(&self->base))
+        return NULL;
+    size_t held, batches;
+    shard_loader_held(self->base.h, &held, &batches);
+    return Py_BuildValue("(nn)", (Py_ssize_t)held, (Py_ssize_t)batches);
+}
+
 static PyObject *Loader_skipped_by(LoaderObject *self, void *c)
 {
     (void)c;
@@ -223,6 +233,9 @@ static PyMethodDef Loader_methods[] = {
 static PyGetSetDef Loader_getset[] = {
     {"epoch_batches", (getter)Loader_epoch_batches, NULL, "batches per epoch or None", NULL},
     {"skipped", (getter)Loader_skipped, NULL, "samples left out after decode errors", NULL},
+    {"held", (getter)Loader_held, NULL,
+     "(batches the caller holds, the ring's batch buffers): a caller that keeps batches "
+     "copies one out before the ring runs dry", NULL},
     {"skipped_by", (getter)Loader_skipped_by, NULL,
      "what skip mode left out: samples by reason (image, no_image, label), shards skipped "
      "after errors and the samples lost with them (shard_samples), and the samples' total",

@@ -346,3 +346,32 @@ def test_several_ranks_get_equal_batch_counts_by_default_and_exact_warns(packed)
     assert sorted(exact) == [1] + [2] * 6, exact  # the negative control: unequal
     one = ShardDataset(url, rank=0, world_size=1, **opts)
     assert one.setting("mode") is None and sum(1 for _ in one) == len(one) == 8  # exact: 300
+
+
+def test_batches_kept_with_num_workers_0_stay_right_over_three_epochs(packed):
+    """list(ds) and outputs gathered across epochs: the batches the caller keeps are copied
+    out before the ring runs dry, and each keeps its own pixels."""
+    url = str(packed.manifest)
+    opts = settings(batch_size=16, batches=4)
+    ds = ShardDataset(url, **opts)
+    kept = []
+    for epoch in range(3):
+        ds.set_epoch(epoch)
+        kept.append(list(DataLoader(ds, batch_size=None, num_workers=0)))
+    fresh = ShardDataset(url, **opts)
+    for epoch in range(3):
+        fresh.set_epoch(epoch)
+        want = [(f["__key__"], y.clone(), x.clone()) for x, y, f in fresh]
+        got = kept[epoch]
+        assert len(got) == len(want) == -(-NSAMPLES // 16)
+        for (x, y, f), (k, y2, x2) in zip(got, want):
+            assert f["__key__"] == k and torch.equal(y, y2) and torch.equal(x, x2)
+    assert len({x.data_ptr() for e in kept for x, _, _ in e}) == 3 * len(kept[0])
+
+
+def test_batches_let_go_are_views_of_the_ring_not_copies(packed):
+    """The control of the test above: a loop that keeps nothing gets views into the ring's
+    buffers (at most batches= distinct addresses), no copy."""
+    ds = ShardDataset(str(packed.manifest), **settings(batch_size=16, batches=4))
+    ptrs = {x.data_ptr() for x, _, _ in ds}
+    assert 1 <= len(ptrs) <= 4, len(ptrs)

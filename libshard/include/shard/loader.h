@@ -140,6 +140,11 @@ SHARD_API int64_t shard_loader_epoch_batches(const ShardLoader *l);
 /** @return the reader's seed */
 SHARD_API uint64_t shard_loader_seed(const ShardLoader *l);
 
+/** Batch buffers the caller holds (returned by shard_loader_next, not yet released), and
+ *  the ring's size (ShardLoaderSettings.batches): a caller that keeps batches copies one
+ *  out before the ring runs dry. */
+SHARD_API void shard_loader_held(const ShardLoader *l, size_t *held, size_t *batches);
+
 /** @return samples left out of batches in skip mode (reader.skip_errors), all reasons */
 SHARD_API uint64_t shard_loader_skipped(const ShardLoader *l);
 

@@ -192,9 +192,10 @@ static int loader_next(ShardLoader *l, const ShardBatch **out)
         if (!sl) {
             if (atomic_load(&l->held) == l->nslots)
                 return shard_fail(l->err, SHARD_ERR_STATE,
-                                  "loader: all %zu batch buffers are held: release (or copy) the "
-                                  "batches kept, or raise the batch count (ShardLoaderSettings."
-                                  "batches; batches= in Python)",
+                                  "loader: all %zu batch buffers are held: copy the batches "
+                                  "kept (.clone() in Python) and let them go, or raise the "
+                                  "batch count (batches= in Python, ShardLoaderSettings."
+                                  "batches in C)",
                                   l->nslots);
             shard_loader_receive(l);
             continue;
@@ -308,6 +309,12 @@ int64_t shard_loader_epoch_batches(const ShardLoader *l)
 uint64_t shard_loader_seed(const ShardLoader *l) { return shard_reader_seed(l->reader); }
 
 uint64_t shard_loader_skipped(const ShardLoader *l) { return l->skipped; }
+
+void shard_loader_held(const ShardLoader *l, size_t *held, size_t *batches)
+{
+    *held = atomic_load(&((ShardLoader *)l)->held);
+    *batches = l->nslots;
+}
 
 uint64_t shard_loader_skipped_by(const ShardLoader *l, ShardBadSample why)
 {

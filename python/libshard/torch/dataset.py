@@ -344,15 +344,22 @@ class ShardDataset(torch.utils.data.IterableDataset):
             loader.write_trace(trace)
 
     def _host_batches(self, loader, layout):
-        """(images, labels, batch) in host memory."""
+        """(images, labels, batch) in host memory: images view the loader's batch buffer,
+        unless the caller keeps so many that the ring would run dry (a list(ds), outputs
+        gathered for evaluation): then they are a copy, and the buffer goes back at once."""
         float32 = self.setting("dtype") == "float32" and self.device.type == "cpu"
-        for batch in loader:
+        it = iter(loader)
+        while (batch := next(it, None)) is not None:
             images = torch.frombuffer(batch, dtype=torch.float32 if float32 else torch.uint8)
             images = images.view(memoryview(batch).shape)
+            held, ring = loader.held
+            if held >= ring - 1:  # the producer would be left one buffer, then none
+                images = images.clone()
             if layout == "channels_last":
                 images = images.permute(0, 3, 1, 2)
             labels = torch.frombuffer(bytearray(batch.labels), dtype=torch.int64)
             yield images, labels, batch
+            batch = images = labels = None  # the buffer is the caller's to keep, not ours
 
     @staticmethod
     def _special(batch, name):
