@@ -120,9 +120,30 @@ Test(sink, urls_it_cannot_write_are_refused_by_name)
     cr_assert(strstr(err, "http://example.com/a.tar") && strstr(err, "not plain HTTP"), "%s", err);
     cr_assert_eq(shard_sink_check("ftp://host/a.tar", err), SHARD_ERR_UNSUPPORTED);
     cr_assert(strstr(err, "ftp://host/a.tar"), "%s", err);
-    char *path = tu_path(dir, "no/such/folder/d.tar");
+    /* a folder under a file cannot be made: said, naming both */
+    char *file = tu_path(dir, "a-file");
+    FILE *f = fopen(file, "w");
+    cr_assert_not_null(f);
+    fclose(f);
+    char *path = tu_path(dir, "a-file/sub/d.tar");
     cr_assert_neq(shard_sink_open(&k, path, NULL, err), 0);
-    cr_assert(strstr(err, path) && strstr(err, "cannot create"), "%s", err);
+    cr_assert(strstr(err, path) && strstr(err, "Not a directory"), "%s", err);
+    free(path);
+    free(file);
+}
+
+Test(sink, a_missing_output_folder_is_made_as_mkdir_p)
+{
+    char err[SHARD_ERROR_MAX];
+    ShardSink *k;
+    char *path = tu_path(dir, "no/such/folder/d.tar");
+    cr_assert_eq(shard_sink_open(&k, path, NULL, err), 0, "%s", err);
+    cr_assert_eq(shard_sink_write(k, "abc", 3, err), 0, "%s", err);
+    char md5[33], sha[65];
+    cr_assert_eq(shard_sink_commit(&k, md5, sha, err), 0, "%s", err);
+    struct stat st;
+    cr_assert_eq(stat(path, &st), 0);
+    cr_assert_eq(st.st_size, 3);
     free(path);
 }
 

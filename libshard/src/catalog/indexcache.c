@@ -19,6 +19,7 @@
 #include <openssl/evp.h>
 
 #include "base/buf.h"
+#include "base/dirs.h"
 #include "base/error.h"
 #include "base/text.h"
 #include "base/url.h"
@@ -59,26 +60,6 @@ static int hash_hex(const char *text, size_t len, int n, char *out)
     for (int i = 0; i < n; i++)
         snprintf(out + 2 * i, 3, "%02x", md[i]);
     return 0;
-}
-
-/* mkdir -p */
-static int make_dirs(const char *dir, char *err)
-{
-    char p[PATH_MAX];
-    if (snprintf(p, sizeof p, "%s", dir) >= (int)sizeof p)
-        return shard_fail(err, SHARD_ERR_INVALID, "%s: path too long", dir);
-    for (char *s = p + 1;; s++) {
-        if (*s && *s != '/')
-            continue;
-        char c = *s;
-        *s = 0;
-        if (mkdir(p, 0777) && errno != EEXIST)
-            return shard_fail(err, SHARD_ERR_IO, "index cache %s: cannot make %s: %s", dir, p,
-                              strerror(errno));
-        *s = c;
-        if (!c)
-            return 0;
-    }
 }
 
 /* Removes the indexes of other versions of the shard whose name starts with prefix. */
@@ -185,7 +166,7 @@ int shard_index_cached(const char *dir, const char *url, ShardRemote *remote, ch
         *count = (uint64_t)c;
         return 0;
     }
-    if ((rc = make_dirs(dir, err))) {
+    if ((rc = shard_make_dirs(dir, "index cache", err))) {
         shard_source_put(src);
         free(key);
         return rc;

@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/dirs.h"
 #include "base/error.h"
 #include "base/text.h"
 #include "shard/common.h"
@@ -159,6 +160,9 @@ int shard_sink_file_open(ShardSink *k, const char *path, int sync, char *err)
         goto done;
     }
     const char *base = basename(base_copy);
+    struct stat st;
+    if (stat(dir, &st) != 0 && errno == ENOENT && (rc = shard_make_dirs(dir, path, err)))
+        goto done; /* a missing output folder is made, as mkdir -p */
     for (int attempt = 0; attempt < 100; attempt++) {
         uint64_t r = 0;
         if (getrandom(&r, sizeof r, 0) != sizeof r)
