@@ -11,6 +11,10 @@
 
 #include <shard/shard.h>
 
+/* How long a wait in the library lasts before the binding checks for signals (Ctrl-C)
+ * and waits again: a KeyboardInterrupt comes within it. */
+#define SHARD_PY_WAIT_SLICE 0.05
+
 /* Creates ShardError and adds it to the module m; 0 or -1. */
 int shard_py_common_ready(PyObject *m);
 

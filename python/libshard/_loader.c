@@ -77,6 +77,8 @@ static int loader_open(LoaderObject *self, const ShardLoaderSettings *s, PyObjec
     self->base.h = l;
     if (rc)
         shard_py_raise(rc, err.message);
+    else
+        shard_loader_set_wait(l, SHARD_PY_WAIT_SLICE);
     return rc ? -1 : 0;
 }
 
@@ -130,9 +132,13 @@ static PyObject *Loader_next(LoaderObject *self)
     ShardLoader *l = self->base.h;
     const ShardBatch *b;
     int rc;
-    Py_BEGIN_ALLOW_THREADS
-    rc = shard_loader_next(l, &b);
-    Py_END_ALLOW_THREADS
+    do { /* in slices, so that Ctrl-C is a KeyboardInterrupt at once, not after the batch */
+        Py_BEGIN_ALLOW_THREADS
+        rc = shard_loader_next(l, &b);
+        Py_END_ALLOW_THREADS
+        if (rc == SHARD_AGAIN && PyErr_CheckSignals())
+            return NULL;
+    } while (rc == SHARD_AGAIN);
     if (rc == SHARD_EOS)
         return NULL;
     if (rc)

@@ -58,6 +58,8 @@ static int Reader_init(ShardPyStream *self, PyObject *args, PyObject *kw)
         self->h = r;
         if (rc)
             shard_py_raise(rc, err.message);
+        else
+            shard_reader_set_wait(r, SHARD_PY_WAIT_SLICE);
     }
     shard_py_specs_free(&sp);
     Py_XDECREF(keep);
@@ -70,9 +72,13 @@ static PyObject *Reader_next(ShardPyStream *self)
         return NULL;
     ShardItem *it;
     int rc;
-    Py_BEGIN_ALLOW_THREADS
-    rc = shard_reader_take(self->h, &it);
-    Py_END_ALLOW_THREADS
+    do { /* in slices, so that Ctrl-C is a KeyboardInterrupt at once, not after the sample */
+        Py_BEGIN_ALLOW_THREADS
+        rc = shard_reader_take(self->h, &it);
+        Py_END_ALLOW_THREADS
+        if (rc == SHARD_AGAIN && PyErr_CheckSignals())
+            return NULL;
+    } while (rc == SHARD_AGAIN);
     if (rc == SHARD_EOS)
         return NULL; /* StopIteration */
     if (rc)

@@ -297,6 +297,38 @@ Test(mix, a_state_is_refused_by_a_mix_of_other_weights_or_sources)
     cr_assert(strstr(why, "the shard list (fingerprint of its URLs and counts)"), "%s", why);
 }
 
+Test(mix, waits_in_slices_give_the_same_mix)
+{
+    ShardReaderSettings s;
+    mix_settings(&s, 0.6, 0.4);
+    s.shuffle_buffer = 20;
+    s.queue_depth = 1;
+    int all[1000], sliced[1000];
+    size_t n = read_epoch(&s, 1, all, 1000);
+    ShardReader *r;
+    ShardError err;
+    cr_assert_eq(shard_reader_open(&r, &s, &err), 0, "%s", err.message);
+    cr_assert_eq(shard_reader_set_epoch(r, 1), 0);
+    shard_reader_set_wait(r, 1e-6);
+    const char *key, *url;
+    const ShardFieldView *f;
+    size_t nf, got = 0, again = 0;
+    int rc;
+    while ((rc = shard_reader_next(r, &key, &url, &f, &nf)) != SHARD_EOS) {
+        if (rc == SHARD_AGAIN) {
+            again++;
+            continue;
+        }
+        cr_assert_eq(rc, 0, "%s", shard_reader_error(r));
+        cr_assert_lt(got, 1000);
+        sliced[got++] = sample_id(key);
+    }
+    shard_reader_free(&r);
+    cr_assert_eq(got, n);
+    cr_assert_gt(again, 0, "no take had to wait: the test shows nothing");
+    cr_assert_eq(memcmp(sliced, all, n * sizeof *all), 0, "a take that waited moved the mix");
+}
+
 Test(mix, epoch_samples_sets_the_size_of_every_consumers_epoch)
 {
     ShardReaderSettings s;

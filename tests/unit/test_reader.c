@@ -309,6 +309,40 @@ Test(reader, a_drawn_seed_gives_way_to_the_states_and_0_2_states_read)
     shard_reader_free(&r);
 }
 
+Test(reader, waits_in_slices_give_the_same_sequence)
+{
+    pad = 20000; /* large samples: the fetch threads fall behind, and takes must wait */
+    const char *urls[] = {make_shards(".tar")};
+    ShardReaderSettings s;
+    settings(&s, urls);
+    s.queue_depth = 1;
+    int whole[NSAMPLES], sliced[NSAMPLES];
+    ShardReader *r;
+    ShardError err;
+    cr_assert_eq(shard_reader_open(&r, &s, &err), 0, "%s", err.message);
+    cr_assert_eq(read_keys(r, whole, NSAMPLES), NSAMPLES);
+    shard_reader_free(&r);
+    cr_assert_eq(shard_reader_open(&r, &s, &err), 0, "%s", err.message);
+    shard_reader_set_wait(r, 1e-6);
+    int n = 0, again = 0, rc;
+    const char *key, *url;
+    const ShardFieldView *f;
+    size_t nf;
+    while ((rc = shard_reader_next(r, &key, &url, &f, &nf)) != SHARD_EOS) {
+        if (rc == SHARD_AGAIN) {
+            again++;
+            continue;
+        }
+        cr_assert_eq(rc, 0, "%s", shard_reader_error(r));
+        sliced[n++] = atoi(key + 1);
+    }
+    shard_reader_free(&r);
+    pad = 0;
+    cr_assert_eq(n, NSAMPLES);
+    cr_assert_gt(again, 0, "no take had to wait: the test shows nothing");
+    cr_assert_eq(memcmp(sliced, whole, sizeof whole), 0, "a take that waited moved the order");
+}
+
 Test(reader, epochs_differ_and_set_epoch_restarts)
 {
     const char *urls[] = {make_shards(".tar")};

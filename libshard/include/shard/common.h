@@ -40,6 +40,7 @@ enum {
     SHARD_ERR_NOCUDA = -10,     /**< built without CUDA, or no CUDA device */
     SHARD_ERR_STATE = -11,      /**< a call out of order, or on a handle that failed */
     SHARD_EOS = -100,           /**< end of stream: not an error */
+    SHARD_AGAIN = -101,         /**< nothing yet within the wait asked for: call again */
 };
 
 /** Longest message a ShardError holds, including the terminating NUL. */

@@ -111,7 +111,8 @@ SHARD_API int shard_loader_open(ShardLoader **out, const ShardLoaderSettings *s,
 /**
  * Waits for the next batch of the epoch.
  * @param out receives the batch, valid until shard_batch_release (or the loader is freed)
- * @return 0; SHARD_EOS at the end of the epoch; SHARD_ERR_STATE when every batch buffer is
+ * @return 0; SHARD_EOS at the end of the epoch; SHARD_AGAIN when shard_loader_set_wait's wait
+ *         passed first; SHARD_ERR_STATE when every batch buffer is
  *         held by the caller; another error with shard_loader_error saying which sample,
  *         shard and member failed (unless the reader skips errors: then bad samples are
  *         left out of their batch and counted)
@@ -139,6 +140,11 @@ SHARD_API int64_t shard_loader_epoch_batches(const ShardLoader *l);
 
 /** @return the reader's seed */
 SHARD_API uint64_t shard_loader_seed(const ShardLoader *l);
+
+/** The longest shard_loader_next waits for a batch before it returns SHARD_AGAIN, having
+ *  changed nothing (default 0: as long as it takes): a caller that must stay responsive (to
+ *  Ctrl-C, a deadline) waits in slices. Not thread-safe against a running next. */
+SHARD_API void shard_loader_set_wait(ShardLoader *l, double seconds);
 
 /** Batch buffers the caller holds (returned by shard_loader_next, not yet released), and
  *  the ring's size (ShardLoaderSettings.batches): a caller that keeps batches copies one

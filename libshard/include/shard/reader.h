@@ -151,7 +151,8 @@ SHARD_API int shard_reader_open(ShardReader **out, const ShardReaderSettings *s,
  * The next sample of this consumer's stream.
  * @param key, url receive the sample's key and shard (borrowed, valid until the next call)
  * @param fields, nfields receive its fields (borrowed, valid until the next call)
- * @return 0; SHARD_EOS at the end of the epoch (call shard_reader_set_epoch to go on); or
+ * @return 0; SHARD_EOS at the end of the epoch (call shard_reader_set_epoch to go on);
+ *         SHARD_AGAIN when shard_reader_set_wait's wait passed first; or
  *         an error (shard_reader_error says which shard, offset and member)
  */
 SHARD_API int shard_reader_next(ShardReader *r, const char **key, const char **url,
@@ -201,6 +202,11 @@ SHARD_API int shard_reader_state(const ShardReader *r, char *buf, size_t size);
  * @return 0; SHARD_ERR_INVALID for a malformed state or one taken with other settings
  */
 SHARD_API int shard_reader_restore(ShardReader *r, const char *state);
+
+/** The longest shard_reader_next and shard_reader_take wait for a sample before they
+ *  return SHARD_AGAIN, having taken nothing (default 0: as long as it takes): a caller that
+ *  must stay responsive (to Ctrl-C, a deadline) waits in slices. */
+SHARD_API void shard_reader_set_wait(ShardReader *r, double seconds);
 
 /** @return the seed in use (the given one or the fresh random one) */
 SHARD_API uint64_t shard_reader_seed(const ShardReader *r);

@@ -25,6 +25,7 @@ const char *shard_strerror(int code)
     case SHARD_ERR_NOCUDA: return "CUDA not available";
     case SHARD_ERR_STATE: return "call out of order or on a failed handle";
     case SHARD_EOS: return "end of stream";
+    case SHARD_AGAIN: return "nothing yet: call again";
     default: return "unknown error";
     }
 }

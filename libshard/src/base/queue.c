@@ -1,6 +1,7 @@
 /*
  * The bounded queue (queue.h).
  */
+#include <errno.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +23,11 @@ int shard_queue_init(ShardQueue *q, size_t cap, size_t esize)
     q->esize = esize;
     q->wake_below = cap - 1;
     pthread_mutex_init(&q->lock, NULL);
-    pthread_cond_init(&q->not_empty, NULL);
+    pthread_condattr_t ca; /* timed takes wait on the monotonic clock */
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&q->not_empty, &ca);
+    pthread_condattr_destroy(&ca);
     pthread_cond_init(&q->not_full, NULL);
     return 0;
 }
@@ -140,6 +145,33 @@ int shard_queue_take(ShardQueue *q, void *e)
     if (!q->n) {
         pthread_mutex_unlock(&q->lock);
         return SHARD_EOS;
+    }
+    take_head(q, e);
+    return 0;
+}
+
+int shard_queue_take_for(ShardQueue *q, void *e, double seconds)
+{
+    if (seconds <= 0)
+        return shard_queue_take(q, e);
+    struct timespec until;
+    clock_gettime(CLOCK_MONOTONIC, &until);
+    double end = (double)until.tv_sec + (double)until.tv_nsec * 1e-9 + seconds;
+    until.tv_sec = (time_t)end;
+    until.tv_nsec = (long)((end - (double)until.tv_sec) * 1e9);
+    pthread_mutex_lock(&q->lock);
+    int timed_out = 0;
+    if (!q->n && !q->closed) {
+        double t = shard_seconds();
+        q->takers++;
+        while (!q->n && !q->closed && !timed_out)
+            timed_out = pthread_cond_timedwait(&q->not_empty, &q->lock, &until) == ETIMEDOUT;
+        q->takers--;
+        q->take_wait += shard_seconds() - t;
+    }
+    if (!q->n) {
+        pthread_mutex_unlock(&q->lock);
+        return q->closed ? SHARD_EOS : SHARD_AGAIN;
     }
     take_head(q, e);
     return 0;

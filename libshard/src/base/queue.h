@@ -62,6 +62,9 @@ SHARD_HIDDEN int shard_queue_put(ShardQueue *q, const void *e, uint64_t bytes);
 /* Copies the oldest element out into e, waiting while the queue is empty.
  * 0, or SHARD_EOS once the queue is closed and empty. */
 SHARD_HIDDEN int shard_queue_take(ShardQueue *q, void *e);
+/* As take, waiting at most seconds (<= 0: as long as it takes): SHARD_AGAIN when nothing
+ * came in that time. */
+SHARD_HIDDEN int shard_queue_take_for(ShardQueue *q, void *e, double seconds);
 /* As take, without waiting: SHARD_EOS when the queue is empty (closed or not). */
 SHARD_HIDDEN int shard_queue_try_take(ShardQueue *q, void *e);
 /* Closes the queue and wakes every blocked caller. */

@@ -197,7 +197,8 @@ static int loader_next(ShardLoader *l, const ShardBatch **out)
                                   "batch count (batches= in Python, ShardLoaderSettings."
                                   "batches in C)",
                                   l->nslots);
-            shard_loader_receive(l);
+            if (shard_loader_receive_for(l, l->wait) == SHARD_AGAIN)
+                return SHARD_AGAIN; /* nothing changed: the next call goes on waiting */
             continue;
         }
         l->next_give++;
@@ -309,6 +310,8 @@ int64_t shard_loader_epoch_batches(const ShardLoader *l)
 uint64_t shard_loader_seed(const ShardLoader *l) { return shard_reader_seed(l->reader); }
 
 uint64_t shard_loader_skipped(const ShardLoader *l) { return l->skipped; }
+
+void shard_loader_set_wait(ShardLoader *l, double seconds) { l->wait = seconds > 0 ? seconds : 0; }
 
 void shard_loader_held(const ShardLoader *l, size_t *held, size_t *batches)
 {

@@ -83,6 +83,7 @@ struct ShardLoader {
     _Atomic double reader_time;   /* seconds the producer spent in shard_reader_take */
     atomic_ullong delivered, delivered_bytes; /* samples handed to the caller */
     ShardTrace *trace;            /* settings.trace_path: spans of every stage */
+    double wait;                  /* shard_loader_set_wait: the longest next waits, 0: no limit */
     char *trace_path;
 };
 

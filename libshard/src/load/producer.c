@@ -15,6 +15,7 @@
 #include "load/decodepool.h"
 #include "load/loaderdef.h"
 #include "load/producer.h"
+#include "read/reader.h"
 #include "shard/loader.h"
 #include "tar/item.h"
 
@@ -147,13 +148,17 @@ static void *producer_main(void *arg)
 }
 
 /* Receives one slot from ready_q (waiting for it), parked for its turn. */
-void shard_loader_receive(ShardLoader *l)
+int shard_loader_receive_for(ShardLoader *l, double seconds)
 {
     ShardSlot *sl;
-    shard_queue_take(&l->ready_q, &sl);
+    if (shard_queue_take_for(&l->ready_q, &sl, seconds) == SHARD_AGAIN)
+        return SHARD_AGAIN;
     atomic_fetch_sub(&l->inflight, 1);
     l->parked[l->nparked++] = sl;
+    return 0;
 }
+
+void shard_loader_receive(ShardLoader *l) { shard_loader_receive_for(l, 0); }
 
 /* Stops the producer and takes back every slot it filled: afterwards every slot is either
  * free (in free_q) or held by the caller, and no thread writes one. */
@@ -167,6 +172,8 @@ void shard_loader_stop_producer(ShardLoader *l)
     shard_pool_drop(l->pool, 1);
     ShardSlot *wake = NULL;
     shard_queue_put(&l->free_q, &wake, 0); /* room for it: nslots + 1 */
+    /* a producer waiting on the reader (a slow command or server, a backoff) stops too */
+    shard_reader_interrupt(l->reader);
     pthread_join(l->producer, NULL);
     l->producer_running = 0;
     atomic_store(&l->ahead, 0);

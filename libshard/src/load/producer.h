@@ -21,5 +21,8 @@ SHARD_HIDDEN int shard_loader_start_producer(ShardLoader *l);
 SHARD_HIDDEN void shard_loader_stop_producer(ShardLoader *l);
 /* Receives one slot from the ready queue (waiting for it), parked for its turn. */
 SHARD_HIDDEN void shard_loader_receive(ShardLoader *l);
+/* As shard_loader_receive, waiting at most seconds (<= 0: as long as it takes): 0, or
+ * SHARD_AGAIN when no batch came in that time. */
+SHARD_HIDDEN int shard_loader_receive_for(ShardLoader *l, double seconds);
 
 #endif /* SHARD_LOAD_PRODUCER_H */

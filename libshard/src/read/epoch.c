@@ -85,6 +85,7 @@ int shard_reader_plan(ShardReader *r, uint64_t e)
     r->nsegs = 0;
     r->epoch = e;
     r->position = 0;
+    r->pending_src = -1;
     memset(r->rr, 0, (r->mixing ? r->mix.n : 1) * sizeof *r->rr);
     ShardRng rng;
     shard_rng_init(&rng, r->s.seed, SHARD_RNG_BUFFER, e, shard_reader_consumer(r), 0);
@@ -171,8 +172,13 @@ static ShardItem *pull_from(ShardReader *r, size_t src, int *rc)
 {
     ReaderStream *st;
     while ((st = shard_reader_turn(r, src))) {
-        ShardItem *it = shard_fetch_take(r->fetch, (size_t)(st - r->streams));
-        if (!it) { /* only while stopping, which this thread does: never here */
+        ShardItem *it;
+        int got = shard_fetch_take_for(r->fetch, (size_t)(st - r->streams), r->wait, &it);
+        if (got == SHARD_AGAIN) { /* nothing changed: the caller takes the step again */
+            *rc = SHARD_AGAIN;
+            return NULL;
+        }
+        if (got) { /* only while stopping, which this thread does: never here */
             *rc = shard_fail(r->err, SHARD_ERR_STATE, "reader: the fetch stage stopped");
             return NULL;
         }
@@ -207,8 +213,12 @@ static ShardItem *pull(void *cookie, int *rc)
             return NULL;
     }
     int src;
-    while ((src = shard_reader_source(r)) >= 0) {
+    /* a source drawn for a pull that had to wait is the next pull's */
+    while ((src = r->pending_src >= 0 ? r->pending_src : shard_reader_source(r)) >= 0) {
+        r->pending_src = -1;
         ShardItem *it = pull_from(r, (size_t)src, rc);
+        if (*rc == SHARD_AGAIN)
+            r->pending_src = src;
         /* A mixed source that ended early (skipped after an error) gives up its place. */
         if (it || *rc || !r->mixing)
             return it;
@@ -234,6 +244,8 @@ int shard_reader_take(ShardReader *r, ShardItem **out)
         return r->failed;
     int rc;
     ShardItem *it = shard_reader_step(r, pull, &rc);
+    if (rc == SHARD_AGAIN)
+        return rc; /* shard_reader_set_wait's wait passed: nothing taken */
     if (rc) {
         r->failed = rc;
         return rc;

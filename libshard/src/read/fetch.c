@@ -117,6 +117,8 @@ static void put_last(Stream *st, const char *msg)
 static int failed(Stream *st, const char *msg, uint64_t lost)
 {
     ShardFetch *f = st->f;
+    if (atomic_load(&f->stop))
+        return -1; /* a read the stop cut short: no error of the data's */
     if (!f->s.skip_errors) {
         put_last(st, msg);
         return -1;
@@ -297,7 +299,10 @@ static void *fetch_main(void *arg)
     pthread_mutex_lock(&f->alive_lock);
     st->started = shard_seconds();
     pthread_mutex_unlock(&f->alive_lock);
-    st->io = shard_source_thread_new(); /* out of memory: the network thread carries them */
+    ShardSourceThread *io = shard_source_thread_new(); /* out of memory: the network thread */
+    pthread_mutex_lock(&f->alive_lock); /* shard_fetch_stop aborts it */
+    st->io = io;
+    pthread_mutex_unlock(&f->alive_lock);
     ShardSegment seg;
     uint64_t skip = st->skip;
     ShardFile *ahead = NULL;
@@ -315,7 +320,9 @@ static void *fetch_main(void *arg)
         skip = 0;
     }
     shard_file_free(&ahead);
+    pthread_mutex_lock(&f->alive_lock);
     shard_source_thread_free(&st->io);
+    pthread_mutex_unlock(&f->alive_lock);
     if (!ended && !atomic_load(&f->stop))
         put_last(st, NULL);
     pthread_mutex_lock(&f->alive_lock);
@@ -390,11 +397,22 @@ int shard_fetch_start(ShardFetch *f, size_t k, size_t first, uint64_t skip)
     return 0;
 }
 
-void shard_fetch_stop(ShardFetch *f)
+void shard_fetch_interrupt(ShardFetch *f)
 {
     atomic_store(&f->stop, 1);
+    /* threads waiting on the network, a backoff or a command's output stop waiting */
+    pthread_mutex_lock(&f->alive_lock);
+    for (size_t k = 0; k < f->nqueues; k++)
+        if (f->streams[k].io)
+            shard_source_thread_abort(f->streams[k].io);
+    pthread_mutex_unlock(&f->alive_lock);
     for (size_t k = 0; k < f->nqueues; k++)
         shard_queue_close(&f->streams[k].q);
+}
+
+void shard_fetch_stop(ShardFetch *f)
+{
+    shard_fetch_interrupt(f);
     for (size_t k = 0; k < f->nqueues; k++) {
         Stream *st = &f->streams[k];
         if (st->running)
@@ -412,12 +430,10 @@ void shard_fetch_stop(ShardFetch *f)
 
 void shard_fetch_set_trace(ShardFetch *f, struct ShardTrace *trace) { f->trace = trace; }
 
-ShardItem *shard_fetch_take(ShardFetch *f, size_t k)
+int shard_fetch_take_for(ShardFetch *f, size_t k, double seconds, ShardItem **out)
 {
-    ShardItem *it = NULL;
-    if (shard_queue_take(&f->streams[k].q, &it))
-        return NULL; /* closed: only while stopping, which the consumer itself does */
-    return it;
+    *out = NULL;
+    return shard_queue_take_for(&f->streams[k].q, out, seconds);
 }
 
 void shard_fetch_counters(ShardFetch *f, ShardFetchCounters *c)

@@ -54,10 +54,14 @@ SHARD_HIDDEN int shard_fetch_new(ShardFetch **out, const ShardFetchSettings *s);
 SHARD_HIDDEN int shard_fetch_start(ShardFetch *f, size_t k, size_t first, uint64_t skip);
 /* Stops every thread and drops the items still queued; streams can start again after. */
 SHARD_HIDDEN void shard_fetch_stop(ShardFetch *f);
-/* The next item of stream k, waiting for it: a sample, or the stream's END or ERROR marker
- * (after which the stream has stopped). Owned by the caller. NULL only while the stage is
- * stopping, which the consumer itself does. */
-SHARD_HIDDEN ShardItem *shard_fetch_take(ShardFetch *f, size_t k);
+/* From any thread: the first half of a stop, so that a consumer blocked in a take wakes
+ * (SHARD_EOS) and gives up the epoch; the consumer's own shard_fetch_stop finishes it. */
+SHARD_HIDDEN void shard_fetch_interrupt(ShardFetch *f);
+/* The next item of stream k, waiting at most seconds for it (<= 0: as long as it takes):
+ * 0 with *out, a sample or the stream's END or ERROR marker (after which the stream has
+ * stopped), owned by the caller; SHARD_AGAIN when nothing came in that time; SHARD_EOS only
+ * while the stage is stopping, which the consumer itself does. */
+SHARD_HIDDEN int shard_fetch_take_for(ShardFetch *f, size_t k, double seconds, ShardItem **out);
 SHARD_HIDDEN void shard_fetch_counters(ShardFetch *f, ShardFetchCounters *c);
 /* Error i kept in skip mode (at most 16), oldest first; NULL past the last. */
 SHARD_HIDDEN const char *shard_fetch_kept_error(ShardFetch *f, size_t i);

@@ -266,6 +266,8 @@ int shard_reader_restore(ShardReader *r, const char *state)
 
 uint64_t shard_reader_seed(const ShardReader *r) { return r->s.seed; }
 
+void shard_reader_set_wait(ShardReader *r, double seconds) { r->wait = seconds > 0 ? seconds : 0; }
+
 uint32_t shard_reader_source_of(const ShardReader *r, size_t shard)
 {
     for (size_t i = 0; r->mixing && i < r->mix.n; i++)
@@ -275,6 +277,8 @@ uint32_t shard_reader_source_of(const ShardReader *r, size_t shard)
 }
 
 int64_t shard_reader_epoch_length(const ShardReader *r) { return r->epoch_length; }
+
+void shard_reader_interrupt(ShardReader *r) { shard_fetch_interrupt(r->fetch); }
 
 void shard_reader_set_trace(ShardReader *r, struct ShardTrace *trace)
 {

@@ -16,6 +16,9 @@
 SHARD_HIDDEN void shard_reader_fetch_counters(const ShardReader *r, ShardFetchCounters *c);
 SHARD_HIDDEN void shard_reader_list_time(const ShardReader *r, double *start, double *seconds);
 SHARD_HIDDEN void shard_reader_set_trace(ShardReader *r, struct ShardTrace *trace);
+/* From another thread: a take blocked on the fetch stage (a slow command, a server, a
+ * backoff) returns now, failing; the epoch is given up (set_epoch or restore next). */
+SHARD_HIDDEN void shard_reader_interrupt(ShardReader *r);
 /* The mix source shard (an index into the shard list) belongs to; 0 without a mix. */
 SHARD_HIDDEN uint32_t shard_reader_source_of(const ShardReader *r, size_t shard);
 

@@ -57,7 +57,7 @@ ShardItem *shard_shuffle_step(ShardShuffle *sh, ShardPullFn pull, void *cookie, 
         if (sh->src_done)
             return NULL;
         ShardItem *it = pull(cookie, rc);
-        if (!it)
+        if (!it && *rc != SHARD_AGAIN)
             sh->src_done = 1;
         return it;
     }
@@ -69,11 +69,15 @@ ShardItem *shard_shuffle_step(ShardShuffle *sh, ShardPullFn pull, void *cookie, 
         return NULL;
     if (!sh->n)
         return NULL;
+    /* the pull comes before the draw, which it does not touch: a pull that must wait
+     * (SHARD_AGAIN) leaves the step undone, to be taken again */
+    ShardItem *next = NULL;
+    int pulled = !sh->src_done;
+    if (pulled && !(next = pull(cookie, rc)) && *rc == SHARD_AGAIN)
+        return NULL;
     size_t k = (size_t)shard_rng_below(&sh->rng, sh->n);
     ShardItem *out = sh->buf[k];
-    ShardItem *next = NULL;
-    if (!sh->src_done) {
-        next = pull(cookie, rc);
+    if (pulled) {
         if (*rc) {
             shard_item_release(out);
             sh->buf[k] = sh->buf[--sh->n];

@@ -3,6 +3,7 @@
  * their reads, so that a shard's bytes come off the socket on the core that parses them.
  */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "base/clock.h"
@@ -14,6 +15,7 @@
 
 struct ShardNetLane {
     atomic_int refs;
+    atomic_int aborted; /* shard_lane_abort: its transfers end, "stopped" */
     CURLM *multi;
 };
 
@@ -88,6 +90,32 @@ static void lane_wait(ShardXfer *x)
     lane_pump(x->lane);
 }
 
+void shard_lane_abort(ShardNetLane *l)
+{
+    atomic_store(&l->aborted, 1);
+    curl_multi_wakeup(l->multi);
+}
+
+int shard_lane_aborted(const ShardNetLane *l)
+{
+    return l && atomic_load(&((ShardNetLane *)l)->aborted);
+}
+
+/* Ends x as stopped when its lane was aborted: 1 then, else 0. */
+static int stopped(ShardXfer *x)
+{
+    if (!atomic_load(&x->lane->aborted))
+        return 0;
+    pthread_mutex_lock(&x->mu);
+    if (!x->done) {
+        x->done = 1;
+        x->result = CURLE_ABORTED_BY_CALLBACK;
+        snprintf(x->errbuf, sizeof x->errbuf, "stopped (the reader is closing)");
+    }
+    pthread_mutex_unlock(&x->mu);
+    return 1;
+}
+
 int shard_lane_add(ShardXfer *x, ShardNetLane *lane, char *err)
 {
     if (curl_multi_add_handle(lane->multi, x->easy) != CURLM_OK)
@@ -101,7 +129,7 @@ int shard_lane_add(ShardXfer *x, ShardNetLane *lane, char *err)
 int shard_lane_head(ShardXfer *x)
 {
     lane_pump(x->lane);
-    while (!x->head_done && !x->done)
+    while (!x->head_done && !x->done && !stopped(x))
         lane_wait(x);
     return x->head_done;
 }
@@ -111,7 +139,7 @@ ssize_t shard_lane_read(ShardXfer *x, const void **block)
 {
     if (!x->wlen && !x->done) /* not before: what came in meanwhile would not fit */
         lane_pump(x->lane);
-    while (!x->wlen && !x->done)
+    while (!x->wlen && !x->done && !stopped(x))
         lane_wait(x);
     size_t n = x->wlen;
     int w = !x->rside;

@@ -17,6 +17,12 @@ SHARD_HIDDEN ShardNetLane *shard_lane_ref(ShardNetLane *l);
 /* Drops a reference (each transfer on the lane holds one). Accepts NULL. */
 SHARD_HIDDEN void shard_lane_put(ShardNetLane *l);
 
+/* From any thread: the lane's transfers end now, as failed ("stopped"), and so do those
+ * started on it after; its reader's waits (a retry's backoff too) end at once. */
+SHARD_HIDDEN void shard_lane_abort(ShardNetLane *l);
+/* Whether l (NULL: none) was aborted. */
+SHARD_HIDDEN int shard_lane_aborted(const ShardNetLane *l);
+
 /* The next transfer of multi handle m (a lane's, or the network thread's) that ended, its
  * result in *cc, taken off m; NULL when none. */
 SHARD_HIDDEN ShardXfer *shard_multi_finished(CURLM *m, CURLcode *cc);

@@ -12,6 +12,7 @@
 #include "base/clock.h"
 #include "base/error.h"
 #include "base/url.h"
+#include "remote/lane.h"
 #include "remote/remotedef.h"
 #include "remote/request.h"
 #include "remote/retry.h"
@@ -57,6 +58,12 @@ int shard_retry_limit(const ShardRemote *r, CURLcode cc)
 void shard_backoff(ShardRemote *r, int attempt, int limit, double retry_after,
                    const char *url, const char *why)
 {
+    shard_backoff_on(r, NULL, attempt, limit, retry_after, url, why);
+}
+
+void shard_backoff_on(ShardRemote *r, const ShardNetLane *lane, int attempt, int limit,
+                      double retry_after, const char *url, const char *why)
+{
     double d = r->s.backoff * ldexp(1.0, attempt > 30 ? 30 : attempt);
     if (d > r->s.backoff_max)
         d = r->s.backoff_max;
@@ -76,9 +83,13 @@ void shard_backoff(ShardRemote *r, int attempt, int limit, double retry_after,
                  attempt + 1, limit, d);
         r->s.on_retry(r->s.on_retry_cookie, line);
     }
-    struct timespec ts = {(time_t)d, (long)((d - floor(d)) * 1e9)};
-    while (nanosleep(&ts, &ts) != 0)
-        ;
+    /* in slices, so that a reader closing meanwhile need not wait the backoff out */
+    double end = shard_seconds() + d;
+    for (double left = d; left > 0 && !shard_lane_aborted(lane); left = end - shard_seconds()) {
+        double step = left < 0.02 ? left : 0.02;
+        struct timespec ts = {(time_t)step, (long)((step - floor(step)) * 1e9)};
+        nanosleep(&ts, NULL);
+    }
 }
 
 int shard_request_whole(ShardRemote *r, const char *shown, ShardBuildFn build, void *cookie,

@@ -30,6 +30,11 @@ SHARD_HIDDEN int shard_retry_limit(const ShardRemote *r, CURLcode cc);
  * settings' on_retry: url (shown without credentials), why it failed, the retry, the wait. */
 SHARD_HIDDEN void shard_backoff(ShardRemote *r, int attempt, int limit, double retry_after,
                                 const char *url, const char *why);
+/* As shard_backoff for a transfer on lane (NULL: none): the wait ends early when the lane
+ * is aborted (a reader closing). */
+SHARD_HIDDEN void shard_backoff_on(ShardRemote *r, const ShardNetLane *lane, int attempt,
+                                   int limit, double retry_after, const char *url,
+                                   const char *why);
 
 /* Builds the request to send (called again for each retry). 0, or an error with err. */
 typedef int (*ShardBuildFn)(void *cookie, ShardRequest *q, char *err);

@@ -1,6 +1,8 @@
 /*
  * The URL switch (open.h): the one place that turns a URL into the source that reads it.
  */
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +22,9 @@
 /* What the sources one thread reads share: for remote ones, the network lane that thread
  * drives (made when the first needs it). */
 struct ShardSourceThread {
-    ShardNetLane *lane;
+    _Atomic(ShardNetLane *) lane; /* read by shard_source_thread_abort, from another thread */
+    atomic_int aborted;
+    atomic_int child; /* the process group of the pipe: command being read, 0: none */
 };
 
 ShardSourceThread *shard_source_thread_new(void)
@@ -32,18 +36,44 @@ void shard_source_thread_free(ShardSourceThread **pt)
 {
     if (!pt || !*pt)
         return;
-    shard_lane_put((*pt)->lane); /* its transfers went with their sources */
+    shard_lane_put(atomic_load(&(*pt)->lane)); /* its transfers went with their sources */
     free(*pt);
     *pt = NULL;
+}
+
+void shard_source_thread_abort(ShardSourceThread *t)
+{
+    atomic_store(&t->aborted, 1);
+    ShardNetLane *lane = atomic_load(&t->lane);
+    if (lane)
+        shard_lane_abort(lane);
+    int child = atomic_load(&t->child);
+    if (child > 0)
+        kill(-child, SIGTERM); /* its output ends: the read blocked on it returns */
+}
+
+int shard_source_thread_child(ShardSourceThread *t, int group)
+{
+    if (!t)
+        return 0;
+    if (group > 0) {
+        atomic_store(&t->child, group);
+        return atomic_load(&t->aborted);
+    }
+    atomic_store(&t->child, 0);
+    return 0;
 }
 
 /* The lane of the thread's remote sources; NULL (the network thread) without a thread, or
  * out of memory. */
 static ShardNetLane *thread_lane(ShardSourceThread *t)
 {
-    if (t && !t->lane)
-        t->lane = shard_lane_new();
-    return t ? t->lane : NULL;
+    if (t && !atomic_load(&t->lane)) {
+        atomic_store(&t->lane, shard_lane_new());
+        if (atomic_load(&t->aborted) && atomic_load(&t->lane)) /* stopped meanwhile */
+            shard_lane_abort(atomic_load(&t->lane));
+    }
+    return t ? atomic_load(&t->lane) : NULL;
 }
 
 int shard_source_open_on(ShardSource **out, const char *url, ShardRemote *remote, int flags,
@@ -54,7 +84,7 @@ int shard_source_open_on(ShardSource **out, const char *url, ShardRemote *remote
         return shard_source_remote(out, url, remote, flags, thread_lane(thread), err);
     int rc;
     if (shard_url_is_command(url))
-        rc = shard_source_pipe(out, url, url + 5, err);
+        rc = shard_source_pipe(out, url, url + 5, thread, err);
     else if (shard_url_file_path(url))
         rc = shard_source_file(out, shard_url_file_path(url), flags, err);
     else if (shard_url_has_scheme(url))

@@ -36,6 +36,14 @@ typedef struct ShardSourceThread ShardSourceThread;
 SHARD_HIDDEN ShardSourceThread *shard_source_thread_new(void);
 SHARD_HIDDEN void shard_source_thread_free(ShardSourceThread **t);
 
+/* From any thread: the reads of t's sources end soon, as errors ("stopped"): a remote
+ * transfer or its backoff at once, a pipe: command's output as its process group is sent
+ * SIGTERM. For a reader that closes while its threads wait on the network or a command. */
+SHARD_HIDDEN void shard_source_thread_abort(ShardSourceThread *t);
+/* For pipe.c: the process group of the command a source of t (NULL: none) reads now, or 0
+ * once it ended; whether t was aborted already (the caller then ends the command). */
+SHARD_HIDDEN int shard_source_thread_child(ShardSourceThread *t, int group);
+
 /* shard_source_open for a source the thread t reads (NULL: any thread). */
 SHARD_HIDDEN int shard_source_open_on(ShardSource **out, const char *url, ShardRemote *remote,
                                       int flags, ShardSourceThread *t, char *err);

@@ -22,8 +22,9 @@ extern char **environ;
 
 typedef struct PipeSource {
     int fd;
-    pid_t pid; /* 0 once reaped */
+    pid_t pid; /* 0 once reaped; the leader of the command's process group */
     unsigned char *buf;
+    ShardSourceThread *thread; /* told of the command while it runs, or NULL */
 } PipeSource;
 
 static ssize_t pipe_read(ShardSource *s, const void **block)
@@ -56,6 +57,7 @@ static int pipe_finish(ShardSource *s)
     while (waitpid(p->pid, &status, 0) < 0 && errno == EINTR)
         ;
     p->pid = 0;
+    shard_source_thread_child(p->thread, 0);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
         return shard_fail(s->err, SHARD_ERR_IO, "%s: the command failed (status %d)", s->url,
                           WIFEXITED(status) ? WEXITSTATUS(status) : -1);
@@ -69,8 +71,9 @@ static void pipe_close(ShardSource *s)
         return;
     if (p->fd >= 0)
         close(p->fd);
-    if (p->pid > 0) {
-        kill(p->pid, SIGTERM);
+    if (p->pid > 0) { /* closed early: the whole group, the shell's children too */
+        shard_source_thread_child(p->thread, 0);
+        kill(-p->pid, SIGTERM);
         waitpid(p->pid, NULL, 0);
     }
     free(p->buf);
@@ -84,7 +87,8 @@ static const ShardSourceOps pipe_ops = {
     .close = pipe_close,
 };
 
-int shard_source_pipe(ShardSource **out, const char *url, const char *cmd, char *err)
+int shard_source_pipe(ShardSource **out, const char *url, const char *cmd,
+                      ShardSourceThread *t, char *err)
 {
     *out = NULL;
     ShardSource *s = shard_source_new(&pipe_ops, url);
@@ -108,8 +112,13 @@ int shard_source_pipe(ShardSource **out, const char *url, const char *cmd, char 
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+    posix_spawnattr_t at; /* a group of its own: stopped whole, never half */
+    posix_spawnattr_init(&at);
+    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP);
+    posix_spawnattr_setpgroup(&at, 0);
     char *argv[] = {"sh", "-c", (char *)cmd, NULL};
-    int rc = posix_spawn(&p->pid, "/bin/sh", &fa, NULL, argv, environ);
+    int rc = posix_spawn(&p->pid, "/bin/sh", &fa, &at, argv, environ);
+    posix_spawnattr_destroy(&at);
     posix_spawn_file_actions_destroy(&fa);
     close(fds[1]);
     if (rc) {
@@ -120,6 +129,9 @@ int shard_source_pipe(ShardSource **out, const char *url, const char *cmd, char 
                           strerror(rc));
     }
     p->fd = fds[0];
+    p->thread = t;
+    if (shard_source_thread_child(t, p->pid)) /* its reader was stopped meanwhile */
+        kill(-p->pid, SIGTERM);
     *out = s;
     return 0;
 }

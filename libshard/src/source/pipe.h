@@ -5,10 +5,13 @@
 #define SHARD_SOURCE_PIPE_H
 
 #include "base/attr.h"
+#include "source/open.h"
 #include "source/source.h"
 
-/* Starts cmd with /bin/sh; url names the source in messages. */
+/* Starts cmd with /bin/sh, in a process group of its own (ended whole when the source
+ * closes early, or when thread t, NULL: none, is aborted); url names the source in
+ * messages. */
 SHARD_HIDDEN int shard_source_pipe(ShardSource **out, const char *url, const char *cmd,
-                                   char *err);
+                                   ShardSourceThread *t, char *err);
 
 #endif /* SHARD_SOURCE_PIPE_H */

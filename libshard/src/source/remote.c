@@ -149,7 +149,7 @@ static int start_xfer(ShardSource *s, Remote *m, uint64_t off, uint64_t to, int 
         int limit = rs ? m->r->s.retries : shard_retry_limit(m->r, cc);
         shard_xfer_free(out);
         shard_stat_add(&m->r->st.retries, 1);
-        shard_backoff(m->r, m->attempt++, limit, after, s->url, reason);
+        shard_backoff_on(m->r, m->lane, m->attempt++, limit, after, s->url, reason);
     }
 }
 
@@ -177,7 +177,7 @@ static int resume_xfer(ShardSource *s, Remote *m, ShardXfer **x, uint64_t off)
     shard_stat_add(&m->r->st.retries, 1);
     if (off)
         shard_stat_add(&m->r->st.resumes, 1);
-    shard_backoff(m->r, m->attempt++, limit, 0, s->url, reason);
+    shard_backoff_on(m->r, m->lane, m->attempt++, limit, 0, s->url, reason);
     return 0;
 }
 

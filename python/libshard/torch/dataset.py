@@ -200,6 +200,16 @@ class ShardDataset(torch.utils.data.IterableDataset):
         return self._iterate(tagged=False)
 
     def _iterate(self, tagged):
+        """_iterate_open, letting go of the reader when Ctrl-C stops the iteration: its
+        threads stop and the commands of pipe: shards end now, not at the process's exit
+        (a DataLoader worker leaves with os._exit, which frees nothing)."""
+        try:
+            yield from self._iterate_open(tagged)
+        except KeyboardInterrupt:
+            self._source = self._source_pid = self._upload = None
+            raise
+
+    def _iterate_open(self, tagged):
         """The epoch's batches (or samples); tagged (for ShardLoader): each as (item,
         (logical worker, state after it, skipped so far, worker's stats or None))."""
         if split.in_worker():
