@@ -5,7 +5,9 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <pthread.h>
 #include <string.h>
+#include <time.h>
 
 #include "_common.h"
 
@@ -175,6 +177,53 @@ PyObject *shard_py_remote_stats(ShardRemote *rm)
                          "cache_hits", (unsigned long long)st.cache_hits, "cache_misses",
                          (unsigned long long)st.cache_misses, "cache_bytes",
                          (unsigned long long)st.cache_bytes);
+}
+
+typedef struct {
+    int (*fn)(void *arg);
+    void *arg;
+    int rc;
+} Blocking;
+
+static void *blocking_main(void *p)
+{
+    Blocking *b = p;
+    b->rc = b->fn(b->arg);
+    return NULL;
+}
+
+int shard_py_blocking(int (*fn)(void *arg), void *arg, ShardRemote *rm, int *rc)
+{
+    Blocking b = {fn, arg, 0};
+    pthread_t t;
+    int started, interrupted = 0;
+    Py_BEGIN_ALLOW_THREADS
+    started = pthread_create(&t, NULL, blocking_main, &b) == 0;
+    if (!started) /* no thread to spare: run it here, uninterruptible */
+        b.rc = fn(arg);
+    Py_END_ALLOW_THREADS
+    while (started) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += (long)(SHARD_PY_WAIT_SLICE * 1e9);
+        if (until.tv_nsec >= 1000000000) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000;
+        }
+        int joined;
+        Py_BEGIN_ALLOW_THREADS
+        joined = pthread_timedjoin_np(t, NULL, &until) == 0;
+        Py_END_ALLOW_THREADS
+        if (joined)
+            break;
+        if (!interrupted && PyErr_CheckSignals()) {
+            interrupted = 1; /* the exception stays set while fn winds down */
+            if (rm)
+                shard_remote_abort(rm);
+        }
+    }
+    *rc = b.rc;
+    return interrupted ? -1 : 0;
 }
 
 /* ShardRemoteSettings.on_retry: the line on the "libshard" logger at WARNING, from the

@@ -15,6 +15,13 @@
  * and waits again: a KeyboardInterrupt comes within it. */
 #define SHARD_PY_WAIT_SLICE 0.05
 
+/* Runs fn(arg) (an open, a listing: what may wait long on the network) on a thread of its
+ * own while this one, the caller's with the GIL, waits in slices checking for signals. On
+ * Ctrl-C it aborts rm (NULL: none; what fn waits on) and waits for fn to end, soon then.
+ * fn's result goes to *rc. @return 0; -1 with KeyboardInterrupt (or the signal handler's
+ * exception) set, when interrupted: then the caller frees what fn made. */
+int shard_py_blocking(int (*fn)(void *arg), void *arg, ShardRemote *rm, int *rc);
+
 /* Creates ShardError and adds it to the module m; 0 or -1. */
 int shard_py_common_ready(PyObject *m);
 

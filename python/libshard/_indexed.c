@@ -41,6 +41,20 @@ static PyObject *entries_list(const ShardList *list)
 static const char *const list_params[] = {"specs", "make_indexes", "index_cache", NULL};
 static const ShardPySignature list_signature = {"list_shards", list_params, 1, 1, 0};
 
+typedef struct {
+    const char *const *specs;
+    size_t n;
+    const ShardListSettings *ls;
+    ShardList *list;
+    ShardError err;
+} ListExpand;
+
+static int list_expand(void *arg)
+{
+    ListExpand *x = arg;
+    return shard_list_expand(&x->list, x->specs, x->n, x->ls, &x->err);
+}
+
 static PyObject *py_list_shards(PyObject *m, PyObject *args, PyObject *kw)
 {
     (void)m;
@@ -75,14 +89,11 @@ static PyObject *py_list_shards(PyObject *m, PyObject *args, PyObject *kw)
     ls.progress = 1;
     if (cache && !ls.index_cache)
         goto done;
-    ShardList *list = NULL;
-    ShardError err;
+    ListExpand x = {sp.urls, sp.n, &ls, NULL, {0}};
     int rc;
-    Py_BEGIN_ALLOW_THREADS
-    rc = shard_list_expand(&list, sp.urls, sp.n, &ls, &err);
-    Py_END_ALLOW_THREADS
-    out = rc ? shard_py_raise(rc, err.message) : entries_list(list);
-    shard_list_free(&list);
+    if (shard_py_blocking(list_expand, &x, rm, &rc) == 0)
+        out = rc ? shard_py_raise(rc, x.err.message) : entries_list(x.list);
+    shard_list_free(&x.list);
 done:
     shard_py_specs_free(&sp);
     Py_XDECREF(keep);

@@ -58,6 +58,18 @@ static PyObject *Loader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 static const char *const loader_params[] = {"urls", "gpu", NULL};
 static const ShardPySignature loader_signature = {"Loader", loader_params, 1, 1, 0};
 
+typedef struct {
+    const ShardLoaderSettings *s;
+    ShardLoader *l;
+    ShardError err;
+} LoaderOpen;
+
+static int loader_open_fn(void *arg)
+{
+    LoaderOpen *o = arg;
+    return shard_loader_open(&o->l, o->s, &o->err);
+}
+
 static int loader_open(LoaderObject *self, const ShardLoaderSettings *s, PyObject *gpu)
 {
     const ShardTransform *t = &s->transform;
@@ -68,17 +80,17 @@ static int loader_open(LoaderObject *self, const ShardLoaderSettings *s, PyObjec
     Py_XINCREF(gpu);
     Py_XSETREF(self->gpu, gpu);
     self->base.pid = getpid();
-    ShardLoader *l = NULL;
-    ShardError err;
+    LoaderOpen o = {s, NULL, {0}};
     int rc;
-    Py_BEGIN_ALLOW_THREADS
-    rc = shard_loader_open(&l, s, &err);
-    Py_END_ALLOW_THREADS
-    self->base.h = l;
+    if (shard_py_blocking(loader_open_fn, &o, self->base.rm, &rc)) {
+        shard_loader_free(&o.l); /* Ctrl-C while it listed the shards */
+        return -1;
+    }
+    self->base.h = o.l;
     if (rc)
-        shard_py_raise(rc, err.message);
+        shard_py_raise(rc, o.err.message);
     else
-        shard_loader_set_wait(l, SHARD_PY_WAIT_SLICE);
+        shard_loader_set_wait(o.l, SHARD_PY_WAIT_SLICE);
     return rc ? -1 : 0;
 }
 

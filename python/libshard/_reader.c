@@ -38,6 +38,18 @@ static PyObject *Reader_new(PyTypeObject *type, PyObject *args, PyObject *kw)
     return shard_py_stream_new(type, &reader_ops);
 }
 
+typedef struct {
+    const ShardReaderSettings *s;
+    ShardReader *r;
+    ShardError err;
+} ReaderOpen;
+
+static int reader_open(void *arg)
+{
+    ReaderOpen *o = arg;
+    return shard_reader_open(&o->r, o->s, &o->err);
+}
+
 static int Reader_init(ShardPyStream *self, PyObject *args, PyObject *kw)
 {
     ShardReaderSettings s;
@@ -49,17 +61,17 @@ static int Reader_init(ShardPyStream *self, PyObject *args, PyObject *kw)
     int rc = shard_py_stream_settings(&reader_signature, args, kw, &s, NULL, 0, &urls, &sp,
                                       &self->rm, &keep);
     if (!rc) {
-        ShardError err;
-        ShardReader *r = NULL;
+        ReaderOpen o = {&s, NULL, {0}};
         self->pid = getpid();
-        Py_BEGIN_ALLOW_THREADS
-        rc = shard_reader_open(&r, &s, &err);
-        Py_END_ALLOW_THREADS
-        self->h = r;
-        if (rc)
-            shard_py_raise(rc, err.message);
-        else
-            shard_reader_set_wait(r, SHARD_PY_WAIT_SLICE);
+        if (shard_py_blocking(reader_open, &o, self->rm, &rc)) {
+            shard_reader_free(&o.r); /* Ctrl-C while it listed the shards */
+            rc = -1;
+        } else if (rc) {
+            shard_py_raise(rc, o.err.message);
+        } else {
+            self->h = o.r;
+            shard_reader_set_wait(o.r, SHARD_PY_WAIT_SLICE);
+        }
     }
     shard_py_specs_free(&sp);
     Py_XDECREF(keep);

@@ -107,3 +107,13 @@ def test_ctrl_c_during_retries_against_a_closed_port(packed, tmp_path, workers):
     print(f"exit {took:.2f} s after SIGINT")
     assert took < BOUND, (took, out)
     assert "; retry 1 of 3" in out, out  # it was retrying when interrupted
+
+
+def test_ctrl_c_during_a_listing_that_retries(tmp_path):
+    """No manifest: the open reads each shard's .idx for its count, in this process, and
+    retries against the closed port (backoff up to 5, 10, 20 s)."""
+    urls = f"http://127.0.0.1:{closed_port()}/x-{{0..3}}.tar"
+    took, out = interrupt(tmp_path, urls, 0, {"backoff": 5.0, "retries": 10})
+    print(f"exit {took:.2f} s after SIGINT")
+    assert took < BOUND, (took, out)
+    assert "; retry 1 of 3" in out, out

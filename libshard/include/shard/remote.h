@@ -111,6 +111,11 @@ SHARD_API void shard_remote_stats(ShardRemote *r, ShardRemoteStats *out);
  *  alive until they close. Accepts NULL. */
 SHARD_API void shard_remote_free(ShardRemote **r);
 
+/** From any thread: every wait on r's requests (a transfer, a retry's backoff) ends now,
+ *  failing with "stopped", and so do the requests made after; for a caller that gives up
+ *  on an open, a listing or a count (Ctrl-C). For good: make a new ShardRemote to go on. */
+SHARD_API void shard_remote_abort(ShardRemote *r);
+
 /** @return whether this build reads remote URLs (built with libcurl) */
 SHARD_API int shard_remote_available(void);
 

@@ -104,7 +104,7 @@ int shard_lane_aborted(const ShardNetLane *l)
 /* Ends x as stopped when its lane was aborted: 1 then, else 0. */
 static int stopped(ShardXfer *x)
 {
-    if (!atomic_load(&x->lane->aborted))
+    if (!atomic_load(&x->lane->aborted) && !shard_remote_aborted(x->r))
         return 0;
     pthread_mutex_lock(&x->mu);
     if (!x->done) {

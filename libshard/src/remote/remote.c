@@ -116,6 +116,18 @@ void shard_remote_free(ShardRemote **r)
     *r = NULL;
 }
 
+void shard_remote_abort(ShardRemote *r)
+{
+    atomic_store(&r->aborted, 1);
+    if (r->multi)
+        curl_multi_wakeup(r->multi);
+}
+
+int shard_remote_aborted(const ShardRemote *r)
+{
+    return r && atomic_load(&((ShardRemote *)r)->aborted);
+}
+
 void shard_remote_stats(ShardRemote *r, ShardRemoteStats *o)
 {
     memset(o, 0, sizeof *o);

@@ -37,10 +37,14 @@ struct ShardRemote {
             wait_ns, cache_hits, cache_misses, cache_bytes;
     } st;
     atomic_uint_least64_t seq;  /* jitter */
+    atomic_int aborted;         /* shard_remote_abort: every wait ends, failing */
     pthread_mutex_t auth_mu;    /* credentials, made when first needed */
     ShardGcsAuth *gcs;
     ShardS3Auth *s3;
 };
+
+/* Whether shard_remote_abort was called on r (NULL: no). */
+SHARD_HIDDEN int shard_remote_aborted(const ShardRemote *r);
 
 /* A reference on r for a source or a transfer; shard_remote_put drops it. */
 static inline ShardRemote *shard_remote_ref(ShardRemote *r)

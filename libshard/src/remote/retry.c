@@ -85,7 +85,8 @@ void shard_backoff_on(ShardRemote *r, const ShardNetLane *lane, int attempt, int
     }
     /* in slices, so that a reader closing meanwhile need not wait the backoff out */
     double end = shard_seconds() + d;
-    for (double left = d; left > 0 && !shard_lane_aborted(lane); left = end - shard_seconds()) {
+    for (double left = d; left > 0 && !shard_lane_aborted(lane) && !shard_remote_aborted(r);
+         left = end - shard_seconds()) {
         double step = left < 0.02 ? left : 0.02;
         struct timespec ts = {(time_t)step, (long)((step - floor(step)) * 1e9)};
         nanosleep(&ts, NULL);

@@ -303,6 +303,25 @@ int shard_xfer_start(ShardRemote *r, ShardRequest *q, ShardXfer **out, char *err
     return shard_xfer_start_on(r, NULL, q, out, err);
 }
 
+/* Waits on x's condition (x->mu held) for at most a tenth of a second; 1, with x marked
+ * aborted, once its remote was aborted. */
+static int wait_or_abort(ShardXfer *x)
+{
+    if (shard_remote_aborted(x->r)) {
+        x->aborted = 1;
+        return 1;
+    }
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += 100000000;
+    if (ts.tv_nsec >= 1000000000) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000;
+    }
+    pthread_cond_timedwait(&x->cv, &x->mu, &ts);
+    return 0;
+}
+
 const ShardResponse *shard_xfer_head(ShardXfer *x)
 {
     ShardRemote *r = x->r;
@@ -310,8 +329,8 @@ const ShardResponse *shard_xfer_head(ShardXfer *x)
         return shard_lane_head(x) ? &x->resp : NULL;
     pthread_mutex_lock(&x->mu);
     uint64_t t0 = shard_nanoseconds();
-    while (!x->head_done && !x->done)
-        pthread_cond_wait(&x->cv, &x->mu);
+    while (!x->head_done && !x->done && !wait_or_abort(x))
+        ;
     int have = x->head_done;
     pthread_mutex_unlock(&x->mu);
     shard_stat_add(&r->st.wait_ns, shard_nanoseconds() - t0);
@@ -325,8 +344,12 @@ ssize_t shard_xfer_read(ShardXfer *x, const void **block)
         return shard_lane_read(x, block);
     pthread_mutex_lock(&x->mu);
     uint64_t t0 = shard_nanoseconds();
-    while (!x->wlen && !x->done && !x->paused)
-        pthread_cond_wait(&x->cv, &x->mu);
+    while (!x->wlen && !x->done && !x->paused && !wait_or_abort(x))
+        ;
+    if (x->aborted && !x->wlen) {
+        pthread_mutex_unlock(&x->mu);
+        return -1;
+    }
     size_t n = x->wlen;
     int w = !x->rside;
     x->wlen = 0;
@@ -354,10 +377,12 @@ ssize_t shard_xfer_read(ShardXfer *x, const void **block)
 CURLcode shard_xfer_error(ShardXfer *x, const char **why)
 {
     pthread_mutex_lock(&x->mu);
-    CURLcode cc = x->done ? x->result : CURLE_OK;
+    CURLcode cc = x->done ? x->result : x->aborted ? CURLE_ABORTED_BY_CALLBACK : CURLE_OK;
+    int aborted = x->aborted && !x->done;
     pthread_mutex_unlock(&x->mu);
     if (why)
-        *why = cc == CURLE_OK ? "" : x->errbuf[0] ? x->errbuf : curl_easy_strerror(cc);
+        *why = aborted ? "stopped (the caller gave up)"
+               : cc == CURLE_OK ? "" : x->errbuf[0] ? x->errbuf : curl_easy_strerror(cc);
     return cc;
 }
 

@@ -33,6 +33,7 @@ struct ShardXfer {
     size_t wlen;   /* bytes in buf[!rside], the one being filled */
     int rside;     /* the buffer the reader holds */
     int paused, want_unpause, cancel, removed, head_done, done;
+    int aborted;   /* its reader stopped waiting: shard_remote_abort */
     int fresh;     /* bytes came since the reader was last woken */
     CURLcode result;
     ShardResponse resp;
