@@ -252,8 +252,13 @@ static void print_summary(ShardpackRun *run, const char *manifest, size_t nwritt
         }
         fputc(')', stderr);
     }
-    if (ignored)
-        fprintf(stderr, "; ignored %llu files without an image extension", (unsigned long long)ignored);
+    if (ignored) {
+        fprintf(stderr, "; ignored %llu file%s without an image extension (", (unsigned long long)ignored,
+                ignored == 1 ? "" : "s");
+        for (size_t i = 0; i < run->nignored_names; i++)
+            fprintf(stderr, "%s%s", i ? ", " : "", run->ignored_names[i]);
+        fprintf(stderr, "%s)", ignored > run->nignored_names ? ", ..." : "");
+    }
     fprintf(stderr, "; manifest %s\n", manifest);
 }
 
@@ -300,6 +305,8 @@ static int pack(const ShardpackCli *o)
     for (size_t j = 0; j < shard_pack_plan_shards(plan); j++)
         free((char *)run.infos[j].url);
     free(run.infos);
+    for (size_t i = 0; i < run.nignored_names; i++)
+        free(run.ignored_names[i]);
     shard_pack_plan_free(&plan);
     free(manifest);
     return status;

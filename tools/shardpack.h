@@ -79,6 +79,8 @@ typedef struct ShardpackRun {
     atomic_int failed;
     atomic_ullong samples_done, bytes_done;
     atomic_ullong skipped[NSKIP];
+    char *ignored_names[3]; /* the first files a folder scan left out, for the summary */
+    size_t nignored_names;
     atomic_ullong undecoded[NUNDECODED]; /* packed all the same (no --on-error skip) */
     pthread_mutex_t lock; /* error message, stderr */
     char error[2048];

@@ -77,10 +77,22 @@ int shardpack_scan_bad(void *cookie, const char *path, ShardPackBad reason, cons
     ShardpackRun *run = cookie;
     char buf[4096];
     cli_escape_path(path, buf, sizeof buf);
+    if (reason == SHARD_PACK_IGNORED) { /* named in the summary, the first few */
+        if (run->nignored_names < sizeof run->ignored_names / sizeof *run->ignored_names)
+            run->ignored_names[run->nignored_names++] = strdup(buf);
+        return 1;
+    }
     if (run->o->on_error == ON_ERROR_FAIL) {
-        fprintf(stderr, "shardpack: %s: %s\n", buf, what);
+        fprintf(stderr, "shardpack: %s: %s%s\n", buf, what,
+                reason == SHARD_PACK_EMPTY_CLASS
+                    ? " (remove it; --on-error skip keeps it as a class with no samples)"
+                    : "");
         run->scan_named++;
         return 0;
+    }
+    if (reason == SHARD_PACK_EMPTY_CLASS) {
+        fprintf(stderr, "shardpack: keeping %s as a class with no samples: %s\n", buf, what);
+        return 1;
     }
     if (!run->o->quiet)
         fprintf(stderr, "shardpack: skipping %s: %s\n", buf, what);

@@ -9,10 +9,10 @@
     with libshard.ShardWriter("out/train-%06d.tar", maxcount=10000) as sink:
         sink.write({"__key__": "x0", "jpg": jpeg_bytes, "cls": 3})
 """
-from ._libshard import (Batch, Loader, Reader, ShardError, crop_box, decode, decode_rgb, resize_rgb,
-                        version)
+from ._libshard import (Batch, Loader, Reader, ShardError, ShardNotFoundError, crop_box, decode,
+                        decode_rgb, resize_rgb, version)
 from .writer import ShardWriter, TarWriter
 
-__all__ = ["Reader", "Loader", "Batch", "ShardError", "ShardWriter", "TarWriter", "crop_box", "decode",
-           "decode_rgb", "resize_rgb", "version"]
+__all__ = ["Reader", "Loader", "Batch", "ShardError", "ShardNotFoundError", "ShardWriter",
+           "TarWriter", "crop_box", "decode", "decode_rgb", "resize_rgb", "version"]
 __version__ = version

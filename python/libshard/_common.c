@@ -6,6 +6,7 @@
 #include <Python.h>
 
 #include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -13,28 +14,84 @@
 
 /* The exception type, made once when the module is first imported (the module is
  * single-phase: its types are static, and so is this). */
-static PyObject *ShardErrorType;
+static PyObject *ShardErrorType, *NotFoundType;
 
 int shard_py_common_ready(PyObject *m)
 {
     if (!ShardErrorType &&
         !(ShardErrorType = PyErr_NewException("libshard.ShardError", PyExc_RuntimeError, NULL)))
         return -1;
+    if (!NotFoundType) { /* a missing shard or manifest: caught as either */
+        PyObject *bases = PyTuple_Pack(2, ShardErrorType, PyExc_FileNotFoundError);
+        NotFoundType = bases ? PyErr_NewException("libshard.ShardNotFoundError", bases, NULL)
+                             : NULL;
+        Py_XDECREF(bases);
+        if (!NotFoundType)
+            return -1;
+    }
     Py_INCREF(ShardErrorType);
     if (PyModule_AddObject(m, "ShardError", ShardErrorType)) {
         Py_DECREF(ShardErrorType);
         return -1;
     }
+    Py_INCREF(NotFoundType);
+    if (PyModule_AddObject(m, "ShardNotFoundError", NotFoundType)) {
+        Py_DECREF(NotFoundType);
+        return -1;
+    }
     return 0;
+}
+
+/* Sets e.name to a str, an int (digits) or None. */
+static void set_field(PyObject *e, const char *name, const char *s, size_t n, int number)
+{
+    PyObject *v = !s ? (Py_INCREF(Py_None), Py_None)
+                  : number ? PyLong_FromUnsignedLongLong(strtoull(s, NULL, 10))
+                           : PyUnicode_DecodeUTF8(s, (Py_ssize_t)n, "surrogateescape");
+    if (!v || PyObject_SetAttrString(e, name, v))
+        PyErr_Clear();
+    Py_XDECREF(v);
+}
+
+/* The library's messages say where as "URL: offset N: member 'M': what": those parts as
+ * attributes (url, offset, member; None where the message has none) and the code. */
+static void set_where(PyObject *e, int code, const char *msg)
+{
+    const char *colon = strstr(msg, ": ");
+    size_t n = colon ? (size_t)(colon - msg) : 0;
+    /* a path or URL has a '/' or a '.'; "reader: ..." names a component instead */
+    int url = n && !memchr(msg, ' ', n) && (memchr(msg, '/', n) || memchr(msg, '.', n));
+    set_field(e, "url", url ? msg : NULL, n, 0);
+    const char *off = strstr(msg, "offset ");
+    set_field(e, "offset", off && off[7] >= '0' && off[7] <= '9' ? off + 7 : NULL, 0, 1);
+    const char *mem = strstr(msg, "member '");
+    const char *end = mem ? strchr(mem + 8, '\'') : NULL;
+    set_field(e, "member", end ? mem + 8 : NULL, end ? (size_t)(end - mem - 8) : 0, 0);
+    PyObject *c = PyLong_FromLong(code);
+    if (!c || PyObject_SetAttrString(e, "code", c))
+        PyErr_Clear();
+    Py_XDECREF(c);
 }
 
 PyObject *shard_py_raise(int code, const char *msg)
 {
+    if (PyErr_Occurred()) /* a KeyboardInterrupt that ended the call goes first */
+        return NULL;
     PyObject *type = code == SHARD_ERR_INVALID ? PyExc_ValueError
-                     : code == SHARD_ERR_NOT_FOUND ? PyExc_FileNotFoundError
+                     : code == SHARD_ERR_NOT_FOUND ? NotFoundType
                      : code == SHARD_ERR_NOMEM    ? PyExc_MemoryError
                                                   : ShardErrorType;
-    PyErr_SetString(type, msg && *msg ? msg : shard_strerror(code));
+    const char *text = msg && *msg ? msg : shard_strerror(code);
+    if (type != ShardErrorType && type != NotFoundType) {
+        PyErr_SetString(type, text);
+        return NULL;
+    }
+    PyObject *e = PyObject_CallFunction(type, "s", text);
+    if (e) {
+        set_where(e, code, text);
+        PyErr_SetObject(type, e);
+        Py_DECREF(e);
+    }
     return NULL;
 }
 

@@ -33,6 +33,7 @@ static const char *const bad_names[] = {
     [SHARD_PACK_NOT_IMAGE] = "not an image", [SHARD_PACK_CORRUPT] = "corrupt image",
     [SHARD_PACK_BAD_NAME] = "invalid name", [SHARD_PACK_EMPTY] = "zero-byte",
     [SHARD_PACK_UNDECODED] = "not decoded by the loader",
+    [SHARD_PACK_EMPTY_CLASS] = "empty class", [SHARD_PACK_IGNORED] = "no image extension",
 };
 
 static void PackPlan_dealloc(PackPlanObject *self)
@@ -48,6 +49,8 @@ static void PackPlan_dealloc(PackPlanObject *self)
 static int note_bad_or_packed(PyObject *list, PyObject *undecoded, int skip, const char *path,
                               ShardPackBad reason, const char *what)
 {
+    if (reason == SHARD_PACK_IGNORED || reason == SHARD_PACK_EMPTY_CLASS)
+        return skip; /* counted in ignored; an empty class kept with skip, else refused */
     if (!skip && reason == SHARD_PACK_UNDECODED && undecoded)
         list = undecoded;
     else if (!skip)

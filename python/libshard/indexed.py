@@ -78,7 +78,9 @@ class IndexedShards:
         """(shard number, index in it) of sample i (negative i counts from the end)."""
         n = len(self)
         if not -n <= i < n:
-            raise IndexError(f"sample {i} of {n}")
+            raise IndexError(f"index {i} is out of range: the data set has {n} samples "
+                             f"(0 to {n - 1}, or -{n} to -1 from the end)" if n else
+                             f"index {i}: the data set has no samples")
         i %= n
         s = bisect.bisect_right(self.ends, i)
         return s, i - (self.ends[s - 1] if s else 0)

@@ -984,3 +984,28 @@ def test_a_batch_seeds_redo_its_images(packed):
             assert again == images[i].tobytes(), (b.keys[i], int(seeds[i]))
             n += 1
     assert n == 32
+
+
+def test_errors_say_where_as_attributes_and_a_missing_shard_is_both_kinds(packed, tmp_path):
+    """ShardError carries url, offset and member (None where the message has none) and the
+    code; a missing shard, found mid-epoch, is a ShardNotFoundError: a ShardError and a
+    FileNotFoundError, as a missing manifest is."""
+    cut = tmp_path / "cut.tar"
+    data = packed.shards[0].read_bytes()
+    cut.write_bytes(data[: len(data) // 2])
+    with pytest.raises(libshard.ShardError) as e:
+        list(libshard.Reader([str(cut)], seed=0, rank=0, world_size=1))
+    assert e.value.url == str(cut), str(e.value)
+    assert isinstance(e.value.offset, int) and e.value.offset > 0, str(e.value)
+    assert e.value.code < 0
+    gone = str(tmp_path / "gone-000000.tar")
+    for make in (lambda: list(libshard.Reader([str(packed.shards[1]), gone], seed=0, rank=0,
+                                              world_size=1, streams=1, shuffle_shards=False)),
+                 lambda: list(ShardDataset([str(packed.shards[1]), gone], seed=0, image_size=16,
+                                           shuffle_shards=False, streams=1))):
+        with pytest.raises(libshard.ShardNotFoundError) as e:
+            make()
+        assert isinstance(e.value, libshard.ShardError) and isinstance(e.value, FileNotFoundError)
+        assert e.value.url == gone, str(e.value)
+    with pytest.raises(FileNotFoundError):
+        libshard.Reader([str(tmp_path / "nothing.json")], seed=0)

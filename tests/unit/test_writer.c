@@ -414,22 +414,36 @@ Test(writer, settings_are_checked)
     shard_writer_free(NULL);
 }
 
-Test(writer, missing_folder_is_named)
+Test(writer, a_missing_folder_is_made_and_one_that_cannot_be_is_named)
 {
     ShardWriterSettings s;
     shard_writer_default_settings(&s);
-    char *pattern = tu_path(dir, "nope/x-%d.tar");
+    char *pattern = tu_path(dir, "new/deeper/x-%d.tar");
     s.pattern = pattern;
     ShardWriter *w;
     ShardError err;
     cr_assert_eq(shard_writer_open(&w, &s, &err), 0);
     ShardField f = {"txt", "x", 1};
     ShardSample smp = {"k", &f, 1};
-    cr_assert_eq(shard_writer_add(w, &smp), SHARD_ERR_NOT_FOUND);
-    cr_assert(strstr(shard_writer_error(w), "nope/x-0.tar"), "%s", shard_writer_error(w));
+    cr_assert_eq(shard_writer_add(w, &smp), 0, "%s", shard_writer_error(w));
+    cr_assert_eq(shard_writer_finish(w), 0, "%s", shard_writer_error(w));
+    cr_assert_eq(shard_writer_count(w), 1);
+    shard_writer_free(&w);
+    free(pattern);
+    /* a folder under a file cannot be made */
+    char *file = tu_path(dir, "plain-file");
+    FILE *fp = fopen(file, "w");
+    cr_assert_not_null(fp);
+    fclose(fp);
+    pattern = tu_path(dir, "plain-file/x-%d.tar");
+    s.pattern = pattern;
+    cr_assert_eq(shard_writer_open(&w, &s, &err), 0);
+    cr_assert_neq(shard_writer_add(w, &smp), 0);
+    cr_assert(strstr(shard_writer_error(w), "plain-file/x-0.tar"), "%s", shard_writer_error(w));
     cr_assert_eq(shard_writer_add(w, &smp), SHARD_ERR_STATE);
     shard_writer_free(&w);
     free(pattern);
+    free(file);
 }
 
 /* Small fixed shards in formats/golden: the writer must keep producing exactly these

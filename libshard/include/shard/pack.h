@@ -91,6 +91,12 @@ typedef enum ShardPackBad {
      *  format's name as shard_image_format gives it): on_bad returns 1 to leave it out, 0
      *  to pack it as it is (it never fails the shard) */
     SHARD_PACK_UNDECODED = 7,
+    /** a class folder with no images (found by a folder scan; torchvision's ImageFolder
+     *  refuses one): on_bad returns 1 to keep it as a class with no samples, 0 to fail */
+    SHARD_PACK_EMPTY_CLASS = 8,
+    /** a file a folder scan leaves out, having no image extension: told so that it can be
+     *  named; on_bad's return is not used (it is counted in `ignored` either way) */
+    SHARD_PACK_IGNORED = 9,
 } ShardPackBad;
 
 /** What a scan (shard_pack_plan_scan) reports beside the inputs it adds. */

@@ -86,10 +86,12 @@ static void walk(Scan *c, const char *root, const char *rel, long label, int dep
                 walk(c, root, r, label, depth + 1);
         } else {
             const char *ext = shard_scan_image_ext(names[i]);
-            if (ext)
+            if (ext) {
                 shard_scan_add(c, full, r, ext, label, label, NULL);
-            else
+            } else {
                 c->ignored++;
+                shard_scan_note(c, full, SHARD_PACK_IGNORED, "no image extension");
+            }
         }
         free(r);
         free(full);
@@ -141,11 +143,25 @@ int shard_scan_folder(Scan *c, const char *root, ShardError *err)
         return SHARD_ERR_NOMEM;
     if (c->nclasses == 0 && !c->failed) {
         char msg[SHARD_ERROR_MAX];
-        shard_fail(msg, SHARD_ERR_INVALID, "%s: no class folders (ImageFolder layout: SRC/CLASS/IMAGE)", root);
+        shard_fail(msg, SHARD_ERR_INVALID,
+                   "%s: no class folders (ImageFolder layout: SRC/CLASS/IMAGE); a flat folder, "
+                   "or any other layout, packs from a list of its images and labels "
+                   "(shardpack --list, list=True in Python)",
+                   root);
         return shard_report(err, SHARD_ERR_INVALID, msg);
     }
-    for (size_t k = 0; k < c->nclasses && !c->nomem; k++)
+    for (size_t k = 0; k < c->nclasses && !c->nomem; k++) {
+        size_t before = c->n;
         walk(c, root, c->classes[k], (long)k, 0);
+        char *dir = c->n == before && !c->nomem ? shard_scan_join(c, root, c->classes[k]) : NULL;
+        if (dir) { /* a class no sample has: a model's output for it never trains */
+            char what[96];
+            snprintf(what, sizeof what, "class folder with no images (class %zu); torchvision's "
+                                        "ImageFolder refuses it", k);
+            shard_scan_bad(c, dir, SHARD_PACK_EMPTY_CLASS, what);
+            free(dir);
+        }
+    }
     if (c->nomem)
         return SHARD_ERR_NOMEM;
     /* formats/shard.md 1.6: samples in byte-wise order of their relative paths. */

@@ -74,6 +74,12 @@ void shard_scan_bad(Scan *c, const char *path, ShardPackBad reason, const char *
     c->failed = 1;
 }
 
+void shard_scan_note(Scan *c, const char *path, ShardPackBad reason, const char *what)
+{
+    if (c->cb && c->cb->on_bad)
+        c->cb->on_bad(c->cb->cookie, path, reason, what);
+}
+
 void shard_scan_add(Scan *c, const char *path, const char *rel, const char *ext, long label,
                      long class_index, const char *extra)
 {

@@ -51,6 +51,10 @@ SHARD_HIDDEN char *shard_scan_dup(Scan *c, const char *s);
 SHARD_HIDDEN char *shard_scan_join(Scan *c, const char *a, const char *b);
 /* A bad input: left out when the callback says so, else remembered as the scan's error. */
 SHARD_HIDDEN void shard_scan_bad(Scan *c, const char *path, ShardPackBad reason, const char *what);
+/* Tells the scan's callback of path (reason, what) without judging it: its answer is not
+ * used (a file left out for its extension). */
+SHARD_HIDDEN void shard_scan_note(Scan *c, const char *path, ShardPackBad reason,
+                                  const char *what);
 /* Adds the file at path (a URL: its size asked for later) as an input named rel, of field
  * ext, with label, class_index (-1: none named) and extra (JSON object text, or NULL). */
 SHARD_HIDDEN void shard_scan_add(Scan *c, const char *path, const char *rel, const char *ext,

@@ -190,7 +190,8 @@ static ShardItem *pull_from(ShardReader *r, size_t src, int *rc)
             continue;
         }
         if (it->kind == SHARD_ITEM_ERROR) {
-            *rc = shard_fail(r->err, SHARD_ERR_FORMAT, "%s", it->error ? it->error : "read error");
+            *rc = shard_fail(r->err, it->code ? it->code : SHARD_ERR_FORMAT, "%s",
+                             it->error ? it->error : "read error");
             shard_item_release(it);
             return NULL;
         }

@@ -102,25 +102,26 @@ static int put(Stream *st, ShardItem *it)
     return -1;
 }
 
-/* Ends the stream with its marker: END, or ERROR with msg (NULL: END). */
-static void put_last(Stream *st, const char *msg)
+/* Ends the stream with its marker: END, or ERROR with msg and code (NULL: END). */
+static void put_last(Stream *st, const char *msg, int code)
 {
     ShardItem *it = st->last;
     st->last = NULL;
     it->kind = msg ? SHARD_ITEM_ERROR : SHARD_ITEM_END;
     it->error = msg ? strdup(msg) : NULL; /* out of memory: "read error" */
+    it->code = code;
     put(st, it);
 }
 
 /* A failure in fail mode ends the stream with an ERROR marker; in skip mode it is kept and
  * counted, with lost samples when known. Returns -1 to end the thread. */
-static int failed(Stream *st, const char *msg, uint64_t lost)
+static int failed(Stream *st, const char *msg, uint64_t lost, int code)
 {
     ShardFetch *f = st->f;
     if (atomic_load(&f->stop))
         return -1; /* a read the stop cut short: no error of the data's */
     if (!f->s.skip_errors) {
-        put_last(st, msg);
+        put_last(st, msg, code);
         return -1;
     }
     keep_error(f, msg);
@@ -223,9 +224,9 @@ static int fetch_segment(Stream *st, const ShardSegment *seg, size_t n, uint64_t
             char msg[SHARD_ERROR_MAX];
             snprintf(msg, sizeof msg, "%.700s (a manifest's shard names resolve against the "
                                       "manifest's own folder)", err.message);
-            return failed(st, msg, count);
+            return failed(st, msg, count, err.code);
         }
-        return failed(st, err.message, count);
+        return failed(st, err.message, count, err.code);
     }
     *ahead = open_ahead(st, n + 1);
     int rc = 0;
@@ -270,7 +271,7 @@ static int fetch_segment(Stream *st, const ShardSegment *seg, size_t n, uint64_t
                        "has more than %llu samples (the manifest or index is out of date)",
                        url, (unsigned long long)v->offset, v->key, (unsigned long long)known);
             close_shard(f, &file, &seen);
-            return failed(st, msg, 0);
+            return failed(st, msg, 0, SHARD_ERR_FORMAT);
         }
         if (rc == SHARD_EOS)
             rc = 0;
@@ -283,9 +284,10 @@ static int fetch_segment(Stream *st, const ShardSegment *seg, size_t n, uint64_t
                    "(truncated, or the manifest or index is out of date)",
                    url, (long long)shard_file_size(file), (unsigned long long)(first + got),
                    (unsigned long long)(first + count));
-        out = failed(st, msg, count - got);
+        out = failed(st, msg, count - got, SHARD_ERR_FORMAT);
     } else if (rc && rc != SHARD_EOS) {
-        out = failed(st, shard_file_error(file), count == SHARD_COUNT_UNKNOWN ? count : count - got);
+        out = failed(st, shard_file_error(file), count == SHARD_COUNT_UNKNOWN ? count : count - got,
+                     SHARD_ERR_FORMAT);
     }
     close_shard(f, &file, &seen);
     return out;
@@ -324,7 +326,7 @@ static void *fetch_main(void *arg)
     shard_source_thread_free(&st->io);
     pthread_mutex_unlock(&f->alive_lock);
     if (!ended && !atomic_load(&f->stop))
-        put_last(st, NULL);
+        put_last(st, NULL, 0);
     pthread_mutex_lock(&f->alive_lock);
     f->alive += shard_seconds() - st->started;
     st->started = 0;

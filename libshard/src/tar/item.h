@@ -27,6 +27,7 @@ struct ShardItem {
     ShardBlockPool *pool; /* where block and arena go back to (a reference), or NULL */
     ShardHold *hold;     /* keeps the viewed fields' bytes valid, or NULL */
     char *error;         /* SHARD_ITEM_ERROR: what went wrong */
+    int code;            /* SHARD_ITEM_ERROR: its code (0: SHARD_ERR_FORMAT) */
 };
 
 /* An owned copy of v: field i stays a view where holds (NULL: none) gives it a hold, the
