@@ -375,3 +375,13 @@ def test_batches_let_go_are_views_of_the_ring_not_copies(packed):
     ds = ShardDataset(str(packed.manifest), **settings(batch_size=16, batches=4))
     ptrs = {x.data_ptr() for x, _, _ in ds}
     assert 1 <= len(ptrs) <= 4, len(ptrs)
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_a_dataloader_that_batches_the_batches_again_is_refused(packed, workers):
+    """DataLoader(ds) without batch_size=None would stack them into (1, B, ...) tensors."""
+    ds = ShardDataset(str(packed.manifest), **settings())
+    with pytest.raises(ValueError, match="batch_size=None"):
+        next(iter(DataLoader(ds, num_workers=workers, timeout=HANG if workers else 0)))
+    images, labels, _ = next(iter(DataLoader(ds, batch_size=None)))
+    assert images.shape[0] == 32  # the control: batch_size=None gives libshard's batches

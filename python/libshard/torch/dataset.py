@@ -5,6 +5,7 @@ of the shards: its rank's, then its DataLoader worker's. The Loader of the last 
 goes on into the next epoch, threads and read-ahead included, when nothing changed.
 """
 import os
+import sys
 import warnings
 
 import torch
@@ -209,6 +210,21 @@ class ShardDataset(torch.utils.data.IterableDataset):
             self._source = self._source_pid = self._upload = None
             raise
 
+    @staticmethod
+    def _batched_again():
+        """Whether the caller is a DataLoader fetcher that batches what it takes (a
+        DataLoader made without batch_size=None): it would stack libshard's batches into
+        (1, B, ...) tensors."""
+        frame = sys._getframe(2)  # _iterate; then its consumer, when a fetcher takes from it
+        for _ in range(2):
+            if frame is None:
+                return False
+            fetcher = frame.f_locals.get("self")
+            if hasattr(fetcher, "dataset_iter") and hasattr(fetcher, "auto_collation"):
+                return bool(fetcher.auto_collation)
+            frame = frame.f_back
+        return False
+
     def _iterate_open(self, tagged):
         """The epoch's batches (or samples); tagged (for ShardLoader): each as (item,
         (logical worker, state after it, skipped so far, worker's stats or None))."""
@@ -221,6 +237,11 @@ class ShardDataset(torch.utils.data.IterableDataset):
             resume = self._resume
         self._resume = self._resume_epoch = None
         self._skips.reset()
+        if self.decode and not tagged and self._batched_again():
+            raise ValueError("ShardDataset yields whole batches (batch_size=... is its own): "
+                             "a DataLoader that batches them again stacks them into (1, B, ...) "
+                             "tensors; make it DataLoader(ds, batch_size=None, ...), or use "
+                             "libshard.torch.ShardLoader(ds, num_workers=...)")
         place = self._placement(logical)
         self._warn_unequal(place["world_size"], place["worker"])
         if not self.decode:
