@@ -55,3 +55,13 @@ def test_mix_errors_are_named(stream, ds):
     assert res.rc == 2 and "not both" in res.err
     res = stream("--mix", f"1:{ds.manifest}", "--mode", "resampled")
     assert res.rc == 1 and "exact or equal mode" in res.err
+
+
+def test_a_state_taken_with_other_weights_or_sources_is_refused(stream, ds, ds_zst):
+    head = stream(*mix_args(ds, ds_zst), "--samples", "20").ok()
+    rest = stream(*mix_args(ds, ds_zst), "--state", head.state).ok()
+    assert len(rest.keys) > 0  # the same mix resumes
+    r = stream(*mix_args(ds, ds_zst, "1", "1"), "--state", head.state)
+    assert r.rc == 1 and "the sources' weights (fingerprint) is " in r.err, r.err
+    r = stream("--mix", f"1:{ds.manifest}", "--seed", str(SEED), "--state", head.state)
+    assert r.rc == 1 and "the number of sources is 2 in the state and 1 here" in r.err, r.err

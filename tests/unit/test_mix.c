@@ -245,18 +245,6 @@ Test(mix, a_restored_reader_continues_the_mix)
     }
 }
 
-/* Restores state into a reader made with s: 0, or the refusal's message into why. */
-static int restore_into(const ShardReaderSettings *s, const char *state, char *why)
-{
-    ShardReader *r;
-    ShardError err;
-    cr_assert_eq(shard_reader_open(&r, s, &err), 0, "%s", err.message);
-    int rc = shard_reader_restore(r, state);
-    snprintf(why, SHARD_ERROR_MAX, "%s", rc ? shard_reader_error(r) : "");
-    shard_reader_free(&r);
-    return rc;
-}
-
 Test(mix, a_state_is_refused_by_a_mix_of_other_weights_or_sources)
 {
     ShardReaderSettings s;
@@ -272,18 +260,18 @@ Test(mix, a_state_is_refused_by_a_mix_of_other_weights_or_sources)
     char state[SHARD_READER_STATE_MAX], why[SHARD_ERROR_MAX];
     cr_assert_eq(shard_reader_state(r, state, sizeof state), 0);
     shard_reader_free(&r);
-    cr_assert_eq(restore_into(&s, state, why), 0, "%s", why);
+    cr_assert_eq(tu_restore_into(&s, state, why), 0, "%s", why);
     ShardReaderSettings t = s;
     ShardMixInput other[2] = {inputs[0], inputs[1]};
     other[0].weight = 0.5;
     other[1].weight = 0.5;
     t.sources = other;
-    cr_assert_eq(restore_into(&t, state, why), SHARD_ERR_INVALID);
+    cr_assert_eq(tu_restore_into(&t, state, why), SHARD_ERR_INVALID);
     cr_assert(strstr(why, "the sources' weights (fingerprint) is "), "%s", why);
     /* one source of the two: the shards and the sources differ */
     t = s;
     t.nsources = 1;
-    cr_assert_eq(restore_into(&t, state, why), SHARD_ERR_INVALID);
+    cr_assert_eq(tu_restore_into(&t, state, why), SHARD_ERR_INVALID);
     cr_assert(strstr(why, "the number of sources is 2 in the state and 1 here"), "%s", why);
     /* the same shards in sources of other bounds: the list's fingerprint differs */
     t = s;
@@ -293,7 +281,7 @@ Test(mix, a_state_is_refused_by_a_mix_of_other_weights_or_sources)
     t.urls = both;
     t.nurls = 2;
     t.epoch_samples = 0;
-    cr_assert_eq(restore_into(&t, state, why), SHARD_ERR_INVALID);
+    cr_assert_eq(tu_restore_into(&t, state, why), SHARD_ERR_INVALID);
     cr_assert(strstr(why, "the shard list (fingerprint of its URLs and counts)"), "%s", why);
 }
 

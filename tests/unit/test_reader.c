@@ -184,18 +184,6 @@ static void state_after(const ShardReaderSettings *s, int cut, char *state)
     shard_reader_free(&r);
 }
 
-/* Restores state into a reader made with s: 0, or the refusal's message into why. */
-static int restore_into(const ShardReaderSettings *s, const char *state, char *why)
-{
-    ShardReader *r;
-    ShardError err;
-    cr_assert_eq(shard_reader_open(&r, s, &err), 0, "%s", err.message);
-    int rc = shard_reader_restore(r, state);
-    snprintf(why, SHARD_ERROR_MAX, "%s", rc ? shard_reader_error(r) : "");
-    shard_reader_free(&r);
-    return rc;
-}
-
 Test(reader, a_state_is_refused_where_its_settings_differ_naming_each)
 {
     const char *urls[] = {make_shards(".tar")};
@@ -204,7 +192,7 @@ Test(reader, a_state_is_refused_where_its_settings_differ_naming_each)
     s.world_size = 2;
     char state[SHARD_READER_STATE_MAX], why[SHARD_ERROR_MAX];
     state_after(&s, 50, state);
-    cr_assert_eq(restore_into(&s, state, why), 0, "the same settings: %s", why);
+    cr_assert_eq(tu_restore_into(&s, state, why), 0, "the same settings: %s", why);
     static const struct {
         const char *named;
     } cases[] = {{"world_size is 2 in the state and 1 here"},
@@ -229,14 +217,14 @@ Test(reader, a_state_is_refused_where_its_settings_differ_naming_each)
         case 7: t.epoch_samples = 100; break;
         case 8: t.pad = 1; break;
         }
-        cr_assert_eq(restore_into(&t, state, why), SHARD_ERR_INVALID, "case %zu accepted", i);
+        cr_assert_eq(tu_restore_into(&t, state, why), SHARD_ERR_INVALID, "case %zu accepted", i);
         cr_assert(strstr(why, cases[i].named), "case %zu: %s", i, why);
     }
     /* every difference at once, each named */
     t = s;
     t.world_size = 1;
     t.shuffle_buffer = 10;
-    cr_assert_eq(restore_into(&t, state, why), SHARD_ERR_INVALID);
+    cr_assert_eq(tu_restore_into(&t, state, why), SHARD_ERR_INVALID);
     cr_assert(strstr(why, "world_size is 2") && strstr(why, "shuffle_buffer (shuffle=) is 40"),
               "%s", why);
     /* another shard list: one shard fewer */
@@ -246,7 +234,7 @@ Test(reader, a_state_is_refused_where_its_settings_differ_naming_each)
     t = s;
     t.urls = (const char *const *)all;
     t.nurls = n - 1;
-    cr_assert_eq(restore_into(&t, state, why), SHARD_ERR_INVALID);
+    cr_assert_eq(tu_restore_into(&t, state, why), SHARD_ERR_INVALID);
     cr_assert(strstr(why, "the number of shards listed is 14 in the state and 13 here") &&
                   strstr(why, "the shard list (fingerprint of its URLs and counts) is "),
               "%s", why);

@@ -90,4 +90,17 @@ static inline char *tu_set_finish(TuSet *t)
     return t->manifest;
 }
 
+/* Restores state into a reader made with s: 0, or the refusal's message into why
+ * (SHARD_ERROR_MAX bytes). */
+static inline int tu_restore_into(const ShardReaderSettings *s, const char *state, char *why)
+{
+    ShardReader *r;
+    ShardError err;
+    cr_assert_eq(shard_reader_open(&r, s, &err), 0, "%s", err.message);
+    int rc = shard_reader_restore(r, state);
+    snprintf(why, SHARD_ERROR_MAX, "%s", rc ? shard_reader_error(r) : "");
+    shard_reader_free(&r);
+    return rc;
+}
+
 #endif /* SHARD_TESTSHARD_H */
