@@ -7,7 +7,8 @@
  * several of its shards at once, interleaves them sample by sample, and mixes them through
  * a shuffle buffer. The sequence it yields is a pure function of (seed, epoch, rank, world
  * size, worker, worker count) and the data, whatever the thread timing, and its state is
- * two numbers (epoch, position) from which a new reader continues the same sequence.
+ * two numbers (epoch, position) from which a new reader continues the same sequence, with
+ * the settings that fix the order, so that a reader that differs refuses it.
  *
  * Threads: one fetch thread per stream reads shards ahead into bounded queues; everything
  * else runs on the thread that calls shard_reader_next. Memory is bounded by the settings:
