@@ -380,7 +380,7 @@ Test(pack, bad_inputs_fail_or_are_skipped)
 }
 
 typedef struct Bad {
-    int reasons[8];
+    int reasons[SHARD_PACK_IGNORED + 1];
     int leave_out;
 } Bad;
 
@@ -388,6 +388,7 @@ static int collect_bad(void *cookie, const char *path, ShardPackBad reason, cons
 {
     Bad *b = cookie;
     cr_assert(path && *path && what && *what);
+    cr_assert(reason > 0 && reason <= SHARD_PACK_IGNORED, "reason %d", (int)reason);
     b->reasons[reason]++;
     return b->leave_out;
 }
@@ -438,6 +439,7 @@ Test(pack, scan_finds_the_inputs_in_plan_order)
         int rc = shard_pack_plan_scan(got, src, 0, &cb, NULL, &err);
         cr_assert_eq(bad.reasons[SHARD_PACK_EMPTY], 1);
         cr_assert_eq(bad.reasons[SHARD_PACK_BAD_NAME], 1);
+        cr_assert_eq(bad.reasons[SHARD_PACK_IGNORED], 1, "cat/notes.txt is told, to be named");
         if (leave_out) {
             cr_assert_eq(rc, 0, "%s", err.message);
             cr_assert_eq(shard_pack_plan_build(got, &err), 0);
@@ -446,6 +448,22 @@ Test(pack, scan_finds_the_inputs_in_plan_order)
             cr_assert_eq(rc, SHARD_ERR_FORMAT);
             cr_assert(strstr(err.message, "dog/empty.jpg: zero-byte file"), "%s", err.message);
         }
+        shard_pack_plan_free(&got);
+    }
+
+    /* an empty class folder: kept as a class when left out, else it fails the scan */
+    snprintf(path, sizeof path, "%s/eel", src);
+    cr_assert_eq(mkdir(path, 0777), 0);
+    for (int keep = 0; keep < 2; keep++) {
+        Bad bad = {{0}, keep};
+        ShardPackScanCallbacks cb = {collect_bad, &bad};
+        cr_assert_eq(shard_pack_plan_new(&got, &s, &err), 0);
+        int rc = shard_pack_plan_scan(got, src, 0, &cb, NULL, &err);
+        cr_assert_eq(bad.reasons[SHARD_PACK_EMPTY_CLASS], 1);
+        if (keep)
+            cr_assert_eq(rc, 0, "%s", err.message);
+        else /* failed: the scan's error is its first bad input (dog/empty.jpg, above) */
+            cr_assert_neq(rc, 0);
         shard_pack_plan_free(&got);
     }
 }

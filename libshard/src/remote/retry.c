@@ -150,14 +150,16 @@ int shard_request_whole(ShardRemote *r, const char *shown, ShardBuildFn build, v
                 rc = shard_fail(err, SHARD_ERR_IO, "%s: HTTP %ld after %d retries", shown, st,
                                 attempt);
         }
+        char reason[CURL_ERROR_SIZE]; /* why points into x: said before x goes */
+        if (cc == CURLE_OK)
+            snprintf(reason, sizeof reason, "HTTP %ld", st);
+        else
+            snprintf(reason, sizeof reason, "%s", why);
         shard_xfer_free(&x);
         if (rc)
             return rc;
-        char reason[64];
-        if (cc == CURLE_OK)
-            snprintf(reason, sizeof reason, "HTTP %ld", st);
         shard_stat_add(&r->st.retries, 1);
-        shard_backoff(r, attempt, limit, after, shown, cc != CURLE_OK ? why : reason);
+        shard_backoff(r, attempt, limit, after, shown, reason);
     }
 }
 
