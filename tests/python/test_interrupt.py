@@ -8,6 +8,7 @@ terminal's Ctrl-C does (the DataLoader workers get it too).
 """
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -19,7 +20,9 @@ import pytest
 
 from .conftest import _PYPATH, SLOW
 
-MARK = "31.4159"  # the slow command's sleep, found by ps if it outlives the run
+# the slow command's sleep, found in /proc if it outlives the run: this run's own (another
+# run of the suite on the machine has another)
+MARK = f"31.{os.getpid()}{random.randrange(1000)}"
 BOUND = 3.0 * SLOW  # seconds from SIGINT to exit: the aim is 1 s
 
 SCRIPT = textwrap.dedent("""
@@ -49,8 +52,18 @@ def shm():
 
 
 def leftovers():
-    ps = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
-    return [l for l in ps.splitlines() if f"sleep {MARK}" in l and "ps -eo" not in l]
+    """The processes running the slow command (read from /proc: no tool that a sanitizer's
+    LD_PRELOAD, inherited by children, could upset)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                args = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue  # gone meanwhile
+        if f"sleep {MARK}" in args and "pytest" not in args:
+            found.append(f"{pid} {args}")
+    return found
 
 
 def interrupt(tmp_path, urls, workers, extra=None, settle=1.5):
