@@ -239,7 +239,20 @@ static PyObject *Loader_write_trace(LoaderObject *self, PyObject *arg)
     Py_RETURN_NONE;
 }
 
+static PyObject *Loader_stop(LoaderObject *self, PyObject *unused)
+{
+    (void)unused;
+    if (shard_py_stream_live(&self->base))
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    shard_loader_stop(self->base.h);
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef Loader_methods[] = {
+    {"stop", (PyCFunction)Loader_stop, METH_NOARGS,
+     "Stops the threads and the pipe: commands they wait on now; held batches stay valid."},
     {"write_trace", (PyCFunction)Loader_write_trace, METH_O,
      "write_trace(path): the spans so far (a Loader made with trace=...), Chrome trace JSON"},
     {"stats", (PyCFunction)Loader_stats, METH_NOARGS,

@@ -141,7 +141,20 @@ static PyObject *Reader_stats(ShardPyStream *self, PyObject *unused)
                          st.indexes_cached);
 }
 
+static PyObject *Reader_stop(ShardPyStream *self, PyObject *unused)
+{
+    (void)unused;
+    if (shard_py_stream_live(self))
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    shard_reader_stop(self->h);
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef Reader_methods[] = {
+    {"stop", (PyCFunction)Reader_stop, METH_NOARGS,
+     "Stops the threads and the pipe: commands they wait on now."},
     {"stats", (PyCFunction)Reader_stats, METH_NOARGS, "Counters and kept errors."},
     {NULL, NULL, 0, NULL},
 };

@@ -20,9 +20,10 @@ import pytest
 
 from .conftest import _PYPATH, SLOW
 
-# the slow command's sleep, found in /proc if it outlives the run: this run's own (another
-# run of the suite on the machine has another)
-MARK = f"31.{os.getpid()}{random.randrange(1000)}"
+def mark():
+    """A slow command's sleep, found in /proc if it outlives the run: this test's own
+    (another test, or another run of the suite on the machine, has another)."""
+    return f"{300 + random.randrange(100)}.{os.getpid()}{random.randrange(10**6)}"
 BOUND = 3.0 * SLOW  # seconds from SIGINT to exit: the aim is 1 s
 
 SCRIPT = textwrap.dedent("""
@@ -51,7 +52,7 @@ def shm():
     return set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
 
 
-def leftovers():
+def leftovers(marker):
     """The processes running the slow command (read from /proc: no tool that a sanitizer's
     LD_PRELOAD, inherited by children, could upset)."""
     found = []
@@ -61,25 +62,44 @@ def leftovers():
                 args = f.read().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue  # gone meanwhile
-        if f"sleep {MARK}" in args and "pytest" not in args:
+        if f"sleep {marker}" in args and "pytest" not in args:
             found.append(f"{pid} {args}")
     return found
 
 
-def interrupt(tmp_path, urls, workers, extra=None, settle=1.5):
-    """Starts the script, sends SIGINT once it waits, and returns (seconds to exit, output)."""
+def interrupt(tmp_path, urls, workers, extra=None, settle=1.5, until=None, marker="-"):
+    """Starts the script, sends SIGINT once it waits (settle seconds after it is ready, or as
+    soon as a line holding until is out), and returns (seconds to exit, output)."""
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     before = shm()
     env = dict(os.environ, TMPDIR=str(tmp), PYTHONUNBUFFERED="1")
+    # the output goes to a file: a command left running would hold a pipe open, and reading
+    # it to its end would wait for that command instead of seeing it
+    log = open(tmp_path / "out.txt", "w+")
     p = subprocess.Popen([sys.executable, "-c", SCRIPT, str(_PYPATH), json.dumps(urls),
                           str(workers), json.dumps(extra or {})],
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
+                         stdout=log, stderr=subprocess.STDOUT, env=env,
                          start_new_session=True, text=True)
+    reader = open(tmp_path / "out.txt")
     try:
-        assert p.stdout.readline().strip() == "ready"
-        time.sleep(settle * SLOW)  # the workers start, the readers wait
-        assert p.poll() is None, p.stdout.read()
+        def line():
+            while True:  # the next whole line of the output, as it comes
+                got = reader.readline()
+                if got.endswith("\n") or p.poll() is not None:
+                    return got
+                time.sleep(0.05)
+                reader.seek(reader.tell() - len(got))
+
+        seen = [line()]
+        assert seen[0].strip() == "ready", seen[0] + reader.read()
+        if until:  # a retry has begun: its backoff is on
+            while until not in seen[-1]:
+                seen.append(line())
+                assert seen[-1], "".join(seen)  # the script ended first
+        else:
+            time.sleep(settle * SLOW)  # the workers start, the readers wait
+        assert p.poll() is None, "".join(seen) + reader.read()
         t0 = time.monotonic()
         os.killpg(p.pid, signal.SIGINT)
         p.wait(timeout=60)
@@ -88,35 +108,46 @@ def interrupt(tmp_path, urls, workers, extra=None, settle=1.5):
         if p.poll() is None:
             os.killpg(p.pid, signal.SIGKILL)
             p.wait()
-    out = p.stdout.read()
+    out = "".join(seen) + reader.read()
+    reader.close()
+    log.close()
     assert "KeyboardInterrupt" in out, out
     assert "batch" not in out.splitlines(), out
     time.sleep(0.2)
-    assert leftovers() == [], f"the pipe's command outlived the run: {leftovers()}"
+    left = leftovers(marker)
+    for entry in left:  # not to trouble the tests after this one
+        os.kill(int(entry.split()[0]), signal.SIGKILL)
+    assert left == [], f"the pipe's command outlived the run: {left}"
     assert shm() <= before, f"left in /dev/shm: {shm() - before}"
     assert list(tmp.iterdir()) == [], list(tmp.iterdir())
+    (tmp_path / "out.txt").unlink()
     return took, out
 
 
-@pytest.mark.parametrize("workers", [0, 2])
+@pytest.mark.parametrize("workers", [0, pytest.param(2, marks=pytest.mark.xfail(
+    strict=True, reason="a worker that Ctrl-C finds between batches is ended by the main "
+                        "process before it can stop its reader: the pipe: command outlives "
+                        "it (open, issue 31's note)"))])
 def test_ctrl_c_during_a_batch_wait_on_a_slow_pipe(packed, tmp_path, workers):
-    urls = [f"pipe:sleep {MARK}; cat {s}" for s in packed.shards[:2]]
-    took, out = interrupt(tmp_path, urls, workers)
+    m = mark()
+    urls = [f"pipe:sleep {m}; cat {s}" for s in packed.shards[:2]]
+    took, out = interrupt(tmp_path, urls, workers, marker=m)
     print(f"exit {took:.2f} s after SIGINT")
     assert took < BOUND, (took, out)
 
 
 @pytest.mark.parametrize("workers", [0, 2])
 def test_ctrl_c_during_retries_against_a_closed_port(packed, tmp_path, workers):
-    """The manifest counts the shards, so the retries are the fetch threads' (backoff up to
-    5, 10, 20 s): Ctrl-C lands in one of them."""
+    """The manifest counts the shards, so the retries are the fetch threads' (backoffs of up
+    to 20 s each): Ctrl-C comes as the first retry line is out, in its backoff."""
     meta = json.loads(packed.manifest.read_text())
     port = closed_port()
     for e in meta["shardlist"]:
         e["url"] = f"http://127.0.0.1:{port}/{os.path.basename(e['url'])}"
     manifest = tmp_path / "closed.json"
     manifest.write_text(json.dumps(meta))
-    took, out = interrupt(tmp_path, str(manifest), workers, {"backoff": 5.0, "retries": 10})
+    took, out = interrupt(tmp_path, str(manifest), workers, {"backoff": 20.0, "retries": 10},
+                          until="; retry 1 of 3")
     print(f"exit {took:.2f} s after SIGINT")
     assert took < BOUND, (took, out)
     assert "; retry 1 of 3" in out, out  # it was retrying when interrupted
@@ -124,9 +155,10 @@ def test_ctrl_c_during_retries_against_a_closed_port(packed, tmp_path, workers):
 
 def test_ctrl_c_during_a_listing_that_retries(tmp_path):
     """No manifest: the open reads each shard's .idx for its count, in this process, and
-    retries against the closed port (backoff up to 5, 10, 20 s)."""
+    retries against the closed port (backoffs of up to 20 s each)."""
     urls = f"http://127.0.0.1:{closed_port()}/x-{{0..3}}.tar"
-    took, out = interrupt(tmp_path, urls, 0, {"backoff": 5.0, "retries": 10})
+    took, out = interrupt(tmp_path, urls, 0, {"backoff": 20.0, "retries": 10},
+                          until="; retry 1 of 3")
     print(f"exit {took:.2f} s after SIGINT")
     assert took < BOUND, (took, out)
     assert "; retry 1 of 3" in out, out

@@ -146,6 +146,12 @@ SHARD_API uint64_t shard_loader_seed(const ShardLoader *l);
  *  Ctrl-C, a deadline) waits in slices. Not thread-safe against a running next. */
 SHARD_API void shard_loader_set_wait(ShardLoader *l, double seconds);
 
+/** Stops the loader's threads, and the commands and transfers they wait on (a pipe:
+ *  shard's command is ended), at once; held batches stay valid. shard_loader_next then
+ *  fails until set_epoch or restore. For a caller giving up (Ctrl-C) that may not get to
+ *  shard_loader_free (a process leaving with _exit). */
+SHARD_API void shard_loader_stop(ShardLoader *l);
+
 /** Batch buffers the caller holds (returned by shard_loader_next, not yet released), and
  *  the ring's size (ShardLoaderSettings.batches): a caller that keeps batches copies one
  *  out before the ring runs dry. */

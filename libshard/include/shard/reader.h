@@ -209,6 +209,11 @@ SHARD_API int shard_reader_restore(ShardReader *r, const char *state);
  *  must stay responsive (to Ctrl-C, a deadline) waits in slices. */
 SHARD_API void shard_reader_set_wait(ShardReader *r, double seconds);
 
+/** Stops the reader's threads, and the commands and transfers they wait on (a pipe:
+ *  shard's command is ended), at once; takes then fail until set_epoch or restore. For a
+ *  caller giving up (Ctrl-C) that may not get to shard_reader_free. */
+SHARD_API void shard_reader_stop(ShardReader *r);
+
 /** @return the seed in use (the given one or the fresh random one) */
 SHARD_API uint64_t shard_reader_seed(const ShardReader *r);
 

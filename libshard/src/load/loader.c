@@ -311,6 +311,13 @@ uint64_t shard_loader_seed(const ShardLoader *l) { return shard_reader_seed(l->r
 
 uint64_t shard_loader_skipped(const ShardLoader *l) { return l->skipped; }
 
+void shard_loader_stop(ShardLoader *l)
+{
+    shard_loader_stop_producer(l); /* interrupts the reader: its threads' waits end */
+    l->broken = shard_fail(l->err, SHARD_ERR_STATE,
+                           "loader: stopped (set_epoch or restore to go on)");
+}
+
 void shard_loader_set_wait(ShardLoader *l, double seconds) { l->wait = seconds > 0 ? seconds : 0; }
 
 void shard_loader_held(const ShardLoader *l, size_t *held, size_t *batches)

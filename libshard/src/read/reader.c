@@ -280,6 +280,13 @@ int64_t shard_reader_epoch_length(const ShardReader *r) { return r->epoch_length
 
 void shard_reader_interrupt(ShardReader *r) { shard_fetch_interrupt(r->fetch); }
 
+void shard_reader_stop(ShardReader *r)
+{
+    shard_fetch_stop(r->fetch);
+    r->failed = shard_fail(r->err, SHARD_ERR_STATE,
+                           "reader: stopped (set_epoch or restore to go on)");
+}
+
 void shard_reader_set_trace(ShardReader *r, struct ShardTrace *trace)
 {
     shard_fetch_set_trace(r->fetch, trace);

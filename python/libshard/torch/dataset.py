@@ -207,6 +207,8 @@ class ShardDataset(torch.utils.data.IterableDataset):
         try:
             yield from self._iterate_open(tagged)
         except KeyboardInterrupt:
+            if self._source is not None and self._source_pid == os.getpid():
+                self._source.stop()  # its threads and commands end now, batches held or not
             self._source = self._source_pid = self._upload = None
             raise
 
