@@ -124,10 +124,7 @@ def interrupt(tmp_path, urls, workers, extra=None, settle=1.5, until=None, marke
     return took, out
 
 
-@pytest.mark.parametrize("workers", [0, pytest.param(2, marks=pytest.mark.xfail(
-    strict=False, reason="a worker that Ctrl-C finds between batches may be ended by the main "
-                        "process before it can stop its reader: the pipe: command outlives "
-                        "it (open, issue 31's note)"))])
+@pytest.mark.parametrize("workers", [0, 2])
 def test_ctrl_c_during_a_batch_wait_on_a_slow_pipe(packed, tmp_path, workers):
     m = mark()
     urls = [f"pipe:sleep {m}; cat {s}" for s in packed.shards[:2]]
@@ -162,3 +159,52 @@ def test_ctrl_c_during_a_listing_that_retries(tmp_path):
     print(f"exit {took:.2f} s after SIGINT")
     assert took < BOUND, (took, out)
     assert "; retry 1 of 3" in out, out
+
+
+KILLED = textwrap.dedent("""
+    import subprocess, sys, threading
+    sys.path.insert(0, sys.argv[1])
+    import libshard
+    url, own = sys.argv[2], sys.argv[3] == "own"
+    if own:  # the negative control: a command started without libshard's lifeline
+        subprocess.Popen(["sh", "-c", url[len("pipe:"):]], stdout=subprocess.DEVNULL,
+                         start_new_session=True)
+    else:
+        r = libshard.Reader([url], seed=0, shuffle=0)  # its first sample waits on the command
+        threading.Thread(target=lambda: next(iter(r)), daemon=True).start()
+    print("ready", flush=True)
+    sys.stdin.read()
+""")
+
+
+@pytest.mark.parametrize("who", ["libshard", "own"])
+def test_a_pipe_command_ends_with_the_process_that_reads_it(packed, who):
+    """A process killed outright (SIGKILL: no handler, no finaliser runs), as a DataLoader
+    worker ended by its main process or by the OOM killer is: its pipe: command ends too.
+    The control starts the same command without libshard and sees it outlive the process."""
+    m = mark()
+    p = subprocess.Popen([sys.executable, "-c", KILLED, str(_PYPATH),
+                          f"pipe:sleep {m}; cat {packed.shards[0]}", who],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline().strip() == "ready"
+        deadline = time.monotonic() + 10 * SLOW
+        while not leftovers(m):  # the fetch thread starts the command
+            assert time.monotonic() < deadline, "the command never started"
+            time.sleep(0.05)
+        p.kill()
+        p.wait()
+        deadline = time.monotonic() + 2 * SLOW
+        while leftovers(m) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        left = leftovers(m)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    for entry in left:
+        os.kill(int(entry.split()[0]), signal.SIGKILL)
+    if who == "own":
+        assert left, "the control's command ended with the process: the test shows nothing"
+    else:
+        assert left == [], f"the pipe's command outlived its reader's process: {left}"

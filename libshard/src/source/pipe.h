@@ -9,8 +9,8 @@
 #include "source/source.h"
 
 /* Starts cmd with /bin/sh, in a process group of its own (ended whole when the source
- * closes early, or when thread t, NULL: none, is aborted); url names the source in
- * messages. */
+ * closes early, when thread t, NULL: none, is aborted, or when this process dies); url names
+ * the source in messages. */
 SHARD_HIDDEN int shard_source_pipe(ShardSource **out, const char *url, const char *cmd,
                                    ShardSourceThread *t, char *err);
 
