@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <jansson.h>
+
 /* Parses "1000", "3e9", "512K", "64M", "1.5G", "2T" (K/M/G/T and KiB/MiB/GiB/TiB are
  * powers of 1024; KB/MB/GB/TB powers of 1000). Returns 0 on success, -1 otherwise. */
 int cli_parse_size(const char *s, uint64_t *out);
@@ -34,6 +36,10 @@ void cli_on_retry(void *prog, const char *line);
 /* The one of the n words closest to word, when it is close (a typo: 2 edits or fewer, less
  * than half the word), else NULL. */
 const char *cli_closest(const char *word, const char *const *words, size_t n);
+
+/* A JSON string of s; bytes that are not UTF-8 become U+FFFD, as JSON cannot hold them
+ * (shardcat cat still gives a member's exact bytes). New reference, NULL without memory. */
+json_t *cli_json_text(const char *s);
 
 /* Whether s ends with suffix. */
 int cli_ends_with(const char *s, const char *suffix);

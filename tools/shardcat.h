@@ -123,10 +123,6 @@ int shardcat_each_shard(const ShardcatCli *cli, ShardRemote *remote, size_t nspe
 /* Opens a shard through the walk's remote; NULL after saying why. */
 ShardFile *shardcat_open_shard(const ShardcatWalk *w, const char *url, ShardFileSettings *s);
 
-/* A JSON string of s; bytes that are not UTF-8 become U+FFFD, as JSON cannot hold them
- * (shardcat cat still gives the member's exact bytes). New reference, NULL without memory. */
-json_t *shardcat_json_text(const char *s);
-
 /* Prints o as one compact line on stdout and drops the reference to it. */
 void shardcat_json_line(json_t *o);
 

@@ -18,10 +18,10 @@ static void print_sample(const ShardSampleView *v, int json)
 {
     if (json) {
         json_t *o = json_object(), *fields = json_object();
-        json_object_set_new(o, "__key__", shardcat_json_text(v->key));
-        json_object_set_new(o, "__url__", shardcat_json_text(v->url));
+        json_object_set_new(o, "__key__", cli_json_text(v->key));
+        json_object_set_new(o, "__url__", cli_json_text(v->url));
         for (size_t k = 0; k < v->nfields; k++) {
-            json_t *name = shardcat_json_text(v->fields[k].name);
+            json_t *name = cli_json_text(v->fields[k].name);
             json_object_set_new(fields, json_string_value(name),
                                 json_integer((json_int_t)v->fields[k].size));
             json_decref(name);
@@ -82,7 +82,7 @@ static void tally_sample(Tally *t, const ShardSampleView *v)
     t->members += v->nfields;
     for (size_t k = 0; k < v->nfields; k++) {
         const ShardFieldView *fv = &v->fields[k];
-        json_t *name = shardcat_json_text(fv->name);
+        json_t *name = cli_json_text(fv->name);
         json_t *c = json_object_get(t->fields, json_string_value(name));
         json_object_set_new(t->fields, json_string_value(name),
                             json_integer(c ? json_integer_value(c) + 1 : 1));
@@ -111,14 +111,14 @@ static void print_info(const char *url, ShardFile *f, Tally *t, int json)
     char *ipath = shard_index_path(url);
     int has_index = ipath && shard_file_count(f) >= 0;
     json_t *o = json_object();
-    json_object_set_new(o, "url", shardcat_json_text(url));
+    json_object_set_new(o, "url", cli_json_text(url));
     json_object_set_new(o, "samples", json_integer((json_int_t)t->samples));
     json_object_set_new(o, "members", json_integer((json_int_t)t->members));
     json_object_set_new(o, "payload_bytes", json_integer((json_int_t)t->payload));
     json_object_set_new(o, "tar_bytes", json_integer((json_int_t)t->tarsize));
     json_object_set_new(o, "file_bytes", json_integer((json_int_t)shard_file_size(f)));
     json_object_set_new(o, "compression", json_string(shard_file_compression(f)));
-    json_object_set_new(o, "index", has_index ? shardcat_json_text(ipath) : json_null());
+    json_object_set_new(o, "index", has_index ? cli_json_text(ipath) : json_null());
     json_object_set_new(o, "index_samples", json_integer((json_int_t)shard_file_count(f)));
     json_object_set_new(o, "fields", t->fields);
     if (json) {
@@ -198,7 +198,7 @@ static json_t *manifest_classes(const ShardcatWalk *w)
             const char *c = shard_manifest_class(m, i);
             if (!json_object_get(seen, c)) {
                 json_object_set_new(seen, c, json_true());
-                json_array_append_new(out, shardcat_json_text(c));
+                json_array_append_new(out, cli_json_text(c));
             }
         }
     }

@@ -23,7 +23,7 @@ static void print_defect(void *cookie, const char *msg)
     Verify *vf = cookie;
     fprintf(stderr, "shardcat: %s\n", msg);
     if (vf->defects && json_array_size(vf->defects) < JSON_DEFECTS)
-        json_array_append_new(vf->defects, shardcat_json_text(msg));
+        json_array_append_new(vf->defects, cli_json_text(msg));
 }
 
 /* error: what kept the shard from being read, else the first defect's message, NULL when
@@ -32,7 +32,7 @@ static void print_verdict_json(const char *url, int rc, const ShardVerifyResult 
                                const ShardVerifySettings *s, const char *error, json_t *defects)
 {
     json_t *o = json_object();
-    json_object_set_new(o, "url", shardcat_json_text(url));
+    json_object_set_new(o, "url", cli_json_text(url));
     json_object_set_new(o, "ok", json_boolean(rc == 0));
     json_object_set_new(o, "samples", json_integer((json_int_t)r->samples));
     json_object_set_new(o, "members", json_integer((json_int_t)r->members));
@@ -45,7 +45,7 @@ static void print_verdict_json(const char *url, int rc, const ShardVerifyResult 
                         json_integer((json_int_t)(rc ? (r->defects ? r->defects : 1) : 0)));
     if (!error && json_array_size(defects))
         error = json_string_value(json_array_get(defects, 0));
-    json_object_set_new(o, "error", error ? shardcat_json_text(error) : json_null());
+    json_object_set_new(o, "error", error ? cli_json_text(error) : json_null());
     json_object_set_new(o, "defect_messages", defects);
     shardcat_json_line(o);
 }

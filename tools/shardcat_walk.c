@@ -74,36 +74,6 @@ ShardFile *shardcat_open_shard(const ShardcatWalk *w, const char *url, ShardFile
     return f;
 }
 
-json_t *shardcat_json_text(const char *s)
-{
-    size_t n = strlen(s);
-    if (shard_utf8_valid(s, n))
-        return json_string(s);
-    char *out = malloc(3 * n + 1);
-    if (!out)
-        return NULL;
-    size_t o = 0;
-    for (size_t i = 0; i < n;) {
-        size_t len = 1;
-        unsigned char c = (unsigned char)s[i];
-        if (c >= 0xc0)
-            len = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
-        if (i + len <= n && shard_utf8_valid(s + i, len)) {
-            memcpy(out + o, s + i, len);
-            o += len;
-            i += len;
-        } else {
-            memcpy(out + o, "\xef\xbf\xbd", 3);
-            o += 3;
-            i++;
-        }
-    }
-    out[o] = 0;
-    json_t *j = json_string(out);
-    free(out);
-    return j;
-}
-
 void shardcat_json_line(json_t *o)
 {
     char *line = json_dumps(o, JSON_COMPACT);

@@ -63,9 +63,12 @@ static int check_output_dir(const char *pattern)
     return rc;
 }
 
-/* --join: the part manifests into one, -o MANIFEST. Returns the exit status. */
-static int join(const char *out, char **parts, int n)
+/* --join: the part manifests o->operands into one, -o MANIFEST. Returns the exit status. */
+static int join(const ShardpackCli *o)
 {
+    const char *out = o->pattern;
+    char **parts = o->operands;
+    int n = o->noperands;
     ShardManifest **m = calloc((size_t)n, sizeof *m);
     ShardError err;
     int rc = 0;
@@ -96,9 +99,21 @@ static int join(const char *out, char **parts, int n)
         fprintf(stderr, "shardpack: %s\n", err.message);
         rc = 1;
     }
-    if (!rc)
+    if (!rc && !o->quiet)
         fprintf(stderr, "shardpack: joined %d manifests: %zu shards, %llu samples -> %s\n", n,
                 shard_manifest_count(joined), (unsigned long long)shard_manifest_samples(joined), out);
+    if (!rc && o->json) {
+        json_t *j = json_object();
+        json_object_set_new(j, "manifest", cli_json_text(out));
+        json_object_set_new(j, "parts", json_integer(n));
+        json_object_set_new(j, "shards", json_integer((json_int_t)shard_manifest_count(joined)));
+        json_object_set_new(j, "samples", json_integer((json_int_t)shard_manifest_samples(joined)));
+        char *text = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        if (text)
+            puts(text);
+        free(text);
+        json_decref(j);
+    }
     for (int i = 0; i < n; i++)
         shard_manifest_free(&m[i]);
     free(m);
@@ -235,8 +250,8 @@ static void print_summary(ShardpackRun *run, const char *manifest, size_t nwritt
                             "(JPEG, PNG and WebP are; --on-error skip leaves them out)\n",
                     (unsigned long long)k, shardpack_undecoded_names[i], k == 1 ? "" : "s");
     }
-    fprintf(stderr, "shardpack: %llu samples in %zu shards, %s in %.2f s (%s/s)",
-            (unsigned long long)atomic_load(&run->samples_done), nwritten,
+    fprintf(stderr, "shardpack: %llu samples in %zu shard%s, %s in %.2f s (%s/s)",
+            (unsigned long long)atomic_load(&run->samples_done), nwritten, nwritten == 1 ? "" : "s",
             cli_human_bytes((double)stored, hb, sizeof hb), dt,
             cli_human_bytes(dt > 0 ? (double)atomic_load(&run->bytes_done) / dt : 0, hr, sizeof hr));
     uint64_t sk = shardpack_run_skipped(run);
@@ -252,6 +267,16 @@ static void print_summary(ShardpackRun *run, const char *manifest, size_t nwritt
         }
         fputc(')', stderr);
     }
+    uint64_t rs = atomic_load(&run->resized);
+    if (rs) {
+        char hi[32], ho[32];
+        fprintf(stderr, "; re-encoded %llu JPEG%s over %u px (%s -> %s)", (unsigned long long)rs,
+                rs == 1 ? "" : "s", (unsigned)run->o->max_side,
+                cli_human_bytes((double)atomic_load(&run->resized_in), hi, sizeof hi),
+                cli_human_bytes((double)atomic_load(&run->resized_out), ho, sizeof ho));
+    } else if (run->o->max_side) {
+        fprintf(stderr, "; no JPEG over %u px to re-encode", (unsigned)run->o->max_side);
+    }
     if (ignored) {
         fprintf(stderr, "; ignored %llu file%s without an image extension (", (unsigned long long)ignored,
                 ignored == 1 ? "" : "s");
@@ -260,6 +285,46 @@ static void print_summary(ShardpackRun *run, const char *manifest, size_t nwritt
         fprintf(stderr, "%s)", ignored > run->nignored_names ? ", ..." : "");
     }
     fprintf(stderr, "; manifest %s\n", manifest);
+}
+
+/* --json: the summary as one object on stdout; its keys are the summary line's. */
+static void print_json(ShardpackRun *run, const char *manifest, size_t nwritten, uint64_t stored,
+                       uint64_t ignored)
+{
+    json_t *o = json_object(), *skipped = json_object(), *undecoded = json_object();
+    json_t *names = json_array();
+    for (int i = 0; i < NSKIP; i++) {
+        uint64_t k = atomic_load(&run->skipped[i]);
+        if (k)
+            json_object_set_new(skipped, shardpack_skip_names[i], json_integer((json_int_t)k));
+    }
+    for (int i = 0; i < NUNDECODED; i++) {
+        uint64_t k = atomic_load(&run->undecoded[i]);
+        if (k)
+            json_object_set_new(undecoded, shardpack_undecoded_names[i], json_integer((json_int_t)k));
+    }
+    for (size_t i = 0; i < run->nignored_names; i++)
+        json_array_append_new(names, cli_json_text(run->ignored_names[i]));
+    json_object_set_new(o, "manifest", cli_json_text(manifest));
+    json_object_set_new(o, "samples", json_integer((json_int_t)atomic_load(&run->samples_done)));
+    json_object_set_new(o, "shards", json_integer((json_int_t)nwritten));
+    json_object_set_new(o, "bytes", json_integer((json_int_t)stored));
+    json_object_set_new(o, "input_bytes", json_integer((json_int_t)atomic_load(&run->bytes_done)));
+    json_object_set_new(o, "seconds", json_real(cli_now() - run->t0));
+    json_object_set_new(o, "skipped", skipped);
+    json_object_set_new(o, "ignored", json_integer((json_int_t)ignored));
+    json_object_set_new(o, "ignored_first", names);
+    json_object_set_new(o, "undecoded", undecoded);
+    json_object_set_new(o, "resized", json_integer((json_int_t)atomic_load(&run->resized)));
+    json_object_set_new(o, "resized_bytes_in", json_integer((json_int_t)atomic_load(&run->resized_in)));
+    json_object_set_new(o, "resized_bytes_out",
+                        json_integer((json_int_t)atomic_load(&run->resized_out)));
+    char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    if (text) {
+        puts(text);
+        free(text);
+    }
+    json_decref(o);
 }
 
 /* ---- main ---------------------------------------------------------------------------- */
@@ -302,6 +367,8 @@ static int pack(const ShardpackCli *o)
     }
     if (!o->quiet && !status)
         print_summary(&run, manifest, nwritten, stored, ignored);
+    if (o->json && !status)
+        print_json(&run, manifest, nwritten, stored, ignored);
     for (size_t j = 0; j < shard_pack_plan_shards(plan); j++)
         free((char *)run.infos[j].url);
     free(run.infos);
@@ -319,6 +386,6 @@ int main(int argc, char **argv)
     if (status >= 0)
         return status;
     if (o.join)
-        return join(o.pattern, o.operands, o.noperands);
+        return join(&o);
     return pack(&o);
 }

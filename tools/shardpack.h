@@ -37,6 +37,7 @@ typedef struct ShardpackCli {
     int fsync;
     int checksums;
     int quiet;
+    int json; /* --json: the summary as one JSON object on stdout */
     int64_t mtime;
     uint32_t max_side;
     int quality;
@@ -62,7 +63,7 @@ void shardpack_settings(const ShardpackCli *o, ShardPackSettings *ps);
 
 /* The summary's names of the skip reasons, in the order it prints them. */
 enum { SKIP_NAME, SKIP_EMPTY, SKIP_UNREADABLE, SKIP_NOT_IMAGE, SKIP_CORRUPT, SKIP_CHANGED,
-       SKIP_UNDECODED, NSKIP };
+       SKIP_UNDECODED, SKIP_OTHER, NSKIP };
 extern const char *const shardpack_skip_names[NSKIP];
 
 /* The image formats packed that the loader does not decode, counted kind by kind. */
@@ -82,6 +83,7 @@ typedef struct ShardpackRun {
     char *ignored_names[3]; /* the first files a folder scan left out, for the summary */
     size_t nignored_names;
     atomic_ullong undecoded[NUNDECODED]; /* packed all the same (no --on-error skip) */
+    atomic_ullong resized, resized_in, resized_out; /* JPEGs re-encoded (--resize), bytes */
     pthread_mutex_t lock; /* error message, stderr */
     char error[2048];
     pthread_cond_t cond;

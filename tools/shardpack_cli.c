@@ -47,6 +47,8 @@ static void usage(FILE *f)
           "                         carries), md5,sha256, or none\n"
           "      --no-checksum      same as --checksum none\n"
           "  -q, --quiet            no progress bar and no summary\n"
+          "      --json             the summary as one JSON object on stdout (samples, shards,\n"
+          "                         bytes, seconds, skipped, ignored, undecoded, resized)\n"
           "      --join             join part manifests into -o MANIFEST\n"
           "  -h, --help             this help\n"
           "  -V, --version          the version\n",
@@ -60,7 +62,7 @@ static int die_usage(const char *msg)
 
 enum { OPT_COMPRESS = 256, OPT_FRAME, OPT_SHUFFLE, OPT_VERIFY, OPT_ON_ERROR, OPT_LIST,
        OPT_PART, OPT_MANIFEST, OPT_NO_FSYNC, OPT_NO_CHECKSUM, OPT_CHECKSUM, OPT_JOIN, OPT_RESIZE,
-       OPT_QUALITY, OPT_UPLOAD_PART, OPT_INFLIGHT };
+       OPT_QUALITY, OPT_UPLOAD_PART, OPT_INFLIGHT, OPT_JSON };
 
 static const char short_options[] = ":o:c:s:l:j:qhV";
 
@@ -86,6 +88,7 @@ static const struct option long_options[] = {
     {"upload-part", required_argument, NULL, OPT_UPLOAD_PART},
     {"inflight", required_argument, NULL, OPT_INFLIGHT},
     {"quiet", no_argument, NULL, 'q'},
+    {"json", no_argument, NULL, OPT_JSON},
     {"join", no_argument, NULL, OPT_JOIN},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
@@ -252,6 +255,7 @@ int shardpack_parse(int argc, char **argv, ShardpackCli *o)
         case OPT_NO_FSYNC: o->fsync = 0; break;
         case OPT_NO_CHECKSUM: o->checksums = 0; break;
         case 'q': o->quiet = 1; break;
+        case OPT_JSON: o->json = 1; break;
         case OPT_JOIN: o->join = 1; break;
         case 'h': usage(stdout); return 0;
         case 'V': printf("shardpack (libshard) %s\n", shard_version()); return 0;

@@ -23,18 +23,25 @@
 
 const char *const shardpack_skip_names[NSKIP] = {
     "invalid name", "zero-byte", "unreadable", "not an image", "corrupt image", "changed while packing",
-    "not decoded by the loader",
+    "not decoded by the loader", "other",
 };
 const char *const shardpack_undecoded_names[NUNDECODED] = {"gif", "bmp", "tiff", "pnm", "other"};
-static const int skip_reason[] = {
-    [SHARD_PACK_UNREADABLE] = SKIP_UNREADABLE,
-    [SHARD_PACK_CHANGED] = SKIP_CHANGED,
-    [SHARD_PACK_NOT_IMAGE] = SKIP_NOT_IMAGE,
-    [SHARD_PACK_CORRUPT] = SKIP_CORRUPT,
-    [SHARD_PACK_BAD_NAME] = SKIP_NAME,
-    [SHARD_PACK_EMPTY] = SKIP_EMPTY,
-    [SHARD_PACK_UNDECODED] = SKIP_UNDECODED,
-};
+/* The summary's count for a reason; a reason added to the library after this tool, "other". */
+static atomic_ullong *skip_slot(ShardpackRun *run, ShardPackBad reason)
+{
+    int k;
+    switch (reason) {
+    case SHARD_PACK_UNREADABLE: k = SKIP_UNREADABLE; break;
+    case SHARD_PACK_CHANGED: k = SKIP_CHANGED; break;
+    case SHARD_PACK_NOT_IMAGE: k = SKIP_NOT_IMAGE; break;
+    case SHARD_PACK_CORRUPT: k = SKIP_CORRUPT; break;
+    case SHARD_PACK_BAD_NAME: k = SKIP_NAME; break;
+    case SHARD_PACK_EMPTY: k = SKIP_EMPTY; break;
+    case SHARD_PACK_UNDECODED: k = SKIP_UNDECODED; break;
+    default: k = SKIP_OTHER;
+    }
+    return &run->skipped[k];
+}
 
 /* An image the loader does not decode, packed: counted by its kind (what's first word). */
 static void count_undecoded(ShardpackRun *run, const char *what)
@@ -96,7 +103,7 @@ int shardpack_scan_bad(void *cookie, const char *path, ShardPackBad reason, cons
     }
     if (!run->o->quiet)
         fprintf(stderr, "shardpack: skipping %s: %s\n", buf, what);
-    atomic_fetch_add(&run->skipped[skip_reason[reason]], 1);
+    atomic_fetch_add(skip_slot(run, reason), 1);
     return 1;
 }
 
@@ -114,7 +121,7 @@ static int on_bad(void *cookie, size_t input, ShardPackBad reason, const char *w
         record_error(run, "%s: %s", path, what);
         return 0;
     }
-    atomic_fetch_add(&run->skipped[skip_reason[reason]], 1);
+    atomic_fetch_add(skip_slot(run, reason), 1);
     if (!run->o->quiet) {
         pthread_mutex_lock(&run->lock);
         fprintf(stderr, "%sshardpack: skipping %s: %s\n", run->tty ? "\r" : "", path, what);
@@ -133,13 +140,22 @@ static int on_written(void *cookie, size_t input, uint64_t bytes)
     return atomic_load(&run->failed);
 }
 
+static void on_resized(void *cookie, size_t input, uint64_t bytes_in, uint64_t bytes_out)
+{
+    ShardpackRun *run = cookie;
+    (void)input;
+    atomic_fetch_add(&run->resized, 1);
+    atomic_fetch_add(&run->resized_in, bytes_in);
+    atomic_fetch_add(&run->resized_out, bytes_out);
+}
+
 static void *worker(void *arg)
 {
     ShardpackRun *run = arg;
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL);
-    ShardPackCallbacks cb = {on_bad, on_written, run};
+    ShardPackCallbacks cb = {on_bad, on_written, run, on_resized};
     while (!atomic_load(&run->failed)) {
         size_t j = atomic_fetch_add(&run->next, 1);
         if (j >= run->shard_hi)

@@ -161,7 +161,17 @@ typedef struct WriteCtx {
     PackPlanObject *self;
     PyObject *skipped;
     PyObject *undecoded; /* (path, reason, what) of images packed that the loader won't decode */
+    unsigned long long resized, resized_in, resized_out; /* JPEGs re-encoded for max_side */
 } WriteCtx;
+
+static void write_resized(void *cookie, size_t input, uint64_t bytes_in, uint64_t bytes_out)
+{
+    WriteCtx *c = cookie;
+    (void)input;
+    c->resized++;
+    c->resized_in += bytes_in;
+    c->resized_out += bytes_out;
+}
 
 static int write_bad(void *cookie, size_t input, ShardPackBad reason, const char *what)
 {
@@ -170,8 +180,9 @@ static int write_bad(void *cookie, size_t input, ShardPackBad reason, const char
                               shard_pack_plan_input(c->self->plan, input)->path, reason, what);
 }
 
-/* write_shard(j) -> info dict with "skipped" (list of (path, reason, what)), or None when
- * every input of the shard was left out. */
+/* write_shard(j) -> info dict with "skipped" (list of (path, reason, what)), "undecoded"
+ * (alike) and "resized" ((JPEGs re-encoded, their bytes before, after)), or None when every
+ * input of the shard was left out. */
 static PyObject *PackPlan_write_shard(PackPlanObject *self, PyObject *arg)
 {
     if (plan_live(self))
@@ -182,13 +193,13 @@ static PyObject *PackPlan_write_shard(PackPlanObject *self, PyObject *arg)
     if (j >= shard_pack_plan_shards(self->plan))
         return PyErr_Format(PyExc_IndexError, "shard %zu: the plan has %zu", j,
                             shard_pack_plan_shards(self->plan));
-    WriteCtx c = {self, PyList_New(0), PyList_New(0)};
+    WriteCtx c = {self, PyList_New(0), PyList_New(0), 0, 0, 0};
     if (!c.skipped || !c.undecoded) {
         Py_XDECREF(c.skipped);
         Py_XDECREF(c.undecoded);
         return NULL;
     }
-    ShardPackCallbacks cb = {write_bad, NULL, &c};
+    ShardPackCallbacks cb = {.on_bad = write_bad, .cookie = &c, .on_resized = write_resized};
     ShardFileInfo info;
     ShardError err;
     int rc;
@@ -204,9 +215,12 @@ static PyObject *PackPlan_write_shard(PackPlanObject *self, PyObject *arg)
     }
     PyObject *d = shard_py_info_dict(&info);
     free((char *)info.url);
-    if (d && (PyDict_SetItemString(d, "skipped", c.skipped) < 0 ||
-              PyDict_SetItemString(d, "undecoded", c.undecoded) < 0))
+    PyObject *resized = d ? Py_BuildValue("(KKK)", c.resized, c.resized_in, c.resized_out) : NULL;
+    if (d && (!resized || PyDict_SetItemString(d, "skipped", c.skipped) < 0 ||
+              PyDict_SetItemString(d, "undecoded", c.undecoded) < 0 ||
+              PyDict_SetItemString(d, "resized", resized) < 0))
         Py_CLEAR(d);
+    Py_XDECREF(resized);
     Py_DECREF(c.skipped);
     Py_DECREF(c.undecoded);
     return d;

@@ -33,20 +33,24 @@ class PackResult:
     """What pack wrote: manifest (its path), shards and samples written, skipped (bad
     inputs left out with on_error="skip": (path, reason, what)), ignored (files without an
     image extension), undecoded (images packed that the loader does not decode, GIF, BMP,
-    TIFF, PNM: (path, reason, what); on_error="skip" leaves them out, into skipped)."""
+    TIFF, PNM: (path, reason, what); on_error="skip" leaves them out, into skipped), resized
+    (JPEGs re-encoded for resize=) with resized_bytes (their bytes before, after)."""
 
-    def __init__(self, manifest, shards, samples, skipped, ignored, undecoded=()):
+    def __init__(self, manifest, shards, samples, skipped, ignored, undecoded=(), resized=0,
+                 resized_bytes=(0, 0)):
         self.manifest = manifest
         self.shards = shards
         self.samples = samples
         self.skipped = skipped
         self.ignored = ignored
         self.undecoded = list(undecoded)
+        self.resized = resized
+        self.resized_bytes = tuple(resized_bytes)
 
     def __repr__(self):
         return (f"PackResult(manifest={self.manifest!r}, shards={self.shards}, samples={self.samples}, "
                 f"skipped={len(self.skipped)}, ignored={self.ignored}, "
-                f"undecoded={len(self.undecoded)})")
+                f"undecoded={len(self.undecoded)}, resized={self.resized})")
 
 
 def _plan_kwargs(list, on_error, maxcount, maxsize, level, frame_size, shuffle, verify, mtime, checksums, sync,
@@ -145,5 +149,7 @@ def pack(source, pattern, *, client, list=False, on_error="fail", maxcount=10000
         warnings.warn(f"{len(undecoded)} images packed that the loader does not decode (JPEG, PNG "
                       f"and WebP are), e.g. {undecoded[0][0]}: {undecoded[0][2]}; "
                       f"on_error='skip' leaves them out")
+    resized = [i.get("resized", (0, 0, 0)) for i in written]
     return PackResult(path, len(written), sum(i["nsamples"] for i in written), skipped, plan.ignored,
-                      undecoded)
+                      undecoded, sum(r[0] for r in resized),
+                      (sum(r[1] for r in resized), sum(r[2] for r in resized)))

@@ -746,8 +746,16 @@ def test_resize_shrinks_large_jpegs_and_leaves_the_rest(run_sp, tmp_path):
     for run in ("a", "b"):
         out = tmp_path / run
         out.mkdir()
-        ok(run_sp(tmp_path / "src", "-o", out / "t-%06d.tar", "--resize", "256", "--quality", "90"))
+        cp = run_sp(tmp_path / "src", "-o", out / "t-%06d.tar", "--resize", "256", "--quality", "90",
+                    *(["--json"] if run == "b" else []))
+        err = ok(cp)
         outs.append(out)
+    # the run says how many it re-encoded: the three JPEGs over 256 px, not the PNG
+    assert "; re-encoded 3 JPEGs over 256 px (" in summary_line(err), err
+    summary = json.loads(cp.stdout)
+    assert summary["resized"] == 3 and summary["samples"] == 6, summary
+    big = sum(len(orig[n]) for n in ("wide.jpg", "tall.jpg", "gray.jpg"))
+    assert summary["resized_bytes_in"] == big > summary["resized_bytes_out"] > 0, summary
     assert (outs[0] / "t-000000.tar").read_bytes() == (outs[1] / "t-000000.tar").read_bytes(), "reproducible"
     samples = {k: {m["field"]: m["data"] for m in ms}
                for k, ms in group_samples(read_members((outs[0] / "t-000000.tar").read_bytes()))}
@@ -773,6 +781,12 @@ def test_resize_shrinks_large_jpegs_and_leaves_the_rest(run_sp, tmp_path):
     assert man["libshard"]["options"]["max_side"] == 256 and man["libshard"]["options"]["quality"] == 90
 
 
+def test_resize_says_when_nothing_was_over_the_size(run_sp, tmp_path):
+    make_tree(tmp_path / "src", {"c/a.jpg": 1})
+    err = ok(run_sp(tmp_path / "src", "-o", tmp_path / "out/t-%06d.tar", "--resize", "4000"))
+    assert "; no JPEG over 4000 px to re-encode;" in summary_line(err), err
+
+
 @pytest.mark.parametrize("args", [["--resize", "0"], ["--resize", "70000"], ["--resize", "9", "--quality", "0"],
                                   ["--resize", "9", "--quality", "101"]])
 def test_resize_usage_errors(run_sp, tmp_path, args):
@@ -792,7 +806,7 @@ def test_formats_the_loader_does_not_decode_are_named_at_pack_time(run_sp, tmp_p
     make_tree(tmp_path / "src", MIXED)
     err = ok(run_sp(tmp_path / "src", "-o", tmp_path / "a/t-%06d.tar"))
     lines = err.strip().split("\n")
-    assert "8 samples in 1 shards" in summary_line(err)
+    assert "8 samples in 1 shard," in summary_line(err)
     named = sorted(l for l in lines if "the loader does not decode" in l)
     assert named == [
         "shardpack: 1 tiff image packed that the loader does not decode (JPEG, PNG and WebP "
@@ -803,7 +817,7 @@ def test_formats_the_loader_does_not_decode_are_named_at_pack_time(run_sp, tmp_p
         "are; --on-error skip leaves them out)"]
     # on request they are left out, named and counted
     err = ok(run_sp(tmp_path / "src", "-o", tmp_path / "b/t-%06d.tar", "--on-error", "skip"))
-    assert "3 samples in 1 shards" in summary_line(err)
+    assert "3 samples in 1 shard," in summary_line(err)
     assert "skipped 5 (5 not decoded by the loader)" in summary_line(err)
     assert "skipping " + str(tmp_path / "src/c/x.bmp") + ": bmp image, which the loader" in err
     fields = sorted(m["field"] for m in read_members((tmp_path / "b/t-000000.tar").read_bytes())
@@ -830,3 +844,49 @@ def test_verify_decode_names_each_image_the_loader_does_not_decode(run_sp, tmp_p
     ok(run_sp(tmp_path / "ok", "-o", tmp_path / "o/t-%06d.tar", "-q"))
     assert subprocess.run([shardcat, "verify", "--decode", str(tmp_path / "o/t-000000.tar")],
                           capture_output=True).returncode == 0
+
+
+# ---- the summary as JSON ---------------------------------------------------------------------
+
+
+def test_json_summary_counts_what_the_line_says(run_sp, tmp_path):
+    """--json puts the summary on stdout as one object (the line stays on stderr): what was
+    written, agreeing with the manifest, and what was skipped, ignored and not decodable."""
+    make_tree(tmp_path / "src", {**MIXED, "c/bad.jpg": b"not an image", "c/notes.txt": b"hi",
+                                 "d/empty.jpg": b""})
+    cp = run_sp(tmp_path / "src", "-o", tmp_path / "out/t-%06d.tar", "-c", "2", "--on-error",
+                "skip", "--json")
+    err = ok(cp)
+    s = json.loads(cp.stdout)
+    man = load_manifest(tmp_path / "out/t.json")
+    assert s["manifest"] == str(tmp_path / "out/t.json")
+    assert s["samples"] == 3 == sum(e["nsamples"] for e in man["shardlist"])
+    assert s["shards"] == len(man["shardlist"]) == 2
+    assert s["bytes"] == sum(e["filesize"] for e in man["shardlist"])
+    assert s["skipped"] == {"zero-byte": 1, "not an image": 1, "not decoded by the loader": 5}, s
+    assert (s["ignored"], s["ignored_first"]) == (1, [str(tmp_path / "src/c/notes.txt")]), s
+    assert s["resized"] == 0 and s["seconds"] > 0
+    assert "skipped 7" in summary_line(err)
+    # packed as they are: counted by kind
+    make_tree(tmp_path / "mixed", MIXED)
+    cp = run_sp(tmp_path / "mixed", "-o", tmp_path / "all/t-%06d.tar", "-q", "--json")
+    ok(cp)
+    assert json.loads(cp.stdout)["undecoded"] == {"bmp": 2, "tiff": 1, "pnm": 2}, cp.stdout
+    # a failed run (the bad files, no skip) prints no JSON: the reason is on stderr
+    cp = run_sp(tmp_path / "src", "-o", tmp_path / "fail/t-%06d.tar", "--json")
+    assert cp.returncode == 1 and cp.stdout == b"", cp.stdout
+
+
+def test_json_summary_of_a_join(run_sp, tmp_path):
+    make_tree(tmp_path / "src", GOOD)
+    for i in range(2):
+        ok(run_sp(tmp_path / "src", "-o", tmp_path / "out/t-%06d.tar", "-c", "1", "--part",
+                  f"{i}/2", "-q"))
+    parts = sorted(str(p) for p in (tmp_path / "out").glob("t.part-*.json"))
+    cp = run_sp("--join", "-o", tmp_path / "out/t.json", *parts, "--json")
+    ok(cp)
+    s = json.loads(cp.stdout)
+    man = load_manifest(tmp_path / "out/t.json")
+    assert s == {"manifest": str(tmp_path / "out/t.json"), "parts": 2,
+                 "shards": len(man["shardlist"]),
+                 "samples": sum(e["nsamples"] for e in man["shardlist"])}

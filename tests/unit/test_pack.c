@@ -276,7 +276,7 @@ Test(pack, cuts_shards_where_the_writer_does)
     size_t nshards = shard_pack_plan_shards(p);
     cr_assert_gt(nshards, 6);
     int written = 0;
-    ShardPackCallbacks cb = {NULL, count_written, &written};
+    ShardPackCallbacks cb = {.on_written = count_written, .cookie = &written};
     char (*plan_sha)[65] = calloc(nshards, 65);
     for (size_t j = 0; j < nshards; j++) {
         ShardFileInfo info;
@@ -369,7 +369,7 @@ Test(pack, bad_inputs_fail_or_are_skipped)
     cr_assert_null(info.url);
     cr_assert_eq(tu_count(dir), 1, "nothing left but the input: %d", tu_count(dir));
     int seen[5] = {0};
-    ShardPackCallbacks cb = {skip_all, NULL, seen};
+    ShardPackCallbacks cb = {.on_bad = skip_all, .cookie = seen};
     cr_assert_eq(shard_pack_write_shard(p, 0, &cb, &info, &err), 0, "%s", err.message);
     cr_assert_eq(seen[SHARD_PACK_UNREADABLE], 1);
     cr_assert_eq(seen[SHARD_PACK_CHANGED], 2, "the grown file and the FIFO");

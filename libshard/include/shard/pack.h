@@ -79,7 +79,8 @@ typedef struct ShardPackInput {
     uint64_t size;          /**< bytes of the file, as found when listing the inputs */
 } ShardPackInput;
 
-/** Why an input is bad (ShardPackCallbacks.on_bad). */
+/** Why an input is bad (ShardPackCallbacks.on_bad). Reasons may be added: a caller that
+ *  names them by table keeps a name for one it does not know. */
 typedef enum ShardPackBad {
     SHARD_PACK_UNREADABLE = 1, /**< it cannot be opened or read */
     SHARD_PACK_CHANGED = 2,    /**< its size changed since it was listed */
@@ -117,6 +118,9 @@ typedef struct ShardPackCallbacks {
      *  discarded, SHARD_ERR_STATE). NULL: nothing. */
     int (*on_written)(void *cookie, size_t input, uint64_t bytes);
     void *cookie;
+    /** A JPEG re-encoded for max_side, before on_written: from bytes_in to bytes_out.
+     *  NULL: nothing. (Zero-initialise the struct: fields may be added.) */
+    void (*on_resized)(void *cookie, size_t input, uint64_t bytes_in, uint64_t bytes_out);
 } ShardPackCallbacks;
 
 typedef struct ShardPackPlan ShardPackPlan;

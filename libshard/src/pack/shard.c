@@ -218,6 +218,8 @@ static int write_one(const ShardPackPlan *p, size_t i, Reading *rd, ShardWriter 
                                                    shrunk.data ? shrunk.size : x->in.size, cls,
                                                    json ? json : "{}")};
     int wr = json ? shard_writer_add(w, &sample) : SHARD_ERR_NOMEM;
+    if (!wr && shrunk.data && cb && cb->on_resized)
+        cb->on_resized(cb->cookie, i, x->in.size, shrunk.size);
     free(json);
     free(shrunk.data);
     if (wr) {
