@@ -58,6 +58,15 @@ def test_pack_is_byte_identical_to_shardpack(client, folder, shardpack, tmp_path
     assert [p for p in got if got[p] != want[p]] == [], "shards, indexes and manifest as shardpack's"
     assert res.manifest == str(out / "train.json") and res.samples == 90 and res.ignored == 1
     assert res.shards == len(json.loads(got["train.json"])["shardlist"]) > 2
+    if "resize" in kw:  # the JPEGs re-encoded, counted as shardpack counts them
+        (tmp_path / "spj").mkdir()
+        sp = json.loads(subprocess.run([str(shardpack), str(folder), "-o", str(tmp_path / "spj/t-%06d.tar"),
+                                        "-q", "--json", *opts], check=True, capture_output=True).stdout)
+        assert (res.resized, res.resized_bytes) == \
+            (sp["resized"], (sp["resized_bytes_in"], sp["resized_bytes_out"]))
+        assert 0 < res.resized and res.resized_bytes[1] < res.resized_bytes[0]
+    else:
+        assert res.resized == 0
     # tasks of several shards each, and zstd: still the same bytes
     zout, zsp = tmp_path / "daskz", tmp_path / "spz"
     zout.mkdir()
