@@ -250,6 +250,7 @@ def test_a_state_is_refused_where_a_setting_differs_naming_it(packed, taken, her
     why = _refusal(str(packed.manifest), taken, here)
     assert named in why, why
     assert "would repeat some samples and skip others" in why
+    assert "or go on from the next epoch's start with these: set_epoch(1), no state" in why, why
 
 
 def test_a_state_is_refused_by_another_shard_list_or_mix(packed, tmp_path):

@@ -205,8 +205,9 @@ int shard_reader_state_check(ShardReader *r, const char *state, uint64_t *epoch,
         return shard_fail(r->err, SHARD_ERR_INVALID,
                           "reader: the state was taken with other settings, and would repeat "
                           "some samples and skip others here: %s (restore it where they are "
-                          "the same)",
-                          diffs + 2);
+                          "the same, or go on from the next epoch's start with these: "
+                          "set_epoch(%llu), no state)",
+                          diffs + 2, e + 1);
     if (sd != r->s.seed)
         r->s.seed = sd; /* this reader drew its seed: the state's continues the run */
     *epoch = e;
