@@ -58,7 +58,7 @@ int main(int argc, char **argv)
         return 2;
     }
     status = shardcat_check(&cli);
-    if (status < 0 && cli.command == SHARDCAT_STREAM && shardcat_placement(&reader))
+    if (status < 0 && cli.command == SHARDCAT_STREAM && shardcat_placement(&cli, &reader))
         status = 2;
     if (status < 0)
         status = run(&cli, &reader, remote);

@@ -45,6 +45,7 @@ typedef struct ShardcatCli {
     uint64_t samples; /* --samples N: stop after N, print the state to resume from */
     int have_samples;
     const char *state; /* --state STATE: resume */
+    int have_mode;     /* --mode given; else equal with several ranks, exact with one */
     int stats;         /* --stats */
     ShardMixInput *mix; /* --mix sources, each of one spec (its urls point at spec[i]);
                          * ShardReaderSettings.sources points at them */
@@ -70,8 +71,10 @@ int shardcat_parse(int argc, char **argv, ShardcatCli *cli, ShardReaderSettings 
 int shardcat_check(const ShardcatCli *cli);
 
 /* stream's placement, completed in reader: its flags, else $RANK and $WORLD_SIZE (said on
- * stderr when they split the data), checked. @return 0, or 2 after saying what is wrong */
-int shardcat_placement(ShardReaderSettings *reader);
+ * stderr when they split the data), checked; and without --mode, the mode the Python
+ * dataset takes: equal with several ranks (every rank the same count), else exact.
+ * @return 0, or 2 after saying what is wrong */
+int shardcat_placement(const ShardcatCli *cli, ShardReaderSettings *reader);
 
 /* Frees what shardcat_parse allocated (the --mix lists). */
 void shardcat_cli_free(ShardcatCli *cli);

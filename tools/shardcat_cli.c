@@ -118,6 +118,8 @@ static const struct {
      "                          are used when set (said on stderr), else rank 0 of 1\n"
      "  --worker I --workers N  this consumer's DataLoader worker\n"
      "  --mode exact|equal|resampled [--pad] [--epoch-samples N]\n"
+     "                          (default: equal with several ranks, every rank the same\n"
+     "                          count, as the Python dataset; exact on one)\n"
      "  --mix W:SPEC            (repeated) sources mixed, each W's share of every epoch\n"
      "  --streams N             shards read at once\n"
      "  --skip-errors           skip bad shards and samples, counted\n"
@@ -301,6 +303,7 @@ static int stream_option(int c, char *arg, ShardcatCli *cli, ShardReaderSettings
     case O_WORKERS:
     case O_STREAMS: return count_option(c, arg, rs);
     case O_MODE:
+        cli->have_mode = 1;
         if (!strcmp(arg, "exact"))
             rs->mode = SHARD_MODE_EXACT;
         else if (!strcmp(arg, "equal"))
@@ -422,7 +425,7 @@ static int env_placement(const char *name, const char *flag, int *v, int *from_e
 /* The consumer's placement: flags, else $RANK and $WORLD_SIZE (a split that came from the
  * environment is said, so that a shell inside a job's allocation does not show a part of
  * the data unawares), each checked against the other and named as given. */
-int shardcat_placement(ShardReaderSettings *rs)
+int shardcat_placement(const ShardcatCli *cli, ShardReaderSettings *rs)
 {
     int rank_env = 0, world_env = 0;
     if (env_placement("RANK", "--rank", &rs->rank, &rank_env) ||
@@ -453,6 +456,8 @@ int shardcat_placement(ShardReaderSettings *rs)
                                                  : "$WORLD_SIZE");
     rs->rank = rank;
     rs->world_size = world;
+    if (!cli->have_mode)
+        rs->mode = world > 1 ? SHARD_MODE_EQUAL : SHARD_MODE_EXACT;
     return 0;
 }
 

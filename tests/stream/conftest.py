@@ -217,9 +217,12 @@ def consumers(world, workers):
     return [(r, w) for r in range(world) for w in range(workers)]
 
 
-def split_args(rank, world, worker, workers):
+def split_args(rank, world, worker, workers, mode="exact"):
+    """A consumer's placement; mode exact by default here (every sample once over the
+    consumers, what these tests check), where shardcat's own default with several ranks is
+    equal."""
     return ["--rank", str(rank), "--world-size", str(world), "--worker", str(worker),
-            "--workers", str(workers)]
+            "--workers", str(workers), "--mode", mode]
 
 
 def dupes(keys):

@@ -97,6 +97,21 @@ def test_equal_drop(stream, ds, ds_nocount, kind, shuffle):
             assert len(union) == total - total % world
 
 
+def test_several_ranks_default_to_equal(stream, ds):
+    """No --mode: with several ranks every rank gets the same count, as the Python dataset
+    gives; --mode exact (the control) gives every sample once, ranks unequal."""
+    world = next(w for w in (3, 4, 5, 7) if ds.total % w)
+
+    def counts(*mode):
+        return [len(stream(ds.manifest, "--seed", str(SEED), "--rank", str(r), "--world-size",
+                           str(world), *mode).ok().keys) for r in range(world)]
+    assert counts() == [ds.total // world] * world
+    exact = counts("--mode", "exact")
+    assert sum(exact) == ds.total and len(set(exact)) > 1, exact
+    one = stream(ds.manifest, "--seed", str(SEED)).ok().keys
+    assert sorted(one) == sorted(ds.all_keys), "one rank: every sample"
+
+
 def epoch_sequence(stream, src, *extra):
     """The epoch's whole sample sequence in plan order: one consumer, one stream, no buffer."""
     return stream(src, "--seed", str(SEED), "--streams", "1", *extra).ok().keys

@@ -52,7 +52,7 @@ def first_diff(a, b):
 @pytest.mark.parametrize("mode", ["exact", "equal"])
 @pytest.mark.parametrize("shuffle", SHUFFLES, ids=lambda s: f"buf{s}")
 def test_resume_counts_known(stream, ds, shuffle, mode, split):
-    args = [ds.manifest, "--seed", str(SEED), "--mode", mode, *split_args(*split)]
+    args = [ds.manifest, "--seed", str(SEED), *split_args(*split, mode=mode)]
     if shuffle:
         args += ["--shuffle", shuffle]
     check_resume(stream, args)
@@ -116,7 +116,8 @@ def test_state_with_another_seed_is_refused(stream, ds):
     (["--world-size", "3", "--rank", "0"], "world_size is 2 in the state and 3 here"),
     (["--world-size", "2", "--rank", "0", "--workers", "2", "--worker", "0"],
      "num_workers (DataLoader workers per rank) is 1 in the state and 2 here"),
-    (["--world-size", "2", "--rank", "0", "--mode", "equal"], "mode is exact in the state and equal here"),
+    # with two ranks the default is equal
+    (["--world-size", "2", "--rank", "0", "--mode", "exact"], "mode is equal in the state and exact here"),
     (["--world-size", "2", "--rank", "0", "--streams", "2"], "streams is 4 in the state and 2 here"),
 ])
 def test_a_state_taken_with_other_settings_is_refused_naming_them(stream, ds, change, named):

@@ -49,7 +49,10 @@ typedef struct ShardReaderSettings {
     int world_size;    /**< -1: from $WORLD_SIZE, else 1 (default -1) */
     int worker;        /**< this consumer's worker within its rank (default 0) */
     int num_workers;   /**< workers per rank (default 1) */
-    ShardMode mode;    /**< default SHARD_MODE_EXACT */
+    /** default SHARD_MODE_EXACT: every sample once, ranks perhaps a sample apart. With
+     *  several ranks under DDP choose SHARD_MODE_EQUAL (every rank the same count), as
+     *  shardcat stream and the Python dataset do when no mode is given. */
+    ShardMode mode;
     int pad;           /**< equal mode: pad the remainder instead of dropping it (default 0) */
     /** Samples per consumer and epoch. Resampled mode: 0 endless. Exact and equal modes:
      *  0 for a pass over the data; else the shards are read as a mix of one source (see
