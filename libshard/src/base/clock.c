@@ -26,3 +26,13 @@ void shard_add_seconds(_Atomic double *counter, double d)
     while (!atomic_compare_exchange_weak(counter, &v, v + d))
         ;
 }
+
+struct timespec shard_deadline(clockid_t clock, double seconds)
+{
+    struct timespec t;
+    clock_gettime(clock, &t);
+    long long ns = (long long)(seconds * 1e9) + t.tv_nsec;
+    t.tv_sec += (time_t)(ns / 1000000000);
+    t.tv_nsec = (long)(ns % 1000000000);
+    return t;
+}

@@ -5,6 +5,7 @@
 #define SHARD_BASE_CLOCK_H
 
 #include <stdint.h>
+#include <time.h>
 
 #include "base/attr.h"
 
@@ -12,6 +13,9 @@
 SHARD_HIDDEN double shard_seconds(void);
 /* The same clock in nanoseconds. */
 SHARD_HIDDEN uint64_t shard_nanoseconds(void);
+/* The time on clock (CLOCK_MONOTONIC or CLOCK_REALTIME, as the condition variable waited
+ * on uses) seconds from now: pthread_cond_timedwait's deadline. */
+SHARD_HIDDEN struct timespec shard_deadline(clockid_t clock, double seconds);
 /* Adds d to a counter of seconds other threads add to and read. */
 SHARD_HIDDEN void shard_add_seconds(_Atomic double *counter, double d);
 

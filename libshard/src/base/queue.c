@@ -154,11 +154,7 @@ int shard_queue_take_for(ShardQueue *q, void *e, double seconds)
 {
     if (seconds <= 0)
         return shard_queue_take(q, e);
-    struct timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    double end = (double)until.tv_sec + (double)until.tv_nsec * 1e-9 + seconds;
-    until.tv_sec = (time_t)end;
-    until.tv_nsec = (long)((end - (double)until.tv_sec) * 1e9);
+    struct timespec until = shard_deadline(CLOCK_MONOTONIC, seconds);
     pthread_mutex_lock(&q->lock);
     int timed_out = 0;
     if (!q->n && !q->closed) {

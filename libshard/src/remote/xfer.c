@@ -311,13 +311,7 @@ static int wait_or_abort(ShardXfer *x)
         x->aborted = 1;
         return 1;
     }
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_nsec += 100000000;
-    if (ts.tv_nsec >= 1000000000) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000;
-    }
+    struct timespec ts = shard_deadline(CLOCK_REALTIME, 0.1);
     pthread_cond_timedwait(&x->cv, &x->mu, &ts);
     return 0;
 }
