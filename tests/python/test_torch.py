@@ -986,6 +986,52 @@ def test_a_batch_seeds_redo_its_images(packed):
     assert n == 32
 
 
+def _pixels(urls, world, workers, epoch=1, seed=4, **kw):
+    """{(key, reading): image bytes} over every consumer of a world x workers split, with
+    random crops and flips; a key read more than once in the epoch counts its readings."""
+    out = {}
+    for rank in range(world):
+        for worker in range(workers):
+            for b in libshard.Loader(urls, seed=seed, epoch=epoch, rank=rank, world_size=world,
+                                     worker=worker, num_workers=workers, batch_size=8,
+                                     image_size=24, flip=True, layout="nhwc", mode="exact",
+                                     shuffle=16, **kw):
+                images = np.frombuffer(b, np.uint8).reshape(b.size, -1)
+                for i, key in enumerate(b.keys):
+                    n = sum(1 for k in out if k[0] == key)
+                    out[(key, n)] = images[i].tobytes()
+    return out
+
+
+def test_a_samples_crop_follows_the_sample_not_the_consumer(packed):
+    """The same pixels for every sample on 1 x 1, 2 x 1, 1 x 3 and 2 x 2 consumers: the
+    crop, scale and flip follow the sample, not the rank or worker that reads it or when.
+    The control: another epoch crops most samples otherwise."""
+    one = _pixels(str(packed.manifest), 1, 1)
+    assert len(one) == len(packed.keys)
+    for world, workers in ((2, 1), (1, 3), (2, 2)):
+        other = _pixels(str(packed.manifest), world, workers)
+        assert other.keys() == one.keys(), (world, workers)
+        moved = [k for k in one if other[k] != one[k]]
+        assert moved == [], f"{world} x {workers}: {len(moved)} samples cropped otherwise"
+    later = _pixels(str(packed.manifest), 1, 1, epoch=2)
+    assert sum(later[k] != one[k] for k in one) > len(one) * 0.8, "the epoch changes crops"
+
+
+def test_a_sample_read_twice_in_an_epoch_gets_a_crop_each_time(packed):
+    """A small source mixed with a large weight is read several times in an epoch: each
+    reading gets its own crop and flip (they follow the reading, not only the key)."""
+    small, big = [str(packed.shards[0])], [str(p) for p in packed.shards[1:]]
+    got = _pixels([(small, 0.5), (big, 0.5)], 1, 1)
+    again = [k for k, n in got if n == 1]
+    assert len(again) >= 10, "the small source is read more than once"
+    same = [k for k in again if got[(k, 0)] == got[(k, 1)]]
+    assert len(same) <= len(again) // 10, f"{len(same)} of {len(again)} readings alike"
+    # and on two ranks, the readings are the same ones
+    split = _pixels([(small, 0.5), (big, 0.5)], 2, 1)
+    assert sorted(split.values()) == sorted(got.values())
+
+
 def test_errors_say_where_as_attributes_and_a_missing_shard_is_both_kinds(packed, tmp_path):
     """ShardError carries url, offset and member (None where the message has none) and the
     code; a missing shard, found mid-epoch, is a ShardNotFoundError: a ShardError and a

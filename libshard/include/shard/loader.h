@@ -88,7 +88,9 @@ typedef struct ShardBatch {
     const unsigned char *repeats;
     /** size: each sample's seed for its random choices (crop, scale, flip), as
      *  shard_decode_transform takes it: the sample's image decoded alone with the batch's
-     *  transform and this seed is the batch's image */
+     *  transform and this seed is the batch's image. It follows from the seed, the epoch
+     *  and the sample (its shard, index and ShardSegment.round), not from the rank, the
+     *  worker or the sample's place in the batch order. */
     const uint64_t *seeds;
     /** size: each sample's source in a mix (its index in ShardReaderSettings.sources); 0
      *  without a mix */

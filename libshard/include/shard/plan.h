@@ -35,6 +35,11 @@ typedef struct ShardSegment {
                           from the start of the epoch's sequence */
     uint64_t first;  /**< first sample */
     uint64_t count;  /**< samples, SHARD_COUNT_UNKNOWN for "to the end of the shard" */
+    /** Which reading of these samples in the epoch it is, 0 for the first: a small source
+     *  mixed with a large weight is read more than once, and so is padding. With the shard
+     *  and the sample's index it names one occurrence of a sample in the epoch, whatever
+     *  the consumer that reads it: the augmentation's draws follow it. */
+    uint32_t round;
 } ShardSegment;
 
 enum { SHARD_SEGMENT_REPEAT = 1 };

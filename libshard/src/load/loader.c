@@ -106,9 +106,6 @@ int shard_loader_open(ShardLoader **out, const ShardLoaderSettings *s, ShardErro
         l->sources[i] = shard_reader_source_of(l->reader, i);
     l->spec.sources = l->sources;
     l->epoch = l->fill_epoch = s->reader.epoch;
-    int rank = s->reader.rank < 0 ? 0 : s->reader.rank;
-    l->consumer = (uint64_t)rank * (uint64_t)(s->reader.num_workers ? s->reader.num_workers : 1) +
-                  (uint64_t)s->reader.worker;
     l->nslots = s->batches < 2 ? 2 : s->batches;
     l->slots = calloc(l->nslots, sizeof *l->slots);
     l->parked = calloc(l->nslots, sizeof *l->parked);

@@ -19,8 +19,9 @@
  *   a NULL into free_q to wake the producer, joins it, then waits for every slot it had
  *   taken to come back through ready_q (in-flight count), so no decoder writes a slot
  *   after it was reset.
- * - Each sample's random choices come from (seed, epoch, consumer, its position in the
- *   epoch), so augmentation is reproducible and survives a resume.
+ * - Each sample's random choices come from (seed, epoch, the sample: its shard, its index
+ *   in it and which reading of it in the epoch this is), so augmentation is reproducible,
+ *   survives a resume and is the same whichever consumer reads the sample.
  */
 #ifndef SHARD_LOAD_LOADERDEF_H
 #define SHARD_LOAD_LOADERDEF_H
@@ -41,7 +42,6 @@ struct ShardLoader {
     char *image_fields, *label_field, *raw_fields; /* the settings' strings, copied */
     ShardReader *reader;
     char err[SHARD_ERROR_MAX];
-    uint64_t consumer;
 
     ShardSlot *slots;
     size_t nslots;

@@ -101,9 +101,11 @@ static int produce_epoch(ShardLoader *l)
         }
         atomic_store(&sl->pending, n);
         for (size_t i = 0; i < n; i++) {
+            /* the sample's own draws: the same pixels whichever consumer reads it, and when */
+            const ShardItem *it = sl->items[i];
             ShardRng r;
             shard_rng_init(&r, shard_reader_seed(l->reader), SHARD_RNG_AUGMENT, sl->epoch,
-                           l->consumer, sl->items[i]->position);
+                           it->shard, (uint64_t)it->round << 40 ^ it->v.index);
             sl->seeds[i] = shard_rng_next(&r);
             ShardDecodeJob j = {sl->img[i], sl->img_size[i], sl->seeds[i],
                                 (unsigned char *)sl->images + i * l->spec.image_bytes, sl, i};

@@ -35,6 +35,7 @@ int shard_reader_segment(void *cookie, size_t k, size_t n, ShardSegment *out)
                        ((uint64_t)k << 40) ^ n);
         out->shard = (uint32_t)shard_rng_below(&g, r->nurls);
         out->flags = 0;
+        out->round = (uint32_t)((k << 24) ^ n); /* a shard drawn again: another reading */
         out->first = 0;
         out->count = r->counts[out->shard];
         return 1;

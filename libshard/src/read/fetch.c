@@ -247,6 +247,7 @@ static int fetch_segment(Stream *st, const ShardSegment *seg, size_t n, uint64_t
             shard_trace_span(f->trace, "parse", t0, shard_seconds(), 1);
         it->shard = seg->shard;
         it->repeat = (seg->flags & SHARD_SEGMENT_REPEAT) != 0;
+        it->round = seg->round;
         double t = shard_seconds();
         prefault(it);
         shard_add_seconds(&f->read_s, shard_seconds() - t);

@@ -184,10 +184,15 @@ int shard_mix_next(ShardMix *m)
     return (int)i;
 }
 
+/* Padding's rounds: past any source's passes in an epoch. */
+#define MIX_REPEAT_ROUND (1u << 20)
+
 /* Appends the samples [a, b) of source s read round and round to its segments, the shard
- * order drawn anew (from key) every period samples (a multiple of its size). */
+ * order drawn anew (from key) every period samples (a multiple of its size); the samples
+ * of round first (a / size) get round number base, the next base + 1, ... */
 static int cover_series(ShardMixSource *s, uint64_t key, uint64_t period, const uint64_t *counts,
-                        const ShardPlanSettings *p, uint64_t a, uint64_t b, uint32_t flags)
+                        const ShardPlanSettings *p, uint64_t a, uint64_t b, uint32_t flags,
+                        uint64_t first, uint32_t base)
 {
     uint64_t *pre = malloc(((size_t)s->n + 1) * sizeof *pre);
     uint32_t *order = NULL;
@@ -208,7 +213,8 @@ static int cover_series(ShardMixSource *s, uint64_t key, uint64_t period, const 
                 pre[k + 1] = pre[k] + counts[s->lo + order[k]];
             have = pass;
         }
-        rc = shard_plan_cover(&s->segs, order, pre, s->n, off, off + take, s->lo, flags);
+        rc = shard_plan_cover(&s->segs, order, pre, s->n, off, off + take, s->lo, flags,
+                              base + (uint32_t)(a / s->size - first));
         a += take;
     }
     free(order);
@@ -216,15 +222,19 @@ static int cover_series(ShardMixSource *s, uint64_t key, uint64_t period, const 
     return rc;
 }
 
-/* Appends the samples [a, b) of source s's part of the epoch (which in [0, quota)). */
+/* Appends the samples [a, b) of source s's part of the epoch (which in [0, quota)); round
+ * counts the epoch's readings of a sample: its whole passes 0 ... k - 1, then the window
+ * (k, and k + 1 where it crosses a round of its series), past them padding's repeats. */
 static int cover_epoch(ShardMixSource *s, size_t which, const uint64_t *counts,
-                       const ShardPlanSettings *p, uint64_t a, uint64_t b, uint32_t flags)
+                       const ShardPlanSettings *p, uint64_t a, uint64_t b, uint32_t flags,
+                       uint32_t round)
 {
-    uint64_t whole = s->quota / s->size * s->size, r = s->quota % s->size;
+    uint64_t k = s->quota / s->size, whole = k * s->size, r = s->quota % s->size;
     int rc = 0;
     if (a < whole) /* whole passes: the epoch's k are passes e x k ... e x k + k - 1 */
         rc = cover_series(s, which, s->size, counts, p, p->epoch * whole + a,
-                          p->epoch * whole + (b < whole ? b : whole), flags);
+                          p->epoch * whole + (b < whole ? b : whole), flags, p->epoch * k,
+                          round);
     if (!rc && b > whole) { /* the windows, their orders seeded apart from whole passes' */
         uint64_t from = a > whole ? a - whole : 0, g = s->size, x = r;
         while (x) { /* gcd */
@@ -235,7 +245,8 @@ static int cover_epoch(ShardMixSource *s, size_t which, const uint64_t *counts,
         __uint128_t lcm = (__uint128_t)s->size / g * r;
         uint64_t period = lcm > UINT64_MAX / 2 ? UINT64_MAX : (uint64_t)lcm;
         rc = cover_series(s, which | 1ull << 32, period, counts, p, p->epoch * r + from,
-                          p->epoch * r + (b - whole), flags);
+                          p->epoch * r + (b - whole), flags, p->epoch * r / s->size,
+                          round + (uint32_t)k);
     }
     return rc;
 }
@@ -270,7 +281,8 @@ int shard_mix_plan(ShardMix *m, const uint64_t *counts, const ShardPlanSettings 
         heads_at(m, y);
         for (size_t i = 0; i < m->n && !rc; i++) {
             rc = cover_epoch(&m->src[i], i, counts, p, from[i], m->src[i].head,
-                             a >= m->total ? SHARD_SEGMENT_REPEAT : 0);
+                             a >= m->total ? SHARD_SEGMENT_REPEAT : 0,
+                             a >= m->total ? MIX_REPEAT_ROUND : 0);
         }
         a += y - x;
     }

@@ -17,13 +17,13 @@
 #include "shard/common.h"
 
 int shard_seglist_push(ShardSegList *l, uint32_t shard, uint64_t first, uint64_t count,
-                       uint32_t flags)
+                       uint32_t flags, uint32_t round)
 {
     if (count == 0)
         return 0;
     if (shard_array_grow(&l->v, &l->cap, l->n + 1, sizeof *l->v, 16))
         return SHARD_ERR_NOMEM;
-    l->v[l->n++] = (ShardSegment){shard, flags, first, count};
+    l->v[l->n++] = (ShardSegment){shard, flags, first, count, round};
     return 0;
 }
 
@@ -48,7 +48,7 @@ uint32_t *shard_plan_order(size_t n, uint64_t seed, uint64_t pass, uint64_t sour
 }
 
 int shard_plan_cover(ShardSegList *l, const uint32_t *order, const uint64_t *pre, size_t n,
-                     uint64_t a, uint64_t b, uint32_t base, uint32_t flags)
+                     uint64_t a, uint64_t b, uint32_t base, uint32_t flags, uint32_t round)
 {
     if (a >= b)
         return 0;
@@ -63,7 +63,8 @@ int shard_plan_cover(ShardSegList *l, const uint32_t *order, const uint64_t *pre
     for (size_t i = lo; i < n && pre[i] < b; i++) {
         uint64_t s = a > pre[i] ? a : pre[i];
         uint64_t e = b < pre[i + 1] ? b : pre[i + 1];
-        int rc = shard_seglist_push(l, base + order[i], s - pre[i], e > s ? e - s : 0, flags);
+        int rc = shard_seglist_push(l, base + order[i], s - pre[i], e > s ? e - s : 0, flags,
+                                    round);
         if (rc)
             return rc;
     }
@@ -143,7 +144,7 @@ int shard_epoch_plan(const uint64_t *counts, size_t n, const ShardPlanSettings *
     uint64_t me = (uint64_t)p->rank * (uint64_t)p->num_workers + (uint64_t)p->worker;
     if (!known) {
         for (size_t i = me; i < n && !rc; i += consumers)
-            rc = shard_seglist_push(&l, order[i], 0, SHARD_COUNT_UNKNOWN, 0);
+            rc = shard_seglist_push(&l, order[i], 0, SHARD_COUNT_UNKNOWN, 0, 0);
     } else {
         uint64_t *pre = malloc((n + 1) * sizeof *pre);
         if (!pre) {
@@ -160,7 +161,7 @@ int shard_epoch_plan(const uint64_t *counts, size_t n, const ShardPlanSettings *
             uint64_t sa = a % total, len = b - a;
             uint64_t take = len < total - sa ? len : total - sa;
             rc = shard_plan_cover(&l, order, pre, n, sa, sa + take, 0,
-                                  a >= total ? SHARD_SEGMENT_REPEAT : 0);
+                                  a >= total ? SHARD_SEGMENT_REPEAT : 0, (uint32_t)(a / total));
             a += take;
         }
         free(pre);

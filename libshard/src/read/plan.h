@@ -19,7 +19,7 @@ typedef struct ShardSegList {
 
 /* Appends a segment (nothing for count 0). 0 or SHARD_ERR_NOMEM. */
 SHARD_HIDDEN int shard_seglist_push(ShardSegList *l, uint32_t shard, uint64_t first,
-                                    uint64_t count, uint32_t flags);
+                                    uint64_t count, uint32_t flags, uint32_t round);
 
 /* The order of n shards for one pass over them: shuffled from (seed, pass, source) when
  * shuffle is set. A single source's pass is its epoch (source 0). malloc'd; NULL. */
@@ -27,9 +27,10 @@ SHARD_HIDDEN uint32_t *shard_plan_order(size_t n, uint64_t seed, uint64_t pass, 
                                         int shuffle);
 
 /* Appends the segments covering [a, b) of the sequence of shards order[0..n) whose prefix
- * sums of counts are pre[0..n], shard numbers offset by base. */
+ * sums of counts are pre[0..n], shard numbers offset by base, with flags and round. */
 SHARD_HIDDEN int shard_plan_cover(ShardSegList *l, const uint32_t *order, const uint64_t *pre,
-                                  size_t n, uint64_t a, uint64_t b, uint32_t base, uint32_t flags);
+                                  size_t n, uint64_t a, uint64_t b, uint32_t base, uint32_t flags,
+                                  uint32_t round);
 
 /* This consumer's range [a, b) of an epoch's sequence of total samples, by p's rank, worker,
  * mode, pad and worker_align; b passes total where padding wraps around to the start. */

@@ -30,8 +30,10 @@ static ShardItem *pull_sim_from(ShardReader *r, size_t src, int *rc)
             continue;
         }
         ShardItem *it = shard_item_identity(seg.shard, seg.first + st->sim_off);
-        if (it)
+        if (it) {
             it->repeat = (seg.flags & SHARD_SEGMENT_REPEAT) != 0;
+            it->round = seg.round;
+        }
         if (!it) {
             *rc = shard_fail(r->err, SHARD_ERR_NOMEM, "out of memory");
             return NULL;

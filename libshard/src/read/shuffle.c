@@ -174,6 +174,7 @@ int shard_shuffle_load(ShardShuffle *sh, const ShardList *list, ShardRemote *rem
                 return shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
             }
             full->repeat = x->repeat;
+            full->round = x->round;
             shard_item_release(x);
             sh->buf[j] = full;
         }

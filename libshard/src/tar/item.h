@@ -19,6 +19,7 @@ struct ShardItem {
     int kind;            /* SHARD_ITEM_* */
     uint32_t shard;      /* the sample's shard in the reader's list */
     int repeat;          /* padding: a repeat of a sample from the start of the epoch */
+    uint32_t round;      /* which reading of the sample in the epoch (ShardSegment.round) */
     uint64_t position;   /* samples the reader yielded before this one in the epoch */
     void *block;         /* field views, names, members, key, url and copied data */
     size_t block_size, block_cap;
