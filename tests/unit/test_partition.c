@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "read/partition.h"
+#include "shard/plan.h"
 #include "shard/common.h"
 
 TestSuite(partition, .timeout = 60);
@@ -212,4 +213,71 @@ Test(partition, the_control_a_cut_that_ignores_the_workers_turns_loses_samples)
     for (uint32_t i = 0; i < p; i++)
         sum += pos[i];
     cr_assert_eq(sum, 2 * 5 * 4, "every rank's 5 batches of 4, and no more");
+}
+
+/* The samples (as data-set indexes) of a plan, in order; *n their number. */
+static uint64_t *flatten(const uint64_t *counts, size_t nshards, const ShardPlanSettings *p,
+                         size_t *n, unsigned char *repeat)
+{
+    uint64_t base[32] = {0};
+    for (size_t i = 0; i < nshards; i++)
+        base[i + 1] = base[i] + counts[i];
+    ShardSegment *segs;
+    size_t nseg;
+    cr_assert_eq(shard_epoch_plan(counts, nshards, p, &segs, &nseg), 0);
+    uint64_t *out = malloc((2 * base[nshards] + 1) * sizeof *out);
+    *n = 0;
+    for (size_t k = 0; k < nseg; k++)
+        for (uint64_t j = 0; j < segs[k].count; j++) {
+            if (repeat)
+                repeat[*n] = (segs[k].flags & SHARD_SEGMENT_REPEAT) != 0;
+            out[(*n)++] = base[segs[k].shard] + segs[k].first + j;
+        }
+    free(segs);
+    return out;
+}
+
+Test(partition, a_partition_is_the_plan_of_a_consumer_of_P_with_one_worker)
+{
+    /* What formats/order.md 3.1 and 3.2 rest on: partition p of the epoch's sequence is what
+     * today's plan gives rank p of P ranks with one worker, in every mode; so a partition's
+     * stream is that consumer's, its buffer seeded by p. */
+    uint64_t counts[17];
+    for (int i = 0; i < 17; i++)
+        counts[i] = (uint64_t)(i * 5 % 11 + 1);
+    ShardPlanSettings all;
+    shard_plan_default_settings(&all);
+    all.seed = 9;
+    all.epoch = 2;
+    all.rank = 0;
+    all.world_size = 1;
+    all.shuffle_shards = 1;
+    size_t t;
+    uint64_t *seq = flatten(counts, 17, &all, &t, NULL);
+    static const struct { ShardMode mode; int pad; } modes[] = {
+        {SHARD_MODE_EXACT, 0}, {SHARD_MODE_EQUAL, 0}, {SHARD_MODE_EQUAL, 1}};
+    for (size_t m = 0; m < 3; m++)
+        for (uint32_t np = 1; np <= 13; np++) {
+            uint64_t total = shard_partition_total(t, np, modes[m].mode, modes[m].pad);
+            for (uint32_t i = 0; i < np; i++) {
+                ShardPlanSettings p = all;
+                p.rank = (int)i;
+                p.world_size = (int)np;
+                p.mode = modes[m].mode;
+                p.pad = modes[m].pad;
+                size_t n;
+                unsigned char rep[512];
+                uint64_t *got = flatten(counts, 17, &p, &n, rep);
+                uint64_t a, b;
+                shard_partition_range(total, np, i, &a, &b);
+                cr_assert_eq(n, b - a, "mode %zu, %u partitions: partition %u", m, np, i);
+                for (size_t j = 0; j < n; j++) {
+                    cr_assert_eq(got[j], seq[(a + j) % t], "mode %zu, P %u, partition %u, #%zu",
+                                 m, np, i, j);
+                    cr_assert_eq(rep[j], a + j >= t);
+                }
+                free(got);
+            }
+        }
+    free(seq);
 }
