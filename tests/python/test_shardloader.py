@@ -281,6 +281,35 @@ def test_a_state_is_refused_by_another_shard_list_or_mix(packed, tmp_path):
         next(iter(again))
 
 
+def test_a_state_follows_its_shards_to_another_folder_but_not_to_other_shards(packed, tmp_path):
+    """The list's fingerprint is of the shards' names and counts: the same shards copied
+    elsewhere (or served over HTTP, or from a bucket) continue the epoch; the same files
+    under each other's names are another list."""
+    import json
+    import shutil
+    moved = tmp_path / "moved"
+    moved.mkdir()
+    for f in packed.manifest.parent.iterdir():
+        shutil.copy(f, moved / f.name)
+    first = ShardDataset(str(packed.manifest), **settings())
+    it = iter(first)
+    head = [k for _, _, fields in (next(it), next(it)) for k in fields["__key__"]]
+    state = saved(first.state_dict())
+    again = ShardDataset(str(moved / packed.manifest.name), **settings())
+    again.load_state_dict(state)
+    rest = [k for _, _, fields in again for k in fields["__key__"]]
+    assert Counter(head + rest) == Counter(packed.keys)
+    meta = json.loads(packed.manifest.read_text())  # two shards' names swapped
+    a, b = meta["shardlist"][0], meta["shardlist"][1]
+    a["url"], b["url"] = b["url"], a["url"]
+    a["nsamples"], b["nsamples"] = b["nsamples"], a["nsamples"]
+    (moved / "swapped.json").write_text(json.dumps(meta))
+    again = ShardDataset(str(moved / "swapped.json"), **settings())
+    again.load_state_dict(state)
+    with pytest.raises(ValueError, match=r"the shard list \(fingerprint of its shards' names"):
+        next(iter(again))
+
+
 def test_rank_0s_state_continues_every_rank(packed):
     """The common checkpoint: rank 0 saves, every rank loads it; each goes on from its own
     position, which agrees with rank 0's."""

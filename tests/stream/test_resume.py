@@ -136,7 +136,7 @@ def test_a_state_taken_on_another_shard_list_is_refused(stream, ds):
     r = stream(fewer, "--seed", str(SEED), "--state", head.state)
     assert r.rc == 1, r
     assert f"the number of shards listed is {n} in the state and {n - 1} here" in r.err, r.err
-    assert "the shard list (fingerprint of its URLs and counts)" in r.err, r.err
+    assert "the shard list (fingerprint of its shards' names and counts)" in r.err, r.err
 
 
 def test_rank_0s_state_continues_rank_1(stream, ds):

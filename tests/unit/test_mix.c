@@ -282,7 +282,7 @@ Test(mix, a_state_is_refused_by_a_mix_of_other_weights_or_sources)
     t.nurls = 2;
     t.epoch_samples = 0;
     cr_assert_eq(tu_restore_into(&t, state, why), SHARD_ERR_INVALID);
-    cr_assert(strstr(why, "the shard list (fingerprint of its URLs and counts)"), "%s", why);
+    cr_assert(strstr(why, "the shard list (fingerprint of its shards' names and counts)"), "%s", why);
 }
 
 Test(mix, waits_in_slices_give_the_same_mix)

@@ -236,7 +236,7 @@ Test(reader, a_state_is_refused_where_its_settings_differ_naming_each)
     t.nurls = n - 1;
     cr_assert_eq(tu_restore_into(&t, state, why), SHARD_ERR_INVALID);
     cr_assert(strstr(why, "the number of shards listed is 14 in the state and 13 here") &&
-                  strstr(why, "the shard list (fingerprint of its URLs and counts) is "),
+                  strstr(why, "the shard list (fingerprint of its shards' names and counts) is "),
               "%s", why);
     shard_urls_free(all, n);
 }

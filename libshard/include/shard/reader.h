@@ -188,7 +188,8 @@ SHARD_API int shard_reader_set_epoch(ShardReader *r, uint64_t e);
  * every setting that fixes the order of the rest of the epoch (world_size, rank,
  * num_workers, worker, mode, pad, epoch_samples, shuffle_shards, shuffle_buffer,
  * shuffle_initial, streams, worker_align, sources, weights, shards, counted, list: the
- * last a fingerprint of the shard list's URLs and counts), at most SHARD_READER_STATE_MAX
+ * last a fingerprint of the shards' names, the last part of their URLs, and counts, so the
+ * same shards moved from disk to a bucket keep their states), at most SHARD_READER_STATE_MAX
  * bytes.
  * @param buf receives the NUL-terminated state; caller-owned, size bytes
  * @return 0; SHARD_ERR_INVALID when it does not fit in size bytes

@@ -44,7 +44,7 @@ static const struct {
     {"weights", "the sources' weights (fingerprint)", 1},
     {"shards", "the number of shards listed", 1},
     {"counted", "the number of shards with a known sample count", 1},
-    {"list", "the shard list (fingerprint of its URLs and counts)", 1},
+    {"list", "the shard list (fingerprint of its shards' names and counts)", 1},
 };
 #define NKEYS (sizeof KEYS / sizeof KEYS[0])
 
@@ -58,6 +58,19 @@ static int fingerprint(ShardDigests *d, char out[17])
     return 0;
 }
 
+/* A shard's name: its URL's last part, without a query (a signed URL's changes): the same
+ * shards on disk, over HTTP or in a bucket fingerprint alike. */
+static void shard_name(const char *url, const char **name, size_t *len)
+{
+    size_t n = strcspn(url, "?#");
+    const char *s = url;
+    for (size_t i = 0; i < n; i++)
+        if (url[i] == '/')
+            s = url + i + 1;
+    *name = s;
+    *len = (size_t)(url + n - s);
+}
+
 int shard_reader_fingerprint(ShardReader *r)
 {
     ShardDigests d;
@@ -65,10 +78,12 @@ int shard_reader_fingerprint(ShardReader *r)
         return SHARD_ERR_NOMEM;
     r->counted = 0;
     for (size_t i = 0; i < r->nurls; i++) {
-        const char *url = shard_list_entry(r->list, i)->url;
+        const char *name;
+        size_t len;
+        shard_name(shard_list_entry(r->list, i)->url, &name, &len);
         char count[24];
         snprintf(count, sizeof count, "\t%llu\n", (unsigned long long)r->counts[i]);
-        shard_digests_update(&d, url, strlen(url));
+        shard_digests_update(&d, name, len);
         shard_digests_update(&d, count, strlen(count));
         r->counted += r->counts[i] != SHARD_COUNT_UNKNOWN;
     }

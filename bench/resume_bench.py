@@ -1,0 +1,99 @@
+"""The cost of a resume: the time from restoring a state taken mid-epoch to the first
+sample, against a fresh start of the same reader, and the bytes read to get there, on a
+data set of small synthetic samples with indexes, from local files and over loopback HTTP
+(nginx). A resume replays the epoch's plan, streams and shuffle draws over the samples'
+identities (no I/O), then reads by index only the samples in the shuffle buffer at the cut
+(formats/order.md, section 2.2; the elastic order replays each partition the same way).
+
+    /usr/bin/python3 bench/resume_bench.py [--samples 1000000] [--per-shard 10000]
+                                           [--shuffle 5000] [--cut 0.5] [--rounds 3]
+
+Prints, per place, the medians of: the time to the first sample fresh and resumed, their
+ratio, and over HTTP the bytes and requests before the first sample (resumed: the plan's
+indexes and the buffer's samples, each read by index).
+"""
+import argparse
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests" / "remote"))
+sys.path.insert(0, str(REPO / "build" / "python"))
+import servers  # noqa: E402
+
+import libshard  # noqa: E402
+from libshard.writer import ShardWriter  # noqa: E402
+
+
+def make(folder, samples, per_shard):
+    with ShardWriter(str(folder / "t-%05d.tar"), maxcount=per_shard, encoder=False, sync=False,
+                     checksums="none", manifest=str(folder / "t.json")) as w:
+        for i in range(samples):
+            w.write({"__key__": f"{i:08d}", "bin": i.to_bytes(8, "little") * 8,
+                     "cls": str(i % 1000).encode()})
+
+
+def first(reader, state=None):
+    """Seconds from restore (or the start) to the first sample, and the bytes and requests
+    that took over HTTP (local files are mapped: no count)."""
+    t = time.perf_counter()
+    if state:
+        reader.restore(state)
+    next(iter(reader))
+    took = time.perf_counter() - t
+    rs = reader.remote_stats()
+    reader.stop()
+    return took, rs["bytes"], rs["requests"]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--samples", type=int, default=1_000_000)
+    ap.add_argument("--per-shard", type=int, default=10_000)
+    ap.add_argument("--shuffle", type=int, default=5000)
+    ap.add_argument("--cut", type=float, default=0.5, help="where in the epoch the state is")
+    ap.add_argument("--rounds", type=int, default=3)
+    a = ap.parse_args()
+    folder = Path(tempfile.mkdtemp(prefix="resume-bench-"))
+    ng = None
+    try:
+        t = time.perf_counter()
+        make(folder, a.samples, a.per_shard)
+        print(f"{a.samples} samples in {a.samples // a.per_shard} shards with indexes: "
+              f"{time.perf_counter() - t:.1f} s to write; shuffle {a.shuffle}, 4 streams, "
+              f"the state at {a.cut:.0%} of the epoch; {a.rounds} rounds (medians)")
+        ng = servers.Nginx(folder)
+        places = {"local": str(folder / "t.json"), "http": f"{ng.url}/t.json"}
+        kw = dict(seed=1, shuffle=a.shuffle, streams=4)
+        cut = int(a.samples * a.cut)
+        r = libshard.Reader(places["local"], **kw)
+        for i, _ in enumerate(r):
+            if i + 1 == cut:
+                break
+        state = r.state()
+        r.stop()
+        for place, url in places.items():
+            fresh, resumed = [], []
+            for _ in range(a.rounds):
+                fresh.append(first(libshard.Reader(url, **kw)))
+                resumed.append(first(libshard.Reader(url, **kw), state))
+            f, fb, fq = (statistics.median(x[i] for x in fresh) for i in range(3))
+            s, rb, rq = (statistics.median(x[i] for x in resumed) for i in range(3))
+            read = (lambda b, q: f" ({b / 1e6:.2f} MB in {q:.0f} requests)") if place == "http" \
+                else (lambda b, q: "")
+            print(f"  {place:5s} to the first sample: fresh {f * 1e3:7.1f} ms{read(fb, fq)}; "
+                  f"resumed at sample {cut} {s * 1e3:7.1f} ms{read(rb, rq)}; "
+                  f"resumed / fresh {s / f:.2f}")
+    finally:
+        if ng:
+            ng.close()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
