@@ -10,7 +10,8 @@ identities (no I/O), then reads by index only the samples in the shuffle buffer 
 
 Prints, per place, the medians of: the time to the first sample fresh and resumed, their
 ratio, and over HTTP the bytes and requests before the first sample (resumed: the plan's
-indexes and the buffer's samples, each read by index).
+indexes and the buffer's samples). Then, over HTTP, each of 3 ranks reading its whole
+share: a rank whose share starts inside a shard streams it from there.
 """
 import argparse
 import shutil
@@ -89,6 +90,16 @@ def main():
             print(f"  {place:5s} to the first sample: fresh {f * 1e3:7.1f} ms{read(fb, fq)}; "
                   f"resumed at sample {cut} {s * 1e3:7.1f} ms{read(rb, rq)}; "
                   f"resumed / fresh {s / f:.2f}")
+        # a rank's whole share over HTTP: rank 0's starts at a shard, rank 1's inside one
+        print("  http, each rank of 3 reading its whole share (no shuffle buffer):")
+        for rank in range(3):
+            r = libshard.Reader(places["http"], seed=1, streams=4, rank=rank, world_size=3)
+            t = time.perf_counter()
+            n = sum(1 for _ in r)
+            took = time.perf_counter() - t
+            rs = r.remote_stats()
+            print(f"    rank {rank}: {n} samples in {took:.2f} s, {rs['requests']} requests, "
+                  f"{rs['bytes'] / 1e6:.1f} MB")
     finally:
         if ng:
             ng.close()

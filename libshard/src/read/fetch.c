@@ -231,7 +231,7 @@ static int fetch_segment(Stream *st, const ShardSegment *seg, size_t n, uint64_t
     *ahead = open_ahead(st, n + 1);
     int rc = 0;
     /* Skip the samples before first: by index where there is one, else by reading. */
-    int seeked = first && shard_file_seek(file, first) == 0;
+    int seeked = first && shard_file_seek_in_order(file, first) == 0;
     if (first && !seeked)
         for (uint64_t i = 0; i < first && rc == 0; i++) {
             const ShardSampleView *v;

@@ -5,8 +5,10 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/url.h"
 #include "read/shuffle.h"
 #include "shard/file.h"
+#include "tar/shardfile.h"
 
 int shard_shuffle_init(ShardShuffle *sh, size_t size, size_t initial, size_t keep)
 {
@@ -128,59 +130,105 @@ void shard_shuffle_moved_on(ShardShuffle *sh, ShardHold **last, ShardHold *next)
     trim(sh);
 }
 
+/* Samples between two wanted ones of a remote shard read through rather than sought over:
+ * a seek costs a request, a few small samples less. */
+#define LOAD_READ_THROUGH 32
+
+typedef struct Wanted {
+    uint64_t index; /* in the shard */
+    size_t slot;    /* in the buffer */
+} Wanted;
+
+static int by_index(const void *a, const void *b)
+{
+    const Wanted *x = a, *y = b;
+    return (x->index > y->index) - (x->index < y->index);
+}
+
+/* Reads the samples want[0..n) of the buffer (in index order) from shard's file, each by
+ * index; a remote shard's in runs, each from the file opened anew and sought to the run's
+ * first, so that it streams the run in one request, short gaps read through. Without an
+ * index: one pass from the start. */
+static int load_shard(ShardShuffle *sh, const Wanted *want, size_t n, uint32_t shard,
+                      const char *url, const ShardFileSettings *fs, char *err)
+{
+    ShardFile *f;
+    ShardError e;
+    if (shard_file_open(&f, url, fs, &e))
+        return shard_fail(err, e.code, "reader: restoring the shuffle buffer: %s", e.message);
+    const ShardSampleView *v = NULL;
+    uint64_t next = 0; /* the index shard_file_next gives next */
+    int seekable = 1, rc = 0, costly = shard_url_costly(url);
+    uint64_t gap = costly ? LOAD_READ_THROUGH : 0;
+    for (size_t k = 0; k < n && !rc; k++) {
+        ShardItem *x = sh->buf[want[k].slot];
+        uint64_t i = want[k].index;
+        if (!(v && i + 1 == next)) { /* not the sample just read (a repeat): get to it */
+            if (i < next || (i - next > gap && seekable)) {
+                if (v && costly) { /* a new run: a file of its own, read in order from it */
+                    v = NULL;
+                    shard_file_free(&f);
+                    if (shard_file_open(&f, url, fs, &e))
+                        return shard_fail(err, e.code, "reader: restoring the shuffle buffer: %s",
+                                          e.message);
+                }
+                rc = costly ? shard_file_seek_in_order(f, i) : shard_file_seek(f, i);
+                if (rc == 0) {
+                    next = i;
+                } else if (i >= next) { /* no index: read up to it */
+                    seekable = 0;
+                    rc = 0;
+                }
+            }
+            while (rc == 0 && next <= i) {
+                rc = shard_file_next(f, &v);
+                next++;
+            }
+        }
+        if (rc) {
+            int code = shard_fail(err, rc == SHARD_EOS ? SHARD_ERR_FORMAT : rc,
+                                  "reader: restoring sample %llu of %s: %s",
+                                  (unsigned long long)i, url,
+                                  rc == SHARD_EOS ? "the shard is shorter" : shard_file_error(f));
+            shard_file_free(&f);
+            return code;
+        }
+        ShardItem *full = shard_item_new(v, NULL, shard, NULL);
+        if (!full) {
+            shard_file_free(&f);
+            return shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
+        }
+        full->repeat = x->repeat;
+        full->round = x->round;
+        shard_item_release(x);
+        sh->buf[want[k].slot] = full;
+    }
+    shard_file_free(&f);
+    return 0;
+}
+
 int shard_shuffle_load(ShardShuffle *sh, const ShardList *list, ShardRemote *remote, char *err)
 {
     ShardFileSettings fs;
     shard_file_default_settings(&fs);
     fs.remote = remote;
-    for (size_t i = 0; i < sh->n; i++) {
+    Wanted *want = malloc((sh->n ? sh->n : 1) * sizeof *want);
+    if (!want)
+        return shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
+    int rc = 0;
+    for (size_t i = 0; i < sh->n && !rc; i++) {
         if (sh->buf[i]->block)
             continue;
-        uint32_t shard = sh->buf[i]->shard; /* buf[i] is replaced (freed) below */
-        const char *url = shard_list_entry(list, shard)->url;
-        ShardFile *f;
-        ShardError e;
-        if (shard_file_open(&f, url, &fs, &e))
-            return shard_fail(err, e.code, "reader: restoring the shuffle buffer: %s", e.message);
-        /* Every identity of this shard in one pass, in buffer order. */
-        for (size_t j = i; j < sh->n; j++) {
-            ShardItem *x = sh->buf[j];
-            if (x->block || x->shard != shard)
-                continue;
-            const ShardSampleView *v = NULL;
-            int rc = shard_file_seek(f, x->v.index);
-            if (rc == 0) {
-                rc = shard_file_next(f, &v);
-            } else {
-                /* No index: read from the start up to it. */
-                shard_file_free(&f);
-                if (shard_file_open(&f, url, &fs, &e))
-                    return shard_fail(err, e.code, "reader: %s", e.message);
-                rc = 0;
-                for (uint64_t k = 0; k <= x->v.index && rc == 0; k++)
-                    rc = shard_file_next(f, &v);
-            }
-            if (rc) {
-                int code = shard_fail(err, rc == SHARD_EOS ? SHARD_ERR_FORMAT : rc,
-                                      "reader: restoring sample %llu of %s: %s",
-                                      (unsigned long long)x->v.index, url,
-                                      rc == SHARD_EOS ? "the shard is shorter" : shard_file_error(f));
-                shard_file_free(&f);
-                return code;
-            }
-            ShardItem *full = shard_item_new(v, NULL, shard, NULL);
-            if (!full) {
-                shard_file_free(&f);
-                return shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
-            }
-            full->repeat = x->repeat;
-            full->round = x->round;
-            shard_item_release(x);
-            sh->buf[j] = full;
-        }
-        shard_file_free(&f);
+        uint32_t shard = sh->buf[i]->shard;
+        size_t n = 0;
+        for (size_t j = i; j < sh->n; j++) /* this shard's identities, in index order */
+            if (!sh->buf[j]->block && sh->buf[j]->shard == shard)
+                want[n++] = (Wanted){sh->buf[j]->v.index, j};
+        qsort(want, n, sizeof *want, by_index);
+        rc = load_shard(sh, want, n, shard, shard_list_entry(list, shard)->url, &fs, err);
     }
-    return 0;
+    free(want);
+    return rc;
 }
 
 void shard_shuffle_free(ShardShuffle *sh)

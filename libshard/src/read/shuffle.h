@@ -40,8 +40,9 @@ SHARD_HIDDEN ShardItem *shard_shuffle_step(ShardShuffle *sh, ShardPullFn pull, v
 /* A stream's samples now come from next's storage (NULL: none) after *last's: the old one
  * joins the FIFO. *last is the stream's own slot, holding a reference. */
 SHARD_HIDDEN void shard_shuffle_moved_on(ShardShuffle *sh, ShardHold **last, ShardHold *next);
-/* Replaces the identities in the buffer (shard_item_identity) by the samples, read by
- * index where the shard has one, else by reading up to them. err names what failed. */
+/* Replaces the identities in the buffer (shard_item_identity) by the samples: each shard's
+ * in index order in one pass, reading through short gaps and seeking by index over longer
+ * ones (without an index, reading up to them). err names what failed. */
 SHARD_HIDDEN int shard_shuffle_load(ShardShuffle *sh, const ShardList *list, ShardRemote *remote,
                                     char *err);
 /* Releases the buffered samples and the FIFO's holds. */

@@ -321,9 +321,29 @@ static void remote_close(ShardSource *s)
     free(m);
 }
 
+/* A skip of this much or less is read through: a request costs more. */
+#define SKIP_READ_THROUGH (256u << 10)
+
+/* Skips n bytes: the transfer under way is dropped and the next read asks for a Range from
+ * the new position; a cache copy cannot have a hole, so it is dropped too. */
+static int64_t remote_skip(ShardSource *s, int64_t n)
+{
+    Remote *m = s->impl;
+    if (m->eof || n <= 0 || (m->judged && (uint64_t)n <= SKIP_READ_THROUGH))
+        return 0;
+    if (s->size >= 0 && (uint64_t)n > (uint64_t)s->size - s->pos)
+        n = (int64_t)((uint64_t)s->size - s->pos);
+    shard_xfer_free(&m->x);
+    m->judged = 0;
+    m->drop = 0;
+    shard_cache_fill_abort(&m->fill);
+    return n;
+}
+
 static const ShardSourceOps remote_ops = {
     .kind = "remote",
     .read = remote_read,
+    .skip = remote_skip,
     .read_at = remote_read_at,
     .stat = remote_stat,
     .finish = remote_finish,

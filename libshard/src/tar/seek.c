@@ -70,6 +70,15 @@ int shard_indexed_can_seek(const ShardIndexed *x)
 
 uint64_t shard_indexed_count(const ShardIndexed *x) { return x->idx.nsamples; }
 
+int shard_indexed_stream_from(const ShardIndexed *x, uint64_t i, uint64_t *off)
+{
+    if (!x->plain || i == 0 || i > x->idx.nsamples || x->idx.first[i] == 0)
+        return 0;
+    const ShardIndexEntry *e = &x->idx.entries[x->idx.first[i] - 1]; /* sample i - 1's last */
+    *off = (e->offset + e->size + 511) / 512 * 512;
+    return 1;
+}
+
 static int prepare_frames(ShardIndexed *x, char *err)
 {
     if (x->frame_doff)

@@ -26,6 +26,10 @@ SHARD_HIDDEN int shard_indexed_open(ShardIndexed **out, ShardSource *src, const 
 /* Whether samples can be read by index: an uncompressed tar, or zstd with a seek table. */
 SHARD_HIDDEN int shard_indexed_can_seek(const ShardIndexed *x);
 SHARD_HIDDEN uint64_t shard_indexed_count(const ShardIndexed *x);
+/* Where a plain tar's stream is to start for reading from sample i on, in order: the end
+ * of sample i - 1's last member (its next header, or the extended headers before it). 1
+ * with *off set; 0 where none is known (zstd, sample 0). */
+SHARD_HIDDEN int shard_indexed_stream_from(const ShardIndexed *x, uint64_t i, uint64_t *off);
 /* Reads sample i into sb (i < count) as s says (lowercase, max_member_size); *offset
  * receives its first header's tar offset. */
 SHARD_HIDDEN int shard_indexed_read(ShardIndexed *x, uint64_t i, const ShardFileSettings *s,

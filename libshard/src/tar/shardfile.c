@@ -265,7 +265,8 @@ int shard_file_take_pooled(ShardFile *f, ShardBlockPool *pool, ShardItem **out)
     return 0;
 }
 
-int shard_file_seek(ShardFile *f, uint64_t i)
+/* shard_file_seek; in_order: what follows is read in order from i on. */
+static int seek(ShardFile *f, uint64_t i, int in_order)
 {
     if (f->failed)
         return f->failed;
@@ -283,10 +284,23 @@ int shard_file_seek(ShardFile *f, uint64_t i)
     if (i >= shard_indexed_count(f->ix))
         return shard_fail(f->err, SHARD_ERR_NOT_FOUND, "%s: sample %llu of %llu", f->src->url,
                           (unsigned long long)i, (unsigned long long)shard_indexed_count(f->ix));
+    /* A remote shard not read yet, to be read on from sample i: one Range request from
+     * there, where reading by index asks for each member. */
+    uint64_t off;
+    if (in_order && f->src->costly && !f->tar && f->src->pos == 0 && !f->indexed &&
+        shard_indexed_stream_from(f->ix, i, &off) &&
+        shard_source_skip(f->src, (int64_t)off) == (int64_t)off) {
+        f->next_index = i;
+        return 0;
+    }
     f->indexed = 1;
     f->next_index = i;
     return 0;
 }
+
+int shard_file_seek(ShardFile *f, uint64_t i) { return seek(f, i, 0); }
+
+int shard_file_seek_in_order(ShardFile *f, uint64_t i) { return seek(f, i, 1); }
 
 int64_t shard_file_count(const ShardFile *f)
 {

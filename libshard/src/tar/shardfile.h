@@ -31,6 +31,10 @@ SHARD_HIDDEN void shard_file_prefetch(ShardFile *f);
 /* shard_file_open for a shard the thread t reads, and only t (source/open.h). */
 SHARD_HIDDEN int shard_file_open_on(ShardFile **out, const char *url, const ShardFileSettings *s,
                                     ShardSourceThread *t, ShardError *err);
+/* shard_file_seek for reading on in order from sample i: a remote plain tar not read yet
+ * streams from sample i's headers in one request (reading by index asks for each member;
+ * a sample read alone wants that). */
+SHARD_HIDDEN int shard_file_seek_in_order(ShardFile *f, uint64_t i);
 /* What reading f's source has cost so far (source.h). */
 SHARD_HIDDEN void shard_file_cost(const ShardFile *f, ShardReadCost *out);
 /* shard_file_take, the item's block taken from pool (NULL: malloc). */

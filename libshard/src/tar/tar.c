@@ -52,6 +52,8 @@ struct ShardTar {
     const unsigned char *zin;     /* the source's block being decompressed */
     size_t zin_len, zin_pos;
     uint64_t zin_off, zframe_off; /* compressed offsets: of zin, of the frame's start */
+    uint64_t base;                /* where in the shard the stream began (a plain tar read
+                                     from a sample on: shard_file_seek_in_order) */
 };
 
 static int zstd_magic(const unsigned char *p, size_t n)
@@ -191,6 +193,7 @@ int shard_tar_open(ShardTar **out, ShardSource *src, const ShardFileSettings *s,
         return shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", src->url);
     t->src = src;
     t->s = *s;
+    t->base = src->pos;
     t->seen.owns = 1;
     t->ar = archive_read_new();
     if (!t->ar) {
@@ -221,8 +224,9 @@ int shard_tar_open(ShardTar **out, ShardSource *src, const ShardFileSettings *s,
                             cut ? "ends" : "breaks", why ? why : "damaged");
         } else {
             rc = shard_fail(err, SHARD_ERR_FORMAT,
-                            "%s: offset 0: not a tar archive, or its first header is damaged: %s",
-                            src->url, why);
+                            "%s: offset %llu: not a tar archive, or its first header is damaged: "
+                            "%s",
+                            src->url, (unsigned long long)t->base, why);
         }
         shard_tar_free(&t);
         return rc;
@@ -262,9 +266,10 @@ static int read_header(ShardTar *t, char *err)
         t->last_member = strdup(m ? m : "");
         /* headers only: the data are skipped first, so that pos is the next header's */
         if (t->s.headers_only && archive_read_data_skip(t->ar) != ARCHIVE_OK)
-            return archive_fail(t, m, (uint64_t)archive_read_header_position(t->ar), err);
+            return archive_fail(t, m, t->base + (uint64_t)archive_read_header_position(t->ar),
+                                err);
     }
-    uint64_t pos = (uint64_t)archive_filter_bytes(t->ar, 0);
+    uint64_t pos = t->base + (uint64_t)archive_filter_bytes(t->ar, 0);
     int r = archive_read_next_header(t->ar, &t->entry);
     if (r == ARCHIVE_EOF) {
         t->eof = 1;
@@ -398,8 +403,8 @@ int shard_tar_next(ShardTar *t, ShardSampleBuf *sb, uint64_t *offset, char *err)
     while (t->have_entry) {
         struct archive_entry *e = t->entry;
         const char *member = archive_entry_pathname(e);
-        uint64_t header_off = (uint64_t)archive_read_header_position(t->ar);
-        uint64_t data_off = (uint64_t)archive_filter_bytes(t->ar, 0);
+        uint64_t header_off = t->base + (uint64_t)archive_read_header_position(t->ar);
+        uint64_t data_off = t->base + (uint64_t)archive_filter_bytes(t->ar, 0);
         if ((rc = check_limits(t, e, member, header_off, err)))
             return rc;
         size_t kstart = 0, klen = 0;

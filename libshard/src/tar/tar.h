@@ -17,8 +17,10 @@
 
 typedef struct ShardTar ShardTar;
 
-/* Opens the tar stream of src (borrowed: it must outlive the reader) and reads up to its
- * first header, so that a source that is no tar fails here. err: SHARD_ERROR_MAX bytes;
+/* Opens the tar stream of src (borrowed: it must outlive the reader) from where src stands
+ * (its start, or a sample's first header it was skipped to: offsets then count from the
+ * shard's start all the same) and reads up to its first header, so that a source that is
+ * no tar fails here. err: SHARD_ERROR_MAX bytes;
  * bad_frame (optional) is set on a failure that came from a zstd frame that does not
  * decompress (a damaged frame). */
 SHARD_HIDDEN int shard_tar_open(ShardTar **out, ShardSource *src, const ShardFileSettings *s,
