@@ -321,15 +321,14 @@ static void remote_close(ShardSource *s)
     free(m);
 }
 
-/* A skip of this much or less is read through: a request costs more. */
-#define SKIP_READ_THROUGH (256u << 10)
-
-/* Skips n bytes: the transfer under way is dropped and the next read asks for a Range from
- * the new position; a cache copy cannot have a hole, so it is dropped too. */
+/* Skips n bytes before the stream has begun (a reader starting at a sample: the next read
+ * asks for a Range from there; a prefetched request is dropped, and so is a cache copy,
+ * which cannot have a hole). Once bytes flow, skips are read through (0): a member's data
+ * skipped by a header scan costs less read than asked for again. */
 static int64_t remote_skip(ShardSource *s, int64_t n)
 {
     Remote *m = s->impl;
-    if (m->eof || n <= 0 || (m->judged && (uint64_t)n <= SKIP_READ_THROUGH))
+    if (m->eof || n <= 0 || m->judged)
         return 0;
     if (s->size >= 0 && (uint64_t)n > (uint64_t)s->size - s->pos)
         n = (int64_t)((uint64_t)s->size - s->pos);
