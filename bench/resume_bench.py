@@ -11,7 +11,8 @@ identities (no I/O), then reads by index only the samples in the shuffle buffer 
 Prints, per place, the medians of: the time to the first sample fresh and resumed, their
 ratio, and over HTTP the bytes and requests before the first sample (resumed: the plan's
 indexes and the buffer's samples). Then, over HTTP, each of 3 ranks reading its whole
-share: a rank whose share starts inside a shard streams it from there.
+share: a rank whose share starts inside a shard streams it from there (`--ranks-only`:
+that alone, one stream, shards in order).
 """
 import argparse
 import shutil
@@ -38,6 +39,18 @@ def make(folder, samples, per_shard):
                      "cls": str(i % 1000).encode()})
 
 
+def ranks(url, world=3, **kw):
+    """Each of world ranks reading its whole share over url: samples, time, requests."""
+    for rank in range(world):
+        r = libshard.Reader(url, seed=1, rank=rank, world_size=world, **kw)
+        t = time.perf_counter()
+        n = sum(1 for _ in r)
+        took = time.perf_counter() - t
+        rs = r.remote_stats()
+        print(f"    rank {rank}: {n} samples in {took:.2f} s, {rs['requests']} requests, "
+              f"{rs['bytes'] / 1e6:.1f} MB")
+
+
 def first(reader, state=None):
     """Seconds from restore (or the start) to the first sample, and the bytes and requests
     that took over HTTP (local files are mapped: no count)."""
@@ -59,6 +72,8 @@ def main():
     ap.add_argument("--shuffle", type=int, default=5000)
     ap.add_argument("--cut", type=float, default=0.5, help="where in the epoch the state is")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--ranks-only", action="store_true",
+                    help="only the ranks' reading over HTTP, one stream, shards in order")
     a = ap.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="resume-bench-"))
     ng = None
@@ -70,6 +85,10 @@ def main():
               f"the state at {a.cut:.0%} of the epoch; {a.rounds} rounds (medians)")
         ng = servers.Nginx(folder)
         places = {"local": str(folder / "t.json"), "http": f"{ng.url}/t.json"}
+        if a.ranks_only:
+            print("  http, each rank of 3 reading its whole share, one stream, shards in order:")
+            ranks(places["http"], streams=1, shuffle_shards=False)
+            return
         kw = dict(seed=1, shuffle=a.shuffle, streams=4)
         cut = int(a.samples * a.cut)
         r = libshard.Reader(places["local"], **kw)
@@ -92,14 +111,7 @@ def main():
                   f"resumed / fresh {s / f:.2f}")
         # a rank's whole share over HTTP: rank 0's starts at a shard, rank 1's inside one
         print("  http, each rank of 3 reading its whole share (no shuffle buffer):")
-        for rank in range(3):
-            r = libshard.Reader(places["http"], seed=1, streams=4, rank=rank, world_size=3)
-            t = time.perf_counter()
-            n = sum(1 for _ in r)
-            took = time.perf_counter() - t
-            rs = r.remote_stats()
-            print(f"    rank {rank}: {n} samples in {took:.2f} s, {rs['requests']} requests, "
-                  f"{rs['bytes'] / 1e6:.1f} MB")
+        ranks(places["http"], streams=4)
     finally:
         if ng:
             ng.close()
