@@ -72,8 +72,8 @@ uint64_t shard_indexed_count(const ShardIndexed *x) { return x->idx.nsamples; }
 
 int shard_indexed_stream_from(const ShardIndexed *x, uint64_t i, uint64_t *off)
 {
-    if (!x->plain || i == 0 || i > x->idx.nsamples || x->idx.first[i] == 0)
-        return 0;
+    if (!x->plain || i == 0 || i > x->idx.nsamples || x->idx.first[i - 1] >= x->idx.first[i])
+        return 0; /* sample i - 1 has no member to end at */
     const ShardIndexEntry *e = &x->idx.entries[x->idx.first[i] - 1]; /* sample i - 1's last */
     *off = (e->offset + e->size + 511) / 512 * 512;
     return 1;
