@@ -236,12 +236,7 @@ static int cover_epoch(ShardMixSource *s, size_t which, const uint64_t *counts,
                           p->epoch * whole + (b < whole ? b : whole), flags, p->epoch * k,
                           round);
     if (!rc && b > whole) { /* the windows, their orders seeded apart from whole passes' */
-        uint64_t from = a > whole ? a - whole : 0, g = s->size, x = r;
-        while (x) { /* gcd */
-            uint64_t t = g % x;
-            g = x;
-            x = t;
-        }
+        uint64_t from = a > whole ? a - whole : 0, g = shard_gcd(s->size, r);
         __uint128_t lcm = (__uint128_t)s->size / g * r;
         uint64_t period = lcm > UINT64_MAX / 2 ? UINT64_MAX : (uint64_t)lcm;
         rc = cover_series(s, which | 1ull << 32, period, counts, p, p->epoch * r + from,

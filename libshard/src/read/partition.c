@@ -9,6 +9,7 @@
 
 #include "base/error.h"
 #include "read/partition.h"
+#include "read/plan.h"
 #include "shard/common.h"
 
 uint64_t shard_partition_total(uint64_t t, uint32_t p, ShardMode mode, int pad)
@@ -18,37 +19,19 @@ uint64_t shard_partition_total(uint64_t t, uint32_t p, ShardMode mode, int pad)
     return pad ? (t + p - 1) / p * p : t - t % p;
 }
 
-/* The part [lo, hi) that piece k of m gets of total, sizes differing by at most one. */
-static void split(uint64_t total, uint64_t m, uint64_t k, uint64_t *lo, uint64_t *hi)
-{
-    uint64_t q = total / m, r = total % m;
-    *lo = k * q + (k < r ? k : r);
-    *hi = *lo + q + (k < r);
-}
-
 void shard_partition_range(uint64_t total, uint32_t p, uint32_t i, uint64_t *a, uint64_t *b)
 {
-    split(total, p, i, a, b);
+    shard_plan_split(total, p, i, a, b);
 }
 
 void shard_partition_block(uint32_t p, int world, int workers, int rank, int worker,
                            uint32_t *lo, uint32_t *hi)
 {
     uint64_t rlo, rhi, wlo, whi;
-    split(p, (uint64_t)world, (uint64_t)rank, &rlo, &rhi);
-    split(rhi - rlo, (uint64_t)workers, (uint64_t)worker, &wlo, &whi);
+    shard_plan_split(p, (uint64_t)world, (uint64_t)rank, &rlo, &rhi);
+    shard_plan_split(rhi - rlo, (uint64_t)workers, (uint64_t)worker, &wlo, &whi);
     *lo = (uint32_t)(rlo + wlo);
     *hi = (uint32_t)(rlo + whi);
-}
-
-static uint64_t gcd(uint64_t a, uint64_t b)
-{
-    while (b) {
-        uint64_t t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
 }
 
 int shard_partition_check(uint32_t p, int world, int workers, ShardMode mode, char *msg)
@@ -58,7 +41,7 @@ int shard_partition_check(uint32_t p, int world, int workers, ShardMode mode, ch
     if (world < 1 || workers < 1)
         return shard_fail(msg, SHARD_ERR_INVALID, "partitions: world_size and num_workers "
                                                   "are at least 1");
-    uint64_t w = (uint64_t)world, lcm = p / gcd(p, w) * w;
+    uint64_t w = (uint64_t)world, lcm = p / shard_gcd(p, w) * w;
     if (mode == SHARD_MODE_EQUAL && p % w)
         return shard_fail(msg, SHARD_ERR_INVALID,
                           "partitions=%" PRIu32 " do not divide among world_size=%d ranks "

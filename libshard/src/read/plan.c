@@ -71,8 +71,17 @@ int shard_plan_cover(ShardSegList *l, const uint32_t *order, const uint64_t *pre
     return 0;
 }
 
-/* The part [lo, hi) of [0, total) that piece k of m gets, sizes differing by at most one. */
-static void split(uint64_t total, uint64_t m, uint64_t k, uint64_t *lo, uint64_t *hi)
+uint64_t shard_gcd(uint64_t a, uint64_t b)
+{
+    while (b) {
+        uint64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+void shard_plan_split(uint64_t total, uint64_t m, uint64_t k, uint64_t *lo, uint64_t *hi)
 {
     uint64_t q = total / m, r = total % m;
     *lo = k * q + (k < r ? k : r);
@@ -83,7 +92,7 @@ void shard_plan_range(uint64_t total, const ShardPlanSettings *p, uint64_t *a, u
 {
     uint64_t rlo, rhi;
     if (p->mode == SHARD_MODE_EXACT) {
-        split(total, (uint64_t)p->world_size, (uint64_t)p->rank, &rlo, &rhi);
+        shard_plan_split(total, (uint64_t)p->world_size, (uint64_t)p->rank, &rlo, &rhi);
     } else {
         uint64_t per = total / (uint64_t)p->world_size;
         if (p->pad && total % (uint64_t)p->world_size)
@@ -94,7 +103,7 @@ void shard_plan_range(uint64_t total, const ShardPlanSettings *p, uint64_t *a, u
     uint64_t wlo, whi, align = p->worker_align > 1 ? p->worker_align : 1;
     /* whole multiples of align per worker: split the rank's batches, not its samples */
     uint64_t units = (rhi - rlo + align - 1) / align;
-    split(units, (uint64_t)p->num_workers, (uint64_t)p->worker, &wlo, &whi);
+    shard_plan_split(units, (uint64_t)p->num_workers, (uint64_t)p->worker, &wlo, &whi);
     wlo *= align;
     whi *= align;
     if (whi > rhi - rlo)

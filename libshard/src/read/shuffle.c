@@ -172,7 +172,7 @@ static int load_shard(ShardShuffle *sh, const Wanted *want, size_t n, uint32_t s
                         return shard_fail(err, e.code, "reader: restoring the shuffle buffer: %s",
                                           e.message);
                 }
-                rc = costly ? shard_file_seek_in_order(f, i) : shard_file_seek(f, i);
+                rc = shard_file_seek_in_order(f, i); /* by index where local */
                 if (rc == 0) {
                     next = i;
                 } else if (i >= next) { /* no index: read up to it */
