@@ -63,6 +63,16 @@ static int check_output_dir(const char *pattern)
     return rc;
 }
 
+/* --json: o on stdout, its keys in the order set, and the reference dropped. */
+static void put_json(json_t *o)
+{
+    char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    if (text)
+        puts(text);
+    free(text);
+    json_decref(o);
+}
+
 /* --join: the part manifests o->operands into one, -o MANIFEST. Returns the exit status. */
 static int join(const ShardpackCli *o)
 {
@@ -108,11 +118,7 @@ static int join(const ShardpackCli *o)
         json_object_set_new(j, "parts", json_integer(n));
         json_object_set_new(j, "shards", json_integer((json_int_t)shard_manifest_count(joined)));
         json_object_set_new(j, "samples", json_integer((json_int_t)shard_manifest_samples(joined)));
-        char *text = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-        if (text)
-            puts(text);
-        free(text);
-        json_decref(j);
+        put_json(j);
     }
     for (int i = 0; i < n; i++)
         shard_manifest_free(&m[i]);
@@ -319,12 +325,7 @@ static void print_json(ShardpackRun *run, const char *manifest, size_t nwritten,
     json_object_set_new(o, "resized_bytes_in", json_integer((json_int_t)atomic_load(&run->resized_in)));
     json_object_set_new(o, "resized_bytes_out",
                         json_integer((json_int_t)atomic_load(&run->resized_out)));
-    char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-    if (text) {
-        puts(text);
-        free(text);
-    }
-    json_decref(o);
+    put_json(o);
 }
 
 /* ---- main ---------------------------------------------------------------------------- */
