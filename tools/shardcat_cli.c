@@ -33,8 +33,8 @@ static void usage(FILE *f)
           "  stream URLS | --mix W:SPEC... [--shuffle N[:INITIAL]] [--seed S] [--epoch E]\n"
           "         [--rank R --world-size W] [--worker I --workers N]\n"
           "         [--mode exact|equal|resampled] [--pad]\n"
-          "         [--epoch-samples N] [--streams N] [--skip-errors] [--samples N]\n"
-          "         [--state STATE] [--json] [--stats] [--map]\n"
+          "         [--epoch-samples N] [--streams N] [--partitions P] [--skip-errors]\n"
+          "         [--samples N] [--state STATE] [--json] [--stats] [--map]\n"
           "         [--index-cache DIR] [--make-indexes auto|always|never]\n"
           "                                the streaming reader's samples, one line each (key, url);\n"
           "                                with --samples N it stops after N and prints the state\n"
@@ -122,9 +122,13 @@ static const struct {
      "                          count, as the Python dataset; exact on one)\n"
      "  --mix W:SPEC            (repeated) sources mixed, each W's share of every epoch\n"
      "  --streams N             shards read at once\n"
+     "  --partitions P          canonical partitions of an epoch (default: chosen from\n"
+     "                          the data); a state keeps its own\n"
      "  --skip-errors           skip bad shards and samples, counted\n"
      "  --samples N             stop after N samples and print the state to resume from\n"
-     "  --state STATE           resume from a state\n"
+     "                          (the job's: every consumer in step with this one)\n"
+     "  --state STATE           resume from a state, on this or another rank and worker\n"
+     "                          count\n"
      "  --json --stats --map    JSON lines; the stages' statistics; map local shards\n"
      "  --index-cache DIR       where plain tars' indexes are kept (default\n"
      "                          ~/.cache/libshard/index)\n"
@@ -154,7 +158,7 @@ static int help(const char *name)
 enum { O_CMDS = 150, O_CACHE = 200, O_CACHE_SIZE, O_RETRIES, O_TIMEOUT, O_STALL, O_BACKOFF, O_CA,
        O_SHUFFLE = 256, O_SEED, O_EPOCH, O_RANK, O_WORLD, O_WORKER, O_WORKERS, O_MODE, O_PAD,
        O_EPOCH_SAMPLES, O_STREAMS, O_SKIP, O_SAMPLES, O_STATE, O_STATS, O_MIX, O_MAP,
-       O_INDEX_CACHE, O_MAKE_INDEXES };
+       O_INDEX_CACHE, O_MAKE_INDEXES, O_PARTITIONS };
 
 static const char short_options[] = ":C:hq";
 
@@ -190,6 +194,7 @@ static const struct option long_options[] = {
     {"map", no_argument, NULL, O_MAP},
     {"index-cache", required_argument, NULL, O_INDEX_CACHE},
     {"make-indexes", required_argument, NULL, O_MAKE_INDEXES},
+    {"partitions", required_argument, NULL, O_PARTITIONS},
     {NULL, 0, NULL, 0},
 };
 
@@ -329,6 +334,11 @@ static int stream_option(int c, char *arg, ShardcatCli *cli, ShardReaderSettings
     case O_STATS: cli->stats = 1; break;
     case O_MAP: rs->map_files = 1; break;
     case O_INDEX_CACHE: rs->index_cache = arg; break;
+    case O_PARTITIONS:
+        if (cli_parse_u64(arg, &v) || v > (1u << 20))
+            return die_usage("--partitions wants a whole number (0: chosen from the data)");
+        rs->partitions = (uint32_t)v;
+        break;
     case O_MAKE_INDEXES:
         if (!strcmp(arg, "auto"))
             rs->make_indexes = SHARD_READER_INDEXES_AUTO;

@@ -123,9 +123,12 @@ int shardcat_stream(const ShardcatCli *cli, ShardReaderSettings *reader, ShardRe
         status = 1;
     }
     if (cli->have_samples) {
-        char state[SHARD_READER_STATE_MAX];
-        shard_reader_state(r, state, sizeof state);
-        fprintf(stderr, "state: %s\n", state);
+        char *state = malloc(SHARD_READER_STATE_MAX);
+        if (state && !shard_reader_state(r, state, SHARD_READER_STATE_MAX))
+            fprintf(stderr, "state: %s\n", state);
+        else
+            fprintf(stderr, "shardcat: the state does not fit in memory\n");
+        free(state);
     }
     for (size_t i = 0; shard_reader_kept_error(r, i); i++)
         fprintf(stderr, "shardcat: skipped: %s\n", shard_reader_kept_error(r, i));

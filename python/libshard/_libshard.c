@@ -181,7 +181,38 @@ static PyObject *py_cpus_available(PyObject *m, PyObject *unused)
     return PyLong_FromLong(shard_cpus_available());
 }
 
+static PyObject *py_merge_states(PyObject *m, PyObject *arg)
+{
+    (void)m;
+    PyObject *seq = PySequence_Fast(arg, "merge_states takes a list of states (str)");
+    if (!seq)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    const char **states = PyMem_Calloc(n ? (size_t)n : 1, sizeof *states);
+    char *buf = PyMem_Malloc(SHARD_READER_STATE_MAX);
+    PyObject *out = NULL;
+    if (!states || !buf) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (!(states[i] = PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(seq, i))))
+            goto done;
+    ShardError err;
+    int rc = shard_reader_state_merge(states, (size_t)n, buf, SHARD_READER_STATE_MAX, &err);
+    out = rc ? shard_py_raise(rc, err.message) : PyUnicode_FromString(buf);
+done:
+    PyMem_Free(states);
+    PyMem_Free(buf);
+    Py_DECREF(seq);
+    return out;
+}
+
 static PyMethodDef module_methods[] = {
+    {"merge_states", py_merge_states, METH_O,
+     "merge_states([state, ...]) -> str: one state from those of a job's consumers taken at "
+     "the same point, each partition as the consumer that reads it says "
+     "(shard_reader_state_merge)"},
     {"cpus_available", py_cpus_available, METH_NOARGS,
      "cpus_available() -> int: the CPUs this process may use (affinity, cgroup quota): what "
      "threads=0 starts"},

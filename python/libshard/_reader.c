@@ -152,7 +152,63 @@ static PyObject *Reader_stop(ShardPyStream *self, PyObject *unused)
     Py_RETURN_NONE;
 }
 
+static PyObject *Reader_state_after(ShardPyStream *self, PyObject *args, PyObject *kw)
+{
+    static char *names[] = {"batches", "batch_size", "drop_last", "first", NULL};
+    unsigned long long batches, bs;
+    int drop_last = 0, first = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "KK|pi", names, &batches, &bs, &drop_last,
+                                     &first))
+        return NULL;
+    if (shard_py_stream_live(self))
+        return NULL;
+    char *buf = PyMem_Malloc(SHARD_READER_STATE_MAX);
+    if (!buf)
+        return PyErr_NoMemory();
+    int rc = shard_reader_state_after(self->h, batches, bs, drop_last, first, buf,
+                                      SHARD_READER_STATE_MAX);
+    PyObject *out = rc == SHARD_ERR_UNSUPPORTED
+                        ? shard_py_raise(rc, "state_after needs every shard's sample count "
+                                             "(not resampled mode), and a batch size")
+                    : rc ? shard_py_raise(rc, "no such first worker, or the state does not fit "
+                                              "in SHARD_READER_STATE_MAX bytes")
+                         : PyUnicode_FromString(buf);
+    PyMem_Free(buf);
+    return out;
+}
+
+static PyObject *Reader_rank_batches(ShardPyStream *self, PyObject *args, PyObject *kw)
+{
+    static char *names[] = {"batch_size", "drop_last", "rank", NULL};
+    unsigned long long bs;
+    int drop_last = 0, rank = -1;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "K|pi", names, &bs, &drop_last, &rank))
+        return NULL;
+    if (shard_py_stream_live(self))
+        return NULL;
+    int64_t n = shard_reader_rank_batches(self->h, rank, bs, drop_last);
+    if (n < 0)
+        Py_RETURN_NONE;
+    return PyLong_FromLongLong(n);
+}
+
+static PyObject *Reader_partitions(ShardPyStream *self, void *c)
+{
+    (void)c;
+    if (shard_py_stream_live(self))
+        return NULL;
+    return PyLong_FromUnsignedLong(shard_reader_partitions(self->h));
+}
+
 static PyMethodDef Reader_methods[] = {
+    {"state_after", (PyCFunction)(void (*)(void))Reader_state_after, METH_VARARGS | METH_KEYWORDS,
+     "state_after(batches, batch_size, drop_last=False, first=0): the job's state after "
+     "every rank delivered that many batches since this reader's epoch or restore began, its "
+     "workers' in turn from worker first (shard_reader_state_after)."},
+    {"rank_batches", (PyCFunction)(void (*)(void))Reader_rank_batches,
+     METH_VARARGS | METH_KEYWORDS,
+     "rank_batches(batch_size, drop_last=False, rank=-1): a rank's batches in the epoch (-1: "
+     "this reader's), its num_workers workers' together; None without every shard's count."},
     {"stop", (PyCFunction)Reader_stop, METH_NOARGS,
      "Stops the threads and the pipe: commands they wait on now."},
     {"stats", (PyCFunction)Reader_stats, METH_NOARGS, "Counters and kept errors."},
@@ -161,6 +217,7 @@ static PyMethodDef Reader_methods[] = {
 
 static PyGetSetDef Reader_getset[] = {
     {"epoch_length", (getter)Reader_epoch_length, NULL, "samples per epoch or None", NULL},
+    {"partitions", (getter)Reader_partitions, NULL, "the epoch's partition count", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

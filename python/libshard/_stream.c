@@ -66,9 +66,14 @@ static PyObject *stream_state(ShardPyStream *s, PyObject *unused)
     (void)unused;
     if (shard_py_stream_live(s))
         return NULL;
-    char buf[SHARD_READER_STATE_MAX];
-    s->ops->state(s->h, buf, sizeof buf);
-    return PyUnicode_FromString(buf);
+    char *buf = PyMem_Malloc(SHARD_READER_STATE_MAX);
+    if (!buf)
+        return PyErr_NoMemory();
+    int rc = s->ops->state(s->h, buf, SHARD_READER_STATE_MAX);
+    PyObject *out = rc ? shard_py_raise(rc, "the state does not fit in SHARD_READER_STATE_MAX bytes")
+                       : PyUnicode_FromString(buf);
+    PyMem_Free(buf);
+    return out;
 }
 
 static PyObject *stream_restore(ShardPyStream *s, PyObject *arg)

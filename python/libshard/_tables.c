@@ -95,6 +95,12 @@ static const ShardPySetting reader_rows[] = {
      .doc = "index shards that have no count (plain tars) at open, kept in index_cache: "
             "'auto' where the mode needs counts (a mix, equal mode, epoch_samples), 'always', "
             "'never'"},
+    {.name = "partitions", .kind = SHARD_PY_INT, .field = SHARD_PY_F_U32,
+     .offset = R(partitions), .flags = SHARD_PY_MIN, .min = 0,
+     .doc = "canonical partitions of an epoch, the units ranks and workers take whole and a "
+            "resume on another topology goes on from (formats/order.md); 0: chosen from the "
+            "data (a state keeps its own). To resume on other world sizes, one they all "
+            "divide, e.g. 2880"},
     {.name = "index_cache", .kind = SHARD_PY_PATH, .field = SHARD_PY_F_STR,
      .offset = R(index_cache), .flags = SHARD_PY_NONE,
      .doc = "the folder of the indexes libshard makes; None: cache_dir/index, else "

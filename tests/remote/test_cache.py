@@ -1,5 +1,6 @@
 """The local cache of remote shards: the next epoch reads from disk, the folder keeps its
 size limit, processes share it, and nothing partial is ever left in it."""
+import re
 import os
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
@@ -61,7 +62,9 @@ def test_processes_share_one_cache(shardcat, nginx, tmp_path):
 
 def test_partial_reads_are_not_cached(run, nginx, tmp_path):
     cache = tmp_path / "cache"
-    r = run("stream", f"{nginx.url}/{SPEC}", "--seed", "8", "--state", "v1:0:300:8",
+    head = run("stream", f"{nginx.url}/{SPEC}", "--seed", "8", "--samples", "300")
+    state = re.search(r"^state: (\S+)$", head.err, re.M).group(1)
+    r = run("stream", f"{nginx.url}/{SPEC}", "--seed", "8", "--state", state,
             "--cache-dir", cache)
     assert r.rc == 0 and len(r.lines) == 20, r.err
     leftovers = os.listdir(cache) if cache.exists() else []

@@ -217,6 +217,15 @@ def consumers(world, workers):
     return [(r, w) for r in range(world) for w in range(workers)]
 
 
+def parse_state(state):
+    """A reader state (v3:EPOCH:SEED:PAIRS;CUT) as a dict: epoch, seed, pairs (dict), cut."""
+    assert state.startswith("v3:"), state
+    head, _, cut = state.partition(";")
+    _, epoch, seed, pairs = head.split(":", 3)
+    return {"epoch": int(epoch), "seed": int(seed), "cut": cut,
+            "pairs": dict(p.split("=", 1) for p in pairs.split(","))}
+
+
 def split_args(rank, world, worker, workers, mode="exact"):
     """A consumer's placement; mode exact by default here (every sample once over the
     consumers, what these tests check), where shardcat's own default with several ranks is

@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from .conftest import consumers, dupes, split_args
+from .conftest import consumers, dupes, parse_state, split_args
 
 WORLDS = [1, 2, 3, 4]
 WORKERS = [1, 2, 3]
@@ -24,6 +24,13 @@ def run_split(stream, source, world, workers, *extra):
         res_.ok()
         out[c] = res_.keys
     return out
+
+
+def partitions(stream, source, world, workers, *extra):
+    """The partition count the reader chooses for this split (from the state it prints)."""
+    r = stream(source, "--seed", str(SEED), *split_args(0, world, 0, workers), *extra,
+               "--samples", "0").ok()
+    return int(parse_state(r.state)["pairs"]["partitions"])
 
 
 def per_rank(split, world):
@@ -89,12 +96,16 @@ def test_equal_drop(stream, ds, ds_nocount, kind, shuffle):
         for workers in WORKERS:
             split = run_split(stream, src, world, workers, "--mode", "equal", *extra)
             what = f"{kind}, world {world}, workers {workers}"
+            # every partition the same length: fewer than P samples dropped
+            p = partitions(stream, src, world, workers, "--mode", "equal", *extra)
+            assert p % (world * workers) == 0, f"{what}: {p} partitions"
+            kept = total - total % p
             counts = per_rank(split, world)
-            assert counts == [total // world] * world, f"{what}: per-rank counts {counts}"
+            assert counts == [kept // world] * world, f"{what}: per-rank counts {counts}"
             union = [k for v in split.values() for k in v]
             assert not dupes(union), f"{what}: duplicates without --pad: {dupes(union)}"
             assert set(union) <= set(ds.all_keys)
-            assert len(union) == total - total % world
+            assert len(union) == kept
 
 
 def test_several_ranks_default_to_equal(stream, ds):
@@ -105,7 +116,8 @@ def test_several_ranks_default_to_equal(stream, ds):
     def counts(*mode):
         return [len(stream(ds.manifest, "--seed", str(SEED), "--rank", str(r), "--world-size",
                            str(world), *mode).ok().keys) for r in range(world)]
-    assert counts() == [ds.total // world] * world
+    p = partitions(stream, ds.manifest, world, 1, "--mode", "equal")
+    assert counts() == [(ds.total - ds.total % p) // world] * world
     exact = counts("--mode", "exact")
     assert sum(exact) == ds.total and len(set(exact)) > 1, exact
     one = stream(ds.manifest, "--seed", str(SEED)).ok().keys
@@ -128,7 +140,9 @@ def test_equal_pad(stream, ds, ds_nocount, kind):
             split = run_split(stream, src, world, workers, "--mode", "equal", "--pad",
                               "--shuffle", "20")
             what = f"{kind}, world {world}, workers {workers}, --pad"
-            per = math.ceil(total / world)
+            p = partitions(stream, src, world, workers, "--mode", "equal", "--pad", "--shuffle",
+                           "20")
+            per = math.ceil(total / p) * p // world
             counts = per_rank(split, world)
             assert counts == [per] * world, f"{what}: per-rank counts {counts}"
             union = Counter(k for v in split.values() for k in v)

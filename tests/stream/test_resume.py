@@ -1,11 +1,12 @@
 """Resume: stop `shardcat stream` after N samples (--samples N prints the state on stderr),
 start a new process with --state, and the two outputs concatenated must be exactly the
-uninterrupted sequence."""
+uninterrupted sequence; on another number of ranks and workers, every consumer's output
+before and after together is the epoch, each sample once."""
 import re
 
 import pytest
 
-from .conftest import split_args
+from .conftest import dupes, parse_state, split_args
 
 SEED = 7
 
@@ -30,10 +31,9 @@ def check_resume(stream, args, expect_len=None, points=None):
         head = stream(*args, "--samples", str(n)).ok()
         assert head.samples == seq[:n], f"--samples {n} is not a prefix of the sequence ({args})"
         state = head.state
-        parts = state.split(":")
-        assert parts[0] == "v2" and len(parts) == 5, state
-        assert int(parts[2]) == n, f"state {state} after {n} samples"
-        assert parts[3] == str(SEED), state
+        st = parse_state(state)
+        assert int(st["pairs"]["delivered"]) == n, f"state {state} after {n} samples"
+        assert st["seed"] == SEED, state
         tail = stream(*args, "--state", state).ok()
         assert head.samples + tail.samples == seq, (
             f"resume at {n} of {len(seq)} ({state}) differs from the uninterrupted run "
@@ -113,15 +113,16 @@ def test_state_with_another_seed_is_refused(stream, ds):
 
 @pytest.mark.parametrize("change,named", [
     (["--shuffle", "31"], "shuffle_buffer (shuffle=) is 30 in the state and 31 here"),
-    (["--world-size", "3", "--rank", "0"], "world_size is 2 in the state and 3 here"),
-    (["--world-size", "2", "--rank", "0", "--workers", "2", "--worker", "0"],
-     "num_workers (DataLoader workers per rank) is 1 in the state and 2 here"),
+    (["--world-size", "2", "--rank", "0", "--partitions", "8"],
+     "partitions is 4 in the state and 8 here"),
     # with two ranks the default is equal
     (["--world-size", "2", "--rank", "0", "--mode", "exact"], "mode is equal in the state and exact here"),
     (["--world-size", "2", "--rank", "0", "--streams", "2"], "streams is 4 in the state and 2 here"),
+    # another topology that the partitions do not fit
+    (["--world-size", "3", "--rank", "0"], "partitions=4 do not divide among world_size=3 ranks"),
 ])
 def test_a_state_taken_with_other_settings_is_refused_naming_them(stream, ds, change, named):
-    taken = [ds.manifest, "--seed", str(SEED), "--shuffle", "30"]
+    taken = [ds.manifest, "--seed", str(SEED), "--shuffle", "30", "--partitions", "4"]
     head = stream(*taken, "--world-size", "2", "--rank", "0", "--samples", "10").ok()
     r = stream(*taken, *change, "--state", head.state)
     assert r.rc == 1, r
@@ -149,7 +150,16 @@ def test_rank_0s_state_continues_rank_1(stream, ds):
     assert rest == whole[17:] and rest
 
 
-@pytest.mark.parametrize("bad", ["v1:0:5", "v2:0:5:7", "v1:0:x:7", "v1:0:5:7:9", "", "v1:0:100000:7"])
+def test_states_of_the_order_before_partitions_say_how_to_go_on(stream, ds):
+    r = stream(ds.manifest, "--seed", str(SEED), "--state", "v2:3:10:7:world_size=1,rank=0")
+    assert r.rc == 1 and r.lines == [], r
+    assert "before canonical partitions" in r.err and "set_epoch(4)" in r.err, r.err
+
+
+@pytest.mark.parametrize("bad", ["v1:0:5", "v2:0:5:7", "v1:0:x:7", "v1:0:5:7:9", "", "v1:0:100000:7",
+                                 "v3:0:7", "v3:0:7:mode=exact", "v3:0:7:partitions=x;0:0",
+                                 "v3:0:7:mode=exact,partitions=1,total=307;0:5000",
+                                 "v3:0:7:mode=exact,partitions=1,total=307;0:d,1:0"])
 def test_malformed_or_impossible_state_is_refused(stream, ds, bad):
     r = stream(ds.manifest, "--seed", str(SEED), "--state", bad)
     assert r.rc == 1, (bad, r)
@@ -211,11 +221,49 @@ def opens(err):
 def test_resume_seeks_instead_of_reading(stream, ds):
     """With counts known, restoring skips the consumed samples by index: resuming at the
     epoch's last sample opens only the shard that holds it."""
-    args = [ds.manifest, "--seed", str(SEED), "--streams", "1"]
-    last = stream(*args).ok().samples[-1]
-    r = stream(*args, "--state", f"v1:0:{ds.total - 1}:{SEED}", "--stats").ok()
-    assert r.samples == [last]
+    args = [ds.manifest, "--seed", str(SEED), "--streams", "1", "--partitions", "1"]
+    whole = stream(*args).ok().samples
+    state = stream(*args, "--samples", str(ds.total - 1)).ok().state
+    r = stream(*args, "--state", state, "--stats").ok()
+    assert r.samples == [whole[-1]]
     assert opens(r.err) == 1, r.err
-    r = stream(*args, "--shuffle", "30", "--state", f"v1:0:{ds.total - 40}:{SEED}", "--stats").ok()
+    args += ["--shuffle", "30"]
+    state = stream(*args, "--samples", str(ds.total - 40)).ok().state
+    r = stream(*args, "--state", state, "--stats").ok()
     assert len(r.samples) == 40
     assert re.search(r"\b40 samples", r.err), r.err
+
+
+ELASTIC = [((2, 1), (3, 1)), ((1, 1), (2, 2)), ((2, 2), (1, 3)), ((3, 2), (2, 3)), ((4, 1), (1, 1))]
+
+
+@pytest.mark.parametrize("shuffle", [None, "30"], ids=lambda s: f"buf{s}")
+@pytest.mark.parametrize("before,after", ELASTIC, ids=lambda t: "{}x{}".format(*t))
+def test_a_state_resumes_on_another_topology_every_sample_once(stream, ds, before, after,
+                                                                shuffle):
+    """Every consumer of W x K stops after 23 samples; rank 0's state restores the W' x K'
+    consumers of the new job; before and after together: the epoch, each sample once."""
+    base = [ds.manifest, "--seed", str(SEED), "--mode", "exact", "--partitions", "12"]
+    if shuffle:
+        base += ["--shuffle", shuffle]
+    (w, k), (w2, k2) = before, after
+    heads = stream.many([base + split_args(r, w, i, k) + ["--samples", "23"]
+                         for r in range(w) for i in range(k)])
+    state = heads[0].ok().state
+    tails = stream.many([base + split_args(r, w2, i, k2) + ["--state", state]
+                         for r in range(w2) for i in range(k2)])
+    seen = [key for res in heads + tails for key in res.ok().keys]
+    assert not dupes(seen), f"{before} -> {after}: twice: {dupes(seen)}"
+    assert sorted(seen) == sorted(ds.all_keys), f"{before} -> {after}: missing " \
+        f"{set(ds.all_keys) - set(seen)}"
+
+
+def test_the_control_a_state_of_another_cut_loses_or_repeats(stream, ds):
+    """The same resume from a state taken after 10 samples instead of 23: the check above
+    sees the difference."""
+    base = [ds.manifest, "--seed", str(SEED), "--mode", "exact", "--partitions", "12"]
+    heads = stream.many([base + split_args(r, 2, 0, 1) + ["--samples", "23"] for r in range(2)])
+    early = stream(*base, *split_args(0, 2, 0, 1), "--samples", "10").ok().state
+    tails = stream.many([base + split_args(r, 3, 0, 1) + ["--state", early] for r in range(3)])
+    seen = [key for res in heads + tails for key in res.ok().keys]
+    assert dupes(seen)

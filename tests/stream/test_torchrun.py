@@ -33,6 +33,7 @@ SCRIPT = textwrap.dedent(r'''
     SHARDCAT, MANIFEST, KEYS_FILE, RESULT, WORKERS, BATCH = sys.argv[1:7]
     WORKERS, BATCH = int(WORKERS), int(BATCH)
     ALL = json.load(open(KEYS_FILE))
+    PARTITIONS = 6  # every rank and worker the same number
 
 
     def rank_and_world():
@@ -49,7 +50,8 @@ SCRIPT = textwrap.dedent(r'''
             info = get_worker_info()
             worker, workers = (info.id, info.num_workers) if info else (0, 1)
             rank, world = rank_and_world()
-            cmd = [SHARDCAT, "stream", MANIFEST, "--seed", "3", *self.mode_args,
+            cmd = [SHARDCAT, "stream", MANIFEST, "--seed", "3", "--partitions", str(PARTITIONS),
+                   *self.mode_args,
                    "--rank", str(rank), "--world-size", str(world),
                    "--worker", str(worker), "--workers", str(workers), "--json"]
             cp = subprocess.run(cmd, capture_output=True, timeout=60)
@@ -105,7 +107,11 @@ SCRIPT = textwrap.dedent(r'''
                 if max(sizes) - min(sizes) > 1:
                     err(f"rank sizes {sizes}")
                 continue
-            per = total // world if name == "equal" else math.ceil(total / world)
+            # equal mode: every partition the same length, fewer than P samples dropped
+            # (or padded)
+            kept = (total - total % PARTITIONS if name == "equal"
+                    else math.ceil(total / PARTITIONS) * PARTITIONS)
+            per = kept // world
             if sizes != [per] * world:
                 err(f"rank sizes {sizes}, want {per} each")
             if len(set(batch_counts)) != 1:
@@ -216,7 +222,7 @@ def test_torchrun_three_ranks_two_workers(shardcat, ds, tmp_path):
     total = ds.total
     assert report["world_size"] == NPROC and report["total"] == total
     modes = report["modes"]
-    assert modes["equal"]["sizes"] == [total // NPROC] * NPROC
+    assert modes["equal"]["sizes"] == [(total - total % 6) // NPROC] * NPROC
     assert len(set(modes["equal"]["batches"])) == 1
     assert len(set(modes["equal-pad"]["batches"])) == 1
     assert sum(modes["exact"]["sizes"]) == total

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "read/partition.h"
+#include "read/plan.h"
 #include "shard/plan.h"
 #include "shard/common.h"
 
@@ -164,7 +165,7 @@ Test(partition, a_cut_from_one_ranks_count_resumes_exactly_on_other_topologies)
         /* first run: cut after some batches a rank (0: the first batch not yet out) */
         uint64_t ba = below(60);
         deliver(a, p, len, pos, ba, seen);
-        cr_assert_eq(shard_cut_advance(pos, len, p, a->world, a->workers, a->batch, 0, ba, 0), 0);
+        cr_assert_eq(shard_cut_advance(pos, len, p, a->world, a->workers, a->batch, 0, ba, 0, NULL), 0);
         /* what the cut says is what was delivered: a prefix of every partition */
         for (uint32_t i = 0; i < p; i++)
             for (uint64_t j = 0; j < len[i]; j++)
@@ -178,7 +179,7 @@ Test(partition, a_cut_from_one_ranks_count_resumes_exactly_on_other_topologies)
         /* second run, elsewhere, cut again; a third finishes the epoch */
         uint64_t bb = below(20);
         deliver(b, p, len, cut, bb, seen);
-        cr_assert_eq(shard_cut_advance(cut, len, p, b->world, b->workers, b->batch, 0, bb, 0), 0);
+        cr_assert_eq(shard_cut_advance(cut, len, p, b->world, b->workers, b->batch, 0, bb, 0, NULL), 0);
         deliver(c, p, len, cut, UINT64_MAX, seen);
         char what[128];
         snprintf(what, sizeof what, "%dx%d (%llu) -> %dx%d (%llu) -> %dx%d", a->world,
@@ -201,7 +202,7 @@ Test(partition, the_control_a_cut_that_ignores_the_workers_turns_loses_samples)
     for (uint32_t i = 0; i < p; i++)
         len[i] = 10;
     Topo t = {2, 3, 4};
-    cr_assert_eq(shard_cut_advance(pos, len, p, t.world, t.workers, t.batch, 0, 5, 0), 0);
+    cr_assert_eq(shard_cut_advance(pos, len, p, t.world, t.workers, t.batch, 0, 5, 0, NULL), 0);
     for (int r = 0; r < t.world; r++)
         for (int w = 0; w < t.workers; w++) {
             uint32_t lo, hi;
@@ -237,11 +238,11 @@ static uint64_t *flatten(const uint64_t *counts, size_t nshards, const ShardPlan
     return out;
 }
 
-Test(partition, a_partition_is_the_plan_of_a_consumer_of_P_with_one_worker)
+Test(partition, a_partitions_plan_is_its_slice_of_the_epochs_sequence)
 {
-    /* What formats/order.md 3.1 and 3.2 rest on: partition p of the epoch's sequence is what
-     * today's plan gives rank p of P ranks with one worker, in every mode; so a partition's
-     * stream is that consumer's, its buffer seeded by p. */
+    /* What formats/order.md 3.1 and 3.2 rest on: the plan of partition p's range is p's
+     * slice of the epoch's sequence (the shards in the epoch's order), in every mode, the
+     * samples past its end repeats of its start. */
     uint64_t counts[17];
     for (int i = 0; i < 17; i++)
         counts[i] = (uint64_t)(i * 5 % 11 + 1);
@@ -249,35 +250,66 @@ Test(partition, a_partition_is_the_plan_of_a_consumer_of_P_with_one_worker)
     shard_plan_default_settings(&all);
     all.seed = 9;
     all.epoch = 2;
-    all.rank = 0;
-    all.world_size = 1;
     all.shuffle_shards = 1;
     size_t t;
     uint64_t *seq = flatten(counts, 17, &all, &t, NULL);
     static const struct { ShardMode mode; int pad; } modes[] = {
         {SHARD_MODE_EXACT, 0}, {SHARD_MODE_EQUAL, 0}, {SHARD_MODE_EQUAL, 1}};
+    uint64_t base[18] = {0};
+    for (size_t i = 0; i < 17; i++)
+        base[i + 1] = base[i] + counts[i];
     for (size_t m = 0; m < 3; m++)
         for (uint32_t np = 1; np <= 13; np++) {
             uint64_t total = shard_partition_total(t, np, modes[m].mode, modes[m].pad);
             for (uint32_t i = 0; i < np; i++) {
-                ShardPlanSettings p = all;
-                p.rank = (int)i;
-                p.world_size = (int)np;
-                p.mode = modes[m].mode;
-                p.pad = modes[m].pad;
-                size_t n;
-                unsigned char rep[512];
-                uint64_t *got = flatten(counts, 17, &p, &n, rep);
                 uint64_t a, b;
                 shard_partition_range(total, np, i, &a, &b);
+                ShardSegment *segs;
+                size_t nseg, n = 0;
+                cr_assert_eq(shard_epoch_plan_range(counts, 17, &all, a, b, &segs, &nseg), 0);
+                for (size_t k = 0; k < nseg; k++)
+                    for (uint64_t j = 0; j < segs[k].count; j++, n++) {
+                        cr_assert_eq(base[segs[k].shard] + segs[k].first + j, seq[(a + n) % t],
+                                     "mode %zu, P %u, partition %u, #%zu", m, np, i, n);
+                        cr_assert_eq((segs[k].flags & SHARD_SEGMENT_REPEAT) != 0, a + n >= t);
+                    }
                 cr_assert_eq(n, b - a, "mode %zu, %u partitions: partition %u", m, np, i);
-                for (size_t j = 0; j < n; j++) {
-                    cr_assert_eq(got[j], seq[(a + j) % t], "mode %zu, P %u, partition %u, #%zu",
-                                 m, np, i, j);
-                    cr_assert_eq(rep[j], a + j >= t);
-                }
-                free(got);
+                free(segs);
             }
         }
     free(seq);
+}
+
+Test(partition, runs_of_partitions_of_one_length_differ_by_at_most_a_sample)
+{
+    /* The longer partitions spread evenly: every rank's (and worker's) block of an exact
+     * epoch is within a sample of every other's, whatever the world size dividing P. */
+    for (uint64_t total = 1000; total < 1100; total += 7)
+        for (uint32_t p = 12; p <= 48; p += 12)
+            for (int world = 1; world <= 12; world++) {
+                if (p % (uint32_t)world)
+                    continue;
+                uint64_t lo = UINT64_MAX, hi = 0;
+                for (int r = 0; r < world; r++) {
+                    uint32_t x, y;
+                    shard_partition_block(p, world, 1, r, 0, &x, &y);
+                    uint64_t a, b, z;
+                    shard_partition_range(total, p, x, &a, &z);
+                    shard_partition_range(total, p, y - 1, &z, &b);
+                    lo = b - a < lo ? b - a : lo;
+                    hi = b - a > hi ? b - a : hi;
+                }
+                cr_assert_leq(hi - lo, 1, "%llu samples, %u partitions, %d ranks: %llu to %llu",
+                              (unsigned long long)total, p, world, (unsigned long long)lo,
+                              (unsigned long long)hi);
+            }
+    /* the control: the longer partitions first, as a plain split puts them */
+    uint64_t a, b, rank0 = 0, rank2 = 0;
+    for (uint32_t i = 0; i < 4; i++) {
+        shard_plan_split(1003, 12, i, &a, &b);
+        rank0 += b - a;
+        shard_plan_split(1003, 12, 8 + i, &a, &b);
+        rank2 += b - a;
+    }
+    cr_assert_eq(rank0 - rank2, 4, "1003 in 12, 3 ranks: 336 against 332");
 }

@@ -195,10 +195,10 @@ Test(reader, a_state_is_refused_where_its_settings_differ_naming_each)
     cr_assert_eq(tu_restore_into(&s, state, why), 0, "the same settings: %s", why);
     static const struct {
         const char *named;
-    } cases[] = {{"world_size is 2 in the state and 1 here"},
+    } cases[] = {{"partitions is 2 in the state and 4 here"},
                  {"shuffle_buffer (shuffle=) is 40 in the state and 41 here"},
                  {"mode is exact in the state and equal here"},
-                 {"num_workers (DataLoader workers per rank) is 1 in the state and 2 here"},
+                 {"sources"},
                  {"streams is 3 in the state and 4 here"},
                  {"seed is 7 in the state and 8 here"},
                  {"shuffle_shards is 1 in the state and 0 here"},
@@ -207,10 +207,19 @@ Test(reader, a_state_is_refused_where_its_settings_differ_naming_each)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         t = s;
         switch (i) {
-        case 0: t.world_size = 1; break;
+        case 0: t.partitions = 4; break;
         case 1: t.shuffle_buffer = 41; break;
         case 2: t.mode = SHARD_MODE_EQUAL; break;
-        case 3: t.num_workers = 2; break;
+        case 3: { /* the same shards as a mix of two sources */
+            static ShardMixInput mix[2];
+            mix[0] = (ShardMixInput){urls, 1, 1.0};
+            mix[1] = (ShardMixInput){urls, 1, 1.0};
+            t.urls = NULL;
+            t.nurls = 0;
+            t.sources = mix;
+            t.nsources = 2;
+            break;
+        }
         case 4: t.streams = 4; break;
         case 5: t.seed = 8; break;
         case 6: t.shuffle_shards = 0; break;
@@ -222,11 +231,16 @@ Test(reader, a_state_is_refused_where_its_settings_differ_naming_each)
     }
     /* every difference at once, each named */
     t = s;
-    t.world_size = 1;
+    t.streams = 4;
     t.shuffle_buffer = 10;
     cr_assert_eq(tu_restore_into(&t, state, why), SHARD_ERR_INVALID);
-    cr_assert(strstr(why, "world_size is 2") && strstr(why, "shuffle_buffer (shuffle=) is 40"),
+    cr_assert(strstr(why, "streams is 3") && strstr(why, "shuffle_buffer (shuffle=) is 40"),
               "%s", why);
+    /* the topology is not one of them: the partitions are the same on any that fits */
+    t = s;
+    t.world_size = 1;
+    t.rank = 0;
+    cr_assert_eq(tu_restore_into(&t, state, why), 0, "%s", why);
     /* another shard list: one shard fewer */
     char **all;
     size_t n;
@@ -266,7 +280,7 @@ Test(reader, rank_0s_state_continues_rank_1)
     (void)why;
 }
 
-Test(reader, a_drawn_seed_gives_way_to_the_states_and_0_2_states_read)
+Test(reader, a_drawn_seed_gives_way_to_the_states_and_older_states_say_how_to_go_on)
 {
     const char *urls[] = {make_shards(".tar")};
     ShardReaderSettings s;
@@ -287,13 +301,17 @@ Test(reader, a_drawn_seed_gives_way_to_the_states_and_0_2_states_read)
     cr_assert_eq(read_keys(r, rest, NSAMPLES), NSAMPLES - 60);
     cr_assert_eq(memcmp(rest, whole + 60, (NSAMPLES - 60) * sizeof *rest), 0);
     shard_reader_free(&r);
-    /* the form 0.2 wrote: epoch, position, seed */
+    /* the forms 0.2 and 0.3 wrote, of the order before partitions: refused, saying how on */
     s.have_seed = 1;
     s.seed = 7;
     cr_assert_eq(shard_reader_open(&r, &s, &err), 0, "%s", err.message);
-    cr_assert_eq(shard_reader_restore(r, "v1:0:60:7"), 0, "%s", shard_reader_error(r));
-    cr_assert_eq(read_keys(r, rest, NSAMPLES), NSAMPLES - 60);
-    cr_assert_eq(memcmp(rest, whole + 60, (NSAMPLES - 60) * sizeof *rest), 0);
+    const char *old[] = {"v1:0:60:7", "v2:3:60:7:world_size=1,rank=0"};
+    for (size_t i = 0; i < 2; i++) {
+        cr_assert_eq(shard_reader_restore(r, old[i]), SHARD_ERR_INVALID);
+        cr_assert(strstr(shard_reader_error(r), "before canonical partitions") &&
+                      strstr(shard_reader_error(r), i ? "set_epoch(4)" : "set_epoch(1)"),
+                  "%s", shard_reader_error(r));
+    }
     shard_reader_free(&r);
 }
 

@@ -128,13 +128,16 @@ SHARD_API void shard_batch_release(ShardLoader *l, const ShardBatch *b);
  *  shard_loader_next returns the same error until an epoch or a restore succeeds. */
 SHARD_API int shard_loader_set_epoch(ShardLoader *l, uint64_t e);
 
-/** The state after the last batch returned, for restore: shard_reader_state's form
- *  (reader.h), at most SHARD_READER_STATE_MAX bytes. */
+/** The job's state after the last batch returned, for restore: shard_reader_state's form
+ *  (reader.h), this loader's partitions exact and every other consumer in step with it
+ *  (as many batches of batch_size since its epoch or restore began, or all it had). */
 SHARD_API int shard_loader_state(const ShardLoader *l, char *buf, size_t size);
 
-/** Continues after the batch a state was taken at, on a loader with the same settings. A
- *  malformed state changes nothing; a state the reader refuses (taken with other settings)
- *  leaves shard_loader_next returning that error until an epoch or a restore succeeds. */
+/** Continues the epoch of a state (shard_reader_restore: on any number of ranks and
+ *  workers its partitions fit, with the same order settings; the batch size may differ).
+ *  A malformed state changes nothing; a state the reader refuses (taken with other
+ *  settings) leaves shard_loader_next returning that error until an epoch or a restore
+ *  succeeds. */
 SHARD_API int shard_loader_restore(ShardLoader *l, const char *state);
 
 /** @return batches per epoch for this consumer, -1 if unknown */

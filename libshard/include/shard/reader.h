@@ -2,13 +2,16 @@
  * libshard — the streaming reader: a shard list in, an endless, well-mixed, correctly
  * partitioned stream of samples out, for one consumer of a distributed training job.
  *
- * An epoch's plan (shard shuffle, split by rank, then by worker) depends only on the seed
- * and the epoch, so every consumer computes the same plan on its own. A consumer reads
- * several of its shards at once, interleaves them sample by sample, and mixes them through
- * a shuffle buffer. The sequence it yields is a pure function of (seed, epoch, rank, world
- * size, worker, worker count) and the data, whatever the thread timing, and its state is
- * two numbers (epoch, position) from which a new reader continues the same sequence, with
- * the settings that fix the order, so that a reader that differs refuses it.
+ * An epoch's order (formats/order.md) depends only on the seed and the epoch, so every
+ * consumer computes it on its own: the shards shuffled, their samples in sequence, the
+ * sequence cut into canonical partitions, each read through a shuffle buffer of its own as
+ * a deterministic stream; a rank takes a contiguous block of partitions and each of its
+ * workers a part of that block, reading its partitions one after the other. A partition
+ * reads several of its shards at once, interleaved sample by sample. So each partition's
+ * samples come in the same order on any number of ranks and workers, whatever the thread
+ * timing, and a state (the epoch, how far each partition was delivered, the settings that
+ * fix the order) continues the epoch on another number of ranks and workers, delivering
+ * every sample not yet delivered exactly once.
  *
  * Threads: one fetch thread per stream reads shards ahead into bounded queues; everything
  * else runs on the thread that calls shard_reader_next. Memory is bounded by the settings:
@@ -66,10 +69,10 @@ typedef struct ShardReaderSettings {
     size_t queue_depth;     /**< samples read ahead per stream (default 64) */
     int skip_errors;        /**< 0: fail on the first bad shard or member; 1: skip, count and
                                  keep the first errors for a report (default 0) */
-    /** With counts known, a rank's samples are split between its workers in multiples of
-     *  this many (the batch size), so only the last worker ends on a partial batch and the
-     *  rank's batch count does not depend on the worker count (default 1) */
-    uint64_t worker_align;
+    /** The batch size the consumer's samples are taken in (the loader sets its own), with
+     *  drop_last: equal mode's repeats after a resume on another topology give every rank
+     *  the same number of batches, and states count other consumers in these (default 1) */
+    uint64_t batch_size;
     /** Where remote shards (http, https, gs, s3) are read through, shared with other
      *  readers; NULL: the reader makes its own with the default settings (remote.h).
      *  Borrowed: it must outlive the reader. */
@@ -106,8 +109,18 @@ typedef struct ShardReaderSettings {
      *  SHARD_READER_INDEXES_ALWAYS (the epoch's length known for any list, as len() wants
      *  it), SHARD_READER_INDEXES_NEVER (such a mode is refused, naming the shard) */
     int make_indexes;
+    /** Canonical partitions of an epoch (formats/order.md), 0 for a count chosen from the
+     *  data: the largest of 2880, 1440, 720, 360, 240, 120, 60, 24, 12, 6, 2, 1 that leaves
+     *  partitions of at least max(shuffle_buffer, 256, streams x the mean shard's samples)
+     *  (a shard each without counts), else world_size x the least of 1, 2, 3, 4, 6, 12,
+     *  24, 36, 48, 60, ... that gives every worker as many. world_size ranks of num_workers workers must fit:
+     *  world_size divides it in equal mode, and num_workers <= partitions / world_size.
+     *  To resume on other world sizes, choose one they all divide (e.g. 2880). A state
+     *  keeps its own (default 0) */
+    uint32_t partitions;
+    int drop_last; /**< see batch_size (default 0) */
     /** Zero: room for settings added later without changing the struct's size. */
-    unsigned char reserved[12];
+    unsigned char reserved[4];
 } ShardReaderSettings;
 
 /** ShardReaderSettings.make_indexes */
@@ -180,33 +193,80 @@ SHARD_API ShardRemote *shard_reader_remote(const ShardReader *r);
 /** Starts epoch e from its beginning (threads and buffers are kept). */
 SHARD_API int shard_reader_set_epoch(ShardReader *r, uint64_t e);
 
-/** Bytes that hold any state shard_reader_state or shard_loader_state writes. */
-#define SHARD_READER_STATE_MAX 512
+/** Bytes that hold any state shard_reader_state or shard_loader_state writes: a cut of
+ *  three runs per consumer for 8192 consumers. Allocate it; a state seldom needs 1 KiB. */
+#define SHARD_READER_STATE_MAX (512 * 1024)
 
 /**
- * The reader's state: "v2:EPOCH:POSITION:SEED:" then KEY=VALUE pairs, comma-separated, of
- * every setting that fixes the order of the rest of the epoch (world_size, rank,
- * num_workers, worker, mode, pad, epoch_samples, shuffle_shards, shuffle_buffer,
- * shuffle_initial, streams, worker_align, sources, weights, shards, counted, list: the
- * last a fingerprint of the shards' names, the last part of their URLs, and counts, so the
- * same shards moved from disk to a bucket keep their states), at most SHARD_READER_STATE_MAX
- * bytes.
+ * The state of the job at this consumer's position: "v3:EPOCH:SEED:" then KEY=VALUE pairs,
+ * comma-separated, of every setting that fixes the epoch's order (mode, pad,
+ * epoch_samples, shuffle_shards, shuffle_buffer, shuffle_initial, streams, sources, a
+ * fingerprint of the weights, shards, counted, list: a fingerprint of the shards' names
+ * (the last part of their URLs) and counts, so the same shards moved from disk to a bucket
+ * keep their states; partitions and total), those it was taken on (world_size,
+ * num_workers), then ';' and the cut: how far each partition was delivered, in runs
+ * ("0-11:d,12:117,13-23:0,...", formats/order.md). This consumer's partitions are exact;
+ * every other consumer is taken to have delivered as many samples as this one since its
+ * reading began (or all it had), as ranks in step do, or, without counts, is not said
+ * ("A-B:?"). Any consumer's state therefore restores every consumer of a job in step.
  * @param buf receives the NUL-terminated state; caller-owned, size bytes
  * @return 0; SHARD_ERR_INVALID when it does not fit in size bytes
  */
 SHARD_API int shard_reader_state(const ShardReader *r, char *buf, size_t size);
 
 /**
- * Continues from a state taken by shard_reader_state on a reader with the same settings:
- * the samples it yields next are exactly those the other reader would have yielded next.
- * Skipped samples are not read where an index allows seeking. A state whose recorded
- * settings differ from this reader's is refused, the message naming each one with its
- * value in the state and here (the rank and worker excepted: rank 0's state restores the
- * other ranks, their positions agreeing); a reader made without a seed takes the state's.
- * 0.2's "v1:EPOCH:POSITION:SEED" states, which record only the seed, are still read.
+ * The job's state after each rank delivered `batches` batches of batch_size (drop_last)
+ * since this reader's epoch or restore began, taking its num_workers workers' batches in
+ * turn from worker `first` as a DataLoader does (a worker whose stream ended is skipped;
+ * a DataLoader begins at its worker 0, which a caller may have read another worker's
+ * partitions, to go on in the turn an interrupted one was at). For
+ * a training loop's main process that counts batches and holds no reader of its own
+ * (libshard.torch.ShardLoader): open a reader with the job's settings, restore the state
+ * the run began from (no reading happens until a sample is taken), ask here.
+ * @return 0; SHARD_ERR_UNSUPPORTED without every shard's count; SHARD_ERR_INVALID when it
+ *         does not fit in size bytes
+ */
+SHARD_API int shard_reader_state_after(const ShardReader *r, uint64_t batches, uint64_t batch_size,
+                                       int drop_last, int first, char *buf, size_t size);
+
+/**
+ * Continues the epoch from a state taken by shard_reader_state (or shard_loader_state,
+ * shard_reader_state_after) on readers with the same order settings, on any number of
+ * ranks and workers that fits its partitions: the samples this consumer's partitions have
+ * not delivered, each once; equal mode adds repeats (marked) so that every rank still
+ * gets the same number of batches. Reading starts at the next take: the partitions a
+ * consumer enters in the middle are replayed on the samples' identities and only the
+ * samples still in their shuffle buffer are read (by index where there is one). A state
+ * whose settings differ from this reader's is refused, naming each with its value in the
+ * state and here; so is one that does not say how far this consumer's partitions were
+ * delivered, and one of an older order (0.2's v1, v2), saying how to go on. A reader made
+ * without a seed takes the state's. Later epochs run as on this topology from the start.
  * @return 0; SHARD_ERR_INVALID for a malformed state or one taken with other settings
  */
 SHARD_API int shard_reader_restore(ShardReader *r, const char *state);
+
+/**
+ * One state from the states of a job's consumers (ranks, or DataLoader workers) taken at
+ * the same point, for shards without counts, where a consumer's state says only its own
+ * partitions: each partition as the consumer that reads it says (a consumer's own
+ * partitions are exact), else as any state says.
+ * @param states, n the states (borrowed); the same epoch, seed and settings
+ * @param buf receives the merged state (size bytes, SHARD_READER_STATE_MAX suffice)
+ * @return 0; SHARD_ERR_INVALID (states of other settings, malformed, too long)
+ */
+SHARD_API int shard_reader_state_merge(const char *const *states, size_t n, char *buf,
+                                       size_t size, ShardError *err);
+
+/** @return rank `rank`'s batches of batch_size (drop_last) in the epoch (-1: this
+ *  reader's rank), its num_workers workers' together (each ends on its own partial batch),
+ *  from the epoch's start or a restore's cut; -1 without every shard's count, endless, or
+ *  no such rank */
+SHARD_API int64_t shard_reader_rank_batches(const ShardReader *r, int rank, uint64_t batch_size,
+                                            int drop_last);
+
+/** @return the partition count of the current epoch (the setting, the one chosen, or a
+ *  restored state's) */
+SHARD_API uint32_t shard_reader_partitions(const ShardReader *r);
 
 /** The longest shard_reader_next and shard_reader_take wait for a sample before they
  *  return SHARD_AGAIN, having taken nothing (default 0: as long as it takes): a caller that
@@ -221,8 +281,9 @@ SHARD_API void shard_reader_stop(ShardReader *r);
 /** @return the seed in use (the given one or the fresh random one) */
 SHARD_API uint64_t shard_reader_seed(const ShardReader *r);
 
-/** @return the number of samples this consumer gets per epoch, -1 if unknown (no counts,
- *  or endless resampling) */
+/** @return the number of samples this consumer gets in the epoch (after a restore: those
+ *  of its partitions delivered before included, and equal mode's repeats), -1 if unknown
+ *  (no counts, or endless resampling) */
 SHARD_API int64_t shard_reader_epoch_length(const ShardReader *r);
 
 /** Fills st with the counters so far. */

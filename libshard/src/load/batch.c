@@ -10,6 +10,7 @@
 #include "base/alloc.h"
 #include "base/buf.h"
 #include "load/batch.h"
+#include "read/order.h"
 #include "shard/common.h"
 
 /* ---- field selection ------------------------------------------------------------------ */
@@ -388,6 +389,8 @@ void shard_slot_clear(ShardSlot *sl)
     shard_slot_forget_errors(sl);
     sl->n = 0;
     sl->message[0] = 0;
+    shard_order_put(sl->order);
+    sl->order = NULL;
 }
 
 void shard_slot_free(ShardSlot *sl, const ShardBatchSpec *spec)
@@ -396,6 +399,8 @@ void shard_slot_free(ShardSlot *sl, const ShardBatchSpec *spec)
     size_t bs = spec->batch_size;
     if (sl->items)
         shard_slot_clear(sl);
+    shard_order_put(sl->order);
+    sl->order = NULL;
     a->free(a->cookie, sl->images, bs * spec->image_bytes);
     a->free(a->cookie, sl->labels, bs * sizeof *sl->labels);
     a->free(a->cookie, sl->indices, bs * sizeof *sl->indices);

@@ -65,6 +65,7 @@ typedef struct ShardSlot {
     char **errors;               /* each failed sample's message, NULL for none: written
                                     by its decode thread only */
     uint64_t end_position;       /* the reader's position after this batch */
+    struct ShardOrder *order;    /* the epoch's order it was read in (a reference), for states */
     char *keybuf;                /* the keys, NUL-terminated, back to back (grow-only) */
     size_t keylen, keycap;
     size_t *keyoff;

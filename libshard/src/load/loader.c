@@ -18,6 +18,7 @@
 #include "load/decodepool.h"
 #include "load/loaderdef.h"
 #include "load/producer.h"
+#include "read/order.h"
 #include "read/reader.h"
 #include "read/state.h"
 #include "shard/loader.h"
@@ -80,9 +81,11 @@ int shard_loader_open(ShardLoader **out, const ShardLoaderSettings *s, ShardErro
     };
     ShardError e;
     ShardReaderSettings rs = s->reader;
-    rs.worker_align = bs; /* batch counts per rank independent of workers */
+    rs.batch_size = bs; /* equal mode's repeats and states count in batches */
+    rs.drop_last = s->drop_last;
     if (shard_reader_open(&l->reader, &rs, &e))
         return fail_open(l, err, shard_fail(l->err, e.code, "%s", e.message));
+    l->delivered_order = shard_reader_order(l->reader);
     /* each shard's first sample's index in the data set, where every count is known */
     const ShardList *list = shard_reader_list(l->reader);
     size_t nshards = shard_list_count(list);
@@ -223,6 +226,10 @@ static int loader_next(ShardLoader *l, const ShardBatch **out)
         if (bad)
             l->skipped += shard_slot_compact(sl, l->spec.image_bytes, l->skipped_by);
         l->delivered_position = sl->end_position;
+        if (sl->order != l->delivered_order) {
+            shard_order_put(l->delivered_order);
+            l->delivered_order = shard_order_ref(sl->order);
+        }
         if (!sl->n) { /* every sample failed: on to the next batch */
             recycle(l, sl);
             continue;
@@ -245,6 +252,13 @@ void shard_batch_release(ShardLoader *l, const ShardBatch *b)
     recycle(l, sl);
 }
 
+/* The producer is stopped: the batches handed out next are of the reader's order now. */
+static void take_order(ShardLoader *l)
+{
+    shard_order_put(l->delivered_order);
+    l->delivered_order = shard_reader_order(l->reader);
+}
+
 /* The producer is stopped and the reader set to a new position: start reading there, or
  * remember that no producer runs, so that next does not wait for one. */
 static int restart(ShardLoader *l, int rc)
@@ -261,37 +275,48 @@ int shard_loader_set_epoch(ShardLoader *l, uint64_t e)
 {
     if (l->producer_running && l->ended && !l->broken && e > 0 && atomic_load(&l->ahead) == e) {
         /* the producer is already in it, past the END the caller took */
-        l->epoch = e;
-        l->delivered_position = 0;
-        l->ended = 0;
-        return 0;
+        pthread_mutex_lock(&l->at_end_lock);
+        ShardOrder *o = shard_order_ref(l->ahead_order);
+        pthread_mutex_unlock(&l->at_end_lock);
+        if (o && o->epoch == e) {
+            shard_order_put(l->delivered_order);
+            l->delivered_order = o;
+            l->epoch = e;
+            l->delivered_position = 0;
+            l->ended = 0;
+            return 0;
+        }
+        shard_order_put(o); /* gone further already: start it anew */
     }
     shard_loader_stop_producer(l);
     l->epoch = l->fill_epoch = e;
     l->fill_index = 0;
     l->delivered_position = 0;
-    return restart(l, shard_reader_set_epoch(l->reader, e));
+    int rc = shard_reader_set_epoch(l->reader, e);
+    take_order(l);
+    return restart(l, rc);
 }
 
 int shard_loader_state(const ShardLoader *l, char *buf, size_t size)
 {
-    return shard_reader_state_at(l->reader, l->epoch, l->delivered_position, buf, size);
+    return shard_reader_state_at(l->reader, l->delivered_order, l->delivered_position,
+                                 l->s.batch_size, buf, size);
 }
 
 int shard_loader_restore(ShardLoader *l, const char *state)
 {
-    unsigned long long e, p;
-    if (sscanf(state, "v%*1[12]:%llu:%llu:", &e, &p) != 2)
+    unsigned long long e;
+    if (sscanf(state, "v%*1[123]:%llu:", &e) != 1)
         return shard_fail(l->err, SHARD_ERR_INVALID,
-                          "loader: '%.200s' is not a state (v2:EPOCH:POSITION:SEED:SETTINGS)",
-                          state);
+                          "loader: '%.200s' is not a state (v3:EPOCH:SEED:SETTINGS;CUT)", state);
     shard_loader_stop_producer(l);
     int rc = shard_reader_restore(l->reader, state);
     if (!rc) {
         l->epoch = l->fill_epoch = e;
-        l->delivered_position = p;
-        l->fill_index = p / l->s.batch_size;
+        l->delivered_position = shard_reader_position(l->reader);
+        l->fill_index = l->delivered_position / l->s.batch_size;
     }
+    take_order(l);
     return restart(l, rc);
 }
 
@@ -356,6 +381,8 @@ void shard_loader_free(ShardLoader **pl)
     free(l->parked);
     shard_queue_destroy(&l->free_q);
     shard_queue_destroy(&l->ready_q);
+    shard_order_put(l->delivered_order);
+    shard_order_put(l->ahead_order);
     shard_reader_free(&l->reader);
     free(l->image_fields);
     free(l->label_field);

@@ -58,7 +58,8 @@ struct ShardLoader {
     uint64_t fill_epoch;    /* the producer's: the epoch of the batches it fills */
     uint64_t fill_index;    /* the producer's: the next batch's number in that epoch */
     atomic_ullong ahead;    /* the epoch the producer went on into by itself (0: none) */
-    pthread_mutex_t at_end_lock;
+    pthread_mutex_t at_end_lock; /* guards at_end* and ahead_order */
+    struct ShardOrder *ahead_order; /* that epoch's order (a reference) */
     ShardReaderStats at_end; /* the reader's counters when the producer left at_end_epoch */
     uint64_t at_end_epoch;
     int have_at_end;
@@ -75,6 +76,7 @@ struct ShardLoader {
     uint64_t *offsets; /* per shard: samples in the shards before it, or NULL (the spec's) */
     uint32_t *sources; /* per shard: its source in a mix (the spec's) */
     uint64_t delivered_position;
+    struct ShardOrder *delivered_order; /* the order of the batches handed out (a reference) */
 
     /* statistics (shard_loader_stats) */
     double opened;                /* when */

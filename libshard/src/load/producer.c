@@ -15,6 +15,7 @@
 #include "load/decodepool.h"
 #include "load/loaderdef.h"
 #include "load/producer.h"
+#include "read/order.h"
 #include "read/reader.h"
 #include "shard/loader.h"
 #include "tar/item.h"
@@ -45,6 +46,8 @@ static ShardSlot *take_slot(ShardLoader *l)
         return NULL;
     atomic_fetch_add(&l->inflight, 1);
     shard_slot_begin(sl, &l->spec, l->next_fill++, l->fill_index++, l->fill_epoch);
+    shard_order_put(sl->order);
+    sl->order = shard_reader_order(l->reader);
     if (atomic_load(&l->stop)) {
         sl->discarded = 1;
         shard_queue_put(&l->ready_q, &sl, 0);
@@ -143,6 +146,10 @@ static void *producer_main(void *arg)
             break; /* the caller's own set_epoch meets the error */
         l->fill_epoch++;
         l->fill_index = 0;
+        pthread_mutex_lock(&l->at_end_lock); /* the order of the epoch gone on into */
+        shard_order_put(l->ahead_order);
+        l->ahead_order = shard_reader_order(l->reader);
+        pthread_mutex_unlock(&l->at_end_lock);
         atomic_store(&l->ahead, l->fill_epoch);
     }
     shard_add_seconds(&l->producer_time, shard_seconds() - atomic_exchange(&l->producer_start, 0.0));

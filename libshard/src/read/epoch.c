@@ -1,7 +1,8 @@
 /*
- * An epoch of the streaming reader (epoch.h): its plan (segments dealt to the streams, or
- * drawn in resampled mode), the round-robin over the streams (over a mix's sources first),
- * and the shuffle buffer's steps, on the consumer's thread.
+ * An epoch of the streaming reader (epoch.h): its order (canonical partitions and this
+ * consumer's block of them), entering each partition (its segments dealt to the streams,
+ * or resampled mode's draws), the round-robin over the streams (over a mix's sources
+ * first), and the shuffle buffer's steps, on the consumer's thread.
  */
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -12,7 +13,10 @@
 #include "read/epoch.h"
 #include "read/fetch.h"
 #include "read/mix.h"
+#include "read/order.h"
+#include "read/partition.h"
 #include "read/readerdef.h"
+#include "read/resume.h"
 #include "read/shuffle.h"
 #include "tar/item.h"
 
@@ -27,15 +31,22 @@ int shard_reader_segment(void *cookie, size_t k, size_t n, ShardSegment *out)
 {
     ShardReader *r = cookie;
     if (r->s.mode == SHARD_MODE_RESAMPLED) {
-        if (!r->nurls)
+        /* Draw j of the consumer is its block's partition j mod B, that partition's draw
+         * (its start) + j / B: a generator per (epoch, partition, draw) keeps it O(1), and
+         * a partition's draws the same on any topology. */
+        const ShardOrder *o = r->order;
+        uint64_t b = o->hi - o->lo;
+        if (!r->nurls || !b)
             return 0;
-        /* Draw n of stream k: a generator per (epoch, consumer, stream, n) keeps it O(1). */
+        uint64_t j = (uint64_t)k + (uint64_t)n * r->per;
+        uint32_t p = o->lo + (uint32_t)(j % b);
+        uint64_t d = o->draws[p] + j / b;
         ShardRng g;
-        shard_rng_init(&g, r->s.seed, SHARD_RNG_RESAMPLE, r->epoch, shard_reader_consumer(r),
-                       ((uint64_t)k << 40) ^ n);
+        shard_rng_init(&g, r->s.seed, SHARD_RNG_RESAMPLE, r->epoch, p, d);
         out->shard = (uint32_t)shard_rng_below(&g, r->nurls);
         out->flags = 0;
-        out->round = (uint32_t)((k << 24) ^ n); /* a shard drawn again: another reading */
+        uint64_t x = ((uint64_t)p << 40) ^ d; /* a shard drawn again: another reading */
+        out->round = (uint32_t)(shard_splitmix64(&x) & 0xffffff);
         out->first = 0;
         out->count = r->counts[out->shard];
         return 1;
@@ -75,8 +86,8 @@ void shard_reader_clear(ShardReader *r)
     r->last = NULL;
 }
 
-/* Plans epoch e and resets every stream to its start (threads not started). */
-int shard_reader_plan(ShardReader *r, uint64_t e)
+/* Stops the threads and forgets the epoch's reading (threads not started again). */
+static void reset_epoch(ShardReader *r, uint64_t e)
 {
     shard_fetch_stop(r->fetch);
     r->start_due = 0; /* the caller says when the new plan may start */
@@ -87,58 +98,160 @@ int shard_reader_plan(ShardReader *r, uint64_t e)
     r->epoch = e;
     r->position = 0;
     r->pending_src = -1;
+    r->cur = -1;
+    r->cur_open = 0;
+    r->drop_left = 0;
+    r->resume_skip = 0;
     memset(r->rr, 0, (r->mixing ? r->mix.n : 1) * sizeof *r->rr);
+}
+
+/* The epoch's sequence of samples, all consumers together; 0 without every count. */
+static uint64_t sequence_length(const ShardReader *r)
+{
+    if (r->mixing)
+        return r->mix.total;
+    uint64_t t = 0;
+    for (size_t i = 0; i < r->nurls; i++) {
+        if (r->counts[i] == SHARD_COUNT_UNKNOWN)
+            return 0;
+        t += r->counts[i];
+    }
+    return t;
+}
+
+int shard_reader_plan(ShardReader *r, uint64_t e, uint32_t parts, uint64_t total)
+{
+    reset_epoch(r, e);
+    const ShardReaderSettings *s = &r->s;
+    if (r->mixing) { /* a state's length of the epoch (epoch_samples on another topology) */
+        uint64_t want = total ? total : r->mix_own_total;
+        if (r->mix.total != want) {
+            int rc = shard_mix_size(&r->mix, r->counts, want, r->err);
+            if (rc)
+                return rc;
+        }
+    }
+    int counted = r->counted == r->nurls;
+    if (!counted && s->mode == SHARD_MODE_EQUAL) {
+        size_t i = 0;
+        while (i + 1 < r->nurls && r->counts[i] != SHARD_COUNT_UNKNOWN)
+            i++;
+        return shard_fail(r->err, SHARD_ERR_UNSUPPORTED,
+                          "reader: equal mode needs the sample count of every shard, and %s has "
+                          "none (a manifest, a .idx beside each shard, or make_indexes not "
+                          "'never')",
+                          shard_list_entry(r->list, i)->url);
+    }
+    uint64_t t = sequence_length(r);
+    if (!parts)
+        parts = s->partitions ? s->partitions
+                              : shard_partition_auto(t, counted, r->nurls, s->shuffle_buffer,
+                                                     s->streams, s->world_size, s->num_workers,
+                                                     s->mode);
+    if (parts > SHARD_PARTITIONS_MAX)
+        return shard_fail(r->err, SHARD_ERR_INVALID, "reader: partitions=%u: at most %u", parts,
+                          SHARD_PARTITIONS_MAX);
+    char msg[SHARD_ERROR_MAX];
+    if (shard_partition_check(parts, s->world_size, s->num_workers, s->mode, msg))
+        return shard_fail(r->err, SHARD_ERR_INVALID, "reader: %s", msg);
+    uint64_t *len = NULL, length = 0;
+    if (counted && s->mode != SHARD_MODE_RESAMPLED) {
+        length = shard_partition_total(t, parts, s->mode, s->pad);
+        if (!(len = malloc(parts * sizeof *len)))
+            return shard_fail(r->err, SHARD_ERR_NOMEM, "out of memory");
+        for (uint32_t p = 0; p < parts; p++) {
+            uint64_t a, b;
+            shard_partition_range(length, parts, p, &a, &b);
+            len[p] = b - a;
+        }
+    }
+    ShardOrder *o = shard_order_new(e, s->mode, s->world_size, s->num_workers, s->rank,
+                                    s->worker, parts, t, length, len);
+    free(len);
+    if (!o)
+        return shard_fail(r->err, SHARD_ERR_NOMEM, "out of memory");
+    shard_order_put(r->order);
+    r->order = o;
+    shard_reader_set_length(r);
+    return 0;
+}
+
+void shard_reader_set_length(ShardReader *r)
+{
+    if (r->s.mode == SHARD_MODE_RESAMPLED)
+        r->epoch_length = r->s.epoch_samples ? (int64_t)r->s.epoch_samples : -1;
+    else
+        r->epoch_length = shard_order_consumer_length(r->order);
+}
+
+/* Whether partition p was delivered whole before the reading began. */
+static int started_done(const ShardOrder *o, uint32_t p)
+{
+    return o->start[p] == SHARD_CUT_DONE ||
+           (o->len[p] != SHARD_COUNT_UNKNOWN && o->start[p] >= o->len[p]);
+}
+
+/* Enters the block's partition i (B: the repeats): its segments dealt to the streams, its
+ * buffer seeded, and, where the reading began inside it, the samples delivered before
+ * passed over. The fetch threads start at the next pull. */
+static int enter(ShardReader *r, int64_t i)
+{
+    ShardOrder *o = r->order;
+    int64_t b = (int64_t)(o->hi - o->lo);
+    int resampled = r->s.mode == SHARD_MODE_RESAMPLED;
+    shard_fetch_stop(r->fetch);
+    shard_reader_clear(r);
+    free(r->segs);
+    r->segs = NULL;
+    r->nsegs = 0;
+    r->cur = i;
+    r->cur_open = 1;
+    r->pending_src = -1;
+    r->drop_left = 0;
+    memset(r->rr, 0, (r->mixing ? r->mix.n : 1) * sizeof *r->rr);
+    /* a partition's buffer is seeded by the partition; the repeats' by their consumer */
+    uint64_t seeded = resampled || i == b ? (uint64_t)o->parts + shard_reader_consumer(r)
+                                          : (uint64_t)o->lo + (uint64_t)i;
     ShardRng rng;
-    shard_rng_init(&rng, r->s.seed, SHARD_RNG_BUFFER, e, shard_reader_consumer(r), 0);
+    shard_rng_init(&rng, r->s.seed, SHARD_RNG_BUFFER, r->epoch, seeded, 0);
     shard_shuffle_reset(&r->shuffle, &rng);
-    ShardPlanSettings p;
-    shard_plan_default_settings(&p);
-    p.seed = r->s.seed;
-    p.epoch = e;
-    p.rank = r->s.rank;
-    p.world_size = r->s.world_size;
-    p.worker = r->s.worker;
-    p.num_workers = r->s.num_workers;
-    p.mode = r->s.mode;
-    p.pad = r->s.pad;
-    p.shuffle_shards = r->s.shuffle_shards;
-    p.worker_align = r->s.worker_align;
-    if (r->mixing) {
-        int rc = shard_mix_plan(&r->mix, r->counts, &p);
-        if (rc)
-            return shard_fail(r->err, rc, "reader: cannot plan the epoch's mix");
-    } else if (r->s.mode != SHARD_MODE_RESAMPLED) {
-        int rc = shard_epoch_plan(r->counts, r->nurls, &p, &r->segs, &r->nsegs);
-        if (rc == SHARD_ERR_UNSUPPORTED) {
-            size_t i = 0;
-            while (i + 1 < r->nurls && r->counts[i] != SHARD_COUNT_UNKNOWN)
-                i++;
-            return shard_fail(r->err, rc, "reader: equal mode needs the sample count of every "
-                                          "shard, and %s has none (a manifest, a .idx beside "
-                                          "each shard, or make_indexes not 'never')",
-                              shard_list_entry(r->list, i)->url);
+    int rc = 0;
+    if (!resampled) {
+        ShardPlanSettings p;
+        shard_plan_default_settings(&p);
+        p.seed = r->s.seed;
+        p.epoch = r->epoch;
+        p.mode = r->s.mode;
+        p.pad = r->s.pad;
+        p.shuffle_shards = r->s.shuffle_shards;
+        if (o->counted) {
+            uint64_t a, z;
+            if (i < b) {
+                shard_partition_range(o->length, o->parts, o->lo + (uint32_t)i, &a, &z);
+            } else { /* repeats of the block's first samples, past the sequence's end */
+                shard_partition_range(o->length, o->parts, o->lo, &a, &z);
+                a = o->total + (o->total ? a % o->total : 0);
+                z = a + o->pad;
+            }
+            rc = r->mixing ? shard_mix_plan_range(&r->mix, r->counts, &p, a, z)
+                           : shard_epoch_plan_range(r->counts, r->nurls, &p, a, z, &r->segs,
+                                                    &r->nsegs);
+        } else { /* every P-th shard of the shuffled order */
+            p.rank = (int)(o->lo + (uint32_t)i);
+            p.world_size = (int)o->parts;
+            rc = shard_epoch_plan(r->counts, r->nurls, &p, &r->segs, &r->nsegs);
         }
         if (rc)
-            return shard_fail(r->err, rc, "reader: cannot plan the epoch");
+            return shard_fail(r->err, rc, "reader: cannot plan partition %lld of the epoch",
+                              (long long)(o->lo + i));
     }
     r->counts_known = 1;
-    uint64_t total = 0;
-    for (size_t i = 0; i < r->nsegs; i++) {
-        if (r->segs[i].count == SHARD_COUNT_UNKNOWN)
+    for (size_t k = 0; k < r->nsegs; k++)
+        if (r->segs[k].count == SHARD_COUNT_UNKNOWN)
             r->counts_known = 0;
-        else
-            total += r->segs[i].count;
-    }
-    if (r->s.mode == SHARD_MODE_RESAMPLED) {
-        for (size_t i = 0; i < r->nurls; i++)
-            if (r->counts[i] == SHARD_COUNT_UNKNOWN)
-                r->counts_known = 0;
-        r->epoch_length = r->s.epoch_samples ? (int64_t)r->s.epoch_samples : -1;
-    } else if (r->mixing) {
-        r->epoch_length = (int64_t)(r->mix.end - r->mix.pos);
-    } else {
-        r->epoch_length = r->counts_known ? (int64_t)total : -1;
-    }
+    for (size_t k = 0; resampled && k < r->nurls; k++)
+        if (r->counts[k] == SHARD_COUNT_UNKNOWN)
+            r->counts_known = 0;
     for (size_t k = 0; k < r->nstreams; k++) {
         ReaderStream *st = &r->streams[k];
         ShardSegment seg;
@@ -148,7 +261,40 @@ int shard_reader_plan(ShardReader *r, uint64_t e)
         st->sim_off = 0;
         st->active = shard_reader_segment(r, k, 0, &seg);
     }
-    return 0;
+    atomic_store(&o->entered[i], r->position);
+    uint64_t n = resampled ? r->resume_skip : i < b ? o->start[o->lo + (uint32_t)i] : 0;
+    r->resume_skip = 0;
+    if (n && r->counts_known && !r->s.skip_errors)
+        rc = shard_reader_replay(r, n);
+    else if (n) /* no counts to replay on, or errors may have changed them: read and drop */
+        r->drop_left = n;
+    if (!rc)
+        r->start_due = 1;
+    return rc;
+}
+
+/* Enters the next partition of the block with samples left (then the repeats, if any);
+ * SHARD_EOS past the last. */
+static int next_partition(ShardReader *r)
+{
+    const ShardOrder *o = r->order;
+    int64_t b = (int64_t)(o->hi - o->lo);
+    if (r->s.mode == SHARD_MODE_RESAMPLED) {
+        if (r->cur < 0 && b > 0)
+            return enter(r, 0);
+        r->cur = b + 1;
+        return SHARD_EOS;
+    }
+    int64_t i = r->cur + 1;
+    while (i < b && started_done(o, o->lo + (uint32_t)i))
+        i++;
+    if (i == b && !o->pad)
+        i++;
+    if (i > b) {
+        r->cur = b + 1;
+        return SHARD_EOS;
+    }
+    return enter(r, i);
 }
 
 /* Source src's stream whose turn it is in the round-robin (the next one still active from
@@ -237,6 +383,15 @@ ShardItem *shard_reader_step(ShardReader *r, ShardPullFn pullf, int *rc)
     return shard_shuffle_step(&r->shuffle, pullf, r, rc);
 }
 
+/* Resampled mode: notes the draw a sample came from, for the state. */
+static void note_draw(ShardReader *r, const ShardItem *it)
+{
+    ShardOrder *o = r->order;
+    uint64_t j = (uint64_t)it->stream + it->segno * r->per + 1;
+    if (atomic_load(&o->taken) < j)
+        atomic_store(&o->taken, j);
+}
+
 int shard_reader_take(ShardReader *r, ShardItem **out)
 {
     *out = NULL;
@@ -244,24 +399,45 @@ int shard_reader_take(ShardReader *r, ShardItem **out)
     r->last = NULL;
     if (r->failed)
         return r->failed;
-    int rc;
-    ShardItem *it = shard_reader_step(r, pull, &rc);
-    if (rc == SHARD_AGAIN)
-        return rc; /* shard_reader_set_wait's wait passed: nothing taken */
-    if (rc) {
-        r->failed = rc;
-        return rc;
+    for (;;) {
+        int rc;
+        if (!r->cur_open) {
+            if (r->cur > (int64_t)(r->order->hi - r->order->lo))
+                return SHARD_EOS;
+            if ((rc = next_partition(r)) == SHARD_EOS)
+                return rc;
+            if (rc) {
+                r->failed = rc;
+                return rc;
+            }
+        }
+        ShardItem *it = shard_reader_step(r, pull, &rc);
+        if (rc == SHARD_AGAIN)
+            return rc; /* shard_reader_set_wait's wait passed: nothing taken */
+        if (rc) {
+            r->failed = rc;
+            return rc;
+        }
+        if (!it) { /* the partition is drained */
+            r->cur_open = 0;
+            continue;
+        }
+        if (r->drop_left) { /* delivered before the reading began */
+            r->drop_left--;
+            shard_item_release(it);
+            continue;
+        }
+        if (r->s.mode == SHARD_MODE_RESAMPLED)
+            note_draw(r, it);
+        it->position = r->position++;
+        uint64_t bytes = 0;
+        for (size_t i = 0; i < it->v.nfields; i++)
+            bytes += it->v.fields[i].size;
+        atomic_fetch_add_explicit(&r->samples, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&r->bytes, bytes, memory_order_relaxed);
+        *out = it;
+        return 0;
     }
-    if (!it)
-        return SHARD_EOS;
-    it->position = r->position++;
-    uint64_t bytes = 0;
-    for (size_t i = 0; i < it->v.nfields; i++)
-        bytes += it->v.fields[i].size;
-    atomic_fetch_add_explicit(&r->samples, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&r->bytes, bytes, memory_order_relaxed);
-    *out = it;
-    return 0;
 }
 
 int shard_reader_next(ShardReader *r, const char **key, const char **url,

@@ -21,15 +21,19 @@ SHARD_HIDDEN int shard_reader_segment(void *cookie, size_t k, size_t n, ShardSeg
 SHARD_HIDDEN int shard_reader_start(ShardReader *r);
 /* Drops the samples buffered and handed out, and the streams' holds. */
 SHARD_HIDDEN void shard_reader_clear(ShardReader *r);
-/* Plans epoch e and resets every stream to its start (threads stopped, not started). */
-SHARD_HIDDEN int shard_reader_plan(ShardReader *r, uint64_t e);
+/* Begins epoch e (threads stopped, not started): its order, of parts partitions (0: the
+ * setting's or the automatic count) over a sequence of total samples (0: this topology's;
+ * a state's differs with a mix of epoch_samples); nothing entered, none delivered. */
+SHARD_HIDDEN int shard_reader_plan(ShardReader *r, uint64_t e, uint32_t parts, uint64_t total);
+/* Sets epoch_length from the order. */
+SHARD_HIDDEN void shard_reader_set_length(ShardReader *r);
 /* Source src's stream whose turn it is in the round-robin; NULL when all of them ended.
  * The data path and the replay share this order. */
 SHARD_HIDDEN ReaderStream *shard_reader_turn(ShardReader *r, size_t src);
 /* The source of the next sample (0 unless mixing); -1 at the end of a mix. */
 SHARD_HIDDEN int shard_reader_source(ShardReader *r);
-/* The next sample of the epoch through the shuffle buffer, pulled with pullf; NULL at its
- * end or on failure (*rc). */
+/* The next sample of the partition through its shuffle buffer, pulled with pullf; NULL at
+ * its end or on failure (*rc). */
 SHARD_HIDDEN ShardItem *shard_reader_step(ShardReader *r, ShardPullFn pullf, int *rc);
 
 #endif /* SHARD_READ_EPOCH_H */

@@ -248,6 +248,8 @@ static int fetch_segment(Stream *st, const ShardSegment *seg, size_t n, uint64_t
         it->shard = seg->shard;
         it->repeat = (seg->flags & SHARD_SEGMENT_REPEAT) != 0;
         it->round = seg->round;
+        it->stream = (uint32_t)st->id;
+        it->segno = n;
         double t = shard_seconds();
         prefault(it);
         shard_add_seconds(&f->read_s, shard_seconds() - t);

@@ -250,14 +250,20 @@ int shard_mix_plan(ShardMix *m, const uint64_t *counts, const ShardPlanSettings 
 {
     if (!shard_plan_valid(p))
         return SHARD_ERR_INVALID;
+    uint64_t a, b;
+    shard_plan_range(m->total, p, &a, &b);
+    return shard_mix_plan_range(m, counts, p, a, b);
+}
+
+int shard_mix_plan_range(ShardMix *m, const uint64_t *counts, const ShardPlanSettings *p,
+                         uint64_t a, uint64_t b)
+{
     for (size_t i = 0; i < m->n; i++) {
         ShardRng g;
         shard_rng_init(&g, p->seed, SHARD_RNG_MIX, p->epoch, i, 0);
         m->src[i].key = shard_rng_next(&g);
         m->src[i].segs.n = 0;
     }
-    uint64_t a, b;
-    shard_plan_range(m->total, p, &a, &b);
     m->pos = a;
     m->end = b;
     if (!m->total)

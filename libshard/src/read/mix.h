@@ -35,6 +35,11 @@ SHARD_HIDDEN int shard_mix_size(ShardMix *m, const uint64_t *counts, uint64_t to
 /* Plans the consumer's epoch p->epoch: each source's segments and the start position. */
 SHARD_HIDDEN int shard_mix_plan(ShardMix *m, const uint64_t *counts, const ShardPlanSettings *p);
 
+/* Plans the range [a, b) of epoch p->epoch's sequence (past total: padding's repeats), as
+ * a consumer's or a partition's: each source's segments and the start position. */
+SHARD_HIDDEN int shard_mix_plan_range(ShardMix *m, const uint64_t *counts,
+                                      const ShardPlanSettings *p, uint64_t a, uint64_t b);
+
 /* The source of the consumer's next sample, advancing; -1 past its last. */
 SHARD_HIDDEN int shard_mix_next(ShardMix *m);
 

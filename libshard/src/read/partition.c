@@ -19,9 +19,19 @@ uint64_t shard_partition_total(uint64_t t, uint32_t p, ShardMode mode, int pad)
     return pad ? (t + p - 1) / p * p : t - t % p;
 }
 
+/* The start of partition i: the remainder's extra samples spread evenly (i x r / p), so
+ * that any run of partitions of a length holds as many of them as any other, one apart:
+ * ranks and workers, whatever their count, get samples one apart. */
+static uint64_t partition_start(uint64_t total, uint32_t p, uint64_t i)
+{
+    uint64_t q = total / p, r = total % p;
+    return i * q + (uint64_t)((unsigned __int128)i * r / p);
+}
+
 void shard_partition_range(uint64_t total, uint32_t p, uint32_t i, uint64_t *a, uint64_t *b)
 {
-    shard_plan_split(total, p, i, a, b);
+    *a = partition_start(total, p, i);
+    *b = partition_start(total, p, (uint64_t)i + 1);
 }
 
 void shard_partition_block(uint32_t p, int world, int workers, int rank, int worker,
@@ -57,12 +67,63 @@ int shard_partition_check(uint32_t p, int world, int workers, ShardMode mode, ch
     return 0;
 }
 
+/* Partition counts with many divisors, largest first (2880 = 2^6 x 3^2 x 5). */
+static const uint32_t AUTO_COUNTS[] = {2880, 1440, 720, 360, 240, 120, 60, 24, 12, 6, 2, 1};
+
+/* Numbers with many divisors, for the partitions a rank takes where the count above does
+ * not fit the world size. */
+static const uint32_t PER_RANK[] = {1, 2, 3, 4, 6, 12, 24, 36, 48, 60, 120, 180, 240, 360,
+                                    720, 1440, 2880, 5040, 10080};
+
+/* Whether p gives every worker of every rank the same number of partitions. */
+static int fits(uint64_t p, int world, int workers)
+{
+    return p % ((uint64_t)world * (uint64_t)workers) == 0;
+}
+
+uint32_t shard_partition_auto(uint64_t t, int counted, size_t nshards, size_t shuffle,
+                              size_t streams, int world, int workers, ShardMode mode)
+{
+    /* long enough to shuffle as the buffer can, and to interleave `streams` shards */
+    uint64_t least = shuffle > 256 ? shuffle : 256;
+    if (counted && nshards && streams * ((t + nshards - 1) / nshards) > least)
+        least = streams * ((t + nshards - 1) / nshards);
+    uint64_t p = 1;
+    for (size_t i = 0; i < sizeof AUTO_COUNTS / sizeof *AUTO_COUNTS; i++) {
+        uint64_t c = AUTO_COUNTS[i];
+        if (counted ? t / c >= least : nshards / c >= 1) {
+            p = c;
+            break;
+        }
+    }
+    (void)mode;
+    if (world < 1 || workers < 1 || fits(p, world, workers))
+        return (uint32_t)p;
+    /* every worker the same number of partitions, a rank's count one with many divisors */
+    uint64_t w = (uint64_t)world, k = (uint64_t)workers, per = (p + w - 1) / w;
+    uint64_t chosen = (per + k - 1) / k * k;
+    for (size_t i = 0; i < sizeof PER_RANK / sizeof *PER_RANK; i++)
+        if (PER_RANK[i] >= per && PER_RANK[i] % k == 0) {
+            chosen = PER_RANK[i];
+            break;
+        }
+    p = chosen * w;
+    return p > SHARD_PARTITIONS_MAX ? SHARD_PARTITIONS_MAX : (uint32_t)p;
+}
+
 /* ---- the cut --------------------------------------------------------------------------- */
 
-/* 'd' done, '0' untouched, 'n' in part (an empty partition is done). */
-static char kind(uint64_t pos, uint64_t len)
+/* 'd' done, '0' untouched, 'n' in part (an empty partition is done), '?' not said; with
+ * len NULL every value is a number. */
+static char kind(uint64_t pos, const uint64_t *len, uint32_t i)
 {
-    return pos >= len ? 'd' : pos == 0 ? '0' : 'n';
+    if (pos == SHARD_CUT_UNKNOWN)
+        return '?';
+    if (!len)
+        return pos ? 'n' : '0';
+    if (pos == SHARD_CUT_DONE || (len[i] != SHARD_COUNT_UNKNOWN && pos >= len[i]))
+        return 'd';
+    return pos == 0 ? '0' : 'n';
 }
 
 int shard_cut_format(const uint64_t *pos, const uint64_t *len, uint32_t p, char *out,
@@ -72,19 +133,21 @@ int shard_cut_format(const uint64_t *pos, const uint64_t *len, uint32_t p, char 
     if (cap)
         out[0] = 0;
     for (uint32_t i = 0; i < p;) {
-        char k = kind(pos[i], len[i]);
+        char k = kind(pos[i], len, i);
         uint32_t j = i + 1;
-        if (k != 'n')
-            while (j < p && kind(pos[j], len[j]) == k)
-                j++;
+        while (j < p && kind(pos[j], len, j) == k && (k != 'n' || pos[j] == pos[i]))
+            j++;
+        char value[24];
+        if (k == 'n')
+            snprintf(value, sizeof value, "%" PRIu64, pos[i]);
+        else
+            snprintf(value, sizeof value, "%c", k);
         int n;
         const char *sep = at ? "," : "";
-        if (k == 'n')
-            n = snprintf(out + at, cap - at, "%s%" PRIu32 ":%" PRIu64, sep, i, pos[i]);
-        else if (j - i == 1)
-            n = snprintf(out + at, cap - at, "%s%" PRIu32 ":%c", sep, i, k);
+        if (j - i == 1)
+            n = snprintf(out + at, cap - at, "%s%" PRIu32 ":%s", sep, i, value);
         else
-            n = snprintf(out + at, cap - at, "%s%" PRIu32 "-%" PRIu32 ":%c", sep, i, j - 1, k);
+            n = snprintf(out + at, cap - at, "%s%" PRIu32 "-%" PRIu32 ":%s", sep, i, j - 1, value);
         if (n < 0 || (size_t)n >= cap - at)
             return SHARD_ERR_INVALID;
         at += (size_t)n;
@@ -126,9 +189,9 @@ int shard_cut_parse(const char *text, const uint64_t *len, uint32_t p, uint64_t 
         if (*s++ != ':')
             goto bad;
         char k = *s;
-        if (k == 'd' || (k == '0' && (s[1] == ',' || !s[1])))
+        if ((k == 'd' && len) || k == '?' || (k == '0' && (s[1] == ',' || !s[1])))
             s++;
-        else if (a != b || number(&s, &n))
+        else if (number(&s, &n))
             goto bad;
         else
             k = 'n';
@@ -140,13 +203,17 @@ int shard_cut_parse(const char *text, const uint64_t *len, uint32_t p, uint64_t 
             return shard_fail(msg, SHARD_ERR_INVALID,
                               "the cut's run '%.*s' is not partition %" PRIu64 " onwards of %" PRIu32,
                               (int)strcspn(run, ","), run, next, p);
-        for (uint64_t i = a; i <= b; i++)
-            pos[i] = k == 'd' ? len[i] : k == '0' ? 0 : n;
-        if (k == 'n' && n > len[a])
-            return shard_fail(msg, SHARD_ERR_INVALID,
-                              "the cut delivers %" PRIu64 " samples of partition %" PRIu64
-                              ", which has %" PRIu64,
-                              n, a, len[a]);
+        for (uint64_t i = a; i <= b; i++) {
+            if (k == 'n' && len && len[i] != SHARD_COUNT_UNKNOWN && n > len[i])
+                return shard_fail(msg, SHARD_ERR_INVALID,
+                                  "the cut delivers %" PRIu64 " samples of partition %" PRIu64
+                                  ", which has %" PRIu64,
+                                  n, i, len[i]);
+            if (k == 'd')
+                pos[i] = len[i] == SHARD_COUNT_UNKNOWN ? SHARD_CUT_DONE : len[i];
+            else
+                pos[i] = k == '?' ? SHARD_CUT_UNKNOWN : k == '0' ? 0 : n;
+        }
         next = b + 1;
     }
     if (next != p)
@@ -155,11 +222,86 @@ int shard_cut_parse(const char *text, const uint64_t *len, uint32_t p, uint64_t 
     return 0;
 bad:
     return shard_fail(msg, SHARD_ERR_INVALID,
-                      "the cut '%.80s' is not runs of partitions (A-B:d, A-B:0, I:N)", text);
+                      "the cut '%.80s' is not runs of partitions (A-B:d, A-B:0, A-B:N, A-B:?)",
+                      text);
+}
+
+uint64_t shard_cut_batches(uint64_t n, uint64_t bs, int drop_last)
+{
+    return drop_last ? n / bs : (n + bs - 1) / bs;
+}
+
+uint64_t shard_cut_rest(const uint64_t *pos, const uint64_t *len, uint32_t p, int world,
+                        int workers, int rank, int worker)
+{
+    uint32_t lo, hi;
+    shard_partition_block(p, world, workers, rank, worker, &lo, &hi);
+    uint64_t rest = 0;
+    for (uint32_t i = lo; i < hi; i++)
+        rest += pos[i] < len[i] ? len[i] - pos[i] : 0;
+    return rest;
+}
+
+uint64_t shard_cut_rank_batches(const uint64_t *pos, const uint64_t *len, uint32_t p, int world,
+                                int workers, int rank, uint64_t bs, int drop_last,
+                                const uint64_t *pads)
+{
+    uint64_t sum = 0;
+    for (int w = 0; w < workers; w++) {
+        uint64_t n = shard_cut_rest(pos, len, p, world, workers, rank, w);
+        sum += shard_cut_batches(n + (pads ? pads[rank * workers + w] : 0), bs, drop_last);
+    }
+    return sum;
+}
+
+void shard_cut_pads(const uint64_t *pos, const uint64_t *len, uint32_t p, int world, int workers,
+                    uint64_t bs, int drop_last, uint64_t *pads)
+{
+    uint64_t most = 0;
+    size_t n = (size_t)world * (size_t)workers;
+    memset(pads, 0, n * sizeof *pads);
+    for (int r = 0; r < world; r++) {
+        uint64_t b = shard_cut_rank_batches(pos, len, p, world, workers, r, bs, drop_last, NULL);
+        most = b > most ? b : most;
+    }
+    for (int r = 0; r < world; r++) {
+        uint64_t b = shard_cut_rank_batches(pos, len, p, world, workers, r, bs, drop_last, NULL);
+        if (b == most)
+            continue;
+        /* the last worker's partial batch filled, and whole batches after it */
+        int w = workers - 1;
+        uint64_t rest = shard_cut_rest(pos, len, p, world, workers, r, w);
+        uint64_t target = shard_cut_batches(rest, bs, drop_last) + (most - b);
+        pads[(size_t)r * (size_t)workers + (size_t)w] = target * bs - rest;
+    }
+}
+
+/* Marks n more samples of the block [lo, hi) delivered, partition after partition. */
+static void take_from(uint64_t *pos, const uint64_t *len, uint32_t lo, uint32_t hi, uint64_t n)
+{
+    for (uint32_t i = lo; i < hi && n; i++) {
+        uint64_t left = pos[i] < len[i] ? len[i] - pos[i] : 0;
+        uint64_t take = left < n ? left : n;
+        pos[i] += take;
+        n -= take;
+    }
+}
+
+void shard_cut_advance_each(uint64_t *pos, const uint64_t *len, uint32_t p, int world,
+                            int workers, uint64_t unit, uint64_t units)
+{
+    for (int r = 0; r < world; r++)
+        for (int w = 0; w < workers; w++) {
+            uint32_t lo, hi;
+            shard_partition_block(p, world, workers, r, w, &lo, &hi);
+            uint64_t n = units > UINT64_MAX / (unit ? unit : 1) ? UINT64_MAX : units * unit;
+            take_from(pos, len, lo, hi, n);
+        }
 }
 
 int shard_cut_advance(uint64_t *pos, const uint64_t *len, uint32_t p, int world, int workers,
-                      uint64_t batch_size, int drop_last, uint64_t batches, int first)
+                      uint64_t batch_size, int drop_last, uint64_t batches, int first,
+                      const uint64_t *pads)
 {
     if (!batch_size || world < 1 || workers < 1)
         return SHARD_ERR_INVALID;
@@ -172,10 +314,10 @@ int shard_cut_advance(uint64_t *pos, const uint64_t *len, uint32_t p, int world,
         for (int w = 0; w < workers; w++) {
             uint32_t lo, hi;
             shard_partition_block(p, world, workers, r, w, &lo, &hi);
-            uint64_t rest = 0;
+            uint64_t rest = pads ? pads[r * workers + w] : 0;
             for (uint32_t i = lo; i < hi; i++)
                 rest += len[i] - pos[i];
-            left[w] = drop_last ? rest / batch_size : (rest + batch_size - 1) / batch_size;
+            left[w] = shard_cut_batches(rest, batch_size, drop_last);
             got[w] = 0;
         }
         /* whole turns over the workers that still have batches, each giving one; a worker
@@ -209,12 +351,7 @@ int shard_cut_advance(uint64_t *pos, const uint64_t *len, uint32_t p, int world,
         for (int w = 0; w < workers; w++) { /* its samples, partition after partition */
             uint32_t lo, hi;
             shard_partition_block(p, world, workers, r, w, &lo, &hi);
-            uint64_t n = got[w] * batch_size;
-            for (uint32_t i = lo; i < hi && n; i++) {
-                uint64_t take = len[i] - pos[i] < n ? len[i] - pos[i] : n;
-                pos[i] += take;
-                n -= take;
-            }
+            take_from(pos, len, lo, hi, got[w] * batch_size);
         }
     }
     free(left);

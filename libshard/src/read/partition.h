@@ -14,12 +14,21 @@
 #include "base/attr.h"
 #include "shard/plan.h"
 
+/* A cut's value for a partition the state does not say (another consumer's, without the
+ * counts that would tell it), and for one done whose length is not known. */
+#define SHARD_CUT_UNKNOWN UINT64_MAX
+#define SHARD_CUT_DONE (UINT64_MAX - 1)
+
+/* The most partitions an epoch may have. */
+#define SHARD_PARTITIONS_MAX (1u << 20)
+
 /* The epoch's length for t samples in p partitions: t in exact mode; in equal mode every
  * partition the same length, t - t mod p, or with pad ceil(t / p) * p (repeats past t). */
 SHARD_HIDDEN uint64_t shard_partition_total(uint64_t t, uint32_t p, ShardMode mode, int pad);
 
 /* Partition i's samples [*a, *b) of an epoch of total samples in p partitions, lengths
- * differing by at most one. */
+ * differing by at most one, the longer ones spread evenly: any runs of partitions of the
+ * same length (a rank's, a worker's) differ by at most one sample. */
 SHARD_HIDDEN void shard_partition_range(uint64_t total, uint32_t p, uint32_t i, uint64_t *a,
                                         uint64_t *b);
 
@@ -34,25 +43,61 @@ SHARD_HIDDEN void shard_partition_block(uint32_t p, int world, int workers, int 
 SHARD_HIDDEN int shard_partition_check(uint32_t p, int world, int workers, ShardMode mode,
                                        char *msg);
 
-/* The cut as text: runs of partitions, "A-B:d" (done), "A-B:0" (untouched), "I:N" (N
- * delivered), comma-separated, from pos[0..p) of partitions len[0..p). 0, or
- * SHARD_ERR_INVALID when it does not fit in cap bytes. */
+/* The partition count for an epoch of t samples (counted) or of nshards shards of unknown
+ * counts, read by `streams` streams through a shuffle buffer of shuffle samples: the
+ * largest of 2880, 1440, 720, 360, 240, 120, 60, 24, 12, 6, 2, 1 that leaves partitions of
+ * at least max(shuffle, 256, streams x the mean shard's samples) (a shard each without
+ * counts); where that does not give every worker of world ranks of workers each the same
+ * number, world x the least of 1, 2, 3, 4, 6, 12, 24, 36, 48, 60, ... (a multiple of
+ * workers) that does. */
+SHARD_HIDDEN uint32_t shard_partition_auto(uint64_t t, int counted, size_t nshards, size_t shuffle,
+                                           size_t streams, int world, int workers, ShardMode mode);
+
+/* The cut as text: runs of partitions, "A-B:d" (done), "A-B:0" (untouched), "A-B:N" (N
+ * delivered of each), "A-B:?" (not said), comma-separated, from pos[0..p) of partitions
+ * len[0..p) (an entry SHARD_COUNT_UNKNOWN where not known; len NULL: the values are draws,
+ * as resampled mode's). 0, or SHARD_ERR_INVALID when it does not fit in cap bytes. */
 SHARD_HIDDEN int shard_cut_format(const uint64_t *pos, const uint64_t *len, uint32_t p,
                                   char *out, size_t cap);
 
-/* Reads a cut into pos[0..p), checking it against the partitions' lengths: 0, or
+/* Reads a cut into pos[0..p), checking it against the partitions' lengths (as above): 0, or
  * SHARD_ERR_INVALID with msg saying where it is wrong. */
 SHARD_HIDDEN int shard_cut_parse(const char *text, const uint64_t *len, uint32_t p,
                                  uint64_t *pos, char *msg);
+
+/* Batches of n samples: n / bs rounded up, or down with drop_last. */
+SHARD_HIDDEN uint64_t shard_cut_batches(uint64_t n, uint64_t bs, int drop_last);
+
+/* The samples the worker of rank r has left from pos on (its block's partitions). */
+SHARD_HIDDEN uint64_t shard_cut_rest(const uint64_t *pos, const uint64_t *len, uint32_t p,
+                                     int world, int workers, int rank, int worker);
+
+/* Equal mode from a cut pos (a resume on another topology leaves ranks different counts):
+ * the repeats pads[rank * workers + worker] each worker reads after its partitions so that
+ * every rank has the same number of batches of bs left, the most any has; a rank short of
+ * it pads its last worker. All zero when the ranks' counts agree already. */
+SHARD_HIDDEN void shard_cut_pads(const uint64_t *pos, const uint64_t *len, uint32_t p, int world,
+                                 int workers, uint64_t bs, int drop_last, uint64_t *pads);
+
+/* This rank's batches of bs from pos on, its workers' together (pads: as above, or NULL). */
+SHARD_HIDDEN uint64_t shard_cut_rank_batches(const uint64_t *pos, const uint64_t *len, uint32_t p,
+                                             int world, int workers, int rank, uint64_t bs,
+                                             int drop_last, const uint64_t *pads);
+
+/* Advances pos by what every consumer delivered in step: `units` units of unit samples
+ * each (its last unit short), or all it had (repeats after its partitions move nothing). */
+SHARD_HIDDEN void shard_cut_advance_each(uint64_t *pos, const uint64_t *len, uint32_t p, int world,
+                                         int workers, uint64_t unit, uint64_t units);
 
 /* Advances pos by what world ranks of workers each delivered, each rank `batches` batches
  * of batch_size (data-parallel ranks move in step; a rank whose stream ended sooner
  * delivered all of it). A worker's stream is its block's partitions from pos on, one after
  * the other, cut into batches (the last short, or dropped with drop_last); a rank takes its
  * workers' batches in turn from worker `first`, skipping those whose stream has ended, as a
- * DataLoader does. 0, SHARD_ERR_INVALID (no batch size, rank or worker), SHARD_ERR_NOMEM. */
+ * DataLoader does; pads (NULL: none): samples each worker reads after its partitions.
+ * 0, SHARD_ERR_INVALID (no batch size, rank or worker), SHARD_ERR_NOMEM. */
 SHARD_HIDDEN int shard_cut_advance(uint64_t *pos, const uint64_t *len, uint32_t p, int world,
                                    int workers, uint64_t batch_size, int drop_last,
-                                   uint64_t batches, int first);
+                                   uint64_t batches, int first, const uint64_t *pads);
 
 #endif /* SHARD_READ_PARTITION_H */

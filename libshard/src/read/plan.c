@@ -131,6 +131,53 @@ void shard_plan_default_settings(ShardPlanSettings *p)
     p->worker_align = 1;
 }
 
+/* The segments of [a, b) of the sequence of shards order[0..n) (counts known), padding past
+ * its end wrapping around to its start, marked as repeats. */
+static int cover_range(ShardSegList *l, const uint32_t *order, const uint64_t *counts, size_t n,
+                       uint64_t a, uint64_t b)
+{
+    uint64_t *pre = malloc((n + 1) * sizeof *pre);
+    if (!pre)
+        return SHARD_ERR_NOMEM;
+    pre[0] = 0;
+    for (size_t i = 0; i < n; i++)
+        pre[i + 1] = pre[i] + counts[order[i]];
+    uint64_t total = pre[n];
+    int rc = 0;
+    while (!rc && a < b && total) {
+        uint64_t sa = a % total, len = b - a;
+        uint64_t take = len < total - sa ? len : total - sa;
+        rc = shard_plan_cover(l, order, pre, n, sa, sa + take, 0,
+                              a >= total ? SHARD_SEGMENT_REPEAT : 0, (uint32_t)(a / total));
+        a += take;
+    }
+    free(pre);
+    return rc;
+}
+
+int shard_epoch_plan_range(const uint64_t *counts, size_t n, const ShardPlanSettings *p, uint64_t a,
+                           uint64_t b, ShardSegment **out, size_t *nseg)
+{
+    *out = NULL;
+    *nseg = 0;
+    for (size_t i = 0; i < n; i++)
+        if (counts[i] == SHARD_COUNT_UNKNOWN)
+            return SHARD_ERR_UNSUPPORTED;
+    uint32_t *order = shard_plan_order(n, p->seed, p->epoch, 0, p->shuffle_shards);
+    if (!order)
+        return SHARD_ERR_NOMEM;
+    ShardSegList l = {0};
+    int rc = cover_range(&l, order, counts, n, a, b);
+    free(order);
+    if (rc) {
+        free(l.v);
+        return rc;
+    }
+    *out = l.v;
+    *nseg = l.n;
+    return 0;
+}
+
 int shard_epoch_plan(const uint64_t *counts, size_t n, const ShardPlanSettings *p,
                      ShardSegment **out, size_t *nseg)
 {
@@ -139,11 +186,21 @@ int shard_epoch_plan(const uint64_t *counts, size_t n, const ShardPlanSettings *
     if (!shard_plan_valid(p) || n > UINT32_MAX)
         return SHARD_ERR_INVALID;
     int known = 1;
-    for (size_t i = 0; i < n; i++)
+    uint64_t total = 0;
+    for (size_t i = 0; i < n; i++) {
         if (counts[i] == SHARD_COUNT_UNKNOWN)
             known = 0;
+        else
+            total += counts[i];
+    }
     if (!known && p->mode == SHARD_MODE_EQUAL)
         return SHARD_ERR_UNSUPPORTED;
+    if (known) {
+        uint64_t a, b;
+        shard_plan_range(total, p, &a, &b);
+        return shard_epoch_plan_range(counts, n, p, a, b, out, nseg);
+    }
+    /* Without counts whole shards are dealt round-robin. */
     uint32_t *order = shard_plan_order(n, p->seed, p->epoch, 0, p->shuffle_shards);
     if (!order)
         return SHARD_ERR_NOMEM;
@@ -151,30 +208,8 @@ int shard_epoch_plan(const uint64_t *counts, size_t n, const ShardPlanSettings *
     int rc = 0;
     uint64_t consumers = (uint64_t)p->world_size * (uint64_t)p->num_workers;
     uint64_t me = (uint64_t)p->rank * (uint64_t)p->num_workers + (uint64_t)p->worker;
-    if (!known) {
-        for (size_t i = me; i < n && !rc; i += consumers)
-            rc = shard_seglist_push(&l, order[i], 0, SHARD_COUNT_UNKNOWN, 0, 0);
-    } else {
-        uint64_t *pre = malloc((n + 1) * sizeof *pre);
-        if (!pre) {
-            free(order);
-            return SHARD_ERR_NOMEM;
-        }
-        pre[0] = 0;
-        for (size_t i = 0; i < n; i++)
-            pre[i + 1] = pre[i] + counts[order[i]];
-        uint64_t total = pre[n], a, b;
-        shard_plan_range(total, p, &a, &b);
-        /* Padding wraps around to the start of the epoch's sequence: those are repeats. */
-        while (!rc && a < b && total) {
-            uint64_t sa = a % total, len = b - a;
-            uint64_t take = len < total - sa ? len : total - sa;
-            rc = shard_plan_cover(&l, order, pre, n, sa, sa + take, 0,
-                                  a >= total ? SHARD_SEGMENT_REPEAT : 0, (uint32_t)(a / total));
-            a += take;
-        }
-        free(pre);
-    }
+    for (size_t i = me; i < n && !rc; i += consumers)
+        rc = shard_seglist_push(&l, order[i], 0, SHARD_COUNT_UNKNOWN, 0, 0);
     free(order);
     if (rc) {
         free(l.v);

@@ -44,6 +44,13 @@ SHARD_HIDDEN uint64_t shard_gcd(uint64_t a, uint64_t b);
 SHARD_HIDDEN void shard_plan_range(uint64_t total, const ShardPlanSettings *p, uint64_t *a,
                                    uint64_t *b);
 
+/* The segments of [a, b) of the epoch's sequence of shards (p's seed, epoch and
+ * shuffle_shards; every count known), past its end wrapping around to its start as
+ * repeats: a partition's, or equal mode's repeats after a resume. malloc'd into *out.
+ * 0, SHARD_ERR_UNSUPPORTED (a count unknown), SHARD_ERR_NOMEM. */
+SHARD_HIDDEN int shard_epoch_plan_range(const uint64_t *counts, size_t n, const ShardPlanSettings *p,
+                                        uint64_t a, uint64_t b, ShardSegment **out, size_t *nseg);
+
 /* Whether p names a valid consumer and a planned mode. */
 SHARD_HIDDEN int shard_plan_valid(const ShardPlanSettings *p);
 

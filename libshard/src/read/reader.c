@@ -17,6 +17,8 @@
 #include "read/epoch.h"
 #include "read/fetch.h"
 #include "read/mix.h"
+#include "read/order.h"
+#include "read/partition.h"
 #include "read/reader.h"
 #include "read/readerdef.h"
 #include "read/resume.h"
@@ -47,7 +49,9 @@ void shard_reader_default_settings(ShardReaderSettings *s)
     s->queue_depth = 64;
     s->memory_budget = (size_t)256 << 20;
     s->skip_errors = 0;
-    s->worker_align = 1;
+    s->batch_size = 1;
+    s->drop_last = 0;
+    s->partitions = 0;
 }
 
 static int env_int(const char *name, int fallback)
@@ -148,6 +152,7 @@ static int open_list(ShardReader *r, const ShardReaderSettings *s)
             rc = shard_fail(r->err, SHARD_ERR_INVALID, "reader: epoch_samples is too large");
         if (!rc)
             rc = shard_mix_size(&r->mix, r->counts, s->epoch_samples * consumers, r->err);
+        r->mix_own_total = r->mix.total;
     }
     free(flat);
     free(last_spec);
@@ -196,6 +201,8 @@ int shard_reader_open(ShardReader **out, const ShardReaderSettings *s, ShardErro
         r->s.streams = 1;
     if (!r->s.queue_depth)
         r->s.queue_depth = 1;
+    if (!r->s.batch_size)
+        r->s.batch_size = 1;
     if (!r->s.have_seed) {
         uint64_t x;
         if (getrandom(&x, sizeof x, 0) != sizeof x)
@@ -227,7 +234,7 @@ int shard_reader_open(ShardReader **out, const ShardReaderSettings *s, ShardErro
     if (!r->streams || !r->rr || shard_fetch_new(&r->fetch, &fs) ||
         shard_shuffle_init(&r->shuffle, r->s.shuffle_buffer, r->s.shuffle_initial, r->nstreams))
         return fail_open(r, err, shard_fail(r->err, SHARD_ERR_NOMEM, "out of memory"));
-    rc = shard_reader_plan(r, r->s.epoch);
+    rc = shard_reader_plan(r, r->s.epoch, 0, 0);
     if (rc)
         return fail_open(r, err, rc);
     r->start_due = 1;
@@ -238,7 +245,7 @@ int shard_reader_open(ShardReader **out, const ShardReaderSettings *s, ShardErro
 int shard_reader_set_epoch(ShardReader *r, uint64_t e)
 {
     r->failed = 0;
-    int rc = shard_reader_plan(r, e);
+    int rc = shard_reader_plan(r, e, 0, 0);
     if (rc)
         r->failed = rc;
     else
@@ -248,21 +255,44 @@ int shard_reader_set_epoch(ShardReader *r, uint64_t e)
 
 int shard_reader_state(const ShardReader *r, char *buf, size_t size)
 {
-    return shard_reader_state_at(r, r->epoch, r->position, buf, size);
+    return shard_reader_state_at(r, r->order, r->position, 1, buf, size);
 }
 
 int shard_reader_restore(ShardReader *r, const char *state)
 {
-    uint64_t e, p, seed;
-    int rc = shard_reader_state_check(r, state, &e, &p, &seed);
+    ShardStateIn in;
+    int rc = shard_reader_state_check(r, state, &in);
     if (rc)
         return rc;
     r->failed = 0;
-    rc = shard_reader_replay(r, e, p);
+    rc = shard_reader_resume(r, &in);
     if (rc)
         r->failed = rc;
     return rc;
 }
+
+int64_t shard_reader_rank_batches(const ShardReader *r, int rank, uint64_t batch_size,
+                                  int drop_last)
+{
+    const ShardOrder *o = r->order;
+    if (rank < 0)
+        rank = o->rank;
+    if (!o->counted || r->s.mode == SHARD_MODE_RESAMPLED || !batch_size || rank >= o->world)
+        return -1;
+    uint64_t *pads = shard_order_pads(o, batch_size, drop_last);
+    if (!pads)
+        return -1;
+    int64_t n = (int64_t)shard_cut_rank_batches(o->start, o->len, o->parts, o->world, o->workers,
+                                                rank, batch_size, drop_last, pads);
+    free(pads);
+    return n;
+}
+
+uint32_t shard_reader_partitions(const ShardReader *r) { return r->order->parts; }
+
+uint64_t shard_reader_position(const ShardReader *r) { return r->position; }
+
+ShardOrder *shard_reader_order(ShardReader *r) { return shard_order_ref(r->order); }
 
 uint64_t shard_reader_seed(const ShardReader *r) { return r->s.seed; }
 
@@ -347,6 +377,7 @@ void shard_reader_free(ShardReader **pr)
     free(r->streams);
     free(r->rr);
     shard_mix_free(&r->mix);
+    shard_order_put(r->order);
     free(r->segs);
     free(r->counts);
     shard_list_free(&r->list);

@@ -5,24 +5,31 @@
  * (fetch.c) and the shuffle buffer (shuffle.c).
  *
  * DESIGN
- * - Plan: shard_epoch_plan gives this consumer's segments for the epoch (resampled mode
- *   draws shards instead). A mix (mix.c) gives segments per source, each source read by
- *   streams of its own, and says which source each of the consumer's samples comes from;
- *   the round-robin then runs over that source's streams. Segments are dealt to S streams
+ * - Order (order.c, formats/order.md): each epoch the sequence of the shuffled shards'
+ *   samples (or of a mix's) is cut into P canonical partitions; this consumer takes a block
+ *   of them and reads them one after the other, each to its end (its shuffle buffer
+ *   drained) before the next, then the repeats equal mode may add after a resume
+ *   elsewhere. Entering a partition plans its range of the sequence as a consumer's
+ *   (shard_epoch_plan_range, or a mix's, which also says which source each of its samples
+ *   comes from, the round-robin then running over that source's streams); without counts
+ *   a partition is every P-th shard. Resampled mode draws shards per partition instead,
+ *   the block's partitions in turn, in one endless stream. Segments are dealt to S streams
  *   statically: stream k reads segments k, k+S, k+2S, ... in order. The consumer takes
  *   one sample from each stream in turn (round-robin over streams that still have
- *   samples), then passes them through the shuffle buffer. Which stream yields next, and which buffer slot is drawn, depend
- *   only on the plan, the sample counts and the seeded generator, never on timing.
+ *   samples), then passes them through the partition's shuffle buffer, seeded by the
+ *   partition. Which stream yields next, and which buffer slot is drawn, depend only on
+ *   the plan, the sample counts and the seeded generator, never on timing or topology.
  * - Threads: the fetch stage's, one per stream, started at the epoch's first pull (after
  *   any restore) and stopped when the epoch is left. Everything else, including the
  *   shuffle buffer, runs on the thread that calls shard_reader_next; samples cross threads
  *   only through the fetch stage's queues.
  * - Samples from local uncompressed tars are views into the shard's mapping, holding the
  *   shard's source open; other samples are copied once into a block of their own.
- * - Resume: with every count known, restoring position P replays the round-robin and the
- *   buffer on sample identities alone (shard, sample number) for P steps, then reads the
- *   buffered samples by index and starts each stream where the replay left it. Without
- *   counts it replays by reading (and dropping) P samples.
+ * - Resume: a state's cut says how far each partition was delivered. Entering a partition
+ *   delivered N samples into, with every count known, replays its round-robin and buffer
+ *   on sample identities alone (shard, sample number) for N steps, then reads the
+ *   buffered samples by index and starts each stream where the replay left it; without
+ *   counts (or skipping errors) it reads and drops N samples. Done partitions are passed.
  */
 #ifndef SHARD_READ_READERDEF_H
 #define SHARD_READ_READERDEF_H
@@ -34,6 +41,7 @@
 #include "base/attr.h"
 #include "read/fetch.h"
 #include "read/mix.h"
+#include "read/order.h"
 #include "read/shuffle.h"
 #include "shard/reader.h"
 
@@ -57,7 +65,15 @@ struct ShardReader {
     int failed;
 
     uint64_t epoch;
-    uint64_t position;
+    uint64_t position; /* samples of its block delivered this epoch (the order's base
+                          before a restore's reading began included) */
+    ShardOrder *order; /* this epoch's (or a restore's) */
+    int64_t cur;       /* the block's partition being read (0 .. B - 1), B for the repeats,
+                          B + 1 past them; -1 before the first */
+    int cur_open;      /* cur has samples to give: not yet drained */
+    uint64_t drop_left; /* a partition entered N samples in without counts: N to drop */
+    uint64_t resume_skip; /* resampled, resumed on its own topology: samples to pass over */
+    uint64_t mix_own_total; /* the mix's length for this topology (a state's may differ) */
     ShardSegment *segs;
     size_t nsegs;
     ShardRemote *own_remote; /* made when the settings named none */

@@ -1,5 +1,6 @@
 /*
- * A restore's replay (resume.c).
+ * A restore (resume.c): a state's epoch begun where its cut says, and the replay of a
+ * partition entered in its middle.
  */
 #ifndef SHARD_READ_RESUME_H
 #define SHARD_READ_RESUME_H
@@ -8,11 +9,14 @@
 
 #include "base/attr.h"
 #include "read/readerdef.h"
+#include "read/state.h"
 
-/* Plans epoch and moves the reader to position in it, as though it had yielded that many
- * samples: with every count known, the round-robin and the buffer are replayed on sample
- * identities and the buffered samples read by index; without, position samples are read
- * and dropped. The fetch threads start at the next pull. */
-SHARD_HIDDEN int shard_reader_replay(ShardReader *r, uint64_t epoch, uint64_t position);
+/* Passes over the first n samples of the partition just entered, as though it had yielded
+ * them: its round-robin and buffer replayed on sample identities (every count known), the
+ * buffered samples then read by index. The fetch threads start at the next pull. */
+SHARD_HIDDEN int shard_reader_replay(ShardReader *r, uint64_t n);
+
+/* Begins a checked state's epoch where its cut says (partitions entered lazily). */
+SHARD_HIDDEN int shard_reader_resume(ShardReader *r, const ShardStateIn *in);
 
 #endif /* SHARD_READ_RESUME_H */

@@ -1,20 +1,24 @@
 /*
  * The reader's state as text (state.h).
  *
- * "v2:EPOCH:POSITION:SEED:" then key=value pairs, comma-separated, of every setting that
- * fixes the order of the rest of the epoch. A restore compares each recorded pair with the
- * reader's own and refuses the state naming every one that differs: resuming in a reader
- * that splits, shuffles or lists differently would repeat some samples and lose others
- * without a sound. The rank and the worker are recorded but not compared: rank 0's state
- * restores the other ranks, whose positions agree with it (same batches, same sizes).
- * 0.2's "v1:EPOCH:POSITION:SEED" records only the seed, and is still read.
+ * "v3:EPOCH:SEED:" then key=value pairs, comma-separated, of every setting that fixes the
+ * epoch's order, ';' and the cut: how far each canonical partition was delivered
+ * (formats/order.md). A restore compares each recorded setting with the reader's own and
+ * refuses the state naming every one that differs: resuming in a reader that shuffles,
+ * cuts or lists differently would repeat some samples and lose others without a sound.
+ * The topology it was taken on (world_size, num_workers) is recorded, not compared: the
+ * partitions are the same on any. States of the orders before partitions (0.2's v1, v2)
+ * are refused, saying how to go on.
  */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/digest.h"
 #include "base/error.h"
+#include "read/order.h"
+#include "read/partition.h"
 #include "read/readerdef.h"
 #include "read/state.h"
 #include "tar/item.h"
@@ -28,10 +32,6 @@ static const struct {
     const char *key, *label;
     int compared;
 } KEYS[] = {
-    {"world_size", "world_size", 1},
-    {"rank", "rank", 0},
-    {"num_workers", "num_workers (DataLoader workers per rank)", 1},
-    {"worker", "worker", 0},
     {"mode", "mode", 1},
     {"pad", "pad", 1},
     {"epoch_samples", "epoch_samples", 1},
@@ -39,12 +39,20 @@ static const struct {
     {"shuffle_buffer", "shuffle_buffer (shuffle=)", 1},
     {"shuffle_initial", "shuffle_initial", 1},
     {"streams", "streams", 1},
-    {"worker_align", "worker_align (the batch size, with several workers)", 1},
     {"sources", "the number of sources", 1},
     {"weights", "the sources' weights (fingerprint)", 1},
     {"shards", "the number of shards listed", 1},
     {"counted", "the number of shards with a known sample count", 1},
     {"list", "the shard list (fingerprint of its shards' names and counts)", 1},
+    {"partitions", "partitions", 0}, /* compared where this reader sets its own */
+    {"total", "total", 0},
+    {"world_size", "world_size", 0},
+    {"num_workers", "num_workers", 0},
+    {"rank", "rank", 0},
+    {"worker", "worker", 0},
+    {"delivered", "delivered", 0},
+    {"draws", "draws", 0},
+    {"since", "since", 0},
 };
 #define NKEYS (sizeof KEYS / sizeof KEYS[0])
 
@@ -107,37 +115,100 @@ int shard_reader_fingerprint(ShardReader *r)
     return 0;
 }
 
-int shard_reader_state_at(const ShardReader *r, uint64_t epoch, uint64_t position, char *buf,
-                          size_t size)
+
+/* The compared settings of r as pairs. */
+static int settings_pairs(const ShardReader *r, char *buf, size_t size)
 {
     const ShardReaderSettings *s = &r->s;
     int n = snprintf(buf, size,
-                     "v2:%llu:%llu:%llu:world_size=%d,rank=%d,num_workers=%d,worker=%d,mode=%s,"
-                     "pad=%d,epoch_samples=%llu,shuffle_shards=%d,shuffle_buffer=%zu,"
-                     "shuffle_initial=%zu,streams=%zu,worker_align=%llu,sources=%zu,weights=%s,"
-                     "shards=%zu,counted=%zu,list=%s",
-                     (unsigned long long)epoch, (unsigned long long)position,
-                     (unsigned long long)s->seed, s->world_size, s->rank, s->num_workers,
-                     s->worker, MODE_NAMES[s->mode], s->pad,
-                     (unsigned long long)s->epoch_samples, s->shuffle_shards, s->shuffle_buffer,
-                     s->shuffle_initial, s->streams, (unsigned long long)s->worker_align,
+                     "mode=%s,pad=%d,epoch_samples=%llu,shuffle_shards=%d,shuffle_buffer=%zu,"
+                     "shuffle_initial=%zu,streams=%zu,sources=%zu,weights=%s,shards=%zu,"
+                     "counted=%zu,list=%s",
+                     MODE_NAMES[s->mode], s->pad, (unsigned long long)s->epoch_samples,
+                     s->shuffle_shards, s->shuffle_buffer, s->shuffle_initial, s->streams,
                      r->mixing ? r->mix.n : (size_t)1, r->weights_fp, r->nurls, r->counted,
                      r->list_fp);
-    return n < 0 || (size_t)n >= size ? SHARD_ERR_INVALID : 0;
+    return n < 0 || (size_t)n >= size ? SHARD_ERR_INVALID : n;
+}
+
+/* The state of order o at cut pos into buf. */
+static int format_state(const ShardReader *r, const ShardOrder *o, uint64_t delivered,
+                        const uint64_t *pos, char *buf, size_t size)
+{
+    int n = snprintf(buf, size, "v3:%llu:%llu:", (unsigned long long)o->epoch,
+                     (unsigned long long)r->s.seed);
+    if (n < 0 || (size_t)n >= size)
+        return SHARD_ERR_INVALID;
+    size_t at = (size_t)n;
+    if ((n = settings_pairs(r, buf + at, size - at)) < 0)
+        return SHARD_ERR_INVALID;
+    at += (size_t)n;
+    n = snprintf(buf + at, size - at,
+                 ",partitions=%" PRIu32 ",total=%llu,world_size=%d,num_workers=%d,rank=%d,"
+                 "worker=%d,delivered=%llu",
+                 o->parts, (unsigned long long)o->total, o->world, o->workers, o->rank,
+                 o->worker, (unsigned long long)delivered);
+    if (n >= 0 && (size_t)n < size - at && o->mode == SHARD_MODE_RESAMPLED)
+        n += snprintf(buf + at + n, size - at - (size_t)n, ",draws=%llu,since=%llu",
+                      (unsigned long long)atomic_load(&((ShardOrder *)o)->taken),
+                      (unsigned long long)(delivered - o->base));
+    if (n >= 0 && (size_t)n < size - at)
+        n += snprintf(buf + at + n, size - at - (size_t)n, ";");
+    if (n < 0 || (size_t)n >= size - at)
+        return SHARD_ERR_INVALID;
+    at += (size_t)n;
+    return shard_cut_format(pos, o->mode == SHARD_MODE_RESAMPLED ? NULL : o->len, o->parts,
+                            buf + at, size - at);
+}
+
+int shard_reader_state_at(const ShardReader *r, const ShardOrder *o, uint64_t position,
+                          uint64_t unit, char *buf, size_t size)
+{
+    uint64_t *pos = malloc(o->parts * sizeof *pos);
+    if (!pos)
+        return SHARD_ERR_NOMEM;
+    shard_order_cut(o, position, unit, pos);
+    int rc = format_state(r, o, position, pos, buf, size);
+    free(pos);
+    return rc;
+}
+
+int shard_reader_state_after(const ShardReader *r, uint64_t batches, uint64_t batch_size,
+                             int drop_last, int first, char *buf, size_t size)
+{
+    const ShardOrder *o = r->order;
+    if (!o->counted || o->mode == SHARD_MODE_RESAMPLED || !batch_size)
+        return SHARD_ERR_UNSUPPORTED;
+    uint64_t *pos = malloc(o->parts * sizeof *pos);
+    uint64_t *pads = shard_order_pads(o, batch_size, drop_last);
+    int rc = pos && pads ? 0 : SHARD_ERR_NOMEM;
+    if (!rc) {
+        memcpy(pos, o->start, o->parts * sizeof *pos);
+        rc = first < 0 || first >= o->workers
+                 ? SHARD_ERR_INVALID
+                 : shard_cut_advance(pos, o->len, o->parts, o->world, o->workers, batch_size,
+                                     drop_last, batches, first, pads);
+    }
+    if (!rc)
+        rc = format_state(r, o, batches * batch_size, pos, buf, size);
+    free(pos);
+    free(pads);
+    return rc;
 }
 
 typedef struct Pair {
     char key[32], value[40];
 } Pair;
 
-/* Splits "k=v,k=v" into pairs; the count, or -1 for text that is not such a list. */
-static int parse_pairs(const char *p, Pair *out, int max)
+/* Splits "k=v,k=v" (up to end) into pairs; the count, or -1 for text that is not such a
+ * list. */
+static int parse_pairs(const char *p, const char *stop, Pair *out, int max)
 {
     int n = 0;
-    while (*p) {
-        const char *eq = strchr(p, '='), *end = strchr(p, ',');
+    while (p < stop) {
+        const char *eq = memchr(p, '=', (size_t)(stop - p)), *end = memchr(p, ',', (size_t)(stop - p));
         if (!end)
-            end = p + strlen(p);
+            end = stop;
         if (!eq || eq > end || n == max || eq - p == 0 || (size_t)(eq - p) >= sizeof out->key ||
             (size_t)(end - eq - 1) >= sizeof out->value)
             return -1;
@@ -146,7 +217,7 @@ static int parse_pairs(const char *p, Pair *out, int max)
         memcpy(out[n].value, eq + 1, (size_t)(end - eq - 1));
         out[n].value[end - eq - 1] = 0;
         n++;
-        p = *end ? end + 1 : end;
+        p = end < stop ? end + 1 : end;
     }
     return n;
 }
@@ -167,30 +238,46 @@ static void add(char *msg, const char *fmt, const char *a, const char *b, const 
         snprintf(msg + len, SHARD_ERROR_MAX - len, fmt, a, b, c);
 }
 
-int shard_reader_state_check(ShardReader *r, const char *state, uint64_t *epoch,
-                             uint64_t *position, uint64_t *seed)
+/* A number from the pairs; def when absent, -1 when not a number. */
+static int number_of(const Pair *pairs, int n, const char *key, unsigned long long def,
+                     unsigned long long *out)
+{
+    const char *v = value_of(pairs, n, key);
+    *out = def;
+    if (!v)
+        return 0;
+    char *end;
+    *out = strtoull(v, &end, 10);
+    return *v && !*end ? 0 : -1;
+}
+
+int shard_reader_state_check(ShardReader *r, const char *state, ShardStateIn *in)
 {
     unsigned long long e, p, sd;
     int at = 0;
-    char tail;
-    if (sscanf(state, "v1:%llu:%llu:%llu%c", &e, &p, &sd, &tail) == 3) {
-        at = -1; /* 0.2's state: the seed is all it records */
-    } else if (sscanf(state, "v2:%llu:%llu:%llu:%n", &e, &p, &sd, &at) != 3 || !at) {
+    if (sscanf(state, "v1:%llu:%llu:%llu", &e, &p, &sd) == 3 ||
+        sscanf(state, "v2:%llu:%llu:%llu:", &e, &p, &sd) == 3)
         return shard_fail(r->err, SHARD_ERR_INVALID,
-                          "reader: '%.200s' is not a reader state (v2:EPOCH:POSITION:SEED:"
-                          "SETTINGS, or 0.2's v1:EPOCH:POSITION:SEED)",
+                          "reader: the state '%.60s...' is of the order before canonical "
+                          "partitions (libshard 0.2 and 0.3), which this libshard no longer "
+                          "reads: go on from the next epoch's start, set_epoch(%llu) with no "
+                          "state (formats/order.md)",
+                          state, e + 1);
+    if (sscanf(state, "v3:%llu:%llu:%n", &e, &sd, &at) != 2 || !at)
+        return shard_fail(r->err, SHARD_ERR_INVALID,
+                          "reader: '%.200s' is not a reader state (v3:EPOCH:SEED:SETTINGS;CUT)",
                           state);
-    }
+    const char *cut = strchr(state + at, ';');
     Pair theirs[MAX_PAIRS], ours[MAX_PAIRS];
-    int nt = 0, no;
-    if (at > 0 && (nt = parse_pairs(state + at, theirs, MAX_PAIRS)) < 0)
+    int nt = cut ? parse_pairs(state + at, cut, theirs, MAX_PAIRS) : -1, no;
+    if (nt < 0)
         return shard_fail(r->err, SHARD_ERR_INVALID,
-                          "reader: the settings of state '%.200s' are not KEY=VALUE pairs",
+                          "reader: the settings of state '%.200s' are not KEY=VALUE pairs "
+                          "followed by ';' and the cut",
                           state);
-    char here[SHARD_READER_STATE_MAX];
-    int rc = shard_reader_state_at(r, e, p, here, sizeof here);
-    const char *mine = strchr(strchr(strchr(strchr(here, ':') + 1, ':') + 1, ':') + 1, ':') + 1;
-    if (rc || (no = parse_pairs(mine, ours, MAX_PAIRS)) < 0)
+    char here[1024];
+    int len = settings_pairs(r, here, sizeof here);
+    if (len < 0 || (no = parse_pairs(here, here + len, ours, MAX_PAIRS)) < 0)
         return shard_fail(r->err, SHARD_ERR_INVALID, "reader: cannot describe its settings");
 
     char diffs[SHARD_ERROR_MAX] = "";
@@ -212,9 +299,27 @@ int shard_reader_state_check(ShardReader *r, const char *state, uint64_t *epoch,
         const char *v = value_of(ours, no, theirs[i].key);
         if (!KEYS[k].compared || !v || !strcmp(v, theirs[i].value))
             continue;
-        if (!strcmp(KEYS[k].key, "worker_align") && r->s.num_workers < 2)
-            continue; /* with one worker the batch size does not move a sample */
         add(diffs, "; %s is %s in the state and %s here", KEYS[k].label, theirs[i].value, v);
+    }
+    unsigned long long parts, total, delivered, taken, since, world, workers;
+    if (number_of(theirs, nt, "partitions", 0, &parts) || !parts ||
+        parts > SHARD_PARTITIONS_MAX || number_of(theirs, nt, "total", 0, &total) ||
+        number_of(theirs, nt, "delivered", 0, &delivered) ||
+        number_of(theirs, nt, "draws", 0, &taken) || number_of(theirs, nt, "since", 0, &since) ||
+        since > delivered ||
+        number_of(theirs, nt, "world_size", 1, &world) ||
+        number_of(theirs, nt, "num_workers", 1, &workers) || !world || !workers ||
+        world > (1u << 30) || workers > (1u << 30))
+        return shard_fail(r->err, SHARD_ERR_INVALID,
+                          "reader: the state '%.200s' does not say its partitions, total, "
+                          "topology and delivered samples as numbers",
+                          state);
+    if (r->s.partitions && parts != r->s.partitions) {
+        char a[24], b[24];
+        snprintf(a, sizeof a, "%llu", parts);
+        snprintf(b, sizeof b, "%u", r->s.partitions);
+        add(diffs, "; %s is %s in the state and %s here (leave it 0 to take the state's)",
+            "partitions", a, b);
     }
     if (diffs[0])
         return shard_fail(r->err, SHARD_ERR_INVALID,
@@ -225,8 +330,131 @@ int shard_reader_state_check(ShardReader *r, const char *state, uint64_t *epoch,
                           diffs + 2, e + 1);
     if (sd != r->s.seed)
         r->s.seed = sd; /* this reader drew its seed: the state's continues the run */
-    *epoch = e;
-    *position = p;
-    *seed = sd;
+    in->epoch = e;
+    in->seed = sd;
+    in->parts = (uint32_t)parts;
+    in->total = total;
+    in->delivered = delivered;
+    in->taken = taken;
+    in->since = since;
+    in->world = (int)world;
+    in->workers = (int)workers;
+    in->cut = cut + 1;
     return 0;
+}
+
+/* ---- merging the states of a job's consumers ------------------------------------------ */
+
+/* The part of a state's settings every consumer's shares: up to ';' without the pairs of
+ * the consumer that took it. */
+static int common_part(const char *state, char *out, size_t cap)
+{
+    const char *cut = strchr(state, ';');
+    if (strncmp(state, "v3:", 3) || !cut)
+        return -1;
+    size_t at = 0;
+    for (const char *p = state; p < cut;) {
+        const char *end = memchr(p, ',', (size_t)(cut - p));
+        if (!end)
+            end = cut;
+        int mine = !strncmp(p, "rank=", 5) || !strncmp(p, "worker=", 7) ||
+                   !strncmp(p, "delivered=", 10);
+        size_t n = (size_t)(end - p);
+        if (!mine) {
+            if (at + n + 2 > cap)
+                return -1;
+            memcpy(out + at, p, n);
+            at += n;
+            out[at++] = ',';
+        }
+        p = end < cut ? end + 1 : end;
+    }
+    out[at] = 0;
+    return 0;
+}
+
+int shard_reader_state_merge(const char *const *states, size_t n, char *buf, size_t size,
+                             ShardError *err)
+{
+    char msg[SHARD_ERROR_MAX] = "";
+    if (!n)
+        return shard_report(err, SHARD_ERR_INVALID, "merging states: none given");
+    char first[1024], other[1024];
+    if (common_part(states[0], first, sizeof first)) {
+        shard_fail(msg, SHARD_ERR_INVALID, "merging states: '%.200s' is not a v3 reader state",
+                   states[0]);
+        return shard_report(err, SHARD_ERR_INVALID, msg);
+    }
+    Pair pairs[MAX_PAIRS];
+    const char *cut0 = strchr(states[0], ';');
+    int np = parse_pairs(strchr(strchr(strchr(states[0], ':') + 1, ':') + 1, ':') + 1, cut0,
+                         pairs, MAX_PAIRS);
+    unsigned long long parts, world, workers;
+    if (np < 0 || number_of(pairs, np, "partitions", 0, &parts) || !parts ||
+        parts > SHARD_PARTITIONS_MAX || number_of(pairs, np, "world_size", 1, &world) ||
+        number_of(pairs, np, "num_workers", 1, &workers) || !world || !workers ||
+        world > (1u << 30) || workers > (1u << 30)) {
+        shard_fail(msg, SHARD_ERR_INVALID,
+                   "merging states: '%.200s' does not say its partitions and topology",
+                   states[0]);
+        return shard_report(err, SHARD_ERR_INVALID, msg);
+    }
+    uint64_t *len = malloc(parts * sizeof *len), *merged = malloc(parts * sizeof *merged),
+             *vals = malloc(parts * sizeof *vals);
+    unsigned char *owned = calloc(parts, 1);
+    int rc = len && merged && vals && owned ? 0 : SHARD_ERR_NOMEM;
+    for (uint64_t p = 0; !rc && p < parts; p++) {
+        len[p] = SHARD_COUNT_UNKNOWN;
+        merged[p] = SHARD_CUT_UNKNOWN;
+    }
+    for (size_t k = 0; !rc && k < n; k++) {
+        if (common_part(states[k], other, sizeof other) || strcmp(first, other)) {
+            rc = shard_fail(msg, SHARD_ERR_INVALID,
+                            "merging states: state %zu is of another epoch, seed or settings "
+                            "than state 0 ('%.200s')",
+                            k, states[k]);
+            break;
+        }
+        if (shard_cut_parse(strchr(states[k], ';') + 1, len, (uint32_t)parts, vals, msg)) {
+            rc = SHARD_ERR_INVALID;
+            break;
+        }
+        Pair mine[MAX_PAIRS];
+        const char *cut = strchr(states[k], ';');
+        int nm = parse_pairs(strchr(strchr(strchr(states[k], ':') + 1, ':') + 1, ':') + 1, cut,
+                             mine, MAX_PAIRS);
+        unsigned long long rank, worker;
+        uint32_t lo = 0, hi = 0;
+        if (nm >= 0 && !number_of(mine, nm, "rank", world, &rank) &&
+            !number_of(mine, nm, "worker", workers, &worker) && rank < world && worker < workers)
+            shard_partition_block((uint32_t)parts, (int)world, (int)workers, (int)rank,
+                                  (int)worker, &lo, &hi);
+        /* a consumer's own partitions are exact; others' only fill what none says */
+        for (uint64_t p = 0; p < parts; p++) {
+            int own = p >= lo && p < hi;
+            if (vals[p] == SHARD_CUT_UNKNOWN || owned[p] || (!own && merged[p] != SHARD_CUT_UNKNOWN))
+                continue;
+            merged[p] = vals[p];
+            owned[p] = (unsigned char)own;
+        }
+    }
+    if (!rc) {
+        size_t head = (size_t)(cut0 - states[0]) + 1;
+        if (head >= size)
+            rc = SHARD_ERR_INVALID;
+        else {
+            memcpy(buf, states[0], head);
+            rc = shard_cut_format(merged, len, (uint32_t)parts, buf + head, size - head);
+        }
+        if (rc)
+            snprintf(msg, sizeof msg, "merging states: the merged state does not fit in %zu "
+                                      "bytes", size);
+    }
+    free(len);
+    free(merged);
+    free(vals);
+    free(owned);
+    if (rc == SHARD_ERR_NOMEM)
+        return shard_report(err, rc, "out of memory");
+    return rc ? shard_report(err, rc, msg) : 0;
 }

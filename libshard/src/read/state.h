@@ -10,22 +10,30 @@
 #include <stdint.h>
 
 #include "base/attr.h"
+#include "read/order.h"
 #include "read/readerdef.h"
 
 /* Fingerprints the reader's shard list (URLs, counts, sources) and weights, once at open.
  * 0 or SHARD_ERR_NOMEM. */
 SHARD_HIDDEN int shard_reader_fingerprint(ShardReader *r);
 
-/* The state of r at epoch and position (the loader's delivered position may lag the
- * reader's) into buf (size bytes; SHARD_READER_STATE_MAX suffice). 0 or SHARD_ERR_INVALID
- * when it does not fit. */
-SHARD_HIDDEN int shard_reader_state_at(const ShardReader *r, uint64_t epoch, uint64_t position,
-                                       char *buf, size_t size);
+/* The job's state, this consumer (r's) at position in order o (the loader's batches may
+ * lag the reader's epoch), every other consumer in step by units of unit samples, into buf
+ * (size bytes). 0, SHARD_ERR_INVALID when it does not fit, SHARD_ERR_NOMEM. */
+SHARD_HIDDEN int shard_reader_state_at(const ShardReader *r, const ShardOrder *o,
+                                       uint64_t position, uint64_t unit, char *buf, size_t size);
+
+/* What a state says, once checked. */
+typedef struct ShardStateIn {
+    uint64_t epoch, seed, total, delivered, taken;
+    uint64_t since; /* resampled: samples delivered since its draws' start */
+    uint32_t parts;
+    int world, workers; /* the topology it was taken on */
+    const char *cut; /* into the state's text */
+} ShardStateIn;
 
 /* Reads state and checks it against r's settings: every difference named in r->err
- * (SHARD_ERR_INVALID). A reader that drew its own seed takes the state's. Fills epoch,
- * position and seed on success. */
-SHARD_HIDDEN int shard_reader_state_check(ShardReader *r, const char *state, uint64_t *epoch,
-                                          uint64_t *position, uint64_t *seed);
+ * (SHARD_ERR_INVALID). A reader that drew its own seed takes the state's. */
+SHARD_HIDDEN int shard_reader_state_check(ShardReader *r, const char *state, ShardStateIn *in);
 
 #endif /* SHARD_READ_STATE_H */

@@ -21,6 +21,8 @@ struct ShardItem {
     int repeat;          /* padding: a repeat of a sample from the start of the epoch */
     uint32_t round;      /* which reading of the sample in the epoch (ShardSegment.round) */
     uint64_t position;   /* samples the reader yielded before this one in the epoch */
+    uint32_t stream;     /* the fetch stream that read it, and its segment's number there */
+    uint64_t segno;
     void *block;         /* field views, names, members, key, url and copied data */
     size_t block_size, block_cap;
     void *arena;         /* a sample reader's arena taken over: copied data, or NULL */

@@ -13,7 +13,7 @@ import torch.utils.data
 
 from .. import _libshard
 from .. import settings as _settings
-from . import skips, split
+from . import counts, skips, split
 from .report import Reporter
 from .shared import Shared
 from .upload import Device, Upload
@@ -165,32 +165,44 @@ class ShardDataset(torch.utils.data.IterableDataset):
         args["mode"] = self._mode(world)
         return args
 
-    def _warn_unequal(self, world, worker):
+    def _warn_unequal(self, world, worker, workers):
         """Warns once when mode='exact' leaves this epoch's ranks unequal batch counts."""
         if self._warned_unequal or world < 2 or self.settings.get("mode") != "exact" or worker:
             return
         self._warned_unequal = True
-        if self.settings.get("epoch_samples") or (self.urls and isinstance(self.urls[0], tuple)):
-            return  # a mix: every consumer gets its share of the epoch's sequence
         try:
-            counts = [n for _, n, _ in self._shard_list()]
+            plan = self._planner(0, world, workers)
+            counts = [plan.rank_batches(self._unit(), self._drop(), rank=r) for r in range(world)]
         except (ValueError, OSError, _libshard.ShardError):
             return  # the epoch says what is wrong
-        bs = self.setting("batch_size") if self.decode else 1
-        drop = bool(self.settings.get("drop_last"))
         if None in counts:
             why = "shards without a sample count are dealt whole to the ranks"
+        elif len(set(counts)) == 1:
+            return
         else:
-            q, rem = divmod(sum(counts), world)
-            fewer, more = (q // bs, (q + 1) // bs) if drop else (-(-q // bs), -(-(q + 1) // bs))
-            if not rem or fewer == more:
-                return
-            why = (f"{rem} rank(s) get {more} batches and {world - rem} get {fewer} "
-                   f"({sum(counts)} samples over {world} ranks)")
+            most, fewest = max(counts), min(counts)
+            why = (f"{counts.count(most)} rank(s) get {most} batches and "
+                   f"{world - counts.count(most)} get {fewest}")
         warnings.warn(f"ShardDataset(mode='exact') with world size {world}: {why}; a DDP job "
                       f"waits forever for the ranks that have finished. mode='equal' (the "
                       f"default with several ranks) gives every rank the same count",
                       UnequalRanksWarning, stacklevel=4)
+
+    def _unit(self):
+        """What a step delivers: batch_size samples, or one with decode=False."""
+        return self.setting("batch_size") if self.decode else 1
+
+    def _drop(self):
+        return bool(self.settings.get("drop_last")) if self.decode else False
+
+    def _planner(self, rank, world, workers, make_indexes=None):
+        """A Reader of this epoch's order for the first worker of rank `rank` that reads
+        nothing (until iterated): for counts and states."""
+        args = self._reader_args(world)
+        if make_indexes:
+            args["make_indexes"] = make_indexes
+        return _libshard.Reader(self.urls, epoch=self.epoch, rank=rank, world_size=world,
+                                worker=0, num_workers=workers, queue_depth=1, **args)
 
     def _adopt(self, source):
         # one inherited through fork is let go without being freed (the extension knows it
@@ -245,7 +257,7 @@ class ShardDataset(torch.utils.data.IterableDataset):
                              "tensors; make it DataLoader(ds, batch_size=None, ...), or use "
                              "libshard.torch.ShardLoader(ds, num_workers=...)")
         place = self._placement(logical)
-        self._warn_unequal(place["world_size"], place["worker"])
+        self._warn_unequal(place["world_size"], place["worker"], place["num_workers"])
         if not self.decode:
             yield from self._samples(place, resume, tagged, logical)
             return
@@ -425,77 +437,41 @@ class ShardDataset(torch.utils.data.IterableDataset):
     def __len__(self):
         """Batches per epoch for this rank (samples with decode=False); needs sample counts.
 
-        The rank's samples are split between DataLoader workers in whole batches, so the
-        count does not depend on num_workers: only the last worker ends on a partial batch.
+        Each DataLoader worker takes whole partitions and ends on its own partial batch, so
+        the count is for the workers of the DataLoader that asks (ShardLoader, or a
+        DataLoader's len()); asked directly, for num_workers=0. len_for(workers) says it for
+        any.
         """
-        rank, world = split.rank_world(self.rank, self.world_size)
-        args = {k: v for k, v in self._reader_args(world).items()
-                if k not in ("streams", "queue_depth")}
-        if args.get("make_indexes") != "never":  # plain tars are counted once, then cached
-            args["make_indexes"] = "always"
-        r = _libshard.Reader(self.urls, epoch=self.epoch, rank=rank, world_size=world, worker=0,
-                             num_workers=1, streams=1, queue_depth=1, **args)
-        n = r.epoch_length
-        del r
-        if n is None:
-            raise self._no_count()
-        missing = self._missing_shard()
-        if missing:  # a manifest counts it, but the epoch would fail at it
-            raise FileNotFoundError(f"len(): shard {missing} does not exist{self._moved_hint()}")
-        if not self.decode:
-            return n
-        bs = self.setting("batch_size")
-        return n // bs if self.settings.get("drop_last") else -(-n // bs)
-
-    def _shard_list(self):
-        specs = self.urls if not (self.urls and isinstance(self.urls[0], tuple)) else [
-            u for spec, _ in self.urls for u in spec]
-        remote = {k: v for k, v in self.settings.items() if k in _settings.REMOTE_KEYS}
-        return _libshard.list_shards(specs, **remote)
+        return self.len_for(self._asking_workers())
 
     @staticmethod
-    def _local_path(u):
-        """The file a local shard URL names (a path or file:///PATH), else None."""
-        if u.startswith("file://"):
-            return u[len("file://"):] if u.startswith("file:///") else None
-        return None if "://" in u or u.startswith("pipe:") else u
+    def _asking_workers():
+        """The num_workers of the DataLoader whose len() asks (1 when none does)."""
+        frame = sys._getframe(2)
+        for _ in range(3):
+            if frame is None:
+                break
+            loader = frame.f_locals.get("self")
+            if isinstance(loader, torch.utils.data.DataLoader):
+                return max(1, loader.num_workers)
+            frame = frame.f_back
+        return 1
 
-    def _missing_shard(self, listed=None):
-        """The first local shard that does not exist, or None (also when the list cannot be
-        read here: a manifest of commands, for one; the epoch says what is wrong)."""
-        if listed is None:
-            try:
-                listed = self._shard_list()
-            except (ValueError, OSError, _libshard.ShardError):
-                return None
-        for u, *_ in listed:
-            p = self._local_path(u)
-            if p is not None and not os.path.exists(p):
-                return u
-        return None
-
-    def _moved_hint(self):
-        """What to say of a missing shard when the specs hold a manifest: its shard names
-        resolve against its own folder (a manifest copied away from its shards)."""
-        specs = self.urls if not (self.urls and isinstance(self.urls[0], tuple)) else [
-            u for spec, _ in self.urls for u in ([spec] if isinstance(spec, str) else spec)]
-        if any(str(s).endswith(".json") for s in specs):
-            return " (a manifest's shard names resolve against the manifest's own folder)"
-        return ""
-
-    def _no_count(self):
-        """Why len() has no count, naming the shards: a missing one, or those without an
-        index."""
-        listed = self._shard_list()
-        missing = self._missing_shard(listed)
-        if missing:
-            return FileNotFoundError(f"len(): shard {missing} does not exist{self._moved_hint()}")
-        uncounted = [u for u, n, _ in listed if n is None]
-        shown = ", ".join(uncounted[:3]) + (f" and {len(uncounted) - 3} more"
-                                              if len(uncounted) > 3 else "")
-        return TypeError(f"len() needs sample counts: a manifest, a .idx beside every shard, or "
-                         f"make_indexes other than 'never'; {len(uncounted)} shard(s) have "
-                         f"none: {shown}")
+    def len_for(self, workers):
+        """Batches per epoch for this rank read by `workers` DataLoader workers (1 for
+        num_workers=0); samples with decode=False."""
+        rank, world = split.rank_world(self.rank, self.world_size)
+        make = None if self.settings.get("make_indexes") == "never" else "always"
+        r = self._planner(rank, world, max(1, int(workers)), make)  # plain tars: counted once
+        n = r.rank_batches(self._unit(), self._drop())
+        del r
+        if n is None:
+            raise counts.no_count(self.urls, self.settings)
+        missing = counts.missing_shard(self.urls, self.settings)
+        if missing:  # a manifest counts it, but the epoch would fail at it
+            raise FileNotFoundError(f"len(): shard {missing} does not exist"
+                                    f"{counts.moved_hint(self.urls)}")
+        return n
 
     def __getstate__(self):
         # Pickled for spawn-started workers: the running reader stays behind.
@@ -531,9 +507,11 @@ class ShardDataset(torch.utils.data.IterableDataset):
         return self._source.remote_stats() if self._source is not None else {}
 
     def state_dict(self):
-        """Where iteration stands in this process (num_workers=0): pass to load_state_dict
-        to continue. With DataLoader workers the position lives in the workers: use
-        ShardLoader, whose state_dict covers them."""
+        """Where iteration stands (num_workers=0): {"epoch", "seed", "state"}, the job's
+        state (formats/order.md), the same on every rank in step; load_state_dict on any
+        number of ranks continues it (ShardLoader.load_state_dict too, with workers). With
+        DataLoader workers the position lives in the workers: use ShardLoader, whose
+        state_dict covers them."""
         seed = self.settings.get("seed")
         if self.shared.worker_runs != self._worker_runs_seen:
             raise RuntimeError(
@@ -561,11 +539,14 @@ class ShardDataset(torch.utils.data.IterableDataset):
         self.settings["seed"] = seed
 
     def load_state_dict(self, state):
-        """Continue, on the next iteration, after the last batch the state was taken at. A
-        dataset made without seed= takes the state's seed."""
-        if "workers" in state:
-            raise ValueError("this state was taken by a ShardLoader: restore it with "
-                             "ShardLoader.load_state_dict")
+        """Continue, on the next iteration, after the last batch the state was taken at (by
+        this dataset or a ShardLoader, on any number of ranks and workers). A dataset made
+        without seed= takes the state's seed."""
+        if "workers" in state or "states" in state:
+            raise ValueError(f"this state was taken by libshard 0.3's ShardLoader, in the order "
+                             f"before canonical partitions, which this libshard reads "
+                             f"differently: go on from the next epoch's start, "
+                             f"set_epoch({int(state['epoch']) + 1}), with no state")
         self.take_seed(state)
         self.shared.epoch = int(state["epoch"])
         self._resume = state["state"]

@@ -1,10 +1,13 @@
 """ShardLoader: a DataLoader over a ShardDataset whose state_dict() / load_state_dict() resume
-mid-epoch whatever the number of workers, and which uploads the workers' batches to the GPU
-from the main process with device="cuda"."""
+mid-epoch on any number of ranks and workers, and which uploads the workers' batches to the
+GPU from the main process with device="cuda"."""
+import re
+
 import torch
 import torch.utils.data
 
-from . import skips
+from .. import _libshard
+from . import skips, split
 from .dataset import ShardDataset
 from .shared import MAX_WORKERS
 from .upload import Device, Upload
@@ -15,33 +18,38 @@ class _Tagged(torch.utils.data.IterableDataset):
     worker that made it and that worker's state after it. Other attributes are the
     dataset's."""
 
-    def __init__(self, dataset):
+    def __init__(self, dataset, workers):
         super().__init__()
         self.shard_dataset = dataset
+        self.workers = workers
 
     def __iter__(self):
         return self.shard_dataset._iterate(tagged=True)
 
     def __len__(self):
-        return len(self.shard_dataset)
+        return self.shard_dataset.len_for(self.workers)
 
     def __getattr__(self, name):
-        if name == "shard_dataset":
+        if name in ("shard_dataset", "workers"):
             raise AttributeError(name)
         return getattr(self.shard_dataset, name)
 
 
 class ShardLoader(torch.utils.data.DataLoader):
     """A DataLoader over a ShardDataset whose state_dict() / load_state_dict() save and
-    restore the position mid-epoch for any num_workers (0 included).
+    restore the position mid-epoch, for any num_workers (0 included), and resume on another
+    number of ranks and workers than the state was taken on (formats/order.md).
 
-    The main process keeps, for each worker, the state the worker attached to the last
-    batch it delivered, and which worker comes next; a restore hands each worker its state
-    and rotates the workers so that the rest of the epoch comes in the order, and with the
-    augmentation draws, of the uninterrupted run. The state is a small dict of strings and
-    ints (torch.save / torch.load keep it); it is for the same dataset settings, seed and
-    num_workers. Batches are made by the dataset (its batch_size): DataLoader's batch_size
-    stays None. set_epoch reaches the workers, persistent or not.
+    state_dict() on any rank is the whole job's state: from this rank's count of batches
+    (data-parallel ranks take as many steps each) and the turns a DataLoader gives its
+    workers, it says how far every canonical partition was delivered; rank 0 saving it for
+    all is enough. load_state_dict() on every rank of the new job, with any world size and
+    num_workers the partitions fit, continues the epoch: every sample not yet delivered,
+    exactly once, with the augmentation of the uninterrupted run (equal mode adds marked
+    repeats so that every rank still gets the same number of batches). The state is a small
+    dict of strings and ints (torch.save / torch.load keep it), for the same dataset
+    settings and seed. Batches are made by the dataset (its batch_size): DataLoader's
+    batch_size stays None. set_epoch reaches the workers, persistent or not.
     """
 
     def __init__(self, dataset, num_workers=0, **options):
@@ -54,11 +62,16 @@ class ShardLoader(torch.utils.data.DataLoader):
         if num_workers > MAX_WORKERS:
             raise ValueError(f"ShardLoader: at most {MAX_WORKERS} workers, not {num_workers}")
         options["batch_size"] = None
-        super().__init__(_Tagged(dataset), num_workers=num_workers, **options)
+        super().__init__(_Tagged(dataset, max(1, num_workers)), num_workers=num_workers,
+                         **options)
         self._states = [None] * max(1, num_workers)
-        self._next = 0
-        self._batches = 0
-        self._restored = None  # (epoch, states, next, batches) from load_state_dict
+        self._next = 0          # the logical worker whose batch is next
+        self._first = 0         # the one this iteration's DataLoader began with
+        self._start = None      # the state this iteration began from (None: its epoch's start)
+        self._run_epoch = None  # the epoch of the current or last iteration
+        self._batches = 0       # batches handed out since it began
+        self._restored = None   # (epoch, state, next) from load_state_dict
+        self._planner = None    # (key, Reader): plans states without reading
         self._skips = {}
         self._worker_stats = {}
         self._upload = None
@@ -77,12 +90,14 @@ class ShardLoader(torch.utils.data.DataLoader):
     def __iter__(self):
         ds = self.dataset.shard_dataset
         n = len(self._states)
-        states, rotation, batches = [None] * n, 0, 0
+        start, rotation = None, 0
         if self._restored is not None and self._restored[0] == ds.epoch:
-            _, states, rotation, batches = self._restored
+            _, start, rotation = self._restored
         self._restored = None
-        ds.shared.set_plan(states, rotation)
-        self._states, self._next, self._batches = list(states), rotation, batches
+        ds.shared.set_plan(start, n, rotation)
+        self._start, self._run_epoch, self._batches = start, ds.epoch, 0
+        self._first = self._next = rotation
+        self._states = [None] * n
         self._skips = {}
         items = super().__iter__()
         if ds.device.type == "cuda" and self.num_workers > 0:
@@ -128,32 +143,66 @@ class ShardLoader(torch.utils.data.DataLoader):
         """ShardDataset.skipped summed over the workers, as of the batches handed out."""
         return skips.summed(self._skips.values())
 
-    def state_dict(self):
-        """The position after the last batch handed out: {"epoch", "seed", "workers",
-        "states", "next", "batches"}."""
+    def _plan(self, epoch, start):
+        """A Reader for this rank's first worker that reads nothing: the epoch's order on
+        this topology, restored to start, to take states from (kept while they are the
+        same)."""
         ds = self.dataset.shard_dataset
-        return {"epoch": ds.epoch, "seed": ds.settings.get("seed"), "workers": len(self._states),
-                "states": list(self._states), "next": self._next, "batches": self._batches}
+        rank, world = split.rank_world(ds.rank, ds.world_size)
+        key = (epoch, start, rank, world, len(self._states))
+        if self._planner is None or self._planner[0] != key:
+            self._planner = None
+            reader = _libshard.Reader(ds.urls, epoch=epoch, rank=rank, world_size=world,
+                                      worker=0, num_workers=len(self._states), queue_depth=1,
+                                      **ds._reader_args(world))
+            if start:
+                reader.restore(start)
+            self._planner = (key, reader)
+        return self._planner[1]
+
+    def _job_state(self):
+        """The job's state after the batches handed out this iteration."""
+        ds = self.dataset.shard_dataset
+        if not self._batches:
+            return self._start
+        planner = self._plan(self._run_epoch, self._start)
+        bs = ds.setting("batch_size") if ds.decode else 1
+        drop = bool(ds.settings.get("drop_last")) if ds.decode else False
+        if planner.rank_batches(bs, drop) is not None:
+            return planner.state_after(self._batches, bs, drop, self._first)
+        # without counts (or resampled) each worker's state says its own partitions
+        return _libshard.merge_states([s for s in self._states if s])
+
+    def state_dict(self):
+        """The job's position after the last batch handed out: {"epoch", "seed", "state",
+        "next"} (the same on every rank of a job in step); next: the worker whose batch
+        comes next, which a resume on the same topology begins with."""
+        ds = self.dataset.shard_dataset
+        here = self._run_epoch == ds.epoch
+        return {"epoch": ds.epoch, "seed": ds.settings.get("seed"),
+                "state": self._job_state() if here else None, "next": self._next if here else 0}
 
     def load_state_dict(self, state):
-        """Continue after the batch the state was taken at, on the next iteration of its
-        epoch (set_epoch to another epoch starts that one from its beginning)."""
+        """Continue, on the next iteration of its epoch (set_epoch to another epoch starts
+        that one from its beginning), after the batches the state was taken at: on any
+        number of ranks and workers its partitions fit; a state of other settings is
+        refused now, naming what differs."""
         ds = self.dataset.shard_dataset
-        if "workers" not in state:
-            raise ValueError("not a ShardLoader state (a ShardDataset's state goes to "
-                             "ShardDataset.load_state_dict)")
-        n = len(self._states)
-        if state["workers"] != n:
-            then = "0 or 1" if state["workers"] == 1 else state["workers"]
-            raise ValueError(f"the state was taken with num_workers={state['workers']}; this "
-                             f"loader has {n if self.num_workers else 0}: each worker's "
-                             f"position is its share of the epoch, so the count must match "
-                             f"(resume with num_workers={then}, or start the next epoch: "
-                             f"set_epoch({int(state['epoch']) + 1}))")
+        if "workers" in state or "states" in state:
+            raise ValueError(f"this state was taken by libshard 0.3's ShardLoader, in the order "
+                             f"before canonical partitions, which this libshard reads "
+                             f"differently: go on from the next epoch's start, "
+                             f"loader.set_epoch({int(state['epoch']) + 1}), with no state")
         ds.take_seed(state)
-        states = list(state["states"])
-        if len(states) != n:
-            raise ValueError(f"a ShardLoader state with {len(states)} worker states for "
-                             f"{n} workers")
-        ds.shared.epoch = int(state["epoch"])
-        self._restored = (int(state["epoch"]), states, int(state["next"]) % n, int(state["batches"]))
+        epoch, text = int(state["epoch"]), state.get("state")
+        rotation = 0
+        if text:
+            self._plan(epoch, text)  # refused here, naming what differs
+            # on the topology it was taken on, the workers' batches come in the turn the
+            # interrupted loader was at
+            taken = dict(re.findall(r"[,:](world_size|num_workers)=(\d+)", text.split(";")[0]))
+            rank, world = split.rank_world(ds.rank, ds.world_size)
+            if taken == {"world_size": str(world), "num_workers": str(len(self._states))}:
+                rotation = int(state.get("next", 0)) % len(self._states)
+        ds.shared.epoch = epoch
+        self._restored = (epoch, text, rotation)
