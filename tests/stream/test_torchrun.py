@@ -9,6 +9,7 @@ import shutil
 import socket
 import subprocess
 import textwrap
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -160,8 +161,8 @@ def torchrun_path():
     return p
 
 
-def torchrun(script_text, args, tmp_path, env=None):
-    """Runs script_text on NPROC ranks under torchrun with args; (CompletedProcess, log).
+def torchrun(script_text, args, tmp_path, env=None, nproc=NPROC):
+    """Runs script_text on nproc ranks under torchrun with args; (CompletedProcess, log).
     Skips where torch.distributed or torchrun is missing."""
     cp = subprocess.run([PYTHON, "-c", "import torch, torch.distributed.run; "
                          "print(torch.distributed.is_available())"], capture_output=True)
@@ -198,7 +199,7 @@ def torchrun(script_text, args, tmp_path, env=None):
     e = dict(BASE_ENV, OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1", **(env or {}))
     e.pop("MASTER_ADDR", None)
     e.pop("MASTER_PORT", None)
-    cmd = [*launcher, nproc_flag, str(NPROC), *rdzv, *std_flags, str(script), *map(str, args)]
+    cmd = [*launcher, nproc_flag, str(nproc), *rdzv, *std_flags, str(script), *map(str, args)]
     try:
         cp = subprocess.run(cmd, capture_output=True, timeout=TIMEOUT, env=e, cwd=tmp_path,
                             stdin=subprocess.DEVNULL)
@@ -284,3 +285,83 @@ def test_torchrun_three_ranks_get_equal_batch_counts_by_default(ds, tmp_path):
     assert all(r["said"] == [] for r in default), report
     assert sorted(r["batches"] for r in exact) == [1, 1, 2], report
     assert len(exact[0]["said"]) == 1 and "mode='equal'" in exact[0]["said"][0], report
+
+
+ELASTIC_SCRIPT = textwrap.dedent(r'''
+    import json, os, sys
+    from datetime import timedelta
+
+    import torch
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel
+
+    sys.path.insert(0, os.environ["LIBSHARD_PYTHONPATH"])
+    from libshard.torch import ShardDataset, ShardLoader
+
+    MANIFEST, PHASE, STATE, OUT, MODE, WORKERS = sys.argv[1:7]
+    dist.init_process_group("gloo", timeout=timedelta(seconds=120))
+    rank, world = dist.get_rank(), dist.get_world_size()
+    ds = ShardDataset(MANIFEST, seed=3, batch_size=8, image_size=16, shuffle=20, partitions=12,
+                      mode=MODE, raw_fields="__key__;__pad__")
+    loader = ShardLoader(ds, num_workers=int(WORKERS), timeout=120)
+    if PHASE == "after":
+        loader.load_state_dict(torch.load(STATE)["data"])
+    model = torch.nn.Linear(16 * 16 * 3, 5)
+    if MODE == "equal":  # gradients all-reduced: the ranks move in step, or hang
+        model = DistributedDataParallel(model)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    keys, steps = [], 0
+    for images, labels, fields in loader:
+        loss = torch.nn.functional.cross_entropy(model(images.float().flatten(1) / 255), labels)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        keys += [(k, bool(p)) for k, p in zip(fields["__key__"], fields["__pad__"].tolist())]
+        steps += 1
+        if PHASE == "before" and steps == 5:
+            if rank == 0:  # rank 0 saves for all
+                torch.save({"data": loader.state_dict()}, STATE)
+            break
+    gathered = [None] * world
+    dist.all_gather_object(gathered, {"keys": keys, "steps": steps})
+    if rank == 0:
+        with open(OUT, "w") as f:
+            json.dump(gathered, f)
+    dist.barrier()
+    dist.destroy_process_group()
+''')
+
+
+@pytest.mark.parametrize("mode", ["exact", "equal"])
+def test_torchrun_checkpoint_on_two_ranks_of_two_workers_resumes_on_three_of_one(
+        shardcat, ds, tmp_path, mode):
+    """2 ranks x 2 DataLoader workers train 5 steps (DDP in equal mode) and rank 0 saves the
+    ShardLoader's state; 3 ranks x 1 worker load it and finish the epoch. Over the two runs
+    every sample of the epoch comes exactly once (equal mode: the epoch's samples, fewer
+    than its partitions dropped; its repeats marked), and in equal mode the three ranks
+    take the same number of steps."""
+    pypath = os.environ.get("LIBSHARD_PYTHONPATH")
+    if not pypath:
+        pytest.skip("LIBSHARD_PYTHONPATH names no built libshard Python package")
+    env = {"LIBSHARD_PYTHONPATH": pypath}
+    state = tmp_path / "ckpt.pt"
+    runs = []
+    for phase, nproc, workers in (("before", 2, 2), ("after", 3, 1)):
+        out = tmp_path / f"{phase}.json"
+        cp, log = torchrun(ELASTIC_SCRIPT, [ds.manifest, phase, state, out, mode, workers],
+                           tmp_path, env=env, nproc=nproc)
+        assert cp.returncode == 0 and out.exists(), f"{phase}: exit {cp.returncode}:\n{log[-5000:]}"
+        runs.append(json.loads(out.read_text()))
+    before, after = runs
+    assert [r["steps"] for r in before] == [5, 5]
+    delivered = [k for run in runs for r in run for k, pad in r["keys"] if not pad]
+    epoch = subprocess.run([str(shardcat), "stream", str(ds.manifest), "--seed", "3",
+                            "--shuffle", "20", "--partitions", "12", "--mode", mode],
+                           capture_output=True, text=True, check=True).stdout
+    want = [line.split("\t")[0] for line in epoch.splitlines()]
+    assert len(want) == (ds.total if mode == "exact" else ds.total - ds.total % 12)
+    twice = [k for k, n in Counter(delivered).items() if n > 1]
+    assert not twice, f"delivered twice: {twice}"
+    assert sorted(delivered) == sorted(want), f"missing {set(want) - set(delivered)}"
+    if mode == "equal":
+        assert len({r["steps"] for r in after}) == 1, [r["steps"] for r in after]
