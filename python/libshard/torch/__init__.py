@@ -12,7 +12,8 @@ the shards (the reader starts inside the worker, so fork is safe). Rank and worl
 from torch.distributed when it is initialized (else $RANK / $WORLD_SIZE).
 
 ShardLoader(ds, num_workers=..., **DataLoader options) is a DataLoader whose state_dict()
-and load_state_dict() resume mid-epoch whatever the number of workers:
+and load_state_dict() resume mid-epoch, on any number of ranks and workers (the state is
+the job's: rank 0 saves it for all; formats/order.md):
 
     loader = ShardLoader(ds, num_workers=4, persistent_workers=True)
     loader.load_state_dict(torch.load("ckpt.pt")["data"])     # or nothing, to start
@@ -34,7 +35,8 @@ the main process (a plain DataLoader refuses: its workers cannot hand out GPU me
 The package has a module per part: dataset (ShardDataset), loader (ShardLoader), indexed
 (IndexedShardDataset), upload (the GPU path both datasets' batches take with
 device="cuda"), report (the periodic report), skips (what skip_errors left out), split
-(rank, world size, worker) and shared (what a dataset's processes share). Settings, their
+(rank, world size, worker), shared (what a dataset's processes share) and counts (what
+len() says without a count). Settings, their
 checks and defaults are libshard.settings'.
 """
 from .dataset import ShardDataset, ShardSkipWarning, UnequalRanksWarning
