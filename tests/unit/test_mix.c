@@ -28,17 +28,26 @@ TestSuite(mix, .init = setup, .fini = teardown, .timeout = 120);
 #define NA 300 /* samples of source a, in shards of 23 */
 #define NB 60  /* of source b, in shards of 7 */
 
+/* Bytes of each sample's text when set: its key, then padding. */
+static size_t pad;
+
 /* n samples keyed NAME%05d in shards of per, with a manifest NAME.json; returns its path. */
 static const char *make_source(int which, const char *name, int n, uint64_t per)
 {
     TuSet t;
     tu_set_open(&t, dir, name, ".tar", per);
+    char *txt = calloc(pad + 32, 1);
     for (int i = 0; i < n; i++) {
         char key[32];
         snprintf(key, sizeof key, "%s%05d", name, i);
-        ShardField f[] = {{"txt", key, strlen(key)}};
+        size_t len = strlen(key);
+        memcpy(txt, key, len);
+        for (; len < pad; len++)
+            txt[len] = (char)('a' + (len * 7 + (size_t)i) % 26);
+        ShardField f[] = {{"txt", txt, len}};
         tu_set_add(&t, key, f, 1);
     }
+    free(txt);
     return manifest[which] = tu_set_finish(&t);
 }
 
@@ -288,7 +297,9 @@ Test(mix, a_state_is_refused_by_a_mix_of_other_weights_or_sources)
 Test(mix, waits_in_slices_give_the_same_mix)
 {
     ShardReaderSettings s;
+    pad = 20000; /* large samples: the fetch threads fall behind, and takes must wait */
     mix_settings(&s, 0.6, 0.4);
+    pad = 0;
     s.shuffle_buffer = 20;
     s.queue_depth = 1;
     int all[1000], sliced[1000];
