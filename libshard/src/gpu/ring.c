@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "base/error.h"
 #include "gpu/finish.h"
@@ -43,6 +44,9 @@ void shard_ring_destroy(ShardUploader *u)
         if (sl->labstage)
             cu->MemFreeHost(sl->labstage);
     }
+    for (size_t i = 0; u->slots && i < u->n; i++)
+        free(u->slots[i].state);
+    free(u->state_scratch);
     if (entered) {
         if (u->copy)
             cu->StreamDestroy(u->copy);
@@ -123,8 +127,27 @@ int shard_ring_slot_init(ShardUploader *u, Slot *sl, char *msg)
     sl->b.dtype = u->s.dtype;
     sl->b.layout = u->s.layout;
     sl->b.device = u->g->ordinal;
+    if (!(sl->state = calloc(1, 1)))
+        return shard_fail(msg, SHARD_ERR_NOMEM, "out of memory");
+    sl->state_cap = 1;
     sl->b.state = sl->state;
     return 0;
+}
+
+void shard_ring_set_state(Slot *sl, const char *state)
+{
+    size_t n = strlen(state) + 1;
+    if (n > sl->state_cap) {
+        char *p = realloc(sl->state, n);
+        if (!p) { /* out of memory: no state rather than a wrong one */
+            sl->state[0] = 0;
+            return;
+        }
+        sl->state = p;
+        sl->state_cap = n;
+        sl->b.state = p;
+    }
+    memcpy(sl->state, state, n);
 }
 
 int shard_ring_load_finish(ShardUploader *u, char *msg)

@@ -24,6 +24,8 @@ SHARD_HIDDEN void shard_ring_host_unref(Slot *sl);
 SHARD_HIDDEN void shard_ring_host_done(Slot *sl);
 /* Slot sl's device memory and events; the context is current. 0 or an error with msg. */
 SHARD_HIDDEN int shard_ring_slot_init(ShardUploader *u, Slot *sl, char *msg);
+/* The state the consumer gets with the slot's batch (copied; out of memory: none). */
+SHARD_HIDDEN void shard_ring_set_state(Slot *sl, const char *state);
 /* The finish kernel for the settings' dtype (built in with the toolkit). */
 SHARD_HIDDEN int shard_ring_load_finish(ShardUploader *u, char *msg);
 /* Adds a finished upload's GPU times to the counters, if its events have completed; under

@@ -70,7 +70,10 @@ int shard_uploader_open(ShardUploader **out, ShardGpu *g, const ShardUploadSetti
     u->st.buffers = u->n;
     u->slots = calloc(u->n, sizeof *u->slots);
     u->ready = calloc(u->n, sizeof *u->ready);
-    int rc = u->slots && u->ready ? 0 : shard_fail(msg, SHARD_ERR_NOMEM, "out of memory");
+    u->state_scratch = loader ? malloc(SHARD_READER_STATE_MAX) : NULL;
+    int rc = u->slots && u->ready && (!loader || u->state_scratch)
+                 ? 0
+                 : shard_fail(msg, SHARD_ERR_NOMEM, "out of memory");
     CUresult r = CUDA_SUCCESS;
     if (!rc && (r = shard_gpu_enter(g)) != CUDA_SUCCESS)
         rc = shard_cuda_fail(u->cu, r, msg, "uploader: the device's context");
@@ -152,8 +155,9 @@ static void *upload_main(void *arg)
             end_with(u, rc, rc == SHARD_EOS ? "" : shard_loader_error(u->loader));
             break;
         }
-        if (shard_loader_state(u->loader, sl->state, sizeof sl->state) != 0)
-            sl->state[0] = 0;
+        if (shard_loader_state(u->loader, u->state_scratch, SHARD_READER_STATE_MAX) != 0)
+            u->state_scratch[0] = 0;
+        shard_ring_set_state(sl, u->state_scratch);
         rc = shard_ring_upload(u, sl, hb->images, hb->labels, hb->size, hb, msg);
         if (rc) {
             pthread_mutex_lock(&u->mu);
@@ -203,7 +207,7 @@ int shard_uploader_put(ShardUploader *u, const void *images, size_t n, const int
         if (sl->timed) /* the previous upload from this staging memory is done */
             cu->EventSynchronize(sl->copied);
         memcpy(sl->staging, images, n * u->in_bytes);
-        sl->state[0] = 0;
+        shard_ring_set_state(sl, "");
         rc = shard_ring_upload(u, sl, sl->staging, labels, n, NULL, msg);
     }
     pthread_mutex_lock(&u->mu);

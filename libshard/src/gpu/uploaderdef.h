@@ -51,7 +51,8 @@ typedef struct Slot {
     atomic_int host_refs;   /* the copy's and the consumer's */
     atomic_int host_done;   /* the consumer's reference is gone */
     struct ShardUploader *u;
-    char state[SHARD_READER_STATE_MAX];
+    char *state;        /* shard_loader_state after its batch ("" for put batches) */
+    size_t state_cap;
 } Slot;
 
 struct ShardUploader {
@@ -65,6 +66,7 @@ struct ShardUploader {
     size_t in_bytes, out_bytes;
     Slot *slots;
     size_t n;
+    char *state_scratch; /* the upload thread's: a state as the loader writes it */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     size_t *ready; /* FIFO of slot numbers */
