@@ -86,23 +86,30 @@ void shard_reader_clear(ShardReader *r)
     r->last = NULL;
 }
 
-/* Stops the threads and forgets the epoch's reading (threads not started again). */
-static void reset_epoch(ShardReader *r, uint64_t e)
+/* Stops the fetch threads and forgets what the streams, the buffer and the round-robin
+ * held (threads not started again). */
+static void stop_reading(ShardReader *r)
 {
     shard_fetch_stop(r->fetch);
-    r->start_due = 0; /* the caller says when the new plan may start */
     shard_reader_clear(r);
     free(r->segs);
     r->segs = NULL;
     r->nsegs = 0;
+    r->pending_src = -1;
+    r->drop_left = 0;
+    memset(r->rr, 0, (r->mixing ? r->mix.n : 1) * sizeof *r->rr);
+}
+
+/* Forgets the epoch's reading: epoch e, nothing entered, none delivered. */
+static void reset_epoch(ShardReader *r, uint64_t e)
+{
+    stop_reading(r);
+    r->start_due = 0; /* the caller says when the new plan may start */
     r->epoch = e;
     r->position = 0;
-    r->pending_src = -1;
     r->cur = -1;
     r->cur_open = 0;
-    r->drop_left = 0;
     r->resume_skip = 0;
-    memset(r->rr, 0, (r->mixing ? r->mix.n : 1) * sizeof *r->rr);
 }
 
 /* The epoch's sequence of samples, all consumers together; 0 without every count. */
@@ -199,16 +206,9 @@ static int enter(ShardReader *r, int64_t i)
     ShardOrder *o = r->order;
     int64_t b = (int64_t)(o->hi - o->lo);
     int resampled = r->s.mode == SHARD_MODE_RESAMPLED;
-    shard_fetch_stop(r->fetch);
-    shard_reader_clear(r);
-    free(r->segs);
-    r->segs = NULL;
-    r->nsegs = 0;
+    stop_reading(r);
     r->cur = i;
     r->cur_open = 1;
-    r->pending_src = -1;
-    r->drop_left = 0;
-    memset(r->rr, 0, (r->mixing ? r->mix.n : 1) * sizeof *r->rr);
     /* a partition's buffer is seeded by the partition; the repeats' by their consumer */
     uint64_t seeded = resampled || i == b ? (uint64_t)o->parts + shard_reader_consumer(r)
                                           : (uint64_t)o->lo + (uint64_t)i;
