@@ -1,10 +1,13 @@
 /*
- * libshard — epoch plans: which consumer reads which runs of which shards in an epoch.
+ * libshard — epoch plans: which runs of which shards make a consumer's part of an epoch.
  *
  * A plan is a pure function of the sample counts and the settings (seed, epoch, rank and
  * world size, worker and worker count, mode), so every consumer of a distributed job
- * computes its own part of the same plan without talking to the others. The streaming
- * reader (reader.h) reads what its plan lists; tools and tests can inspect a plan directly.
+ * computes its own part of the same plan without talking to the others. The epoch's
+ * sequence (the shards in the epoch's shuffled order) is the streaming reader's too; the
+ * reader (reader.h) cuts it into canonical partitions that consumers take whole
+ * (formats/order.md), where this plan splits it directly by rank and worker, a contiguous
+ * range each. Tools and tests can inspect a plan directly.
  */
 #ifndef SHARD_PLAN_H
 #define SHARD_PLAN_H
