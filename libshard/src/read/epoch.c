@@ -97,6 +97,7 @@ static void stop_reading(ShardReader *r)
     r->nsegs = 0;
     r->pending_src = -1;
     r->drop_left = 0;
+    r->prefetched = -1;
     memset(r->rr, 0, (r->mixing ? r->mix.n : 1) * sizeof *r->rr);
 }
 
@@ -198,23 +199,30 @@ static int started_done(const ShardOrder *o, uint32_t p)
            (o->len[p] != SHARD_COUNT_UNKNOWN && o->start[p] >= o->len[p]);
 }
 
-/* Enters the block's partition i (B: the repeats): its segments dealt to the streams, its
- * buffer seeded, and, where the reading began inside it, the samples delivered before
- * passed over. The fetch threads start at the next pull. */
-static int enter(ShardReader *r, int64_t i)
+/* The shortest run a partition's plan is split into for its streams. */
+#define SPREAD_LEAST 16
+
+/* Seeds the buffer for the block's partition i (B: the repeats): a partition's by the
+ * partition, the repeats' (and resampled mode's one stream) by their consumer. */
+static void seed_buffer(ShardReader *r, int64_t i)
+{
+    const ShardOrder *o = r->order;
+    int64_t b = (int64_t)(o->hi - o->lo);
+    uint64_t seeded = r->s.mode == SHARD_MODE_RESAMPLED || i == b
+                          ? (uint64_t)o->parts + shard_reader_consumer(r)
+                          : (uint64_t)o->lo + (uint64_t)i;
+    ShardRng rng;
+    shard_rng_init(&rng, r->s.seed, SHARD_RNG_BUFFER, r->epoch, seeded, 0);
+    shard_shuffle_reset(&r->shuffle, &rng);
+}
+
+/* Plans the block's partition i (B: the repeats) and deals its segments to the streams,
+ * each at its start (threads stopped). */
+static int plan_streams(ShardReader *r, int64_t i)
 {
     ShardOrder *o = r->order;
     int64_t b = (int64_t)(o->hi - o->lo);
     int resampled = r->s.mode == SHARD_MODE_RESAMPLED;
-    stop_reading(r);
-    r->cur = i;
-    r->cur_open = 1;
-    /* a partition's buffer is seeded by the partition; the repeats' by their consumer */
-    uint64_t seeded = resampled || i == b ? (uint64_t)o->parts + shard_reader_consumer(r)
-                                          : (uint64_t)o->lo + (uint64_t)i;
-    ShardRng rng;
-    shard_rng_init(&rng, r->s.seed, SHARD_RNG_BUFFER, r->epoch, seeded, 0);
-    shard_shuffle_reset(&r->shuffle, &rng);
     int rc = 0;
     if (!resampled) {
         ShardPlanSettings p;
@@ -241,6 +249,15 @@ static int enter(ShardReader *r, int64_t i)
             p.world_size = (int)o->parts;
             rc = shard_epoch_plan(r->counts, r->nurls, &p, &r->segs, &r->nsegs);
         }
+        /* a partition shorter than `streams` shards: its runs split, every stream reading */
+        if (!rc && o->counted && !r->mixing) {
+            ShardSegList l = {r->segs, r->nsegs, r->nsegs};
+            rc = shard_seglist_spread(&l, r->per, SPREAD_LEAST);
+            r->segs = l.v;
+            r->nsegs = l.n;
+        }
+        for (size_t k = 0; !rc && o->counted && r->mixing && k < r->mix.n; k++)
+            rc = shard_seglist_spread(&r->mix.src[k].segs, r->per, SPREAD_LEAST);
         if (rc)
             return shard_fail(r->err, rc, "reader: cannot plan partition %lld of the epoch",
                               (long long)(o->lo + i));
@@ -261,6 +278,24 @@ static int enter(ShardReader *r, int64_t i)
         st->sim_off = 0;
         st->active = shard_reader_segment(r, k, 0, &seg);
     }
+    return 0;
+}
+
+/* Enters the block's partition i (B: the repeats): its segments dealt to the streams, its
+ * buffer seeded, and, where the reading began inside it, the samples delivered before
+ * passed over. The fetch threads start at the next pull. */
+static int enter(ShardReader *r, int64_t i)
+{
+    ShardOrder *o = r->order;
+    int64_t b = (int64_t)(o->hi - o->lo);
+    int resampled = r->s.mode == SHARD_MODE_RESAMPLED;
+    stop_reading(r);
+    r->cur = i;
+    r->cur_open = 1;
+    seed_buffer(r, i);
+    int rc = plan_streams(r, i);
+    if (rc)
+        return rc;
     atomic_store(&o->entered[i], r->position);
     uint64_t n = resampled ? r->resume_skip : i < b ? o->start[o->lo + (uint32_t)i] : 0;
     r->resume_skip = 0;
@@ -271,6 +306,37 @@ static int enter(ShardReader *r, int64_t i)
     if (!rc)
         r->start_due = 1;
     return rc;
+}
+
+/* The block's partition after cur with samples left, B for the repeats, B + 1 past them. */
+static int64_t following(const ShardReader *r)
+{
+    const ShardOrder *o = r->order;
+    int64_t b = (int64_t)(o->hi - o->lo), i = r->cur + 1;
+    while (i < b && started_done(o, o->lo + (uint32_t)i))
+        i++;
+    return i == b && !o->pad ? b + 1 : i;
+}
+
+/* The partition being read has given all its samples to its buffer, whose draining needs
+ * no fetch thread: the next partition's start reading now, so that its first samples are
+ * ready when the buffer is empty. Not where the next is entered in its middle (a resume:
+ * its replay comes first) or without a next; a failure is met again by enter. */
+static void prefetch(ShardReader *r)
+{
+    int64_t i = following(r), b = (int64_t)(r->order->hi - r->order->lo);
+    if (r->s.mode == SHARD_MODE_RESAMPLED || i > b || r->prefetched >= 0 ||
+        (i < b && r->order->start[r->order->lo + (uint32_t)i]))
+        return;
+    shard_fetch_stop(r->fetch); /* every stream has ended: the threads are done */
+    free(r->segs);
+    r->segs = NULL;
+    r->nsegs = 0;
+    r->pending_src = -1;
+    memset(r->rr, 0, (r->mixing ? r->mix.n : 1) * sizeof *r->rr);
+    if (plan_streams(r, i) || shard_reader_start(r))
+        return; /* enter plans it again and says what fails */
+    r->prefetched = i;
 }
 
 /* Enters the next partition of the block with samples left (then the repeats, if any);
@@ -285,16 +351,21 @@ static int next_partition(ShardReader *r)
         r->cur = b + 1;
         return SHARD_EOS;
     }
-    int64_t i = r->cur + 1;
-    while (i < b && started_done(o, o->lo + (uint32_t)i))
-        i++;
-    if (i == b && !o->pad)
-        i++;
+    int64_t i = following(r);
     if (i > b) {
         r->cur = b + 1;
         return SHARD_EOS;
     }
-    return enter(r, i);
+    if (i != r->prefetched)
+        return enter(r, i);
+    /* its streams read since its predecessor's input ended: the buffer's turn */
+    r->prefetched = -1;
+    r->cur = i;
+    r->cur_open = 1;
+    r->drop_left = 0;
+    seed_buffer(r, i);
+    atomic_store(&r->order->entered[i], r->position);
+    return 0;
 }
 
 /* Source src's stream whose turn it is in the round-robin (the next one still active from
@@ -350,10 +421,9 @@ static ShardItem *pull_from(ShardReader *r, size_t src, int *rc)
     return NULL;
 }
 
-/* The next item of the epoch before the shuffle buffer; NULL at its end. */
-static ShardItem *pull(void *cookie, int *rc)
+/* The next item of the partition before its shuffle buffer; NULL at its end. */
+static ShardItem *pull_next(ShardReader *r, int *rc)
 {
-    ShardReader *r = cookie;
     *rc = 0;
     if (r->start_due) {
         r->start_due = 0;
@@ -372,6 +442,16 @@ static ShardItem *pull(void *cookie, int *rc)
             return it;
     }
     return NULL;
+}
+
+/* pull_next, the next partition's reading begun once this one's input has ended. */
+static ShardItem *pull(void *cookie, int *rc)
+{
+    ShardReader *r = cookie;
+    ShardItem *it = pull_next(r, rc);
+    if (!it && !*rc)
+        prefetch(r);
+    return it;
 }
 
 /* The next sample of the epoch through the shuffle buffer; NULL at its end. */

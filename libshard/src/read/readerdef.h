@@ -73,6 +73,7 @@ struct ShardReader {
     int cur_open;      /* cur has samples to give: not yet drained */
     uint64_t drop_left; /* a partition entered N samples in without counts: N to drop */
     uint64_t resume_skip; /* resampled, resumed on its own topology: samples to pass over */
+    int64_t prefetched; /* the partition whose streams read while cur's buffer drains; -1 */
     uint64_t mix_own_total; /* the mix's length for this topology (a state's may differ) */
     ShardSegment *segs;
     size_t nsegs;
