@@ -26,7 +26,7 @@ uint64_t shard_reader_consumer(const ShardReader *r)
 }
 
 /* Segment n of stream k, or 0 past its last. Resampled epochs draw them. Called on the
- * fetch threads too: it only reads what plan_epoch set while they were stopped. */
+ * fetch threads too: it only reads what plan_streams set while they were stopped. */
 int shard_reader_segment(void *cookie, size_t k, size_t n, ShardSegment *out)
 {
     ShardReader *r = cookie;

@@ -15,7 +15,7 @@
 /* This consumer's number among all (rank * num_workers + worker). */
 SHARD_HIDDEN uint64_t shard_reader_consumer(const ShardReader *r);
 /* Segment n of stream k, or 0 past its last (a ShardSegmentFn: called on the fetch threads
- * too, it only reads what shard_reader_plan set while they were stopped). */
+ * too, it only reads what entering a partition set while they were stopped). */
 SHARD_HIDDEN int shard_reader_segment(void *cookie, size_t k, size_t n, ShardSegment *out);
 /* Starts the fetch threads of the streams that have samples left. */
 SHARD_HIDDEN int shard_reader_start(ShardReader *r);
