@@ -16,54 +16,9 @@
 #include "read/order.h"
 #include "read/partition.h"
 #include "read/readerdef.h"
-#include "read/resume.h"
+#include "read/steps.h"
 #include "read/shuffle.h"
 #include "tar/item.h"
-
-uint64_t shard_reader_consumer(const ShardReader *r)
-{
-    return (uint64_t)r->s.rank * (uint64_t)r->s.num_workers + (uint64_t)r->s.worker;
-}
-
-/* Segment n of stream k, or 0 past its last. Resampled epochs draw them. Called on the
- * fetch threads too: it only reads what plan_streams set while they were stopped. */
-int shard_reader_segment(void *cookie, size_t k, size_t n, ShardSegment *out)
-{
-    ShardReader *r = cookie;
-    if (r->s.mode == SHARD_MODE_RESAMPLED) {
-        /* Draw j of the consumer is its block's partition j mod B, that partition's draw
-         * (its start) + j / B: a generator per (epoch, partition, draw) keeps it O(1), and
-         * a partition's draws the same on any topology. */
-        const ShardOrder *o = r->order;
-        uint64_t b = o->hi - o->lo;
-        if (!r->nurls || !b)
-            return 0;
-        uint64_t j = (uint64_t)k + (uint64_t)n * r->per;
-        uint32_t p = o->lo + (uint32_t)(j % b);
-        uint64_t d = o->draws[p] + j / b;
-        ShardRng g;
-        shard_rng_init(&g, r->s.seed, SHARD_RNG_RESAMPLE, r->epoch, p, d);
-        out->shard = (uint32_t)shard_rng_below(&g, r->nurls);
-        out->flags = 0;
-        uint64_t x = ((uint64_t)p << 40) ^ d; /* a shard drawn again: another reading */
-        out->round = (uint32_t)(shard_splitmix64(&x) & 0xffffff);
-        out->first = 0;
-        out->count = r->counts[out->shard];
-        return 1;
-    }
-    const ShardSegment *segs = r->segs;
-    size_t nsegs = r->nsegs;
-    if (r->mixing) {
-        segs = r->mix.src[k / r->per].segs.v;
-        nsegs = r->mix.src[k / r->per].segs.n;
-        k %= r->per;
-    }
-    size_t i = k + n * r->per;
-    if (i >= nsegs)
-        return 0;
-    *out = segs[i];
-    return 1;
-}
 
 int shard_reader_start(ShardReader *r)
 {
@@ -368,22 +323,6 @@ static int next_partition(ShardReader *r)
     return 0;
 }
 
-/* Source src's stream whose turn it is in the round-robin (the next one still active from
- * its rr); NULL when all of them have ended. The data path and the replay share this order. */
-ReaderStream *shard_reader_turn(ShardReader *r, size_t src)
-{
-    ReaderStream *first = &r->streams[src * r->per];
-    for (size_t tries = 0; tries < r->per; tries++) {
-        if (first[r->rr[src]].active)
-            return &first[r->rr[src]];
-        r->rr[src] = (r->rr[src] + 1) % r->per;
-    }
-    return NULL;
-}
-
-/* The source of the next sample (always 0 unless mixing); -1 at the end of a mix. */
-int shard_reader_source(ShardReader *r) { return r->mixing ? shard_mix_next(&r->mix) : 0; }
-
 /* The next item of source src in round-robin order over its streams; NULL when they
  * have all ended. */
 static ShardItem *pull_from(ShardReader *r, size_t src, int *rc)
@@ -452,15 +391,6 @@ static ShardItem *pull(void *cookie, int *rc)
     if (!it && !*rc)
         prefetch(r);
     return it;
-}
-
-/* The next sample of the epoch through the shuffle buffer; NULL at its end. */
-ShardItem *shard_reader_step(ShardReader *r, ShardPullFn pullf, int *rc)
-{
-    *rc = 0;
-    if (r->s.mode == SHARD_MODE_RESAMPLED && r->s.epoch_samples && r->position >= r->s.epoch_samples)
-        return NULL;
-    return shard_shuffle_step(&r->shuffle, pullf, r, rc);
 }
 
 /* Resampled mode: notes the draw a sample came from, for the state. */

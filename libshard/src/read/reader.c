@@ -24,6 +24,7 @@
 #include "read/resume.h"
 #include "read/shuffle.h"
 #include "read/state.h"
+#include "read/steps.h"
 #include "shard/reader.h"
 #include "tar/item.h"
 

@@ -1,6 +1,7 @@
 /*
- * The streaming reader's insides, shared by its three files: the handle (reader.c), an
- * epoch's order (epoch.c) and a restore's replay (resume.c). It puts together the shard
+ * The streaming reader's insides, shared by its files: the handle (reader.c), an epoch's
+ * reading partition after partition (epoch.c), a partition's steps and their replay
+ * (steps.c), a restore (resume.c) and states (state.c). It puts together the shard
  * list (catalog/list.c), the epoch plan (plan.c) or a mix (mix.c), the fetch stage
  * (fetch.c) and the shuffle buffer (shuffle.c).
  *

@@ -1,91 +1,17 @@
 /*
- * A restore (resume.h): the state's epoch planned with its partitions and cut; and the
- * replay of a partition entered in its middle, on sample identities alone, so that the
- * samples delivered before are never read.
+ * A restore (resume.h): the state's epoch planned with its partitions and cut; the
+ * partitions entered in their middle are replayed when the reading reaches them
+ * (steps.c), so that the samples delivered before are never read.
  */
-#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "base/error.h"
 #include "read/epoch.h"
+#include "read/order.h"
+#include "read/partition.h"
 #include "read/readerdef.h"
 #include "read/resume.h"
-#include "read/partition.h"
-#include "read/shuffle.h"
 #include "read/state.h"
-#include "tar/item.h"
-
-/* pull_from for the replay: the identity of source src's next sample. */
-static ShardItem *pull_sim_from(ShardReader *r, size_t src, int *rc)
-{
-    ReaderStream *st;
-    while ((st = shard_reader_turn(r, src))) {
-        size_t k = (size_t)(st - r->streams);
-        ShardSegment seg;
-        int ok = shard_reader_segment(r, k, st->sim_seg, &seg);
-        while (ok && st->sim_off >= seg.count) {
-            st->sim_seg++;
-            st->sim_off = 0;
-            ok = shard_reader_segment(r, k, st->sim_seg, &seg);
-        }
-        if (!ok) { /* the stream's END */
-            st->active = 0;
-            r->rr[src] = (r->rr[src] + 1) % r->per;
-            continue;
-        }
-        ShardItem *it = shard_item_identity(seg.shard, seg.first + st->sim_off);
-        if (it) {
-            it->repeat = (seg.flags & SHARD_SEGMENT_REPEAT) != 0;
-            it->round = seg.round;
-        }
-        if (!it) {
-            *rc = shard_fail(r->err, SHARD_ERR_NOMEM, "out of memory");
-            return NULL;
-        }
-        st->sim_off++;
-        r->rr[src] = (r->rr[src] + 1) % r->per;
-        return it;
-    }
-    return NULL;
-}
-
-/* The identity of the next sample of the round-robin, advancing the replay state. */
-static ShardItem *pull_sim(void *cookie, int *rc)
-{
-    ShardReader *r = cookie;
-    *rc = 0;
-    int src;
-    while ((src = shard_reader_source(r)) >= 0) {
-        ShardItem *it = pull_sim_from(r, (size_t)src, rc);
-        if (it || *rc || !r->mixing)
-            return it;
-    }
-    return NULL;
-}
-
-int shard_reader_replay(ShardReader *r, uint64_t n)
-{
-    int rc = 0;
-    for (uint64_t i = 0; i < n; i++) {
-        ShardItem *it = shard_reader_step(r, pull_sim, &rc);
-        if (rc)
-            return rc;
-        if (!it)
-            return shard_fail(r->err, SHARD_ERR_INVALID,
-                              "reader: the state delivers %llu samples of partition %lld, "
-                              "which has %llu",
-                              (unsigned long long)n, (long long)(r->order->lo + r->cur),
-                              (unsigned long long)i);
-        shard_item_release(it);
-    }
-    /* Each stream starts where the replay left it. */
-    for (size_t k = 0; k < r->nstreams; k++) {
-        ReaderStream *st = &r->streams[k];
-        st->start_seg = st->sim_seg;
-        st->start_off = st->sim_off;
-    }
-    return shard_shuffle_load(&r->shuffle, r->list, r->s.remote, r->err);
-}
 
 int shard_reader_resume(ShardReader *r, const ShardStateIn *in)
 {
