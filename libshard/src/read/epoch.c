@@ -154,9 +154,6 @@ static int started_done(const ShardOrder *o, uint32_t p)
            (o->len[p] != SHARD_COUNT_UNKNOWN && o->start[p] >= o->len[p]);
 }
 
-/* The shortest run a partition's plan is split into for its streams. */
-#define SPREAD_LEAST 16
-
 /* Seeds the buffer for the block's partition i (B: the repeats): a partition's by the
  * partition, the repeats' (and resampled mode's one stream) by their consumer. */
 static void seed_buffer(ShardReader *r, int64_t i)
@@ -204,15 +201,6 @@ static int plan_streams(ShardReader *r, int64_t i)
             p.world_size = (int)o->parts;
             rc = shard_epoch_plan(r->counts, r->nurls, &p, &r->segs, &r->nsegs);
         }
-        /* a partition shorter than `streams` shards: its runs split, every stream reading */
-        if (!rc && o->counted && !r->mixing) {
-            ShardSegList l = {r->segs, r->nsegs, r->nsegs};
-            rc = shard_seglist_spread(&l, r->per, SPREAD_LEAST);
-            r->segs = l.v;
-            r->nsegs = l.n;
-        }
-        for (size_t k = 0; !rc && o->counted && r->mixing && k < r->mix.n; k++)
-            rc = shard_seglist_spread(&r->mix.src[k].segs, r->per, SPREAD_LEAST);
         if (rc)
             return shard_fail(r->err, rc, "reader: cannot plan partition %lld of the epoch",
                               (long long)(o->lo + i));

@@ -27,29 +27,6 @@ int shard_seglist_push(ShardSegList *l, uint32_t shard, uint64_t first, uint64_t
     return 0;
 }
 
-int shard_seglist_spread(ShardSegList *l, size_t streams, uint64_t least)
-{
-    while (l->n < streams) {
-        size_t big = l->n;
-        for (size_t i = 0; i < l->n; i++)
-            if (l->v[i].count != SHARD_COUNT_UNKNOWN && l->v[i].count >= 2 * least &&
-                (big == l->n || l->v[i].count > l->v[big].count))
-                big = i;
-        if (big == l->n)
-            return 0; /* every run too short to split */
-        if (shard_array_grow(&l->v, &l->cap, l->n + 1, sizeof *l->v, 16))
-            return SHARD_ERR_NOMEM;
-        memmove(&l->v[big + 2], &l->v[big + 1], (l->n - big - 1) * sizeof *l->v);
-        ShardSegment *a = &l->v[big], *b = &l->v[big + 1];
-        *b = *a;
-        a->count /= 2;
-        b->first += a->count;
-        b->count -= a->count;
-        l->n++;
-    }
-    return 0;
-}
-
 uint32_t *shard_plan_order(size_t n, uint64_t seed, uint64_t pass, uint64_t source, int shuffle)
 {
     uint32_t *order = malloc((n ? n : 1) * sizeof *order);

@@ -21,11 +21,6 @@ typedef struct ShardSegList {
 SHARD_HIDDEN int shard_seglist_push(ShardSegList *l, uint32_t shard, uint64_t first,
                                     uint64_t count, uint32_t flags, uint32_t round);
 
-/* Splits l's longest runs in halves (none shorter than least samples) until it has
- * `streams` of them, so that a short range still gives every stream a run to read.
- * 0 or SHARD_ERR_NOMEM. */
-SHARD_HIDDEN int shard_seglist_spread(ShardSegList *l, size_t streams, uint64_t least);
-
 /* The order of n shards for one pass over them: shuffled from (seed, pass, source) when
  * shuffle is set. A single source's pass is its epoch (source 0). malloc'd; NULL. */
 SHARD_HIDDEN uint32_t *shard_plan_order(size_t n, uint64_t seed, uint64_t pass, uint64_t source,
