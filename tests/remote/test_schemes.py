@@ -71,6 +71,24 @@ def test_resume_reads_only_what_it_needs(run, root, remote, which):
     assert fetched < size / 4, (fetched, size)
 
 
+@pytest.mark.parametrize("which", ["tar", "zst"])
+def test_a_local_state_resumes_on_three_ranks_over_the_network(run, root, remote, which):
+    """A state taken on one consumer of local shards restores 3 ranks reading the same
+    shards remotely (the elastic order): before and after, every sample once."""
+    base, env = remote
+    spec = SETS[which]
+    args = ["--seed", "5", "--shuffle", "30", "--partitions", "12", "--mode", "exact"]
+    head = run("stream", f"{root}/data/{spec}", *args, "--samples", "130")
+    state = re.search(r"^state: (\S+)$", head.err, re.M).group(1)
+    seen = [l.split("\t")[0] for l in head.lines]
+    for rank in range(3):
+        r = run("stream", f"{base}/{spec}", *args, "--rank", str(rank), "--world-size", "3",
+                "--state", state, env=env)
+        assert r.rc == 0, r.err
+        seen += [l.split("\t")[0] for l in r.lines]
+    assert len(seen) == len(set(seen)) == 320
+
+
 def test_dataset_matches_local(remote, root, monkeypatch, ShardDataset):  # noqa: N803
     """ShardDataset (raw samples and decoded batches) over each scheme, as over local files."""
     import torch

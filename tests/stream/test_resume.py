@@ -267,3 +267,19 @@ def test_the_control_a_state_of_another_cut_loses_or_repeats(stream, ds):
     tails = stream.many([base + split_args(r, 3, 0, 1) + ["--state", early] for r in range(3)])
     seen = [key for res in heads + tails for key in res.ok().keys]
     assert dupes(seen)
+
+
+def test_a_resampled_state_draws_on_on_another_topology(stream, ds):
+    """Resampled mode has no exactly-once: a state taken on one consumer restores 2 ranks,
+    each going on from its partitions' next draws for the rest of epoch_samples."""
+    args = [ds.manifest, "--seed", str(SEED), "--mode", "resampled", "--epoch-samples", "120",
+            "--partitions", "4", "--shuffle", "10"]
+    head = stream(*args, "--samples", "50").ok()
+    st = parse_state(head.state)
+    assert int(st["pairs"]["draws"]) >= 1 and st["pairs"]["delivered"] == "50", head.state
+    tails = [stream(*args, *split_args(r, 2, 0, 1, mode="resampled"), "--state", head.state).ok()
+             for r in (0, 1)]
+    for t in tails:
+        assert len(t.keys) == 70 and set(t.keys) <= set(ds.all_keys)
+    fresh = stream(*args, *split_args(0, 2, 0, 1, mode="resampled")).ok()
+    assert tails[0].keys != fresh.keys[:70], "rank 0 went on, not from the epoch's first draws"

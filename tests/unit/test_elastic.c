@@ -63,6 +63,7 @@ typedef struct Config {
     int pad;
     size_t shuffle, streams;
     uint32_t partitions;
+    uint64_t epoch_samples; /* per consumer of the topology the epoch begins on */
 } Config;
 
 typedef struct Topo {
@@ -108,6 +109,7 @@ static void loader_settings(const Config *c, const Topo *t, int rank, int worker
     r->streams = c->streams;
     r->queue_depth = 4;
     r->partitions = c->partitions;
+    r->epoch_samples = c->epoch_samples;
     r->rank = rank;
     r->world_size = t->world;
     r->worker = worker;
@@ -236,14 +238,15 @@ Test(elastic, every_sample_once_over_topologies_cut_points_and_modes)
     static const Topo topos[] = {{1, 1, 8}, {4, 2, 5}, {3, 2, 4}, {2, 3, 6}, {8, 1, 3},
                                  {2, 2, 7}, {1, 4, 4}, {6, 1, 5}, {3, 1, 16}, {1, 2, 9}};
     static const Config configs[] = {
-        {0, SHARD_MODE_EXACT, 0, 0, 1, 24},   {0, SHARD_MODE_EXACT, 0, 30, 3, 24},
-        {0, SHARD_MODE_EQUAL, 0, 17, 2, 24},  {0, SHARD_MODE_EQUAL, 1, 40, 3, 48},
-        {1, SHARD_MODE_EXACT, 0, 25, 2, 24},  {1, SHARD_MODE_EQUAL, 0, 9, 2, 24},
-        {1, SHARD_MODE_EQUAL, 1, 60, 2, 24},  {0, SHARD_MODE_EXACT, 0, 200, 4, 48},
+        {0, SHARD_MODE_EXACT, 0, 0, 1, 24, 0},   {0, SHARD_MODE_EXACT, 0, 30, 3, 24, 0},
+        {0, SHARD_MODE_EQUAL, 0, 17, 2, 24, 0},  {0, SHARD_MODE_EQUAL, 1, 40, 3, 48, 0},
+        {1, SHARD_MODE_EXACT, 0, 25, 2, 24, 0},  {1, SHARD_MODE_EQUAL, 0, 9, 2, 24, 0},
+        {1, SHARD_MODE_EQUAL, 1, 60, 2, 24, 0},  {0, SHARD_MODE_EXACT, 0, 200, 4, 48, 0},
+        {0, SHARD_MODE_EXACT, 0, 20, 2, 24, 37}, {1, SHARD_MODE_EQUAL, 0, 30, 3, 24, 41},
     };
     const size_t nt = sizeof topos / sizeof *topos, nc = sizeof configs / sizeof *configs;
     int cases = 0;
-    for (int round = 0; round < 24; round++) {
+    for (int round = 0; round < 30; round++) {
         const Config *c = &configs[round % nc];
         const Topo *a = &topos[below(nt)], *b = &topos[below(nt)], *z = &topos[below(nt)];
         if (round == 0) { /* the pairs the issue names */
@@ -290,7 +293,7 @@ Test(elastic, every_sample_once_over_topologies_cut_points_and_modes)
         free(parts.v);
         cases++;
     }
-    cr_assert_eq(cases, 24);
+    cr_assert_eq(cases, 30);
 }
 
 Test(elastic, the_control_a_resume_that_ignores_the_cut_repeats_samples)
@@ -298,7 +301,7 @@ Test(elastic, the_control_a_resume_that_ignores_the_cut_repeats_samples)
     /* The same run restored from the epoch's start instead of the cut: the check above
      * sees the repeats. */
     urls_a[0] = make_source(0, "a", NA, 13);
-    Config c = {0, SHARD_MODE_EXACT, 0, 30, 3, 24};
+    Config c = {0, SHARD_MODE_EXACT, 0, 30, 3, 24, 0};
     Topo a = {2, 2, 5}, b = {3, 1, 4};
     Run whole = {0}, parts = {0}, none = {0};
     free(run(&c, &a, NULL, UINT64_MAX, &whole));
@@ -344,7 +347,7 @@ Test(elastic, a_partitions_samples_come_in_the_same_order_on_every_topology)
     urls_a[0] = make_source(0, "a", NA, 13);
     urls_b[0] = make_source(1, "b", NB, 7);
     for (int mixed = 0; mixed < 2; mixed++) {
-        Config c = {mixed, SHARD_MODE_EXACT, 0, 20, 2, 12};
+        Config c = {mixed, SHARD_MODE_EXACT, 0, 20, 2, 12, 0};
         static const Topo topos[] = {{1, 1, 4}, {2, 2, 4}, {4, 1, 4}, {3, 4, 4}};
         char(*first)[16] = calloc(NA + NB, 16), (*other)[16] = calloc(NA + NB, 16);
         size_t n0, n;
