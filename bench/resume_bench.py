@@ -30,6 +30,7 @@ sys.path.insert(0, str(REPO / "build" / "python"))
 import servers  # noqa: E402
 
 import libshard  # noqa: E402
+from libshard.torch import ShardDataset  # noqa: E402
 from libshard.writer import ShardWriter  # noqa: E402
 
 
@@ -64,6 +65,20 @@ def first(reader, state=None):
     rs = reader.remote_stats()
     reader.stop()
     return took, rs["bytes"], rs["requests"]
+
+
+def first_dataset(url, kw, state=None):
+    """Seconds from ShardDataset.load_state_dict (or the start) to the first sample, as a
+    training loop resumes (decode=False: the samples are not images)."""
+    ds = ShardDataset(url, decode=False, **kw)
+    t = time.perf_counter()
+    if state:
+        ds.load_state_dict({"epoch": 0, "seed": kw["seed"], "state": state})
+    it = iter(ds)
+    next(it)
+    took = time.perf_counter() - t
+    del it, ds
+    return took
 
 
 def main():
@@ -118,6 +133,11 @@ def main():
                 t, b, q = med[k]
                 print(f"        {k} at sample {cut}: {t * 1e3:7.1f} ms{read(b, q)}; "
                       f"/ fresh {t / f:.2f}")
+            dkw = dict(seed=1, shuffle=a.shuffle, streams=4, rank=0, world_size=1)
+            fresh = statistics.median(first_dataset(url, dkw) for _ in range(a.rounds))
+            back = statistics.median(first_dataset(url, dkw, state) for _ in range(a.rounds))
+            print(f"        ShardDataset: load_state_dict to the first sample {back * 1e3:7.1f} "
+                  f"ms, a fresh one {fresh * 1e3:7.1f} ms; / fresh {back / fresh:.2f}")
         # a rank's whole share over HTTP: rank 0's starts at a shard, rank 1's inside one
         print("  http, each rank of 3 reading its whole share (no shuffle buffer):")
         ranks(places["http"], streams=4)
