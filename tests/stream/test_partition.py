@@ -245,3 +245,16 @@ def test_bad_split_arguments_rejected(stream, ds):
         assert r.rc == 2, (extra, r)  # usage errors
         assert r.lines == [], extra
         assert any(f"{flag}=" in r.err for flag in extra if flag.startswith("--")), r.err
+
+
+def test_equal_mode_refuses_more_partitions_than_samples(stream, ds):
+    """Every partition the same length: more partitions than samples would leave none (with
+    --pad, only repeats), refused by name; as many as the samples read every one."""
+    n = ds.total
+    for extra in ([], ["--pad"]):
+        r = stream(ds.manifest, "--seed", "1", "--mode", "equal", "--partitions", str(n + 1),
+                   *extra)
+        assert r.rc == 1 and r.lines == [], r
+        assert f"{n} samples in partitions={n + 1} leave none" in r.err, r.err
+    r = stream(ds.manifest, "--seed", "1", "--mode", "equal", "--partitions", str(n)).ok()
+    assert sorted(r.keys) == sorted(ds.all_keys)

@@ -117,6 +117,12 @@ int shard_reader_plan(ShardReader *r, uint64_t e, uint32_t parts, uint64_t total
     char msg[SHARD_ERROR_MAX];
     if (shard_partition_check(parts, s->world_size, s->num_workers, s->mode, msg))
         return shard_fail(r->err, SHARD_ERR_INVALID, "reader: %s", msg);
+    if (counted && s->mode == SHARD_MODE_EQUAL && t && t < parts)
+        return shard_fail(r->err, SHARD_ERR_INVALID,
+                          "reader: equal mode gives every partition the same number of samples, "
+                          "and %llu samples in partitions=%u leave none (with pad: only "
+                          "repeats): set partitions to at most %llu",
+                          (unsigned long long)t, parts, (unsigned long long)t);
     uint64_t *len = NULL, length = 0;
     if (counted && s->mode != SHARD_MODE_RESAMPLED) {
         length = shard_partition_total(t, parts, s->mode, s->pad);
