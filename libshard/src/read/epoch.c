@@ -41,19 +41,26 @@ void shard_reader_clear(ShardReader *r)
     r->last = NULL;
 }
 
-/* Stops the fetch threads and forgets what the streams, the buffer and the round-robin
- * held (threads not started again). */
-static void stop_reading(ShardReader *r)
+/* Stops the fetch threads and forgets the streams' segments and the round-robin (the
+ * buffer keeps what it holds). */
+static void stop_streams(ShardReader *r)
 {
     shard_fetch_stop(r->fetch);
-    shard_reader_clear(r);
     free(r->segs);
     r->segs = NULL;
     r->nsegs = 0;
     r->pending_src = -1;
+    memset(r->rr, 0, (r->mixing ? r->mix.n : 1) * sizeof *r->rr);
+}
+
+/* stop_streams, and the buffer's and the streams' holds forgotten too (threads not started
+ * again). */
+static void stop_reading(ShardReader *r)
+{
+    stop_streams(r);
+    shard_reader_clear(r);
     r->drop_left = 0;
     r->prefetched = -1;
-    memset(r->rr, 0, (r->mixing ? r->mix.n : 1) * sizeof *r->rr);
 }
 
 /* Forgets the epoch's reading: epoch e, nothing entered, none delivered. */
@@ -174,6 +181,17 @@ static void seed_buffer(ShardReader *r, int64_t i)
     shard_shuffle_reset(&r->shuffle, &rng);
 }
 
+/* Makes the block's partition i the one being read: its buffer seeded, nothing to drop,
+ * the position it begins at noted (for a state without counts). */
+static void open_partition(ShardReader *r, int64_t i)
+{
+    r->cur = i;
+    r->cur_open = 1;
+    r->drop_left = 0;
+    seed_buffer(r, i);
+    atomic_store(&r->order->entered[i], r->position);
+}
+
 /* Plans the block's partition i (B: the repeats) and deals its segments to the streams,
  * each at its start (threads stopped). */
 static int plan_streams(ShardReader *r, int64_t i)
@@ -239,13 +257,10 @@ static int enter(ShardReader *r, int64_t i)
     int64_t b = (int64_t)(o->hi - o->lo);
     int resampled = r->s.mode == SHARD_MODE_RESAMPLED;
     stop_reading(r);
-    r->cur = i;
-    r->cur_open = 1;
-    seed_buffer(r, i);
+    open_partition(r, i);
     int rc = plan_streams(r, i);
     if (rc)
         return rc;
-    atomic_store(&o->entered[i], r->position);
     uint64_t n = resampled ? r->resume_skip : i < b ? o->start[o->lo + (uint32_t)i] : 0;
     r->resume_skip = 0;
     if (n && r->counts_known && !r->s.skip_errors)
@@ -277,12 +292,7 @@ static void prefetch(ShardReader *r)
     if (r->s.mode == SHARD_MODE_RESAMPLED || i > b || r->prefetched >= 0 ||
         (i < b && r->order->start[r->order->lo + (uint32_t)i]))
         return;
-    shard_fetch_stop(r->fetch); /* every stream has ended: the threads are done */
-    free(r->segs);
-    r->segs = NULL;
-    r->nsegs = 0;
-    r->pending_src = -1;
-    memset(r->rr, 0, (r->mixing ? r->mix.n : 1) * sizeof *r->rr);
+    stop_streams(r); /* every stream has ended: the threads are done */
     if (plan_streams(r, i) || shard_reader_start(r))
         return; /* enter plans it again and says what fails */
     r->prefetched = i;
@@ -309,11 +319,7 @@ static int next_partition(ShardReader *r)
         return enter(r, i);
     /* its streams read since its predecessor's input ended: the buffer's turn */
     r->prefetched = -1;
-    r->cur = i;
-    r->cur_open = 1;
-    r->drop_left = 0;
-    seed_buffer(r, i);
-    atomic_store(&r->order->entered[i], r->position);
+    open_partition(r, i);
     return 0;
 }
 

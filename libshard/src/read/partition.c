@@ -290,11 +290,11 @@ static void take_from(uint64_t *pos, const uint64_t *len, uint32_t lo, uint32_t 
 void shard_cut_advance_each(uint64_t *pos, const uint64_t *len, uint32_t p, int world,
                             int workers, uint64_t unit, uint64_t units)
 {
+    uint64_t n = units > UINT64_MAX / (unit ? unit : 1) ? UINT64_MAX : units * unit;
     for (int r = 0; r < world; r++)
         for (int w = 0; w < workers; w++) {
             uint32_t lo, hi;
             shard_partition_block(p, world, workers, r, w, &lo, &hi);
-            uint64_t n = units > UINT64_MAX / (unit ? unit : 1) ? UINT64_MAX : units * unit;
             take_from(pos, len, lo, hi, n);
         }
 }
@@ -312,11 +312,8 @@ int shard_cut_advance(uint64_t *pos, const uint64_t *len, uint32_t p, int world,
     for (int r = 0; r < world; r++) {
         /* each worker's batches still to come, and how many of them it delivered */
         for (int w = 0; w < workers; w++) {
-            uint32_t lo, hi;
-            shard_partition_block(p, world, workers, r, w, &lo, &hi);
-            uint64_t rest = pads ? pads[r * workers + w] : 0;
-            for (uint32_t i = lo; i < hi; i++)
-                rest += len[i] - pos[i];
+            uint64_t rest = shard_cut_rest(pos, len, p, world, workers, r, w) +
+                            (pads ? pads[r * workers + w] : 0);
             left[w] = shard_cut_batches(rest, batch_size, drop_last);
             got[w] = 0;
         }
