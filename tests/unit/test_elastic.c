@@ -372,3 +372,36 @@ Test(elastic, a_partitions_samples_come_in_the_same_order_on_every_topology)
         free(other);
     }
 }
+
+Test(elastic, states_merge_and_malformed_ones_are_refused)
+{
+    urls_a[0] = make_source(0, "a", NA, 13);
+    Config c = {0, SHARD_MODE_EXACT, 0, 10, 2, 12, 0};
+    Topo t = {2, 1, 5};
+    ShardLoaderSettings s;
+    loader_settings(&c, &t, 1, 0, &s);
+    ShardReader *r;
+    ShardError err;
+    cr_assert_eq(shard_reader_open(&r, &s.reader, &err), 0, "%s", err.message);
+    const char *key, *url;
+    const ShardFieldView *f;
+    size_t nf;
+    for (int i = 0; i < 17; i++)
+        cr_assert_eq(shard_reader_next(r, &key, &url, &f, &nf), 0);
+    char *state = malloc(SHARD_READER_STATE_MAX), *merged = malloc(SHARD_READER_STATE_MAX);
+    cr_assert_eq(shard_reader_state(r, state, SHARD_READER_STATE_MAX), 0);
+    shard_reader_free(&r);
+    const char *same[] = {state, state};
+    cr_assert_eq(shard_reader_state_merge(same, 2, merged, SHARD_READER_STATE_MAX, &err), 0,
+                 "%s", err.message);
+    cr_assert_str_eq(strchr(merged, ';'), strchr(state, ';'));
+    const char *bad[] = {"v3:5;0:0", "v3:;", "v3:1:2:;0:d", "v2:0:5:7:x=1", "", "v3:1:2:partitions=x;0:0"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        const char *one[] = {bad[i]};
+        cr_assert_eq(shard_reader_state_merge(one, 1, merged, SHARD_READER_STATE_MAX, &err),
+                     SHARD_ERR_INVALID, "%s", bad[i]);
+        cr_assert(err.message[0], "%s: no message", bad[i]);
+    }
+    free(state);
+    free(merged);
+}

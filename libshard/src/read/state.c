@@ -345,6 +345,16 @@ int shard_reader_state_check(ShardReader *r, const char *state, ShardStateIn *in
 
 /* ---- merging the states of a job's consumers ------------------------------------------ */
 
+/* The pairs of a state (between "v3:EPOCH:SEED:" and ';'); the count, or -1. */
+static int state_pairs(const char *state, Pair *out)
+{
+    int at = 0;
+    const char *cut = strchr(state, ';');
+    if (sscanf(state, "v3:%*u:%*u:%n", &at) != 0 || !at || !cut || state + at > cut)
+        return -1;
+    return parse_pairs(state + at, cut, out, MAX_PAIRS);
+}
+
 /* The part of a state's settings every consumer's shares: up to ';' without the pairs of
  * the consumer that took it. */
 static int common_part(const char *state, char *out, size_t cap)
@@ -387,8 +397,7 @@ int shard_reader_state_merge(const char *const *states, size_t n, char *buf, siz
     }
     Pair pairs[MAX_PAIRS];
     const char *cut0 = strchr(states[0], ';');
-    int np = parse_pairs(strchr(strchr(strchr(states[0], ':') + 1, ':') + 1, ':') + 1, cut0,
-                         pairs, MAX_PAIRS);
+    int np = state_pairs(states[0], pairs);
     unsigned long long parts, world, workers;
     if (np < 0 || number_of(pairs, np, "partitions", 0, &parts) || !parts ||
         parts > SHARD_PARTITIONS_MAX || number_of(pairs, np, "world_size", 1, &world) ||
@@ -420,9 +429,7 @@ int shard_reader_state_merge(const char *const *states, size_t n, char *buf, siz
             break;
         }
         Pair mine[MAX_PAIRS];
-        const char *cut = strchr(states[k], ';');
-        int nm = parse_pairs(strchr(strchr(strchr(states[k], ':') + 1, ':') + 1, ':') + 1, cut,
-                             mine, MAX_PAIRS);
+        int nm = state_pairs(states[k], mine);
         unsigned long long rank, worker;
         uint32_t lo = 0, hi = 0;
         if (nm >= 0 && !number_of(mine, nm, "rank", world, &rank) &&
