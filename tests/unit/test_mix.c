@@ -297,7 +297,7 @@ Test(mix, a_state_is_refused_by_a_mix_of_other_weights_or_sources)
 Test(mix, waits_in_slices_give_the_same_mix)
 {
     ShardReaderSettings s;
-    pad = 20000; /* large samples: the fetch threads fall behind, and takes must wait */
+    pad = 100000; /* large samples: the fetch threads fall behind, and takes must wait */
     mix_settings(&s, 0.6, 0.4);
     pad = 0;
     s.shuffle_buffer = 20;

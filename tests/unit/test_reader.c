@@ -317,7 +317,7 @@ Test(reader, a_drawn_seed_gives_way_to_the_states_and_older_states_say_how_to_go
 
 Test(reader, waits_in_slices_give_the_same_sequence)
 {
-    pad = 20000; /* large samples: the fetch threads fall behind, and takes must wait */
+    pad = 100000; /* large samples: the fetch threads fall behind, and takes must wait */
     const char *urls[] = {make_shards(".tar")};
     ShardReaderSettings s;
     settings(&s, urls);
