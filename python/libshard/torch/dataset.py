@@ -195,14 +195,15 @@ class ShardDataset(torch.utils.data.IterableDataset):
     def _drop(self):
         return bool(self.settings.get("drop_last")) if self.decode else False
 
-    def _planner(self, rank, world, workers, make_indexes=None):
-        """A Reader of this epoch's order for the first worker of rank `rank` that reads
-        nothing (until iterated): for counts and states."""
+    def _planner(self, rank, world, workers, make_indexes=None, epoch=None):
+        """A Reader of an epoch's order (None: the next iteration's) for the first worker
+        of rank `rank` that reads nothing (until iterated): for counts and states."""
         args = self._reader_args(world)
         if make_indexes:
             args["make_indexes"] = make_indexes
-        return _libshard.Reader(self.urls, epoch=self.epoch, rank=rank, world_size=world,
-                                worker=0, num_workers=workers, queue_depth=1, **args)
+        return _libshard.Reader(self.urls, epoch=self.epoch if epoch is None else epoch,
+                                rank=rank, world_size=world, worker=0, num_workers=workers,
+                                queue_depth=1, **args)
 
     def _adopt(self, source):
         # one inherited through fork is let go without being freed (the extension knows it

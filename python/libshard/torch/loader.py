@@ -152,9 +152,7 @@ class ShardLoader(torch.utils.data.DataLoader):
         key = (epoch, start, rank, world, len(self._states))
         if self._planner is None or self._planner[0] != key:
             self._planner = None
-            reader = _libshard.Reader(ds.urls, epoch=epoch, rank=rank, world_size=world,
-                                      worker=0, num_workers=len(self._states), queue_depth=1,
-                                      **ds._reader_args(world))
+            reader = ds._planner(rank, world, len(self._states), epoch=epoch)
             if start:
                 reader.restore(start)
             self._planner = (key, reader)
@@ -166,10 +164,8 @@ class ShardLoader(torch.utils.data.DataLoader):
         if not self._batches:
             return self._start
         planner = self._plan(self._run_epoch, self._start)
-        bs = ds.setting("batch_size") if ds.decode else 1
-        drop = bool(ds.settings.get("drop_last")) if ds.decode else False
-        if planner.rank_batches(bs, drop) is not None:
-            return planner.state_after(self._batches, bs, drop, self._first)
+        if planner.rank_batches(ds._unit(), ds._drop()) is not None:
+            return planner.state_after(self._batches, ds._unit(), ds._drop(), self._first)
         # without counts (or resampled) each worker's state says its own partitions
         return _libshard.merge_states([s for s in self._states if s])
 
