@@ -83,7 +83,11 @@ static int loader_open(LoaderObject *self, const ShardLoaderSettings *s, PyObjec
     LoaderOpen o = {s, NULL, {0}};
     int rc;
     if (shard_py_blocking(loader_open_fn, &o, self->base.rm, &rc)) {
-        shard_loader_free(&o.l); /* Ctrl-C while it listed the shards */
+        /* Ctrl-C while it listed the shards: its producer may already read, and its
+         * threads log retries under the GIL, so they are joined without it */
+        Py_BEGIN_ALLOW_THREADS
+        shard_loader_free(&o.l);
+        Py_END_ALLOW_THREADS
         return -1;
     }
     self->base.h = o.l;
@@ -102,8 +106,7 @@ static int Loader_init(LoaderObject *self, PyObject *args, PyObject *kw)
                             {&shard_py_transform_table, &s.transform}};
     PyObject *values[2], *keep = NULL;
     ShardPySpecs sp;
-    loader_free(&self->base.h);
-    shard_remote_free(&self->base.rm);
+    shard_py_stream_clear(&self->base); /* a second __init__: the last loader goes first */
     int rc = shard_py_stream_settings(&loader_signature, args, kw, &s.reader, more, 2, values,
                                       &sp, &self->base.rm, &keep);
     PyObject *gpu = rc || values[1] == Py_None ? NULL : values[1];

@@ -56,15 +56,17 @@ static int Reader_init(ShardPyStream *self, PyObject *args, PyObject *kw)
     shard_reader_default_settings(&s);
     PyObject *urls, *keep = NULL;
     ShardPySpecs sp;
-    self->ops->free(&self->h);
-    shard_remote_free(&self->rm);
+    shard_py_stream_clear(self); /* a second __init__: the last reader goes first */
     int rc = shard_py_stream_settings(&reader_signature, args, kw, &s, NULL, 0, &urls, &sp,
                                       &self->rm, &keep);
     if (!rc) {
         ReaderOpen o = {&s, NULL, {0}};
         self->pid = getpid();
         if (shard_py_blocking(reader_open, &o, self->rm, &rc)) {
-            shard_reader_free(&o.r); /* Ctrl-C while it listed the shards */
+            /* Ctrl-C while it listed the shards; its threads may wait on the GIL to log */
+            Py_BEGIN_ALLOW_THREADS
+            shard_reader_free(&o.r);
+            Py_END_ALLOW_THREADS
             rc = -1;
         } else if (rc) {
             shard_py_raise(rc, o.err.message);
