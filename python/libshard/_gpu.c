@@ -5,12 +5,15 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <unistd.h>
+
 #include "_common.h"
 #include "_gpu.h"
 
 typedef struct {
     PyObject_HEAD
     ShardGpu *g;
+    pid_t pid; /* a forked child's copy lets nothing go: CUDA is not usable there */
 } GpuObject;
 
 static int Gpu_init(GpuObject *self, PyObject *args, PyObject *kw)
@@ -19,6 +22,8 @@ static int Gpu_init(GpuObject *self, PyObject *args, PyObject *kw)
     int device = 0;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "|i", kwlist, &device))
         return -1;
+    if (self->g && self->pid != getpid())
+        self->g = NULL; /* a forked child's copy: not ours to let go */
     shard_gpu_free(&self->g);
     ShardError err;
     int rc;
@@ -29,12 +34,14 @@ static int Gpu_init(GpuObject *self, PyObject *args, PyObject *kw)
         shard_py_raise(rc, err.message);
         return -1;
     }
+    self->pid = getpid();
     return 0;
 }
 
 static void Gpu_dealloc(GpuObject *self)
 {
-    shard_gpu_free(&self->g);
+    if (self->pid == getpid())
+        shard_gpu_free(&self->g);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 

@@ -29,10 +29,13 @@ typedef struct {
     PyObject *loader; /* strong, or NULL: freed after u */
     int ended;
     pid_t pid;
+    int height, width; /* the settings', which put's arrays must have */
+    size_t batch_size;
 } UploaderObject;
 
 typedef struct {
     PyObject_HEAD const ShardDeviceBatch *b; /* the object's hold, released at dealloc */
+    pid_t pid; /* a forked child's copy holds nothing: CUDA is not usable there */
     PyObject *keys, *urls, *sources, *fields, *indices, *repeats, *state; /* copied from the
                                                                            host batch */
 } DeviceBatchObject;
@@ -79,6 +82,9 @@ static int Uploader_init(UploaderObject *self, PyObject *args, PyObject *kw)
         self->loader = loader;
     }
     self->pid = getpid();
+    self->height = s.height;
+    self->width = s.width;
+    self->batch_size = s.batch_size;
     return 0;
 }
 
@@ -108,12 +114,19 @@ static void Uploader_dealloc(UploaderObject *self)
         }                                                                                     \
     } while (0)
 
-/* A stream from Python: an int (torch's cuda_stream), 0 or None for the legacy default. */
+/* A stream from Python: an int (torch's cuda_stream), 0 or None for the legacy default,
+ * -1 for none (DLPack's "no synchronization": no wait, and nothing recorded at release). */
 static int parse_stream(PyObject *o, void **out)
 {
     *out = NULL;
     if (!o || o == Py_None)
         return 0;
+    long long sv = PyLong_AsLongLong(o);
+    if (sv == -1 && !PyErr_Occurred()) {
+        *out = SHARD_STREAM_NONE;
+        return 0;
+    }
+    PyErr_Clear();
     unsigned long long v = PyLong_AsUnsignedLongLong(o);
     if (v == (unsigned long long)-1 && PyErr_Occurred())
         return -1;
@@ -159,10 +172,11 @@ static PyObject *Uploader_next(UploaderObject *self, PyObject *args, PyObject *k
     DeviceBatchObject *o = PyObject_New(DeviceBatchObject, &DeviceBatchType);
     if (!o) {
         shard_device_batch_host_done(b);
-        shard_device_batch_release(b, NULL);
+        shard_device_batch_release(b, SHARD_STREAM_NONE);
         return NULL;
     }
     o->b = b;
+    o->pid = getpid();
     o->keys = o->urls = o->sources = o->fields = o->indices = o->repeats = NULL;
     o->state = PyUnicode_FromString(b->state);
     int bad = (host && take_host(o, b->host)) || !o->state;
@@ -172,6 +186,15 @@ static PyObject *Uploader_next(UploaderObject *self, PyObject *args, PyObject *k
         return NULL;
     }
     return (PyObject *)o;
+}
+
+/* ", shape (a, b, c, d) of N-byte items", for put's error. */
+static const char *describe_shape(const Py_buffer *v)
+{
+    static _Thread_local char buf[128];
+    snprintf(buf, sizeof buf, ", shape (%zd, %zd, %zd, %zd) of %zd-byte items", v->shape[0],
+             v->shape[1], v->shape[2], v->shape[3], v->itemsize);
+    return buf;
 }
 
 static PyObject *Uploader_put(UploaderObject *self, PyObject *args)
@@ -188,13 +211,20 @@ static PyObject *Uploader_put(UploaderObject *self, PyObject *args)
         return NULL;
     }
     PyObject *ret = NULL;
-    size_t per = 0;
-    if (iv.ndim == 4 && iv.shape[3] == 3 && iv.itemsize == 1)
-        per = (size_t)(iv.shape[1] * iv.shape[2] * 3);
-    size_t n = per ? (size_t)iv.shape[0] : 0;
-    if (!per || (lv.buf && (size_t)lv.len != n * sizeof(int64_t))) {
-        PyErr_SetString(PyExc_ValueError, "put: images uint8 (n, height, width, 3) and labels n "
-                        "int64 (or None)");
+    /* the C side copies n images of the settings' size: anything else would be read past
+     * its end, or into the wrong rows */
+    int fits = iv.ndim == 4 && iv.itemsize == 1 && iv.shape[1] == self->height &&
+               iv.shape[2] == self->width && iv.shape[3] == 3 && iv.shape[0] >= 1 &&
+               (size_t)iv.shape[0] <= self->batch_size;
+    size_t n = fits ? (size_t)iv.shape[0] : 0;
+    if (!fits) {
+        PyErr_Format(PyExc_ValueError, "put: images must be uint8 (n, %d, %d, 3) with n from 1 "
+                     "to %zu, the uploader's batch_size and image size; got %d dimensions%s",
+                     self->height, self->width, self->batch_size, iv.ndim,
+                     iv.ndim == 4 ? describe_shape(&iv) : "");
+    } else if (lv.buf && (size_t)lv.len != n * sizeof(int64_t)) {
+        PyErr_Format(PyExc_ValueError, "put: labels must be %zu int64 (one per image) or None; "
+                     "got %zd bytes", n, lv.len);
     } else {
         int rc;
         const void *ip = iv.buf;
@@ -226,6 +256,17 @@ static PyObject *Uploader_put_end(UploaderObject *self, PyObject *unused)
     if (rc)
         return shard_py_raise(rc, shard_uploader_error(self->u));
     self->ended = 1;
+    Py_RETURN_NONE;
+}
+
+static PyObject *Uploader_rewind(UploaderObject *self, PyObject *unused)
+{
+    (void)unused;
+    NEED_UPLOADER(self);
+    int rc;
+    Py_BEGIN_ALLOW_THREADS rc = shard_uploader_rewind(self->u);
+    Py_END_ALLOW_THREADS if (rc) return shard_py_raise(rc, shard_uploader_error(self->u));
+    self->ended = 0;
     Py_RETURN_NONE;
 }
 
@@ -265,8 +306,11 @@ static PyObject *Uploader_loader_stats(UploaderObject *self, PyObject *unused)
 static PyMethodDef Uploader_methods[] = {
     {"next", (PyCFunction)(void (*)(void))Uploader_next, METH_VARARGS | METH_KEYWORDS,
      "next(stream=None, host=False): the next DeviceBatch, the stream (an int, torch's "
-     "cuda_stream) made to wait for its upload; None at the end. host: copy the keys, "
-     "indices, padding flags and raw fields too"},
+     "cuda_stream; None: the legacy default stream; -1: none) made to wait for its upload; "
+     "None at the end. host: copy the keys, indices, padding flags and raw fields too"},
+    {"rewind", (PyCFunction)Uploader_rewind, METH_NOARGS,
+     "the next epoch on the same ring: the upload thread stops, batches uploaded ahead are "
+     "dropped, the end is cleared; next() starts again from where the loader is"},
     {"put", (PyCFunction)Uploader_put, METH_VARARGS,
      "put(images, labels=None): upload a host batch (uint8 NHWC buffer, int64 labels); "
      "False when every buffer is uploaded or held"},
@@ -295,8 +339,9 @@ static PyTypeObject UploaderType = {
 
 static void DeviceBatch_dealloc(DeviceBatchObject *self)
 {
-    if (self->b)
-        shard_device_batch_release(self->b, NULL);
+    /* its own hold: no work of its own was queued (its tensors hold the buffer apart) */
+    if (self->b && self->pid == getpid())
+        shard_device_batch_release(self->b, SHARD_STREAM_NONE);
     Py_XDECREF(self->keys);
     Py_XDECREF(self->urls);
     Py_XDECREF(self->sources);
@@ -414,6 +459,20 @@ static PyObject *DeviceArray_dlpack(DeviceArrayObject *self, PyObject *args, PyO
     if (copy && PyObject_IsTrue(copy)) {
         PyErr_SetString(PyExc_BufferError, "a libshard device batch is exported without copies");
         return NULL;
+    }
+    const ShardDeviceBatch *db = self->batch->b;
+    if (dev && dev != Py_None) { /* (device type, ordinal): only where it is */
+        int type = -1, ordinal = -1;
+        if (!PyArg_ParseTuple(dev, "ii;dl_device: a (device type, ordinal) pair", &type,
+                              &ordinal))
+            return NULL;
+        if (type != kDLCUDA || ordinal != db->device) {
+            PyErr_Format(PyExc_BufferError, "a libshard device batch is on CUDA device %d "
+                         "(kDLCUDA %d, %d) and is exported without copies; dl_device (%d, %d) "
+                         "asks for another device: copy it there yourself (.to(...))",
+                         db->device, (int)kDLCUDA, db->device, type, ordinal);
+            return NULL;
+        }
     }
     DLManagedTensor *t;
     const ShardDeviceBatch *b = self->batch->b;

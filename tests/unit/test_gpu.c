@@ -7,9 +7,11 @@
  * opened here too, only to copy device memory back for comparison. */
 #include <criterion/criterion.h>
 #include <dlfcn.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <shard/shard.h>
 
@@ -356,5 +358,187 @@ Test(gpu, the_upload_is_a_stage_of_the_loaders_statistics)
     shard_uploader_loader_stats(u, &st);
     cr_assert_null(st.stages[SHARD_STAGE_DELIVER].name, "no loader: nothing to say");
     shard_uploader_free(&u);
+    shard_gpu_free(&g);
+}
+
+/* ---- ordering and lifetimes, where a GPU is ---------------------------------------------- */
+
+typedef struct {
+    atomic_int done;
+} Slow;
+
+/* A host function on the legacy stream: work that takes 300 ms, then says it is done. */
+static void slow_work(void *p)
+{
+    usleep(300 * 1000);
+    atomic_store(&((Slow *)p)->done, 1);
+}
+
+/* A ring of one buffer: a batch is taken, 300 ms of work is queued on the legacy stream, the
+ * batch is released naming `release_on`, and the next put goes into the same buffer.
+ * @return whether that work was done when the next upload had finished */
+static int work_done_before_the_buffer_was_rewritten(void *release_on)
+{
+    ShardGpu *g = gpu_or_skip();
+    ShardUploadSettings us;
+    shard_upload_default_settings(&us);
+    us.batch_size = 4;
+    us.height = us.width = 8;
+    us.layout = SHARD_LAYOUT_NHWC;
+    us.buffers = 1;
+    ShardUploader *u;
+    ShardError err;
+    cr_assert_eq(shard_uploader_open(&u, g, &us, NULL, &err), 0, "%s", err.message);
+    unsigned char img[4 * 192] = {0};
+    const ShardDeviceBatch *b;
+    cr_assert_eq(shard_uploader_put(u, img, 4, NULL), 0);
+    cr_assert_eq(shard_uploader_next(u, NULL, &b), 0);
+    void *ctx, *side;
+    int dev;
+    Slow slow = {0};
+    cr_assert_eq(sym("cuDeviceGet")(&dev, 0), 0);
+    cr_assert_eq(sym("cuDevicePrimaryCtxRetain")(&ctx, dev), 0);
+    cr_assert_eq(sym("cuCtxPushCurrent_v2")(ctx), 0);
+    cr_assert_eq(sym("cuStreamCreate")(&side, 1), 0);
+    cr_assert_eq(sym("cuLaunchHostFunc")(NULL, slow_work, &slow), 0);
+    shard_device_batch_release(b, release_on); /* with the slow work still queued */
+    cr_assert_eq(shard_uploader_put(u, img, 2, NULL), 0, "%s", shard_uploader_error(u));
+    cr_assert_eq(shard_uploader_next(u, side, &b), 0);
+    cr_assert_eq(sym("cuStreamSynchronize")(side), 0); /* the second upload is done */
+    int done = atomic_load(&slow.done);
+    shard_device_batch_release(b, side);
+    cr_assert_eq(sym("cuStreamSynchronize")(NULL), 0);
+    sym("cuStreamDestroy_v2")(side);
+    sym("cuCtxPopCurrent_v2")(&ctx);
+    sym("cuDevicePrimaryCtxRelease_v2")(dev);
+    shard_uploader_free(&u);
+    shard_gpu_free(&g);
+    return done;
+}
+
+/* NULL is the legacy default stream at a release, as at next: a consumer working there is
+ * waited for. The control releases with SHARD_STREAM_NONE ("I queued nothing") and sees its
+ * buffer rewritten while the work still runs: the check above can fail. */
+Test(gpu, a_release_on_null_waits_for_the_legacy_streams_work)
+{
+    cr_assert(work_done_before_the_buffer_was_rewritten(NULL),
+              "the buffer was rewritten with the legacy stream's work still queued");
+    cr_assert_not(work_done_before_the_buffer_was_rewritten(SHARD_STREAM_NONE),
+                  "control: a release recording nothing should not wait for that work");
+}
+
+/* A loader whose batches are larger than the ring's is refused naming both sizes, and its
+ * host batch goes back (the loader frees cleanly). */
+Test(gpu, a_loader_batch_that_does_not_fit_the_ring_is_refused)
+{
+    ShardGpu *g = gpu_or_skip();
+    ShardLoader *gl = pinned_loader(g); /* batches of 8 images of 20x12 */
+    ShardUploadSettings us;
+    shard_upload_default_settings(&us);
+    us.batch_size = 4;
+    us.height = 12;
+    us.width = 20;
+    us.layout = SHARD_LAYOUT_NHWC;
+    ShardUploader *u;
+    ShardError err;
+    cr_assert_eq(shard_uploader_open(&u, g, &us, gl, &err), 0, "%s", err.message);
+    const ShardDeviceBatch *b;
+    cr_assert_eq(shard_uploader_next(u, NULL, &b), SHARD_ERR_INVALID);
+    cr_assert(strstr(shard_uploader_error(u), "8 images") &&
+              strstr(shard_uploader_error(u), "at most 4"), "%s", shard_uploader_error(u));
+    shard_uploader_free(&u);
+    us.batch_size = 8;
+    us.width = 24; /* the right count, the wrong size */
+    cr_assert_eq(shard_uploader_open(&u, g, &us, gl, &err), 0, "%s", err.message);
+    cr_assert_eq(shard_uploader_next(u, NULL, &b), SHARD_ERR_INVALID);
+    cr_assert(strstr(shard_uploader_error(u), "720 bytes"), "%s", shard_uploader_error(u));
+    shard_uploader_free(&u);
+    shard_loader_free(&gl);
+    shard_gpu_free(&g);
+}
+
+/* One ring for every epoch: after the end, a rewind and the loader's next epoch give that
+ * epoch's batches in the same device buffers (nothing allocated again). */
+Test(gpu, a_rewound_ring_serves_the_next_epoch_in_the_same_buffers)
+{
+    ShardGpu *g = gpu_or_skip();
+    ShardLoader *gl = pinned_loader(g);
+    ShardUploader *u = uploader_for(g, gl, SHARD_GPU_UINT8, SHARD_LAYOUT_NHWC);
+    const ShardDeviceBatch *b;
+    void *seen[8] = {0};
+    size_t nseen = 0, samples = 0;
+    for (int epoch = 0; epoch < 2; epoch++) {
+        samples = 0;
+        while (shard_uploader_next(u, NULL, &b) == 0) {
+            samples += b->size;
+            size_t k = 0;
+            while (k < nseen && seen[k] != b->images)
+                k++;
+            cr_assert(epoch == 0 || k < nseen, "epoch 2 got a buffer epoch 1 did not have");
+            if (k == nseen && nseen < 8)
+                seen[nseen++] = b->images;
+            shard_device_batch_release(b, NULL);
+        }
+        cr_assert_eq(samples, NSAMPLES, "epoch %d", epoch);
+        cr_assert_eq(shard_uploader_rewind(u), 0, "%s", shard_uploader_error(u));
+        cr_assert_eq(shard_loader_set_epoch(gl, (uint64_t)epoch + 1), 0);
+    }
+    cr_assert_leq(nseen, 3, "the ring has 3 buffers");
+    shard_uploader_free(&u);
+    shard_loader_free(&gl);
+    shard_gpu_free(&g);
+}
+
+/* The statistics' bytes are those of finished copies, the ones copy_seconds times: read
+ * before the copies end, the bandwidth is not inflated. */
+Test(gpu, bytes_are_counted_with_the_copy_time)
+{
+    ShardGpu *g = gpu_or_skip();
+    ShardUploadSettings us;
+    shard_upload_default_settings(&us);
+    us.batch_size = 64;
+    us.layout = SHARD_LAYOUT_NHWC; /* 224x224: 9.6 MB a batch */
+    ShardUploader *u;
+    ShardError err;
+    cr_assert_eq(shard_uploader_open(&u, g, &us, NULL, &err), 0, "%s", err.message);
+    size_t n = 64 * 224 * 224 * 3;
+    unsigned char *img = calloc(1, n);
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(shard_uploader_put(u, img, 64, NULL), 0);
+    ShardUploadStats st;
+    shard_uploader_stats(u, &st);
+    cr_assert_eq(st.batches, 3);
+    uint64_t per = 64 * (224 * 224 * 3 + 8);
+    cr_assert(st.bytes % per == 0 && st.bytes <= 3 * per);
+    cr_assert((st.bytes == 0) == (st.copy_seconds == 0), "bytes %llu, %.6f s",
+              (unsigned long long)st.bytes, st.copy_seconds);
+    const ShardDeviceBatch *b[3];
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(shard_uploader_next(u, NULL, &b[i]), 0);
+    cr_assert_eq(shard_device_batch_wait(b[2], NULL), 0);
+    dtoh(img, b[2]->images, 1); /* synchronous on the legacy stream: every copy is done */
+    shard_uploader_stats(u, &st);
+    cr_assert_eq(st.bytes, 3 * per);
+    for (int i = 0; i < 3; i++)
+        shard_device_batch_release(b[i], NULL);
+    free(img);
+    shard_uploader_free(&u);
+    shard_gpu_free(&g);
+}
+
+/* The last handle let go leaves the driver loaded: its threads outlive any handle. */
+Test(gpu, the_driver_stays_loaded_after_the_last_handle)
+{
+    ShardGpu *g = NULL;
+    ShardError err;
+    int rc = shard_gpu_open(&g, 0, &err);
+    if (rc == SHARD_ERR_NOCUDA)
+        cr_skip_test("no CUDA device here: %s", err.message);
+    cr_assert_eq(rc, 0, "%s", err.message);
+    shard_gpu_free(&g);
+    void *still = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    cr_assert_not_null(still, "libcuda.so.1 was unloaded with the last ShardGpu");
+    dlclose(still);
+    cr_assert_eq(shard_gpu_open(&g, 0, &err), 0, "%s", err.message);
     shard_gpu_free(&g);
 }

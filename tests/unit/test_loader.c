@@ -348,7 +348,10 @@ static int from(Counting *c, const void *p)
     return found;
 }
 
-Test(loader, everything_a_batch_hands_out_comes_from_the_allocator)
+/* Images and labels (what a device copy reads) come from the settings' allocator, once per
+ * buffer; keys and raw fields, which grow with the samples, never do: with pinned memory
+ * each growth would be a driver call on the loader's thread. */
+Test(loader, images_and_labels_come_from_the_allocator_and_nothing_else)
 {
     const char *urls[] = {make_shards(0)};
     ShardLoaderSettings s;
@@ -357,6 +360,7 @@ Test(loader, everything_a_batch_hands_out_comes_from_the_allocator)
     pthread_mutex_init(&c.lock, NULL);
     ShardAllocator a = {&c, counting_alloc, counting_free};
     s.allocator = &a;
+    s.raw_fields = "jpg;json";
     ShardLoader *l;
     ShardError err;
     cr_assert_eq(shard_loader_open(&l, &s, &err), 0, "%s", err.message);
@@ -365,18 +369,21 @@ Test(loader, everything_a_batch_hands_out_comes_from_the_allocator)
     while (shard_loader_next(l, &b) == 0) {
         cr_assert(from(&c, b->images));
         cr_assert(from(&c, b->labels));
-        cr_assert(from(&c, b->keys));
-        cr_assert(from(&c, b->keys[0]));
+        cr_assert_not(from(&c, b->keys));
+        cr_assert_not(from(&c, b->keys[0]));
+        cr_assert_gt(b->nfields, 0);
         for (size_t k = 0; k < b->nfields; k++) {
-            cr_assert(from(&c, b->fields[k].data), "raw field %s", b->fields[k].name);
-            cr_assert(from(&c, b->fields[k].offsets));
-            cr_assert(from(&c, b->fields[k].present));
+            cr_assert_not(from(&c, b->fields[k].data), "raw field %s", b->fields[k].name);
+            cr_assert_not(from(&c, b->fields[k].offsets));
+            cr_assert_not(from(&c, b->fields[k].present));
         }
         shard_batch_release(l, b);
         batches++;
     }
     cr_assert_eq(batches, 12);
-    cr_assert_gt(atomic_load(&c.allocs), 3 * 3, "images, labels and keys of 3 buffers at least");
+    size_t buffers = s.batches;
+    cr_assert_eq(atomic_load(&c.allocs), 2 * buffers, "images and labels of %zu buffers, once",
+                 buffers);
     shard_loader_free(&l);
     cr_assert_eq(atomic_load(&c.live), 0, "every block given back");
     pthread_mutex_destroy(&c.lock);

@@ -61,15 +61,14 @@ typedef struct ShardError {
 SHARD_API const char *shard_strerror(int code);
 
 /**
- * Memory hook for what a batch hands out: image buffers, labels, keys and raw fields
+ * Memory hook for a batch's image and label buffers, what a device copy reads
  * (ShardLoaderSettings.allocator). CUDA pinned host memory is one implementation; the
- * default (shard_default_allocator) gives large buffers in 2 MB pages.
+ * default (shard_default_allocator) gives large buffers in 2 MB pages. Keys, indices and raw
+ * fields, which stay on the host and grow with the samples, always take the default.
  *
- * Threads: alloc is called on the thread that opens the loader (image and label buffers,
- * once per batch buffer) and on the loader's producer thread (key and raw-field buffers, as
- * they grow to the largest batch); free is called on the producer thread (a grown buffer's
- * old block) and on the thread that frees the loader. Calls can overlap, so implementations
- * must be thread-safe; neither is ever called on a decode thread.
+ * Threads: alloc is called on the thread that opens the loader (once per batch buffer);
+ * free on the thread that frees the loader. Calls can overlap, so implementations must be
+ * thread-safe; neither is ever called on a decode thread or per batch.
  */
 typedef struct ShardAllocator {
     void *cookie; /**< passed back to both functions; borrowed, must outlive the user */

@@ -19,6 +19,14 @@
  * consumer's shard_device_batch_release(b, stream) records on its stream when its work
  * on the buffer is done, and the buffer is only written again after that. Without a loader,
  * shard_uploader_put takes host batches from the caller (batches made by other processes).
+ *
+ * Streams: a batch may be read on the stream given to shard_uploader_next (or to
+ * shard_device_batch_wait, or to its DLPack export), which waits for the upload; the buffer
+ * is written again only after the work queued on the streams named at its releases. Work on
+ * any other stream is not waited for: make that stream wait (shard_device_batch_wait) and
+ * release on it too. NULL is CUDA's legacy default stream everywhere;
+ * SHARD_STREAM_NONE says "no stream": no wait at next, nothing recorded at a release (the
+ * holder queued no work on the buffer, or has synchronized itself).
  */
 #ifndef SHARD_GPU_H
 #define SHARD_GPU_H
@@ -30,6 +38,9 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/** A stream argument meaning none: nothing to wait on, nothing queued (see above). */
+#define SHARD_STREAM_NONE ((void *)(intptr_t)-1)
 
 /** A CUDA device opened through the driver found at run time. Thread-safe. */
 typedef struct ShardGpu ShardGpu;
@@ -44,7 +55,8 @@ typedef struct ShardGpu ShardGpu;
 SHARD_API int shard_gpu_open(ShardGpu **out, int device, ShardError *err);
 
 /** Lets the handle go; accepts NULL; sets *g to NULL. Uploaders opened on it keep what
- *  they need until they are freed themselves. */
+ *  they need until they are freed themselves. The driver stays loaded for the process's
+ *  life (its own threads, the host-callback one, may still run). */
 SHARD_API void shard_gpu_free(ShardGpu **g);
 
 /** @return the device's name, "NVIDIA H100 80GB HBM3" (borrowed from g) */
@@ -102,8 +114,10 @@ typedef struct ShardDeviceBatch {
 
 /** Counters since the uploader opened. */
 typedef struct ShardUploadStats {
-    uint64_t batches;        /**< batches uploaded */
-    uint64_t bytes;          /**< host-to-device bytes (images and labels) */
+    uint64_t batches;        /**< batches queued for upload */
+    /** host-to-device bytes (images and labels) of the uploads finished, the ones
+     *  copy_seconds times: bytes / copy_seconds is the copy's bandwidth */
+    uint64_t bytes;
     double copy_seconds;     /**< GPU time of those copies (events on the copy stream) */
     double finish_seconds;   /**< GPU time of the finish kernels */
     double wait_seconds;     /**< time the consumer blocked in shard_uploader_next */
@@ -124,8 +138,10 @@ typedef struct ShardUploader ShardUploader;
  * @param s borrowed; copied
  * @param loader borrowed, may be NULL (then batches come from shard_uploader_put); the
  *        uploader becomes its only consumer (no shard_loader_next elsewhere) and must be
- *        freed before it. The loader's images must be s's size, uint8 NHWC; they are
+ *        freed before it. The loader's images must be s's size, uint8 NHWC (a batch of
+ *        another size ends the upload with SHARD_ERR_INVALID, naming both); they are
  *        copied straight from its buffers, so give it shard_gpu_pinned_allocator(g).
+ *        Without a loader, each buffer's pinned staging memory is allocated here.
  * @return 0; SHARD_ERR_INVALID for a bad setting; SHARD_ERR_UNSUPPORTED for a dtype or
  *         layout needing the kernels in a build without them; SHARD_ERR_NOMEM (device
  *         memory) naming the sizes
@@ -152,9 +168,22 @@ SHARD_API int shard_uploader_put(ShardUploader *u, const void *images, size_t n,
 SHARD_API int shard_uploader_put_end(ShardUploader *u);
 
 /**
+ * The next epoch on the same ring: stops the upload thread (with a loader), drops the
+ * batches uploaded ahead and not taken (their host batches go back to the loader), and
+ * clears the end (SHARD_EOS or put_end). The next shard_uploader_next starts uploading
+ * again from where the loader is: set its epoch or restore it in between. Batches held stay
+ * valid. Device memory, streams and the kernels are kept: no allocation per epoch. Not
+ * concurrently with shard_uploader_next or put.
+ * @return 0; the error that ended the upload if it was not SHARD_EOS (then the uploader is
+ *         spent: free it)
+ */
+SHARD_API int shard_uploader_rewind(ShardUploader *u);
+
+/**
  * Waits for the next uploaded batch and makes stream wait for its upload (on the GPU).
  * @param stream the consumer's CUstream / cudaStream_t (torch's current stream); NULL for
- *        the legacy default stream
+ *        the legacy default stream; SHARD_STREAM_NONE: no wait (shard_device_batch_wait
+ *        before the first read)
  * @param out receives the batch: the caller holds it until shard_device_batch_release
  * @return 0; SHARD_EOS at the end of the loader's epoch (or after put_end); the loader's or
  *         the GPU's error, with shard_uploader_error saying which batch and what;
@@ -162,7 +191,8 @@ SHARD_API int shard_uploader_put_end(ShardUploader *u);
  */
 SHARD_API int shard_uploader_next(ShardUploader *u, void *stream, const ShardDeviceBatch **out);
 
-/** Makes stream wait (on the GPU) for b's upload: for a consumer on another stream. */
+/** Makes stream wait (on the GPU) for b's upload: for a consumer on another stream, who
+ *  must then release on that stream too. */
 SHARD_API int shard_device_batch_wait(const ShardDeviceBatch *b, void *stream);
 
 /** Adds a holder to b (one more shard_device_batch_release to come): for views of it handed
@@ -176,7 +206,8 @@ SHARD_API void shard_device_batch_host_done(const ShardDeviceBatch *b);
 /**
  * Drops a holder of b. The buffer is written again only after the work queued on stream
  * by then is done (an event recorded on it), never on the host's word alone.
- * @param stream where the holder's work on b was queued; NULL when it queued none
+ * @param stream where the holder's work on b was queued (NULL: the legacy default
+ *        stream); SHARD_STREAM_NONE when it queued none
  */
 SHARD_API void shard_device_batch_release(const ShardDeviceBatch *b, void *stream);
 
@@ -189,7 +220,9 @@ struct DLManagedTensor; /* dlpack.h (DLPack 0.6 and later); the caller includes 
  * b's images (N, C, H, W) or (N, H, W, C) as the layout says, or labels (N), as a DLPack
  * tensor on b's device. The tensor holds b (shard_device_batch_retain); its deleter
  * releases it, recording the release on `stream`, the stream the consumer uses it on, so
- * the buffer waits for that work. Also makes stream wait for the upload.
+ * the buffer waits for that work. Also makes stream wait for the upload. stream NULL is the
+ * legacy default stream; SHARD_STREAM_NONE (DLPack's -1): no wait and nothing recorded,
+ * the consumer synchronizes itself.
  * @return a tensor owned by the caller (call its deleter once, or hand it to a consumer
  *         that does), NULL when out of memory
  */

@@ -34,9 +34,8 @@ typedef struct ShardLoaderSettings {
     /** Field names tried in order for the image, ';'-separated (default "jpg;jpeg;png;webp") */
     const char *image_fields;
     const char *label_field;    /**< decimal class index (default "cls"); NULL for none */
-    /** Memory for what batches hand out: images, labels, keys, raw fields (pinned host
-     *  memory, for instance); NULL for shard_default_allocator(). Borrowed: must outlive
-     *  the loader. */
+    /** Memory for the batches' images and labels (pinned host memory, for instance); NULL
+     *  for shard_default_allocator(). Borrowed: must outlive the loader. */
     const ShardAllocator *allocator;
     /** Fields carried raw into each batch, ';'-separated (the image or label field too,
      *  when named); "*" (default): every field but the image and the label; NULL or "":

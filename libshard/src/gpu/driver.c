@@ -1,5 +1,5 @@
 /*
- * The CUDA driver opened at run time (cudrv.h): no link to libcuda, so the same libshard
+ * The CUDA driver opened at run time (driver.h): no link to libcuda, so the same libshard
  * loads where there is no NVIDIA driver, and says so only when a GPU is asked for.
  */
 #include <dlfcn.h>
@@ -81,23 +81,21 @@ int shard_cuda_load(ShardCuda *c, char *msg)
     CUresult r = c->Init(0);
     if (r != CUDA_SUCCESS) {
         int code = shard_cuda_fail(c, r, msg, "cuInit (no usable GPU)");
-        dlclose(c->lib);
-        memset(c, 0, sizeof *c);
+        shard_cuda_unload(c); /* cuInit ran: not closed, as below */
         return code == SHARD_ERR_IO ? SHARD_ERR_NOCUDA : code;
     }
     return 0;
 fail:
     shard_fail(msg, SHARD_ERR_NOCUDA,
-               "the CUDA driver (libcuda.so.1) lacks %s: it predates CUDA 11; update the "
-               "NVIDIA driver", missing);
+               "the CUDA driver found (libcuda.so.1) lacks %s, which libshard calls: update "
+               "the NVIDIA driver, or check which libcuda.so.1 LD_LIBRARY_PATH finds", missing);
     dlclose(c->lib);
     memset(c, 0, sizeof *c);
     return SHARD_ERR_NOCUDA;
 }
 
-void shard_cuda_unload(ShardCuda *c)
-{
-    if (c->lib)
-        dlclose(c->lib);
-    memset(c, 0, sizeof *c);
-}
+/* The driver stays mapped: once cuInit has run, its threads (the one cuLaunchHostFunc's
+ * callbacks run on, for one) live for the process, and where libshard holds the only handle
+ * (a C program, Python without torch) a dlclose would unmap the code under them. The
+ * handle is dropped, not closed; a later open finds the same mapping. */
+void shard_cuda_unload(ShardCuda *c) { memset(c, 0, sizeof *c); }

@@ -1,10 +1,10 @@
 /*
  * The on-GPU finish of an uploaded batch, in one pass: uint8 NHWC as the decoders wrote it
  * -> uint8, float32, float16 or bfloat16, normalized by mean and std, in NCHW or NHWC.
- * Built by nvcc into a fatbinary that finish_image.c carries and todevice.c loads with
- * cuModuleLoadData: no CUDA runtime is linked. The arithmetic is the CPU path's
- * (decode.c, store): value * scale + bias in float32, rounded at each step as there, so
- * float32 batches equal the CPU's.
+ * Built by nvcc into a fatbinary that the library carries (finish_fatbin.h, included by
+ * ring.c) and loads with cuModuleLoadData: no CUDA runtime is linked. The arithmetic is the
+ * CPU path's (decode/decode.c, store): value * scale + bias in float32, rounded at each step as
+ * there, so float32 batches equal the CPU's.
  */
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>

@@ -26,8 +26,9 @@ void shard_gpu_leave(ShardGpu *g)
     g->cu.CtxPopCurrent(&c);
 }
 
-/* Blocks the copy engine reads (images, labels) are pinned; small ones (keys, offsets) are
- * not worth a driver call and a locked page each. By size alone, so free can tell. */
+/* Blocks the copy engine reads (images, labels) are pinned; small ones are not worth a
+ * driver call and a locked page each. By size alone, whatever the alignment, so that free,
+ * which is told the size only, takes the same branch as alloc did. */
 #define PINNED_MIN ((size_t)64 << 10)
 
 /* Pinned blocks: the allocator's functions run on the loader's threads (common.h), where no
@@ -36,9 +37,10 @@ static void *pinned_alloc(void *cookie, size_t n, size_t align)
 {
     ShardGpu *g = cookie;
     void *p = NULL;
-    if (n < PINNED_MIN && align <= 4096)
+    if (n < PINNED_MIN)
         return shard_default_allocator()->alloc(NULL, n, align);
-    /* cuMemHostAlloc gives page-aligned blocks */
+    if (align > 4096) /* cuMemHostAlloc gives page-aligned blocks; the loader asks for 64 */
+        return NULL;
     if (shard_gpu_enter(g) != CUDA_SUCCESS)
         return NULL;
     if (g->cu.MemHostAlloc(&p, n ? n : 1, CU_MEMHOSTALLOC_PORTABLE) != CUDA_SUCCESS)

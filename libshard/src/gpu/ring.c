@@ -127,11 +127,30 @@ int shard_ring_slot_init(ShardUploader *u, Slot *sl, char *msg)
     sl->b.dtype = u->s.dtype;
     sl->b.layout = u->s.layout;
     sl->b.device = u->g->ordinal;
+    if (!u->loader) { /* put's staging: at open, not on a buffer's first use mid-training */
+        void *p = NULL;
+        if ((r = cu->MemHostAlloc(&p, bs * u->in_bytes, CU_MEMHOSTALLOC_PORTABLE)) !=
+            CUDA_SUCCESS)
+            return shard_cuda_fail(cu, r, msg, "uploader: pinned staging memory");
+        sl->staging = p;
+    }
     if (!(sl->state = calloc(1, 1)))
         return shard_fail(msg, SHARD_ERR_NOMEM, "out of memory");
     sl->state_cap = 1;
     sl->b.state = sl->state;
     return 0;
+}
+
+int shard_ring_fits(const ShardUploadSettings *s, size_t n, size_t image_bytes, char *msg)
+{
+    size_t want = (size_t)s->height * (size_t)s->width * 3;
+    if (n >= 1 && n <= s->batch_size && image_bytes == want)
+        return 0;
+    return shard_fail(msg, SHARD_ERR_INVALID,
+                      "uploader: a host batch of %zu images of %zu bytes, for a ring of at most "
+                      "%zu images of %dx%d uint8 RGB (%zu bytes each): give the loader the "
+                      "uploader's batch_size and image size", n, image_bytes, s->batch_size,
+                      s->width, s->height, want);
 }
 
 void shard_ring_set_state(Slot *sl, const char *state)
@@ -179,6 +198,7 @@ void shard_ring_account(ShardUploader *u, Slot *sl)
     cu->EventElapsedTime(&copy_ms, sl->start, sl->copied);
     cu->EventElapsedTime(&finish_ms, sl->copied, sl->ready);
     sl->timed = 0;
+    u->st.bytes += sl->bytes; /* with its time: a copy still running counts neither */
     u->st.copy_seconds += copy_ms * 1e-3;
     u->st.finish_seconds += finish_ms * 1e-3;
 }
@@ -224,7 +244,7 @@ int shard_ring_upload(ShardUploader *u, Slot *sl, const void *images, const int6
                              .pixels = (unsigned long long)u->s.height * (unsigned)u->s.width,
                              .nchw = u->s.layout == SHARD_LAYOUT_NCHW};
         a.total = a.pixels * n;
-        for (int c = 0; c < 3; c++) { /* the CPU path's constants (decode.c, store) */
+        for (int c = 0; c < 3; c++) { /* the CPU path's constants (decode/decode.c, store) */
             int f = u->s.dtype != SHARD_GPU_UINT8;
             a.scale[c] = f ? 1.0f / (255.0f * u->s.std[c]) : 1.0f;
             a.bias[c] = f ? -u->s.mean[c] / u->s.std[c] : 0.0f;
@@ -236,10 +256,12 @@ int shard_ring_upload(ShardUploader *u, Slot *sl, const void *images, const int6
     if (r == CUDA_SUCCESS)
         r = cu->EventRecord(sl->ready, u->copy);
     sl->queued_host = 0;
+    int attached = 0;
     if (r == CUDA_SUCCESS && host) {
         pthread_mutex_lock(&u->mu);
         sl->host = host;
         pthread_mutex_unlock(&u->mu);
+        attached = 1;
         atomic_store(&sl->host_refs, 2);
         atomic_store(&sl->host_done, 0);
         sl->queued_host = 1;
@@ -250,12 +272,20 @@ int shard_ring_upload(ShardUploader *u, Slot *sl, const void *images, const int6
             shard_ring_host_unref(sl);
         }
     }
-    if (r != CUDA_SUCCESS)
+    if (r != CUDA_SUCCESS) {
+        if (host && !attached) { /* nothing will read it: back to the loader now */
+            pthread_mutex_lock(&u->mu);
+            shard_batch_release(u->loader, host);
+            u->host_out--;
+            pthread_cond_broadcast(&u->cv);
+            pthread_mutex_unlock(&u->mu);
+        }
         return shard_cuda_fail(cu, r, msg, "uploader: queueing a batch's upload");
+    }
     pthread_mutex_lock(&u->mu);
     sl->timed = 1;
+    sl->bytes = n * (u->in_bytes + sizeof(int64_t));
     u->st.batches++;
-    u->st.bytes += n * (u->in_bytes + sizeof(int64_t));
     pthread_mutex_unlock(&u->mu);
     sl->b.size = n;
     sl->b.images = (void *)(uintptr_t)sl->out;
@@ -297,4 +327,20 @@ void shard_ring_push_ready(ShardUploader *u, Slot *sl)
     u->ready[(u->rhead + u->rcount++) % u->n] = (size_t)(sl - u->slots);
     pthread_cond_broadcast(&u->cv);
     pthread_mutex_unlock(&u->mu);
+}
+
+void shard_ring_drop_ready(ShardUploader *u)
+{
+    while (u->rcount) {
+        Slot *sl = &u->slots[u->ready[u->rhead]];
+        u->rhead = (u->rhead + 1) % u->n;
+        u->rcount--;
+        /* the consumer's reference to the host batch; the copy's goes at its callback */
+        if (sl->queued_host && !atomic_exchange(&sl->host_done, 1)) {
+            pthread_mutex_unlock(&u->mu);
+            shard_ring_host_unref(sl);
+            pthread_mutex_lock(&u->mu);
+        }
+        shard_ring_give_back(u, sl);
+    }
 }

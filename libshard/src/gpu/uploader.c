@@ -35,6 +35,28 @@ static size_t dtype_bytes(ShardGpuDType t)
 
 static void *upload_main(void *arg);
 
+/* Starts the upload thread; under the mutex, or before it runs. */
+static int start_thread(ShardUploader *u, char *msg)
+{
+    if (pthread_create(&u->thread, NULL, upload_main, u) != 0)
+        return shard_fail(msg, SHARD_ERR_NOMEM, "uploader: cannot start its thread");
+    u->has_thread = 1;
+    return 0;
+}
+
+/* Stops the upload thread and waits for it. */
+static void stop_thread(ShardUploader *u)
+{
+    pthread_mutex_lock(&u->mu);
+    u->stop = 1;
+    pthread_cond_broadcast(&u->cv);
+    pthread_mutex_unlock(&u->mu);
+    if (u->has_thread)
+        pthread_join(u->thread, NULL);
+    u->has_thread = 0;
+}
+
+
 int shard_uploader_open(ShardUploader **out, ShardGpu *g, const ShardUploadSettings *s,
                         ShardLoader *loader, ShardError *err)
 {
@@ -86,12 +108,8 @@ int shard_uploader_open(ShardUploader **out, ShardGpu *g, const ShardUploadSetti
             rc = shard_ring_slot_init(u, &u->slots[i], msg);
         shard_gpu_leave(g);
     }
-    if (!rc && loader) {
-        if (pthread_create(&u->thread, NULL, upload_main, u) != 0)
-            rc = shard_fail(msg, SHARD_ERR_NOMEM, "uploader: cannot start its thread");
-        else
-            u->has_thread = 1;
-    }
+    if (!rc && loader)
+        rc = start_thread(u, msg);
     if (rc) {
         shard_ring_destroy(u);
         return shard_report(err, rc, msg);
@@ -155,11 +173,20 @@ static void *upload_main(void *arg)
             end_with(u, rc, rc == SHARD_EOS ? "" : shard_loader_error(u->loader));
             break;
         }
+        if ((rc = shard_ring_fits(&u->s, hb->size, hb->image_bytes, msg)) != 0) {
+            pthread_mutex_lock(&u->mu); /* never copied: out of the buffer, or short */
+            shard_batch_release(u->loader, hb);
+            u->host_out--;
+            shard_ring_give_back(u, sl);
+            pthread_mutex_unlock(&u->mu);
+            end_with(u, rc, msg);
+            break;
+        }
         if (shard_loader_state(u->loader, u->state_scratch, SHARD_READER_STATE_MAX) != 0)
             u->state_scratch[0] = 0;
         shard_ring_set_state(sl, u->state_scratch);
         rc = shard_ring_upload(u, sl, hb->images, hb->labels, hb->size, hb, msg);
-        if (rc) {
+        if (rc) { /* hb went back to the loader */
             pthread_mutex_lock(&u->mu);
             shard_ring_give_back(u, sl);
             pthread_mutex_unlock(&u->mu);
@@ -195,26 +222,19 @@ int shard_uploader_put(ShardUploader *u, const void *images, size_t n, const int
     char msg[SHARD_ERROR_MAX];
     CUresult r = shard_gpu_enter(u->g);
     int rc = 0;
-    size_t bs = u->s.batch_size;
-    if (r == CUDA_SUCCESS && !sl->staging) {
-        void *p = NULL;
-        r = cu->MemHostAlloc(&p, bs * u->in_bytes, CU_MEMHOSTALLOC_PORTABLE);
-        sl->staging = p;
-    }
     if (r != CUDA_SUCCESS) {
-        rc = shard_cuda_fail(cu, r, msg, "uploader: pinned staging memory");
+        rc = shard_cuda_fail(cu, r, msg, "uploader: the device's context");
     } else {
         if (sl->timed) /* the previous upload from this staging memory is done */
             cu->EventSynchronize(sl->copied);
         memcpy(sl->staging, images, n * u->in_bytes);
         shard_ring_set_state(sl, "");
         rc = shard_ring_upload(u, sl, sl->staging, labels, n, NULL, msg);
+        shard_gpu_leave(u->g);
     }
     pthread_mutex_lock(&u->mu);
     u->st.put_seconds += shard_seconds() - t0;
     pthread_mutex_unlock(&u->mu);
-    if (r == CUDA_SUCCESS)
-        shard_gpu_leave(u->g);
     if (rc) {
         pthread_mutex_lock(&u->mu);
         shard_ring_give_back(u, sl);
@@ -239,11 +259,37 @@ int shard_uploader_put_end(ShardUploader *u)
 
 /* ---- the consumer --------------------------------------------------------------------- */
 
+int shard_uploader_rewind(ShardUploader *u)
+{
+    stop_thread(u);
+    pthread_mutex_lock(&u->mu);
+    if (u->ended && u->end_rc != SHARD_EOS) {
+        int rc = u->end_rc;
+        snprintf(u->err, sizeof u->err, "%s", u->end_msg);
+        pthread_mutex_unlock(&u->mu);
+        return rc;
+    }
+    shard_ring_drop_ready(u);
+    u->ended = u->end_rc = u->put_ended = u->stop = 0;
+    u->end_msg[0] = 0;
+    pthread_mutex_unlock(&u->mu);
+    return 0;
+}
+
 int shard_uploader_next(ShardUploader *u, void *stream, const ShardDeviceBatch **out)
 {
     *out = NULL;
     double t0 = shard_seconds();
     pthread_mutex_lock(&u->mu);
+    if (u->loader && !u->has_thread && !u->ended) { /* the first batch after a rewind */
+        char msg[SHARD_ERROR_MAX];
+        int rc = start_thread(u, msg);
+        if (rc) {
+            snprintf(u->err, sizeof u->err, "%s", msg);
+            pthread_mutex_unlock(&u->mu);
+            return rc;
+        }
+    }
     while (!u->rcount && !u->ended && !u->put_ended && u->held < u->n)
         pthread_cond_wait(&u->cv, &u->mu);
     u->st.wait_seconds += shard_seconds() - t0;
@@ -265,14 +311,21 @@ int shard_uploader_next(ShardUploader *u, void *stream, const ShardDeviceBatch *
     atomic_fetch_add(&u->refs, 1);
     pthread_mutex_unlock(&u->mu);
     int rc = shard_device_batch_wait(&sl->b, stream);
+    if (rc) { /* the caller never gets it: the buffer is not lost to the ring for good */
+        shard_device_batch_host_done(&sl->b);
+        shard_device_batch_release(&sl->b, SHARD_STREAM_NONE);
+        return rc;
+    }
     *out = &sl->b;
-    return rc;
+    return 0;
 }
 
 int shard_device_batch_wait(const ShardDeviceBatch *b, void *stream)
 {
     Slot *sl = (Slot *)b;
     ShardUploader *u = sl->u;
+    if (stream == SHARD_STREAM_NONE)
+        return 0;
     CUresult r = shard_gpu_enter(u->g);
     if (r == CUDA_SUCCESS) {
         r = u->cu->StreamWaitEvent((CUstream)stream, sl->ready, 0);
@@ -296,7 +349,7 @@ void shard_device_batch_release(const ShardDeviceBatch *b, void *stream)
     Slot *sl = (Slot *)b;
     ShardUploader *u = sl->u;
     ShardCuda *cu = u->cu;
-    int entered = stream && shard_gpu_enter(u->g) == CUDA_SUCCESS;
+    int entered = stream != SHARD_STREAM_NONE && shard_gpu_enter(u->g) == CUDA_SUCCESS;
     if (entered) {
         pthread_mutex_lock(&u->mu);
         int recorded = sl->nfreed < MAX_RELEASES &&
@@ -364,12 +417,7 @@ void shard_uploader_free(ShardUploader **pu)
         return;
     ShardUploader *u = *pu;
     *pu = NULL;
-    pthread_mutex_lock(&u->mu);
-    u->stop = 1;
-    pthread_cond_broadcast(&u->cv);
-    pthread_mutex_unlock(&u->mu);
-    if (u->has_thread)
-        pthread_join(u->thread, NULL);
+    stop_thread(u);
     if (shard_gpu_enter(u->g) == CUDA_SUCCESS) {
         u->cu->StreamSynchronize(u->copy); /* every queued copy and callback has run */
         shard_gpu_leave(u->g);

@@ -24,6 +24,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "gpu/driver.h"
 #include "shard/gpu.h"
@@ -36,13 +37,14 @@ typedef struct Slot {
     CUdeviceptr raw;    /* uint8 NHWC, the copy's target */
     CUdeviceptr out;    /* the finished images; raw itself without a finish kernel */
     CUdeviceptr labels;
-    unsigned char *staging; /* pinned, for shard_uploader_put's images */
+    unsigned char *staging; /* pinned, for shard_uploader_put's images (allocated at open) */
     int64_t *labstage;      /* pinned: the labels, copied here (a loader's are too small to
                                be pinned, see gpu.c) */
     CUevent start, copied, ready;
     CUevent freed[MAX_RELEASES];
     int nfreed;
     int timed;          /* start..ready recorded and not yet counted */
+    uint64_t bytes;     /* that upload's, counted with its times */
     int busy;
     int filling;        /* taken by the upload thread or put, not yet queued as ready */
     int holders;        /* the consumer's, from next to the last release */

@@ -99,7 +99,7 @@ static ShardRawField *slot_field(ShardSlot *sl, const ShardBatchSpec *spec, cons
         sl->rawcap = cap;
     }
     ShardRawField *f = &sl->raw[sl->nraw];
-    const ShardAllocator *a = spec->alloc;
+    const ShardAllocator *a = shard_default_allocator(); /* host-only: see shard_slot_init */
     size_t bs = spec->batch_size;
     if (!f->offsets)
         f->offsets = a->alloc(a->cookie, (bs + 1) * sizeof *f->offsets, 64);
@@ -156,7 +156,7 @@ static int take_raw(ShardSlot *sl, const ShardBatchSpec *spec, size_t i, const S
         if (!spec->raw_all && !names_have(spec->raw_fields, f[k].name))
             continue;
         ShardRawField *r = slot_field(sl, spec, f[k].name, strlen(f[k].name));
-        if (!r || field_append(r, spec->alloc, i, f[k].data, (size_t)f[k].size))
+        if (!r || field_append(r, shard_default_allocator(), i, f[k].data, (size_t)f[k].size))
             return SHARD_ERR_NOMEM;
     }
     return 0;
@@ -178,14 +178,17 @@ static int take_key(ShardSlot *sl, const ShardAllocator *a, size_t i, const char
 int shard_slot_init(ShardSlot *sl, const ShardBatchSpec *spec)
 {
     memset(sl, 0, sizeof *sl);
-    const ShardAllocator *a = spec->alloc;
+    /* The settings' allocator (pinned memory, for one) gives what a device copy reads, the
+     * images and labels, once per buffer; keys, indices and raw fields stay on the host and
+     * grow with the samples, so they take ordinary memory and never a driver call. */
+    const ShardAllocator *a = spec->alloc, *h = shard_default_allocator();
     size_t bs = spec->batch_size;
     sl->images = a->alloc(a->cookie, bs * spec->image_bytes, 64);
     sl->labels = a->alloc(a->cookie, bs * sizeof *sl->labels, 64);
-    sl->indices = a->alloc(a->cookie, bs * sizeof *sl->indices, 64);
-    sl->seeds = a->alloc(a->cookie, bs * sizeof *sl->seeds, 64);
-    sl->repeats = a->alloc(a->cookie, bs, 64);
-    sl->keys = a->alloc(a->cookie, bs * sizeof *sl->keys, 64);
+    sl->indices = h->alloc(h->cookie, bs * sizeof *sl->indices, 64);
+    sl->seeds = h->alloc(h->cookie, bs * sizeof *sl->seeds, 64);
+    sl->repeats = h->alloc(h->cookie, bs, 64);
+    sl->keys = h->alloc(h->cookie, bs * sizeof *sl->keys, 64);
     sl->urls = calloc(bs, sizeof *sl->urls);
     sl->sources = calloc(bs, sizeof *sl->sources);
     sl->items = calloc(bs, sizeof *sl->items);
@@ -238,7 +241,7 @@ int shard_slot_add(ShardSlot *sl, const ShardBatchSpec *spec, ShardItem *it, con
     sl->indices[n] = spec->offsets ? spec->offsets[it->shard] + it->v.index : UINT64_MAX;
     sl->repeats[n] = (unsigned char)it->repeat;
     sl->failed[n] = 0;
-    if (take_key(sl, spec->alloc, n, it->v.key) ||
+    if (take_key(sl, shard_default_allocator(), n, it->v.key) ||
         (spec->raw_fields && take_raw(sl, spec, n, f, nf, im, lab))) {
         sl->items[n] = NULL;
         shard_item_release(it);
@@ -395,7 +398,7 @@ void shard_slot_clear(ShardSlot *sl)
 
 void shard_slot_free(ShardSlot *sl, const ShardBatchSpec *spec)
 {
-    const ShardAllocator *a = spec->alloc;
+    const ShardAllocator *a = spec->alloc, *h = shard_default_allocator();
     size_t bs = spec->batch_size;
     if (sl->items)
         shard_slot_clear(sl);
@@ -403,11 +406,11 @@ void shard_slot_free(ShardSlot *sl, const ShardBatchSpec *spec)
     sl->order = NULL;
     a->free(a->cookie, sl->images, bs * spec->image_bytes);
     a->free(a->cookie, sl->labels, bs * sizeof *sl->labels);
-    a->free(a->cookie, sl->indices, bs * sizeof *sl->indices);
-    a->free(a->cookie, sl->seeds, bs * sizeof *sl->seeds);
-    a->free(a->cookie, sl->repeats, bs);
-    a->free(a->cookie, sl->keys, bs * sizeof *sl->keys);
-    a->free(a->cookie, sl->keybuf, sl->keycap);
+    h->free(h->cookie, sl->indices, bs * sizeof *sl->indices);
+    h->free(h->cookie, sl->seeds, bs * sizeof *sl->seeds);
+    h->free(h->cookie, sl->repeats, bs);
+    h->free(h->cookie, sl->keys, bs * sizeof *sl->keys);
+    h->free(h->cookie, sl->keybuf, sl->keycap);
     free(sl->urls);
     free(sl->sources);
     free(sl->items);
@@ -418,9 +421,9 @@ void shard_slot_free(ShardSlot *sl, const ShardBatchSpec *spec)
     free(sl->keyoff);
     for (size_t k = 0; k < sl->rawcap; k++) {
         free(sl->raw[k].name);
-        a->free(a->cookie, sl->raw[k].data, sl->raw[k].cap);
-        a->free(a->cookie, sl->raw[k].offsets, (bs + 1) * sizeof *sl->raw[k].offsets);
-        a->free(a->cookie, sl->raw[k].present, bs);
+        h->free(h->cookie, sl->raw[k].data, sl->raw[k].cap);
+        h->free(h->cookie, sl->raw[k].offsets, (bs + 1) * sizeof *sl->raw[k].offsets);
+        h->free(h->cookie, sl->raw[k].present, bs);
     }
     free(sl->raw);
     free(sl->views);

@@ -1,6 +1,6 @@
 /*
  * Stage statistics (ShardLoaderStats, shard/loader.h): the loader fills its stages, the
- * uploader (todevice.c) adds its own between decode and the caller, and either names the
+ * uploader (gpu/uploader.c) adds its own between decode and the caller, and either names the
  * bottleneck here.
  */
 #ifndef SHARD_LOAD_STATS_H

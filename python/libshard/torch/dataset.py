@@ -333,8 +333,13 @@ class ShardDataset(torch.utils.data.IterableDataset):
         if (prev is not None and isinstance(prev, _libshard.Loader) and not self._busy
                 and self._source_pid == os.getpid() and self._source_key == key):
             base = dict(prev.skipped_by)  # at the end of the epoch before (the C loader's)
+            if self._upload is not None:
+                self._upload.stop()  # its thread takes no batch while the epoch is set
             prev.set_epoch(self.epoch)
             return prev, self._source_device, base
+        if self._upload is not None:  # it holds the last loader, and its device memory
+            self._upload.close()
+            self._upload = None
         self._source = None  # the last one's threads end before the new one's start
         del prev
         device = Device(self.device) if upload else None
@@ -348,7 +353,9 @@ class ShardDataset(torch.utils.data.IterableDataset):
         names = self._raw_names()
         keys = any(n in _SPECIAL for n in names)
         if device is not None:
-            self._upload = Upload(device, self.settings, self.device_buffers, loader)
+            if self._upload is None or not self._upload.fits(device, self.settings,
+                                                              self.device_buffers, loader):
+                self._upload = Upload(device, self.settings, self.device_buffers, loader)
             batches = self._upload.from_loader(host=bool(names))
         else:
             batches = self._host_batches(loader, "nhwc" if cuda else self.setting("layout"))

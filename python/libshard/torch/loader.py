@@ -101,8 +101,13 @@ class ShardLoader(torch.utils.data.DataLoader):
         self._skips = {}
         items = super().__iter__()
         if ds.device.type == "cuda" and self.num_workers > 0:
-            # the workers' host batches go to the GPU from here
-            self._upload = Upload(Device(ds.device), ds.settings, ds.device_buffers)
+            # the workers' host batches go to the GPU from here, through one ring for every
+            # epoch of this loader
+            up, device = self._upload, Device(ds.device)
+            if up is None or not up.fits(device, ds.settings, ds.device_buffers):
+                if up is not None:
+                    up.close()
+                self._upload = Upload(device, ds.settings, ds.device_buffers)
             items = self._upload.from_host(items)
         self._worker_stats = {}
         for item, (logical, state, skipped, stats) in items:

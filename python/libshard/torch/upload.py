@@ -7,6 +7,14 @@ way a batch arrives through DLPack on torch's current stream at the time it is a
 the stream waits for the copy on the GPU, and the buffer is reused only after the work
 queued on it when the tensor was freed. dtype, layout, mean and std are made on the GPU from
 uint8 NHWC.
+
+A batch is protected on the stream current when it was taken (torch.from_dlpack's, in
+tensors()): read it there, or make another stream wait for that one and keep the tensor alive
+until the other stream's work is queued and done. tensor.record_stream does not protect it
+(the memory is libshard's, not torch's caching allocator's).
+
+One ring serves every epoch of its dataset or ShardLoader (begin() starts the next on it): its
+device memory, copy stream and kernels are made once, not per epoch.
 """
 import collections
 import time
@@ -32,15 +40,21 @@ class Device:
         self.torch = torch.device("cuda", index)
 
 
-def stats(up, last=None):
-    """An Uploader's counters with upload_gbps, or last (taken as it closed) once it is
-    closed."""
+# the Uploader's counters that add up over its life (the others are levels)
+_SUMS = ("batches", "bytes", "copy_seconds", "finish_seconds", "wait_seconds", "put_seconds")
+
+
+def stats(up, last=None, base=None):
+    """An Uploader's counters since base (counters taken before) with upload_gbps (bytes and
+    copy_seconds both count finished copies), or last (taken as it closed) once closed."""
     if up is None:
         return dict(last or {})
     try:
         st = up.stats()
     except ValueError:
         return dict(last or {})
+    for k in _SUMS if base else ():
+        st[k] -= base[k]
     st["upload_gbps"] = st["bytes"] / st["copy_seconds"] / 1e9 if st["copy_seconds"] else 0.0
     return st
 
@@ -66,10 +80,44 @@ class Upload:
             if options.get(k) is not None:
                 args[k] = options[k]
         self.up = _libshard.Uploader(device.gpu, loader, **args)
+        self.loader = loader
+        self.key = (device.torch, repr(sorted(args.items())), layout, buffers)
         self.device = device.torch
         self.channels_last = layout == "channels_last"
         self.host_wait = 0.0  # from_host: the consumer waiting on the host batches
         self._last, self._stages_last = None, {}
+        self._base, self._used = None, False
+
+    def fits(self, device, options, buffers, loader=None):
+        """Whether this ring serves an epoch of these settings and this loader as it is."""
+        if loader is not self.loader or self._last is not None:
+            return False
+        h, w = _hw(options.get("image_size", DEFAULTS["image_size"]))
+        layout = options.get("layout", DEFAULTS["layout"])
+        args = dict(buffers=buffers, batch_size=options.get("batch_size", DEFAULTS["batch_size"]),
+                    height=h, width=w, dtype=options.get("dtype", DEFAULTS["dtype"]),
+                    layout="nchw" if layout == "nchw" else "nhwc")
+        for k in ("mean", "std"):
+            if options.get(k) is not None:
+                args[k] = options[k]
+        return self.key == (device.torch, repr(sorted(args.items())), layout, buffers)
+
+    def stop(self):
+        """Stops the upload thread (the loader is free for set_epoch or restore), drops the
+        batches uploaded ahead; batches handed out stay valid."""
+        if self._last is None:
+            try:
+                self.up.rewind()
+            except (_libshard.ShardError, ValueError, MemoryError):
+                self.close()  # an error ended the upload (raised at next()): spent
+
+    def begin(self):
+        """The next epoch on this ring: the counters start again from here."""
+        if self._used:
+            self.stop()
+        self._used = True
+        self.host_wait = 0.0
+        self._base = self.up.stats()
 
     def _next(self, host=False):
         return self.up.next(torch.cuda.current_stream(self.device).cuda_stream, host=host)
@@ -85,6 +133,7 @@ class Upload:
     def from_loader(self, host):
         """(images, labels, device batch) as the loader's thread uploads them, ahead of the
         consumer; host: with the keys and raw fields copied from the host batch."""
+        self.begin()
         try:
             while True:
                 db = self._next(host)
@@ -93,13 +142,14 @@ class Upload:
                 yield self.tensors(db) + (db,)
                 del db
         finally:
-            self.close()
+            self.stop()  # host batches back now, the ring kept for the next epoch
 
     def from_host(self, items):
         """items ((images, labels, *rest), tag), host batches (uint8 NHWC), uploaded: each is
         copied into a device buffer's pinned staging memory and uploaded on the copy stream
         while the batches before it are trained on; the ring is kept as full as it goes.
         Yields ((images, labels, *rest), tag) on the GPU, in order."""
+        self.begin()
         pending = collections.deque()  # (the rest of the item, its tag), in put order
         src = iter(items)
 
@@ -129,17 +179,19 @@ class Upload:
                 del db
                 yield (images, labels, *rest), tag
         finally:
-            self.close()
+            self.stop()  # what was put and not taken is dropped
 
     def close(self):
-        """Stops the ring (batches handed out stay valid), keeping its counters."""
-        self._last = stats(self.up)
+        """Stops the ring for good (batches handed out stay valid), keeping its counters."""
+        if self._last is not None:
+            return
+        self._last = stats(self.up, base=self._base)
         self._stages_last = self.up.loader_stats()
         self.up.close()
 
     def stats(self):
-        """The upload's counters (Dataset.gpu_stats)."""
-        return stats(self.up, self._last)
+        """The upload's counters for the current or last epoch (Dataset.gpu_stats)."""
+        return stats(self.up, self._last, self._base)
 
     def stages(self):
         """The loader's stages with the upload among them ({} when fed by put)."""
