@@ -93,23 +93,24 @@ def test_normalize_matches_a_float64_reference(packed, dtype, layout):
 @needs_gpu
 def test_held_tensors_are_never_overwritten(packed):
     """A window of the last two batches is held while the ring (3 buffers) keeps uploading;
-    each batch is dropped with a slow kernel still reading it on the current stream, so a
-    reuse that waited on the host's word alone would change what that kernel sums."""
+    each batch is dropped with a slow kernel and then a copy of it still queued on the
+    current stream, and nothing synchronizes until the end: a reuse that waited on the
+    host's word alone would change what those copies see. (test_cuda_order.py does the same
+    with 100 MB batches and negative controls.)"""
     want = cpu_epoch(packed.manifest, layout="nhwc")
     ds = ShardDataset(str(packed.manifest), device="cuda", layout="nhwc", device_buffers=3, **KW)
-    window, sums = [], []
-    for i, (x, y) in enumerate(ds):
-        window.append((i, x, x.clone()))
-        torch.cuda._sleep(20_000_000)  # the consumer's work, queued before the drop
-        sums.append(x.sum(dtype=torch.int64))
+    window, copies = [], []
+    for x, _ in ds:
+        window.append(x)
+        torch.cuda._sleep(20_000_000)  # the consumer's work, queued before the drop ...
+        copies.append(x.clone())       # ... and its read of the batch, after that work
         if len(window) > 2:
-            j, held, copy = window.pop(0)
-            assert torch.equal(held, copy), f"batch {j} changed while held"
-            del held
+            del window[0]              # dropped with both still queued: no host sync
+        del x
     torch.cuda.synchronize()
-    for i, x, copy in window:
-        assert torch.equal(x, copy)
-    assert [int(s) for s in sums] == [int(x.sum(dtype=torch.int64)) for x, _ in want]
+    assert len(copies) == len(want)
+    for i, (c, (w, _)) in enumerate(zip(copies, want)):
+        assert torch.equal(c.cpu(), w), f"batch {i} was rewritten before its reads ran"
 
 
 @needs_gpu
@@ -159,9 +160,23 @@ def test_shardloader_uploads_in_the_main_process(packed, workers):
     for (dev, x, y, k), (cx, cy, ck) in zip(got, want):
         assert dev == "cuda" and k == ck
         assert torch.equal(x, cx) and torch.equal(y, cy)
-    st = loader.gpu_stats()
+    gc.collect()
+    torch.cuda.synchronize()  # bytes and copy time count finished copies
+    st = loader.gpu_stats()  # every batch dropped: none held, none ahead
     assert st["batches"] == len(want) and st["bytes"] > 0 and st["in_flight"] == 0
     assert st["copy_seconds"] > 0 and st["upload_gbps"] > 0
+
+
+@needs_gpu
+def test_the_last_batch_held_is_in_flight(packed):
+    """in_flight counts the buffers held: the last batch, still referenced, is one."""
+    ds = ShardDataset(str(packed.manifest), device="cuda", layout="nhwc", **KW)
+    for x, y in ds:
+        pass
+    assert ds.gpu_stats()["in_flight"] == 1  # x and y still hold the last batch
+    del x, y
+    gc.collect()
+    assert ds.gpu_stats()["in_flight"] == 0
 
 
 @needs_gpu
@@ -178,13 +193,24 @@ def test_batches_arrive_on_a_side_stream(packed):
 
 
 @needs_gpu
-def test_statistics_count_the_epoch(packed):
+def test_statistics_count_each_epoch_on_one_ring(packed):
+    """Every epoch runs on the ring the first made (no device allocation per epoch), and the
+    statistics count the epoch's own batches."""
     ds = ShardDataset(str(packed.manifest), device="cuda", layout="nhwc", **KW)
-    n = sum(1 for _ in ds)
-    st = ds.gpu_stats()
-    assert st["batches"] == n and st["buffers"] == 3 and 1 <= st["max_in_flight"] <= 3
-    assert st["bytes"] == NSAMPLES * (40 * 56 * 3 + 8)
-    assert st["wait_seconds"] >= 0 and st["upload_gbps"] > 0
+    rings = []
+    for epoch in range(3):
+        ds.set_epoch(epoch)
+        n = sum(1 for _ in ds)
+        rings.append(ds._upload.up)
+        torch.cuda.synchronize()  # bytes and copy time count finished copies
+        st = ds.gpu_stats()
+        assert st["batches"] == n and st["buffers"] == 3 and 1 <= st["max_in_flight"] <= 3
+        assert st["bytes"] == NSAMPLES * (40 * 56 * 3 + 8)
+        assert st["wait_seconds"] >= 0 and st["upload_gbps"] > 0
+    assert rings[0] is rings[1] is rings[2]
+    ds2 = ShardDataset(str(packed.manifest), device="cuda", layout="nhwc", device_buffers=2, **KW)
+    next(iter(ds2))
+    assert ds2._upload.up is not rings[0]  # control: another dataset has its own
 
 
 @needs_gpu
