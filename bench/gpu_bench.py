@@ -18,7 +18,9 @@
 Packs SRC (an image folder: ../shared/bench-data makes one of real photographs) into
 shards once; without a CUDA device it says so and measures nothing.
 
-    /usr/bin/python3 bench/gpu_bench.py /tmp/imagefolder [--batch 256] [--rounds 3]
+    python3 bench/gpu_bench.py /tmp/imagefolder [--batch 256] [--rounds 3]
+
+(the Python that has torch with CUDA; scripts/gpu-check.sh bench runs it on a GPU machine)
 """
 import argparse
 import glob
@@ -64,6 +66,7 @@ def bandwidth(lib, batch, side, rounds):
             db = up.next(torch.cuda.current_stream().cuda_stream)
             del db
             got += 1
+        torch.cuda.synchronize()  # the copies still running count too (bytes with their time)
         st = up.stats()
         up.close()
         ours.append(st["bytes"] / st["copy_seconds"] / 1e9)

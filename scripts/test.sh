@@ -8,6 +8,8 @@
 #   - the library, tools and unit tests cross-built for aarch64, run under qemu-aarch64
 #     (build-aarch64/, scripts/cross-aarch64.sh)
 #   - each fuzz target for 15 s (scripts/fuzz.sh: clang, libFuzzer, ASan + UBSan)
+#   - what a GPU machine is given, prepared (scripts/gpu-check.sh prepare: a release build with
+#     the kernels, the extension for its Python), loaded here
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
@@ -59,6 +61,19 @@ if [ $# -eq 0 ]; then
   start=$SECONDS
   bash scripts/fuzz.sh 15 || { status=1; failed_builds=$((failed_builds + 1)); }
   echo "test.sh: fuzz smoke: $((SECONDS - start)) s"
+  # what a GPU machine is given (scripts/gpu-check.sh prepare): it builds, and its tools and
+  # its extension for the GPU machine's Python load with the carried libraries alone
+  start=$SECONDS
+  if bash scripts/gpu-check.sh prepare && build-gpu/build/tools/shardcat --version >/dev/null &&
+     { py312=$(ls "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.12*/bin/python3.12 2>/dev/null | head -1);
+       [ -z "$py312" ] || PYTHONPATH=build-gpu/build/python "$py312" -c \
+         'import libshard._libshard as L; assert L.gpu_kernels == 1'; }; then
+    echo "test.sh: gpu-check prepare: $((SECONDS - start)) s"
+  else
+    echo "test.sh: gpu-check prepare failed"
+    status=1
+    failed_builds=$((failed_builds + 1))
+  fi
 fi
 /usr/bin/python3 scripts/test_summary.py --failed-builds "$failed_builds" "${logs[@]}"
 exit $status
