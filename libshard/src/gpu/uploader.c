@@ -169,8 +169,10 @@ static void *upload_main(void *arg)
         if (rc) {
             pthread_mutex_lock(&u->mu);
             shard_ring_give_back(u, sl);
+            int stopping = u->stop; /* a retry cut short by a rewind or free: no end */
             pthread_mutex_unlock(&u->mu);
-            end_with(u, rc, rc == SHARD_EOS ? "" : shard_loader_error(u->loader));
+            if (!stopping || rc == SHARD_EOS)
+                end_with(u, rc, rc == SHARD_EOS ? "" : shard_loader_error(u->loader));
             break;
         }
         if ((rc = shard_ring_fits(&u->s, hb->size, hb->image_bytes, msg)) != 0) {
@@ -262,6 +264,12 @@ int shard_uploader_put_end(ShardUploader *u)
 int shard_uploader_rewind(ShardUploader *u)
 {
     stop_thread(u);
+    /* every queued copy and its callback done: the host batches not held are the loader's
+     * again before the caller sets its epoch */
+    if (shard_gpu_enter(u->g) == CUDA_SUCCESS) {
+        u->cu->StreamSynchronize(u->copy);
+        shard_gpu_leave(u->g);
+    }
     pthread_mutex_lock(&u->mu);
     if (u->ended && u->end_rc != SHARD_EOS) {
         int rc = u->end_rc;
