@@ -369,20 +369,21 @@ Test(loader, images_and_labels_come_from_the_allocator_and_nothing_else)
     while (shard_loader_next(l, &b) == 0) {
         cr_assert(from(&c, b->images));
         cr_assert(from(&c, b->labels));
-        cr_assert_not(from(&c, b->keys));
-        cr_assert_not(from(&c, b->keys[0]));
+        cr_assert(!from(&c, b->keys));
+        cr_assert(!from(&c, b->keys[0]));
         cr_assert_gt(b->nfields, 0);
         for (size_t k = 0; k < b->nfields; k++) {
-            cr_assert_not(from(&c, b->fields[k].data), "raw field %s", b->fields[k].name);
-            cr_assert_not(from(&c, b->fields[k].offsets));
-            cr_assert_not(from(&c, b->fields[k].present));
+            cr_assert(!from(&c, b->fields[k].data), "raw field %s", b->fields[k].name);
+            cr_assert(!from(&c, b->fields[k].offsets));
+            cr_assert(!from(&c, b->fields[k].present));
         }
         shard_batch_release(l, b);
         batches++;
     }
     cr_assert_eq(batches, 12);
     size_t buffers = s.batches;
-    cr_assert_eq(atomic_load(&c.allocs), 2 * buffers, "images and labels of %zu buffers, once",
+    cr_assert_eq((size_t)atomic_load(&c.allocs), 2 * buffers,
+                 "images and labels of %zu buffers, once",
                  buffers);
     shard_loader_free(&l);
     cr_assert_eq(atomic_load(&c.live), 0, "every block given back");
