@@ -69,6 +69,19 @@ class Upload:
     (from_host). Closed, it keeps its last counters."""
 
     def __init__(self, device, options, buffers, loader=None):
+        args, layout = self._args(options, buffers)
+        self.up = _libshard.Uploader(device.gpu, loader, **args)
+        self.loader = loader
+        self.key = self._key(device, options, buffers)
+        self.device = device.torch
+        self.channels_last = layout == "channels_last"
+        self.host_wait = 0.0  # from_host: the consumer waiting on the host batches
+        self._last, self._stages_last = None, {}
+        self._base, self._used = None, False
+
+    @staticmethod
+    def _args(options, buffers):
+        """(the Uploader's arguments for these dataset settings, the dataset's layout)."""
         def option(name):
             return options.get(name, DEFAULTS[name])
 
@@ -79,28 +92,18 @@ class Upload:
         for k in ("mean", "std"):
             if options.get(k) is not None:
                 args[k] = options[k]
-        self.up = _libshard.Uploader(device.gpu, loader, **args)
-        self.loader = loader
-        self.key = (device.torch, repr(sorted(args.items())), layout, buffers)
-        self.device = device.torch
-        self.channels_last = layout == "channels_last"
-        self.host_wait = 0.0  # from_host: the consumer waiting on the host batches
-        self._last, self._stages_last = None, {}
-        self._base, self._used = None, False
+        return args, layout
+
+    @classmethod
+    def _key(cls, device, options, buffers):
+        args, layout = cls._args(options, buffers)  # args hold buffers; layout: channels_last
+        return device.torch, repr(sorted(args.items())), layout
 
     def fits(self, device, options, buffers, loader=None):
         """Whether this ring serves an epoch of these settings and this loader as it is."""
         if loader is not self.loader or self._last is not None:
             return False
-        h, w = _hw(options.get("image_size", DEFAULTS["image_size"]))
-        layout = options.get("layout", DEFAULTS["layout"])
-        args = dict(buffers=buffers, batch_size=options.get("batch_size", DEFAULTS["batch_size"]),
-                    height=h, width=w, dtype=options.get("dtype", DEFAULTS["dtype"]),
-                    layout="nchw" if layout == "nchw" else "nhwc")
-        for k in ("mean", "std"):
-            if options.get(k) is not None:
-                args[k] = options[k]
-        return self.key == (device.torch, repr(sorted(args.items())), layout, buffers)
+        return self.key == self._key(device, options, buffers)
 
     def stop(self):
         """Stops the upload thread (the loader is free for set_epoch or restore), drops the
