@@ -22,7 +22,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ShardIndex idx;
     char err[SHARD_ERROR_MAX];
     (void)shard_index_header_count(text, cut - 1);
-    if (shard_index_parse(&idx, text, cut - 1, "fuzz.idx", err) == 0)
+    if (shard_index_parse(&idx, text, cut - 1, "fuzz.idx", NULL, err) == 0)
         shard_index_clear(&idx);
     return 0;
 }

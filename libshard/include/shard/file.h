@@ -56,8 +56,8 @@ typedef struct ShardFileSettings {
      *  shard with the default settings. Borrowed: it must outlive the file. */
     ShardRemote *remote;
     /** Limits against hostile shards, each an error naming the shard, offset and member
-     *  (0: the default). The largest member, by its declared size (default 1 GiB): a
-     *  sparse or compressed member cannot make the reader hold more. */
+     *  (0: the default). The largest member, by its declared size: a
+     *  sparse or compressed member cannot make the reader hold more. Default 256 MiB. */
     uint64_t max_member_size;
     uint32_t max_fields; /**< the most members in one sample (default 100000) */
     uint32_t max_name;   /**< the longest member name, in bytes (default 4096) */
@@ -69,8 +69,11 @@ typedef struct ShardFileSettings {
      *  its size and offset as stored, and the bytes between headers are skipped by seeking
      *  where the source can (a local file), as bsdtar does. Default 0. */
     int headers_only;
+    /** The largest sample: its members' declared sizes added up (default 256 MiB), on
+     *  every path (in order, by index, headers only), refused before its bytes are read. */
+    uint64_t max_sample_size;
     /** Zero: room for settings added later without changing the struct's size. */
-    unsigned char reserved[32];
+    unsigned char reserved[24];
 } ShardFileSettings;
 
 /* ShardFieldView and ShardSampleView (sample.h): views from a ShardFile are borrowed from

@@ -15,8 +15,8 @@
  *
  * Threads: one fetch thread per stream reads shards ahead into bounded queues; everything
  * else runs on the thread that calls shard_reader_next. Memory is bounded by the settings:
- * the streams' queues (streams x queue_depth samples, and at most memory_budget bytes, one
- * sample per stream at least) and shuffle_buffer samples, plus the samples the caller keeps
+ * the streams' queues and the samples they are reading (streams x queue_depth samples, and
+ * at most memory_budget bytes) and shuffle_buffer samples, plus the samples the caller keeps
  * from shard_reader_take (each may hold its shard's mapping open).
  */
 #ifndef SHARD_READER_H
@@ -95,10 +95,12 @@ typedef struct ShardReaderSettings {
     /** Map local shards (ShardFileSettings.map): zero-copy, about twice the raw reading
      *  speed, but a shard truncated while mapped kills the process (default 0) */
     int map_files;
-    /** Bytes the fetch streams may hold read ahead, all together (default 268435456, 256
-     *  MiB; 0: only queue_depth bounds them): with large samples the queues hold fewer,
-     *  so memory follows this setting whatever the samples weigh (a stream always holds
-     *  one) */
+    /** Bytes the fetch streams may hold, all together (default 268435456, 256 MiB; 0:
+     *  only queue_depth and the per-sample limit bound them). Each stream's share is
+     *  halved between its queue and the sample it is reading, and a sample larger than
+     *  that half, memory_budget / (2 x streams), is an error naming this setting (skipped
+     *  and counted with skip_errors): memory follows this setting whatever the samples
+     *  weigh. Raise it for large samples (video: streams x 2 x the largest sample). */
     size_t memory_budget;
     /** Where the indexes libshard makes for shards without one are kept
      *  (ShardListSettings.index_cache; NULL: the default folder). Borrowed. */

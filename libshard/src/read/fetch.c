@@ -25,6 +25,7 @@
 #include "base/trace.h"
 #include "base/url.h"
 #include "read/fetch.h"
+#include "tar/tar.h"
 #include "remote/xfer.h"
 #include "shard/file.h"
 #include "source/open.h"
@@ -161,6 +162,35 @@ static void close_shard(ShardFetch *f, ShardFile **file, ShardReadCost *seen)
     shard_file_free(file);
 }
 
+/* Each stream's share of the memory budget, halved: its queue holds at most that, and the
+ * sample it is reading at most that again (0: no budget). At least a byte. */
+static uint64_t stream_budget(const ShardFetchSettings *s)
+{
+    if (!s->memory_budget)
+        return 0;
+    uint64_t b = s->memory_budget / s->streams / 2;
+    return b ? b : 1;
+}
+
+/* The largest sample a stream may read: the file's own limit, or less, its share of the
+ * budget, so that the streams hold memory_budget at most whatever the samples weigh. */
+static uint64_t sample_limit(const ShardFetchSettings *s)
+{
+    uint64_t b = stream_budget(s);
+    return b && b < SHARD_DEFAULT_MAX_SAMPLE ? b : SHARD_DEFAULT_MAX_SAMPLE;
+}
+
+/* A shard's failure with the reader's own reason for a sample limit beside it. */
+static const char *explain(ShardFetch *f, const char *msg, char *buf, size_t n)
+{
+    if (sample_limit(&f->s) == SHARD_DEFAULT_MAX_SAMPLE || !strstr(msg, "(max_sample_size)"))
+        return msg;
+    snprintf(buf, n, "%.800s; the reader's limit is memory_budget (%llu bytes) / (2 x %zu "
+             "streams): raise memory_budget to read larger samples",
+             msg, (unsigned long long)f->s.memory_budget, f->s.streams);
+    return buf;
+}
+
 static int open_shard(Stream *st, const ShardListEntry *e, ShardFile **file, ShardError *err)
 {
     ShardFetch *f = st->f;
@@ -169,6 +199,7 @@ static int open_shard(Stream *st, const ShardListEntry *e, ShardFile **file, Sha
     shard_file_default_settings(&fs);
     fs.remote = f->s.remote;
     fs.map = f->s.map;
+    fs.max_sample_size = sample_limit(&f->s);
     fs.index = e->index; /* one made at open for a shard without its own */
     int rc = shard_file_open_on(file, e->url, &fs, st->io, err);
     double spent = shard_seconds() - t;
@@ -289,8 +320,9 @@ static int fetch_segment(Stream *st, const ShardSegment *seg, size_t n, uint64_t
                    (unsigned long long)(first + count));
         out = failed(st, msg, count - got, SHARD_ERR_FORMAT);
     } else if (rc && rc != SHARD_EOS) {
-        out = failed(st, shard_file_error(file), count == SHARD_COUNT_UNKNOWN ? count : count - got,
-                     SHARD_ERR_FORMAT);
+        char msg[SHARD_ERROR_MAX];
+        out = failed(st, explain(f, shard_file_error(file), msg, sizeof msg),
+                     count == SHARD_COUNT_UNKNOWN ? count : count - got, SHARD_ERR_FORMAT);
     }
     close_shard(f, &file, &seen);
     return out;
@@ -335,15 +367,6 @@ static void *fetch_main(void *arg)
     st->started = 0;
     pthread_mutex_unlock(&f->alive_lock);
     return NULL;
-}
-
-/* Each stream's share of the memory budget: at least a byte, so a budget is never none. */
-static uint64_t stream_budget(const ShardFetchSettings *s)
-{
-    if (!s->memory_budget)
-        return 0;
-    uint64_t b = s->memory_budget / s->streams;
-    return b ? b : 1;
 }
 
 int shard_fetch_new(ShardFetch **out, const ShardFetchSettings *s)

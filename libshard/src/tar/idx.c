@@ -9,8 +9,10 @@
 
 #include "base/buf.h"
 #include "base/error.h"
+#include "shard/names.h"
 #include "source/open.h"
 #include "tar/idx.h"
+#include "tar/tar.h"
 
 /* Indexes are text with a line per sample: 256 MiB lists millions of samples. */
 #define MAX_INDEX_BYTES ((size_t)256 << 20)
@@ -69,7 +71,8 @@ int64_t shard_index_header_count(const char *text, size_t len)
     return (int64_t)n;
 }
 
-int shard_index_load(ShardIndex *idx, const char *url, ShardRemote *remote, char *err)
+int shard_index_load(ShardIndex *idx, const char *url, ShardRemote *remote,
+                     const ShardFileSettings *lim, char *err)
 {
     memset(idx, 0, sizeof *idx);
     ShardBuf b = {0};
@@ -78,11 +81,58 @@ int shard_index_load(ShardIndex *idx, const char *url, ShardRemote *remote, char
         shard_buf_free(&b);
         return rc;
     }
-    return shard_index_parse(idx, (char *)b.data, b.len, url, err);
+    return shard_index_parse(idx, (char *)b.data, b.len, url, lim, err);
 }
 
-int shard_index_parse(ShardIndex *idx, char *text, size_t len, const char *path, char *err)
+/* A line's limits and what the tar allows: a failure message, or NULL. prev_end: where the
+ * member before e ends on a block (0 before the first). */
+static const char *check_entry(const ShardIndexEntry *e, uint64_t prev_end, uint64_t max_member,
+                               char *why, size_t n)
 {
+    if (e->size > max_member)
+        snprintf(why, n, "member '%s' of %llu bytes, more than the limit of %llu "
+                 "(max_member_size)", e->name ? e->name : e->ext, (unsigned long long)e->size,
+                 (unsigned long long)max_member);
+    else if (e->offset % 512 || e->offset < prev_end + 512)
+        snprintf(why, n, "member '%s' at offset %llu: a tar member's data start on a 512-byte "
+                 "block after its header, and after the member before it (which ends at %llu)",
+                 e->name ? e->name : e->ext, (unsigned long long)e->offset,
+                 (unsigned long long)prev_end);
+    else if (e->size > UINT64_MAX - 511 - e->offset)
+        snprintf(why, n, "member '%s' at offset %llu: size %llu overflows",
+                 e->name ? e->name : e->ext, (unsigned long long)e->offset,
+                 (unsigned long long)e->size);
+    else
+        return NULL;
+    return why;
+}
+
+/* The key of a v1.2 line's member name, checked against its ext: 0, or -1 (*why set). */
+static int entry_key(const ShardIndexEntry *e, const char **key, size_t *klen, char *why,
+                     size_t n)
+{
+    size_t ks = 0;
+    const char *field = NULL;
+    if (shard_name_split(e->name, &ks, klen, &field) || strcmp(field, e->ext)) {
+        snprintf(why, n, "member '%s' is not field '%s' of a sample", e->name, e->ext);
+        return -1;
+    }
+    *key = e->name + ks;
+    return 0;
+}
+
+int shard_index_parse(ShardIndex *idx, char *text, size_t len, const char *path,
+                      const ShardFileSettings *lim, char *err)
+{
+    uint64_t max_member = lim && lim->max_member_size ? lim->max_member_size
+                                                      : SHARD_DEFAULT_MAX_MEMBER;
+    uint64_t max_sample = lim && lim->max_sample_size ? lim->max_sample_size
+                                                      : SHARD_DEFAULT_MAX_SAMPLE;
+    uint64_t max_fields = lim && lim->max_fields ? lim->max_fields : SHARD_DEFAULT_MAX_FIELDS;
+    uint64_t prev_end = 0;
+    const char *prev_key = NULL;
+    size_t prev_klen = 0;
+    char why[SHARD_ERROR_MAX / 2];
     memset(idx, 0, sizeof *idx);
     idx->text = text;
     char *save = NULL;
@@ -123,6 +173,9 @@ int shard_index_parse(ShardIndex *idx, char *text, size_t len, const char *path,
                               (unsigned long long)s);
         }
         idx->first[s] = idx->nentries;
+        uint64_t total = 0;
+        const char *key = NULL;
+        size_t klen = 0;
         char *p = line;
         for (;;) {
             char *t[4] = {0};
@@ -148,6 +201,31 @@ int shard_index_parse(ShardIndex *idx, char *text, size_t len, const char *path,
                                   "decimal offset and size",
                                   path, (unsigned long long)lineno, per == 4 ? " name" : "");
             }
+            const char *bad = check_entry(&e, prev_end, max_member, why, sizeof why);
+            const char *k = NULL;
+            size_t kl = 0;
+            if (!bad && idx->nentries - idx->first[s] >= max_fields)
+                snprintf(why, sizeof why, "a sample of more than %llu members (max_fields)",
+                         (unsigned long long)max_fields), bad = why;
+            else if (!bad && e.size > max_sample - total)
+                snprintf(why, sizeof why, "member '%s' takes the sample to %llu bytes, more "
+                         "than the limit of %llu (max_sample_size)", e.name ? e.name : e.ext,
+                         (unsigned long long)(total + e.size), (unsigned long long)max_sample),
+                    bad = why;
+            else if (!bad && e.name && entry_key(&e, &k, &kl, why, sizeof why))
+                bad = why;
+            else if (!bad && e.name && key && (kl != klen || memcmp(k, key, kl)))
+                snprintf(why, sizeof why, "member '%s' is not of sample '%.*s'", e.name,
+                         (int)klen, key), bad = why;
+            if (bad) {
+                shard_index_clear(idx);
+                return shard_fail(err, SHARD_ERR_FORMAT, "%s: line %llu: %s", path,
+                                  (unsigned long long)lineno, bad);
+            }
+            if (e.name && !key)
+                key = k, klen = kl;
+            total += e.size;
+            prev_end = (e.offset + e.size + 511) / 512 * 512;
             if (shard_array_grow(&idx->entries, &cap, idx->nentries + 1, sizeof *idx->entries, 16)) {
                 shard_index_clear(idx);
                 return shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", path);
@@ -159,7 +237,15 @@ int shard_index_parse(ShardIndex *idx, char *text, size_t len, const char *path,
             return shard_fail(err, SHARD_ERR_FORMAT, "%s: line %llu: a sample with no members",
                               path, (unsigned long long)lineno);
         }
+        if (key && prev_key && klen == prev_klen && !memcmp(key, prev_key, klen)) {
+            shard_index_clear(idx);
+            return shard_fail(err, SHARD_ERR_FORMAT,
+                              "%s: line %llu: sample '%.*s' again (the line before lists it)",
+                              path, (unsigned long long)lineno, (int)klen, key);
+        }
+        prev_key = key, prev_klen = klen;
     }
     idx->first[idx->nsamples] = idx->nentries;
+    idx->end = prev_end;
     return 0;
 }

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "base/attr.h"
+#include "shard/file.h"
 #include "shard/remote.h"
 
 typedef struct ShardIndexEntry {
@@ -23,18 +24,23 @@ typedef struct ShardIndex {
     ShardIndexEntry *entries;
     uint64_t nentries;
     uint64_t *first; /* nsamples + 1 positions into entries */
+    uint64_t end;    /* where the last member's data end, on a 512-byte block */
 } ShardIndex;
 
 /* Parses the len bytes of text (NUL-terminated after them), taking ownership of text
  * (malloc'd; freed by shard_index_clear, or here on failure). Every count is checked
- * against the text's size before anything is allocated from it. name says in messages
- * what was parsed; on failure err (SHARD_ERROR_MAX bytes) says what and where (line). */
+ * against the text's size before anything is allocated from it, and every line against
+ * the limits of lim (NULL: the defaults; max_member_size, max_sample_size, max_fields) and
+ * against the tar it describes: data offsets on 512-byte blocks, each after the member
+ * before it and its header, the members of a line one key's and the key changing from
+ * line to line (v1.2). name says in messages what was parsed; on failure err
+ * (SHARD_ERROR_MAX bytes) says what and where (line). */
 SHARD_HIDDEN int shard_index_parse(ShardIndex *idx, char *text, size_t len, const char *name,
-                                   char *err);
-/* Reads and parses the index at url (through the sources); SHARD_ERR_NOT_FOUND when it
- * does not exist. */
+                                   const ShardFileSettings *lim, char *err);
+/* Reads and parses the index at url (through the sources) as shard_index_parse does;
+ * SHARD_ERR_NOT_FOUND when it does not exist. */
 SHARD_HIDDEN int shard_index_load(ShardIndex *idx, const char *url, ShardRemote *remote,
-                                  char *err);
+                                  const ShardFileSettings *lim, char *err);
 /* The sample count an index's first line promises, or -1 when text does not start with a
  * valid header. */
 SHARD_HIDDEN int64_t shard_index_header_count(const char *text, size_t len);

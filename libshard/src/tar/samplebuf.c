@@ -14,6 +14,7 @@ void shard_sb_reset(ShardSampleBuf *sb)
     for (size_t i = 0; i < sb->n; i++)
         shard_hold_put(sb->recs[i].hold);
     sb->n = 0;
+    sb->declared = 0;
     sb->arena.len = 0;
     sb->key.len = 0;
     sb->ftab_stale = 1;

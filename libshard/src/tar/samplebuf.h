@@ -27,6 +27,7 @@ typedef struct ShardSampleBuf {
     ShardFieldRec *recs;
     ShardFieldView *views;
     size_t n, cap;
+    uint64_t declared;    /* the fields' declared sizes added up (the sample limit's) */
     ShardSampleView sample;
     uint32_t *ftab;       /* the fields by name hash (index + 1; 0 empty), for many fields */
     size_t fcap, findexed; /* its size, and how many of the fields it holds */

@@ -12,6 +12,7 @@
 #include "shard/names.h"
 #include "tar/seek.h"
 #include "tar/tar.h"
+#include "tar/ustar.h"
 
 struct ShardIndexed {
     ShardSource *src;
@@ -24,10 +25,121 @@ struct ShardIndexed {
     ShardBuf frame;   /* the decompressed frame cached */
     size_t frame_no;  /* which frame is in it, SIZE_MAX for none */
     ShardBuf packed;  /* a compressed frame, when the source has no mapping */
+    int proven;       /* its headers were read where the index says */
 };
 
+static int prepare_frames(ShardIndexed *x, char *err);
+static int read_zst_into(ShardIndexed *x, uint64_t off, uint64_t size, uint64_t limit,
+                         unsigned char *dst, char *err);
+
+/* The tar's n bytes at off into dst: read from the file, or out of the zstd frames. */
+static int tar_bytes(ShardIndexed *x, uint64_t off, unsigned char *dst, size_t n, char *err)
+{
+    if (x->zstd)
+        return read_zst_into(x, off, n, SHARD_DEFAULT_MAX_MEMBER, dst, err);
+    int rc = shard_source_read_at(x->src, off, dst, n);
+    return rc ? shard_fail(err, rc, "%s", x->src->err) : 0;
+}
+
+/* The header before entry e's data, in h, is e's: 0, or an error naming both files. */
+static int check_header(const ShardIndexed *x, const unsigned char *h, const ShardIndexEntry *e,
+                        uint64_t line, char *err)
+{
+    ShardUstar u;
+    int got = shard_ustar_parse(h, &u);
+    if (got == 0 && shard_ustar_is(&u, e->name, e->size))
+        return 0;
+    const char *name = e->name ? e->name : e->ext;
+    if (got != 0)
+        return shard_fail(err, SHARD_ERR_FORMAT,
+                          "%s: index line %llu: member '%s': no tar header at offset %llu, "
+                          "before its data at %llu (the index does not belong to this shard; "
+                          "rebuild it with 'shardcat index')",
+                          x->src->url, (unsigned long long)line, name,
+                          (unsigned long long)e->offset - 512, (unsigned long long)e->offset);
+    return shard_fail(err, SHARD_ERR_FORMAT,
+                      "%s: index line %llu: member '%s' of %llu bytes, but the tar header at "
+                      "offset %llu is '%s' of %llu bytes (type %c) (the index does not belong "
+                      "to this shard; rebuild it with 'shardcat index')",
+                      x->src->url, (unsigned long long)line, name, (unsigned long long)e->size,
+                      (unsigned long long)e->offset - 512, u.name, (unsigned long long)u.size,
+                      u.type);
+}
+
+/* After the index's last member: the end of the archive, with nothing a reader would take
+ * as a sample between (members that are no sample's fields are passed over, a few). */
+static int check_end(ShardIndexed *x, uint64_t total, char *err)
+{
+    uint64_t pos = x->idx.end;
+    unsigned char h[512];
+    for (int step = 0; step < 64 && pos + 512 <= total; step++) {
+        int rc = tar_bytes(x, pos, h, 512, err);
+        if (rc)
+            return rc;
+        ShardUstar u;
+        int got = shard_ustar_parse(h, &u);
+        if (got == 1)
+            return 0;
+        size_t ks, kl;
+        const char *field;
+        int extended = u.type == 'x' || u.type == 'g' || u.type == 'L' || u.type == 'K';
+        if (got != 0 || (!extended && (u.type == '0' || u.type == '7') &&
+                         !shard_name_split(u.name, &ks, &kl, &field)))
+            return shard_fail(err, SHARD_ERR_FORMAT,
+                              "%s: the tar goes on at offset %llu (%s) after the last sample of "
+                              "its index %llu lists: the index lists too few samples or "
+                              "belongs to another shard (rebuild it with 'shardcat index')",
+                              x->src->url, (unsigned long long)pos,
+                              got != 0 ? "no tar header there" : u.name,
+                              (unsigned long long)x->idx.nsamples);
+        if (u.size > total)
+            break;
+        pos += 512 + (u.size + 511) / 512 * 512;
+    }
+    return 0;
+}
+
+/* Whether the index belongs to the shard (shard_indexed_open): the first member's header
+ * where the index says, and when the tar reaches past the last member's end, its header
+ * too and nothing a reader would take after it. A tar that ends before that end was cut
+ * short: its readers name where, so the index is not refused for it. */
+static int check_belongs(ShardIndexed *x, char *err)
+{
+    uint64_t total;
+    if (x->src->costly || !x->idx.nentries || !shard_source_seekable(x->src))
+        return 0; /* each request counts: the headers are checked as each sample is read */
+    if (x->zstd) {
+        if (!x->nframes)
+            return 0; /* no seek table: nothing to read by */
+        int rc = prepare_frames(x, err);
+        if (rc)
+            return rc;
+        total = x->frame_doff[x->nframes];
+    } else if (x->plain && x->src->size >= 0) {
+        total = (uint64_t)x->src->size;
+    } else {
+        return 0;
+    }
+    unsigned char h[512];
+    const ShardIndexEntry *first = &x->idx.entries[0];
+    const ShardIndexEntry *last = &x->idx.entries[x->idx.nentries - 1];
+    int rc = 0;
+    if (first->offset <= total)
+        if ((rc = tar_bytes(x, first->offset - 512, h, 512, err)) ||
+            (rc = check_header(x, h, first, 2, err)))
+            return rc;
+    if (x->idx.end + 512 > total)
+        return 0;
+    if ((rc = tar_bytes(x, last->offset - 512, h, 512, err)) ||
+        (rc = check_header(x, h, last, x->idx.nsamples + 1, err)) ||
+        (rc = check_end(x, total, err)))
+        return rc;
+    x->proven = 1;
+    return 0;
+}
+
 int shard_indexed_open(ShardIndexed **out, ShardSource *src, const char *index_url, int required,
-                       const char *compression, char *err)
+                       const char *compression, const ShardFileSettings *s, char *err)
 {
     *out = NULL;
     ShardIndexed *x = calloc(1, sizeof *x);
@@ -49,12 +161,14 @@ int shard_indexed_open(ShardIndexed **out, ShardSource *src, const char *index_u
         return 0;
     }
     if (!rc) {
-        rc = shard_index_load(&x->idx, index_url, src->remote, err);
+        rc = shard_index_load(&x->idx, index_url, src->remote, s, err);
         if (rc == SHARD_ERR_NOT_FOUND && !required) {
             shard_indexed_free(&x);
             return 0;
         }
     }
+    if (!rc)
+        rc = check_belongs(x, err);
     if (rc) {
         shard_indexed_free(&x);
         return rc;
@@ -69,6 +183,10 @@ int shard_indexed_can_seek(const ShardIndexed *x)
 }
 
 uint64_t shard_indexed_count(const ShardIndexed *x) { return x->idx.nsamples; }
+
+int shard_indexed_proven(const ShardIndexed *x) { return x->proven; }
+
+const ShardIndex *shard_indexed_index(const ShardIndexed *x) { return &x->idx; }
 
 int shard_indexed_stream_from(const ShardIndexed *x, uint64_t i, uint64_t *off)
 {
@@ -96,10 +214,10 @@ static int prepare_frames(ShardIndexed *x, char *err)
     return 0;
 }
 
-/* Copies size bytes at tar offset off into the field being read, decompressing frames as
- * needed; a frame may not claim more than limit bytes decompressed. */
-static int read_zst_range(ShardIndexed *x, uint64_t off, uint64_t size, uint64_t limit,
-                          ShardSampleBuf *sb, char *err)
+/* Copies size bytes at tar offset off to dst, decompressing frames as needed; a frame may
+ * not claim more than limit bytes decompressed. */
+static int read_zst_into(ShardIndexed *x, uint64_t off, uint64_t size, uint64_t limit,
+                         unsigned char *dst, char *err)
 {
     const char *url = x->src->url;
     int rc = prepare_frames(x, err);
@@ -111,8 +229,6 @@ static int read_zst_range(ShardIndexed *x, uint64_t off, uint64_t size, uint64_t
                           "%s: tar bytes %llu..%llu lie past the end of the data (%llu bytes)",
                           url, (unsigned long long)off, (unsigned long long)(off + size),
                           (unsigned long long)end);
-    if (shard_sb_reserve(sb, (size_t)size)) /* the field at once, not frame by frame */
-        return shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", url);
     while (size) {
         /* the frame holding off: last frame whose start <= off */
         size_t lo = 0, hi = x->nframes;
@@ -153,48 +269,60 @@ static int read_zst_range(ShardIndexed *x, uint64_t off, uint64_t size, uint64_t
         }
         uint64_t in = off - x->frame_doff[lo];
         uint64_t take = x->frame.len - in < size ? x->frame.len - in : size;
-        if (shard_sb_append(sb, x->frame.data + in, (size_t)take))
-            return shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", url);
+        memcpy(dst, x->frame.data + in, (size_t)take);
+        dst += take;
         off += take;
         size -= take;
     }
     return 0;
 }
 
-/* Reads the field entry e of sample i (index line i + 2) into rec: a view of the mapping
- * where the source can hold it, else a copy (a .tar.zst's through its frames). */
+/* Reads the field entry e of sample i (index line i + 2) into rec, with the header before
+ * it (checked, check_header): a view of the mapping where the source can hold it, else a
+ * copy read in one piece with the header (a .tar.zst's through its frames). */
 static int read_field(ShardIndexed *x, uint64_t i, const ShardIndexEntry *e, ShardFieldRec *rec,
                       uint64_t limit, ShardSampleBuf *sb, char *err)
 {
     ShardSource *src = x->src;
     const char *name = e->name ? e->name : e->ext;
-    unsigned char *dst;
-    if (e->size > limit)
+    uint64_t line = i + 2;
+    if (e->size > limit) /* the parser's limits were the same: a second guard */
         return shard_fail(err, SHARD_ERR_FORMAT,
                           "%s: index line %llu: member '%s' of %llu bytes, more than the limit "
                           "of %llu (max_member_size)",
-                          src->url, (unsigned long long)i + 2, name, (unsigned long long)e->size,
+                          src->url, (unsigned long long)line, name, (unsigned long long)e->size,
                           (unsigned long long)limit);
-    if (x->zstd)
-        return read_zst_range(x, e->offset, e->size, limit, sb, err);
-    if (src->size >= 0 &&
-        (e->offset > (uint64_t)src->size || e->size > (uint64_t)src->size - e->offset))
+    uint64_t from = e->offset - 512, n = e->size + 512; /* the parser: offset >= 512 */
+    if (!x->zstd && src->size >= 0 &&
+        (from > (uint64_t)src->size || n > (uint64_t)src->size - from))
         return shard_fail(err, SHARD_ERR_FORMAT,
                           "%s: index line %llu: member '%s' at offset %llu size %llu lies past "
                           "the end of the shard (%llu bytes)",
-                          src->url, (unsigned long long)i + 2, name,
+                          src->url, (unsigned long long)line, name,
                           (unsigned long long)e->offset, (unsigned long long)e->size,
                           (unsigned long long)src->size);
-    if (src->map && (rec->hold = shard_source_hold(src, src->map + e->offset, e->size))) {
-        rec->view = src->map + e->offset;
-        rec->data = SIZE_MAX;
-        return 0;
+    if (!x->zstd && src->map) {
+        int rc = check_header(x, src->map + from, e, line, err);
+        if (rc)
+            return rc;
+        if ((rec->hold = shard_source_hold(src, src->map + e->offset, e->size))) {
+            rec->view = src->map + e->offset;
+            rec->data = SIZE_MAX;
+            return 0;
+        }
     }
-    if (!(dst = shard_sb_room(sb, (size_t)e->size)))
+    unsigned char *dst = shard_sb_room(sb, (size_t)n);
+    if (!dst)
         return shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", src->url);
-    int rc = shard_source_read_at(src, e->offset, dst, (size_t)e->size);
-    if (rc)
-        return shard_fail(err, rc, "%s", src->err);
+    int rc = x->zstd ? read_zst_into(x, from, n, limit, dst, err)
+                     : shard_source_read_at(src, from, dst, (size_t)n);
+    if (rc && !x->zstd)
+        rc = shard_fail(err, rc, "%s: index line %llu: member '%s' at offset %llu: %s", src->url,
+                        (unsigned long long)line, name, (unsigned long long)e->offset,
+                        src->err);
+    if (rc || (rc = check_header(x, dst, e, line, err)))
+        return rc;
+    memmove(dst, dst + 512, (size_t)e->size);
     shard_sb_grew(sb, (size_t)e->size);
     return 0;
 }
@@ -205,7 +333,17 @@ int shard_indexed_read(ShardIndexed *x, uint64_t i, const ShardFileSettings *s, 
     shard_sb_reset(sb);
     const char *url = x->src->url;
     uint64_t limit = s->max_member_size ? s->max_member_size : SHARD_DEFAULT_MAX_MEMBER;
+    uint64_t max_sample = s->max_sample_size ? s->max_sample_size : SHARD_DEFAULT_MAX_SAMPLE;
     uint64_t lo = x->idx.first[i], hi = x->idx.first[i + 1];
+    uint64_t total = 0;
+    for (uint64_t k = lo; k < hi; k++) /* the whole sample before a byte of it */
+        total += x->idx.entries[k].size; /* each under max_member_size: no overflow */
+    if (total > max_sample)
+        return shard_fail(err, SHARD_ERR_FORMAT,
+                          "%s: index line %llu: a sample of %llu bytes, more than the limit of "
+                          "%llu (max_sample_size)",
+                          url, (unsigned long long)i + 2, (unsigned long long)total,
+                          (unsigned long long)max_sample);
     /* the key, from the first member's name (v1.1 has no names: "") */
     const char *first = lo < hi ? x->idx.entries[lo].name : NULL;
     size_t ks = 0, kl = 0;
@@ -221,6 +359,7 @@ int shard_indexed_read(ShardIndexed *x, uint64_t i, const ShardFileSettings *s, 
             return shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", url);
         rec->size = e->size;
         rec->offset = e->offset;
+        sb->declared += e->size;
         int rc = read_field(x, i, e, rec, limit, sb, err);
         if (rc)
             return rc;

@@ -17,12 +17,21 @@
 typedef struct ShardIndexed ShardIndexed;
 
 /* Loads the seek table of a zstd source (compression as the tar reader found it; when it
- * has one) and the index at index_url (NULL: the seek table is only checked).
+ * has one) and the index at index_url (NULL: the seek table is only checked), its lines
+ * held to s's limits (shard_index_parse). An index must belong to its shard: its last
+ * member must end where the tar's data end (the size), and on a source that is not costly,
+ * the first and last members' headers must be where it says and nothing but the end of the
+ * archive (or members that are no sample's) may follow; else it is refused, naming both.
  * *out is NULL, with 0 returned, when there is no index and none was required; a broken
- * seek table or index is an error (err names the URL and line or offset). src is borrowed
- * and must outlive the result. */
+ * seek table or index is an error (err names the URL and line or offset). src and s are
+ * borrowed and must outlive the result. */
 SHARD_HIDDEN int shard_indexed_open(ShardIndexed **out, ShardSource *src, const char *index_url,
-                                    int required, const char *compression, char *err);
+                                    int required, const char *compression,
+                                    const ShardFileSettings *s, char *err);
+/* Whether the index was proven to belong to its shard (headers read, not only sizes). */
+SHARD_HIDDEN int shard_indexed_proven(const ShardIndexed *x);
+/* The index as parsed (borrowed from x). */
+SHARD_HIDDEN const ShardIndex *shard_indexed_index(const ShardIndexed *x);
 /* Whether samples can be read by index: an uncompressed tar, or zstd with a seek table. */
 SHARD_HIDDEN int shard_indexed_can_seek(const ShardIndexed *x);
 SHARD_HIDDEN uint64_t shard_indexed_count(const ShardIndexed *x);
@@ -30,8 +39,9 @@ SHARD_HIDDEN uint64_t shard_indexed_count(const ShardIndexed *x);
  * of sample i - 1's last member (its next header, or the extended headers before it). 1
  * with *off set; 0 where none is known (zstd, sample 0). */
 SHARD_HIDDEN int shard_indexed_stream_from(const ShardIndexed *x, uint64_t i, uint64_t *off);
-/* Reads sample i into sb (i < count) as s says (lowercase, max_member_size); *offset
- * receives its first header's tar offset. */
+/* Reads sample i into sb (i < count) as s says (lowercase, limits), each member's header
+ * read with its data and checked against the index's line; *offset receives its first
+ * header's tar offset. */
 SHARD_HIDDEN int shard_indexed_read(ShardIndexed *x, uint64_t i, const ShardFileSettings *s,
                                     ShardSampleBuf *sb, uint64_t *offset, char *err);
 SHARD_HIDDEN void shard_indexed_free(ShardIndexed **x);

@@ -47,6 +47,7 @@ void shard_file_default_settings(ShardFileSettings *s)
     s->max_member_size = SHARD_DEFAULT_MAX_MEMBER;
     s->max_fields = SHARD_DEFAULT_MAX_FIELDS;
     s->max_name = SHARD_DEFAULT_MAX_NAME;
+    s->max_sample_size = SHARD_DEFAULT_MAX_SAMPLE;
 }
 
 char *shard_index_path(const char *url)
@@ -108,7 +109,8 @@ static int open_index(ShardFile *f, const char *compression)
     if (want_index &&
         !(ipath = f->s.index ? strdup(f->s.index) : shard_index_path(f->src->url)))
         return shard_fail(f->err, SHARD_ERR_NOMEM, "out of memory");
-    int rc = shard_indexed_open(&f->ix, f->src, ipath, f->s.index != NULL, compression, f->err);
+    int rc = shard_indexed_open(&f->ix, f->src, ipath, f->s.index != NULL, compression, &f->s,
+                                f->err);
     free(ipath);
     return rc;
 }

@@ -448,10 +448,22 @@ int shard_tar_next(ShardTar *t, ShardSampleBuf *sb, uint64_t *offset, char *err)
                               "%s: offset %llu: member '%s': sample '%s' has field '%s' twice",
                               url, (unsigned long long)header_off, member,
                               (const char *)sb->key.data, shard_sb_name(sb, (size_t)dup));
+        uint64_t size = (uint64_t)archive_entry_size(e); /* checked by check_limits */
+        uint64_t max_sample = t->s.max_sample_size ? t->s.max_sample_size
+                                                   : SHARD_DEFAULT_MAX_SAMPLE;
+        if (size > max_sample || sb->declared > max_sample - size)
+            return shard_fail(err, SHARD_ERR_FORMAT,
+                              "%s: offset %llu: member '%s' of %llu bytes takes sample '%s' to "
+                              "%llu bytes, more than the limit of %llu (max_sample_size)",
+                              url, (unsigned long long)header_off, member,
+                              (unsigned long long)size, (const char *)sb->key.data,
+                              (unsigned long long)(sb->declared + size),
+                              (unsigned long long)max_sample);
         ShardFieldRec *rec = shard_sb_add(sb, field, member, t->s.lowercase);
         if (!rec)
             return nomem(t, err);
-        rec->size = (uint64_t)archive_entry_size(e);
+        sb->declared += size;
+        rec->size = size;
         rec->offset = data_off;
         if (t->s.headers_only) {
             rec->data = SIZE_MAX; /* no view and no copy: the data stay unread */

@@ -10,8 +10,10 @@
 #include "source/source.h"
 #include "tar/samplebuf.h"
 
-/* ShardFileSettings' limits when left 0 */
-#define SHARD_DEFAULT_MAX_MEMBER ((uint64_t)1 << 30)
+/* ShardFileSettings' limits when left 0: a sample of the largest size, held once with its
+ * copy on the way, stays well under 1 GiB */
+#define SHARD_DEFAULT_MAX_MEMBER ((uint64_t)256 << 20)
+#define SHARD_DEFAULT_MAX_SAMPLE ((uint64_t)256 << 20)
 #define SHARD_DEFAULT_MAX_FIELDS 100000u
 #define SHARD_DEFAULT_MAX_NAME 4096u
 

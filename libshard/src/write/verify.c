@@ -402,7 +402,8 @@ int shard_verify(const char *url, const ShardVerifySettings *s, ShardVerifyResul
     if (!rc) {
         k.ipath = (k.local && s->check_index) ? shard_index_path(url) : NULL;
         char msg[SHARD_ERROR_MAX];
-        int irc = k.ipath ? shard_index_load(&k.idx, k.ipath, s->remote, msg) : SHARD_ERR_NOT_FOUND;
+        int irc = k.ipath ? shard_index_load(&k.idx, k.ipath, s->remote, NULL, msg)
+                           : SHARD_ERR_NOT_FOUND;
         if (irc && irc != SHARD_ERR_NOT_FOUND)
             defect(&c, "%s", msg);
         else if (!irc)
