@@ -22,7 +22,7 @@ static void usage(FILE *f)
           "  info [--json] SHARD...        samples, bytes, fields, compression, index\n"
           "  verify [--decode] [--json] SHARD...\n"
           "                                structure, index, seek table, manifest checksums,\n"
-          "                                key rules; with --decode every JPEG decodes and\n"
+          "                                key rules; with --decode every image decodes and\n"
           "                                every image field holds its kind of image\n"
           "  index SHARD...                write SHARD's .idx (DALI v1.2) for shards made elsewhere\n"
           "  extract SHARD... -C DIR       extract sample members into DIR, safely\n"
@@ -98,9 +98,10 @@ static const struct {
      "usage: shardcat verify [--decode] [--json] SHARD...\n\n"
      "Checks structure, index, zstd seek table, manifest size and checksums and the\n"
      "key rules; exit status 1 when any shard has a defect.\n"
-     "  --decode  also decode every JPEG, and check every image field holds its kind\n"
+     "  --decode  also decode every image (JPEG, PNG, WebP) within the decoders'\n"
+     "            limits, and check every image field holds its kind\n"
      "  --json    one JSON object per shard: url, ok, samples, members, index,\n"
-     "            frames, jpegs, manifest, defects, error (what kept it from being\n"
+     "            frames, jpegs, images, manifest, defects, error (what kept it from being\n"
      "            read, else the first defect), defect_messages\n"},
     {"index", SHARDCAT_INDEX,
      "usage: shardcat index SHARD...\n\n"

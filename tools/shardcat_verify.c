@@ -40,6 +40,8 @@ static void print_verdict_json(const char *url, int rc, const ShardVerifyResult 
     json_object_set_new(o, "frames", json_integer((json_int_t)r->frames));
     if (s->decode)
         json_object_set_new(o, "jpegs", json_integer((json_int_t)r->jpegs));
+    if (s->decode)
+        json_object_set_new(o, "images", json_integer((json_int_t)r->images));
     json_object_set_new(o, "manifest", s->expect ? json_boolean(rc == 0) : json_null());
     json_object_set_new(o, "defects",
                         json_integer((json_int_t)(rc ? (r->defects ? r->defects : 1) : 0)));
@@ -65,6 +67,8 @@ static void print_verdict(const char *url, int rc, const ShardVerifyResult *r,
                r->frames == 1 ? "" : "s");
     if (s->decode)
         printf(", %llu JPEGs decode", (unsigned long long)r->jpegs);
+    if (s->decode && r->images > r->jpegs)
+        printf(", %llu other images decode", (unsigned long long)(r->images - r->jpegs));
     if (s->expect)
         printf(", manifest size and checksums match");
     putchar('\n');

@@ -212,6 +212,12 @@ PyObject *shard_py_stats_dict(const ShardLoaderStats *st)
             Py_XDECREF(b);
             Py_XDECREF(c);
         }
+        if (d && i == SHARD_STAGE_DECODE) { /* decodes that waited for decode_memory */
+            PyObject *w = PyLong_FromUnsignedLongLong(st->decode_memory_waits);
+            if (!w || PyDict_SetItemString(d, "memory_waits", w))
+                Py_CLEAR(d);
+            Py_XDECREF(w);
+        }
         if (!d || PyDict_SetItemString(stages, g->name, d))
             Py_CLEAR(stages);
         Py_XDECREF(d);

@@ -197,6 +197,10 @@ static const ShardPySetting loader_rows[] = {
      .offset = L(missing_label),
      .doc = "a sample without a valid label: 'error' (skipped with skip_errors), or -1 for "
             "its label"},
+    {.name = "decode_memory", .kind = SHARD_PY_INT, .field = SHARD_PY_F_SIZE,
+     .offset = L(decode_memory), .flags = SHARD_PY_MIN, .min = 0,
+     .doc = "bytes the decode threads' decodes take together; a decode waits for room (0: no "
+            "bound)"},
     {.name = "trace", .kind = SHARD_PY_PATH, .field = SHARD_PY_F_STR, .offset = L(trace_path),
      .flags = SHARD_PY_NONE,
      .doc = "where to write the stages' spans (Chrome trace event JSON) when the loader is "
@@ -248,6 +252,13 @@ static const ShardPySetting transform_rows[] = {
      .offset = T(ratio_min), .count = 2,
      .accepts = "two numbers (smallest, largest aspect ratio)",
      .doc = "random_resized: the crop's aspect ratio"},
+    {.name = "max_decode_memory", .kind = SHARD_PY_INT, .field = SHARD_PY_F_U64,
+     .offset = T(max_decode_memory), .flags = SHARD_PY_MIN, .min = 1,
+     .doc = "the most bytes one decode may take as its header says (a progressive JPEG's "
+            "coefficients and the pixels); a larger image is an error"},
+    {.name = "max_scans", .kind = SHARD_PY_INT, .field = SHARD_PY_F_U32, .offset = T(max_scans),
+     .flags = SHARD_PY_MIN, .min = 1,
+     .doc = "the most scans a JPEG may have (each walks every block: the decode's time)"},
 };
 
 /* The output size as decode and crop_box take it (Loader takes image_size). */

@@ -104,3 +104,56 @@ def test_an_index_beside_the_shard_of_another_run_is_refused(run_sc, tmp_path):
         cp = capped(run_sc, *cmd)
         err = out_text(cp)
         assert cp.returncode == 1 and "rebuild it with 'shardcat index'" in err, (cmd, err)
+
+
+def png_of(width, height, value=0):
+    """A grey PNG of width x height of one value, written row by row through zlib (a
+    13000 x 13000 one is a few hundred KB and takes no memory to make)."""
+    import struct
+    import zlib
+
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + \
+            struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+    z = zlib.compressobj(9)
+    row = b"\0" + bytes([value]) * width
+    idat = b"".join(z.compress(row) for _ in range(height)) + z.flush()
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 0, 0,
+                                                              0, 0)) +
+            chunk(b"IDAT", idat) + chunk(b"IEND", b""))
+
+
+def test_decode_limits_bound_time_and_memory(run_sc, tmp_path):
+    """verify --decode: a valid progressive JPEG of 200 scans is refused by max_scans (the
+    report's 13000 x 13000 of 5000 scans too, well within the time), one of 99 decodes; a
+    13000 x 13000 PNG (under max_pixels) is refused by max_decode_memory, a small one
+    decodes; a PNG with damaged data is a defect (PNGs are decoded, as the loader would)."""
+    from jpegscans import many_scans
+    import zlib
+    shard = write_tar(tmp_path / "scans.tar", [("a.jpg", many_scans(1000, 1000, 200)),
+                                                ("b.jpg", many_scans(1024, 1024, 99))])
+    cp = capped(run_sc, "verify", "--decode", shard)
+    err = out_text(cp)
+    assert cp.returncode == 1 and "member 'a.jpg': a progressive JPEG of more than 100 scans " \
+        "(max_scans)" in err and "b.jpg" not in err, err
+    big = write_tar(tmp_path / "big.tar", [("m.jpg", many_scans(13000, 13000, 5000))])
+    import time
+    t0 = time.monotonic()
+    cp = capped(run_sc, "verify", "--decode", big)
+    assert cp.returncode == 1 and "(max_scans)" in out_text(cp), out_text(cp)
+    assert time.monotonic() - t0 < 30
+    good = png_of(64, 48, 7)
+    bad = bytearray(good)
+    at = bad.index(b"IDAT") + 8
+    bad[at:at + 4] = b"\xff\xff\xff\xff"  # the deflate stream, checksum made to match
+    crc_at = bad.index(b"IEND") - 8
+    bad[crc_at:crc_at + 4] = (zlib.crc32(bytes(bad[bad.index(b"IDAT"):crc_at])) &
+                              0xFFFFFFFF).to_bytes(4, "big")
+    pngs = write_tar(tmp_path / "png.tar", [("a.png", png_of(13000, 13000)), ("b.png", bytes(bad)),
+                                            ("c.png", good)])
+    cp = capped(run_sc, "verify", "--decode", pngs)
+    err = out_text(cp)
+    assert cp.returncode == 1, err
+    assert "member 'a.png': a PNG of 13000x13000 pixels needs" in err and \
+        "(max_decode_memory)" in err, err
+    assert "member 'b.png'" in err and "corrupt PNG" in err and "c.png" not in err, err

@@ -73,3 +73,73 @@ def test_an_index_line_is_checked_against_the_header_it_points_after(tmp_path):
     msg = str(e.value)
     assert "index line 4: member 's2.txt' of 600 bytes" in msg and \
         "the tar header at offset 7680 is 's2.txt' of 700 bytes" in msg, msg
+
+
+def _cli_helpers():
+    import sys
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli")
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    import jpegscans
+    import test_limits as cli
+    return jpegscans.many_scans, cli.png_of
+
+
+def _tar(path, members):
+    with tarfile.open(path, "w", format=tarfile.USTAR_FORMAT) as tf:
+        for name, data in members:
+            ti = tarfile.TarInfo(name)
+            ti.size = len(data)
+            tf.addfile(ti, io.BytesIO(data))
+    return str(path)
+
+
+def test_a_jpeg_of_many_scans_is_refused_on_every_decode_path(tmp_path):
+    """200 scans: refused by max_scans by the C decoder and before PIL's (neither walks
+    them); 99 scans decode on both paths."""
+    from libshard.torch import ShardDataset
+    import libshard.webdataset as wds
+    many_scans, _ = _cli_helpers()
+    bad = _tar(tmp_path / "bad.tar", [("a.jpg", many_scans(1000, 1000, 200))])
+    good = _tar(tmp_path / "good.tar", [("b.jpg", many_scans(1024, 1024, 99))])
+    kw = dict(batch_size=1, image_fields="jpg", label_field=None, image_size=32)
+    with pytest.raises(Exception, match=r"sample 'a': a progressive JPEG of more than 100 "
+                                        r"scans \(max_scans\)"):
+        list(ShardDataset(bad, **kw))
+    with pytest.raises(Exception, match=r"more than 100 scans \(max_scans\)"):
+        list(wds.WebDataset(bad, shardshuffle=False).decode("pil"))
+    assert len(list(ShardDataset(good, **kw))) == 1
+    assert list(wds.WebDataset(good, shardshuffle=False).decode("pil"))[0]["jpg"].size == (1024, 1024)
+
+
+def test_a_decode_over_max_decode_memory_is_refused(tmp_path):
+    """A 4000 x 4000 progressive JPEG keeps 32 MB of coefficients: refused under a 16 MiB
+    max_decode_memory, naming it, and decoded under the default."""
+    from libshard.torch import ShardDataset
+    many_scans, _ = _cli_helpers()
+    shard = _tar(tmp_path / "p.tar", [("a.jpg", many_scans(4000, 4000, 2))])
+    kw = dict(batch_size=1, image_fields="jpg", label_field=None, image_size=32)
+    with pytest.raises(Exception, match=r"a JPEG of 4000x4000 pixels needs \d+ bytes to decode, "
+                                        r"more than the limit of 16777216 \(max_decode_memory\)"):
+        list(ShardDataset(shard, max_decode_memory=16 << 20, **kw))
+    assert len(list(ShardDataset(shard, **kw))) == 1
+
+
+def test_decodes_wait_for_room_in_decode_memory(tmp_path):
+    """Four 4000 x 4000 PNGs (64 MB of RGBA each) on four threads: with decode_memory of
+    100 MB they decode one at a time (decodes waited); with no bound, none waits."""
+    from libshard.torch import ShardDataset
+    _, png_of = _cli_helpers()
+    png = png_of(4000, 4000, 9)
+    shard = _tar(tmp_path / "p.tar", [(f"k{i}.png", png) for i in range(8)])
+
+    def waits(memory):
+        ds = ShardDataset(shard, batch_size=8, image_fields="png", label_field=None,
+                          image_size=32, threads=4, decode_memory=memory)
+        batches = list(ds)
+        x = batches[0][0]
+        assert len(batches) == 1 and x.shape[0] == 8 and int(x.float().mean()) == 9
+        return ds.stats()["stages"]["decode"]["memory_waits"]
+
+    assert waits(100 << 20) > 0
+    assert waits(0) == 0

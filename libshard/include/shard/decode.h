@@ -48,8 +48,16 @@ typedef struct ShardTransform {
      *  before any memory goes to it, as PIL's decompression-bomb limit does (default and
      *  0: 178956970, PIL's) */
     uint64_t max_pixels;
+    /** The most memory one decode may take, as its header says (a progressive JPEG's
+     *  coefficients, the decoded pixels, the decoder's rows; libjpeg's max_memory_to_use
+     *  holds it too): a larger image is refused (default and 0: 536870912, 512 MiB) */
+    uint64_t max_decode_memory;
+    /** The most scans a JPEG may have: each scan of a progressive JPEG walks every block,
+     *  so a small file of thousands of scans takes minutes (default and 0: 100; djpeg's
+     *  -maxscans) */
+    uint32_t max_scans;
     /** Zero: room for settings added later without changing the struct's size. */
-    unsigned char reserved[24];
+    unsigned char reserved[12];
 } ShardTransform;
 
 /** Fills t with the defaults written beside each field. */

@@ -27,12 +27,13 @@ SHARD_API int shard_image_decoded(const char *format);
 
 /**
  * Checks that data is an image. JPEGs are decoded in full with libjpeg-turbo and any
- * warning (truncated data, corrupt entropy data) counts as a failure; other formats are
- * checked by signature only.
+ * warning (truncated data, corrupt entropy data) counts as a failure; PNGs and WebPs are
+ * decoded as the loader decodes them; other formats are checked by signature only. The
+ * decoders' default limits apply (ShardTransform: max_pixels, max_decode_memory,
+ * max_scans).
  * @param msg optional buffer for what is wrong (e.g. "corrupt JPEG: premature end of data")
  * @return 0, SHARD_ERR_FORMAT if the bytes are not an image, SHARD_ERR_DECODE if the
- *         JPEG does not decode cleanly or declares more than 178956970 pixels (the
- *         decoder's default max_pixels)
+ *         image does not decode cleanly or passes a limit
  */
 SHARD_API int shard_image_verify(const void *data, size_t size, char *msg, size_t msgsize);
 

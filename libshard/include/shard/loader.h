@@ -52,8 +52,13 @@ typedef struct ShardLoaderSettings {
     /** The most spans a trace keeps (default 1048576, about 40 MB); later ones are counted
      *  in its otherData.dropped_spans */
     size_t trace_spans;
+    /** The memory the decode threads' decodes take together, as each image's header says
+     *  (default 1073741824, 1 GiB; 0: no bound): a decode waits while the others hold too
+     *  much, so that threads x the largest image need not fit. An image over
+     *  transform.max_decode_memory (512 MiB) is refused, an error naming the sample. */
+    size_t decode_memory;
     /** Zero: room for settings added later without changing the struct's size. */
-    unsigned char reserved[36];
+    unsigned char reserved[28];
 } ShardLoaderSettings;
 
 enum { SHARD_LABEL_ERROR = 0, SHARD_LABEL_MINUS_ONE = 1 };
@@ -222,6 +227,8 @@ typedef struct ShardLoaderStats {
     /** The list stage's indexes: made at open for shards without one, and found in the
      *  cache (ShardReaderStats) */
     uint64_t indexes_built, indexes_cached;
+    /** Decodes that waited for room in decode_memory (ShardLoaderSettings) */
+    uint64_t decode_memory_waits;
     /** What the numbers say, e.g. "decode: busy 97% of 2 threads; batch waits on it for
      *  room 41%, deliver for batches 52%", or that the caller is the limit */
     char verdict[256];

@@ -37,6 +37,7 @@ typedef struct ShardVerifyResult {
     uint64_t filesize; /**< bytes as stored */
     uint64_t frames;   /**< zstd frames listed in the seek table (0: none) */
     uint64_t jpegs;    /**< JPEGs decoded (with decode) */
+    uint64_t images;   /**< images decoded (with decode): JPEGs, PNGs and WebPs */
     int has_index;     /**< a .idx was found and compared */
     uint64_t defects;  /**< defects found */
 } ShardVerifyResult;

@@ -36,6 +36,8 @@ void shard_transform_default(ShardTransform *t)
     t->mean[0] = 0.485f, t->mean[1] = 0.456f, t->mean[2] = 0.406f;
     t->std[0] = 0.229f, t->std[1] = 0.224f, t->std[2] = 0.225f;
     t->max_pixels = DEFAULT_MAX_PIXELS;
+    t->max_decode_memory = DEFAULT_MAX_DECODE_MEMORY;
+    t->max_scans = DEFAULT_MAX_SCANS;
 }
 
 size_t shard_transform_output_size(const ShardTransform *t)
@@ -52,10 +54,9 @@ static int decode_rgb(ShardScratch *sc, const char *fmt, const void *data, size_
     if (fmt && !strcmp(fmt, "jpeg"))
         return shard_jpeg_decode(sc, data, size, t, NULL, NULL, out, width, height, msg, msgsize);
     if (fmt && !strcmp(fmt, "png"))
-        return shard_png_decode(sc, data, size, shard_pixel_limit(t), out, width, height, msg, msgsize);
+        return shard_png_decode(sc, data, size, t, out, width, height, msg, msgsize);
     if (fmt && !strcmp(fmt, "webp"))
-        return shard_webp_decode(sc, data, size, shard_pixel_limit(t), out, width, height, msg,
-                                 msgsize);
+        return shard_webp_decode(sc, data, size, t, out, width, height, msg, msgsize);
     if (msg)
         snprintf(msg, msgsize, "%s images are not decoded (JPEG, PNG and WebP are)",
                  fmt ? fmt : "unknown");

@@ -8,7 +8,10 @@
 
 #include <jpeglib.h>
 
+#include "decode/jpeg.h"
 #include "decode/jpegerr.h"
+#include "decode/limit.h"
+#include "shard/decode.h"
 #include "shard/image.h"
 
 const char *shard_image_format(const void *data, size_t size)
@@ -32,8 +35,8 @@ const char *shard_image_format(const void *data, size_t size)
     return NULL;
 }
 
-/* as the decoder's default max_pixels (PIL's decompression-bomb limit) */
-#define VERIFY_MAX_PIXELS 178956970ull
+/* the decoders' defaults (limit.h) */
+#define VERIFY_MAX_PIXELS DEFAULT_MAX_PIXELS
 
 static int verify_jpeg(const void *data, size_t size, char *msg, size_t msgsize)
 {
@@ -46,10 +49,11 @@ static int verify_jpeg(const void *data, size_t size, char *msg, size_t msgsize)
         free(row);
         jpeg_destroy_decompress(&cinfo);
         if (msg)
-            snprintf(msg, msgsize, "corrupt JPEG: %s", err.msg);
+            snprintf(msg, msgsize, "%s%s", shard_jpeg_what(&err), err.msg);
         return SHARD_ERR_DECODE;
     }
     jpeg_create_decompress(&cinfo);
+    shard_jpeg_limit_scans(&cinfo, &err, DEFAULT_MAX_SCANS);
     jpeg_mem_src(&cinfo, data, (unsigned long)size);
     jpeg_read_header(&cinfo, TRUE);
     /* progressive JPEGs keep every coefficient: a bomb's header alone asks for gigabytes */
@@ -67,6 +71,18 @@ static int verify_jpeg(const void *data, size_t size, char *msg, size_t msgsize)
     cinfo.scale_denom = 8;
     cinfo.dct_method = JDCT_IFAST;
     cinfo.do_fancy_upsampling = FALSE;
+    jpeg_calc_output_dimensions(&cinfo);
+    uint64_t need = shard_jpeg_memory(&cinfo, 0);
+    if (need > DEFAULT_MAX_DECODE_MEMORY) {
+        if (msg)
+            snprintf(msg, msgsize, "a JPEG of %ux%u pixels needs %llu bytes to decode, more than "
+                     "the limit of %llu (max_decode_memory)", (unsigned)cinfo.image_width,
+                     (unsigned)cinfo.image_height, (unsigned long long)need,
+                     (unsigned long long)DEFAULT_MAX_DECODE_MEMORY);
+        jpeg_destroy_decompress(&cinfo);
+        return SHARD_ERR_DECODE;
+    }
+    cinfo.mem->max_memory_to_use = (long)DEFAULT_MAX_DECODE_MEMORY;
     jpeg_start_decompress(&cinfo);
     row = malloc((size_t)cinfo.output_width * (size_t)cinfo.output_components);
     if (!row) {
@@ -106,5 +122,12 @@ int shard_image_verify(const void *data, size_t size, char *msg, size_t msgsize)
     }
     if (!strcmp(fmt, "jpeg"))
         return verify_jpeg(data, size, msg, msgsize);
+    if (shard_image_decoded(fmt)) { /* PNG, WebP: decoded whole, as the loader would */
+        unsigned char *px;
+        int w, h;
+        int rc = shard_decode_rgb(data, size, &px, &w, &h, msg, msgsize);
+        free(px);
+        return rc;
+    }
     return 0;
 }

@@ -1,6 +1,7 @@
 /*
  * JPEG decoding (jpeg.h).
  */
+#include <limits.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdint.h>
@@ -166,6 +167,23 @@ static ShardBox window_box(const ShardBox *b, double fx, double fy, double cx, d
     return o;
 }
 
+uint64_t shard_jpeg_memory(const struct jpeg_decompress_struct *ci, int cmyk)
+{
+    uint64_t w = ci->output_width, h = ci->output_height;
+    uint64_t bytes = w * h * 3 + w * (cmyk ? 4 : 3) * 32 + h * sizeof(JSAMPROW) + (1 << 20);
+    /* several scans, or one per component: every coefficient is kept until the last */
+    if (ci->progressive_mode || ci->comps_in_scan < ci->num_components)
+        for (int c = 0; c < ci->num_components; c++) {
+            const jpeg_component_info *k = &ci->comp_info[c];
+            uint64_t bw = ((uint64_t)k->width_in_blocks + k->h_samp_factor) / k->h_samp_factor *
+                          k->h_samp_factor; /* padded to whole iMCUs, as libjpeg pads */
+            uint64_t bh = ((uint64_t)k->height_in_blocks + k->v_samp_factor) / k->v_samp_factor *
+                          k->v_samp_factor;
+            bytes += bw * bh * DCTSIZE2 * sizeof(JCOEF);
+        }
+    return bytes;
+}
+
 static int out_of_memory(char *msg, size_t msgsize)
 {
     if (msg)
@@ -182,12 +200,14 @@ int shard_jpeg_decode(ShardScratch *sc, const void *data, size_t size, const Sha
         return out_of_memory(msg, msgsize);
     struct jpeg_decompress_struct *ci = &j->ci;
     j->err.warned = 0;
+    j->err.limited = 0;
     if (setjmp(j->err.jump)) {
         jpeg_abort_decompress(ci); /* ready for the next image */
         if (msg)
-            snprintf(msg, msgsize, "corrupt JPEG: %s", j->err.msg);
+            snprintf(msg, msgsize, "%s%s", shard_jpeg_what(&j->err), j->err.msg);
         return SHARD_ERR_DECODE;
     }
+    shard_jpeg_limit_scans(ci, &j->err, shard_scan_limit(t));
     jpeg_mem_src(ci, data, (unsigned long)size);
     jpeg_read_header(ci, TRUE);
     int W = (int)ci->image_width, H = (int)ci->image_height;
@@ -202,6 +222,15 @@ int shard_jpeg_decode(ShardScratch *sc, const void *data, size_t size, const Sha
     if (box_out)
         b = shard_crop_box(t, W, H, rng);
     jpeg_options(ci, t, &b, box_out != NULL);
+    jpeg_calc_output_dimensions(ci);
+    uint64_t limit = shard_decode_memory_limit(t);
+    int rc = shard_scratch_admit(sc, shard_jpeg_memory(ci, cmyk), limit, "a JPEG", (uint64_t)W,
+                                 (uint64_t)H, msg, msgsize);
+    if (rc) {
+        jpeg_abort_decompress(ci);
+        return rc;
+    }
+    ci->mem->max_memory_to_use = (long)(limit < LONG_MAX ? limit : LONG_MAX);
     jpeg_start_decompress(ci);
     int sw = (int)ci->output_width, sh = (int)ci->output_height;
     double fx = (double)sw / W, fy = (double)sh / H;

@@ -11,6 +11,7 @@
 #define SHARD_DECODE_JPEG_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "base/attr.h"
 #include "base/rng.h"
@@ -26,6 +27,11 @@ SHARD_HIDDEN int shard_jpeg_decode(ShardScratch *sc, const void *data, size_t si
                                    const ShardTransform *t, ShardRng *rng, ShardBox *box_out,
                                    unsigned char **rgb, int *rw, int *rh, char *msg,
                                    size_t msgsize);
+
+/* The bytes a decode of ci as its output is set (scale, colour) takes: the output's pixels
+ * and rows, and a JPEG of several scans' coefficients, all kept until the last scan. */
+struct jpeg_decompress_struct;
+SHARD_HIDDEN uint64_t shard_jpeg_memory(const struct jpeg_decompress_struct *ci, int cmyk);
 
 /* Whether an end-of-image marker (FF D9) lies in the last 64 KiB: the fast path stops after
  * the crop's last row, so libjpeg never sees a cut end. */

@@ -1,6 +1,6 @@
 /*
- * The pixel limit every decoder holds images to: an image declaring more pixels is refused
- * before any memory goes to it.
+ * The limits every decoder holds images to, each refused before memory or time goes to it:
+ * pixels declared, the memory a decode takes, a JPEG's scans.
  */
 #ifndef SHARD_DECODE_LIMIT_H
 #define SHARD_DECODE_LIMIT_H
@@ -12,6 +12,24 @@
 
 /* PIL's decompression-bomb limit (Image.MAX_IMAGE_PIXELS x 2, where it raises) */
 #define DEFAULT_MAX_PIXELS 178956970ull
+
+/* the most scans a JPEG may have: progressive encoders write about 10, mozjpeg's scan
+ * search fewer than 70 */
+#define DEFAULT_MAX_SCANS 100
+/* the most memory one decode may take (its coefficients and pixels): a 50 Mpx photo's
+ * progressive decode takes about 300 MiB */
+#define DEFAULT_MAX_DECODE_MEMORY ((uint64_t)512 << 20)
+
+static inline int shard_scan_limit(const ShardTransform *t)
+{
+    return t && t->max_scans ? (int)(t->max_scans > 1000000 ? 1000000 : t->max_scans)
+                             : DEFAULT_MAX_SCANS;
+}
+
+static inline uint64_t shard_decode_memory_limit(const ShardTransform *t)
+{
+    return t && t->max_decode_memory ? t->max_decode_memory : DEFAULT_MAX_DECODE_MEMORY;
+}
 
 /* The limit of t (NULL: the default). */
 static inline uint64_t shard_pixel_limit(const ShardTransform *t)

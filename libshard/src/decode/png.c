@@ -10,7 +10,7 @@
 #include "decode/png.h"
 #include "decode/scratch.h"
 
-int shard_png_decode(ShardScratch *sc, const void *data, size_t size, uint64_t max_pixels,
+int shard_png_decode(ShardScratch *sc, const void *data, size_t size, const ShardTransform *t,
                       unsigned char **rgb, int *w, int *h, char *msg, size_t msgsize)
 {
     png_image img;
@@ -24,7 +24,13 @@ int shard_png_decode(ShardScratch *sc, const void *data, size_t size, uint64_t m
     /* RGBA, then the alpha dropped: what PIL's convert("RGB") gives, so PNGs come out as
      * the reference pipelines see them (grey and palettes expanded by libpng). */
     img.format = PNG_FORMAT_RGBA;
-    int big = shard_too_big("a PNG", img.width, img.height, max_pixels, msg, msgsize);
+    int big = shard_too_big("a PNG", img.width, img.height, shard_pixel_limit(t), msg, msgsize);
+    /* the RGBA pixels, libpng's rows (two, of up to 16 bits a sample) and zlib's window */
+    if (!big)
+        big = shard_scratch_admit(sc, (uint64_t)PNG_IMAGE_SIZE(img) + (uint64_t)img.width * 16 +
+                                          (1 << 20),
+                                  shard_decode_memory_limit(t), "a PNG", img.width, img.height,
+                                  msg, msgsize);
     if (big) {
         png_image_free(&img);
         return big;

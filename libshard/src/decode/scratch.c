@@ -3,12 +3,13 @@
  * buffers a sample needs (decoded pixels, filter weights, rows of sums) are allocated for
  * the first samples and reused after; they grow to the largest image the thread has seen.
  */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "base/buf.h"
+#include "base/gate.h"
 #include "decode/scratch.h"
-
-
+#include "shard/common.h"
 
 void *shard_scratch(ShardScratch *s, int which, size_t size)
 {
@@ -44,6 +45,7 @@ void shard_scratch_trim(ShardScratch *s, size_t keep)
 
 void shard_scratch_release(ShardScratch *s)
 {
+    shard_scratch_settle(s);
     for (int i = 0; i < SHARD_SCRATCH_N; i++) {
         free(s->buf[i]);
         s->buf[i] = NULL;
@@ -52,4 +54,28 @@ void shard_scratch_release(ShardScratch *s)
     if (s->jpeg && s->jpeg_free)
         s->jpeg_free(s->jpeg);
     s->jpeg = NULL;
+}
+
+int shard_scratch_admit(ShardScratch *s, uint64_t bytes, uint64_t limit, const char *what,
+                        uint64_t w, uint64_t h, char *msg, size_t msgsize)
+{
+    if (bytes > limit) {
+        if (msg)
+            snprintf(msg, msgsize, "%s of %llux%llu pixels needs %llu bytes to decode, more "
+                     "than the limit of %llu (max_decode_memory)", what, (unsigned long long)w,
+                     (unsigned long long)h, (unsigned long long)bytes, (unsigned long long)limit);
+        return SHARD_ERR_DECODE;
+    }
+    if (s->gate) {
+        shard_gate_enter(s->gate, bytes);
+        s->admitted += bytes;
+    }
+    return 0;
+}
+
+void shard_scratch_settle(ShardScratch *s)
+{
+    if (s->gate)
+        shard_gate_leave(s->gate, s->admitted);
+    s->admitted = 0;
 }

@@ -6,6 +6,7 @@
 #define SHARD_DECODE_SCRATCH_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "base/attr.h"
 
@@ -20,12 +21,15 @@ enum {
 };
 
 /* Zero-initialize. */
+struct ShardGate;
 typedef struct ShardScratch {
     void *buf[SHARD_SCRATCH_N];
     size_t cap[SHARD_SCRATCH_N];
     void *jpeg;                   /* a reusable libjpeg decompressor (decode.c), or NULL */
     void (*jpeg_free)(void *jpeg);
     int simd;                     /* resize.c: the SIMD level in use plus 1; 0 until known */
+    struct ShardGate *gate;       /* decodes wait here for memory (borrowed), or NULL */
+    uint64_t admitted;            /* bytes held in the gate for the decode under way */
 } ShardScratch;
 
 /* Buffer `which`, at least size bytes, 64-byte aligned, contents undefined; NULL when out
@@ -36,5 +40,13 @@ SHARD_HIDDEN void *shard_scratch_take(ShardScratch *s, int which);
 /* Frees the buffers larger than keep bytes (they grow again if needed). */
 SHARD_HIDDEN void shard_scratch_trim(ShardScratch *s, size_t keep);
 SHARD_HIDDEN void shard_scratch_release(ShardScratch *s);
+/* A decode of what (an image of w x h pixels) that will take bytes: refused over limit
+ * (SHARD_ERR_DECODE, msg naming max_decode_memory), else admitted through the scratch's
+ * gate (waiting for room) until shard_scratch_settle. */
+SHARD_HIDDEN int shard_scratch_admit(ShardScratch *s, uint64_t bytes, uint64_t limit,
+                                     const char *what, uint64_t w, uint64_t h, char *msg,
+                                     size_t msgsize);
+/* The decode is over: its bytes leave the gate. */
+SHARD_HIDDEN void shard_scratch_settle(ShardScratch *s);
 
 #endif /* SHARD_DECODE_SCRATCH_H */

@@ -23,7 +23,7 @@ static const char *status_words(VP8StatusCode st)
     }
 }
 
-int shard_webp_decode(ShardScratch *sc, const void *data, size_t size, uint64_t max_pixels,
+int shard_webp_decode(ShardScratch *sc, const void *data, size_t size, const ShardTransform *t,
                       unsigned char **rgb, int *w, int *h, char *msg, size_t msgsize)
 {
     WebPBitstreamFeatures f;
@@ -39,8 +39,14 @@ int shard_webp_decode(ShardScratch *sc, const void *data, size_t size, uint64_t 
                      "the sample's image", f.width, f.height);
         return SHARD_ERR_UNSUPPORTED;
     }
-    int big = shard_too_big("a WebP", (uint64_t)f.width, (uint64_t)f.height, max_pixels, msg,
-                            msgsize);
+    int big = shard_too_big("a WebP", (uint64_t)f.width, (uint64_t)f.height,
+                            shard_pixel_limit(t), msg, msgsize);
+    /* the RGB pixels, and a lossless image's ARGB ones inside libwebp */
+    uint64_t px = (uint64_t)f.width * (uint64_t)f.height;
+    if (!big)
+        big = shard_scratch_admit(sc, px * 3 + (f.format == 2 ? px * 4 : 0) + (1 << 20),
+                                  shard_decode_memory_limit(t), "a WebP", (uint64_t)f.width,
+                                  (uint64_t)f.height, msg, msgsize);
     if (big)
         return big;
     size_t stride = (size_t)f.width * 3, n = stride * (size_t)f.height;

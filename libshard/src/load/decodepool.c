@@ -5,14 +5,16 @@
  * (the loader's producer) is woken once the queue is half empty, so it refills half a
  * queue per wake-up instead of one job per decoded sample. Each decoder keeps its own
  * scratch buffers and libjpeg decompressor from job to job (no allocation per sample once
- * they have grown), and drops buffers over 64 MiB after the sample that grew them. Signals
- * are blocked in the decoders.
+ * they have grown), and drops buffers over 64 MiB after the sample that grew them. The
+ * decodes share a memory gate: each holds what its header says it will take, so threads x
+ * the largest image is not what memory must hold. Signals are blocked in the decoders.
  */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 
 #include "base/clock.h"
+#include "base/gate.h"
 #include "shard/common.h"
 #include "base/queue.h"
 #include "base/thread.h"
@@ -28,6 +30,7 @@ struct ShardDecodePool {
     ShardDecodeDone done;
     void *cookie;
     ShardQueue jobs;
+    ShardGate gate, *memory; /* &gate, or NULL without a bound */
     pthread_t *threads;
     int nthreads;
     atomic_ullong decoded;
@@ -41,6 +44,7 @@ static void *decoder_main(void *arg)
     pthread_setname_np(pthread_self(), "shard-decode"); /* for top -H, perf and gdb */
     ShardDecodePool *p = arg;
     ShardScratch sc = {0};
+    sc.gate = p->memory;
     ShardDecodeJob j;
     while (shard_queue_take(&p->jobs, &j) == 0) {
         if (atomic_load_explicit(&p->dropping, memory_order_relaxed)) {
@@ -54,6 +58,7 @@ static void *decoder_main(void *arg)
                         : SHARD_ERR_NOT_FOUND;
         /* a huge image leaves huge buffers: not kept for the thread's life */
         shard_scratch_trim(&sc, SCRATCH_KEEP);
+        shard_scratch_settle(&sc);
         /* counted before done: the batch it completes may be the consumer's last */
         double t1 = shard_seconds();
         shard_trace_span(atomic_load(&p->trace), "decode", t0, t1, 1);
@@ -67,8 +72,8 @@ static void *decoder_main(void *arg)
 
 void shard_pool_drop(ShardDecodePool *p, int on) { atomic_store(&p->dropping, on); }
 
-int shard_pool_open(ShardDecodePool **out, int threads, size_t depth, const ShardTransform *t,
-                    ShardDecodeDone done, void *cookie)
+int shard_pool_open(ShardDecodePool **out, int threads, size_t depth, uint64_t memory,
+                    const ShardTransform *t, ShardDecodeDone done, void *cookie)
 {
     *out = NULL;
     ShardDecodePool *p = calloc(1, sizeof *p);
@@ -77,9 +82,12 @@ int shard_pool_open(ShardDecodePool **out, int threads, size_t depth, const Shar
     p->t = *t;
     p->done = done;
     p->cookie = cookie;
+    shard_gate_init(&p->gate, memory);
+    p->memory = memory ? &p->gate : NULL;
     p->threads = calloc((size_t)(threads > 0 ? threads : 1), sizeof *p->threads);
     if (!p->threads || shard_queue_init(&p->jobs, depth, sizeof(ShardDecodeJob))) {
         free(p->threads);
+        shard_gate_destroy(&p->gate);
         free(p);
         return SHARD_ERR_NOMEM;
     }
@@ -110,6 +118,9 @@ void shard_pool_set_trace(ShardDecodePool *p, struct ShardTrace *trace)
 void shard_pool_stats(ShardDecodePool *p, ShardPoolStats *out)
 {
     out->decoded = atomic_load(&p->decoded);
+    pthread_mutex_lock(&p->gate.lock);
+    out->memory_waits = p->gate.waits;
+    pthread_mutex_unlock(&p->gate.lock);
     out->busy = atomic_load(&p->busy);
     out->threads = p->nthreads;
     shard_queue_stats(&p->jobs, &out->jobs);
@@ -125,6 +136,7 @@ void shard_pool_free(ShardDecodePool **pp)
         pthread_join(p->threads[i], NULL);
     free(p->threads);
     shard_queue_destroy(&p->jobs);
+    shard_gate_destroy(&p->gate);
     free(p);
     *pp = NULL;
 }

@@ -25,10 +25,12 @@ typedef void (*ShardDecodeDone)(void *cookie, const ShardDecodeJob *job, int rc,
 
 typedef struct ShardDecodePool ShardDecodePool;
 
-/* Starts threads decoders (at least one must start) on a queue of depth jobs. The
- * transform is copied; done and cookie must outlive the pool. */
+/* Starts threads decoders (at least one must start) on a queue of depth jobs, their
+ * decodes holding memory bytes at most together (a decode waits for room; 0: no bound).
+ * The transform is copied; done and cookie must outlive the pool. */
 SHARD_HIDDEN int shard_pool_open(ShardDecodePool **out, int threads, size_t depth,
-                                 const ShardTransform *t, ShardDecodeDone done, void *cookie);
+                                 uint64_t memory, const ShardTransform *t, ShardDecodeDone done,
+                                 void *cookie);
 /* Queues a job, waiting while the queue is full; 0, or SHARD_EOS once the pool closes. */
 SHARD_HIDDEN int shard_pool_submit(ShardDecodePool *p, const ShardDecodeJob *job);
 /* While on, the jobs the decoders take are handed back undecoded (done with SHARD_ERR_STATE,
@@ -38,6 +40,7 @@ SHARD_HIDDEN void shard_pool_drop(ShardDecodePool *p, int on);
  * queue's statistics (its take_wait is the decoders waiting for work), threads. */
 typedef struct ShardPoolStats {
     uint64_t decoded;
+    uint64_t memory_waits; /* decodes that waited for decode_memory */
     double busy;
     ShardQueueStats jobs;
     int threads;

@@ -38,6 +38,7 @@ void shard_loader_default_settings(ShardLoaderSettings *s)
     s->label_field = "cls";
     s->raw_fields = "*";
     s->allocator = NULL;
+    s->decode_memory = (size_t)1 << 30;
 }
 
 static int fail_open(ShardLoader *l, ShardError *err, int rc)
@@ -124,7 +125,8 @@ int shard_loader_open(ShardLoader **out, const ShardLoaderSettings *s, ShardErro
         shard_queue_put(&l->free_q, &sl, 0);
     }
     int threads = s->threads > 0 ? s->threads : shard_cpus_available();
-    if (shard_pool_open(&l->pool, threads < 1 ? 1 : threads, bs * 2, t, shard_loader_decoded, l))
+    if (shard_pool_open(&l->pool, threads < 1 ? 1 : threads, bs * 2, s->decode_memory, t,
+                        shard_loader_decoded, l))
         return fail_open(l, err, shard_fail(l->err, SHARD_ERR_NOMEM, "loader: no decode thread"));
     if (s->trace_path) { /* before any thread records */
         l->trace_path = strdup(s->trace_path);

@@ -59,6 +59,7 @@ void shard_loader_stats(const ShardLoader *cl, ShardLoaderStats *o)
     st[SHARD_STAGE_LIST] = (ShardStageStats){"list", 1, rs.shards, 0, rs.list_seconds,
                                              rs.list_seconds, 0, 0, 0, 0};
     o->indexes_built = rs.indexes_built;
+    o->decode_memory_waits = ps.memory_waits;
     o->indexes_cached = rs.indexes_cached;
     st[SHARD_STAGE_FETCH] = (ShardStageStats){"fetch", streams, fc.items, fc.read_bytes, fwall,
                                               fc.read, idle, fc.alive - fc.read, 0, 0};

@@ -291,7 +291,7 @@ static void check_index_line(Ctx *c, Check *k, const ShardSampleView *v)
 }
 
 /* Each image field of v: the format its name promises, one the loader decodes, and every
- * JPEG decoded. */
+ * image decoded (JPEG, PNG, WebP) within the decoders' limits. */
 static void check_images(Ctx *c, const ShardSampleView *v)
 {
     for (size_t k = 0; k < v->nfields; k++) {
@@ -311,9 +311,10 @@ static void check_images(Ctx *c, const ShardSampleView *v)
                    c->url, (unsigned long long)fv->offset, fv->member, fmt);
             continue;
         }
-        if (!fmt || strcmp(fmt, "jpeg"))
+        if (!fmt)
             continue;
-        c->r->jpegs++;
+        c->r->images++;
+        c->r->jpegs += !strcmp(fmt, "jpeg");
         char why[256];
         if (shard_image_verify(fv->data, fv->size, why, sizeof why))
             defect(c, "%s: offset %llu: member '%s': %s", c->url, (unsigned long long)fv->offset,

@@ -31,9 +31,32 @@ def _image_extensions():
 class DecodingError(Exception):
     """A field that did not decode: url, key (the sample's), k (the field)."""
 
-    def __init__(self, url=None, key=None, k=None, sample=None):
-        super().__init__(f"cannot decode field {k!r} of sample {key!r} in {url}")
+    def __init__(self, url=None, key=None, k=None, sample=None, reason=None):
+        super().__init__(f"cannot decode field {k!r} of sample {key!r} in {url}" +
+                         (f": {reason}" if reason is not None else ""))
         self.url, self.key, self.k, self.sample = url, key, k, sample
+
+
+def _check_limits(data, img):
+    """The C decoders' limits held on PIL's decode, before it starts (PIL has neither): a
+    JPEG's scans (each walks every block: the decode's time) and the memory the header asks
+    for. ValueError naming the limit."""
+    from ..settings import DEFAULTS
+    if data[:3] == b"\xff\xd8\xff":
+        # FF DA starts a scan: inside entropy-coded data an FF is followed by 00 or a
+        # restart marker, so the count is the scans' (an embedded thumbnail's add a few)
+        limit = DEFAULTS["max_scans"]
+        if data.count(b"\xff\xda") > limit:
+            raise ValueError(f"a progressive JPEG of more than {limit} scans (max_scans)")
+    w, h = img.size
+    bands = len(img.getbands())
+    need = w * h * (bands + 3)  # decoded, then converted
+    if img.format == "JPEG" and img.info.get("progressive"):
+        need += w * h * bands * 2  # every coefficient kept until the last scan
+    limit = DEFAULTS["max_decode_memory"]
+    if need > limit:
+        raise ValueError(f"a {img.format} of {w}x{h} pixels needs {need} bytes to decode, more "
+                         f"than the limit of {limit} (max_decode_memory)")
 
 
 def imagehandler(imagespec, extensions=None):
@@ -50,6 +73,7 @@ def imagehandler(imagespec, extensions=None):
             return None
         with io.BytesIO(data) as stream:
             img = PIL.Image.open(stream)
+            _check_limits(data, img)
             img.load()
             img = img.convert(mode.upper())
         if atype == "pil":
@@ -134,5 +158,5 @@ class Decoder:
                     out[k] = self.decode1(k, v)
             except Exception as exn:
                 raise DecodingError(sample.get("__url__"), sample.get("__key__"), k,
-                                    sample) from exn
+                                    sample, reason=exn) from exn
         return out
