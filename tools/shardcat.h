@@ -41,6 +41,7 @@ typedef struct ShardcatCli {
     const char *dir;       /* -C DIR: extract */
     int bar;               /* a progress line on stderr: a terminal, and no -q */
     int manifest_commands; /* --allow-manifest-commands */
+    int manifest_local;    /* --allow-manifest-local */
     /* stream's own */
     uint64_t samples; /* --samples N: stop after N, print the state to resume from */
     int have_samples;

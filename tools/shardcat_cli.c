@@ -52,6 +52,9 @@ static void usage(FILE *f)
           "  --allow-manifest-commands\n"
           "                       let a manifest list pipe:COMMAND shards (a manifest from\n"
           "                       elsewhere runs nothing without it)\n"
+          "  --allow-manifest-local\n"
+          "                       let a remote manifest list local paths and file://\n"
+          "                       URLs (without it, it reaches remote shards only)\n"
           "\n"
           "Remote shards (every command):\n"
           "  --cache-dir DIR      keep remote shards in DIR (shared by processes)\n"
@@ -156,7 +159,7 @@ static int help(const char *name)
 /* ---- options ------------------------------------------------------------------------- */
 
 /* Options from O_SHUFFLE on go with stream only. */
-enum { O_CMDS = 150, O_CACHE = 200, O_CACHE_SIZE, O_RETRIES, O_TIMEOUT, O_STALL, O_BACKOFF, O_CA,
+enum { O_CMDS = 150, O_LOCAL, O_CACHE = 200, O_CACHE_SIZE, O_RETRIES, O_TIMEOUT, O_STALL, O_BACKOFF, O_CA,
        O_SHUFFLE = 256, O_SEED, O_EPOCH, O_RANK, O_WORLD, O_WORKER, O_WORKERS, O_MODE, O_PAD,
        O_EPOCH_SAMPLES, O_STREAMS, O_SKIP, O_SAMPLES, O_STATE, O_STATS, O_MIX, O_MAP,
        O_INDEX_CACHE, O_MAKE_INDEXES, O_PARTITIONS };
@@ -169,6 +172,7 @@ static const struct option long_options[] = {
     {"help", no_argument, NULL, 'h'},
     {"quiet", no_argument, NULL, 'q'},
     {"allow-manifest-commands", no_argument, NULL, O_CMDS},
+    {"allow-manifest-local", no_argument, NULL, O_LOCAL},
     {"cache-dir", required_argument, NULL, O_CACHE},
     {"cache-size", required_argument, NULL, O_CACHE_SIZE},
     {"retries", required_argument, NULL, O_RETRIES},
@@ -369,6 +373,7 @@ static int read_options(int argc, char **argv, ShardcatCli *cli, ShardReaderSett
         case 'h': return help(argv[1]);
         case 'q': quiet = 1; break;
         case O_CMDS: cli->manifest_commands = 1; break;
+        case O_LOCAL: cli->manifest_local = 1; break;
         case ':':
         case '?': return cli_option_error("shardcat", c, argv[optind - 1], long_options);
         default:

@@ -18,6 +18,7 @@ static ShardReader *open_reader(const ShardcatCli *cli, ShardReaderSettings *s,
     s->nurls = (size_t)cli->nargs;
     s->remote = remote;
     s->manifest_commands = cli->manifest_commands;
+    s->manifest_local = cli->manifest_local;
     ShardReader *r;
     ShardError err;
     if (shard_reader_open(&r, s, &err)) {

@@ -10,13 +10,15 @@
 
 /* Expands the specs into one list (with what each manifest says of its shards); NULL
  * after saying why one is unusable. */
-static ShardList *collect(char **specs, size_t n, ShardRemote *remote, int manifest_commands)
+static ShardList *collect(char **specs, size_t n, ShardRemote *remote, int manifest_commands,
+                          int manifest_local)
 {
     ShardListSettings s;
     shard_list_default_settings(&s);
     s.counts = 0;
     s.remote = remote;
     s.manifest_commands = manifest_commands;
+    s.manifest_local = manifest_local;
     ShardList *l;
     ShardError err;
     if (shard_list_expand(&l, (const char *const *)specs, n, &s, &err)) {
@@ -29,7 +31,8 @@ static ShardList *collect(char **specs, size_t n, ShardRemote *remote, int manif
 int shardcat_each_shard(const ShardcatCli *cli, ShardRemote *remote, size_t nspecs,
                         ShardcatWalk *w)
 {
-    ShardList *list = collect(cli->args, nspecs, remote, cli->manifest_commands);
+    ShardList *list = collect(cli->args, nspecs, remote, cli->manifest_commands,
+                               cli->manifest_local);
     if (!list)
         return 1;
     w->cli = cli;

@@ -86,6 +86,10 @@ static const ShardPySetting reader_rows[] = {
     {.name = "manifest_commands", .kind = SHARD_PY_BOOL, .field = SHARD_PY_F_INT,
      .offset = R(manifest_commands),
      .doc = "let a manifest list pipe:COMMAND shards; off: a manifest runs nothing"},
+    {.name = "manifest_local", .kind = SHARD_PY_BOOL, .field = SHARD_PY_F_INT,
+     .offset = R(manifest_local),
+     .doc = "let a remote manifest list local paths and file:// URLs; off: it reaches remote "
+            "shards only"},
     {.name = "memory_budget", .kind = SHARD_PY_INT, .field = SHARD_PY_F_SIZE,
      .offset = R(memory_budget),
      .doc = "bytes the streams may hold read ahead, all together; 0: only queue_depth "

@@ -15,6 +15,7 @@ open_files most recently read kept open.
 """
 import bisect
 import os
+import sys
 
 from . import _libshard
 from . import settings as _settings
@@ -68,6 +69,9 @@ class IndexedShards:
         for n in self.counts:
             total += n
             self.ends.append(total)
+        if total > sys.maxsize:  # len() and indexes could not address them
+            raise ValueError(f"{spec!r}: {total} samples in all, more than an index can "
+                             f"address (a count in the manifest is wrong)")
         self._files = None
         self._pid = None
 

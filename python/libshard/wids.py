@@ -94,6 +94,18 @@ def _transformations(t):
     return out
 
 
+def _local_spec(url):
+    """A local manifest's JSON (its name and per-shard "dataset" extras), {} for a remote
+    or unreadable one; errors name the file."""
+    if "://" in url:
+        return {}
+    try:
+        with open(url, "rb") as f:
+            return json.load(f)
+    except (ValueError, RecursionError, UnicodeDecodeError) as e:
+        raise ValueError(f"{url}: not a JSON manifest: {e}") from None
+
+
 class ShardListDataset(Dataset):
     """An indexable dataset over a list of shards, as wids's ShardListDataset: shards is a
     wids descriptor (a path or URL to its JSON, or an open file) or a list of
@@ -117,9 +129,11 @@ class ShardListDataset(Dataset):
         if isinstance(shards, (str, os.PathLike)):
             url = os.fspath(shards)
             self.base = base if base is not None else url.rsplit("/", 1)[0] if "/" in url else "."
-            self.spec = json.load(open(url)) if "://" not in url else {}
-            self.shards_source = url
+            # libshard reads the manifest first: its limits (size, shards, nesting) hold
+            # before Python's json builds the whole of it
             self.indexed = IndexedShards(url, open_files=lru_size, **remote)
+            self.spec = _local_spec(url)
+            self.shards_source = url
             self.shards = [{"url": u, "nsamples": n}
                            for u, n in zip(self.indexed.urls, self.indexed.counts)]
             for d, src in zip(self.shards, self.spec.get("shardlist", [])):

@@ -157,3 +157,39 @@ def test_decode_limits_bound_time_and_memory(run_sc, tmp_path):
     assert "member 'a.png': a PNG of 13000x13000 pixels needs" in err and \
         "(max_decode_memory)" in err, err
     assert "member 'b.png'" in err and "corrupt PNG" in err and "c.png" not in err, err
+
+
+def test_a_count_of_zero_is_checked_like_any_count(run_sc, tmp_path):
+    """A manifest counting 0 samples for a shard that has 5: an error naming both, where
+    readers planned nothing for it and read 0 samples without a word; an empty shard
+    counted 0 reads as nothing."""
+    import json
+    full = write_tar(tmp_path / "full.tar", [(f"s{i}.txt", b"x") for i in range(5)])
+    empty = write_tar(tmp_path / "empty.tar", [])
+    for shard, rc in ((full, 1), (empty, 0)):
+        m = tmp_path / "m.json"
+        m.write_text(json.dumps({"shardlist": [{"url": shard.name, "nsamples": 0}]}))
+        for cmd in (["stream", m, "--seed", "1"], ["ls", m]):
+            cp = capped(run_sc, *cmd)
+            err = out_text(cp)
+            assert cp.returncode == rc, (shard.name, cmd, err)
+            if rc:
+                assert "m.json: shardlist[0] counts 0 samples, but" in err and \
+                    "full.tar holds sample 's0' at offset 0" in err, err
+
+
+def test_a_manifest_is_read_within_its_limits(run_sc, tmp_path):
+    """Read one shard at a time: over a million shards is refused (a count, at once), a
+    manifest nested 200000 deep names the depth, a syntax error its line and column."""
+    many = tmp_path / "many.json"
+    with open(many, "w") as f:
+        f.write('{"shardlist": [' + ",".join(['{"url":"a","nsamples":1}'] * ((1 << 20) + 1)) + "]}")
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"shardlist": [], "x": ' + "[" * 200000 + "]" * 200000 + "}")
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"shardlist": [\n  {"url": "a", "nsamples": 1},\n  {"url": "b" "nsamples": 1}]}')
+    want = {many: "more than 1048576 shards", deep: "nested more than 256 deep",
+            broken: "broken.json: line 3, column"}
+    for m, text in want.items():
+        cp = capped(run_sc, "ls", m)
+        assert cp.returncode == 1 and text in out_text(cp), out_text(cp)

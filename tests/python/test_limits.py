@@ -143,3 +143,23 @@ def test_decodes_wait_for_room_in_decode_memory(tmp_path):
 
     assert waits(100 << 20) > 0
     assert waits(0) == 0
+
+
+def test_wids_and_indexed_name_the_manifest_they_cannot_take(tmp_path):
+    """Counts adding up past what an index addresses, and nesting past any parser's depth:
+    errors naming the file (not OverflowError or RecursionError)."""
+    import json
+    from libshard.wids import ShardListDataset
+    shard = _tar(tmp_path / "s.tar", [("a.txt", b"1")])
+    huge = tmp_path / "huge.json"
+    huge.write_text(json.dumps({"shardlist": [{"url": "s.tar", "nsamples": (1 << 63) - 1}] * 2}))
+    deep = tmp_path / "deep.json"
+    deep.write_text('{"shardlist": [{"url": "s.tar", "nsamples": 1}], "x": ' + "[" * 200000 +
+                    "]" * 200000 + "}")
+    for make in (IndexedShards, ShardListDataset):
+        with pytest.raises(Exception, match=r"huge.json|s.tar: has 1 samples, and its manifest "
+                                            r"says 9223372036854775807"):
+            make(str(huge))
+        with pytest.raises(Exception, match=r"deep.json.*nested more than 256 deep"):
+            make(str(deep))
+    assert shard

@@ -161,3 +161,21 @@ def test_a_mix_of_remote_and_local_sources_reads_as_all_local(run, root, remote)
                   *args, env=env)
         assert got.rc == 0, got.err
         assert strip(strip(got.lines, base), str(local)) == strip(want.lines, str(local)), spec
+
+
+def test_a_remote_manifest_reaches_no_local_file(run, root, nginx):
+    """A manifest served over http listing a local path or a file:// URL is refused, as a
+    pipe: entry is, unless allowed (--allow-manifest-local); read locally, it lists local
+    shards as ever."""
+    import json
+    local = root / "data"
+    for i, url in enumerate((str(local / "d-000.tar"), f"file://{local}/d-001.tar")):
+        (root / f"reach{i}.json").write_text(json.dumps({"shardlist": [{"url": url,
+                                                                        "nsamples": 40}]}))
+        m = run("stream", f"{nginx.url}/reach{i}.json", "--seed", "1")
+        assert m.rc == 1 and "shardlist[0] is a local file" in m.err and \
+            "--allow-manifest-local" in m.err and not m.lines, m.err
+        ok = run("stream", f"{nginx.url}/reach{i}.json", "--seed", "1", "--allow-manifest-local")
+        assert ok.rc == 0 and len(ok.lines) == 40, ok.err
+        m = run("stream", str(root / f"reach{i}.json"), "--seed", "1")
+        assert m.rc == 0 and len(m.lines) == 40, m.err

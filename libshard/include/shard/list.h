@@ -45,6 +45,10 @@ typedef struct ShardListSettings {
      *  (default 0: a manifest, which may come from anywhere, runs nothing; a pipe: spec
      *  given directly is always allowed) */
     int manifest_commands;
+    /** Let a manifest read from a remote URL (http, https, gs, s3) list local paths and
+     *  file:// URLs (default 0: a remote manifest reaches remote shards only, so that it
+     *  cannot make a local file training data) */
+    int manifest_local;
     /** Make the indexes shards lack (a plain tar, as GNU tar or WebDataset's writer leave
      *  it): SHARD_INDEXES_FOR_COUNTS for each shard with no count from a manifest or a .idx
      *  beside it, SHARD_INDEXES_FOR_SEEKING for each shard with no .idx beside it (a
@@ -62,7 +66,7 @@ typedef struct ShardListSettings {
     /** Show the progress of making indexes on standard error when it is a terminal */
     int progress;
     /** Zero: room for settings added later without changing the struct's size. */
-    unsigned char reserved[24];
+    unsigned char reserved[20];
 } ShardListSettings;
 
 typedef struct ShardList ShardList;

@@ -92,6 +92,9 @@ typedef struct ShardReaderSettings {
     /** Let manifests name "pipe:COMMAND" shards (ShardListSettings.manifest_commands;
      *  default 0) */
     int manifest_commands;
+    /** Let a remote manifest list local paths and file:// URLs
+     *  (ShardListSettings.manifest_local; default 0) */
+    int manifest_local;
     /** Map local shards (ShardFileSettings.map): zero-copy, about twice the raw reading
      *  speed, but a shard truncated while mapped kills the process (default 0) */
     int map_files;

@@ -305,6 +305,36 @@ static int counts(List *l, const ShardListSettings *s, char *msg)
     return 0;
 }
 
+/* A shard its manifest counts 0 samples (spec's shardlist[i]): readers plan nothing for
+ * it, so the count is checked here, as any count is where the shard is read. */
+static int check_empty(const char *url, ShardRemote *remote, const char *spec, size_t i,
+                       char *msg)
+{
+    ShardFileSettings fs;
+    shard_file_default_settings(&fs);
+    fs.remote = remote;
+    fs.load_index = 0;
+    fs.headers_only = 1;
+    ShardFile *f;
+    ShardError e;
+    int rc = shard_file_open(&f, url, &fs, &e);
+    if (rc)
+        return shard_fail(msg, rc, "%s", e.message);
+    const ShardSampleView *v;
+    rc = shard_file_next(f, &v);
+    if (rc == 0)
+        rc = shard_fail(msg, SHARD_ERR_FORMAT,
+                        "%s: shardlist[%zu] counts 0 samples, but %s holds sample '%s' at "
+                        "offset %llu (the manifest is out of date)",
+                        spec, i, url, v->key, (unsigned long long)v->offset);
+    else if (rc == SHARD_EOS)
+        rc = 0;
+    else
+        shard_fail(msg, rc, "%s", shard_file_error(f));
+    shard_file_free(&f);
+    return rc;
+}
+
 /* Whether a spec names a manifest. */
 static int is_manifest(const char *spec)
 {
@@ -432,6 +462,16 @@ static int expand_one(List *l, const char *spec, size_t which, const ShardListSe
                                   "runs commands only when allowed (manifest_commands; "
                                   "shardcat --allow-manifest-commands)",
                                   spec, i, fi->url);
+            /* nor reach local files from elsewhere */
+            if (shard_url_is_remote(spec) && !s->manifest_local && !shard_url_is_remote(fi->url) &&
+                !shard_url_is_command(fi->url))
+                return shard_fail(msg, SHARD_ERR_INVALID,
+                                  "%s: shardlist[%zu] is a local file ('%.60s'): a remote "
+                                  "manifest lists remote shards only unless allowed "
+                                  "(manifest_local; shardcat --allow-manifest-local)",
+                                  spec, i, fi->url);
+            if (fi->nsamples == 0 && (rc = check_empty(fi->url, remote, spec, i, msg)))
+                return rc;
             rc = list_add(l, strdup(fi->url), fi->nsamples, fi, which);
         }
         return rc ? shard_fail(msg, rc, "out of memory") : 0;

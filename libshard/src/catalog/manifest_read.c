@@ -12,6 +12,7 @@
 #include "base/buf.h"
 #include "base/error.h"
 #include "base/url.h"
+#include "catalog/jsonscan.h"
 #include "catalog/manifest.h"
 #include "catalog/manifestdef.h"
 #include "source/open.h"
@@ -50,8 +51,11 @@ static int get_hex(json_t *o, const char *key, char *out, size_t len)
     return 0;
 }
 
-/* The most a manifest may take: a million shards at a few hundred bytes each. */
-#define MAX_MANIFEST_BYTES ((size_t)1 << 30)
+/* The most a manifest may take: a million shards at a few hundred bytes each. Parsed one
+ * shard at a time, its memory is the text and the entries (under 300 bytes a shard): under
+ * 600 MiB at both limits, under 4x the text for entries of their usual size. */
+#define MAX_MANIFEST_BYTES ((size_t)256 << 20)
+#define MAX_MANIFEST_SHARDS ((size_t)1 << 20)
 
 int shard_manifest_read(ShardManifest **out, const char *path, ShardError *err)
 {
@@ -73,57 +77,203 @@ int shard_manifest_read_remote(ShardManifest **out, const char *path, ShardRemot
     return rc;
 }
 
+/* A JSON syntax error at byte at of text, with its line and column, as jansson words its. */
+static int syntax(ShardError *err, const char *path, const char *text, size_t at,
+                  const char *what)
+{
+    size_t line = 1, col = 1;
+    for (size_t i = 0; i < at; i++)
+        if (text[i] == '\n')
+            line++, col = 1;
+        else
+            col++;
+    char msg[SHARD_ERROR_MAX];
+    shard_fail(msg, SHARD_ERR_FORMAT, "%s: line %zu, column %zu (byte %zu): %s", path, line, col,
+               at, what);
+    return shard_report(err, SHARD_ERR_FORMAT, msg);
+}
+
+/* The value at [from, to) of text, parsed; NULL with err set. */
+static json_t *load_slice(const char *text, size_t from, size_t to, const char *path,
+                          ShardError *err)
+{
+    json_error_t je;
+    json_t *v = json_loadb(text + from, to - from, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &je);
+    if (!v)
+        syntax(err, path, text, from + (size_t)(je.position > 0 ? je.position : 0), je.text);
+    return v;
+}
+
+/* The end of the value at pos; SHARD_ERR_FORMAT with err set where there is none. */
+static int extent(const char *text, size_t len, size_t pos, size_t *end, const char *path,
+                  ShardError *err)
+{
+    int rc = shard_json_extent(text, len, pos, end);
+    if (rc == -2) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "nested more than %d deep", SHARD_JSON_MAX_DEPTH);
+        return syntax(err, path, text, pos, msg);
+    }
+    if (rc) {
+        shard_json_ws(text, len, &pos);
+        return syntax(err, path, text, pos, pos < len ? "not a JSON value" : "the text ends");
+    }
+    return 0;
+}
+
+/* Shard i of the list, the object o, into m. */
+static int add_shard(ShardManifest *m, json_t *o, size_t i, const char *path, ShardError *err)
+{
+    const char *url = json_string_value(json_object_get(o, "url"));
+    ShardFileInfo info = {0};
+    if (!json_is_object(o) || !url || !*url || get_u64(o, "nsamples", &info.nsamples, 1) ||
+        get_u64(o, "filesize", &info.filesize, 0) || get_u64(o, "tarsize", &info.tarsize, 0) ||
+        get_hex(o, "md5sum", info.md5, sizeof info.md5) ||
+        get_hex(o, "sha256", info.sha256, sizeof info.sha256)) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "shardlist[%zu] lacks a valid url or nsamples, or has a "
+                                  "malformed filesize, md5sum or sha256", i);
+        return bad(err, path, msg);
+    }
+    if (i >= MAX_MANIFEST_SHARDS) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "more than %zu shards", MAX_MANIFEST_SHARDS);
+        return bad(err, path, msg);
+    }
+    char *full = shard_url_resolve(path, url);
+    info.url = full;
+    int rc = full ? shard_manifest_add(m, &info) : SHARD_ERR_NOMEM;
+    free(full);
+    return rc ? shard_report(err, rc, "manifest: out of memory") : 0;
+}
+
+/* The "shardlist" array at [from, to): each element parsed alone, into m. */
+static int read_list(ShardManifest *m, const char *text, size_t from, size_t to, const char *path,
+                     ShardError *err)
+{
+    size_t pos = from + 1, i = 0;
+    shard_json_ws(text, to, &pos);
+    if (pos < to && text[pos] == ']')
+        return 0;
+    for (;; i++) {
+        size_t end;
+        int rc = extent(text, to, pos, &end, path, err);
+        if (rc)
+            return rc;
+        json_t *o = load_slice(text, pos, end, path, err);
+        if (!o)
+            return SHARD_ERR_FORMAT;
+        rc = add_shard(m, o, i, path, err);
+        json_decref(o);
+        if (rc)
+            return rc;
+        pos = end;
+        shard_json_ws(text, to, &pos);
+        if (pos < to && text[pos] == ',')
+            pos++;
+        else if (pos < to && text[pos] == ']')
+            return 0;
+        else
+            return syntax(err, path, text, pos, "',' or ']' expected");
+    }
+}
+
+/* The top-level members but the shard list (small), and the list read into m. */
+static int read_top(ShardManifest *m, json_t *top, const char *text, size_t len,
+                    const char *path, ShardError *err)
+{
+    size_t pos = 0;
+    shard_json_ws(text, len, &pos);
+    if (pos >= len || text[pos] != '{')
+        return bad(err, path, "no \"shardlist\" array");
+    pos++;
+    shard_json_ws(text, len, &pos);
+    int have_list = 0;
+    if (pos < len && text[pos] == '}')
+        pos++;
+    else
+        for (;;) {
+            size_t end;
+            int rc = extent(text, len, pos, &end, path, err);
+            if (rc)
+                return rc;
+            json_t *k = text[pos] == '"' ? load_slice(text, pos, end, path, err) : NULL;
+            if (!k)
+                return text[pos] == '"' ? SHARD_ERR_FORMAT
+                                        : syntax(err, path, text, pos, "a string key expected");
+            char *key = strdup(json_string_value(k));
+            json_decref(k);
+            if (!key)
+                return shard_report(err, SHARD_ERR_NOMEM, "manifest: out of memory");
+            pos = end;
+            shard_json_ws(text, len, &pos);
+            if (pos >= len || text[pos] != ':') {
+                free(key);
+                return syntax(err, path, text, pos, "':' expected");
+            }
+            pos++;
+            shard_json_ws(text, len, &pos);
+            if ((rc = extent(text, len, pos, &end, path, err))) {
+                free(key);
+                return rc;
+            }
+            if (json_object_get(top, key) || (have_list && !strcmp(key, "shardlist"))) {
+                free(key);
+                return syntax(err, path, text, pos, "duplicate object key");
+            }
+            if (!strcmp(key, "shardlist") && text[pos] == '[') {
+                have_list = 1;
+                rc = read_list(m, text, pos, end, path, err);
+            } else {
+                json_t *v = load_slice(text, pos, end, path, err);
+                rc = v ? json_object_set_new(top, key, v) : SHARD_ERR_FORMAT;
+            }
+            free(key);
+            if (rc)
+                return rc == -1 ? shard_report(err, SHARD_ERR_NOMEM, "manifest: out of memory")
+                                : rc;
+            pos = end;
+            shard_json_ws(text, len, &pos);
+            if (pos < len && text[pos] == ',') {
+                pos++;
+                shard_json_ws(text, len, &pos);
+            } else if (pos < len && text[pos] == '}') {
+                pos++;
+                break;
+            } else {
+                return syntax(err, path, text, pos, "',' or '}' expected");
+            }
+        }
+    shard_json_ws(text, len, &pos);
+    if (pos < len)
+        return syntax(err, path, text, pos, "end of file expected");
+    return have_list ? 0 : bad(err, path, "no \"shardlist\" array");
+}
+
 int shard_manifest_parse(ShardManifest **out, const char *text, size_t len, const char *path,
                          ShardError *err)
 {
-    char msg[SHARD_ERROR_MAX];
     *out = NULL;
-    json_error_t je;
-    json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
-    if (!root) {
-        shard_fail(msg, SHARD_ERR_FORMAT, "%s: line %d, column %d (byte %d): %s", path,
-                   je.line, je.column, je.position, je.text);
-        return shard_report(err, SHARD_ERR_FORMAT, msg);
-    }
-    int rc = SHARD_ERR_FORMAT;
     ShardManifest *m = NULL;
-    json_t *list = json_object_get(root, "shardlist");
-    const char *kind = json_string_value(json_object_get(root, "__kind__"));
-    if (!json_is_object(root) || !json_is_array(list)) {
-        rc = bad(err, path, "no \"shardlist\" array");
-        goto out;
+    json_t *root = json_object();
+    if (!root || shard_manifest_new(&m, NULL)) {
+        json_decref(root);
+        return shard_report(err, SHARD_ERR_NOMEM, "manifest: out of memory");
     }
+    int rc = read_top(m, root, text, len, path, err);
+    if (rc)
+        goto out;
+    rc = SHARD_ERR_FORMAT;
+    const char *kind = json_string_value(json_object_get(root, "__kind__"));
     if (kind && strcmp(kind, WIDS_KIND)) {
         rc = bad(err, path, "\"__kind__\" is not \"" WIDS_KIND "\"");
         goto out;
     }
-    if (shard_manifest_new(&m, json_string_value(json_object_get(root, "name")))) {
+    if (shard_manifest_set_name(m, json_string_value(json_object_get(root, "name")))) {
         rc = shard_report(err, SHARD_ERR_NOMEM, "manifest: out of memory");
         goto out;
     }
     size_t i;
-    json_t *o;
-    json_array_foreach(list, i, o) {
-        const char *url = json_string_value(json_object_get(o, "url"));
-        ShardFileInfo info = {0};
-        if (!json_is_object(o) || !url || !*url || get_u64(o, "nsamples", &info.nsamples, 1) ||
-            get_u64(o, "filesize", &info.filesize, 0) || get_u64(o, "tarsize", &info.tarsize, 0) ||
-            get_hex(o, "md5sum", info.md5, sizeof info.md5) ||
-            get_hex(o, "sha256", info.sha256, sizeof info.sha256)) {
-            snprintf(msg, sizeof msg, "shardlist[%zu] lacks a valid url or nsamples, or has a "
-                                      "malformed filesize, md5sum or sha256", i);
-            rc = bad(err, path, msg);
-            goto out;
-        }
-        char *full = shard_url_resolve(path, url);
-        info.url = full;
-        int arc = full ? shard_manifest_add(m, &info) : SHARD_ERR_NOMEM;
-        free(full);
-        if (arc) {
-            rc = shard_report(err, arc, "manifest: out of memory");
-            goto out;
-        }
-    }
     json_t *lib = json_object_get(root, "libshard");
     if (lib) {
         json_t *classes = json_object_get(lib, "classes");

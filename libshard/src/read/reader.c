@@ -103,6 +103,7 @@ static int open_list(ShardReader *r, const ShardReaderSettings *s)
     shard_list_default_settings(&ls);
     ls.remote = r->s.remote;
     ls.manifest_commands = s->manifest_commands;
+    ls.manifest_local = s->manifest_local;
     int needs_counts = s->nsources > 1 || s->mode == SHARD_MODE_EQUAL ||
                        (s->epoch_samples && s->mode != SHARD_MODE_RESAMPLED);
     if (s->make_indexes == SHARD_READER_INDEXES_ALWAYS ||
