@@ -121,3 +121,53 @@ def test_shards_of_an_earlier_larger_run_are_named(shardpack, src, tmp_path):
     assert "not this run's: " + str(out / "train-039.idx") in err
     assert "train-003.tar" not in err and "remove them" in err
     assert os.path.exists(out / "train-039.tar"), "named, not removed"
+
+
+def stopped_run(cmd, lock):
+    """A pack run stopped (SIGSTOP) once it holds its lock (the lock file names it, or, for a
+    part, exists): the first writer, held in the middle of its run."""
+    p = subprocess.Popen(cmd, env=BASE_ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while not (lock.exists() and lock.stat().st_size) and time.monotonic() < deadline:
+        time.sleep(0.002)
+    p.send_signal(signal.SIGSTOP)
+    assert lock.exists() and lock.stat().st_size, "the run took no lock"
+    return p
+
+
+def test_one_writer_per_output(shardpack, run_sc, src, tmp_path):
+    """A second run into a set being written is refused, naming the first (its pid and the
+    lock file) and touching nothing; once the first ends (or is killed), a run goes ahead.
+    The runs of one --part set write together; the same part twice, or a whole run beside
+    the parts, is refused."""
+    out = tmp_path / "out"
+    out.mkdir()
+    cmd = pack_cmd(shardpack, src, out, ".tar", [])
+    first = stopped_run(cmd, out / ".train.lock")
+    second = subprocess.run(cmd, capture_output=True, env=BASE_ENV, timeout=120)
+    err = out_text(second)
+    assert second.returncode == 1 and f"pid {first.pid} on " in err and \
+        "another run is writing it" in err and ".train.lock" in err, err
+    first.send_signal(signal.SIGCONT)
+    assert first.wait(timeout=120) == 0
+    cp = run_sc("verify", out / "train.json")
+    assert cp.returncode == 0, out_text(cp)
+    assert sorted(p.name for p in out.iterdir() if p.name.startswith(".")) == [], "lock left"
+    # killed while it holds the lock: the kernel lets go, the next run writes
+    killed = stopped_run(cmd, out / ".train.lock")
+    killed.kill()
+    killed.wait(timeout=60)
+    cp = subprocess.run(cmd, capture_output=True, env=BASE_ENV, timeout=120)
+    assert cp.returncode == 0, out_text(cp)
+    # parts of one set write side by side
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    part = [pack_cmd(shardpack, src, parts, ".tar", ["--part", f"{i}/2"]) for i in range(2)]
+    p0 = stopped_run(part[0], parts / ".train.part-0-of-2.lock")
+    cp = subprocess.run(part[1], capture_output=True, env=BASE_ENV, timeout=120)
+    assert cp.returncode == 0, out_text(cp)
+    for cmd2 in (part[0], pack_cmd(shardpack, src, parts, ".tar", [])):
+        cp = subprocess.run(cmd2, capture_output=True, env=BASE_ENV, timeout=120)
+        assert cp.returncode == 1 and "another run is writing it" in out_text(cp)
+    p0.send_signal(signal.SIGCONT)
+    assert p0.wait(timeout=120) == 0

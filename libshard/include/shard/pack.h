@@ -223,14 +223,20 @@ SHARD_API int shard_pack_manifest_write(const ShardPackPlan *p, const ShardManif
                                         const char *manifest_path, ShardError *err);
 
 /**
- * Makes the output folder safe to write this plan's part into, before any shard: removes
- * the manifest at manifest_path (it is written last, so a run that fails or is killed
- * leaves none naming shards it did not finish, nor an earlier run's) and the temporary
- * files that killed runs left for the shards this part writes.
- * @param err optional; a manifest or temporary that cannot be removed
+ * Makes the output folder safe to write this plan's part into, before any shard: takes the
+ * output set's lock, held by the plan until it is freed (an flock on D/.STEM.lock beside
+ * the pattern: a whole run holds it alone, the runs of one part set share it, each part
+ * also holding D/.STEM.part-I-of-N.lock alone; outputs in a bucket are not locked: one
+ * pack at a time there is the caller's to keep); removes the manifest at manifest_path (it
+ * is written last, so a run that fails or is killed leaves none naming shards it did not
+ * finish, nor an earlier run's) and the temporary files that killed runs left for the
+ * shards this part writes. Shards written by other processes for this plan (Dask tasks)
+ * are this run's: they take no lock.
+ * @param err optional; SHARD_ERR_STATE when another run holds the lock (err names it and
+ *        what its holder wrote there: pid, host, start); a manifest or temporary that
+ *        cannot be removed
  */
-SHARD_API int shard_pack_prepare(const ShardPackPlan *p, const char *manifest_path,
-                                 ShardError *err);
+SHARD_API int shard_pack_prepare(ShardPackPlan *p, const char *manifest_path, ShardError *err);
 
 /**
  * After a whole run (no parts): shards and indexes beside this run's that the pattern

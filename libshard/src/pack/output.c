@@ -26,9 +26,59 @@
 #include "shard/pack.h"
 #include "write/writer.h"
 
-int shard_pack_prepare(const ShardPackPlan *p, const char *manifest_path, ShardError *err)
+/* A lock file's path: the manifest's name (shard_pack_manifest_path) hidden, ".lock" for
+ * ".json"; the set's, or with part a part's own. malloc'd. */
+static char *lock_path(const ShardPackPlan *p, int part)
+{
+    ShardPackSettings t = p->s;
+    t.pattern = p->pattern;
+    if (!part)
+        t.nparts = t.part = 0;
+    char *m = shard_pack_manifest_path(&t);
+    size_t n = m ? strlen(m) : 0;
+    char *out = m ? malloc(n + 3) : NULL;
+    if (out) {
+        const char *base = strrchr(m, '/');
+        size_t dir = base ? (size_t)(base - m) + 1 : 0;
+        memcpy(out, m, dir);
+        out[dir] = '.';
+        memcpy(out + dir + 1, m + dir, n - dir - 5); /* without ".json" */
+        strcpy(out + dir + 1 + (n - dir - 5), ".lock");
+    }
+    free(m);
+    return out;
+}
+
+/* One writer per output set: the set's lock (a whole run alone, a part set's runs shared)
+ * and a part's own. */
+static int lock_output(ShardPackPlan *p, char *msg)
+{
+    static const char hint[] = "one run writes a set at a time (the parts of one --part set "
+                               "together)";
+    char *set = lock_path(p, 0), *part = p->s.nparts ? lock_path(p, 1) : NULL;
+    int rc = !set || (p->s.nparts && !part) ? shard_fail(msg, SHARD_ERR_NOMEM, "out of memory")
+                                            : 0;
+    if (!rc)
+        rc = shard_sink_lock(&p->set_lock, set, p->s.nparts != 0, p->pattern, NULL, hint, msg);
+    if (!rc && part)
+        rc = shard_sink_lock(&p->part_lock, part, 0, p->pattern, ", a part", hint, msg);
+    if (rc)
+        shard_sink_unlock(&p->set_lock);
+    free(set);
+    free(part);
+    return rc;
+}
+
+int shard_pack_prepare(ShardPackPlan *p, const char *manifest_path, ShardError *err)
 {
     char msg[SHARD_ERROR_MAX];
+    /* before anything of the set is touched; a bucket's outputs are not locked */
+    if (!p->locked && !shard_url_is_remote(p->pattern)) {
+        int rc = lock_output(p, msg);
+        if (rc)
+            return shard_report(err, rc, msg);
+        p->locked = 1;
+    }
     if (manifest_path) {
         int remote = shard_url_is_remote(manifest_path);
         ShardRemote *r = remote ? shard_pack_plan_remote((ShardPackPlan *)p, msg) : NULL;

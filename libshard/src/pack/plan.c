@@ -58,6 +58,7 @@ int shard_pack_plan_new(ShardPackPlan **out, const ShardPackSettings *s, ShardEr
     ShardPackPlan *p = calloc(1, sizeof *p);
     if (!p)
         return shard_report(err, SHARD_ERR_NOMEM, "out of memory");
+    p->set_lock.fd = p->part_lock.fd = -1;
     p->s = *s;
     if (p->s.mtime < 0)
         p->s.mtime = 0;
@@ -277,6 +278,8 @@ void shard_pack_plan_free(ShardPackPlan **pp)
     if (!pp || !*pp)
         return;
     ShardPackPlan *p = *pp;
+    shard_sink_unlock(&p->part_lock);
+    shard_sink_unlock(&p->set_lock);
     for (size_t i = 0; i < p->n; i++) {
         Input *x = &p->v[i];
         free(x->path), free(x->rel), free(x->field), free(x->class_name), free(x->extra);

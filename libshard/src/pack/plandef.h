@@ -10,6 +10,7 @@
 
 #include "shard/pack.h"
 #include "shard/remote.h"
+#include "sink/lock.h"
 
 typedef struct Input {
     ShardPackInput in; /* strings point at the copies below */
@@ -29,6 +30,10 @@ struct ShardPackPlan {
     ShardRemote *remote; /* a reference: remote inputs are read through it; NULL until one */
     pthread_mutex_t remote_mu;
     int built;
+    /* the output set's locks, from shard_pack_prepare on (output.c): the set's, alone for a
+     * whole run, shared by a part set's runs; and a part's own */
+    ShardSinkLock set_lock, part_lock;
+    int locked;
 };
 
 #endif /* SHARD_PACK_PLANDEF_H */
