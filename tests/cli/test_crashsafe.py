@@ -1,5 +1,6 @@
 """Crash-safe packing: shardpack killed with SIGKILL at random points (plain, .tar.zst, with
---jobs) leaves only complete shards, each with its index, and no manifest; the run again
+--jobs) leaves only complete shards, each with its index but those being finished, never an
+index without its shard or beside another run's, and no manifest; the run again
 gives output byte-identical to an uninterrupted one, with no temporary file left. A failed
 run into a folder leaves no manifest from before; shards of an earlier, larger run are named.
 """
@@ -63,8 +64,13 @@ def test_killed_runs_leave_complete_shards_and_rerun_identically(shardpack, run_
             assert got == want, f"attempt {attempt}: a manifest beside an unfinished run"
         shards = [n for n in got if n.endswith(ext)]
         for n in shards:
-            assert n.replace(ext, ".idx") in got, f"attempt {attempt}: {n} without its index"
             assert got[n] == want[n], f"attempt {attempt}: {n} differs from the uninterrupted run's"
+        # the shard, then its index: a kill leaves a shard without one (those being
+        # finished, in this attempt or one before), never an index without its shard
+        for n in got:
+            if n.endswith(".idx"):
+                assert n.replace(".idx", ext) in got, f"attempt {attempt}: {n} without its shard"
+                assert got[n] == want[n], f"attempt {attempt}: {n} differs"
         if shards:
             cp = run_sc("verify", *[out / n for n in shards])
             assert cp.returncode == 0, out_text(cp)

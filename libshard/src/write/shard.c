@@ -129,6 +129,17 @@ static int write_index(ShardWriter *w)
     return rc;
 }
 
+/* The index an earlier run left at this shard's index path, removed. */
+static int remove_index(ShardWriter *w)
+{
+    char *ipath = shard_index_path(w->path);
+    if (!ipath)
+        return shard_fail(w->err, SHARD_ERR_NOMEM, "writer: out of memory");
+    int rc = shard_sink_remove(ipath, w->remote, w->err);
+    free(ipath);
+    return rc;
+}
+
 int shard_writer_finish_shard(ShardWriter *w)
 {
     int rc;
@@ -155,12 +166,16 @@ int shard_writer_finish_shard(ShardWriter *w)
     info.nsamples = w->count;
     info.tarsize = w->tar_off;
     info.filesize = shard_sink_size(w->sink);
-    /* The index first: killed in between, a folder or bucket holds an index without its
-     * shard (the next run replaces it), never a shard without its index. */
-    if (w->s.write_index && w->count && (rc = write_index(w))) /* none for an empty tar:
-                                                                    DALI's needs a sample */
+    /* An earlier run's index goes first, then the shard, then its index: killed anywhere
+     * between, a folder or bucket holds a shard without an index (a plain tar, which
+     * readers index themselves), never an index beside another run's shard or none. */
+    int with_index = w->s.write_index && w->count; /* none for an empty tar: DALI's needs a
+                                                      sample */
+    if (with_index && (rc = remove_index(w)))
         return rc;
     if ((rc = shard_sink_commit(&w->sink, info.md5, info.sha256, w->err)))
+        return rc;
+    if (with_index && (rc = write_index(w)))
         return rc;
     w->open = 0;
     w->next_number++;
