@@ -163,3 +163,26 @@ def test_wids_and_indexed_name_the_manifest_they_cannot_take(tmp_path):
         with pytest.raises(Exception, match=r"deep.json.*nested more than 256 deep"):
             make(str(deep))
     assert shard
+
+
+def test_a_shard_skipped_without_a_count_is_warned_of(tmp_path):
+    """skip_errors: a plain tar (no index, no manifest) cut in half is skipped after its
+    error; no sample count names the loss, and the warning comes all the same."""
+    import warnings
+    from libshard.torch import ShardDataset
+    from libshard.torch.skips import ShardSkipWarning
+    _, png_of = _cli_helpers()
+    png = png_of(8, 8, 3)
+    for s in range(4):
+        _tar(tmp_path / f"s-{s}.tar", [(f"k{s}_{i}.{f}", png if f == "png" else b"1")
+                                       for i in range(20) for f in ("cls", "png")])
+    cut = tmp_path / "s-3.tar"
+    cut.write_bytes(cut.read_bytes()[:cut.stat().st_size // 2 + 100])  # inside a member
+    ds = ShardDataset(str(tmp_path / "s-{0..3}.tar"), batch_size=10, image_fields="png",
+                      image_size=8, skip_errors=True, make_indexes="never", shuffle_shards=False)
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        n = sum(len(y) for _, y in ds)
+    assert 60 <= n < 80 and ds.skipped["shards"] == 1, (n, ds.skipped)
+    assert any(issubclass(w.category, ShardSkipWarning) and "1 shards after errors" in
+               str(w.message) for w in got), [str(w.message) for w in got]

@@ -24,12 +24,19 @@ def of_reader(stats):
             "shard_samples": stats["skipped_samples"], "total": stats["skipped_samples"]}
 
 
+def left_out(d):
+    """Whether the counts d left anything out: samples, or shards (whose samples may not
+    be counted, when the shard had no count)."""
+    return bool(d.get("total") or d.get("shards"))
+
+
 def text(d):
     """The counts in words."""
     parts = [f"{d['image']} images that did not decode" if d["image"] else "",
              f"{d['no_image']} samples without an image" if d["no_image"] else "",
              f"{d['label']} samples without a valid label" if d["label"] else "",
-             f"{d['shards']} shards after errors ({d['shard_samples']} samples)" if d["shards"] else ""]
+             f"{d['shards']} shards after errors ({d['shard_samples']} samples counted; what a "
+             f"shard without a count still held is not)" if d["shards"] else ""]
     return ", ".join(p for p in parts if p)
 
 
@@ -55,12 +62,14 @@ class Skips:
     def note(self, counts, epoch, end=False):
         """Keeps the iteration's counts so far; warns at the first skip, and at the end of an
         epoch that skipped anything logs a summary."""
-        first = counts["total"] and not self.counts.get("total")
+        # a shard skipped whose count was unknown loses samples no count names: it is
+        # warned of all the same
+        first = left_out(counts) and not left_out(self.counts)
         self.counts = dict(counts)
         if first:
             warnings.warn(f"libshard: skip_errors left out {text(counts)} (so far; "
                           f"ds.skipped counts them)", ShardSkipWarning, stacklevel=3)
-        if end and counts["total"]:
+        if end and left_out(counts):
             LOG.warning("libshard: epoch %d left out %s", epoch, text(counts))
 
     def get(self):
