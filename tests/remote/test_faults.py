@@ -291,3 +291,32 @@ def test_retries_go_to_the_libshard_logger(fault, ShardDataset, caplog):  # noqa
                         for r in said), \
         [r.getMessage() for r in caplog.records]
     assert said[0].levelno == logging.WARNING
+
+
+@pytest.mark.parametrize("kind", ["reader", "dataset"])
+def test_ctrl_c_while_the_in_process_reader_waits_on_a_stalled_server(fault, kind):
+    """The server stalls each response after 1000 bytes: SIGINT to a process reading in its
+    own thread (no DataLoader workers) ends it at once, not after the stall timeouts."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    from conftest import REPO
+    path = os.environ.get("LIBSHARD_PYTHONPATH", str(REPO / "build" / "python"))
+    child = ("import sys\nimport libshard\nfrom libshard.torch import ShardDataset\n"
+             "print('READY', flush=True)\n"
+             "it = libshard.Reader(sys.argv[2], seed=1) if sys.argv[1] == 'reader' else "
+             "ShardDataset(sys.argv[2], seed=1, decode=False, batch_size=8)\n"
+             "for s in it:\n    pass\n")
+    p = subprocess.Popen([sys.executable, "-c", child, kind,
+                          f"{fault.url}/stall=1000/data/d-{{000..007}}.tar"],
+                         env=dict(os.environ, PYTHONPATH=path), stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    assert p.stdout.readline() == b"READY\n"
+    time.sleep(2)  # into the stall
+    assert p.poll() is None, p.stderr.read().decode()
+    t0 = time.monotonic()
+    p.send_signal(signal.SIGINT)
+    p.wait(timeout=60)
+    assert time.monotonic() - t0 < 5, "the stall kept the process past Ctrl-C"
+    assert b"KeyboardInterrupt" in p.stderr.read()
