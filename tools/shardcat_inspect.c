@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <search.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -345,7 +346,44 @@ typedef struct Extract {
     const char *url; /* the shard being extracted */
     int refused;    /* its members refused */
     uint64_t files; /* files written, over every shard */
+    void *written;  /* the paths written, each with its shard (a tsearch tree of Written) */
 } Extract;
+
+typedef struct Written {
+    char *path;      /* as the member names it, "./" taken off */
+    const char *url; /* the shard it came from (the list's, borrowed) */
+} Written;
+
+static int written_cmp(const void *a, const void *b)
+{
+    return strcmp(((const Written *)a)->path, ((const Written *)b)->path);
+}
+
+static void written_free(void *p)
+{
+    free(((Written *)p)->path);
+    free(p);
+}
+
+/* The shard that path was extracted from already in this run, or NULL (path now noted). */
+static const char *extracted_before(Extract *x, const char *path)
+{
+    while (path[0] == '.' && path[1] == '/')
+        path += 2;
+    Written key = {(char *)path, NULL};
+    Written **found = tfind(&key, &x->written, written_cmp);
+    if (found)
+        return (*found)->url;
+    Written *w = malloc(sizeof *w);
+    if (w && (w->path = strdup(path))) {
+        w->url = x->url;
+        if (tsearch(w, &x->written, written_cmp))
+            return NULL;
+        free(w->path);
+    }
+    free(w);
+    return NULL; /* out of memory: no note, the file is written as before */
+}
 
 /* A link is refused, said and counted (it could point outside DIR); the other members
  * left out of the samples (folders, names that are not fields) are passed over. */
@@ -462,6 +500,16 @@ static int extract_sample(Extract *x, const char *dir, const ShardSampleView *v)
             x->refused++;
             continue;
         }
+        const char *before = extracted_before(x, fv->member);
+        if (before) {
+            char b[1024];
+            fprintf(stderr, "shardcat: %s: offset %llu: member '%s' was extracted from %s "
+                            "already: refused (extract those shards into folders of their "
+                            "own)\n",
+                    x->url, (unsigned long long)fv->offset, m, cli_escape_path(before, b, sizeof b));
+            x->refused++;
+            continue;
+        }
         int e = write_member(x->dirfd, fv->member, fv->data, fv->size);
         if (e) {
             fprintf(stderr, "shardcat: %s/%s: %s\n", dir, m, strerror(e));
@@ -535,6 +583,8 @@ static int extract_end(ShardcatWalk *w, int stopped)
     Extract *x = w->cookie;
     (void)stopped;
     close(x->dirfd);
+    tdestroy(x->written, written_free);
+    x->written = NULL;
     fprintf(stderr, "shardcat: extracted %llu files into %s\n", (unsigned long long)x->files,
             w->cli->dir);
     return 0;
@@ -542,7 +592,7 @@ static int extract_end(ShardcatWalk *w, int stopped)
 
 int shardcat_extract(const ShardcatCli *cli, ShardRemote *remote)
 {
-    Extract x = {-1, NULL, 0, 0};
+    Extract x = {-1, NULL, 0, 0, NULL};
     ShardcatWalk w = {.visit = extract_shard, .begin = extract_begin, .end = extract_end,
                       .cookie = &x, .progress = 1};
     return shardcat_each_shard(cli, remote, (size_t)cli->nargs, &w);

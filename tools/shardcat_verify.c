@@ -5,6 +5,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "shardcat.h"
 
@@ -107,14 +108,49 @@ static ShardcatNext verify_shard(ShardcatWalk *w, const ShardListEntry *shard)
     return rc ? SHARDCAT_FAILED : SHARDCAT_NEXT;
 }
 
+static int by_url(const void *a, const void *b)
+{
+    return strcmp(**(const char *const *const *)a, **(const char *const *const *)b);
+}
+
+/* Shards the list names more than once (a manifest's lines repeated): the readers read
+ * their samples that many times. Each said; the number of them. */
+static size_t named_twice(const ShardList *list)
+{
+    size_t n = shard_list_count(list), twice = 0;
+    const char **urls = malloc((n ? n : 1) * sizeof *urls);
+    const char ***order = malloc((n ? n : 1) * sizeof *order);
+    if (!urls || !order) {
+        free(urls);
+        free(order);
+        return 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        urls[i] = shard_list_entry(list, i)->url;
+        order[i] = &urls[i];
+    }
+    qsort(order, n, sizeof *order, by_url);
+    for (size_t i = 1; i < n; i++)
+        if (!strcmp(*order[i], *order[i - 1]) && (i < 2 || strcmp(*order[i], *order[i - 2]))) {
+            fputs("shardcat: ", stderr);
+            cli_print_path(stderr, *order[i]);
+            fputs(": listed more than once: readers read its samples as often\n", stderr);
+            twice++;
+        }
+    free(order);
+    free(urls);
+    return twice;
+}
+
 static int verify_end(ShardcatWalk *w, int stopped)
 {
     const Verify *vf = w->cookie;
     (void)stopped;
+    size_t twice = named_twice(w->list);
     if (shard_list_count(w->list) > 1 && !w->cli->json)
-        printf("%zu shards, %llu failed\n", shard_list_count(w->list),
-               (unsigned long long)vf->failed);
-    return 0;
+        printf("%zu shards, %llu failed%s\n", shard_list_count(w->list),
+               (unsigned long long)vf->failed, twice ? ", some listed twice" : "");
+    return twice != 0;
 }
 
 int shardcat_verify(const ShardcatCli *cli, ShardRemote *remote)

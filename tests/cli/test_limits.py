@@ -193,3 +193,96 @@ def test_a_manifest_is_read_within_its_limits(run_sc, tmp_path):
     for m, text in want.items():
         cp = capped(run_sc, "ls", m)
         assert cp.returncode == 1 and text in out_text(cp), out_text(cp)
+
+
+def test_verify_names_what_the_readers_would_drop(run_sc, tmp_path):
+    """Links, special files and members named with no field hold data every reader leaves
+    out: defects. Folders, hidden and "__" names are left out by design, a tar's zero
+    padding is no data: those pass."""
+    def info(name, kind, target=""):
+        ti = tarfile.TarInfo(name)
+        ti.type, ti.linkname = kind, target
+        return ti
+    bad = write_tar(tmp_path / "bad.tar", [
+        ("a.txt", b"1"), (info("a.lnk", tarfile.SYMTYPE, "/etc/passwd"), None),
+        (info("b.hard", tarfile.LNKTYPE, "a.txt"), None), (info("c.fifo", tarfile.FIFOTYPE), None),
+        ("README", b"words"), ("d.txt", b"2")])
+    cp = capped(run_sc, "verify", bad)
+    err = out_text(cp)
+    assert cp.returncode == 1, err
+    for member in ("a.lnk' is a symbolic link", "b.hard' is a hard link",
+                   "c.fifo' is not a regular file", "README' is named with no field"):
+        assert member in err and "every reader leaves it out" in err, (member, err)
+    good = write_tar(tmp_path / "good.tar", [(info("dir", tarfile.DIRTYPE), None),
+                                             ("dir/a.txt", b"1"), ("__meta__", b"{}"),
+                                             (".hidden", b"x"), ("dir/b.txt", b"2")])
+    cp = capped(run_sc, "verify", good)
+    assert cp.returncode == 0, out_text(cp)
+
+
+def test_verify_names_samples_after_the_end_of_the_archive(run_sc, tmp_path):
+    """Two tars appended: every reader stops at the first's end-of-archive blocks, so the
+    second's samples are lost: a defect. A folder after the last sample, and the zero
+    padding GNU tar writes to its record size, are not."""
+    a = write_tar(tmp_path / "a.tar", [("a.txt", b"1")])
+    b = write_tar(tmp_path / "b.tar", [("b.txt", b"2"), ("c.txt", b"3")])
+    both = tmp_path / "both.tar"
+    both.write_bytes(a.read_bytes() + b.read_bytes())
+    cp = capped(run_sc, "verify", both)
+    assert cp.returncode == 1 and "data after the tar's end-of-archive block" in out_text(cp), \
+        out_text(cp)
+    (tmp_path / "t").mkdir()
+    (tmp_path / "t" / "k.txt").write_bytes(b"1")
+    (tmp_path / "t" / "z").mkdir()
+    sh("tar -cf gnu.tar -C t k.txt z", tmp_path)
+    cp = capped(run_sc, "verify", tmp_path / "gnu.tar")
+    assert cp.returncode == 0, out_text(cp)
+
+
+def test_verify_names_a_shard_listed_twice(run_sc, tmp_path):
+    import json
+    write_tar(tmp_path / "s.tar", [("a.txt", b"1")])
+    m = tmp_path / "m.json"
+    m.write_text(json.dumps({"shardlist": [{"url": "s.tar", "nsamples": 1}] * 2}))
+    cp = capped(run_sc, "verify", m)
+    assert cp.returncode == 1 and "s.tar: listed more than once" in out_text(cp), out_text(cp)
+    m.write_text(json.dumps({"shardlist": [{"url": "s.tar", "nsamples": 1}]}))
+    assert capped(run_sc, "verify", m).returncode == 0
+
+
+def test_a_seek_table_without_checksums_is_valid(run_sc, tmp_path):
+    """The seekable format lets a table leave checksums out (Checksum_Flag 0) and frames
+    carry none: verify holds it valid, and readers seek by it."""
+    import struct
+    members = [("s0.txt", b"a" * 700), ("s1.txt", b"b" * 900)]
+    plain = write_tar(tmp_path / "p.tar", members, fmt=tarfile.USTAR_FORMAT)
+    with tarfile.open(plain) as tf:
+        cut = tf.getmember("s1.txt").offset
+    data = plain.read_bytes()
+    frames = []
+    for i, part in enumerate((data[:cut], data[cut:])):
+        (tmp_path / f"f{i}").write_bytes(part)
+        sh(f"zstd -q --no-check -c f{i} > f{i}.zst", tmp_path)
+        frames.append(((tmp_path / f"f{i}.zst").read_bytes(), len(part)))
+    entries = b"".join(struct.pack("<II", len(c), d) for c, d in frames)
+    footer = struct.pack("<IBI", len(frames), 0, 0x8F92EAB1)
+    table = struct.pack("<II", 0x184D2A5E, len(entries) + len(footer)) + entries + footer
+    shard = tmp_path / "s.tar.zst"
+    shard.write_bytes(b"".join(c for c, _ in frames) + table)
+    cp = capped(run_sc, "verify", shard)
+    assert cp.returncode == 0 and "2 zstd frames checked" in cp.stdout.decode(), \
+        cp.stdout.decode() + out_text(cp)
+    assert run_sc("index", shard).returncode == 0
+    cp = capped(run_sc, "stream", shard, "--seed", "1")
+    assert cp.returncode == 0 and len(cp.stdout.splitlines()) == 2, out_text(cp)
+
+
+def test_extract_refuses_a_member_another_shard_wrote(run_sc, tmp_path):
+    a = write_tar(tmp_path / "a.tar", [("k.txt", b"from a"), ("x.txt", b"x")])
+    b = write_tar(tmp_path / "b.tar", [("k.txt", b"from b"), ("y.txt", b"y")])
+    cp = capped(run_sc, "extract", a, b, "-C", tmp_path / "out")
+    err = out_text(cp)
+    assert cp.returncode == 1 and "b.tar: offset 512: member 'k.txt' was extracted from" in err \
+        and "a.tar already: refused" in err, err
+    out = tmp_path / "out"
+    assert (out / "k.txt").read_bytes() == b"from a" and (out / "y.txt").read_bytes() == b"y"

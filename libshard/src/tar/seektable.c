@@ -84,6 +84,7 @@ int shard_seek_table_decode(const unsigned char *t, uint64_t tbytes, uint64_t si
         v[i].csize = get_le32(p);
         v[i].dsize = get_le32(p + 4);
         v[i].checksum = esize == 12 ? get_le32(p + 8) : 0;
+        v[i].has_checksum = esize == 12;
         csum += v[i].csize;
     }
     if (csum != size - total) {

@@ -20,6 +20,7 @@ typedef struct ShardSeekEntry {
     uint32_t csize;    /* compressed bytes of the frame */
     uint32_t dsize;    /* decompressed bytes of the frame */
     uint32_t checksum; /* low 32 bits of XXH64 of the decompressed bytes */
+    int has_checksum;  /* the table has checksums (Checksum_Flag): checksum is one */
 } ShardSeekEntry;
 
 /* Appends the seek table frame for n entries (with checksums) to out. */

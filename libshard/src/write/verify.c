@@ -20,6 +20,7 @@
 #include "shard/verify.h"
 #include "source/open.h"
 #include "tar/idx.h"
+#include "tar/ustar.h"
 #include "tar/seektable.h"
 #include "tar/shardfile.h"
 
@@ -108,6 +109,14 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* Whether a zstd frame ends in its content checksum: Content_Checksum_flag, bit 2 of the
+ * descriptor after the magic (RFC 8878, 3.1.1.1.1). */
+static int frame_has_checksum(const unsigned char *fr, size_t n)
+{
+    return n > 4 && fr[0] == 0x28 && fr[1] == 0xb5 && fr[2] == 0x2f && fr[3] == 0xfd &&
+           (fr[4] & 0x04);
+}
+
 /* Each frame alone: it decompresses, its content checksum holds, its size and checksum
  * agree with the seek table. Returns the frame boundaries (tar offsets) in *bounds. */
 static void check_frames(Ctx *c, ShardSource *src, uint64_t **bounds, size_t *nbounds)
@@ -149,7 +158,8 @@ static void check_frames(Ctx *c, ShardSource *src, uint64_t **bounds, size_t *nb
         else if (got != e[i].dsize)
             defect(c, "%s: zstd frame %zu at offset %llu: %zu bytes, the seek table says %u",
                    c->url, i, (unsigned long long)coff, got, e[i].dsize);
-        else if (e[i].csize >= 4) {
+        else if (e[i].has_checksum && e[i].csize >= 4 && frame_has_checksum(fr, e[i].csize)) {
+            /* a table without checksums, or a frame without one, is as the format allows */
             const unsigned char *t = fr + e[i].csize - 4;
             uint32_t ck = (uint32_t)t[0] | (uint32_t)t[1] << 8 | (uint32_t)t[2] << 16 | (uint32_t)t[3] << 24;
             if (ck != e[i].checksum)
@@ -202,6 +212,24 @@ static void check_manifest(Ctx *c)
 
 /* The shard under check: its source, its frames' tar offsets (.tar.zst), the reader of its
  * samples, its index, and what the sample loop found. */
+/* A member the readers leave out: a defect where it holds data a sample would have had
+ * (a link, a special file, a file named with no field); folders, hidden names and "__"
+ * names are left out by WebDataset's design. */
+static void dropped(void *cookie, const char *member, uint64_t offset, ShardSkipReason reason,
+                    const char *why)
+{
+    Ctx *c = cookie;
+    const char *base = strrchr(member, '/');
+    base = base ? base + 1 : member;
+    if (reason == SHARD_SKIP_FOLDER || reason == SHARD_SKIP_NO_NAME ||
+        (reason == SHARD_SKIP_NOT_FIELD && (base[0] == '.' || !strncmp(base, "__", 2))))
+        return;
+    defect(c, "%s: offset %llu: member '%s' is %s: every reader leaves it out", c->url,
+           (unsigned long long)offset, member, reason == SHARD_SKIP_NOT_FIELD
+                                                   ? "named with no field (no dot in its name)"
+                                                   : why);
+}
+
 typedef struct Check {
     ShardSource *src;
     int local;               /* a stored object, not a stream */
@@ -242,6 +270,8 @@ static int check_open(Ctx *c, Check *k, ShardError *err)
     shard_file_default_settings(&fs);
     fs.load_index = 0;
     fs.lowercase = 0; /* fields as stored, compared byte-wise (formats/shard.md 2.2) */
+    fs.on_skip_reason = dropped;
+    fs.cookie = c;
     ShardError ferr;
     if ((rc = shard_file_open_deferred(&k->f, shard_source_ref(src), &fs, &ferr)))
         return shard_report(err, rc, ferr.message);
@@ -350,6 +380,44 @@ static int check_samples(Ctx *c, Check *k)
 }
 
 /* What only the end tells, once the samples were read to it (rc SHARD_EOS). */
+/* After the last sample of a plain tar: members the readers pass over (a folder, a link:
+ * their own defects), then the end-of-archive blocks, then zeros to the end (a writer's
+ * padding to its record size); anything else is bytes every reader stops before (tars
+ * appended). */
+static void check_after_end(Ctx *c, Check *k)
+{
+    uint64_t at = k->tar_end, size = (uint64_t)k->src->size;
+    unsigned char buf[4096];
+    ShardUstar u;
+    for (;;) { /* the headers after the last sample, to the first zero block */
+        if (at + 512 > size || shard_source_read_at(k->src, at, buf, 512))
+            return;
+        int got = shard_ustar_parse(buf, &u);
+        if (got == 1)
+            break;
+        if (got < 0 || u.size > size) {
+            defect(c, "%s: offset %llu: no tar header where the archive goes on after its last "
+                      "sample", c->url, (unsigned long long)at);
+            return;
+        }
+        at += 512 + (u.size + 511) / 512 * 512;
+    }
+    uint64_t eoa = at;
+    while (at < size) {
+        size_t n = size - at < sizeof buf ? (size_t)(size - at) : sizeof buf;
+        if (shard_source_read_at(k->src, at, buf, n))
+            return;
+        for (size_t i = 0; i < n; i++)
+            if (buf[i]) {
+                defect(c, "%s: offset %llu: data after the tar's end-of-archive block (at %llu), "
+                          "which every reader stops at (tars appended?)",
+                       c->url, (unsigned long long)(at + i), (unsigned long long)eoa);
+                return;
+            }
+        at += n;
+    }
+}
+
 static void check_end(Ctx *c, Check *k, int rc)
 {
     const char *url = c->url;
@@ -361,6 +429,9 @@ static void check_end(Ctx *c, Check *k, int rc)
         defect(c, "%s: offset %llu: the file ends without the tar's end-of-archive blocks "
                   "(truncated at a member boundary?)",
                url, (unsigned long long)k->src->size);
+    if (rc == SHARD_EOS && k->local && !strcmp(shard_file_compression(k->f), "none") &&
+        k->tar_end && (uint64_t)k->src->size > k->tar_end + 1024 && shard_source_seekable(k->src))
+        check_after_end(c, k);
     if (rc == SHARD_EOS && k->have_idx && r->samples < k->idx.nsamples)
         defect(c, "%s: the index lists %llu samples, the shard has %llu", k->ipath,
                (unsigned long long)k->idx.nsamples, (unsigned long long)r->samples);
