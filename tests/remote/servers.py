@@ -13,6 +13,7 @@
       change=N    after N body bytes of the first response, the object changes (new
                   bytes, new ETag): a resume must notice
       auth=TOKEN  demand "Authorization: Bearer TOKEN..." (401 otherwise)
+      bigheader=N send a response header line of N bytes
   It speaks Range, If-Range and ETag as nginx does, and the GCS JSON API's media path
   (/storage/v1/b/B/o/NAME?alt=media) over the same folder, so it can stand in for a GCS
   endpoint where credentials must be checked. Every request is recorded.
@@ -219,6 +220,8 @@ class _FaultHandler(http.server.BaseHTTPRequestHandler):
         self.send_header("Accept-Ranges", "bytes")
         if status == 206:
             self.send_header("Content-Range", f"bytes {start}-{end - 1}/{len(data)}")
+        if "bigheader" in faults:  # one header line of that many bytes
+            self.send_header("X-Big", "x" * int(faults["bigheader"]))
         self.end_headers()
         if not body:
             return

@@ -320,3 +320,11 @@ def test_ctrl_c_while_the_in_process_reader_waits_on_a_stalled_server(fault, kin
     p.wait(timeout=60)
     assert time.monotonic() - t0 < 5, "the stall kept the process past Ctrl-C"
     assert b"KeyboardInterrupt" in p.stderr.read()
+
+
+def test_a_response_header_too_large_is_named_for_what_it_is(run, fault):
+    """A 300 KB response header: libcurl gives up on it as "out of memory"; the error says
+    the response could not be held, naming the URL, not that this process ran out."""
+    r = run("stream", f"{fault.url}/bigheader=300000/data/d-000.tar", "--seed", "1", *FAST)
+    assert r.rc == 1 and "d-000.tar" in r.err and "could not hold the response" in r.err and \
+        "response header over its 100 KB limit" in r.err, r.err

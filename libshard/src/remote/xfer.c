@@ -376,7 +376,13 @@ CURLcode shard_xfer_error(ShardXfer *x, const char **why)
     pthread_mutex_unlock(&x->mu);
     if (why)
         *why = aborted ? "stopped (the caller gave up)"
-               : cc == CURLE_OK ? "" : x->errbuf[0] ? x->errbuf : curl_easy_strerror(cc);
+               : cc == CURLE_OK ? ""
+               /* what libcurl says of a response header over its 100 KB limit, among
+                * others: not this process out of memory */
+               : cc == CURLE_OUT_OF_MEMORY ? "libcurl could not hold the response (\"out of "
+                                             "memory\": a response header over its 100 KB "
+                                             "limit, most likely)"
+               : x->errbuf[0] ? x->errbuf : curl_easy_strerror(cc);
     return cc;
 }
 
