@@ -424,6 +424,11 @@ int shard_reader_take(ShardReader *r, ShardItem **out)
         ShardItem *it = shard_reader_step(r, pull, &rc);
         if (rc == SHARD_AGAIN)
             return rc; /* shard_reader_set_wait's wait passed: nothing taken */
+        if (rc && r->shuffle.over)
+            shard_fail(r->err, rc, "reader: the shuffle buffer holds %llu bytes in %zu samples, "
+                       "more than memory_budget (%llu): lower shuffle_buffer (%zu) or raise "
+                       "memory_budget", (unsigned long long)r->shuffle.held, r->shuffle.n,
+                       (unsigned long long)r->s.memory_budget, r->s.shuffle_buffer);
         if (rc) {
             r->failed = rc;
             return rc;

@@ -10,15 +10,38 @@
 #include "shard/file.h"
 #include "tar/shardfile.h"
 
-int shard_shuffle_init(ShardShuffle *sh, size_t size, size_t initial, size_t keep)
+int shard_shuffle_init(ShardShuffle *sh, size_t size, size_t initial, size_t keep,
+                       uint64_t limit)
 {
     memset(sh, 0, sizeof *sh);
     sh->size = size;
     sh->initial = initial && initial < size ? initial : size;
     sh->keep = keep;
+    sh->limit = limit;
     sh->buf = calloc(size ? size : 1, sizeof *sh->buf);
+    sh->sizes = calloc(size ? size : 1, sizeof *sh->sizes);
     sh->fin = calloc(keep + 2, sizeof *sh->fin); /* keep waiting, plus one arriving */
-    return sh->buf && sh->fin ? 0 : SHARD_ERR_NOMEM;
+    return sh->buf && sh->sizes && sh->fin ? 0 : SHARD_ERR_NOMEM;
+}
+
+static uint64_t item_bytes(const ShardItem *it)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < it->v.nfields; i++)
+        n += it->v.fields[i].size;
+    return n;
+}
+
+/* Slot k now holds it: its bytes counted; SHARD_ERR_INVALID (over set) past the limit. */
+static int hold(ShardShuffle *sh, size_t k, ShardItem *it)
+{
+    sh->buf[k] = it;
+    sh->held += sh->sizes[k] = item_bytes(it);
+    if (sh->limit && sh->held > sh->limit) {
+        sh->over = 1;
+        return SHARD_ERR_INVALID;
+    }
+    return 0;
 }
 
 void shard_shuffle_clear(ShardShuffle *sh)
@@ -26,6 +49,8 @@ void shard_shuffle_clear(ShardShuffle *sh)
     for (size_t i = 0; i < sh->n; i++)
         shard_item_release(sh->buf[i]);
     sh->n = 0;
+    sh->held = 0;
+    sh->over = 0;
     for (size_t i = 0; i < sh->nfin; i++)
         shard_hold_put(sh->fin[i]);
     sh->nfin = 0;
@@ -45,11 +70,12 @@ static int fill(ShardShuffle *sh, ShardPullFn pull, void *cookie)
     ShardItem *it = pull(cookie, &rc);
     if (rc)
         return rc;
-    if (!it)
+    if (!it) {
         sh->src_done = 1;
-    else
-        sh->buf[sh->n++] = it;
-    return 0;
+        return 0;
+    }
+    sh->n++;
+    return hold(sh, sh->n - 1, it);
 }
 
 ShardItem *shard_shuffle_step(ShardShuffle *sh, ShardPullFn pull, void *cookie, int *rc)
@@ -79,19 +105,25 @@ ShardItem *shard_shuffle_step(ShardShuffle *sh, ShardPullFn pull, void *cookie, 
         return NULL;
     size_t k = (size_t)shard_rng_below(&sh->rng, sh->n);
     ShardItem *out = sh->buf[k];
+    sh->held -= sh->sizes[k];
     if (pulled) {
         if (*rc) {
             shard_item_release(out);
-            sh->buf[k] = sh->buf[--sh->n];
+            sh->n--;
+            sh->buf[k] = sh->buf[sh->n], sh->sizes[k] = sh->sizes[sh->n];
             return NULL;
         }
         if (!next)
             sh->src_done = 1;
     }
-    if (next)
-        sh->buf[k] = next;
-    else
-        sh->buf[k] = sh->buf[--sh->n];
+    if (next && (*rc = hold(sh, k, next))) {
+        shard_item_release(out);
+        return NULL;
+    }
+    if (!next) {
+        sh->n--;
+        sh->buf[k] = sh->buf[sh->n], sh->sizes[k] = sh->sizes[sh->n];
+    }
     return out;
 }
 
@@ -202,6 +234,7 @@ static int load_shard(ShardShuffle *sh, const Wanted *want, size_t n, uint32_t s
         full->round = x->round;
         shard_item_release(x);
         sh->buf[want[k].slot] = full;
+        sh->held += sh->sizes[want[k].slot] = item_bytes(full); /* identities weigh 0 */
     }
     shard_file_free(&f);
     return 0;
@@ -233,6 +266,8 @@ int shard_shuffle_load(ShardShuffle *sh, const ShardList *list, ShardRemote *rem
 
 void shard_shuffle_free(ShardShuffle *sh)
 {
+    free(sh->sizes);
+    sh->sizes = NULL;
     shard_shuffle_clear(sh);
     free(sh->buf);
     free(sh->fin);

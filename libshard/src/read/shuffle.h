@@ -29,9 +29,16 @@ typedef struct ShardShuffle {
     int src_done;         /* the incoming sequence has ended */
     ShardHold **fin;      /* shards the streams have moved past, oldest first (held) */
     size_t nfin, keep;
+    uint64_t *sizes;      /* each slot's sample bytes */
+    uint64_t held, limit; /* bytes in the buffer, and the most it may hold (0: no bound) */
+    int over;             /* the last step failed on the limit */
 } ShardShuffle;
 
-SHARD_HIDDEN int shard_shuffle_init(ShardShuffle *sh, size_t size, size_t initial, size_t keep);
+/* A buffer of size samples (initial before the first out); limit: the most bytes they may
+ * hold together (0: no bound), past which a step fails with SHARD_ERR_INVALID and over
+ * set, as the samples a buffer holds are the settings' to bound, not the data's. */
+SHARD_HIDDEN int shard_shuffle_init(ShardShuffle *sh, size_t size, size_t initial, size_t keep,
+                                    uint64_t limit);
 /* Empties the buffer and the FIFO and seeds the draws for a new epoch. */
 SHARD_HIDDEN void shard_shuffle_reset(ShardShuffle *sh, const ShardRng *rng);
 /* The next sample out of the buffer (owned by the caller); NULL at the end or on failure. */
