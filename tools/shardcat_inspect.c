@@ -44,8 +44,9 @@ static ShardcatNext ls_shard(ShardcatWalk *w, const ShardListEntry *shard)
 {
     ShardFileSettings s;
     shard_file_default_settings(&s);
-    s.load_index = 0;
-    s.headers_only = 1; /* names and sizes: the data are seeked over */
+    /* names and sizes: from the index where it is proven to be the shard's, else from the
+     * headers, the data seeked over */
+    s.headers_only = 1;
     ShardFile *f = shardcat_open_shard(w, shard->url, &s);
     if (!f)
         return SHARDCAT_FAILED;

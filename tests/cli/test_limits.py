@@ -100,7 +100,7 @@ def test_an_index_beside_the_shard_of_another_run_is_refused(run_sc, tmp_path):
                       fmt=tarfile.USTAR_FORMAT)
     assert run_sc("index", newer).returncode == 0
     os.replace(tmp_path / "new.idx", idx)
-    for cmd in (["cat", shard, "s3.txt"], ["stream", shard, "--seed", "1"]):
+    for cmd in (["cat", shard, "s3.txt"], ["stream", shard, "--seed", "1"], ["ls", shard]):
         cp = capped(run_sc, *cmd)
         err = out_text(cp)
         assert cp.returncode == 1 and "rebuild it with 'shardcat index'" in err, (cmd, err)
@@ -286,3 +286,26 @@ def test_extract_refuses_a_member_another_shard_wrote(run_sc, tmp_path):
         and "a.tar already: refused" in err, err
     out = tmp_path / "out"
     assert (out / "k.txt").read_bytes() == b"from a" and (out / "y.txt").read_bytes() == b"y"
+
+
+def test_ls_lists_from_an_index_proven_to_be_the_shards(run_sc, tmp_path):
+    """With its .idx proven (first and last headers, the archive's end), ls lists from the
+    index as the headers would, reading no header between: a middle header made unreadable
+    shows it (ls without the index fails on it). An index from another shard is refused."""
+    members = [(f"s{i}.{f}", bytes([65 + i]) * (300 + 7 * i)) for i in range(6) for f in ("a", "b")]
+    shard = write_tar(tmp_path / "s.tar", members, fmt=tarfile.USTAR_FORMAT)
+    plain = run_sc("ls", shard)
+    assert plain.returncode == 0
+    assert run_sc("index", shard).returncode == 0
+    listed = run_sc("ls", shard)
+    assert listed.returncode == 0 and listed.stdout == plain.stdout
+    with tarfile.open(shard) as tf:
+        middle = tf.getmember("s3.a").offset
+    data = bytearray(shard.read_bytes())
+    data[middle:middle + 512] = b"\xee" * 512  # a header no reader can parse
+    shard.write_bytes(bytes(data))
+    listed = run_sc("ls", shard)
+    assert listed.returncode == 0 and listed.stdout == plain.stdout, out_text(listed)
+    (tmp_path / "s.idx").unlink()
+    cp = run_sc("ls", shard)
+    assert cp.returncode == 1, "ls without the index reads the headers"

@@ -369,6 +369,33 @@ int shard_indexed_read(ShardIndexed *x, uint64_t i, const ShardFileSettings *s, 
     return 0;
 }
 
+int shard_indexed_list(ShardIndexed *x, uint64_t i, const ShardFileSettings *s,
+                       ShardSampleBuf *sb, uint64_t *offset, char *err)
+{
+    shard_sb_reset(sb);
+    uint64_t lo = x->idx.first[i], hi = x->idx.first[i + 1];
+    const char *first = x->idx.entries[lo].name;
+    size_t ks = 0, kl = 0;
+    const char *field;
+    if (shard_name_split(first, &ks, &kl, &field))
+        kl = 0; /* the parser holds names to the key rules: not reached */
+    if (shard_sb_set_key(sb, first + ks, kl))
+        return shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", x->src->url);
+    for (uint64_t k = lo; k < hi; k++) {
+        const ShardIndexEntry *e = &x->idx.entries[k];
+        ShardFieldRec *rec = shard_sb_add(sb, e->ext, e->name, s->lowercase);
+        if (!rec)
+            return shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", x->src->url);
+        rec->size = e->size;
+        rec->offset = e->offset;
+        rec->data = SIZE_MAX; /* as the tar reader's headers_only: no view, no copy */
+        rec->view = NULL;
+        sb->declared += e->size;
+    }
+    *offset = x->idx.entries[lo].offset - 512;
+    return 0;
+}
+
 void shard_indexed_free(ShardIndexed **px)
 {
     if (!px || !*px)

@@ -44,6 +44,11 @@ SHARD_HIDDEN int shard_indexed_stream_from(const ShardIndexed *x, uint64_t i, ui
  * header's tar offset. */
 SHARD_HIDDEN int shard_indexed_read(ShardIndexed *x, uint64_t i, const ShardFileSettings *s,
                                     ShardSampleBuf *sb, uint64_t *offset, char *err);
+/* Sample i's names, sizes and offsets into sb from the index alone, no data (a listing:
+ * headers_only), as the tar reader would give them; for a v1.2 index (names) proven to
+ * belong to its shard (shard_indexed_proven). */
+SHARD_HIDDEN int shard_indexed_list(ShardIndexed *x, uint64_t i, const ShardFileSettings *s,
+                                    ShardSampleBuf *sb, uint64_t *offset, char *err);
 SHARD_HIDDEN void shard_indexed_free(ShardIndexed **x);
 
 #endif /* SHARD_TAR_SEEK_H */

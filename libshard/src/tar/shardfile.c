@@ -30,6 +30,7 @@ struct ShardFile {
     ShardTar *tar;       /* reading in order */
     ShardIndexed *ix;    /* reading by index, NULL without an index */
     int indexed;         /* reading by index since a seek */
+    int listing;         /* headers only, listed from an index proven to be the shard's */
     int index_tried;     /* the index was looked for (at open, or at the first seek) */
     uint64_t next_index; /* the number of the next sample */
     ShardSampleBuf sb;   /* the sample handed out */
@@ -214,7 +215,17 @@ static int next(ShardFile *f, uint64_t *offset)
     if (f->failed)
         return f->failed;
     int rc;
-    if (f->indexed) {
+    /* a listing from the start: the index, when it was proven to be this shard's (its
+     * first and last headers and the archive's end read where it says), lists what the
+     * headers would, without reading them */
+    if (f->s.headers_only && !f->indexed && f->next_index == 0 && f->ix &&
+        shard_indexed_proven(f->ix) && shard_indexed_index(f->ix)->version == 12)
+        f->listing = 1;
+    if (f->listing) {
+        if (f->next_index >= shard_indexed_count(f->ix))
+            return SHARD_EOS;
+        rc = shard_indexed_list(f->ix, f->next_index, &f->s, &f->sb, offset, f->err);
+    } else if (f->indexed) {
         if (f->next_index >= shard_indexed_count(f->ix))
             return SHARD_EOS;
         rc = shard_indexed_read(f->ix, f->next_index, &f->s, &f->sb, offset, f->err);
