@@ -55,6 +55,27 @@ def cases(d):
     out.append(("manifest count too low", ["stream", d / "low.json", "--seed", "1"]))
     (d / "cmd.json").write_text(json.dumps({"shardlist": [{"url": "pipe:true", "nsamples": 1}]}))
     out.append(("pipe: command in a manifest", ["ls", d / "cmd.json"]))
+    # several members under the member limit, over the sample limit together
+    for f in ("k.a", "k.b", "k.c"):
+        with open(d / f, "wb") as fh:
+            fh.truncate(1000 << 20)
+    subprocess.run(["sh", "-c", f"cd {d} && tar -cSf three.tar k.a k.b k.c && tar -cf - k.a k.b "
+                    f"k.c | zstd -q -1 -T2 > three.tar.zst && rm k.a k.b k.c"], check=True)
+    out.append(("one sample of 3 x 1000 MiB (sparse tar)", ["stream", d / "three.tar", "--seed", "1"]))
+    out.append(("the same, 104 KB .tar.zst", ["stream", d / "three.tar.zst", "--seed", "1"]))
+    from jpegscans import many_scans
+    write_tar(d / "scans.tar", [("a.jpg", many_scans(13000, 13000, 5000))])
+    out.append(("13000x13000 JPEG of 5000 scans (1.4 MiB)", ["verify", "--decode", d / "scans.tar"]))
+    from test_limits import png_of
+    write_tar(d / "png.tar", [("a.png", png_of(13000, 13000))])
+    out.append(("13000x13000 PNG", ["verify", "--decode", d / "png.tar"]))
+    write_tar(d / "s.tar", [(f"s{i}.bin", bytes(1 << 20)) for i in range(1)])
+    line = " ".join(f"f{i} 512 {1 << 20} s0.f{i}" for i in range(5000))
+    (d / "s.idx").write_text(f"v1.2 1\n{line}\n")
+    out.append(("an .idx of 5000 fields at one member's bytes", ["stream", d / "s.tar", "--seed", "1"]))
+    (d / "many.json").write_text('{"shardlist": [' + ",".join(['{"url":"a","nsamples":1}'] *
+                                                               ((1 << 20) + 1)) + "]}")
+    out.append(("a manifest of a million and one shards", ["ls", d / "many.json"]))
     return out
 
 

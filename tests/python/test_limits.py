@@ -200,3 +200,18 @@ def test_the_shuffle_buffer_is_held_to_the_memory_budget(tmp_path):
     got = [s["__key__"] for s in libshard.Reader(str(shard), shuffle=20, seed=1,
                                                  memory_budget=64 << 20)]
     assert sorted(got) == sorted(f"k{i}" for i in range(100)) and got != sorted(got)
+
+
+def test_a_shard_cut_short_names_the_sample_on_the_indexed_path(tmp_path):
+    """A shard truncated after its index was written: the samples before the cut read by
+    index, the ones past it an error naming the index line, member and offset."""
+    path = tmp_path / "s.tar"
+    _tar(path, [(f"s{i}.txt", bytes([65 + i]) * 3000) for i in range(6)])
+    (tmp_path / "s.idx").write_text("v1.2 6\n" + "".join(f"txt {512 + 3584 * i} 3000 s{i}.txt\n"
+                                                           for i in range(6)))
+    path.write_bytes(path.read_bytes()[:3 * 3584 + 1000])
+    shards = IndexedShards(str(path))
+    assert shards[1]["txt"] == b"B" * 3000
+    with pytest.raises(Exception, match=r"s.tar: index line 6: member 's4.txt' at offset \d+ "
+                                        r"size 3000 lies past the end of the shard"):
+        shards[4]
