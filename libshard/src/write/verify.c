@@ -23,6 +23,7 @@
 #include "tar/ustar.h"
 #include "tar/seektable.h"
 #include "tar/shardfile.h"
+#include "tar/tar.h"
 
 void shard_verify_default_settings(ShardVerifySettings *s)
 {
@@ -146,6 +147,13 @@ static void check_frames(Ctx *c, ShardSource *src, uint64_t **bounds, size_t *nb
         out.len = 0;
         if (!fr) {
             defect(c, "%s", src->err);
+            break;
+        }
+        if (e[i].dsize > SHARD_DEFAULT_MAX_MEMBER) { /* as the readers hold frames */
+            defect(c, "%s: zstd frame %zu at offset %llu claims %u bytes decompressed, more than "
+                      "the limit of %llu (max_member_size)",
+                   c->url, i, (unsigned long long)coff, e[i].dsize,
+                   (unsigned long long)SHARD_DEFAULT_MAX_MEMBER);
             break;
         }
         if (shard_buf_reserve(&out, e[i].dsize ? e[i].dsize : 1))
