@@ -58,11 +58,11 @@ def cases(d):
     # several members under the member limit, over the sample limit together
     for f in ("k.a", "k.b", "k.c"):
         with open(d / f, "wb") as fh:
-            fh.truncate(1000 << 20)
+            fh.truncate(200 << 20)
     subprocess.run(["sh", "-c", f"cd {d} && tar -cSf three.tar k.a k.b k.c && tar -cf - k.a k.b "
                     f"k.c | zstd -q -1 -T2 > three.tar.zst && rm k.a k.b k.c"], check=True)
-    out.append(("one sample of 3 x 1000 MiB (sparse tar)", ["stream", d / "three.tar", "--seed", "1"]))
-    out.append(("the same, 104 KB .tar.zst", ["stream", d / "three.tar.zst", "--seed", "1"]))
+    out.append(("one sample of 3 x 200 MiB (sparse tar)", ["ls", d / "three.tar"]))
+    out.append(("the same as .tar.zst (21 KB)", ["ls", d / "three.tar.zst"]))
     from jpegscans import many_scans
     write_tar(d / "scans.tar", [("a.jpg", many_scans(13000, 13000, 5000))])
     out.append(("13000x13000 JPEG of 5000 scans (1.4 MiB)", ["verify", "--decode", d / "scans.tar"]))
