@@ -177,3 +177,33 @@ def test_one_writer_per_output(shardpack, run_sc, src, tmp_path):
         assert cp.returncode == 1 and "another run is writing it" in out_text(cp)
     p0.send_signal(signal.SIGCONT)
     assert p0.wait(timeout=120) == 0
+
+
+def test_a_killed_rerun_over_another_runs_output_pairs_no_index_with_the_wrong_shard(
+        shardpack, run_sc, src, tmp_path):
+    """A complete run, then runs of other input (another shuffle: every shard's bytes
+    differ) into the same folder, killed at random points: each index there is its own
+    shard's, the earlier run's or the new one's, never one beside the other run's shard."""
+    out = tmp_path / "out"
+    out.mkdir()
+    first = pack_cmd(shardpack, src, out, ".tar", [])
+    assert subprocess.run(first, env=BASE_ENV, capture_output=True, timeout=120).returncode == 0
+    t0 = time.monotonic()
+    other = pack_cmd(shardpack, src, tmp_path / "ref", ".tar", [])
+    (tmp_path / "ref").mkdir()
+    other[other.index("--shuffle") + 1] = "4"
+    subprocess.run(other, env=BASE_ENV, capture_output=True, timeout=120, check=True)
+    took = time.monotonic() - t0
+    other = pack_cmd(shardpack, src, out, ".tar", [])
+    other[other.index("--shuffle") + 1] = "4"
+    rng = random.Random(5)
+    for attempt in range(6):
+        p = subprocess.Popen(other, env=BASE_ENV, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(0.05, 0.9) * took)
+        p.send_signal(signal.SIGKILL)
+        p.wait(timeout=60)
+        pairs = [out / n.name.replace(".idx", ".tar") for n in sorted(out.glob("train-*.idx"))]
+        assert all(s.exists() for s in pairs), f"attempt {attempt}: an index without its shard"
+        cp = run_sc("verify", *pairs)
+        assert cp.returncode == 0, f"attempt {attempt}: {out_text(cp)}"
