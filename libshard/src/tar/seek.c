@@ -99,10 +99,12 @@ static int check_end(ShardIndexed *x, uint64_t total, char *err)
     return 0;
 }
 
-/* Whether the index belongs to the shard (shard_indexed_open): the first member's header
- * where the index says, and when the tar reaches past the last member's end, its header
- * too and nothing a reader would take after it. A tar that ends before that end was cut
- * short: its readers name where, so the index is not refused for it. */
+/* Whether the index belongs to the shard (shard_indexed_open): for a plain tar, the first
+ * member's header where the index says, and when the tar reaches past the last member's
+ * end, its header too and nothing a reader would take after it (proven); for a .tar.zst,
+ * whose headers cost frames, nothing a reader would take after the last member. A tar that
+ * ends before that end was cut short: its readers name where, so the index is not refused
+ * for it. */
 static int check_belongs(ShardIndexed *x, char *err)
 {
     uint64_t total;
@@ -115,6 +117,11 @@ static int check_belongs(ShardIndexed *x, char *err)
         if (rc)
             return rc;
         total = x->frame_doff[x->nframes];
+        /* reading a header here costs a frame decompressed: only where more than the end
+         * of the archive and a writer's padding follows the last member is it read what */
+        if (x->idx.end > total || total - x->idx.end <= 1024 + 10240)
+            return 0;
+        return check_end(x, total, err);
     } else if (x->plain && x->src->size >= 0) {
         total = (uint64_t)x->src->size;
     } else {

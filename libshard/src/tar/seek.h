@@ -18,10 +18,11 @@ typedef struct ShardIndexed ShardIndexed;
 
 /* Loads the seek table of a zstd source (compression as the tar reader found it; when it
  * has one) and the index at index_url (NULL: the seek table is only checked), its lines
- * held to s's limits (shard_index_parse). An index must belong to its shard: its last
- * member must end where the tar's data end (the size), and on a source that is not costly,
- * the first and last members' headers must be where it says and nothing but the end of the
- * archive (or members that are no sample's) may follow; else it is refused, naming both.
+ * held to s's limits (shard_index_parse). An index must belong to its shard: on a source
+ * that is not costly, nothing but the end of the archive (or members that are no sample's)
+ * may follow its last member, and in a plain tar the first and last members' headers must
+ * be where it says (proven); else it is refused, naming both. Every read by index checks
+ * the headers of what it reads.
  * *out is NULL, with 0 returned, when there is no index and none was required; a broken
  * seek table or index is an error (err names the URL and line or offset). src and s are
  * borrowed and must outlive the result. */
