@@ -50,8 +50,7 @@ def shardpack_run(shardpack, src, out, *opts):
 ], ids=["count", "shuffle-md5", "size", "resize"])
 def test_pack_is_byte_identical_to_shardpack(client, folder, shardpack, tmp_path, opts, kw):
     want = shardpack_run(shardpack, folder, tmp_path / "sp", *opts)
-    out = tmp_path / "dask"
-    out.mkdir()
+    out = tmp_path / "dask"  # made by pack, as shardpack makes its output folder
     res = pack(folder, out / "train-%06d.tar", client=client, **kw)
     got = files(out)
     assert sorted(got) == sorted(want)

@@ -11,7 +11,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/dirs.h"
 #include "base/error.h"
+#include "base/text.h"
 #include "sink/lock.h"
 
 /* Whether fd is the file at path (not one its holder removed as it let go). */
@@ -93,9 +95,16 @@ int shard_sink_lock(ShardSinkLock *l, const char *path, int shared, const char *
 {
     l->fd = -1;
     l->alone = !shared;
-    if (!(l->path = strdup(path)))
+    char *dir = shard_dir_of(path);
+    if (!(l->path = strdup(path)) || !dir) {
+        free(dir);
         return shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
-    int rc = take(path, shared, what, note, hint, &l->fd, err);
+    }
+    struct stat st; /* the output's folder, made as its files' would be (mkdir -p) */
+    int rc = stat(dir, &st) != 0 && errno == ENOENT ? shard_make_dirs(dir, what, err) : 0;
+    free(dir);
+    if (!rc)
+        rc = take(path, shared, what, note, hint, &l->fd, err);
     if (rc)
         shard_sink_unlock(l);
     return rc;
