@@ -445,11 +445,8 @@ int shard_reader_take(ShardReader *r, ShardItem **out)
         if (r->s.mode == SHARD_MODE_RESAMPLED)
             note_draw(r, it);
         it->position = r->position++;
-        uint64_t bytes = 0;
-        for (size_t i = 0; i < it->v.nfields; i++)
-            bytes += it->v.fields[i].size;
         atomic_fetch_add_explicit(&r->samples, 1, memory_order_relaxed);
-        atomic_fetch_add_explicit(&r->bytes, bytes, memory_order_relaxed);
+        atomic_fetch_add_explicit(&r->bytes, shard_item_bytes(it), memory_order_relaxed);
         *out = it;
         return 0;
     }

@@ -89,9 +89,7 @@ static void keep_error(ShardFetch *f, const char *msg)
 /* Puts it into the stream's queue; -1 (it released) when the stage is stopping. */
 static int put(Stream *st, ShardItem *it)
 {
-    uint64_t bytes = 0;
-    for (size_t i = 0; it && i < it->v.nfields; i++)
-        bytes += it->v.fields[i].size;
+    uint64_t bytes = it ? shard_item_bytes(it) : 0;
     int sample = it && it->kind == SHARD_ITEM_SAMPLE;
     if (sample) /* counted first: the consumer may count it before this thread goes on */
         atomic_fetch_add(&st->f->samples, 1);

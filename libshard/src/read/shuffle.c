@@ -24,19 +24,11 @@ int shard_shuffle_init(ShardShuffle *sh, size_t size, size_t initial, size_t kee
     return sh->buf && sh->sizes && sh->fin ? 0 : SHARD_ERR_NOMEM;
 }
 
-static uint64_t item_bytes(const ShardItem *it)
-{
-    uint64_t n = 0;
-    for (size_t i = 0; i < it->v.nfields; i++)
-        n += it->v.fields[i].size;
-    return n;
-}
-
 /* Slot k now holds it: its bytes counted; SHARD_ERR_INVALID (over set) past the limit. */
 static int hold(ShardShuffle *sh, size_t k, ShardItem *it)
 {
     sh->buf[k] = it;
-    sh->held += sh->sizes[k] = item_bytes(it);
+    sh->held += sh->sizes[k] = shard_item_bytes(it);
     if (sh->limit && sh->held > sh->limit) {
         sh->over = 1;
         return SHARD_ERR_INVALID;
@@ -234,7 +226,7 @@ static int load_shard(ShardShuffle *sh, const Wanted *want, size_t n, uint32_t s
         full->round = x->round;
         shard_item_release(x);
         sh->buf[want[k].slot] = full;
-        sh->held += sh->sizes[want[k].slot] = item_bytes(full); /* identities weigh 0 */
+        sh->held += sh->sizes[want[k].slot] = shard_item_bytes(full); /* identities weigh 0 */
     }
     shard_file_free(&f);
     return 0;

@@ -141,6 +141,14 @@ int shard_item_is_view(const ShardItem *it, size_t i)
     return it->hold && !(d >= b && d < b + it->block_size) && it->v.fields[i].size;
 }
 
+uint64_t shard_item_bytes(const ShardItem *it)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < it->v.nfields; i++)
+        n += it->v.fields[i].size;
+    return n;
+}
+
 int shard_item_detach(ShardItem *it)
 {
     if (!it->hold)

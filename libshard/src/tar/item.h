@@ -50,6 +50,8 @@ SHARD_HIDDEN ShardItem *shard_item_identity(uint32_t shard, uint64_t index);
 SHARD_HIDDEN ShardItem *shard_item_marker(int kind, const char *error);
 /* Whether field i is a view into held storage (not the item's own copy). */
 SHARD_HIDDEN int shard_item_is_view(const ShardItem *it, size_t i);
+/* The bytes of its fields, added up (0 for a marker or an identity). */
+SHARD_HIDDEN uint64_t shard_item_bytes(const ShardItem *it);
 /* Copies the viewed bytes into the item and lets go of the hold. */
 SHARD_HIDDEN int shard_item_detach(ShardItem *it);
 /* Frees an item; accepts NULL. */

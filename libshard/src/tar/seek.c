@@ -286,19 +286,14 @@ static int read_zst_into(ShardIndexed *x, uint64_t off, uint64_t size, uint64_t 
 
 /* Reads the field entry e of sample i (index line i + 2) into rec, with the header before
  * it (checked, check_header): a view of the mapping where the source can hold it, else a
- * copy read in one piece with the header (a .tar.zst's through its frames). */
+ * copy read in one piece with the header (a .tar.zst's through its frames, none claiming
+ * more than limit bytes). */
 static int read_field(ShardIndexed *x, uint64_t i, const ShardIndexEntry *e, ShardFieldRec *rec,
                       uint64_t limit, ShardSampleBuf *sb, char *err)
 {
     ShardSource *src = x->src;
     const char *name = e->name ? e->name : e->ext;
     uint64_t line = i + 2;
-    if (e->size > limit) /* the parser's limits were the same: a second guard */
-        return shard_fail(err, SHARD_ERR_FORMAT,
-                          "%s: index line %llu: member '%s' of %llu bytes, more than the limit "
-                          "of %llu (max_member_size)",
-                          src->url, (unsigned long long)line, name, (unsigned long long)e->size,
-                          (unsigned long long)limit);
     uint64_t from = e->offset - 512, n = e->size + 512; /* the parser: offset >= 512 */
     if (!x->zstd && src->size >= 0 &&
         (from > (uint64_t)src->size || n > (uint64_t)src->size - from))
@@ -339,18 +334,10 @@ int shard_indexed_read(ShardIndexed *x, uint64_t i, const ShardFileSettings *s, 
 {
     shard_sb_reset(sb);
     const char *url = x->src->url;
+    /* the index was parsed under these settings' limits: every line's members and sample
+     * hold them (shard_index_parse) */
     uint64_t limit = s->max_member_size ? s->max_member_size : SHARD_DEFAULT_MAX_MEMBER;
-    uint64_t max_sample = s->max_sample_size ? s->max_sample_size : SHARD_DEFAULT_MAX_SAMPLE;
     uint64_t lo = x->idx.first[i], hi = x->idx.first[i + 1];
-    uint64_t total = 0;
-    for (uint64_t k = lo; k < hi; k++) /* the whole sample before a byte of it */
-        total += x->idx.entries[k].size; /* each under max_member_size: no overflow */
-    if (total > max_sample)
-        return shard_fail(err, SHARD_ERR_FORMAT,
-                          "%s: index line %llu: a sample of %llu bytes, more than the limit of "
-                          "%llu (max_sample_size)",
-                          url, (unsigned long long)i + 2, (unsigned long long)total,
-                          (unsigned long long)max_sample);
     /* the key, from the first member's name (v1.1 has no names: "") */
     const char *first = lo < hi ? x->idx.entries[lo].name : NULL;
     size_t ks = 0, kl = 0;
@@ -366,7 +353,6 @@ int shard_indexed_read(ShardIndexed *x, uint64_t i, const ShardFileSettings *s, 
             return shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", url);
         rec->size = e->size;
         rec->offset = e->offset;
-        sb->declared += e->size;
         int rc = read_field(x, i, e, rec, limit, sb, err);
         if (rc)
             return rc;
@@ -397,7 +383,6 @@ int shard_indexed_list(ShardIndexed *x, uint64_t i, const ShardFileSettings *s,
         rec->offset = e->offset;
         rec->data = SIZE_MAX; /* as the tar reader's headers_only: no view, no copy */
         rec->view = NULL;
-        sb->declared += e->size;
     }
     *offset = x->idx.entries[lo].offset - 512;
     return 0;
