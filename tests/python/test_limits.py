@@ -1,7 +1,6 @@
 """Limits that bound memory on the Python entry points: a sample's members added up
 (max_sample_size) on the seek path, the reader's share of memory_budget, and an index line
 checked against the tar header before its bytes are handed out."""
-import io
 import os
 import tarfile
 
@@ -54,12 +53,7 @@ def test_an_index_line_is_checked_against_the_header_it_points_after(tmp_path):
     """A middle line whose size differs from the tar's: the first and last lines hold (the
     index passes the check at open), the sample read by it is an error naming both."""
     path = tmp_path / "s.tar"
-    with tarfile.open(path, "w", format=tarfile.USTAR_FORMAT) as tf:
-        for i in range(5):
-            for f in ("cls", "txt"):
-                ti = tarfile.TarInfo(f"s{i}.{f}")
-                ti.size = 700
-                tf.addfile(ti, io.BytesIO(b"x" * 700))
+    _tar(path, [(f"s{i}.{f}", b"x" * 700) for i in range(5) for f in ("cls", "txt")])
     lines = [
         "v1.2 5",
         *(f"cls {512 + 3072 * i} 700 s{i}.cls txt {2048 + 3072 * i} "
@@ -86,12 +80,10 @@ def _cli_helpers():
 
 
 def _tar(path, members):
-    with tarfile.open(path, "w", format=tarfile.USTAR_FORMAT) as tf:
-        for name, data in members:
-            ti = tarfile.TarInfo(name)
-            ti.size = len(data)
-            tf.addfile(ti, io.BytesIO(data))
-    return str(path)
+    """A ustar tar of (name, bytes) members (the CLI tests' writer); its path."""
+    _cli_helpers()
+    from test_hostile import write_tar
+    return str(write_tar(path, members, fmt=tarfile.USTAR_FORMAT))
 
 
 def test_a_jpeg_of_many_scans_is_refused_on_every_decode_path(tmp_path):
