@@ -153,9 +153,12 @@ static void *upload_main(void *arg)
         for (;;) {
             rc = shard_loader_next(u->loader, &hb);
             pthread_mutex_lock(&u->mu);
+            /* the loader's wait (shard_loader_set_wait, which the Python binding sets to
+             * check for signals) passed with no batch: nothing taken, ask again */
+            int retry = rc == SHARD_AGAIN && !u->stop;
             /* every host buffer is on its way to the GPU: wait for a copy to finish */
-            int retry = rc == SHARD_ERR_STATE && u->host_out > 0 && !u->stop;
-            if (retry) {
+            if (!retry && rc == SHARD_ERR_STATE && u->host_out > 0 && !u->stop) {
+                retry = 1;
                 size_t out = u->host_out;
                 while (u->host_out == out && !u->stop)
                     pthread_cond_wait(&u->cv, &u->mu);
