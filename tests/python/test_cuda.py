@@ -138,7 +138,7 @@ def test_shutdown_with_batches_in_flight_is_clean(packed):
     code = (f"import sys; sys.path.insert(0, {pkg!r})\n"
             f"import torch; from libshard.torch import ShardDataset\n"
             f"it = iter(ShardDataset({str(packed.manifest)!r}, device='cuda', **{KW!r}))\n"
-            f"x = next(it); next(it); print('ok', x.shape)\n")
+            f"x, _ = next(it); next(it); print('ok', x.shape)\n")
     cp = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert cp.returncode == 0 and "ok" in cp.stdout, cp.stderr
 
