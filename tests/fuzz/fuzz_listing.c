@@ -6,7 +6,7 @@
 
 #include "base/buf.h"
 #include "remote/gcs.h"
-#include "remote/object.h"
+#include "remote/store.h"
 #include "remote/s3.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -163,7 +163,7 @@ def test_a_released_buffer_waits_for_the_reads_queued_before_the_release():
 def test_finished_batches_equal_the_cpu_arithmetic(dtype, layout):
     """A partial batch (7 of 9) of odd-sized images (223 x 221), uploaded into a buffer that
     held a batch of 255s, equals the CPU path's arithmetic (value * scale + bias in float32,
-    as decode/decode.c stores, then torch's rounding to the half types)."""
+    as decode/transform.c stores, then torch's rounding to the half types)."""
     b, h, w, n = 9, 223, 221, 7
     mean, std = (0.5, 0.4, 0.3), (0.2, 0.25, 0.3)
     options = dict(batch_size=b, image_size=(h, w), dtype=dtype, layout=layout, mean=mean,

@@ -9,7 +9,7 @@
 
 #include <shard/shard.h>
 
-#include "decode/decode.h"
+#include "decode/transform.h"
 #include "decode/scratch.h"
 #include "testjpeg.h"
 

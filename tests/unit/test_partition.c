@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "read/partition.h"
-#include "read/plan.h"
+#include "read/epochplan.h"
 #include "shard/plan.h"
 #include "shard/common.h"
 

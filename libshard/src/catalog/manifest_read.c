@@ -1,6 +1,6 @@
 /*
  * Reading a manifest (shard/manifest.h: shard_manifest_read, shard_manifest_parse;
- * catalog/manifest.h: through a caller's ShardRemote): every field checked, relative shard
+ * catalog/manifest_remote.h: through a caller's ShardRemote): every field checked, relative shard
  * URLs resolved against the manifest's own location.
  */
 #include <stdio.h>
@@ -13,7 +13,7 @@
 #include "base/error.h"
 #include "base/url.h"
 #include "catalog/jsonscan.h"
-#include "catalog/manifest.h"
+#include "catalog/manifest_remote.h"
 #include "catalog/manifestdef.h"
 #include "source/open.h"
 

@@ -1,5 +1,5 @@
 /*
- * A manifest's insides, shared by its files: the object and the join (manifest.c), reading
+ * A manifest's insides, shared by its files: the object and the join (manifest_object.c), reading
  * (manifest_read.c) and writing (manifest_write.c). Manifests are read and written with
  * jansson, whose objects keep insertion order: the output is reproducible byte for byte.
  */

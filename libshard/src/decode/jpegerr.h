@@ -1,5 +1,5 @@
 /*
- * libjpeg's errors as libshard takes them, for every file that calls libjpeg (decode.c,
+ * libjpeg's errors as libshard takes them, for every file that calls libjpeg (transform.c,
  * image.c, shrink.c): an error longjmps back to the caller's setjmp with libjpeg's message,
  * and the first warning (corrupt data libjpeg would otherwise paper over with grey) is kept
  * in the same message for the caller to judge.

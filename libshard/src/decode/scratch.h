@@ -25,7 +25,7 @@ struct ShardGate;
 typedef struct ShardScratch {
     void *buf[SHARD_SCRATCH_N];
     size_t cap[SHARD_SCRATCH_N];
-    void *jpeg;                   /* a reusable libjpeg decompressor (decode.c), or NULL */
+    void *jpeg;                   /* a reusable libjpeg decompressor (transform.c), or NULL */
     void (*jpeg_free)(void *jpeg);
     int simd;                     /* resize.c: the SIMD level in use plus 1; 0 until known */
     struct ShardGate *gate;       /* decodes wait here for memory (borrowed), or NULL */

@@ -3,7 +3,7 @@
  * -> uint8, float32, float16 or bfloat16, normalized by mean and std, in NCHW or NHWC.
  * Built by nvcc into a fatbinary that the library carries (finish_fatbin.h, included by
  * ring.c) and loads with cuModuleLoadData: no CUDA runtime is linked. The arithmetic is the
- * CPU path's (decode/decode.c, store): value * scale + bias in float32, rounded at each step as
+ * CPU path's (decode/transform.c, store): value * scale + bias in float32, rounded at each step as
  * there, so float32 batches equal the CPU's.
  */
 #include <cuda_bf16.h>

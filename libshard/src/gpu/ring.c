@@ -10,7 +10,7 @@
 
 #include "base/error.h"
 #include "gpu/finish.h"
-#include "gpu/gpu.h"
+#include "gpu/device.h"
 #include "gpu/ring.h"
 #include "gpu/uploaderdef.h"
 
@@ -244,7 +244,7 @@ int shard_ring_upload(ShardUploader *u, Slot *sl, const void *images, const int6
                              .pixels = (unsigned long long)u->s.height * (unsigned)u->s.width,
                              .nchw = u->s.layout == SHARD_LAYOUT_NCHW};
         a.total = a.pixels * n;
-        for (int c = 0; c < 3; c++) { /* the CPU path's constants (decode/decode.c, store) */
+        for (int c = 0; c < 3; c++) { /* the CPU path's constants (decode/transform.c, store) */
             int f = u->s.dtype != SHARD_GPU_UINT8;
             a.scale[c] = f ? 1.0f / (255.0f * u->s.std[c]) : 1.0f;
             a.bias[c] = f ? -u->s.mean[c] / u->s.std[c] : 0.0f;

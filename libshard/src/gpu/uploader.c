@@ -11,7 +11,7 @@
 
 #include "base/clock.h"
 #include "base/error.h"
-#include "gpu/gpu.h"
+#include "gpu/device.h"
 #include "gpu/ring.h"
 #include "gpu/uploaderdef.h"
 #include "load/stats.h"

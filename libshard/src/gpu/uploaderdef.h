@@ -39,7 +39,7 @@ typedef struct Slot {
     CUdeviceptr labels;
     unsigned char *staging; /* pinned, for shard_uploader_put's images (allocated at open) */
     int64_t *labstage;      /* pinned: the labels, copied here (a loader's are too small to
-                               be pinned, see gpu.c) */
+                               be pinned, see device.c) */
     CUevent start, copied, ready;
     CUevent freed[MAX_RELEASES];
     int nfreed;

@@ -19,7 +19,7 @@
 #include "base/queue.h"
 #include "base/thread.h"
 #include "base/trace.h"
-#include "decode/decode.h"
+#include "decode/transform.h"
 #include "decode/scratch.h"
 #include "load/decodepool.h"
 

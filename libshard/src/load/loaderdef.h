@@ -1,6 +1,6 @@
 /*
  * The batch loader's insides, shared by its files: the handle and the caller's side
- * (loader.c), the producer thread (producer.c) and the statistics (loaderstats.c). It puts
+ * (batchloader.c), the producer thread (producer.c) and the statistics (loaderstats.c). It puts
  * together the reader (read/), batch assembly (batch.c), the decode pool (decodepool.c)
  * and a ring of batch buffers.
  *

@@ -13,7 +13,7 @@
 #include "load/loaderdef.h"
 #include "load/stats.h"
 #include "read/fetch.h"
-#include "read/reader.h"
+#include "read/streamreader.h"
 #include "shard/loader.h"
 
 void shard_loader_reader_stats(const ShardLoader *cl, ShardReaderStats *out)

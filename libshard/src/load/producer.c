@@ -16,7 +16,7 @@
 #include "load/loaderdef.h"
 #include "load/producer.h"
 #include "read/order.h"
-#include "read/reader.h"
+#include "read/streamreader.h"
 #include "shard/loader.h"
 #include "tar/item.h"
 

@@ -2,7 +2,7 @@
  * What a pack scan finds (inputs.c): its inputs, each a file or a URL with its relative
  * name, field, label and extras, and its class names; the bad inputs it met, reported
  * through the callbacks or remembered as its error. The folder walk (folder.c) and the list
- * reader (list.c) fill it; shard_pack_plan_scan (scan.c) hands it to the plan.
+ * reader (listfile.c) fill it; shard_pack_plan_scan (scan.c) hands it to the plan.
  */
 #ifndef SHARD_PACK_INPUTS_H
 #define SHARD_PACK_INPUTS_H

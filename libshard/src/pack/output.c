@@ -18,13 +18,13 @@
 #include "base/keyset.h"
 #include "base/text.h"
 #include "base/url.h"
-#include "pack/plan.h"
-#include "pack/plandef.h"
+#include "pack/packplan.h"
+#include "pack/packplandef.h"
 #include "sink/sink.h"
 #include "shard/file.h"
 #include "shard/manifest.h"
 #include "shard/pack.h"
-#include "write/writer.h"
+#include "write/shardwriter.h"
 
 /* A lock file's path: the manifest's name (shard_pack_manifest_path) hidden, ".lock" for
  * ".json"; the set's, or with part a part's own. malloc'd. */

@@ -1,6 +1,6 @@
 /*
  * The pack plan's input scan (shard/pack.h, shard_pack_plan_scan): an ImageFolder tree
- * (folder.c) or a list file (list.c) into the plan's inputs and class names (inputs.c), in
+ * (folder.c) or a list file (listfile.c) into the plan's inputs and class names (inputs.c), in
  * the order formats/shard.md section 1 gives. It lives in the library so that shardpack, a Python packer and the workers of a
  * cluster all plan from the same list of inputs.
  *
@@ -12,7 +12,7 @@
 #include "base/error.h"
 #include "pack/folder.h"
 #include "pack/inputs.h"
-#include "pack/list.h"
+#include "pack/listfile.h"
 #include "shard/pack.h"
 
 int shard_pack_plan_scan(ShardPackPlan *p, const char *src, int list, const ShardPackScanCallbacks *cb,

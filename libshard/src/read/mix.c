@@ -15,7 +15,7 @@
  * random, yet every stretch of the epoch holds each source in its proportion to within a
  * sample or two. The merge needs no table: the samples of each source before any point of
  * the sequence follow from the draws near that point, so a consumer, given its range of the
- * sequence as one source's would be (plan.c), starts there directly, keeping one counter
+ * sequence as one source's would be (epochplan.c), starts there directly, keeping one counter
  * per source. Points are compared exactly, in 128-bit integers (u has 32 bits, quotas are
  * below 2^40), ties broken by source.
  */

@@ -1,12 +1,12 @@
 /*
  * Weighted mixing of several sources into one epoch (mix.c), planned for the reader
- * (reader.c). Not installed.
+ * (streamreader.c). Not installed.
  */
 #ifndef SHARD_READ_MIX_H
 #define SHARD_READ_MIX_H
 
 #include "base/attr.h"
-#include "read/plan.h"
+#include "read/epochplan.h"
 
 typedef struct ShardMixSource {
     uint32_t lo, n;    /* its shards: [lo, lo + n) of the reader's list */

@@ -9,7 +9,7 @@
 
 #include "base/error.h"
 #include "read/partition.h"
-#include "read/plan.h"
+#include "read/epochplan.h"
 #include "shard/common.h"
 
 uint64_t shard_partition_total(uint64_t t, uint32_t p, ShardMode mode, int pad)

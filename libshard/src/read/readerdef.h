@@ -1,8 +1,8 @@
 /*
- * The streaming reader's insides, shared by its files: the handle (reader.c), an epoch's
+ * The streaming reader's insides, shared by its files: the handle (streamreader.c), an epoch's
  * reading partition after partition (epoch.c), a partition's steps and their replay
  * (steps.c), a restore (resume.c) and states (state.c). It puts together the shard
- * list (catalog/list.c), the epoch plan (plan.c) or a mix (mix.c), the fetch stage
+ * list (catalog/list.c), the epoch plan (epochplan.c) or a mix (mix.c), the fetch stage
  * (fetch.c) and the shuffle buffer (shuffle.c).
  *
  * DESIGN
@@ -99,7 +99,7 @@ struct ShardReader {
     int pending_src; /* the source drawn for a pull that had to wait, -1: none */
     int start_due;   /* the fetch threads start at the first pull: a restore or set_epoch
                         right after open or an epoch change reads nothing it drops */
-    atomic_ullong samples, bytes; /* read by other threads' statistics (load/loader.c) */
+    atomic_ullong samples, bytes; /* read by other threads' statistics (load/batchloader.c) */
 };
 
 

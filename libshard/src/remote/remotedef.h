@@ -1,7 +1,7 @@
 /*
  * The remote handle's insides (shard/remote.h's ShardRemote): its settings, its network
  * thread's state (net.c), its transfer buffers kept for reuse, its counters and the stores'
- * credentials, shared by reference between the caller's handle (remote.c) and the sources
+ * credentials, shared by reference between the caller's handle (handle.c) and the sources
  * and transfers that use it.
  */
 #ifndef SHARD_REMOTE_REMOTEDEF_H

@@ -11,7 +11,7 @@
 
 #include "base/buf.h"
 #include "base/error.h"
-#include "remote/object.h"
+#include "remote/store.h"
 #include "remote/request.h"
 #include "remote/retry.h"
 #include "remote/s3.h"

@@ -1,5 +1,5 @@
 /*
- * Writing objects into the stores (gs://, s3://), for the bucket sink (sink/object.c): an
+ * Writing objects into the stores (gs://, s3://), for the bucket sink (sink/objectsink.c): an
  * object in one request, or in parts as its bytes come, the size told with the last: a GCS
  * resumable session (each chunk's Content-Range gives the total as "*", unknown, until the
  * last; a cut chunk goes on from what the session says it holds) or an S3 multipart upload (a failed part is
@@ -16,7 +16,7 @@
 #include "base/buf.h"
 #include "base/error.h"
 #include "remote/gcs.h"
-#include "remote/object.h"
+#include "remote/store.h"
 #include "remote/s3.h"
 #include "remote/remotedef.h"
 #include "remote/request.h"

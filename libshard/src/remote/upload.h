@@ -1,6 +1,6 @@
 /*
  * Writing objects into the stores (upload.c): the requests under a bucket sink
- * (sink/object.c), its only caller. An object goes up in one request, or part by part as
+ * (sink/objectsink.c), its only caller. An object goes up in one request, or part by part as
  * its bytes come (a GCS resumable session, an S3 multipart upload), its size known only at
  * the last part; either way it appears only once whole.
  */

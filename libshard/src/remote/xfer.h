@@ -12,7 +12,7 @@
  * being handed from the network thread's core to the reader's (on a loaded machine that
  * handoff, not the network, was what bounded a remote read).
  *
- * Retries, resumes and object versions are the caller's business (source/remote.c,
+ * Retries, resumes and object versions are the caller's business (source/remotesource.c,
  * retry.h); a transfer is one attempt.
  */
 #ifndef SHARD_REMOTE_XFER_H

@@ -16,12 +16,12 @@
 
 #include "base/error.h"
 #include "base/url.h"
-#include "remote/remote.h"
+#include "remote/handle.h"
 #include "remote/remotedef.h"
 #include "remote/upload.h"
 #include "shard/common.h"
-#include "sink/file.h"
-#include "sink/object.h"
+#include "sink/filesink.h"
+#include "sink/objectsink.h"
 #include "sink/sink.h"
 #include "sink/sinkdef.h"
 

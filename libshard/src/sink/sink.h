@@ -5,9 +5,9 @@
  *
  * A sink is opened on the URL of the object it makes and is written in order; commit makes
  * the object appear whole, and only then; abort leaves nothing behind. Implementations:
- *   local files (file.c)   a hidden temporary name in the final folder, fsynced, renamed
+ *   local files (filesink.c)   a hidden temporary name in the final folder, fsynced, renamed
  *                          into place, the folder fsynced; writeback started as bytes come
- *   gs://, s3:// (object.c) the bytes go up as they come, in parts of the remote's
+ *   gs://, s3:// (objectsink.c) the bytes go up as they come, in parts of the remote's
  *                          upload_part (a GCS resumable session, an S3 multipart upload),
  *                          or in one request when the object fits in one part; memory is
  *                          one part, nothing is staged on disk

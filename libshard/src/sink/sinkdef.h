@@ -1,5 +1,5 @@
 /*
- * A sink's insides, shared by sink.c and its implementations (file.c, object.c): what
+ * A sink's insides, shared by sink.c and its implementations (filesink.c, objectsink.c): what
  * sink.c hands an implementation is whole buffers, in order, then commit or drop.
  */
 #ifndef SHARD_SINK_SINKDEF_H

@@ -16,11 +16,11 @@
 
 #include "base/buf.h"
 #include "base/error.h"
-#include "remote/remote.h"
+#include "remote/handle.h"
 #include "remote/remotedef.h"
 #include "sink/sink.h"
 #include "source/cache.h"
-#include "source/file.h"
+#include "source/filesource.h"
 
 struct ShardCacheFill {
     ShardRemote *r;

@@ -11,13 +11,13 @@
 #include "base/error.h"
 #include "base/url.h"
 #include "remote/lane.h"
-#include "remote/remote.h"
+#include "remote/handle.h"
 #include "remote/remotedef.h"
 #include "remote/xfer.h"
-#include "source/file.h"
+#include "source/filesource.h"
 #include "source/open.h"
 #include "source/pipe.h"
-#include "source/remote.h"
+#include "source/remotesource.h"
 
 /* What the sources one thread reads share: for remote ones, the network lane that thread
  * drives (made when the first needs it). */

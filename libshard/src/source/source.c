@@ -8,7 +8,7 @@
 #include "base/buf.h"
 #include "base/clock.h"
 #include "base/error.h"
-#include "remote/remote.h"
+#include "remote/handle.h"
 #include "source/source.h"
 
 static void source_release(ShardHold *h)

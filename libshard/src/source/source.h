@@ -18,8 +18,8 @@
  * Errors go into the source's message buffer and name the URL, with the offset where there
  * is one.
  *
- * Implementations: local files (file.c: mapped when they can be), "pipe:COMMAND" (pipe.c),
- * remote objects over HTTP, GCS and S3 (remote.c, with their local cache, cache.c) and
+ * Implementations: local files (filesource.c: mapped when they can be), "pipe:COMMAND" (pipe.c),
+ * remote objects over HTTP, GCS and S3 (remotesource.c, with their local cache, cache.c) and
  * memory buffers (memory.c: for tests and fuzz targets); open.h opens the one a URL names,
  * and what sits beside a source (its index) through the same ShardRemote. A source is
  * reference-counted: samples that view its bytes keep it (and its mapping) alive after the

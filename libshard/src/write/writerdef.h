@@ -1,6 +1,6 @@
 /*
- * The shard writer's insides, shared by its files: the writer (writer.c) and the shard being
- * written (shard.c).
+ * The shard writer's insides, shared by its files: the writer (shardwriter.c) and the shard being
+ * written (outshard.c).
  *
  * DESIGN: tar members through libarchive's pax-restricted (ustar) writer with
  * no record blocking, so every byte libarchive emits reaches write_cb at once and the

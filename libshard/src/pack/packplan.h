@@ -1,0 +1,24 @@
+/*
+ * What the pack plan (packplan.c) tells the scans (scan.c) that fill it.
+ */
+#ifndef SHARD_PACK_PACKPLAN_H
+#define SHARD_PACK_PACKPLAN_H
+
+#include "base/attr.h"
+#include "shard/pack.h"
+#include "shard/remote.h"
+#include "shard/writer.h"
+
+/* The ShardRemote a plan reads remote inputs through, made when first needed; NULL when
+ * out of memory (err, SHARD_ERROR_MAX bytes, says so). Thread-safe. */
+SHARD_HIDDEN ShardRemote *shard_pack_plan_remote(ShardPackPlan *p, char *err);
+/* Remote inputs a plan requests at once (ShardPackSettings.inflight, clamped). */
+SHARD_HIDDEN unsigned shard_pack_plan_inflight(const ShardPackPlan *p);
+
+/* Number k in a pattern, malloc'd (NULL when out of memory). */
+SHARD_HIDDEN char *shard_pack_numbered(const char *pattern, uint64_t k);
+/* The writer settings for shard j of the plan: one shard, numbered j, no rotation. */
+SHARD_HIDDEN void shard_pack_writer_settings(const ShardPackPlan *p, size_t j,
+                                             ShardWriterSettings *w);
+
+#endif /* SHARD_PACK_PACKPLAN_H */

@@ -1,0 +1,39 @@
+/*
+ * The pack plan's insides, shared by its files: the plan (packplan.c), the writing of one of its
+ * shards (packshard.c) and a run's folder and manifest (output.c).
+ */
+#ifndef SHARD_PACK_PACKPLANDEF_H
+#define SHARD_PACK_PACKPLANDEF_H
+
+#include <pthread.h>
+#include <stddef.h>
+
+#include "shard/pack.h"
+#include "shard/remote.h"
+#include "sink/lock.h"
+
+typedef struct Input {
+    ShardPackInput in; /* strings point at the copies below */
+    char *path, *rel, *field, *class_name, *extra;
+    char *key;
+} Input;
+
+struct ShardPackPlan {
+    ShardPackSettings s;
+    char *pattern;
+    Input *v;
+    size_t n, cap;
+    char **classes;
+    size_t nclasses;
+    size_t *first; /* nshards + 1 boundaries */
+    size_t nshards;
+    ShardRemote *remote; /* a reference: remote inputs are read through it; NULL until one */
+    pthread_mutex_t remote_mu;
+    int built;
+    /* the output set's locks, from shard_pack_prepare on (output.c): the set's, alone for a
+     * whole run, shared by a part set's runs; and a part's own */
+    ShardSinkLock set_lock, part_lock;
+    int locked;
+};
+
+#endif /* SHARD_PACK_PACKPLANDEF_H */
