@@ -6,13 +6,20 @@
  * failure was found, 2 bad usage.
  *
  * main reads the command line (shardcat_cli.c), makes the remote every shard is read
- * through, and runs the command (shardcat.h lists the files they are in).
+ * through, and runs the command: ls, info, cat, extract (shardcat_inspect.c), verify, index
+ * (shardcat_verify.c), stream (shardcat_stream.c), bench (shardcat_bench.c), the first
+ * two groups walking their shards through shardcat_walk.c.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "shardcat.h"
+#include "cli.h"
+#include "shardcat_bench.h"
+#include "shardcat_cli.h"
+#include "shardcat_inspect.h"
+#include "shardcat_stream.h"
+#include "shardcat_verify.h"
 
 /* The command, once its operands are checked. */
 static int run(const ShardcatCli *cli, ShardReaderSettings *reader, ShardRemote *remote)

@@ -11,8 +11,10 @@
 
 #include <jansson.h>
 
-#include "shardcat.h"
+#include "cli.h"
 #include "shardcat_bench.h"
+#include "shardcat_bench_cli.h"
+#include "shardcat_bench_compare.h"
 
 typedef struct Result {
     uint64_t threads, streams, depth;

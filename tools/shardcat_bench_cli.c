@@ -1,6 +1,6 @@
 /*
- * shardcat bench's command line (shardcat_bench.h): its options read into a Bench, and the
- * loader's settings each setting of the sweep means.
+ * shardcat bench's command line (shardcat_bench_cli.h): its options read into a Bench,
+ * and the loader's settings each setting of the sweep means.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -9,8 +9,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "shardcat.h"
-#include "shardcat_bench.h"
+#include "shardcat_bench_cli.h"
 
 static void usage(FILE *f)
 {

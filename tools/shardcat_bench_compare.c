@@ -14,7 +14,7 @@
 #include <jansson.h>
 
 #include "cli.h"
-#include "shardcat_bench.h"
+#include "shardcat_bench_compare.h"
 
 #define CEILING_IMAGES 4096
 #define CEILING_BYTES ((size_t)256 << 20)

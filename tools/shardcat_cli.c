@@ -10,7 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "shardcat.h"
+#include "cli.h"
+#include "shardcat_cli.h"
 
 static void usage(FILE *f)
 {

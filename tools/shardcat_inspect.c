@@ -11,7 +11,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "shardcat.h"
+#include "cli.h"
+#include "shardcat_inspect.h"
+#include "shardcat_walk.h"
 
 /* ---- ls ------------------------------------------------------------------------------ */
 

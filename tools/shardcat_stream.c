@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "shardcat.h"
+#include "cli.h"
+#include "shardcat_stream.h"
+#include "shardcat_walk.h"
 
 /* Opens the reader on the operands or the --mix sources (s->sources, shardcat_parse's),
  * restored to --state; NULL after saying why not. */

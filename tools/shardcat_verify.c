@@ -7,7 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shardcat.h"
+#include "cli.h"
+#include "shardcat_verify.h"
+#include "shardcat_walk.h"
 
 /* ---- verify -------------------------------------------------------------------------- */
 

@@ -6,7 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shardcat.h"
+#include "cli.h"
+#include "shardcat_walk.h"
 
 /* Expands the specs into one list (with what each manifest says of its shards); NULL
  * after saying why one is unusable. */

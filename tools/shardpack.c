@@ -19,7 +19,8 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "shardpack.h"
+#include "shardpack_cli.h"
+#include "shardpack_run.h"
 
 /* ---- before the run ------------------------------------------------------------------ */
 

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "shardpack.h"
+#include "shardpack_cli.h"
 
 static void usage(FILE *f)
 {

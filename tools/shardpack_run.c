@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "shardpack.h"
+#include "shardpack_run.h"
 
 const char *const shardpack_skip_names[NSKIP] = {
     "invalid name", "zero-byte", "unreadable", "not an image", "corrupt image", "changed while packing",

@@ -22,9 +22,8 @@
 #include "base/dirs.h"
 #include "base/error.h"
 #include "base/text.h"
-#include "base/url.h"
 #include "catalog/indexcache.h"
-#include "remote/remotedef.h"
+#include "remote/handle.h"
 #include "source/open.h"
 #include "tar/idx.h"
 #include "tar/idxbuild.h"
@@ -36,8 +35,8 @@ char *shard_index_cache_dir(const char *dir, const ShardRemote *remote)
     const char *base;
     if (dir && *dir)
         return strdup(dir);
-    if (remote && remote->s.cache_dir && *remote->s.cache_dir) {
-        if (asprintf(&p, "%s/index", remote->s.cache_dir) < 0)
+    if (remote && shard_remote_cache_dir(remote)) {
+        if (asprintf(&p, "%s/index", shard_remote_cache_dir(remote)) < 0)
             p = NULL;
     } else if ((base = getenv("XDG_CACHE_HOME")) && *base == '/') {
         if (asprintf(&p, "%s/libshard/index", base) < 0)
@@ -115,9 +114,7 @@ static int lock_shard(const char *dir, const char *urlhex)
  * one shard), a remote URL as given. */
 static char *identity(const char *url)
 {
-    const char *path = shard_url_file_path(url);
-    if (!path && !shard_url_has_scheme(url))
-        path = url;
+    const char *path = shard_source_local_path(url);
     char *real = path ? realpath(path, NULL) : NULL;
     return real ? real : strdup(url);
 }
@@ -128,7 +125,7 @@ int shard_index_cached(const char *dir, const char *url, ShardRemote *remote, ch
     *path = NULL;
     *count = 0;
     *built = 0;
-    if (shard_url_is_command(url))
+    if (shard_source_place(url) & SHARD_PLACE_COMMAND)
         return shard_fail(err, SHARD_ERR_UNSUPPORTED,
                           "%s: a pipe's output cannot be indexed and kept (it has no version)",
                           url);

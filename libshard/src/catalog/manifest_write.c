@@ -14,20 +14,20 @@
 
 #include "base/error.h"
 #include "base/text.h"
-#include "base/url.h"
 #include "catalog/manifestdef.h"
 #include "sink/sink.h"
+#include "source/open.h"
 
 /* The url as the manifest in folder mdir_real records it: relative to that folder (with
  * "../" where the shard lies elsewhere), so a dataset can be moved as a whole. */
 static char *relative_url(const char *url, const char *mdir_real)
 {
-    if (mdir_real && shard_url_is_remote(mdir_real)) {
+    if (mdir_real && shard_sink_in_bucket(mdir_real)) {
         /* a manifest in a bucket: shards beside it or below it by name, others absolute */
         size_t n = strlen(mdir_real);
         return strdup(!strncmp(url, mdir_real, n) && url[n] == '/' && url[n + 1] ? url + n + 1 : url);
     }
-    if (!shard_url_has_siblings(url) || !mdir_real)
+    if (!(shard_source_place(url) & (SHARD_PLACE_LOCAL | SHARD_PLACE_REMOTE)) || !mdir_real)
         return strdup(url);
     char *sdir = shard_dir_of(url);
     char *copy = strdup(url);
@@ -141,7 +141,7 @@ int shard_manifest_write_remote(const ShardManifest *m, const char *path, ShardR
     char msg[SHARD_ERROR_MAX];
     char *mdir = shard_dir_of(path);
     char real[PATH_MAX];
-    int in_bucket = shard_url_is_remote(path);
+    int in_bucket = shard_sink_in_bucket(path);
     const char *mdir_real = mdir && (in_bucket ? snprintf(real, sizeof real, "%s", mdir) < (int)sizeof real
                                             : realpath(mdir, real) != NULL)
                                 ? real

@@ -8,11 +8,11 @@
 
 #include <jansson.h>
 
-#include "base/url.h"
 #include "pack/packplandef.h"
 #include "pack/convention.h"
 #include "pack/shrink.h"
 #include "shard/writer.h"
+#include "source/open.h"
 
 /* The sample's .json: its extra fields, path, label and class (and, resized, the
  * original's size). */
@@ -26,7 +26,7 @@ char *shard_pack_sample_json(const Input *x, const ShardShrunk *shrunk)
         json_object_set_new(o, "original_height", json_integer(shrunk->height));
     }
     json_object_set_new(o, "path", json_string(x->rel));
-    if (shard_url_is_remote(x->path))
+    if (shard_source_place(x->path) & SHARD_PLACE_REMOTE)
         json_object_set_new(o, "url", json_string(x->path));
     if (x->in.label >= 0)
         json_object_set_new(o, "label", json_integer(x->in.label));

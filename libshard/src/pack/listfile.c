@@ -19,7 +19,6 @@
 #include "base/error.h"
 #include "base/text.h"
 #include "base/thread.h"
-#include "base/url.h"
 #include "pack/inputs.h"
 #include "pack/listfile.h"
 #include "pack/packplan.h"
@@ -349,7 +348,7 @@ static int add_rows(Scan *c, ListRow *rows, size_t nrows, const char *base, cons
     for (size_t i = 0; i < nrows; i++) {
         if (!rc && !c->nomem) {
             const char *p = rows[i].path;
-            int remote = shard_url_is_remote(p);
+            int remote = (shard_source_place(p) & SHARD_PLACE_REMOTE) != 0;
             char *full = remote || p[0] == '/' ? strdup(p) : shard_scan_join(c, base, p);
             char *relcopy = remote ? url_rel(p) : NULL;
             const char *rel = remote ? relcopy : p;

@@ -17,7 +17,6 @@
 #include "base/error.h"
 #include "base/keyset.h"
 #include "base/text.h"
-#include "base/url.h"
 #include "pack/packplan.h"
 #include "pack/packplandef.h"
 #include "sink/sink.h"
@@ -73,14 +72,14 @@ int shard_pack_prepare(ShardPackPlan *p, const char *manifest_path, ShardError *
 {
     char msg[SHARD_ERROR_MAX];
     /* before anything of the set is touched; a bucket's outputs are not locked */
-    if (!p->locked && !shard_url_is_remote(p->pattern)) {
+    if (!p->locked && !shard_sink_in_bucket(p->pattern)) {
         int rc = lock_output(p, msg);
         if (rc)
             return shard_report(err, rc, msg);
         p->locked = 1;
     }
     if (manifest_path) {
-        int remote = shard_url_is_remote(manifest_path);
+        int remote = shard_sink_in_bucket(manifest_path);
         ShardRemote *r = remote ? shard_pack_plan_remote((ShardPackPlan *)p, msg) : NULL;
         int rc = remote && !r ? SHARD_ERR_NOMEM : shard_sink_remove(manifest_path, r, msg);
         if (rc)
@@ -91,7 +90,7 @@ int shard_pack_prepare(ShardPackPlan *p, const char *manifest_path, ShardError *
     ShardKeySet mine = {.owns = 1};
     size_t lo, hi;
     shard_pack_plan_part(p, &lo, &hi);
-    int shards_local = !shard_url_is_remote(p->pattern);
+    int shards_local = !shard_sink_in_bucket(p->pattern);
     char *first = shards_local ? shard_pack_numbered(p->pattern, lo) : NULL;
     char *dir = first ? shard_dir_of(first) : NULL;
     int rc = !shards_local || (first && dir) ? 0 : SHARD_ERR_NOMEM;
@@ -107,7 +106,7 @@ int shard_pack_prepare(ShardPackPlan *p, const char *manifest_path, ShardError *
     if (!rc && shards_local)
         shard_sink_sweep(dir, &mine);
     shard_keyset_free(&mine);
-    if (!rc && manifest_path && !shard_url_is_remote(manifest_path)) { /* a run killed while
+    if (!rc && manifest_path && !shard_sink_in_bucket(manifest_path)) { /* a run killed while
                                                                         writing its manifest */
         ShardKeySet m = {.owns = 1};
         char *mdir = shard_dir_of(manifest_path), *mbase = strdup(shard_base_name(manifest_path));
@@ -129,7 +128,7 @@ size_t shard_pack_leftovers(const ShardPackPlan *p, void (*fn)(void *cookie, con
                             void *cookie)
 {
     size_t found = 0;
-    if (p->s.nparts || shard_url_is_remote(p->pattern))
+    if (p->s.nparts || shard_sink_in_bucket(p->pattern))
         return 0; /* a part does not know how many shards the others write; a bucket is
                      not listed for this */
     /* an earlier run numbered its shards on from 0: follow the numbers past this run's */
@@ -243,7 +242,7 @@ int shard_pack_manifest_write(const ShardPackPlan *p, const ShardManifest *m,
 {
     char msg[SHARD_ERROR_MAX];
     ShardRemote *r = NULL;
-    if (shard_url_is_remote(manifest_path) && !(r = shard_pack_plan_remote((ShardPackPlan *)p, msg)))
+    if (shard_sink_in_bucket(manifest_path) && !(r = shard_pack_plan_remote((ShardPackPlan *)p, msg)))
         return shard_report(err, SHARD_ERR_NOMEM, msg);
     return shard_manifest_write_remote(m, manifest_path, r, err);
 }

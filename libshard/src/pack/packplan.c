@@ -17,9 +17,9 @@
 #include "pack/packplandef.h"
 #include "pack/convention.h"
 #include "remote/handle.h"
-#include "remote/remotedef.h"
 #include "shard/names.h"
 #include "shard/pack.h"
+#include "sink/sink.h"
 
 void shard_pack_default_settings(ShardPackSettings *s)
 {
@@ -91,7 +91,7 @@ ShardRemote *shard_pack_plan_remote(ShardPackPlan *p, char *err)
 {
     pthread_mutex_lock(&p->remote_mu);
     if (!p->remote)
-        p->remote = shard_remote_default(err);
+        p->remote = shard_remote_resolve(NULL, err);
     ShardRemote *r = p->remote;
     pthread_mutex_unlock(&p->remote_mu);
     return r;

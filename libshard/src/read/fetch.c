@@ -23,10 +23,8 @@
 #include "base/error.h"
 #include "base/thread.h"
 #include "base/trace.h"
-#include "base/url.h"
 #include "read/fetch.h"
 #include "tar/tar.h"
-#include "remote/xfer.h"
 #include "shard/file.h"
 #include "source/open.h"
 #include "tar/shardfile.h"
@@ -222,7 +220,8 @@ static ShardFile *open_ahead(Stream *st, size_t n)
     ShardError err;
     const ShardListEntry *e;
     if (f->s.segment(f->s.cookie, st->id, n, &next) && next.first == 0 && next.count != 0 &&
-        shard_url_costly((e = shard_list_entry(f->s.list, next.shard))->url) &&
+        (shard_source_place((e = shard_list_entry(f->s.list, next.shard))->url) &
+         SHARD_PLACE_REMOTE) &&
         open_shard(st, e, &file, &err) == 0)
         shard_file_prefetch(file);
     return file;
@@ -248,7 +247,8 @@ static int fetch_segment(Stream *st, const ShardSegment *seg, size_t n, uint64_t
     atomic_fetch_add(&f->shards_opened, 1);
     ShardError err;
     if (!file && open_shard(st, entry, &file, &err)) {
-        if (err.code == SHARD_ERR_NOT_FOUND && entry->info && !shard_url_has_scheme(url)) {
+        if (err.code == SHARD_ERR_NOT_FOUND && entry->info &&
+            shard_source_local_path(url) == url) {
             /* a manifest copied away from its shards: say where its names lead */
             char msg[SHARD_ERROR_MAX];
             snprintf(msg, sizeof msg, "%.700s (a manifest's shard names resolve against the "

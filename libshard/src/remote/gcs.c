@@ -23,7 +23,7 @@
 #include "base/buf.h"
 #include "base/error.h"
 #include "remote/gcs.h"
-#include "remote/store.h"
+#include "remote/objectname.h"
 #include "remote/request.h"
 #include "remote/retry.h"
 

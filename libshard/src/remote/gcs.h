@@ -7,7 +7,7 @@
 #define SHARD_REMOTE_GCS_H
 
 #include "base/attr.h"
-#include "remote/store.h"
+#include "remote/objectname.h"
 #include "remote/remotedef.h"
 #include "remote/request.h"
 

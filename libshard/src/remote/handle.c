@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <curl/curl.h>
+
 #include "base/error.h"
 #include "remote/gcs.h"
 #include "remote/net.h"
@@ -82,7 +84,8 @@ int shard_remote_new(ShardRemote **out, const ShardRemoteSettings *s, ShardError
     return 0;
 }
 
-ShardRemote *shard_remote_default(char *err)
+/* A handle with the defaults, for an opener given none. */
+static ShardRemote *shard_remote_default(char *err)
 {
     ShardRemote *r;
     ShardError e;
@@ -123,9 +126,40 @@ void shard_remote_abort(ShardRemote *r)
         curl_multi_wakeup(r->multi);
 }
 
-int shard_remote_aborted(const ShardRemote *r)
+ShardRemote *shard_remote_ref(ShardRemote *r)
 {
-    return r && atomic_load(&((ShardRemote *)r)->aborted);
+    atomic_fetch_add_explicit(&r->refs, 1, memory_order_relaxed);
+    return r;
+}
+
+ShardRemote *shard_remote_resolve(ShardRemote *given, char *err)
+{
+    return given ? shard_remote_ref(given) : shard_remote_default(err);
+}
+
+const char *shard_remote_cache_dir(const ShardRemote *r)
+{
+    return r->s.cache_dir && *r->s.cache_dir ? r->s.cache_dir : NULL;
+}
+
+uint64_t shard_remote_cache_limit(const ShardRemote *r) { return r->s.cache_bytes; }
+int shard_remote_retries(const ShardRemote *r) { return r->s.retries; }
+uint64_t shard_remote_upload_part(const ShardRemote *r) { return r->s.upload_part; }
+
+void shard_remote_count(ShardRemote *r, ShardRemoteCount which, uint64_t n)
+{
+    atomic_uint_least64_t *c = NULL;
+    switch (which) {
+    case SHARD_REMOTE_RETRIES: c = &r->st.retries; break;
+    case SHARD_REMOTE_RESUMES: c = &r->st.resumes; break;
+    case SHARD_REMOTE_RANGE_IGNORED: c = &r->st.range_ignored; break;
+    case SHARD_REMOTE_REPLACED: c = &r->st.replaced; break;
+    case SHARD_REMOTE_CACHE_HITS: c = &r->st.cache_hits; break;
+    case SHARD_REMOTE_CACHE_MISSES: c = &r->st.cache_misses; break;
+    case SHARD_REMOTE_CACHE_BYTES: c = &r->st.cache_bytes; break;
+    }
+    if (c)
+        shard_stat_add(c, n);
 }
 
 void shard_remote_stats(ShardRemote *r, ShardRemoteStats *o)

@@ -6,10 +6,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <curl/curl.h>
+
 #include "base/clock.h"
 #include "base/error.h"
 #include "remote/remotedef.h"
-#include "remote/xfer.h"
 #include "remote/lane.h"
 #include "remote/xferdef.h"
 

@@ -8,7 +8,7 @@
 #include <sys/types.h>
 
 #include "base/attr.h"
-#include "remote/xfer.h"
+#include "remote/xfertypes.h"
 
 /* A lane with one reference, or NULL when out of memory. Its transfers are started, read
  * and freed on one thread at a time: the caller's. */
@@ -22,10 +22,6 @@ SHARD_HIDDEN void shard_lane_put(ShardNetLane *l);
 SHARD_HIDDEN void shard_lane_abort(ShardNetLane *l);
 /* Whether l (NULL: none) was aborted. */
 SHARD_HIDDEN int shard_lane_aborted(const ShardNetLane *l);
-
-/* The next transfer of multi handle m (a lane's, or the network thread's) that ended, its
- * result in *cc, taken off m; NULL when none. */
-SHARD_HIDDEN ShardXfer *shard_multi_finished(CURLM *m, CURLcode *cc);
 
 /* For xfer.c: puts x on lane (x->lane set, a reference) and sends its request; 0 or an
  * error. */

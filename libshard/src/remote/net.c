@@ -13,11 +13,11 @@
  */
 #include <pthread.h>
 
+#include <curl/curl.h>
+
 #include "base/error.h"
 #include "base/thread.h"
 #include "remote/remotedef.h"
-#include "remote/xfer.h"
-#include "remote/lane.h"
 #include "remote/net.h"
 #include "remote/xferdef.h"
 

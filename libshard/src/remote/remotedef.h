@@ -1,8 +1,8 @@
 /*
  * The remote handle's insides (shard/remote.h's ShardRemote): its settings, its network
  * thread's state (net.c), its transfer buffers kept for reuse, its counters and the stores'
- * credentials, shared by reference between the caller's handle (handle.c) and the sources
- * and transfers that use it.
+ * credentials. Private to remote/: the rest of the library holds the handle through
+ * handle.h.
  */
 #ifndef SHARD_REMOTE_REMOTEDEF_H
 #define SHARD_REMOTE_REMOTEDEF_H
@@ -43,15 +43,13 @@ struct ShardRemote {
     ShardS3Auth *s3;
 };
 
-/* Whether shard_remote_abort was called on r (NULL: no). */
-SHARD_HIDDEN int shard_remote_aborted(const ShardRemote *r);
-
-/* A reference on r for a source or a transfer; shard_remote_put drops it. */
-static inline ShardRemote *shard_remote_ref(ShardRemote *r)
+/* Whether shard_remote_abort was called on r (NULL: no): read where the transfers wait,
+ * inline so that they need nothing of the handle's file. */
+static inline int shard_remote_aborted(const ShardRemote *r)
 {
-    atomic_fetch_add_explicit(&r->refs, 1, memory_order_relaxed);
-    return r;
+    return r && atomic_load(&((ShardRemote *)r)->aborted);
 }
+
 static inline void shard_stat_add(atomic_uint_least64_t *c, uint64_t n)
 {
     atomic_fetch_add_explicit(c, n, memory_order_relaxed);

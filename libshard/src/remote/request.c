@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <curl/curl.h>
+
 #include "base/buf.h"
 #include "remote/request.h"
 #include "shard/common.h"

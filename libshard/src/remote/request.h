@@ -7,13 +7,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <curl/curl.h>
-
 #include "base/attr.h"
 #include "base/buf.h"
 
 /* One HTTP request, as the scheme (gcs.c, s3.c, or plain HTTP) builds it. Every pointer is
  * owned by the request (shard_request_clear frees them); user and password are secrets. */
+struct curl_slist; /* libcurl's header list: only remote/ makes and sends one */
+
 typedef struct ShardRequest {
     char *url;                  /* what is requested (may carry a query, never a secret) */
     struct curl_slist *headers; /* Authorization and the like: never shown */

@@ -21,36 +21,19 @@
 
 static int is_ok(long status) { return status >= 200 && status < 300; }
 
-int shard_retryable(CURLcode cc, long status)
+int shard_retryable(ShardNetFail f, long status)
 {
-    if (cc != CURLE_OK) {
-        switch (cc) {
-        case CURLE_COULDNT_RESOLVE_HOST: /* DNS can be flaky; the budget bounds it */
-        case CURLE_COULDNT_CONNECT:
-        case CURLE_OPERATION_TIMEDOUT:
-        case CURLE_PARTIAL_FILE:
-        case CURLE_RECV_ERROR:
-        case CURLE_SEND_ERROR:
-        case CURLE_GOT_NOTHING:
-        case CURLE_HTTP2:
-        case CURLE_HTTP2_STREAM:
-        case CURLE_SSL_CONNECT_ERROR:
-        case CURLE_WEIRD_SERVER_REPLY:
-            return 1;
-        default:
-            return 0;
-        }
-    }
+    if (f != SHARD_NET_OK)
+        return f == SHARD_NET_TRANSIENT || f == SHARD_NET_NO_SERVER;
     return status == 408 || status == 429 || status >= 500;
 }
 
 /* retries of a refused connection or an unknown name: 0.5 + 1 + 2 s of backoff at most */
 #define CONNECT_RETRIES 3
 
-int shard_retry_limit(const ShardRemote *r, CURLcode cc)
+int shard_retry_limit(const ShardRemote *r, ShardNetFail f)
 {
-    if ((cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST) &&
-        r->s.retries > CONNECT_RETRIES)
+    if (f == SHARD_NET_NO_SERVER && r->s.retries > CONNECT_RETRIES)
         return CONNECT_RETRIES;
     return r->s.retries;
 }
@@ -129,8 +112,8 @@ int shard_request_whole(ShardRemote *r, const char *shown, ShardBuildFn build, v
                 rc = shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", shown);
         }
         const char *why;
-        CURLcode cc = shard_xfer_error(x, &why);
-        if (!rc && cc == CURLE_OK && k == 0 && !shard_retryable(cc, st)) {
+        ShardNetFail cc = shard_xfer_error(x, &why);
+        if (!rc && cc == SHARD_NET_OK && k == 0 && !shard_retryable(cc, st)) {
             if (resp)
                 *resp = *rs;
             shard_xfer_free(&x);
@@ -140,18 +123,18 @@ int shard_request_whole(ShardRemote *r, const char *shown, ShardBuildFn build, v
             out->data[out->len] = 0;
             return 0;
         }
-        int limit = cc != CURLE_OK && shard_retry_limit(r, cc) < retries ? shard_retry_limit(r, cc)
+        int limit = cc != SHARD_NET_OK && shard_retry_limit(r, cc) < retries ? shard_retry_limit(r, cc)
                                                                          : retries;
         if (!rc && (!shard_retryable(cc, st) || attempt >= limit)) {
-            if (cc != CURLE_OK)
+            if (cc != SHARD_NET_OK)
                 rc = shard_fail(err, SHARD_ERR_IO, "%s: %s%s", shown, why,
                                 attempt ? " (after retries)" : "");
             else
                 rc = shard_fail(err, SHARD_ERR_IO, "%s: HTTP %ld after %d retries", shown, st,
                                 attempt);
         }
-        char reason[CURL_ERROR_SIZE]; /* why points into x: said before x goes */
-        if (cc == CURLE_OK)
+        char reason[SHARD_ERROR_MAX]; /* why points into x: said before x goes */
+        if (cc == SHARD_NET_OK)
             snprintf(reason, sizeof reason, "HTTP %ld", st);
         else
             snprintf(reason, sizeof reason, "%s", why);

@@ -9,8 +9,6 @@
 
 #include <stddef.h>
 
-#include <curl/curl.h>
-
 #include "base/attr.h"
 #include "base/buf.h"
 #include "remote/request.h"
@@ -18,12 +16,12 @@
 
 /* Whether a failed transfer or status is worth retrying: connection errors, cuts, stalls,
  * 408, 429 and 5xx. */
-SHARD_HIDDEN int shard_retryable(CURLcode cc, long status);
+SHARD_HIDDEN int shard_retryable(ShardNetFail f, long status);
 
 /* The retries a failure earns: the settings' retries, but at most CONNECT_RETRIES for a host
  * that refuses connections or a name that does not resolve (no server there: said within
  * seconds, not after minutes of backoff). */
-SHARD_HIDDEN int shard_retry_limit(const ShardRemote *r, CURLcode cc);
+SHARD_HIDDEN int shard_retry_limit(const ShardRemote *r, ShardNetFail f);
 
 /* Sleeps before retry number attempt (0-based) of limit: exponential with full jitter, at
  * least retry_after seconds when the server asked for it. Says so first through the

@@ -9,9 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <curl/curl.h>
+
 #include "base/buf.h"
 #include "base/error.h"
-#include "remote/store.h"
+#include "remote/objectname.h"
 #include "remote/request.h"
 #include "remote/retry.h"
 #include "remote/s3.h"

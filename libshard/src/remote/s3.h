@@ -8,7 +8,7 @@
 
 #include "base/attr.h"
 #include "base/buf.h"
-#include "remote/store.h"
+#include "remote/objectname.h"
 #include "remote/remotedef.h"
 #include "remote/request.h"
 

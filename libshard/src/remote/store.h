@@ -10,21 +10,9 @@
 #include <stdint.h>
 
 #include "base/attr.h"
+#include "remote/objectname.h"
 #include "remote/request.h"
 #include "remote/xfer.h"
-
-typedef enum ShardObjectKind { SHARD_OBJ_HTTP, SHARD_OBJ_GCS, SHARD_OBJ_S3 } ShardObjectKind;
-
-typedef struct ShardObject {
-    ShardObjectKind kind;
-    const char *url;  /* as given, for messages; borrowed */
-    char *bucket;     /* gs://, s3://: owned */
-    char *key;        /* the object's name in the bucket: owned */
-} ShardObject;
-
-/* Called with each object under a prefix (its full URL, borrowed) and its size. */
-typedef int (*ShardListFn)(void *cookie, const char *url, uint64_t size);
-
 
 /* Parses url into o (url borrowed). @return 0, SHARD_ERR_INVALID naming the url */
 SHARD_HIDDEN int shard_object_parse(ShardObject *o, const char *url, char *err);

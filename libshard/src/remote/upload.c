@@ -172,7 +172,7 @@ static int gcs_part(ShardUpload *u, const unsigned char *p, size_t n, int last, 
             shard_backoff(r, attempt++, r->s.retries, 0, o->url, reason);
             continue;
         }
-        if (!sent && !shard_retryable(CURLE_OK, st)) {
+        if (!sent && !shard_retryable(SHARD_NET_OK, st)) {
             rc = refused(o, "uploading a part", st, &body, err);
             break;
         }
@@ -311,6 +311,28 @@ int shard_object_writable(const char *url, char *err)
     if (!rc)
         shard_object_clear(&o);
     return rc;
+}
+
+/* the stores' bounds: a part is at most 5 GiB, S3 takes at most 10,000 of them, GCS takes
+ * chunks in multiples of 256 KiB */
+#define MAX_PART (5ull << 30)
+#define MAX_S3_PARTS 10000
+#define GCS_CHUNK (256u << 10)
+
+int shard_upload_shape(ShardRemote *r, const char *url, size_t *part, unsigned *max_parts,
+                       char *err)
+{
+    ShardObject o;
+    int rc = writable(&o, url, err);
+    if (rc)
+        return rc;
+    uint64_t p = r->s.upload_part < MAX_PART ? r->s.upload_part : MAX_PART;
+    if (o.kind == SHARD_OBJ_GCS)
+        p = (p + GCS_CHUNK - 1) / GCS_CHUNK * GCS_CHUNK;
+    *part = p > SIZE_MAX / 2 ? SIZE_MAX / 2 : (size_t)p;
+    *max_parts = o.kind == SHARD_OBJ_S3 ? MAX_S3_PARTS : 0;
+    shard_object_clear(&o);
+    return 0;
 }
 
 int shard_object_put(ShardRemote *r, const char *url, const void *p, size_t n, char *err)

@@ -18,6 +18,12 @@ typedef struct ShardUpload ShardUpload;
  * (plain HTTP has no upload). */
 SHARD_HIDDEN int shard_object_writable(const char *url, char *err);
 
+/* How an object goes up in parts through r: the part size (r's upload_part within the
+ * store's bounds: at most 5 GiB, GCS a multiple of 256 KiB) and the most parts the store
+ * takes (S3 10,000; 0: no limit). 0, or an error naming url. */
+SHARD_HIDDEN int shard_upload_shape(ShardRemote *r, const char *url, size_t *part,
+                                    unsigned *max_parts, char *err);
+
 /* n bytes put as the object url names, in one request through r. */
 SHARD_HIDDEN int shard_object_put(ShardRemote *r, const char *url, const void *p, size_t n, char *err);
 

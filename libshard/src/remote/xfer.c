@@ -10,6 +10,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include <curl/curl.h>
+
 #include "base/blockpool.h"
 #include "base/clock.h"
 #include "base/error.h"
@@ -368,7 +370,31 @@ ssize_t shard_xfer_read(ShardXfer *x, const void **block)
     return cc == CURLE_OK ? 0 : -1;
 }
 
-CURLcode shard_xfer_error(ShardXfer *x, const char **why)
+/* libcurl's result as the retry rules tell endings apart. */
+static ShardNetFail fail_of(CURLcode cc)
+{
+    switch (cc) {
+    case CURLE_OK:
+        return SHARD_NET_OK;
+    case CURLE_COULDNT_RESOLVE_HOST: /* DNS can be flaky; the retry budget bounds it */
+    case CURLE_COULDNT_CONNECT:
+        return SHARD_NET_NO_SERVER;
+    case CURLE_OPERATION_TIMEDOUT:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_RECV_ERROR:
+    case CURLE_SEND_ERROR:
+    case CURLE_GOT_NOTHING:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_WEIRD_SERVER_REPLY:
+        return SHARD_NET_TRANSIENT;
+    default:
+        return SHARD_NET_FATAL;
+    }
+}
+
+ShardNetFail shard_xfer_error(ShardXfer *x, const char **why)
 {
     pthread_mutex_lock(&x->mu);
     CURLcode cc = x->done ? x->result : x->aborted ? CURLE_ABORTED_BY_CALLBACK : CURLE_OK;
@@ -383,7 +409,7 @@ CURLcode shard_xfer_error(ShardXfer *x, const char **why)
                                              "memory\": a response header over its 100 KB "
                                              "limit, most likely)"
                : x->errbuf[0] ? x->errbuf : curl_easy_strerror(cc);
-    return cc;
+    return fail_of(cc);
 }
 
 const char *shard_xfer_body(ShardXfer *x) { return x->body; }

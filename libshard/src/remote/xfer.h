@@ -21,26 +21,11 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include <curl/curl.h>
-
 #include "base/attr.h"
-#include "remote/remotedef.h"
 #include "remote/request.h"
+#include "remote/xfertypes.h"
+#include "shard/remote.h"
 
-/* What a response said, once its headers are in. */
-typedef struct ShardResponse {
-    long status;           /* HTTP status, 0 when no response came */
-    char etag[256];        /* strong ETag, "" when none */
-    char generation[32];   /* x-goog-generation, "" when none */
-    char last_modified[64];
-    int64_t total;         /* the object's size from Content-Range or Content-Length, or -1 */
-    int64_t range_start;   /* Content-Range's first byte, or -1 when not a 206 */
-    double retry_after;    /* Retry-After in seconds, 0 when none */
-    char location[2048];   /* Location (a GCS resumable upload's session), "" when none */
-    int64_t persisted;     /* a 308's Range end + 1 (bytes a GCS upload holds), -1 when none */
-} ShardResponse;
-
-typedef struct ShardNetLane ShardNetLane;
 
 /* Starts request q (moved into the transfer: q is left cleared) on r's network thread.
  * Every transfer must end with shard_xfer_free. */
@@ -59,8 +44,9 @@ SHARD_HIDDEN const ShardResponse *shard_xfer_head(ShardXfer *x);
  * other bodies are kept for messages (shard_xfer_body). */
 SHARD_HIDDEN ssize_t shard_xfer_read(ShardXfer *x, const void **block);
 
-/* After a failure: libcurl's code and words ("" / CURLE_OK when the transfer completed). */
-SHARD_HIDDEN CURLcode shard_xfer_error(ShardXfer *x, const char **why);
+/* After a failure: its kind and libcurl's words ("" and SHARD_NET_OK when the transfer
+ * completed). */
+SHARD_HIDDEN ShardNetFail shard_xfer_error(ShardXfer *x, const char **why);
 
 /* The start of a non-2xx body (an S3 or GCS error document), NUL-terminated. */
 SHARD_HIDDEN const char *shard_xfer_body(ShardXfer *x);

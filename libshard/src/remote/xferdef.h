@@ -13,13 +13,20 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include <curl/curl.h>
+
 #include "base/attr.h"
 #include "remote/request.h"
-#include "remote/xfer.h"
+#include "remote/remotedef.h"
+#include "remote/xfertypes.h"
 
 /* libcurl's receive buffer: one read of the socket (its largest, fewer system calls) */
 #define XFER_CURL_BUFFER (512 * 1024)
 #define BODY_KEEP 768
+
+/* The next transfer of multi handle m (a lane's, or the network thread's) that ended, its
+ * result in *cc, taken off m; NULL when none (lane.c). */
+SHARD_HIDDEN ShardXfer *shard_multi_finished(CURLM *m, CURLcode *cc);
 
 struct ShardXfer {
     ShardRemote *r;

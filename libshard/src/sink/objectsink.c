@@ -15,7 +15,6 @@
 #include "base/buf.h"
 #include "base/error.h"
 #include "remote/handle.h"
-#include "remote/remotedef.h"
 #include "remote/upload.h"
 #include "shard/common.h"
 #include "sink/objectsink.h"
@@ -27,17 +26,15 @@ typedef struct Bucket {
     ShardBuf held;     /* the part being filled, at most part bytes */
     ShardUpload *up;   /* NULL until the object outgrows one part */
     unsigned parts;    /* sent so far */
-    int s3;
+    unsigned max_parts; /* the store's limit (0: none) */
 } Bucket;
-
-#define MAX_PART (5ull << 30)
-#define MAX_S3_PARTS 10000
 
 static int send_held(Bucket *b, int last, char *err)
 {
-    if (b->s3 && b->parts == MAX_S3_PARTS)
-        return shard_fail(err, SHARD_ERR_UNSUPPORTED, "%s: more than %d parts of %zu bytes, S3's "
-                          "limit: a larger upload_part is needed", b->url, MAX_S3_PARTS, b->part);
+    if (b->max_parts && b->parts == b->max_parts)
+        return shard_fail(err, SHARD_ERR_UNSUPPORTED, "%s: more than %u parts of %zu bytes, the "
+                          "store's limit: a larger upload_part is needed", b->url, b->max_parts,
+                          b->part);
     b->parts++;
     int rc = 0;
     if (!b->up)
@@ -113,14 +110,8 @@ int shard_sink_object_open(ShardSink *k, const char *url, ShardRemote *r, char *
     k->ops = &object_ops;
     if (!(b->url = strdup(url)))
         return shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", url);
-    b->r = r ? shard_remote_ref(r) : shard_remote_default(err);
+    b->r = shard_remote_resolve(r, err);
     if (!b->r)
         return SHARD_ERR_NOMEM;
-    /* the stores' bounds: a part is at most 5 GiB; GCS takes chunks in multiples of 256 KiB */
-    uint64_t part = b->r->s.upload_part < MAX_PART ? b->r->s.upload_part : MAX_PART;
-    if (!strncmp(url, "gs://", 5))
-        part = (part + (256u << 10) - 1) / (256u << 10) * (256u << 10);
-    b->part = part > SIZE_MAX / 2 ? SIZE_MAX / 2 : (size_t)part;
-    b->s3 = !strncmp(url, "s3://", 5);
-    return 0;
+    return shard_upload_shape(b->r, url, &b->part, &b->max_parts, err);
 }

@@ -17,7 +17,6 @@
 #include "base/error.h"
 #include "base/url.h"
 #include "remote/handle.h"
-#include "remote/remotedef.h"
 #include "remote/upload.h"
 #include "shard/common.h"
 #include "sink/filesink.h"
@@ -33,6 +32,8 @@ static const char *local_path(const char *url)
     const char *p = shard_url_file_path(url);
     return p ? p : shard_url_has_scheme(url) ? NULL : url;
 }
+
+int shard_sink_in_bucket(const char *url) { return !local_path(url) && shard_url_is_remote(url); }
 
 int shard_sink_check(const char *url, char *err)
 {
@@ -198,7 +199,7 @@ int shard_sink_remove(const char *url, ShardRemote *remote, char *err)
         int e = errno;
         return shard_fail(err, shard_errno_code(e), "%s: cannot remove: %s", url, strerror(e));
     }
-    ShardRemote *r = remote ? shard_remote_ref(remote) : shard_remote_default(err);
+    ShardRemote *r = shard_remote_resolve(remote, err);
     if (!r)
         return SHARD_ERR_NOMEM;
     rc = shard_object_delete(r, url, err);

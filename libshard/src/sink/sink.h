@@ -37,6 +37,10 @@ typedef struct ShardSinkSettings {
                             with the default settings */
 } ShardSinkSettings;
 
+/* Whether url writes into a bucket (gs://, s3://) rather than a local file: the writing
+ * side's one local-or-remote decision (an opener resolves a ShardRemote for it). */
+SHARD_HIDDEN int shard_sink_in_bucket(const char *url);
+
 /* 0 when url names something a sink can write (a path, file://, gs://, s3://), else an
  * error naming it. */
 SHARD_HIDDEN int shard_sink_check(const char *url, char *err);

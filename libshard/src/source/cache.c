@@ -17,7 +17,6 @@
 #include "base/buf.h"
 #include "base/error.h"
 #include "remote/handle.h"
-#include "remote/remotedef.h"
 #include "sink/sink.h"
 #include "source/cache.h"
 #include "source/filesource.h"
@@ -39,10 +38,10 @@ static char *cache_path(const ShardRemote *r, const char *url)
     char hex[33];
     for (int i = 0; i < 16; i++)
         snprintf(hex + 2 * i, 3, "%02x", md[i]);
-    size_t len = strlen(r->s.cache_dir) + strlen(base) + 40;
+    size_t len = strlen(shard_remote_cache_dir(r)) + strlen(base) + 40;
     char *p = malloc(len);
     if (p)
-        snprintf(p, len, "%s/%s-%.80s", r->s.cache_dir, hex, base);
+        snprintf(p, len, "%s/%s-%.80s", shard_remote_cache_dir(r), hex, base);
     return p;
 }
 
@@ -64,8 +63,8 @@ int shard_cache_open(ShardRemote *r, const char *url, ShardSource **out, char *e
                 free(path);
                 return shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
             }
-            shard_stat_add(&r->st.cache_hits, 1);
-            shard_stat_add(&r->st.cache_bytes, (uint64_t)s->size);
+            shard_remote_count(r, SHARD_REMOTE_CACHE_HITS, 1);
+            shard_remote_count(r, SHARD_REMOTE_CACHE_BYTES, (uint64_t)s->size);
             *out = s;
             rc = 0;
         }
@@ -76,8 +75,8 @@ int shard_cache_open(ShardRemote *r, const char *url, ShardSource **out, char *e
 
 ShardCacheFill *shard_cache_fill_begin(ShardRemote *r, const char *url)
 {
-    shard_stat_add(&r->st.cache_misses, 1);
-    mkdir(r->s.cache_dir, 0777);
+    shard_remote_count(r, SHARD_REMOTE_CACHE_MISSES, 1);
+    mkdir(shard_remote_cache_dir(r), 0777);
     char *path = cache_path(r, url);
     ShardCacheFill *f = path ? calloc(1, sizeof *f) : NULL;
     char err[SHARD_ERROR_MAX];
@@ -116,8 +115,8 @@ static int older(const void *a, const void *b)
 /* Deletes the least recently used shards until the folder fits its limit. */
 static void trim(const ShardRemote *r)
 {
-    const char *dir = r->s.cache_dir;
-    uint64_t limit = r->s.cache_bytes;
+    const char *dir = shard_remote_cache_dir(r);
+    uint64_t limit = shard_remote_cache_limit(r);
     if (!limit) {
         struct statvfs v;
         if (statvfs(dir, &v) != 0)

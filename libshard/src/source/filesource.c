@@ -5,6 +5,7 @@
  * hold the source to keep viewing them; but a file truncated while mapped then kills the
  * process with SIGBUS, where read() reports a short file as any other error.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/buf.h"
 #include "base/error.h"
 #include "source/filesource.h"
 #include "source/source.h"
@@ -139,4 +141,54 @@ int shard_source_file(ShardSource **out, const char *path, int flags, char *err)
     }
     *out = s;
     return 0;
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int shard_file_list(const char *path, ShardListFn fn, void *cookie, char *err)
+{
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
+        return 1;
+    DIR *d = opendir(path);
+    if (!d)
+        return shard_fail(err, SHARD_ERR_IO, "%s: cannot list the folder: %s", path,
+                          strerror(errno));
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    int rc = 0;
+    for (struct dirent *e; !rc && (e = readdir(d));) {
+        if (e->d_name[0] == '.')
+            continue;
+        char *name = strdup(e->d_name);
+        if (!name || shard_array_grow(&names, &cap, n + 1, sizeof *names, 64)) {
+            free(name);
+            rc = shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", path);
+            break;
+        }
+        names[n++] = name;
+    }
+    if (!rc && n)
+        qsort(names, n, sizeof *names, name_cmp);
+    size_t plen = strlen(path);
+    int slash = plen && path[plen - 1] == '/';
+    for (size_t i = 0; i < n; i++) {
+        char *full = NULL;
+        if (!rc && asprintf(&full, "%s%s%s", path, slash ? "" : "/", names[i]) < 0) {
+            full = NULL;
+            rc = shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", path);
+        }
+        if (!rc) {
+            uint64_t size = fstatat(dirfd(d), names[i], &st, 0) == 0 ? (uint64_t)st.st_size : 0;
+            rc = fn(cookie, full, size);
+        }
+        free(full);
+        free(names[i]);
+    }
+    free(names);
+    closedir(d);
+    return rc;
 }

@@ -1,8 +1,8 @@
 /*
- * The URL switch (open.h): the one place that turns a URL into the source that reads it.
+ * The URL switch (open.h): the one place that turns a URL into the source that reads it,
+ * tells what kind of place a URL names, and lists a folder or a bucket's prefix.
  */
-#include <signal.h>
-#include <stdatomic.h>
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,78 +10,21 @@
 #include "base/buf.h"
 #include "base/error.h"
 #include "base/url.h"
-#include "remote/lane.h"
 #include "remote/handle.h"
-#include "remote/remotedef.h"
-#include "remote/xfer.h"
+#include "remote/store.h"
 #include "source/filesource.h"
 #include "source/open.h"
 #include "source/pipe.h"
 #include "source/remotesource.h"
-
-/* What the sources one thread reads share: for remote ones, the network lane that thread
- * drives (made when the first needs it). */
-struct ShardSourceThread {
-    _Atomic(ShardNetLane *) lane; /* read by shard_source_thread_abort, from another thread */
-    atomic_int aborted;
-    atomic_int child; /* the process group of the pipe: command being read, 0: none */
-};
-
-ShardSourceThread *shard_source_thread_new(void)
-{
-    return calloc(1, sizeof(ShardSourceThread));
-}
-
-void shard_source_thread_free(ShardSourceThread **pt)
-{
-    if (!pt || !*pt)
-        return;
-    shard_lane_put(atomic_load(&(*pt)->lane)); /* its transfers went with their sources */
-    free(*pt);
-    *pt = NULL;
-}
-
-void shard_source_thread_abort(ShardSourceThread *t)
-{
-    atomic_store(&t->aborted, 1);
-    ShardNetLane *lane = atomic_load(&t->lane);
-    if (lane)
-        shard_lane_abort(lane);
-    int child = atomic_load(&t->child);
-    if (child > 0)
-        kill(-child, SIGTERM); /* its output ends: the read blocked on it returns */
-}
-
-int shard_source_thread_child(ShardSourceThread *t, int group)
-{
-    if (!t)
-        return 0;
-    if (group > 0) {
-        atomic_store(&t->child, group);
-        return atomic_load(&t->aborted);
-    }
-    atomic_store(&t->child, 0);
-    return 0;
-}
-
-/* The lane of the thread's remote sources; NULL (the network thread) without a thread, or
- * out of memory. */
-static ShardNetLane *thread_lane(ShardSourceThread *t)
-{
-    if (t && !atomic_load(&t->lane)) {
-        atomic_store(&t->lane, shard_lane_new());
-        if (atomic_load(&t->aborted) && atomic_load(&t->lane)) /* stopped meanwhile */
-            shard_lane_abort(atomic_load(&t->lane));
-    }
-    return t ? atomic_load(&t->lane) : NULL;
-}
+#include "source/sourcethread.h"
 
 int shard_source_open_on(ShardSource **out, const char *url, ShardRemote *remote, int flags,
                          ShardSourceThread *thread, char *err)
 {
     *out = NULL;
     if (shard_url_is_remote(url))
-        return shard_source_remote(out, url, remote, flags, thread_lane(thread), err);
+        return shard_source_remote(out, url, remote, flags, shard_source_thread_lane(thread),
+                                   err);
     int rc;
     if (shard_url_is_command(url))
         rc = shard_source_pipe(out, url, url + 5, thread, err);
@@ -154,3 +97,34 @@ int shard_source_slurp(const char *url, ShardRemote *remote, ShardBuf *out, size
     return rc;
 }
 
+
+unsigned shard_source_place(const char *url)
+{
+    if (shard_url_is_remote(url))
+        return SHARD_PLACE_REMOTE | (shard_url_is_prefix(url) ? SHARD_PLACE_PREFIX : 0);
+    if (shard_url_is_command(url))
+        return SHARD_PLACE_COMMAND;
+    return shard_source_local_path(url) ? SHARD_PLACE_LOCAL : 0;
+}
+
+const char *shard_source_local_path(const char *url)
+{
+    const char *p = shard_url_file_path(url);
+    return p ? p : shard_url_has_scheme(url) || shard_url_is_command(url) ? NULL : url;
+}
+
+int shard_source_list(const char *url, ShardRemote *remote, ShardListFn fn, void *cookie,
+                      char *err)
+{
+    unsigned place = shard_source_place(url);
+    if (place & SHARD_PLACE_PREFIX) {
+        ShardRemote *r = shard_remote_resolve(remote, err);
+        if (!r)
+            return SHARD_ERR_NOMEM;
+        int rc = shard_object_list(r, url, fn, cookie, err);
+        shard_remote_put(r);
+        return rc;
+    }
+    const char *path = place & SHARD_PLACE_LOCAL ? shard_source_local_path(url) : NULL;
+    return path ? shard_file_list(path, fn, cookie, err) : 1;
+}

@@ -2,16 +2,21 @@
  * The URL switch (open.c): every reader of shards, indexes and manifests opens them here,
  * by URL, so no other file knows a scheme: "pipe:COMMAND" (the command's standard output),
  * http://, https://, gs://, s3:// (read through a ShardRemote), file:///PATH or a local path.
+ * What kind of place a URL names, and the listing of a folder or a bucket's prefix, are
+ * asked here too: the reading side's one local-or-remote decision.
  */
 #ifndef SHARD_SOURCE_OPEN_H
 #define SHARD_SOURCE_OPEN_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "base/attr.h"
 #include "base/buf.h"
+#include "remote/objectname.h"
 #include "shard/remote.h"
 #include "source/source.h"
+#include "source/sourcethread.h"
 
 /*
  * Opens url. remote: what remote objects are read through (borrowed; NULL: a ShardRemote
@@ -24,25 +29,6 @@
  */
 SHARD_HIDDEN int shard_source_open(ShardSource **out, const char *url, ShardRemote *remote,
                                    int flags, char *err);
-
-/* What the sources one thread reads share: a remote source opened for that thread runs its
- * transfers on the thread's own network lane (remote/xfer.h), so that its bytes come off
- * the socket on the core that parses them. The sources must then be read on that thread
- * only. */
-typedef struct ShardSourceThread ShardSourceThread;
-
-/* A thread's context, or NULL when out of memory; freed by the thread that used it, after
- * its sources (accepts NULL). */
-SHARD_HIDDEN ShardSourceThread *shard_source_thread_new(void);
-SHARD_HIDDEN void shard_source_thread_free(ShardSourceThread **t);
-
-/* From any thread: the reads of t's sources end soon, as errors ("stopped"): a remote
- * transfer or its backoff at once, a pipe: command's output as its process group is sent
- * SIGTERM. For a reader that closes while its threads wait on the network or a command. */
-SHARD_HIDDEN void shard_source_thread_abort(ShardSourceThread *t);
-/* For pipe.c: the process group of the command a source of t (NULL: none) reads now, or 0
- * once it ended; whether t was aborted already (the caller then ends the command). */
-SHARD_HIDDEN int shard_source_thread_child(ShardSourceThread *t, int group);
 
 /* shard_source_open for a source the thread t reads (NULL: any thread). */
 SHARD_HIDDEN int shard_source_open_on(ShardSource **out, const char *url, ShardRemote *remote,
@@ -66,5 +52,24 @@ SHARD_HIDDEN int shard_source_each(const char *url, ShardRemote *remote, ShardBl
  */
 SHARD_HIDDEN int shard_source_slurp(const char *url, ShardRemote *remote, ShardBuf *out,
                                     size_t max, char *err);
+
+/* What kind of place a URL names, as this switch reads it (shard_source_place's flags). */
+#define SHARD_PLACE_LOCAL 1u   /* a local path or file:///PATH */
+#define SHARD_PLACE_COMMAND 2u /* pipe:COMMAND: no siblings, no version */
+#define SHARD_PLACE_REMOTE 4u  /* http(s)://, gs://, s3://: each open a round trip away */
+#define SHARD_PLACE_PREFIX 8u  /* with REMOTE: every object under gs://B/P/ or s3://B/P/ */
+SHARD_HIDDEN unsigned shard_source_place(const char *url);
+
+/* The local path url names (a pointer into url: a path, or file:///PATH's), else NULL. */
+SHARD_HIDDEN const char *shard_source_local_path(const char *url);
+
+/*
+ * The objects in a local folder (not hidden ones) or under a bucket's prefix (through
+ * remote, borrowed; NULL: the defaults), each handed to fn (remote/objectname.h's ShardListFn)
+ * in name order.
+ * @return 0; 1 when url names neither (nothing listed); fn's error, or another with err
+ */
+SHARD_HIDDEN int shard_source_list(const char *url, ShardRemote *remote, ShardListFn fn,
+                                   void *cookie, char *err);
 
 #endif /* SHARD_SOURCE_OPEN_H */

@@ -5,7 +5,7 @@
 #define SHARD_SOURCE_PIPE_H
 
 #include "base/attr.h"
-#include "source/open.h"
+#include "source/sourcethread.h"
 #include "source/source.h"
 
 /* Starts cmd with /bin/sh, in a process group of its own (ended whole when the source

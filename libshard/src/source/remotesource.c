@@ -19,7 +19,6 @@
 #include "remote/lane.h"
 #include "remote/store.h"
 #include "remote/handle.h"
-#include "remote/remotedef.h"
 #include "remote/request.h"
 #include "remote/retry.h"
 #include "remote/xfer.h"
@@ -44,7 +43,7 @@ enum { RETRY = 1 };
 
 static int fail_replaced(ShardSource *s, Remote *m, uint64_t off, const char *now)
 {
-    shard_stat_add(&m->r->st.replaced, 1);
+    shard_remote_count(m->r, SHARD_REMOTE_REPLACED, 1);
     return shard_fail(s->err, SHARD_ERR_IO,
                       "%s: offset %llu: the object was replaced while being read (version %s, "
                       "now %s): not splicing the two",
@@ -57,7 +56,7 @@ static int judge(ShardSource *s, Remote *m, ShardXfer *x, uint64_t off, uint64_t
 {
     const ShardResponse *rs = shard_xfer_head(x);
     const char *why;
-    CURLcode cc = shard_xfer_error(x, &why);
+    ShardNetFail cc = shard_xfer_error(x, &why);
     if (!rs) {
         if (shard_retryable(cc, 0) && m->attempt < shard_retry_limit(m->r, cc))
             return RETRY;
@@ -84,10 +83,10 @@ static int judge(ShardSource *s, Remote *m, ShardXfer *x, uint64_t off, uint64_t
         }
         *drop = st == 200 ? off : 0;
         if (st == 200 && off)
-            shard_stat_add(&m->r->st.range_ignored, 1);
+            shard_remote_count(m->r, SHARD_REMOTE_RANGE_IGNORED, 1);
         return 0;
     }
-    if (shard_retryable(CURLE_OK, st) && m->attempt < m->r->s.retries)
+    if (shard_retryable(SHARD_NET_OK, st) && m->attempt < shard_remote_retries(m->r))
         return RETRY;
     char reason[256];
     const void *b;
@@ -139,16 +138,16 @@ static int start_xfer(ShardSource *s, Remote *m, uint64_t off, uint64_t to, int 
         const ShardResponse *rs = shard_xfer_head(*out);
         double after = rs ? rs->retry_after : 0;
         const char *why;
-        CURLcode cc = shard_xfer_error(*out, &why);
+        ShardNetFail cc = shard_xfer_error(*out, &why);
         char reason[300];
         if (rs)
             snprintf(reason, sizeof reason, "offset %llu: HTTP %ld", (unsigned long long)off,
                      rs->status);
         else
             snprintf(reason, sizeof reason, "offset %llu: %s", (unsigned long long)off, why);
-        int limit = rs ? m->r->s.retries : shard_retry_limit(m->r, cc);
+        int limit = rs ? shard_remote_retries(m->r) : shard_retry_limit(m->r, cc);
         shard_xfer_free(out);
-        shard_stat_add(&m->r->st.retries, 1);
+        shard_remote_count(m->r, SHARD_REMOTE_RETRIES, 1);
         shard_backoff_on(m->r, m->lane, m->attempt++, limit, after, s->url, reason);
     }
 }
@@ -157,8 +156,8 @@ static int start_xfer(ShardSource *s, Remote *m, uint64_t off, uint64_t to, int 
 static int resume_xfer(ShardSource *s, Remote *m, ShardXfer **x, uint64_t off)
 {
     const char *why;
-    CURLcode cc = shard_xfer_error(*x, &why);
-    if (cc != CURLE_OK && (!shard_retryable(cc, 0) || m->attempt >= shard_retry_limit(m->r, cc))) {
+    ShardNetFail cc = shard_xfer_error(*x, &why);
+    if (cc != SHARD_NET_OK && (!shard_retryable(cc, 0) || m->attempt >= shard_retry_limit(m->r, cc))) {
         int rc = shard_fail(s->err, SHARD_ERR_IO, "%s: offset %llu: %s%s", s->url,
                             (unsigned long long)off, why,
                             m->attempt ? " (retries spent)" : "");
@@ -167,16 +166,16 @@ static int resume_xfer(ShardSource *s, Remote *m, ShardXfer **x, uint64_t off)
     }
     char reason[300];
     snprintf(reason, sizeof reason, "offset %llu: %s", (unsigned long long)off,
-             cc != CURLE_OK ? why : "the transfer ended early");
-    int limit = cc != CURLE_OK ? shard_retry_limit(m->r, cc) : m->r->s.retries;
+             cc != SHARD_NET_OK ? why : "the transfer ended early");
+    int limit = cc != SHARD_NET_OK ? shard_retry_limit(m->r, cc) : shard_remote_retries(m->r);
     shard_xfer_free(x);
-    if (m->attempt >= m->r->s.retries)
+    if (m->attempt >= shard_remote_retries(m->r))
         return shard_fail(s->err, SHARD_ERR_IO,
                           "%s: offset %llu: the transfer keeps ending early (retries spent)",
                           s->url, (unsigned long long)off);
-    shard_stat_add(&m->r->st.retries, 1);
+    shard_remote_count(m->r, SHARD_REMOTE_RETRIES, 1);
     if (off)
-        shard_stat_add(&m->r->st.resumes, 1);
+        shard_remote_count(m->r, SHARD_REMOTE_RESUMES, 1);
     shard_backoff_on(m->r, m->lane, m->attempt++, limit, 0, s->url, reason);
     return 0;
 }
@@ -354,10 +353,10 @@ int shard_source_remote(ShardSource **out, const char *url, ShardRemote *r, int 
                         ShardNetLane *lane, char *err)
 {
     *out = NULL;
-    r = r ? shard_remote_ref(r) : shard_remote_default(err);
+    r = shard_remote_resolve(r, err);
     if (!r)
         return SHARD_ERR_NOMEM;
-    if (r->s.cache_dir && (flags & SHARD_SOURCE_SHARD)) {
+    if (shard_remote_cache_dir(r) && (flags & SHARD_SOURCE_SHARD)) {
         int rc = shard_cache_open(r, url, out, err); /* a hit: the cached file */
         if (!rc)
             (*out)->remote = r; /* its index is read through r too */
@@ -380,7 +379,7 @@ int shard_source_remote(ShardSource **out, const char *url, ShardRemote *r, int 
     s->remote = shard_remote_ref(r);
     s->costly = 1;
     int rc = shard_object_parse(&m->o, s->url, err);
-    if (!rc && r->s.cache_dir && (flags & SHARD_SOURCE_SHARD))
+    if (!rc && shard_remote_cache_dir(r) && (flags & SHARD_SOURCE_SHARD))
         m->fill = shard_cache_fill_begin(r, url);
     if (rc) {
         shard_source_put(s);

@@ -9,7 +9,6 @@
 
 #include "base/error.h"
 #include "base/text.h"
-#include "remote/xfer.h"
 #include "shard/file.h"
 #include "source/memory.h"
 #include "source/open.h"

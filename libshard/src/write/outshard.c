@@ -11,7 +11,6 @@
 
 #include "base/buf.h"
 #include "base/error.h"
-#include "base/url.h"
 #include "shard/file.h"
 #include "remote/handle.h"
 #include "sink/sink.h"
@@ -81,8 +80,6 @@ int shard_writer_start_shard(ShardWriter *w)
     if (!w->path)
         return shard_fail(w->err, SHARD_ERR_NOMEM, "writer: out of memory");
     snprintf(w->path, (size_t)n + 1, w->pattern, (unsigned long long)w->next_number);
-    if (!w->remote && shard_url_is_remote(w->path) && !(w->remote = shard_remote_default(w->err)))
-        return SHARD_ERR_NOMEM;
     ShardSinkSettings ks = {.sync = w->s.sync, .md5 = (w->s.checksums & SHARD_DIGEST_MD5) != 0,
                             .sha256 = (w->s.checksums & SHARD_DIGEST_SHA256) != 0, .remote = w->remote};
     int rc = shard_sink_open(&w->sink, w->path, &ks, w->err);

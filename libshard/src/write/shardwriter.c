@@ -16,12 +16,10 @@
 #include "base/buf.h"
 #include "base/error.h"
 #include "base/text.h"
-#include "base/url.h"
 #include "shard/file.h"
 #include "shard/names.h"
 #include "shard/writer.h"
 #include "remote/handle.h"
-#include "remote/remotedef.h"
 #include "sink/sink.h"
 #include "tar/seektable.h"
 #include "write/outshard.h"
@@ -164,8 +162,11 @@ int shard_writer_open(ShardWriter **out, const ShardWriterSettings *s, ShardErro
     w->s.pattern = w->pattern;
     w->next_number = s->first_shard;
     w->single = convs == 0;
-    if (s->remote && shard_url_is_remote(s->pattern))
-        w->remote = shard_remote_ref(s->remote);
+    /* into a bucket: the remote resolved once, for every shard */
+    if (shard_sink_in_bucket(s->pattern) && !(w->remote = shard_remote_resolve(s->remote, msg))) {
+        shard_writer_free(&w);
+        return shard_report(err, SHARD_ERR_NOMEM, msg);
+    }
     if (zstd) {
         w->cctx = ZSTD_createCCtx();
         if (w->cctx) {

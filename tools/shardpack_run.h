@@ -1,10 +1,10 @@
 /*
- * shardpack's parts (not installed): the command line (shardpack_cli.c), the run that
- * writes the shards with worker threads (shardpack_run.c), and main's sequence: plan,
- * scan, write, manifest, summary; or --join (shardpack.c).
+ * One shardpack run (shardpack_run.c): the shards of a plan written by worker threads, the
+ * progress bar, what was skipped and why. main (shardpack.c) plans, scans, runs this,
+ * then writes the manifest and the summary. Not installed.
  */
-#ifndef SHARD_TOOLS_SHARDPACK_H
-#define SHARD_TOOLS_SHARDPACK_H
+#ifndef SHARD_TOOLS_SHARDPACK_RUN_H
+#define SHARD_TOOLS_SHARDPACK_RUN_H
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -13,53 +13,7 @@
 
 #include <shard/shard.h>
 
-/* ---- the command line (shardpack_cli.c) ----------------------------------------------- */
-
-enum { ON_ERROR_FAIL, ON_ERROR_SKIP };
-
-/* What the command line asks, the tool's own; shardpack_settings makes the library's
- * ShardPackSettings from it. */
-typedef struct ShardpackCli {
-    const char *src;
-    const char *pattern; /* -o: shards' names; with --join, the manifest to write */
-    const char *manifest;
-    uint64_t maxcount, maxsize, frame_size;
-    int level;
-    int compress; /* -1: from the pattern */
-    int have_shuffle;
-    uint64_t seed;
-    int jobs;
-    int verify;
-    int on_error;
-    int list;
-    uint64_t part, nparts;
-    int have_part;
-    int fsync;
-    int checksums;
-    int quiet;
-    int json; /* --json: the summary as one JSON object on stdout */
-    int64_t mtime;
-    uint32_t max_side;
-    int quality;
-    uint64_t upload_part;
-    uint32_t inflight;
-    int join;            /* --join: the part manifests are the operands */
-    char **operands;     /* --join's part manifests; borrowed from argv */
-    int noperands;
-} ShardpackCli;
-
-/*
- * Reads the command line into o (filled with its defaults first, SOURCE_DATE_EPOCH
- * included) and checks it. Help and --version go to stdout, bad usage to stderr.
- * @return -1 to go on; otherwise the exit status to leave with (0 after help or the
- *         version, 2 after bad usage)
- */
-int shardpack_parse(int argc, char **argv, ShardpackCli *o);
-
-/* The library's pack settings for o (no remote: the caller sets one for --upload-part). */
-void shardpack_settings(const ShardpackCli *o, ShardPackSettings *ps);
-
-/* ---- the run (shardpack_run.c) -------------------------------------------------------- */
+#include "shardpack_cli.h"
 
 /* The summary's names of the skip reasons, in the order it prints them. */
 enum { SKIP_NAME, SKIP_EMPTY, SKIP_UNREADABLE, SKIP_NOT_IMAGE, SKIP_CORRUPT, SKIP_CHANGED,
@@ -112,4 +66,4 @@ int shardpack_run_write(ShardpackRun *run);
 /* Inputs skipped, over every reason. */
 uint64_t shardpack_run_skipped(ShardpackRun *run);
 
-#endif /* SHARD_TOOLS_SHARDPACK_H */
+#endif /* SHARD_TOOLS_SHARDPACK_RUN_H */

@@ -1,0 +1,219 @@
+"""The library's house rules, read from the sources (no build needed):
+
+- every file name under libshard/src is unique, and none is a public header's name;
+- no circle among the files of libshard/src, tools/ or python/libshard: a file uses another
+  by including its header or calling a function it defines, and those uses form no loop
+  (a file and its header are one; a "def" header holding a file's insides is its own);
+- the network stays in remote/: only its files include <curl/curl.h> or remotedef.h (so
+  ShardRemote is an incomplete type everywhere else);
+- only the URL switches of sources and sinks (and the URL grammar itself, and the network)
+  test a URL's scheme: every other file asks them.
+Each rule has a negative control: a planted violation it must see."""
+import re
+
+import pytest
+
+from .conftest import REPO
+
+SRC = REPO / "libshard" / "src"
+PUBLIC = REPO / "libshard" / "include" / "shard"
+C_SUFFIXES = (".c", ".h", ".cu")
+
+
+def c_files(root):
+    return sorted(p for p in root.rglob("*") if p.suffix in C_SUFFIXES and p.is_file())
+
+
+def strip_comments(text):
+    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+    return re.sub(r"//[^\n]*", " ", text)
+
+
+def strip_strings(text):
+    return re.sub(r'"(\\.|[^"\\\n])*"', '""', text)
+
+
+# ---- names ----------------------------------------------------------------------------
+
+def repeated_names(files, public):
+    seen, repeats = {}, []
+    for p in files:
+        seen.setdefault(p.name, []).append(p)
+    repeats = sorted((n, [str(p.relative_to(REPO)) for p in ps])
+                     for n, ps in seen.items() if len(ps) > 1)
+    clashes = sorted(str(p.relative_to(REPO)) for p in files if p.name in public)
+    return repeats, clashes
+
+
+def public_names():
+    return {p.name.removesuffix(".in") for p in PUBLIC.iterdir()}
+
+
+def test_every_file_name_is_unique_and_none_is_a_public_headers():
+    repeats, clashes = repeated_names(c_files(SRC), public_names())
+    assert not repeats, f"file names used twice under libshard/src: {repeats}"
+    assert not clashes, f"private files named as public headers: {clashes}"
+
+
+def test_names_negative_control():
+    files = c_files(SRC) + [SRC / "pack" / "transform.c", SRC / "read" / "reader.h"]
+    repeats, clashes = repeated_names(files, public_names())
+    assert repeats and "transform.c" in dict(repeats)
+    assert clashes == ["libshard/src/read/reader.h"]
+
+
+# ---- circles --------------------------------------------------------------------------
+
+def module_of(path, root):
+    """A file and its header are one module: folder/stem."""
+    return str(path.relative_to(root).with_suffix(""))
+
+
+def uses(root, include_dirs):
+    """{module: modules it uses}: its includes resolved to files under root, and the
+    functions it calls that another module of root defines (not static)."""
+    files = c_files(root)
+    defined = {}
+    for p in files:
+        if p.suffix == ".h":
+            continue
+        lines = strip_strings(strip_comments(p.read_text(errors="replace"))).splitlines()
+        for i, line in enumerate(lines):
+            if not line.startswith("{"):
+                continue
+            j = i
+            while j > 0 and lines[j - 1].strip() and not lines[j - 1].rstrip().endswith((";", "}")):
+                j -= 1
+            head = " ".join(lines[j:i])
+            names = re.findall(r"(\w+)\s*\(", head)
+            if names and not head.lstrip().startswith("static"):
+                defined[names[0]] = module_of(p, root)
+    graph = {}
+    for p in files:
+        m = module_of(p, root)
+        out = graph.setdefault(m, set())
+        text = p.read_text(errors="replace")
+        for inc in re.findall(r'^\s*#\s*include\s+"([^"]+)"', text, re.M):
+            for d in [p.parent] + include_dirs:
+                q = d / inc
+                if q.exists():
+                    q = q.resolve()
+                    if root in q.parents:
+                        out.add(module_of(q, root))
+                    break
+        if p.suffix != ".h":
+            body = strip_strings(strip_comments(text))
+            out.update(defined[f] for f in re.findall(r"\b(\w+)\s*\(", body) if f in defined)
+        out.discard(m)
+    return graph
+
+
+def circles(graph):
+    """The strongly connected groups of more than one module (Tarjan)."""
+    index, low, stack, on, found, counter = {}, {}, [], set(), [], [0]
+
+    def visit(n):
+        index[n] = low[n] = counter[0]
+        counter[0] += 1
+        stack.append(n)
+        on.add(n)
+        for w in graph.get(n, ()):
+            if w not in index:
+                visit(w)
+                low[n] = min(low[n], low[w])
+            elif w in on:
+                low[n] = min(low[n], index[w])
+        if low[n] == index[n]:
+            group = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                group.append(w)
+                if w == n:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for n in list(graph):
+        if n not in index:
+            visit(n)
+    return found
+
+
+INCLUDES = [SRC, REPO / "libshard" / "include", REPO / "python" / "libshard"]
+
+
+@pytest.mark.parametrize("root", ["libshard/src", "tools", "python/libshard"])
+def test_no_circles(root):
+    found = circles(uses(REPO / root, INCLUDES))
+    assert not found, f"files that use themselves through others in {root}: {found}"
+
+
+def test_circles_negative_control():
+    graph = uses(SRC, INCLUDES)
+    assert "read/epoch" in graph["read/streamreader"] or "read/epoch" in graph["read/steps"]
+    graph["tar/tar"].add("read/streamreader")  # plant a use running back up
+    assert any("tar/tar" in g for g in circles(graph))
+
+
+# ---- the network sealed ---------------------------------------------------------------
+
+NETWORK_ONLY = re.compile(r'#\s*include\s+(<curl/curl\.h>|"remote/remotedef\.h")')
+
+
+def network_leaks(files):
+    return sorted(str(p) for p in files
+                  if NETWORK_ONLY.search(p.read_text(errors="replace"))
+                  and not p.is_relative_to(SRC / "remote"))
+
+
+def all_c_files():
+    return (c_files(SRC) + c_files(REPO / "tools") + c_files(REPO / "python" / "libshard")
+            + c_files(PUBLIC))
+
+
+def test_curl_and_the_remote_handles_insides_stay_in_remote():
+    leaks = network_leaks(all_c_files())
+    assert not leaks, f"files outside remote/ that include libcurl or ShardRemote's insides: {leaks}"
+
+
+def test_network_negative_control(tmp_path):
+    planted = tmp_path / "planted.c"
+    planted.write_text('#include <curl/curl.h>\n')
+    assert network_leaks(all_c_files() + [planted]) == [str(planted)]
+
+
+# ---- who tests a scheme ---------------------------------------------------------------
+
+# The files allowed to tell a URL's kind by its scheme, and why.
+SCHEME_TESTS_ALLOWED = {
+    "libshard/src/base/url.c": "the URL grammar itself (the predicates)",
+    "libshard/src/source/open.c": "the reading side's switch: opens, places, listings",
+    "libshard/src/sink/sink.c": "the writing side's switch",
+}
+SCHEME_TEST = re.compile(
+    r"\bshard_url_(is_remote|is_command|file_path|has_scheme|has_siblings|costly|is_prefix)\s*\("
+    r'|\b(strn?cmp|strstr|memcmp|strncasecmp|strcasecmp)\s*\([^;]*"[^"]*(://|pipe:)')
+
+
+def scheme_testers(files):
+    out = []
+    for p in files:
+        rel = str(p.relative_to(REPO))
+        if rel in SCHEME_TESTS_ALLOWED or p.is_relative_to(SRC / "remote") or p.suffix == ".h":
+            continue
+        if SCHEME_TEST.search(strip_comments(p.read_text(errors="replace"))):
+            out.append(rel)
+    return out
+
+
+def test_only_the_url_switches_test_a_scheme():
+    found = scheme_testers(c_files(SRC) + c_files(REPO / "tools") + c_files(REPO / "python" / "libshard"))
+    assert not found, (f"files that decide local-or-remote themselves (ask "
+                       f"shard_source_place or shard_sink_in_bucket): {found}")
+
+
+def test_scheme_negative_control():
+    assert SCHEME_TEST.search('if (shard_url_is_remote(path))')
+    assert SCHEME_TEST.search('b->s3 = !strncmp(url, "s3://", 5);')
+    assert not SCHEME_TEST.search('snprintf(msg, n, "%s: not gs:// or s3://", url);')

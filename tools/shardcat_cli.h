@@ -1,0 +1,75 @@
+/*
+ * shardcat's command line (shardcat_cli.c): what each command is given, and the
+ * library's settings it fills. Not installed.
+ */
+#ifndef SHARD_TOOLS_SHARDCAT_CLI_H
+#define SHARD_TOOLS_SHARDCAT_CLI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <shard/shard.h>
+
+typedef enum ShardcatCommand {
+    SHARDCAT_UNKNOWN = -1, /* said by shardcat_check, after the options' own checks */
+    SHARDCAT_LS,
+    SHARDCAT_CAT,
+    SHARDCAT_INFO,
+    SHARDCAT_VERIFY,
+    SHARDCAT_INDEX,
+    SHARDCAT_EXTRACT,
+    SHARDCAT_STREAM,
+} ShardcatCommand;
+
+/* What the command line asks that is the tool's own; the library's settings it fills
+ * (ShardReaderSettings for stream, ShardRemoteSettings for every command) are apart. */
+typedef struct ShardcatCli {
+    const char *name; /* the command as written (argv[1]) */
+    ShardcatCommand command;
+    char **args; /* the operands: SHARD... (cat: SHARD KEY.FIELD); borrowed from argv */
+    int nargs;
+    int json;              /* --json: ls, info, verify, stream */
+    int decode;            /* --decode: verify */
+    const char *dir;       /* -C DIR: extract */
+    int bar;               /* a progress line on stderr: a terminal, and no -q */
+    int manifest_commands; /* --allow-manifest-commands */
+    int manifest_local;    /* --allow-manifest-local */
+    /* stream's own */
+    uint64_t samples; /* --samples N: stop after N, print the state to resume from */
+    int have_samples;
+    const char *state; /* --state STATE: resume */
+    int have_mode;     /* --mode given; else equal with several ranks, exact with one */
+    int stats;         /* --stats */
+    ShardMixInput *mix; /* --mix sources, each of one spec (its urls point at spec[i]);
+                         * ShardReaderSettings.sources points at them */
+    const char **spec;
+    size_t nmix;
+} ShardcatCli;
+
+/*
+ * Reads the command line (of any command but bench, which reads its own) into cli and
+ * the library's settings (each filled with its defaults first). Help and --version go to
+ * stdout, bad usage to stderr.
+ * @return -1 to go on and run the command; otherwise the exit status to leave with (0
+ *         after help or the version, 2 after bad usage)
+ */
+int shardcat_parse(int argc, char **argv, ShardcatCli *cli, ShardReaderSettings *reader,
+                   ShardRemoteSettings *remote);
+
+/*
+ * The operands' checks that come once the remote is made (a remote setting the library
+ * refuses is said first).
+ * @return -1 when the command may run, else 2 after saying why
+ */
+int shardcat_check(const ShardcatCli *cli);
+
+/* stream's placement, completed in reader: its flags, else $RANK and $WORLD_SIZE (said on
+ * stderr when they split the data), checked; and without --mode, the mode the Python
+ * dataset takes: equal with several ranks (every rank the same count), else exact.
+ * @return 0, or 2 after saying what is wrong */
+int shardcat_placement(const ShardcatCli *cli, ShardReaderSettings *reader);
+
+/* Frees what shardcat_parse allocated (the --mix lists). */
+void shardcat_cli_free(ShardcatCli *cli);
+
+#endif /* SHARD_TOOLS_SHARDCAT_CLI_H */
