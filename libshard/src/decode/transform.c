@@ -18,7 +18,7 @@
 #include "shard/decode.h"
 #include "shard/image.h"
 
-void shard_transform_default(ShardTransform *t)
+void shard_transform_default_settings(ShardTransform *t)
 {
     memset(t, 0, sizeof *t);
     t->width = 224;
