@@ -65,7 +65,7 @@ static int parse_transform(const ShardPySignature *sig, PyObject *args, PyObject
                            ShardTransform *t, PyObject **values, int seed_at,
                            unsigned long long *seed)
 {
-    shard_transform_default(t);
+    shard_transform_default_settings(t);
     t->layout = SHARD_LAYOUT_NHWC; /* decode's bytes come out as PIL's */
     ShardPyTarget targets[] = {{&shard_py_output_table, t}, {&shard_py_transform_table, t}};
     PyObject *keep = NULL;

@@ -273,7 +273,7 @@ static const ShardPySetting output_rows[] = {
      .flags = SHARD_PY_MIN, .min = 1, .doc = "the output's height"},
 };
 
-static void transform_defaults(void *t) { shard_transform_default(t); }
+static void transform_defaults(void *t) { shard_transform_default_settings(t); }
 
 const ShardPyTable shard_py_transform_table = {"transform", "ShardTransform",
                                                sizeof(ShardTransform), transform_defaults,

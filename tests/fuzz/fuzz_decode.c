@@ -13,7 +13,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size < 8)
         return 0;
     ShardTransform t;
-    shard_transform_default(&t);
+    shard_transform_default_settings(&t);
     t.width = 1 + data[0] % 64;
     t.height = 1 + data[1] % 64;
     t.crop = (ShardCrop)(data[2] % 3);

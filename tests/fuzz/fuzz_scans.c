@@ -44,7 +44,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     n += size - 4;
     jpeg[n++] = 0xFF, jpeg[n++] = 0xD9;
     ShardTransform t;
-    shard_transform_default(&t);
+    shard_transform_default_settings(&t);
     t.width = t.height = 32;
     t.fast = data[3] & 1;
     void *out = malloc(shard_transform_output_size(&t));

@@ -27,7 +27,7 @@ int main(void)
     for (int k = 0; k < 2; k++)
         jpg[k] = tu_jpeg(sizes[k][0], sizes[k][1], pixel, k, &size[k]);
     ShardTransform t;
-    shard_transform_default(&t);
+    shard_transform_default_settings(&t);
     t.width = t.height = 16;
     t.crop = SHARD_CROP_CENTER;
     t.fast = 1;

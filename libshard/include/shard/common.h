@@ -46,6 +46,10 @@ enum {
 /** Longest message a ShardError holds, including the terminating NUL. */
 #define SHARD_ERROR_MAX 1024
 
+/** A sample count not known (a shard with no index or manifest entry, a plan's "to the
+ *  end of the shard"). */
+#define SHARD_COUNT_UNKNOWN UINT64_MAX
+
 /**
  * An error report for calls that fail before a handle exists (open, read).
  * Callers own it, usually on the stack; pass NULL when the message is not wanted.

@@ -61,7 +61,7 @@ typedef struct ShardTransform {
 } ShardTransform;
 
 /** Fills t with the defaults written beside each field. */
-SHARD_API void shard_transform_default(ShardTransform *t);
+SHARD_API void shard_transform_default_settings(ShardTransform *t);
 
 /** @return bytes of one output image: width * height * 3 * (1 or 4) */
 SHARD_API size_t shard_transform_output_size(const ShardTransform *t);

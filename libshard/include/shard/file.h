@@ -19,7 +19,6 @@
 #define SHARD_FILE_H
 
 #include "common.h"
-#include "list.h"
 #include "remote.h"
 #include "sample.h"
 

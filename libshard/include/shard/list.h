@@ -18,8 +18,6 @@ extern "C" {
 #endif
 
 /** A sample count that is not known (no manifest, no index). */
-#define SHARD_COUNT_UNKNOWN UINT64_MAX
-
 /** One shard of a list. Everything is owned by the list. */
 typedef struct ShardListEntry {
     const char *url;           /**< to open: a path, a URL or "pipe:COMMAND" */

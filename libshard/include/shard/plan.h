@@ -13,7 +13,6 @@
 #define SHARD_PLAN_H
 
 #include "common.h"
-#include "list.h"
 
 #ifdef __cplusplus
 extern "C" {

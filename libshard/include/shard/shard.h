@@ -1,21 +1,29 @@
 /*
  * libshard — WebDataset-style sharded datasets: pack, inspect and stream.
  *
- * Include this header for the whole public API. Tiers:
- *   common.h    error codes, error reports, the allocator hook, version
- *   names.h     keys and fields of WebDataset members
- *   writer.h    the shard writer (tar and tar.zst, index, rotation)
- *   pack.h      the pack plan: files to samples to numbered shards, reproducibly
- *   manifest.h  dataset manifests (wids shard-index form)
- *   image.h     image identification and checks
- *   decode.h    decoding images into training tensors (crop, resize, flip, normalize)
+ * Include this header for the whole public API, or the headers of the parts you use: each
+ * is self-contained and includes only what it uses.
+ *
+ * Stable: what a C program reads shards and batches with.
+ *   common.h    error codes and reports, the allocator hook, the unknown count
+ *   remote.h    remote shards: HTTP(S), GCS, S3, retries, the local cache
  *   sample.h    samples handed out: borrowed views and owned items
  *   file.h      reading one shard: samples in order or by index
- *   list.h      shard lists: brace patterns, manifests, urls, with what is known of each
+ *   list.h      shard lists: brace patterns, folders, prefixes, manifests, with counts
+ *   reader.h    the streaming reader: epochs, shuffling, rank/worker split, resume, mixing
+ *   decode.h    decoding images into training tensors (crop, resize, flip, normalize)
+ *   loader.h    batches: the reader, a decode pool and a ring of batch buffers
+ *
+ * Advanced: writing, planning, checking, the GPU.
+ *   names.h     keys and fields of WebDataset members
+ *   image.h     image identification and the pack-time check
+ *   writer.h    the shard writer (tar and tar.zst, index, rotation) and what it wrote
+ *   manifest.h  dataset manifests (wids shard-index form)
+ *   pack.h      the pack plan: files to samples to numbered shards, reproducibly
  *   verify.h    checking shards; indexing shards made elsewhere
  *   plan.h      epoch plans: shard shuffle and the split between ranks and workers
- *   reader.h    the streaming reader: epoch plans, shuffling, rank/worker split, resume
- *   loader.h    batches: the reader, a decode pool and a ring of batch buffers
+ *   gpu.h       batches on the GPU: pinned buffers, the upload, DLPack
+ *   version.h   the version this header set belongs to
  */
 #ifndef SHARD_SHARD_H
 #define SHARD_SHARD_H

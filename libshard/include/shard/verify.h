@@ -6,7 +6,7 @@
 
 #include "common.h"
 #include "remote.h"
-#include "manifest.h"
+#include "writer.h"
 
 #ifdef __cplusplus
 extern "C" {

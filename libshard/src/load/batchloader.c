@@ -29,7 +29,7 @@ void shard_loader_default_settings(ShardLoaderSettings *s)
 {
     memset(s, 0, sizeof *s);
     shard_reader_default_settings(&s->reader);
-    shard_transform_default(&s->transform);
+    shard_transform_default_settings(&s->transform);
     s->batch_size = 256;
     s->drop_last = 0;
     s->threads = 0;
