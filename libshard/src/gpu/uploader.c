@@ -11,6 +11,7 @@
 
 #include "base/clock.h"
 #include "base/error.h"
+#include "base/thread.h"
 #include "gpu/device.h"
 #include "gpu/ring.h"
 #include "gpu/uploaderdef.h"
@@ -38,7 +39,7 @@ static void *upload_main(void *arg);
 /* Starts the upload thread; under the mutex, or before it runs. */
 static int start_thread(ShardUploader *u, char *msg)
 {
-    if (pthread_create(&u->thread, NULL, upload_main, u) != 0)
+    if (shard_thread_start(&u->thread, upload_main, u) != 0)
         return shard_fail(msg, SHARD_ERR_NOMEM, "uploader: cannot start its thread");
     u->has_thread = 1;
     return 0;
@@ -411,12 +412,17 @@ void shard_uploader_loader_stats(const ShardUploader *u, ShardLoaderStats *o)
     shard_uploader_stats(u, &us);
     ShardStageStats *up = &o->stages[SHARD_STAGE_UPLOAD], *dl = &o->stages[SHARD_STAGE_DELIVER];
     double wall = o->wall_seconds, in = dl->wait_input_seconds;
-    double busy = wall - in - us.full_seconds;
-    *up = (ShardStageStats){"upload", 1, dl->items, us.bytes, wall, busy > 0 ? busy : 0, in,
-                            us.full_seconds, (size_t)us.in_flight, us.buffers};
-    double mine = wall - us.wait_seconds;
-    *dl = (ShardStageStats){"deliver", 1, dl->items, us.bytes, wall, mine > 0 ? mine : 0,
-                            us.wait_seconds, 0, us.buffers - (size_t)us.in_flight, us.buffers};
+    *up = (ShardStageStats){
+        .name = "upload", .threads = 1, .items = dl->items, .bytes = us.bytes, .seconds = wall,
+        .busy_seconds = wall - in - us.full_seconds, .wait_input_seconds = in,
+        .wait_output_seconds = us.full_seconds, .queue_fill = (size_t)us.in_flight,
+        .queue_capacity = us.buffers};
+    *dl = (ShardStageStats){
+        .name = "deliver", .threads = 1, .items = dl->items, .bytes = us.bytes, .seconds = wall,
+        .busy_seconds = wall - us.wait_seconds, .wait_input_seconds = us.wait_seconds,
+        .queue_fill = us.buffers - (size_t)us.in_flight, .queue_capacity = us.buffers};
+    shard_stage_clamp(up);
+    shard_stage_clamp(dl);
     shard_stats_judge(o);
 }
 

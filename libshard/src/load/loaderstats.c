@@ -56,41 +56,47 @@ void shard_loader_stats(const ShardLoader *cl, ShardLoaderStats *o)
     double fwall = (double)fc.threads * wall, idle = fwall - fc.alive;
     double parse = fc.alive - fc.put_wait - fc.read - fc.unpack;
     unsigned streams = (unsigned)fc.threads;
-    st[SHARD_STAGE_LIST] = (ShardStageStats){"list", 1, rs.shards, 0, rs.list_seconds,
-                                             rs.list_seconds, 0, 0, 0, 0};
+    st[SHARD_STAGE_LIST] = (ShardStageStats){
+        .name = "list", .threads = 1, .items = rs.shards, .seconds = rs.list_seconds,
+        .busy_seconds = rs.list_seconds};
     o->indexes_built = rs.indexes_built;
     o->decode_memory_waits = ps.memory_waits;
     o->indexes_cached = rs.indexes_cached;
-    st[SHARD_STAGE_FETCH] = (ShardStageStats){"fetch", streams, fc.items, fc.read_bytes, fwall,
-                                              fc.read, idle, fc.alive - fc.read, 0, 0};
+    st[SHARD_STAGE_FETCH] = (ShardStageStats){
+        .name = "fetch", .threads = streams, .items = fc.items, .bytes = fc.read_bytes,
+        .seconds = fwall, .busy_seconds = fc.read, .wait_input_seconds = idle,
+        .wait_output_seconds = fc.alive - fc.read};
     st[SHARD_STAGE_DECOMPRESS] = (ShardStageStats){
-        "decompress", streams, fc.items, fc.unpack_bytes, fwall, fc.unpack, idle + fc.read,
-        fc.alive - fc.read - fc.unpack, 0, 0};
-    st[SHARD_STAGE_PARSE] = (ShardStageStats){"parse", streams, fc.items, fc.bytes, fwall, parse,
-                                              idle + fc.read + fc.unpack, fc.put_wait, fc.fill,
-                                              fc.capacity};
-    st[SHARD_STAGE_SHUFFLE] = (ShardStageStats){"shuffle", 1, rs.samples, rs.bytes, wall,
-                                                reader - rs.wait_seconds, rs.wait_seconds,
-                                                wall - reader, 0, 0};
+        .name = "decompress", .threads = streams, .items = fc.items, .bytes = fc.unpack_bytes,
+        .seconds = fwall, .busy_seconds = fc.unpack, .wait_input_seconds = idle + fc.read,
+        .wait_output_seconds = fc.alive - fc.read - fc.unpack};
+    st[SHARD_STAGE_PARSE] = (ShardStageStats){
+        .name = "parse", .threads = streams, .items = fc.items, .bytes = fc.bytes,
+        .seconds = fwall, .busy_seconds = parse, .wait_input_seconds = idle + fc.read + fc.unpack,
+        .wait_output_seconds = fc.put_wait, .queue_fill = fc.fill, .queue_capacity = fc.capacity};
+    st[SHARD_STAGE_SHUFFLE] = (ShardStageStats){
+        .name = "shuffle", .threads = 1, .items = rs.samples, .bytes = rs.bytes, .seconds = wall,
+        .busy_seconds = reader - rs.wait_seconds, .wait_input_seconds = rs.wait_seconds,
+        .wait_output_seconds = wall - reader};
     double batch_out = free_q.take_wait + ps.jobs.put_wait;
-    st[SHARD_STAGE_BATCH] = (ShardStageStats){"batch", 1, ps.jobs.items, ps.jobs.bytes, wall,
-                                              producer - reader - batch_out,
-                                              reader + (wall - producer), batch_out,
-                                              ps.jobs.fill, ps.jobs.capacity};
-    st[SHARD_STAGE_DECODE] = (ShardStageStats){"decode", (unsigned)ps.threads, ps.decoded,
-                                               ps.decoded * l->spec.image_bytes,
-                                               ps.threads * wall, ps.busy,
-                                               ps.threads * wall - ps.busy, 0, ready_q.fill,
-                                               ready_q.capacity};
-    st[SHARD_STAGE_UPLOAD] = (ShardStageStats){"upload", 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    st[SHARD_STAGE_BATCH] = (ShardStageStats){
+        .name = "batch", .threads = 1, .items = ps.jobs.items, .bytes = ps.jobs.bytes,
+        .seconds = wall, .busy_seconds = producer - reader - batch_out,
+        .wait_input_seconds = reader + (wall - producer), .wait_output_seconds = batch_out,
+        .queue_fill = ps.jobs.fill, .queue_capacity = ps.jobs.capacity};
+    st[SHARD_STAGE_DECODE] = (ShardStageStats){
+        .name = "decode", .threads = (unsigned)ps.threads, .items = ps.decoded,
+        .bytes = ps.decoded * l->spec.image_bytes, .seconds = ps.threads * wall,
+        .busy_seconds = ps.busy, .wait_input_seconds = ps.threads * wall - ps.busy,
+        .queue_fill = ready_q.fill, .queue_capacity = ready_q.capacity};
+    st[SHARD_STAGE_UPLOAD] = (ShardStageStats){.name = "upload"}; /* not in this pipeline */
     uint64_t d = atomic_load(&l->delivered);
-    st[SHARD_STAGE_DELIVER] = (ShardStageStats){"deliver", 1, d, atomic_load(&l->delivered_bytes),
-                                                wall, wall - ready_q.take_wait,
-                                                ready_q.take_wait, 0,
-                                                l->nslots - atomic_load(&l->held), l->nslots};
-    for (int i = 0; i < SHARD_STAGES; i++)
-        for (double *v = &st[i].busy_seconds; v <= &st[i].wait_output_seconds; v++)
-            if (*v < 0) /* clock readings a moment apart */
-                *v = 0;
+    st[SHARD_STAGE_DELIVER] = (ShardStageStats){
+        .name = "deliver", .threads = 1, .items = d, .bytes = atomic_load(&l->delivered_bytes),
+        .seconds = wall, .busy_seconds = wall - ready_q.take_wait,
+        .wait_input_seconds = ready_q.take_wait,
+        .queue_fill = l->nslots - atomic_load(&l->held), .queue_capacity = l->nslots};
+    for (int i = 0; i < SHARD_STAGES; i++) /* clock readings a moment apart */
+        shard_stage_clamp(&st[i]);
     shard_stats_judge(o);
 }

@@ -46,3 +46,12 @@ void shard_stats_judge(ShardLoaderStats *o)
     }
 }
 
+static double at_least_0(double v) { return v < 0 ? 0 : v; }
+
+void shard_stage_clamp(ShardStageStats *s)
+{
+    s->seconds = at_least_0(s->seconds);
+    s->busy_seconds = at_least_0(s->busy_seconds);
+    s->wait_input_seconds = at_least_0(s->wait_input_seconds);
+    s->wait_output_seconds = at_least_0(s->wait_output_seconds);
+}

@@ -14,4 +14,8 @@
  * stages that wait on it. */
 SHARD_HIDDEN void shard_stats_judge(ShardLoaderStats *o);
 
+/* A stage's times made at least 0: each is a difference of clock readings taken a moment
+ * apart, which can come out a hair below. */
+SHARD_HIDDEN void shard_stage_clamp(ShardStageStats *s);
+
 #endif /* SHARD_LOAD_STATS_H */
