@@ -217,3 +217,25 @@ def test_scheme_negative_control():
     assert SCHEME_TEST.search('if (shard_url_is_remote(path))')
     assert SCHEME_TEST.search('b->s3 = !strncmp(url, "s3://", 5);')
     assert not SCHEME_TEST.search('snprintf(msg, n, "%s: not gs:// or s3://", url);')
+
+
+# ---- public headers -------------------------------------------------------------------
+
+def test_every_public_header_is_compiled_alone():
+    text = (REPO / "tests" / "meson.build").read_text()
+    listed = re.search(r"foreach h : \[([^\]]*)\]\s*\n\s*header_sources", text)
+    assert listed, "tests/meson.build: the header-alone list not found"
+    alone = set(re.findall(r"'([\w.]+\.h)'", listed.group(1)))
+    public = {p.name for p in PUBLIC.glob("*.h")}
+    assert public - alone == set(), f"public headers not compiled alone: {public - alone}"
+
+
+# ---- stages built one way -------------------------------------------------------------
+
+def test_every_library_thread_starts_through_shard_thread_start():
+    """shard_thread_start blocks every signal in the thread (signals are the application's);
+    a bare pthread_create would let one land on a library thread."""
+    bare = [str(p.relative_to(REPO)) for p in c_files(SRC)
+            if p != SRC / "base" / "thread.c"
+            and re.search(r"\bpthread_create\s*\(", strip_comments(p.read_text()))]
+    assert not bare, f"library threads started without shard_thread_start: {bare}"

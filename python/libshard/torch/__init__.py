@@ -32,12 +32,13 @@ the GPU, in one kernel, from uint8: the host never touches floats. With num_work
 libshard's threads do everything; with workers, ShardLoader(ds, num_workers=N) uploads in
 the main process (a plain DataLoader refuses: its workers cannot hand out GPU memory).
 
-The package has a module per part: dataset (ShardDataset), loader (ShardLoader), indexed
-(IndexedShardDataset), upload (the GPU path both datasets' batches take with
-device="cuda"), report (the periodic report), skips (what skip_errors left out), split
-(rank, world size, worker), shared (what a dataset's processes share) and counts (what
-len() says without a count). Settings, their
-checks and defaults are libshard.settings'.
+The package has a module per part: dataset (ShardDataset: its settings and calls), plan
+(placement, modes, len), epochs (each epoch's Loader), state (the position as a state),
+loader (ShardLoader), indexed (IndexedShardDataset), upload (the GPU path both datasets'
+batches take with device="cuda"), report (the periodic report), skips (what skip_errors
+left out), split (rank, world size, worker), shared (what a dataset's processes share)
+and counts (what len() says without a count). Settings, their checks and defaults are
+libshard.settings'.
 """
 from .dataset import ShardDataset, ShardSkipWarning, UnequalRanksWarning
 from .indexed import IndexedShardDataset

@@ -1,31 +1,23 @@
 """ShardDataset: a torch IterableDataset of batches decoded in C (or of raw samples).
 
-Each iteration runs a libshard Loader (a Reader with decode=False) on this process's share
-of the shards: its rank's, then its DataLoader worker's. The Loader of the last iteration
-goes on into the next epoch, threads and read-ahead included, when nothing changed.
+The class holds the settings and the public calls; its concerns live beside it, as the C
+side's do: planning (plan.py: placement, modes, len), iteration (epochs.py: the Loader of
+each epoch, the upload), and the position as a state (state.py).
 """
 import os
 import sys
-import warnings
 
 import torch
 import torch.utils.data
 
-from .. import _libshard
 from .. import settings as _settings
-from . import counts, skips, split
-from .report import Reporter
+from . import plan, skips, split, state as _state
+from .epochs import Epochs
+from .plan import UnequalRanksWarning
 from .shared import Shared
-from .upload import Device, Upload
 
 ShardSkipWarning = skips.ShardSkipWarning
-
-
-class UnequalRanksWarning(UserWarning):
-    """mode='exact' leaves the ranks different numbers of batches this epoch."""
-
-# raw_fields that are not fields: what each sample's batch row carries besides
-_SPECIAL = ("__key__", "__url__", "__source__", "__index__", "__pad__")
+__all__ = ["ShardDataset", "ShardSkipWarning", "UnequalRanksWarning"]
 
 
 class ShardDataset(torch.utils.data.IterableDataset):
@@ -76,8 +68,8 @@ class ShardDataset(torch.utils.data.IterableDataset):
             del settings["mode"]  # the default: chosen by the world size at iteration
         settings = _settings.check(settings)
         # a seed drawn here (none given) gives way to a state's (load_state_dict)
-        self._seed_drawn = settings.get("seed") is None
-        if settings.get("seed") is None and self._get(settings, "mode") != "resampled":
+        self.seed_drawn = settings.get("seed") is None
+        if settings.get("seed") is None and settings.get("mode", _settings.DEFAULTS["mode"]) != "resampled":
             settings["seed"] = int.from_bytes(os.urandom(8), "little") >> 1
         self.urls = _settings.specs(urls)
         self.decode = decode
@@ -100,13 +92,10 @@ class ShardDataset(torch.utils.data.IterableDataset):
         self.by_worker = True
         self.shared = Shared()
         self._resume = self._resume_epoch = None
-        self._skips = skips.Skips()
-        self._source = self._source_pid = self._source_key = self._source_device = None
-        self._upload = None
-        self._handed_state = None
-        self._worker_runs_seen = 0
-        self._warned_unequal = False
-        self._busy = False
+        self.skips = skips.Skips()
+        self.epochs = Epochs(self)
+        self.worker_runs_seen = 0
+        self.warned_unequal = False
 
     @staticmethod
     def _torch_device(device):
@@ -120,13 +109,9 @@ class ShardDataset(torch.utils.data.IterableDataset):
                              f"in the training loop")
         return d
 
-    @staticmethod
-    def _get(settings, name):
-        return settings.get(name, _settings.DEFAULTS[name])
-
     def setting(self, name):
         """The value of the setting name in use: the one given, else its default."""
-        return self._get(self.settings, name)
+        return self.settings.get(name, _settings.DEFAULTS[name])
 
     @property
     def epoch(self):
@@ -148,283 +133,21 @@ class ShardDataset(torch.utils.data.IterableDataset):
             self._resume = self._resume_epoch = None
         self.shared.epoch = epoch
 
-    def _placement(self, worker=None):
-        """Where this iteration's reader is: rank, world_size, worker, num_workers."""
-        rank, world = split.rank_world(self.rank, self.world_size)
-        w, workers = split.worker() if self.by_worker else (0, 1)
-        return dict(rank=rank, world_size=world, worker=w if worker is None else worker,
-                    num_workers=workers)
-
-    def _mode(self, world):
-        """The mode in use for world ranks: the given one, else 'equal' with several ranks
-        (each the same number of batches: DDP's collectives wait on every rank)."""
-        return self.settings.get("mode") or ("equal" if world > 1 else "exact")
-
-    def _reader_args(self, world):
-        args = {k: v for k, v in self.settings.items() if k in _settings.READER_KEYS}
-        args["mode"] = self._mode(world)
-        return args
-
-    def _warn_unequal(self, world, worker, workers):
-        """Warns once when mode='exact' leaves this epoch's ranks unequal batch counts."""
-        if self._warned_unequal or world < 2 or self.settings.get("mode") != "exact" or worker:
-            return
-        self._warned_unequal = True
-        try:
-            plan = self._planner(0, world, workers)
-            counts = [plan.rank_batches(self._unit(), self._drop(), rank=r) for r in range(world)]
-        except (ValueError, OSError, _libshard.ShardError):
-            return  # the epoch says what is wrong
-        if None in counts:
-            why = "shards without a sample count are dealt whole to the ranks"
-        elif len(set(counts)) == 1:
-            return
-        else:
-            most, fewest = max(counts), min(counts)
-            why = (f"{counts.count(most)} rank(s) get {most} batches and "
-                   f"{world - counts.count(most)} get {fewest}")
-        warnings.warn(f"ShardDataset(mode='exact') with world size {world}: {why}; a DDP job "
-                      f"waits forever for the ranks that have finished. mode='equal' (the "
-                      f"default with several ranks) gives every rank the same count",
-                      UnequalRanksWarning, stacklevel=4)
-
-    def _unit(self):
-        """What a step delivers: batch_size samples, or one with decode=False."""
-        return self.setting("batch_size") if self.decode else 1
-
-    def _drop(self):
-        return bool(self.settings.get("drop_last")) if self.decode else False
-
-    def _planner(self, rank, world, workers, make_indexes=None, epoch=None):
-        """A Reader of an epoch's order (None: the next iteration's) for the first worker
-        of rank `rank` that reads nothing (until iterated): for counts and states."""
-        args = self._reader_args(world)
-        if make_indexes:
-            args["make_indexes"] = make_indexes
-        return _libshard.Reader(self.urls, epoch=self.epoch if epoch is None else epoch,
-                                rank=rank, world_size=world, worker=0, num_workers=workers,
-                                queue_depth=1, **args)
-
-    def _adopt(self, source):
-        # one inherited through fork is let go without being freed (the extension knows it
-        # was made in another process)
-        self._source, self._source_pid = source, os.getpid()
-
     def __iter__(self):
         return self._iterate(tagged=False)
 
     def _iterate(self, tagged):
-        """_iterate_open, letting go of the reader when Ctrl-C stops the iteration: its
-        threads stop and the commands of pipe: shards end now, not at the process's exit
-        (a DataLoader worker leaves with os._exit, which frees nothing)."""
-        try:
-            yield from self._iterate_open(tagged)
-        except KeyboardInterrupt:
-            if self._source is not None and self._source_pid == os.getpid():
-                self._source.stop()  # its threads and commands end now, batches held or not
-            self._source = self._source_pid = self._upload = None
-            raise
-
-    @staticmethod
-    def _batched_again():
-        """Whether the caller is a DataLoader fetcher that batches what it takes (a
-        DataLoader made without batch_size=None): it would stack libshard's batches into
-        (1, B, ...) tensors."""
-        frame = sys._getframe(2)  # _iterate; then its consumer, when a fetcher takes from it
-        for _ in range(2):
-            if frame is None:
-                return False
-            fetcher = frame.f_locals.get("self")
-            if hasattr(fetcher, "dataset_iter") and hasattr(fetcher, "auto_collation"):
-                return bool(fetcher.auto_collation)
-            frame = frame.f_back
-        return False
-
-    def _iterate_open(self, tagged):
-        """The epoch's batches (or samples); tagged (for ShardLoader): each as (item,
-        (logical worker, state after it, skipped so far, worker's stats or None))."""
+        """This process's epoch (tagged: for ShardLoader, each item with its worker and
+        state), from a restored position when there is one for this epoch."""
         if split.in_worker():
             self.shared.mark_in_workers()
         else:
-            self._worker_runs_seen = self.shared.worker_runs
+            self.worker_runs_seen = self.shared.worker_runs
         logical, resume = self.shared.plan(*split.worker()) if tagged else (None, None)
         if not tagged and self._resume and self._resume_epoch == self.epoch:
             resume = self._resume
         self._resume = self._resume_epoch = None
-        self._skips.reset()
-        if self.decode and not tagged and self._batched_again():
-            raise ValueError("ShardDataset yields whole batches (batch_size=... is its own): "
-                             "a DataLoader that batches them again stacks them into (1, B, ...) "
-                             "tensors; make it DataLoader(ds, batch_size=None, ...), or use "
-                             "libshard.torch.ShardLoader(ds, num_workers=...)")
-        place = self._placement(logical)
-        self._warn_unequal(place["world_size"], place["worker"], place["num_workers"])
-        if not self.decode:
-            yield from self._samples(place, resume, tagged, logical)
-            return
-        cuda = self.device.type == "cuda"
-        in_worker = split.in_worker()
-        if cuda and in_worker and not tagged:
-            raise RuntimeError("ShardDataset(device='cuda') with DataLoader workers: the upload "
-                               "must happen in the main process, so iterate it through "
-                               "libshard.torch.ShardLoader(dataset, num_workers=...), or use "
-                               "num_workers=0, where libshard's own threads decode")
-        args = self._loader_args(cuda, in_worker, place)
-        loader, device, base = self._loader(place, args, cuda and not in_worker)
-        self._handed_state = None
-        if resume:
-            loader.restore(resume)
-        self._busy = True
-        try:
-            yield from self._batches_of(loader, device, cuda, tagged, in_worker, logical,
-                                        args.get("trace"), base)
-        finally:
-            self._busy = False
-
-    def _samples(self, place, resume, tagged, logical):
-        """decode=False: the raw samples of a Reader."""
-        reader = _libshard.Reader(self.urls, epoch=self.epoch, **place,
-                                   **self._reader_args(place["world_size"]))
-        self._adopt(reader)
-        if resume:
-            reader.restore(resume)
-        skip = self.settings.get("skip_errors")
-        for sample in reader:
-            if skip:
-                self._skips.note(skips.of_reader(reader.stats()), self.epoch)
-            yield (sample, (logical, reader.state(), self.skipped, None)) if tagged else sample
-        if skip:
-            self._skips.note(skips.of_reader(reader.stats()), self.epoch, end=True)
-
-    def _loader_args(self, cuda, in_worker, place):
-        """The Loader's settings for this iteration: with device="cuda", uint8 NHWC on the
-        host (type and layout are made on the GPU); channels_last as NHWC; the raw fields
-        without the special names; a trace per worker."""
-        names = self._raw_names()
-        args = {**self.settings, "raw_fields": ";".join(n for n in names if n not in _SPECIAL),
-                "mode": self._mode(place["world_size"])}
-        layout = args.pop("layout", _settings.DEFAULTS["layout"])
-        if cuda:
-            args.update(layout="nhwc", dtype="uint8")
-        else:
-            args["layout"] = "nhwc" if layout == "channels_last" else layout
-        if cuda and not in_worker:
-            args["batches"] = max(self._get(args, "batches"), self.device_buffers + 2)
-        trace = args.get("trace")
-        if trace is not None:
-            trace = os.fspath(trace)
-            if in_worker:  # one file per worker: the workers' names, and no clobbering
-                root, ext = os.path.splitext(trace)
-                trace = f"{root}.worker-{place['worker']}{ext}"
-            args["trace"] = trace
-        return args
-
-    def _raw_names(self):
-        raw = self.settings.get("raw_fields")
-        return raw.split(";") if raw else []
-
-    def _loader(self, place, args, upload):
-        """(Loader, Device or None, its skip counts before this epoch): the last iteration's
-        when it is for the same shards, split and settings (its threads stay, and it has read
-        ahead into the next epoch, so the new epoch's first batches are ready), else a new
-        one; upload: its batches go to the GPU from this process."""
-        key = (repr(self.urls), repr(sorted(place.items())), repr(sorted(args.items())), upload)
-        prev = self._source
-        if (prev is not None and isinstance(prev, _libshard.Loader) and not self._busy
-                and self._source_pid == os.getpid() and self._source_key == key):
-            base = dict(prev.skipped_by)  # at the end of the epoch before (the C loader's)
-            if self._upload is not None:
-                self._upload.stop()  # its thread takes no batch while the epoch is set
-            prev.set_epoch(self.epoch)
-            return prev, self._source_device, base
-        if self._upload is not None:  # it holds the last loader, and its device memory
-            self._upload.close()
-            self._upload = None
-        self._source = None  # the last one's threads end before the new one's start
-        del prev
-        device = Device(self.device) if upload else None
-        loader = _libshard.Loader(self.urls, epoch=self.epoch, **place, **args,
-                                  **({"gpu": device.gpu} if device is not None else {}))
-        self._adopt(loader)
-        self._source_key, self._source_device = key, device
-        return loader, device, {}
-
-    def _batches_of(self, loader, device, cuda, tagged, in_worker, logical, trace, base):
-        names = self._raw_names()
-        keys = any(n in _SPECIAL for n in names)
-        if device is not None:
-            if self._upload is None or not self._upload.fits(device, self.settings,
-                                                              self.device_buffers, loader):
-                self._upload = Upload(device, self.settings, self.device_buffers, loader)
-            batches = self._upload.from_loader(host=bool(names))
-        else:
-            batches = self._host_batches(loader, "nhwc" if cuda else self.setting("layout"))
-        skip = self.settings.get("skip_errors")
-
-        def skipped():  # the loader counts across epochs: this one's
-            return {k: v - base.get(k, 0) for k, v in loader.skipped_by.items()}
-
-        reporter = Reporter(self, loader) if self.report_every else None
-        unseen = [n for n in names if n not in _SPECIAL]
-        for images, labels, batch in batches:
-            if reporter:
-                reporter.tick()
-            item = (images, labels)
-            if names:
-                fields = batch.fields
-                if unseen is not None:  # the first batch: a name no sample has, said once
-                    for n in unseen:
-                        if all(v is None for v in fields[n]):
-                            warnings.warn(f"raw_fields: no sample of the first batch has a field "
-                                          f"{n!r} (fields are members' extensions, lower-cased, "
-                                          f"e.g. 'jpg', 'cls', 'json'; {', '.join(_SPECIAL)} "
-                                          f"are the samples' own)", stacklevel=2)
-                    unseen = None
-                if keys:
-                    fields = {n: self._special(batch, n) if n in _SPECIAL else fields[n]
-                              for n in names}
-                item = (images, labels, fields)
-            if skip:
-                self._skips.note(skipped(), self.epoch)
-            state = batch.state if device is not None else loader.state()
-            self._handed_state = state if device is not None else None
-            del batch
-            stats = loader.stats() if tagged and in_worker else None
-            yield (item, (logical, state, self.skipped, stats)) if tagged else item
-        if skip:
-            self._skips.note(skipped(), self.epoch, end=True)
-        if trace is not None:
-            loader.write_trace(trace)
-
-    def _host_batches(self, loader, layout):
-        """(images, labels, batch) in host memory: images view the loader's batch buffer,
-        unless the caller keeps so many that the ring would run dry (a list(ds), outputs
-        gathered for evaluation): then they are a copy, and the buffer goes back at once."""
-        float32 = self.setting("dtype") == "float32" and self.device.type == "cpu"
-        it = iter(loader)
-        while (batch := next(it, None)) is not None:
-            images = torch.frombuffer(batch, dtype=torch.float32 if float32 else torch.uint8)
-            images = images.view(memoryview(batch).shape)
-            held, ring = loader.held
-            if held >= ring - 1:  # the producer would be left one buffer, then none
-                images = images.clone()
-            if layout == "channels_last":
-                images = images.permute(0, 3, 1, 2)
-            labels = torch.frombuffer(bytearray(batch.labels), dtype=torch.int64)
-            yield images, labels, batch
-            batch = images = labels = None  # the buffer is the caller's to keep, not ours
-
-    @staticmethod
-    def _special(batch, name):
-        if name == "__key__":
-            return list(batch.keys)
-        if name == "__url__":
-            return list(batch.urls)
-        if name == "__source__":
-            return torch.frombuffer(bytearray(batch.sources), dtype=torch.int32).long()
-        if name == "__index__":
-            return torch.frombuffer(bytearray(batch.indices), dtype=torch.int64)
-        return torch.frombuffer(bytearray(batch.repeats), dtype=torch.uint8).bool()
+        return self.epochs.iterate(tagged, resume, logical)
 
     def gpu_stats(self):
         """The upload's counters for this process's current or last iteration with
@@ -432,7 +155,8 @@ class ShardDataset(torch.utils.data.IterableDataset):
         copy_seconds and finish_seconds (GPU time on the copy stream), upload_gbps,
         wait_seconds (time the training loop waited for a batch), in_flight and
         max_in_flight (device buffers uploading, uploaded ahead or held), buffers."""
-        return self._upload.stats() if self._upload is not None else {}
+        up = self.epochs.upload
+        return up.stats() if up is not None else {}
 
     @property
     def skipped(self):
@@ -440,7 +164,7 @@ class ShardDataset(torch.utils.data.IterableDataset):
         by reason (image: did not decode, no_image, label: missing or not a class index),
         shards skipped after errors and the samples lost with them (shard_samples), and
         the samples' total. With DataLoader workers, ShardLoader.skipped sums the workers'."""
-        return self._skips.get()
+        return self.skips.get()
 
     def __len__(self):
         """Batches per epoch for this rank (samples with decode=False); needs sample counts.
@@ -468,25 +192,7 @@ class ShardDataset(torch.utils.data.IterableDataset):
     def len_for(self, workers):
         """Batches per epoch for this rank read by `workers` DataLoader workers (1 for
         num_workers=0); samples with decode=False."""
-        rank, world = split.rank_world(self.rank, self.world_size)
-        make = None if self.settings.get("make_indexes") == "never" else "always"
-        r = self._planner(rank, world, max(1, int(workers)), make)  # plain tars: counted once
-        n = r.rank_batches(self._unit(), self._drop())
-        del r
-        if n is None:
-            raise counts.no_count(self.urls, self.settings)
-        missing = counts.missing_shard(self.urls, self.settings)
-        if missing:  # a manifest counts it, but the epoch would fail at it
-            raise FileNotFoundError(f"len(): shard {missing} does not exist"
-                                    f"{counts.moved_hint(self.urls)}")
-        return n
-
-    def __getstate__(self):
-        # Pickled for spawn-started workers: the running reader stays behind.
-        state = dict(self.__dict__)
-        state.update(_source=None, _source_pid=None, _upload=None, _source_device=None,
-                     _busy=False)
-        return state
+        return plan.batches_per_epoch(self, workers)
 
     def stats(self):
         """Where the time goes, for this process's current or last iteration (num_workers=0;
@@ -499,20 +205,13 @@ class ShardDataset(torch.utils.data.IterableDataset):
         busy, waiting for a host batch, waiting for a free device buffer; deliver is then
         the training loop), and the dict also "upload" (gpu_stats()). {} before the first
         iteration, and with decode=False."""
-        src = self._source
-        if src is None or self._source_pid != os.getpid() or not hasattr(src, "stats"):
-            return {}
-        cuda = self.device.type == "cuda"
-        st = (self._upload.stages() if cuda and self._upload is not None else {}) or src.stats()
-        up = self.gpu_stats() if cuda else {}
-        if up:
-            st["upload"] = up
-        return st
+        return self.epochs.stats()
 
     def remote_stats(self):
         """Counters of this process's remote reads for the current iteration (bytes,
         requests, retries, resumes, cache hits ...); {} before the first."""
-        return self._source.remote_stats() if self._source is not None else {}
+        src = self.epochs.source
+        return src.remote_stats() if src is not None else {}
 
     def state_dict(self):
         """Where iteration stands (num_workers=0): {"epoch", "seed", "state"}, the job's
@@ -520,41 +219,18 @@ class ShardDataset(torch.utils.data.IterableDataset):
         number of ranks continues it (ShardLoader.load_state_dict too, with workers). With
         DataLoader workers the position lives in the workers: use ShardLoader, whose
         state_dict covers them."""
-        seed = self.settings.get("seed")
-        if self.shared.worker_runs != self._worker_runs_seen:
-            raise RuntimeError(
-                "ShardDataset.state_dict(): this dataset was last iterated in DataLoader worker "
-                "processes, whose positions this process cannot see; iterate it through "
-                "libshard.torch.ShardLoader(dataset, num_workers=...) and take "
-                "loader.state_dict() instead")
-        if self._handed_state is not None and self._source_pid == os.getpid():
-            # with device="cuda" the loader runs ahead of the batches handed out
-            return {"epoch": self.epoch, "state": self._handed_state, "seed": seed}
-        if self._source is None or self._source_pid != os.getpid():
-            return {"epoch": self.epoch, "state": None, "seed": seed}
-        return {"epoch": self.epoch, "state": self._source.state(), "seed": seed}
+        return _state.of_dataset(self, self.epochs)
 
     def take_seed(self, state):
         """A state's seed, for a resume: taken when this dataset drew its own (made without
         seed=, as in a new process), refused when it was given another."""
-        seed = state.get("seed")
-        if seed is None or seed == self.settings.get("seed"):
-            return
-        if not self._seed_drawn:
-            raise ValueError(f"the state was taken with seed {seed}, this dataset was given "
-                             f"seed={self.settings.get('seed')} (make it without seed= to take "
-                             f"the state's)")
-        self.settings["seed"] = seed
+        _state.take_seed(self, state)
 
     def load_state_dict(self, state):
         """Continue, on the next iteration, after the last batch the state was taken at (by
         this dataset or a ShardLoader, on any number of ranks and workers). A dataset made
         without seed= takes the state's seed."""
-        if "workers" in state or "states" in state:
-            raise ValueError(f"this state was taken by libshard 0.3's ShardLoader, in the order "
-                             f"before canonical partitions, which this libshard reads "
-                             f"differently: go on from the next epoch's start, "
-                             f"set_epoch({int(state['epoch']) + 1}), with no state")
+        _state.refuse_old(state, "set_epoch")
         self.take_seed(state)
         self.shared.epoch = int(state["epoch"])
         self._resume = state["state"]

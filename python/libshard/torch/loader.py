@@ -7,7 +7,7 @@ import torch
 import torch.utils.data
 
 from .. import _libshard
-from . import skips, split
+from . import plan, skips, split, state as _state
 from .dataset import ShardDataset
 from .shared import MAX_WORKERS
 from .upload import Device, Upload
@@ -157,7 +157,7 @@ class ShardLoader(torch.utils.data.DataLoader):
         key = (epoch, start, rank, world, len(self._states))
         if self._planner is None or self._planner[0] != key:
             self._planner = None
-            reader = ds._planner(rank, world, len(self._states), epoch=epoch)
+            reader = plan.planner(ds, rank, world, len(self._states), epoch=epoch)
             if start:
                 reader.restore(start)
             self._planner = (key, reader)
@@ -169,8 +169,8 @@ class ShardLoader(torch.utils.data.DataLoader):
         if not self._batches:
             return self._start
         planner = self._plan(self._run_epoch, self._start)
-        if planner.rank_batches(ds._unit(), ds._drop()) is not None:
-            return planner.state_after(self._batches, ds._unit(), ds._drop(), self._first)
+        if planner.rank_batches(plan.unit(ds), plan.drop(ds)) is not None:
+            return planner.state_after(self._batches, plan.unit(ds), plan.drop(ds), self._first)
         # without counts (or resampled) each worker's state says its own partitions
         return _libshard.merge_states([s for s in self._states if s])
 
@@ -189,11 +189,7 @@ class ShardLoader(torch.utils.data.DataLoader):
         number of ranks and workers its partitions fit; a state of other settings is
         refused now, naming what differs."""
         ds = self.dataset.shard_dataset
-        if "workers" in state or "states" in state:
-            raise ValueError(f"this state was taken by libshard 0.3's ShardLoader, in the order "
-                             f"before canonical partitions, which this libshard reads "
-                             f"differently: go on from the next epoch's start, "
-                             f"loader.set_epoch({int(state['epoch']) + 1}), with no state")
+        _state.refuse_old(state, "loader.set_epoch")
         ds.take_seed(state)
         epoch, text = int(state["epoch"]), state.get("state")
         rotation = 0

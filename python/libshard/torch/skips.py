@@ -1,7 +1,8 @@
 """What skip_errors left out of an iteration: samples by reason, shards and the samples lost
 with them, counted, warned about at the first skip and logged at the end of the epoch."""
 import logging
-import warnings
+
+from .warn import warn
 
 LOG = logging.getLogger("libshard")
 
@@ -67,8 +68,8 @@ class Skips:
         first = left_out(counts) and not left_out(self.counts)
         self.counts = dict(counts)
         if first:
-            warnings.warn(f"libshard: skip_errors left out {text(counts)} (so far; "
-                          f"ds.skipped counts them)", ShardSkipWarning, stacklevel=3)
+            warn(f"libshard: skip_errors left out {text(counts)} (so far; ds.skipped counts "
+                 f"them)", ShardSkipWarning)
         if end and left_out(counts):
             LOG.warning("libshard: epoch %d left out %s", epoch, text(counts))
 

@@ -1,0 +1,95 @@
+"""A ShardDataset's planning: where a reader stands in the job (rank, world, worker), the
+mode a world size gets, what a step delivers, the Readers that plan an epoch without
+reading it (for len() and states), and the warning when mode='exact' leaves the ranks
+unequal counts."""
+from .. import _libshard
+from .. import settings as _settings
+from . import counts, split
+from .warn import warn
+
+
+class UnequalRanksWarning(UserWarning):
+    """mode='exact' leaves the ranks different numbers of batches this epoch."""
+
+
+def placement(ds, worker=None):
+    """Where this iteration's reader is: rank, world_size, worker, num_workers."""
+    rank, world = split.rank_world(ds.rank, ds.world_size)
+    w, workers = split.worker() if ds.by_worker else (0, 1)
+    return dict(rank=rank, world_size=world, worker=w if worker is None else worker,
+                num_workers=workers)
+
+
+def mode(ds, world):
+    """The mode in use for world ranks: the given one, else 'equal' with several ranks
+    (each the same number of batches: DDP's collectives wait on every rank)."""
+    return ds.settings.get("mode") or ("equal" if world > 1 else "exact")
+
+
+def reader_args(ds, world):
+    """The Reader's settings of ds for world ranks."""
+    args = {k: v for k, v in ds.settings.items() if k in _settings.READER_KEYS}
+    args["mode"] = mode(ds, world)
+    return args
+
+
+def unit(ds):
+    """What a step delivers: batch_size samples, or one with decode=False."""
+    return ds.setting("batch_size") if ds.decode else 1
+
+
+def drop(ds):
+    """Whether a short last batch is dropped."""
+    return bool(ds.settings.get("drop_last")) if ds.decode else False
+
+
+def planner(ds, rank, world, workers, make_indexes=None, epoch=None):
+    """A Reader of an epoch's order (None: the next iteration's) for the first worker of
+    rank `rank` that reads nothing (until iterated): for counts and states."""
+    args = reader_args(ds, world)
+    if make_indexes:
+        args["make_indexes"] = make_indexes
+    return _libshard.Reader(ds.urls, epoch=ds.epoch if epoch is None else epoch,
+                            rank=rank, world_size=world, worker=0, num_workers=workers,
+                            queue_depth=1, **args)
+
+
+def batches_per_epoch(ds, workers):
+    """Batches per epoch for this rank read by `workers` DataLoader workers (1 for
+    num_workers=0); samples with decode=False. Raises when the counts are not known."""
+    rank, world = split.rank_world(ds.rank, ds.world_size)
+    make = None if ds.settings.get("make_indexes") == "never" else "always"
+    r = planner(ds, rank, world, max(1, int(workers)), make)  # plain tars: counted once
+    n = r.rank_batches(unit(ds), drop(ds))
+    del r
+    if n is None:
+        raise counts.no_count(ds.urls, ds.settings)
+    missing = counts.missing_shard(ds.urls, ds.settings)
+    if missing:  # a manifest counts it, but the epoch would fail at it
+        raise FileNotFoundError(f"len(): shard {missing} does not exist"
+                                f"{counts.moved_hint(ds.urls)}")
+    return n
+
+
+def warn_unequal(ds, world, workers):
+    """The warning, once per dataset, when mode='exact' leaves this epoch's ranks unequal
+    batch counts (a DDP job would wait forever for the ranks that have finished)."""
+    if ds.warned_unequal or world < 2 or ds.settings.get("mode") != "exact":
+        return
+    ds.warned_unequal = True
+    try:
+        plan = planner(ds, 0, world, workers)
+        counted = [plan.rank_batches(unit(ds), drop(ds), rank=r) for r in range(world)]
+    except (ValueError, OSError, _libshard.ShardError):
+        return  # the epoch says what is wrong
+    if None in counted:
+        why = "shards without a sample count are dealt whole to the ranks"
+    elif len(set(counted)) == 1:
+        return
+    else:
+        most, fewest = max(counted), min(counted)
+        why = (f"{counted.count(most)} rank(s) get {most} batches and "
+               f"{world - counted.count(most)} get {fewest}")
+    warn(f"ShardDataset(mode='exact') with world size {world}: {why}; a DDP job waits "
+         f"forever for the ranks that have finished. mode='equal' (the default with several "
+         f"ranks) gives every rank the same count", UnequalRanksWarning)
