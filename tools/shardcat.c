@@ -6,9 +6,10 @@
  * failure was found, 2 bad usage.
  *
  * main reads the command line (shardcat_cli.c), makes the remote every shard is read
- * through, and runs the command: ls, info, cat, extract (shardcat_inspect.c), verify, index
- * (shardcat_verify.c), stream (shardcat_stream.c), bench (shardcat_bench.c), the first
- * two groups walking their shards through shardcat_walk.c.
+ * through, and runs the command: ls, info, cat (shardcat_inspect.c), extract
+ * (shardcat_extract.c), verify, index (shardcat_verify.c), stream (shardcat_stream.c),
+ * bench (shardcat_bench.c), all but the last two walking their shards through
+ * shardcat_walk.c.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 #include "cli.h"
 #include "shardcat_bench.h"
 #include "shardcat_cli.h"
+#include "shardcat_extract.h"
 #include "shardcat_inspect.h"
 #include "shardcat_stream.h"
 #include "shardcat_verify.h"

@@ -1,5 +1,5 @@
 /*
- * shardcat ls, info, cat and extract (shardcat_inspect.c): each returns the exit status.
+ * shardcat ls, info and cat (shardcat_inspect.c): each returns the exit status.
  */
 #ifndef SHARD_TOOLS_SHARDCAT_INSPECT_H
 #define SHARD_TOOLS_SHARDCAT_INSPECT_H
@@ -11,6 +11,5 @@
 int shardcat_ls(const ShardcatCli *cli, ShardRemote *remote);
 int shardcat_info(const ShardcatCli *cli, ShardRemote *remote);
 int shardcat_cat(const ShardcatCli *cli, ShardRemote *remote);
-int shardcat_extract(const ShardcatCli *cli, ShardRemote *remote);
 
 #endif /* SHARD_TOOLS_SHARDCAT_INSPECT_H */

@@ -239,3 +239,39 @@ def test_every_library_thread_starts_through_shard_thread_start():
             if p != SRC / "base" / "thread.c"
             and re.search(r"\bpthread_create\s*\(", strip_comments(p.read_text()))]
     assert not bare, f"library threads started without shard_thread_start: {bare}"
+
+
+# ---- rooms of one concern -------------------------------------------------------------
+
+def long_functions(path, most):
+    """(name, lines) of the functions of a C file longer than most lines (a body opens
+    with a "{" in the first column)."""
+    lines = path.read_text().splitlines()
+    out, depth, start, name = [], 0, None, "?"
+    for i, line in enumerate(lines):
+        if depth == 0 and line.startswith("{"):
+            j = i
+            while j > 0 and lines[j - 1].strip() and not lines[j - 1].rstrip().endswith((";", "}", "*/")):
+                j -= 1
+            start, name = i, (re.findall(r"(\w+)\s*\(", " ".join(lines[j:i])) or ["?"])[0]
+        depth += line.count("{") - line.count("}")
+        if start is not None and depth == 0:
+            if i - start + 1 > most:
+                out.append((name, i - start + 1))
+            start = None
+    return out
+
+
+def test_library_and_tools_files_and_functions_are_short():
+    files = [p for p in c_files(SRC) + c_files(REPO / "tools") if p.suffix != ".cu"]
+    big = [(str(p.relative_to(REPO)), n) for p in files
+           if (n := len(p.read_text().splitlines())) > 600]
+    assert not big, f"files over 600 lines: {big}"
+    long = [(str(p.relative_to(REPO)), f) for p in files for f in long_functions(p, 100)]
+    assert not long, f"functions over 100 lines: {long}"
+
+
+def test_long_function_negative_control(tmp_path):
+    planted = tmp_path / "long.c"
+    planted.write_text("int f(void)\n{\n" + "    x++;\n" * 120 + "}\n")
+    assert long_functions(planted, 100) == [("f", 122)]

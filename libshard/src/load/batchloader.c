@@ -48,6 +48,54 @@ static int fail_open(ShardLoader *l, ShardError *err, int rc)
     return rc;
 }
 
+/* The batches' per-shard tables: each shard's first sample's index in the data set (where
+ * every count is known; else none) and its source in a mix. 0 or SHARD_ERR_NOMEM. */
+static int shard_tables(ShardLoader *l)
+{
+    const ShardList *list = shard_reader_list(l->reader);
+    size_t nshards = shard_list_count(list);
+    l->offsets = malloc((nshards ? nshards : 1) * sizeof *l->offsets);
+    if (!l->offsets)
+        return SHARD_ERR_NOMEM;
+    uint64_t sum = 0;
+    for (size_t i = 0; i < nshards && l->offsets; i++) {
+        uint64_t c = shard_list_entry(list, i)->nsamples;
+        l->offsets[i] = sum;
+        if (c == SHARD_COUNT_UNKNOWN) {
+            free(l->offsets);
+            l->offsets = NULL;
+        }
+        sum += c;
+    }
+    l->spec.offsets = l->offsets;
+    if (!(l->sources = malloc((nshards ? nshards : 1) * sizeof *l->sources)))
+        return SHARD_ERR_NOMEM;
+    for (size_t i = 0; i < nshards; i++)
+        l->sources[i] = shard_reader_source_of(l->reader, i);
+    l->spec.sources = l->sources;
+    return 0;
+}
+
+/* The trace the settings ask for, its origin the list's start, the list its first span.
+ * 0 or SHARD_ERR_NOMEM. */
+static int open_trace(ShardLoader *l)
+{
+    const ShardLoaderSettings *s = &l->s;
+    l->trace_path = strdup(s->trace_path);
+    l->trace = shard_trace_new(s->trace_spans ? s->trace_spans : (size_t)1 << 20);
+    if (!l->trace || !l->trace_path)
+        return SHARD_ERR_NOMEM;
+    shard_pool_set_trace(l->pool, l->trace);
+    shard_reader_set_trace(l->reader, l->trace);
+    double t0, dt;
+    ShardReaderStats rs;
+    shard_reader_list_time(l->reader, &t0, &dt);
+    shard_reader_stats(l->reader, &rs);
+    shard_trace_set_origin(l->trace, t0);
+    shard_trace_span(l->trace, "list", t0, t0 + dt, rs.shards);
+    return 0;
+}
+
 int shard_loader_open(ShardLoader **out, const ShardLoaderSettings *s, ShardError *err)
 {
     *out = NULL;
@@ -87,28 +135,8 @@ int shard_loader_open(ShardLoader **out, const ShardLoaderSettings *s, ShardErro
     if (shard_reader_open(&l->reader, &rs, &e))
         return fail_open(l, err, shard_fail(l->err, e.code, "%s", e.message));
     l->delivered_order = shard_reader_order(l->reader);
-    /* each shard's first sample's index in the data set, where every count is known */
-    const ShardList *list = shard_reader_list(l->reader);
-    size_t nshards = shard_list_count(list);
-    l->offsets = malloc((nshards ? nshards : 1) * sizeof *l->offsets);
-    if (!l->offsets)
+    if (shard_tables(l))
         return fail_open(l, err, shard_fail(l->err, SHARD_ERR_NOMEM, "out of memory"));
-    uint64_t sum = 0;
-    for (size_t i = 0; i < nshards && l->offsets; i++) {
-        uint64_t c = shard_list_entry(list, i)->nsamples;
-        l->offsets[i] = sum;
-        if (c == SHARD_COUNT_UNKNOWN) {
-            free(l->offsets);
-            l->offsets = NULL;
-        }
-        sum += c;
-    }
-    l->spec.offsets = l->offsets;
-    if (!(l->sources = malloc((nshards ? nshards : 1) * sizeof *l->sources)))
-        return fail_open(l, err, shard_fail(l->err, SHARD_ERR_NOMEM, "out of memory"));
-    for (size_t i = 0; i < nshards; i++)
-        l->sources[i] = shard_reader_source_of(l->reader, i);
-    l->spec.sources = l->sources;
     l->epoch = l->fill_epoch = s->reader.epoch;
     l->nslots = s->batches < 2 ? 2 : s->batches;
     l->slots = calloc(l->nslots, sizeof *l->slots);
@@ -128,20 +156,8 @@ int shard_loader_open(ShardLoader **out, const ShardLoaderSettings *s, ShardErro
     if (shard_pool_open(&l->pool, threads < 1 ? 1 : threads, bs * 2, s->decode_memory, t,
                         shard_loader_decoded, l))
         return fail_open(l, err, shard_fail(l->err, SHARD_ERR_NOMEM, "loader: no decode thread"));
-    if (s->trace_path) { /* before any thread records */
-        l->trace_path = strdup(s->trace_path);
-        l->trace = shard_trace_new(s->trace_spans ? s->trace_spans : (size_t)1 << 20);
-        if (!l->trace || !l->trace_path)
-            return fail_open(l, err, shard_fail(l->err, SHARD_ERR_NOMEM, "out of memory"));
-        shard_pool_set_trace(l->pool, l->trace);
-        shard_reader_set_trace(l->reader, l->trace);
-        double t0, dt;
-        ShardReaderStats rs;
-        shard_reader_list_time(l->reader, &t0, &dt);
-        shard_reader_stats(l->reader, &rs);
-        shard_trace_set_origin(l->trace, t0);
-        shard_trace_span(l->trace, "list", t0, t0 + dt, rs.shards);
-    }
+    if (s->trace_path && open_trace(l)) /* before any thread records */
+        return fail_open(l, err, shard_fail(l->err, SHARD_ERR_NOMEM, "out of memory"));
     /* the clock of the statistics starts once the shard list is read (indexes and
      * manifests fetched): the stages' time from here */
     l->opened = shard_seconds();

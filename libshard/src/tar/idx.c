@@ -121,17 +121,114 @@ static int entry_key(const ShardIndexEntry *e, const char **key, size_t *klen, c
     return 0;
 }
 
+/* What parsing an index carries from line to line. */
+typedef struct Parse {
+    ShardIndex *idx;
+    size_t cap;   /* entries allocated */
+    int per;      /* words per member: 4 in v1.2 (with the name), else 3 */
+    uint64_t max_member, max_sample, max_fields;
+    uint64_t prev_end;    /* where the last member's data ended, to 512 bytes */
+    const char *prev_key; /* the sample before's key (v1.2), and its length */
+    size_t prev_klen;
+} Parse;
+
+/* The next "ext offset size [name]" of a line, advancing *p: its words in t; how many. */
+static int next_member(char **p, int per, char *t[4])
+{
+    int got = 0;
+    for (; got < per; got++) {
+        while (is_ws(**p))
+            (*p)++;
+        if (!**p)
+            break;
+        t[got] = *p;
+        while (**p && !is_ws(**p))
+            (*p)++;
+        if (**p)
+            *(*p)++ = 0;
+    }
+    return got;
+}
+
+/* Why member e cannot be the next of a sample whose members so far total total bytes and
+ * hold the key key (NULL: none yet), or NULL; *k, *kl its own key (v1.2). */
+static const char *member_problem(const Parse *ps, const ShardIndexEntry *e, uint64_t s,
+                                  uint64_t total, const char *key, size_t klen,
+                                  const char **k, size_t *kl, char *why, size_t n)
+{
+    const char *bad = check_entry(e, ps->prev_end, ps->max_member, why, n);
+    if (!bad && ps->idx->nentries - ps->idx->first[s] >= ps->max_fields)
+        snprintf(why, n, "a sample of more than %llu members (max_fields)",
+                 (unsigned long long)ps->max_fields), bad = why;
+    else if (!bad && e->size > ps->max_sample - total)
+        snprintf(why, n, "member '%s' takes the sample to %llu bytes, more than the limit of "
+                 "%llu (max_sample_size)", e->name ? e->name : e->ext,
+                 (unsigned long long)(total + e->size), (unsigned long long)ps->max_sample),
+            bad = why;
+    else if (!bad && e->name && entry_key(e, k, kl, why, n))
+        bad = why;
+    else if (!bad && e->name && key && (*kl != klen || memcmp(*k, key, *kl)))
+        snprintf(why, n, "member '%s' is not of sample '%.*s'", e->name, (int)klen, key),
+            bad = why;
+    return bad;
+}
+
+/* Sample s's line: its members appended to the index. 0, SHARD_ERR_NOMEM, or
+ * SHARD_ERR_FORMAT with why saying what is wrong with the line. */
+static int parse_sample(Parse *ps, uint64_t s, char *line, char *why, size_t n)
+{
+    ShardIndex *idx = ps->idx;
+    idx->first[s] = idx->nentries;
+    uint64_t total = 0;
+    const char *key = NULL;
+    size_t klen = 0;
+    for (char *p = line;;) {
+        char *t[4] = {0};
+        int got = next_member(&p, ps->per, t);
+        if (got == 0)
+            break;
+        ShardIndexEntry e = {t[0], ps->per == 4 ? t[3] : NULL, 0, 0};
+        if (got < ps->per || parse_u64(t[1], &e.offset) || parse_u64(t[2], &e.size)) {
+            snprintf(why, n, "a member needs \"ext offset size%s\" with decimal offset and size",
+                     ps->per == 4 ? " name" : "");
+            return SHARD_ERR_FORMAT;
+        }
+        const char *k = NULL;
+        size_t kl = 0;
+        if (member_problem(ps, &e, s, total, key, klen, &k, &kl, why, n))
+            return SHARD_ERR_FORMAT;
+        if (e.name && !key)
+            key = k, klen = kl;
+        total += e.size;
+        ps->prev_end = (e.offset + e.size + 511) / 512 * 512;
+        if (shard_array_grow(&idx->entries, &ps->cap, idx->nentries + 1, sizeof *idx->entries,
+                             16))
+            return SHARD_ERR_NOMEM;
+        idx->entries[idx->nentries++] = e;
+    }
+    if (idx->first[s] == idx->nentries) {
+        snprintf(why, n, "a sample with no members");
+        return SHARD_ERR_FORMAT;
+    }
+    if (key && ps->prev_key && klen == ps->prev_klen && !memcmp(key, ps->prev_key, klen)) {
+        snprintf(why, n, "sample '%.*s' again (the line before lists it)", (int)klen, key);
+        return SHARD_ERR_FORMAT;
+    }
+    ps->prev_key = key, ps->prev_klen = klen;
+    return 0;
+}
+
 int shard_index_parse(ShardIndex *idx, char *text, size_t len, const char *path,
                       const ShardFileSettings *lim, char *err)
 {
-    uint64_t max_member = lim && lim->max_member_size ? lim->max_member_size
-                                                      : SHARD_DEFAULT_MAX_MEMBER;
-    uint64_t max_sample = lim && lim->max_sample_size ? lim->max_sample_size
-                                                      : SHARD_DEFAULT_MAX_SAMPLE;
-    uint64_t max_fields = lim && lim->max_fields ? lim->max_fields : SHARD_DEFAULT_MAX_FIELDS;
-    uint64_t prev_end = 0;
-    const char *prev_key = NULL;
-    size_t prev_klen = 0;
+    Parse ps = {
+        .idx = idx,
+        .max_member = lim && lim->max_member_size ? lim->max_member_size
+                                                  : SHARD_DEFAULT_MAX_MEMBER,
+        .max_sample = lim && lim->max_sample_size ? lim->max_sample_size
+                                                  : SHARD_DEFAULT_MAX_SAMPLE,
+        .max_fields = lim && lim->max_fields ? lim->max_fields : SHARD_DEFAULT_MAX_FIELDS,
+    };
     char why[SHARD_ERROR_MAX / 2];
     memset(idx, 0, sizeof *idx);
     idx->text = text;
@@ -152,100 +249,30 @@ int shard_index_parse(ShardIndex *idx, char *text, size_t len, const char *path,
                           "can list",
                           path, (unsigned long long)n, len);
     }
-    int per = idx->version == 12 ? 4 : 3;
+    ps.per = idx->version == 12 ? 4 : 3;
     idx->first = malloc((idx->nsamples + 1) * sizeof *idx->first);
-    size_t cap = idx->nsamples * 3 + 16;
-    idx->entries = malloc(cap * sizeof *idx->entries);
-    if (!idx->first || !idx->entries) {
-        shard_index_clear(idx);
-        return shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", path);
-    }
-    for (uint64_t s = 0; s < idx->nsamples; s++) {
+    ps.cap = idx->nsamples * 3 + 16;
+    idx->entries = malloc(ps.cap * sizeof *idx->entries);
+    int rc = !idx->first || !idx->entries ? SHARD_ERR_NOMEM : 0;
+    uint64_t s = 0;
+    for (; s < idx->nsamples && !rc; s++) {
         line = strtok_r(NULL, "\n", &save);
-        uint64_t lineno = s + 2;
         if (!line) {
-            uint64_t n = idx->nsamples;
-            shard_index_clear(idx);
-            return shard_fail(err, SHARD_ERR_FORMAT,
-                              "%s: line %llu: the header promises %llu samples, the file ends "
-                              "after %llu",
-                              path, (unsigned long long)lineno, (unsigned long long)n,
-                              (unsigned long long)s);
+            snprintf(why, sizeof why, "the header promises %llu samples, the file ends after "
+                     "%llu", (unsigned long long)idx->nsamples, (unsigned long long)s);
+            rc = SHARD_ERR_FORMAT;
+            break;
         }
-        idx->first[s] = idx->nentries;
-        uint64_t total = 0;
-        const char *key = NULL;
-        size_t klen = 0;
-        char *p = line;
-        for (;;) {
-            char *t[4] = {0};
-            int got = 0;
-            for (; got < per; got++) {
-                while (is_ws(*p))
-                    p++;
-                if (!*p)
-                    break;
-                t[got] = p;
-                while (*p && !is_ws(*p))
-                    p++;
-                if (*p)
-                    *p++ = 0;
-            }
-            if (got == 0)
-                break;
-            ShardIndexEntry e = {t[0], per == 4 ? t[3] : NULL, 0, 0};
-            if (got < per || parse_u64(t[1], &e.offset) || parse_u64(t[2], &e.size)) {
-                shard_index_clear(idx);
-                return shard_fail(err, SHARD_ERR_FORMAT,
-                                  "%s: line %llu: a member needs \"ext offset size%s\" with "
-                                  "decimal offset and size",
-                                  path, (unsigned long long)lineno, per == 4 ? " name" : "");
-            }
-            const char *bad = check_entry(&e, prev_end, max_member, why, sizeof why);
-            const char *k = NULL;
-            size_t kl = 0;
-            if (!bad && idx->nentries - idx->first[s] >= max_fields)
-                snprintf(why, sizeof why, "a sample of more than %llu members (max_fields)",
-                         (unsigned long long)max_fields), bad = why;
-            else if (!bad && e.size > max_sample - total)
-                snprintf(why, sizeof why, "member '%s' takes the sample to %llu bytes, more "
-                         "than the limit of %llu (max_sample_size)", e.name ? e.name : e.ext,
-                         (unsigned long long)(total + e.size), (unsigned long long)max_sample),
-                    bad = why;
-            else if (!bad && e.name && entry_key(&e, &k, &kl, why, sizeof why))
-                bad = why;
-            else if (!bad && e.name && key && (kl != klen || memcmp(k, key, kl)))
-                snprintf(why, sizeof why, "member '%s' is not of sample '%.*s'", e.name,
-                         (int)klen, key), bad = why;
-            if (bad) {
-                shard_index_clear(idx);
-                return shard_fail(err, SHARD_ERR_FORMAT, "%s: line %llu: %s", path,
-                                  (unsigned long long)lineno, bad);
-            }
-            if (e.name && !key)
-                key = k, klen = kl;
-            total += e.size;
-            prev_end = (e.offset + e.size + 511) / 512 * 512;
-            if (shard_array_grow(&idx->entries, &cap, idx->nentries + 1, sizeof *idx->entries, 16)) {
-                shard_index_clear(idx);
-                return shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", path);
-            }
-            idx->entries[idx->nentries++] = e;
-        }
-        if (idx->first[s] == idx->nentries) {
-            shard_index_clear(idx);
-            return shard_fail(err, SHARD_ERR_FORMAT, "%s: line %llu: a sample with no members",
-                              path, (unsigned long long)lineno);
-        }
-        if (key && prev_key && klen == prev_klen && !memcmp(key, prev_key, klen)) {
-            shard_index_clear(idx);
-            return shard_fail(err, SHARD_ERR_FORMAT,
-                              "%s: line %llu: sample '%.*s' again (the line before lists it)",
-                              path, (unsigned long long)lineno, (int)klen, key);
-        }
-        prev_key = key, prev_klen = klen;
+        rc = parse_sample(&ps, s, line, why, sizeof why);
+    }
+    if (rc) {
+        uint64_t lineno = s + (rc == SHARD_ERR_FORMAT && line ? 1 : 2);
+        shard_index_clear(idx);
+        if (rc == SHARD_ERR_NOMEM)
+            return shard_fail(err, rc, "%s: out of memory", path);
+        return shard_fail(err, rc, "%s: line %llu: %s", path, (unsigned long long)lineno, why);
     }
     idx->first[idx->nsamples] = idx->nentries;
-    idx->end = prev_end;
+    idx->end = ps.prev_end;
     return 0;
 }
