@@ -9,6 +9,7 @@
  *   _stream.c                  what Reader and Loader share (uses the settings)
  *   _reader.c                  Reader (uses _stream.c)
  *   _indexed.c                 ShardFiles, list_shards
+ *   _rawstream.c               RawStream
  *   _gpu.c                     Gpu
  *   _loader.c                  Loader, Batch (uses _stream.c, and _gpu.c for pinned memory)
  *   _upload.c                  Uploader, DeviceBatch, DeviceArray (uses _gpu.c, _loader.c)
@@ -31,6 +32,7 @@
 #include "_indexed.h"
 #include "_loader.h"
 #include "_pack.h"
+#include "_rawstream.h"
 #include "_reader.h"
 #include "_settings.h"
 #include "_upload.h"
@@ -243,8 +245,9 @@ PyMODINIT_FUNC PyInit__libshard(void)
     if (!m)
         return NULL;
     if (shard_py_common_ready(m) || shard_py_settings_ready(m) || shard_py_reader_ready(m) ||
-        shard_py_indexed_ready(m) || shard_py_gpu_ready(m) || shard_py_loader_ready(m) ||
-        shard_py_upload_ready(m) || shard_py_writer_ready(m) || shard_py_pack_ready(m) ||
+        shard_py_indexed_ready(m) || shard_py_rawstream_ready(m) || shard_py_gpu_ready(m) ||
+        shard_py_loader_ready(m) || shard_py_upload_ready(m) || shard_py_writer_ready(m) ||
+        shard_py_pack_ready(m) ||
         PyModule_AddStringConstant(m, "version", shard_version())) {
         Py_DECREF(m);
         return NULL;

@@ -414,3 +414,65 @@ Test(file, urls_expand)
     cr_assert(strstr(err.message, "unmatched"), "%s", err.message);
     cr_assert_eq(shard_urls_expand("a-{1..x}.tar", &u, &n, &err), SHARD_ERR_FORMAT);
 }
+
+/* The raw bytes of a file and of a pipe, in reads of any size; a pipe whose command fails is
+ * an error at its end, and a missing file one at open. */
+static void stream_equals(const char *url, const unsigned char *want, size_t n)
+{
+    ShardStream *s;
+    ShardError err;
+    cr_assert_eq(shard_stream_open(&s, url, NULL, &err), 0, "%s", err.message);
+    unsigned char buf[4096];
+    size_t got = 0, step = 1;
+    int64_t k;
+    while ((k = shard_stream_read(s, buf, step)) > 0) {
+        cr_assert_leq((size_t)k, step);
+        cr_assert_leq(got + (size_t)k, n);
+        cr_assert_eq(memcmp(buf, want + got, (size_t)k), 0, "bytes differ at %zu", got);
+        got += (size_t)k;
+        step = step * 3 % 4093 + 1;
+    }
+    cr_assert_eq(k, 0, "%s", shard_stream_error(s));
+    cr_assert_eq(got, n);
+    cr_assert_eq(shard_stream_tell(s), n);
+    cr_assert_eq(shard_stream_read(s, buf, sizeof buf), 0, "stays at the end");
+    shard_stream_free(&s);
+    cr_assert_null(s);
+}
+
+Test(file, stream_gives_a_files_and_a_pipes_bytes)
+{
+    size_t n = 100000;
+    unsigned char *data = malloc(n);
+    for (size_t i = 0; i < n; i++)
+        data[i] = (unsigned char)(i * 7 + i / 251);
+    char path[4096], url[4200];
+    snprintf(path, sizeof path, "%s/raw.bin", dir);
+    FILE *f = fopen(path, "wb");
+    cr_assert(f && fwrite(data, 1, n, f) == n);
+    fclose(f);
+    stream_equals(path, data, n);
+    snprintf(url, sizeof url, "file://%s", path);
+    stream_equals(url, data, n);
+    snprintf(url, sizeof url, "pipe:cat '%s'", path);
+    stream_equals(url, data, n);
+
+    ShardStream *s;
+    ShardError err;
+    snprintf(url, sizeof url, "pipe:cat '%s'; exit 3", path);
+    cr_assert_eq(shard_stream_open(&s, url, NULL, &err), 0, "%s", err.message);
+    unsigned char buf[8192];
+    int64_t k;
+    while ((k = shard_stream_read(s, buf, sizeof buf)) > 0)
+        ;
+    cr_assert_lt(k, 0, "a failed command is an error at the end");
+    cr_assert(strstr(shard_stream_error(s), "exit") || strstr(shard_stream_error(s), "status"),
+              "%s", shard_stream_error(s));
+    shard_stream_free(&s);
+    snprintf(path, sizeof path, "%s/missing.bin", dir);
+    cr_assert_eq(shard_stream_open(&s, path, NULL, &err), SHARD_ERR_NOT_FOUND);
+    cr_assert(strstr(err.message, "missing.bin"), "%s", err.message);
+    cr_assert_null(s);
+    shard_stream_free(&s);
+    free(data);
+}

@@ -13,6 +13,7 @@
  *   reader.h    the streaming reader: epochs, shuffling, rank/worker split, resume, mixing
  *   decode.h    decoding images into training tensors (crop, resize, flip, normalize)
  *   loader.h    batches: the reader, a decode pool and a ring of batch buffers
+ *   stream.h    the raw bytes of any URL libshard reads, in order
  *
  * Advanced: writing, planning, checking, the GPU.
  *   names.h     keys and fields of WebDataset members
@@ -43,6 +44,7 @@
 #include "remote.h"
 #include "sample.h"
 #include "shard/version.h"
+#include "stream.h"
 #include "verify.h"
 #include "writer.h"
 
