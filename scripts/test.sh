@@ -10,6 +10,9 @@
 #   - each fuzz target for 15 s (scripts/fuzz.sh: clang, libFuzzer, ASan + UBSan)
 #   - what a GPU machine is given, prepared (scripts/gpu-check.sh prepare: a release build with
 #     the kernels, the extension for its Python), loaded here
+#   - WebDataset's own test suite against libshard.webdataset (tests/wds_suite/run.py), when a
+#     copy of WebDataset's repository at e0953f9 is here: $LIBSHARD_WDS_SUITE, default
+#     ~/.cache/libshard/webdataset-e0953f9
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
@@ -73,6 +76,25 @@ if [ $# -eq 0 ]; then
     echo "test.sh: gpu-check prepare failed"
     status=1
     failed_builds=$((failed_builds + 1))
+  fi
+fi
+if [ $# -eq 0 ]; then
+  start=$SECONDS
+  wds=${LIBSHARD_WDS_SUITE:-$HOME/.cache/libshard/webdataset-e0953f9}
+  if [ -d "$wds/tests" ]; then
+    out=$(mktemp)
+    if ! /usr/bin/python3 tests/wds_suite/run.py "$wds" >"$out" 2>&1; then
+      tail -60 "$out"
+      status=1
+      failed_builds=$((failed_builds + 1))
+    fi
+    grep -E "^wds-suite" "$out" || true
+    rm -f "$out"
+    echo "test.sh: WebDataset's suite: $((SECONDS - start)) s"
+  else
+    echo "test.sh: WebDataset's suite: not run: no copy of WebDataset's repository at $wds" \
+         "(git clone https://github.com/webdataset/webdataset there and check out e0953f9," \
+         "or name one with LIBSHARD_WDS_SUITE)"
   fi
 fi
 /usr/bin/python3 scripts/test_summary.py --failed-builds "$failed_builds" "${logs[@]}"

@@ -24,140 +24,15 @@ How it differs from WebDataset's: maxsize is never exceeded by a shard holding m
 sample (WebDataset's shards grow past it by one sample), and fields are written in sorted
 order of name, as WebDataset's TarWriter also writes them.
 """
-import gzip
-import io
-import json
 import os
-import pickle
 import shutil
 import tempfile
 
 from ._libshard import Writer as _Writer
+from .encode import default_handlers, encode_sample, make_encoder
 from .settings import BUCKET_KEYS
 
 __all__ = ["ShardWriter", "TarWriter", "encode_sample", "default_handlers"]
-
-
-def _imageencoder(image, fmt):
-    """An image (PIL, or a uint8 or 0..1 float array) encoded as WebDataset encodes it."""
-    import numpy as np
-    import PIL.Image
-    if isinstance(image, np.ndarray):
-        if image.dtype in (np.dtype("f"), np.dtype("d")):
-            if np.amin(image) <= -0.001 or np.amax(image) >= 1.001:
-                raise ValueError(f"image values out of range {np.amin(image)} {np.amax(image)}")
-            image = np.array(np.clip(image, 0.0, 1.0) * 255.0, "uint8")
-        if image.ndim not in (2, 3) or (image.ndim == 3 and image.shape[2] not in (1, 3)):
-            raise ValueError(f"an image array is HxW or HxWx1 or HxWx3, not {image.shape}")
-        image = PIL.Image.fromarray(image)
-    elif not isinstance(image, PIL.Image.Image):
-        raise ValueError(f"cannot encode {type(image).__name__} as an image")
-    fmt = {"JPG": "JPEG", "IMG": "PPM", "IMAGE": "PPM"}.get(fmt.upper(), fmt.upper())
-    opts = {"quality": 100} if fmt in ("JPEG", "TIFF") else {}
-    with io.BytesIO() as out:
-        image.save(out, format=fmt, **opts)
-        return out.getvalue()
-
-
-def _torch_dumps(x):
-    import torch
-    out = io.BytesIO()
-    torch.save(x, out)
-    return out.getvalue()
-
-
-def _npy_dumps(x):
-    import numpy.lib.format
-    out = io.BytesIO()
-    numpy.lib.format.write_array(out, x)
-    return out.getvalue()
-
-
-def _npz_dumps(x):
-    import numpy as np
-    if not isinstance(x, dict) or not all(isinstance(k, str) and isinstance(v, np.ndarray) for k, v in x.items()):
-        raise ValueError("npz wants a dict of str to numpy arrays")
-    out = io.BytesIO()
-    np.savez_compressed(out, **x)
-    return out.getvalue()
-
-
-def _optional(module, fn):
-    def dumps(x):
-        try:
-            mod = __import__(module)
-        except ImportError:
-            raise ValueError(f"encoding this field needs the {module} module, which is not installed")
-        return getattr(mod, fn)(x)
-    return dumps
-
-
-def _make_handlers():
-    h = {}
-
-    def add(keys, f):
-        for k in keys.split():
-            h[k] = f
-    add("cls cls2 class count index inx id", lambda x: str(x).encode("ascii"))
-    add("txt text transcript html htm", lambda x: x.encode("utf-8"))
-    add("pyd pickle", pickle.dumps)
-    add("pth", _torch_dumps)
-    add("npy", _npy_dumps)
-    add("npz", _npz_dumps)
-    add("json jsn", lambda x: json.dumps(x).encode("utf-8"))
-    add("mp msgpack msg", _optional("msgpack", "packb"))
-    add("cbor", _optional("cbor", "dumps"))
-    add("jpg jpeg img image", lambda x: _imageencoder(x, "jpg"))
-    for fmt in ("png", "pbm", "pgm", "ppm"):
-        add(fmt, lambda x, f=fmt: _imageencoder(x, f))
-    add("tiff tif", lambda x: _imageencoder(x, "tiff"))
-    return h
-
-
-default_handlers = _make_handlers()
-
-
-def _encode1(data, name, handlers):
-    compress = name.endswith(".gz")
-    ext = (name[:-3] if compress else name).rsplit(".", 1)[-1].lower()
-    if isinstance(data, (bytes, bytearray, memoryview)):
-        out = data
-    elif isinstance(data, str):
-        out = data.encode("utf-8")
-    else:
-        handler = handlers.get(ext)
-        if handler is None:
-            raise ValueError(f"{name}: no encoder for a {type(data).__name__} (give bytes, or a field "
-                             f"name whose extension has one: {' '.join(sorted(handlers))})")
-        out = handler(data)
-    return gzip.compress(bytes(out), mtime=0) if compress else out
-
-
-def encode_sample(sample, handlers=None):
-    """A WebDataset sample dict encoded as WebDataset's writer encodes it: {field: bytes},
-    metadata ("_" fields) checked to be str and kept as they are."""
-    handlers = default_handlers if handlers is None else handlers
-    out = {}
-    for k, v in sample.items():
-        if k.startswith("_"):
-            if not isinstance(v, str):
-                raise ValueError(f"{k}: the values of metadata must be of string type")
-            out[k] = v
-        else:
-            out[k] = _encode1(v, k, handlers)
-    return out
-
-
-def _make_encoder(spec):
-    if spec is False or spec is None:
-        return lambda x: x
-    if spec is True:
-        return encode_sample
-    if isinstance(spec, dict):
-        return lambda x: encode_sample(x, spec)
-    if callable(spec):
-        return spec
-    raise ValueError(f"encoder: True, False, a dict of handlers or a callable, not {spec!r}")
 
 
 def _fields(sample, key):
@@ -205,7 +80,7 @@ class ShardWriter:
         self.post = post
         self.verbose = verbose
         self.manifest = os.fspath(manifest) if manifest is not None else None
-        self._encode = _make_encoder(encoder)
+        self._encode = make_encoder(encoder)
         self._w = _Writer(pattern, maxcount=maxcount, maxsize=maxsize, first_shard=start_shard, level=level,
                           frame_size=frame_size, mtime=mtime, checksums=checksums, sync=sync, index=index,
                           **bucket)

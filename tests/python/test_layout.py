@@ -96,7 +96,7 @@ WRITERS_ALLOWED = {
     "libshard/src/source/cache.c": "the cache's lock file (opened, never written)",
     "libshard/src/catalog/indexcache.c": "a shard's lock file while its index is made (opened, "
                                          "never written)",
-    "tools/shardcat_inspect.c": "shardcat extract: members made with openat relative to the target "
+    "tools/shardcat_extract.c": "shardcat extract: members made with openat relative to the target "
                                 "folder, O_NOFOLLOW, which a sink opened by URL cannot express",
 }
 

@@ -1,8 +1,10 @@
-"""libshard.webdataset against WebDataset's own behaviour, as its source defines it
-(webdataset/compat.py, filters.py, autodecode.py, mix.py, shardlists.py): the pipelines of
-its README run on local shards with the outputs WebDataset gives, each stage's semantics,
-with_epoch counting what the pipeline yields, the node and worker splitters, WebLoader, and
-RandomMix mapped onto libshard's mixing.
+"""libshard.webdataset against WebDataset's own behaviour: the pipelines of its README run on
+local shards with the outputs WebDataset gives, each stage's semantics, with_epoch counting
+what the pipeline yields, the node and worker splitters, WebLoader, errors and their types;
+values recorded once from WebDataset's source for every decoder spec and every module
+(wds_reference.py, wds_modules.py), the unshuffled order with 0 and 2 workers among them;
+and libshard's C pipeline under the same interface when given libshard's settings.
+(WebDataset's own test suite runs through tests/wds_suite/run.py.)
 
 Data: 3 shards of 10 samples written by Python's tarfile (jpg of varied sizes, cls, json on
 every sample, txt on every other one), and conftest.packed for the mixes.
@@ -21,9 +23,9 @@ from torch.utils.data import DataLoader  # noqa: E402
 
 import libshard.webdataset as wds  # noqa: E402
 
-from .conftest import SLOW, NSAMPLES, Packed, jpeg, make_imagefolder, pack, textured, within  # noqa: E402
+from .conftest import SLOW, jpeg, textured, within  # noqa: E402
 from .test_torch import write_tar  # noqa: E402
-from . import wds_reference  # noqa: E402
+from . import wds_modules, wds_reference  # noqa: E402
 
 HANG = 30 * SLOW
 N = 30
@@ -209,8 +211,8 @@ def test_node_splitters(shards, monkeypatch):
     everyone = run(wds.WebDataset(url, nodesplitter=None))
     assert len(everyone) == N, "nodesplitter=None: every rank reads everything"
     assert list(wds.split_by_node(range(10))) == [1, 3, 5, 7, 9], "the function as WebDataset's"
-    with pytest.raises(NotImplementedError, match="nodesplitter"):
-        wds.WebDataset(url, nodesplitter=lambda src: src)
+    mine = run(wds.WebDataset(url, shardshuffle=False, nodesplitter=lambda src: list(src)[:1]))
+    assert len(mine) == 10, "a splitter of one's own: the first shard only"
 
 
 def test_worker_splitters(shards):
@@ -236,29 +238,17 @@ def test_webloader_rebatches_the_workers_output(packed):
         assert labels == packed.label_counts()
 
 
-@pytest.fixture(scope="module")
-def small(shardpack, data_root):
-    root = data_root / "wds-small-images"
-    make_imagefolder(root, n=60, classes=["p", "q"], seed=5)
-    return Packed(pack(shardpack, root, data_root / "wds-small", maxcount=25))
-
-
-def test_random_mix_is_libshards_mix(packed, small):
-    a = wds.WebDataset(str(packed.manifest), seed=6, image_size=224)
-    b = wds.WebDataset(str(small.manifest), seed=6, image_size=224)
-    mix = wds.RandomMix([a, b], [3, 1])
-    samples = run(DataLoader(mix, batch_size=None, num_workers=0))
-    assert len(samples) == NSAMPLES + 60
-    from_small = [s["__key__"] for s in samples if s["__key__"] in set(small.keys)]
-    assert len(from_small) == 90, "a quarter of the epoch: the small set once and a half"
-    assert set(from_small) == set(small.keys)
-    decoded = wds.RandomMix([a.decode("torchrgb8").to_tuple("jpg", "cls").batched(30),
-                             b.decode("torchrgb8").to_tuple("jpg", "cls").batched(30)])
-    assert within(HANG, lambda: sum(len(y) for _, y in decoded), "a decoded mix") == NSAMPLES + 60
-    with pytest.raises(NotImplementedError, match="longest"):
-        wds.RandomMix([a, b], longest=True)
-    with pytest.raises(NotImplementedError, match="differ"):
-        wds.RandomMix([a.shuffle(10), b])
+def test_random_mix_and_round_robin_are_webdatasets(shards):
+    """RandomMix draws each item's dataset at random and stops at the first to run out
+    (longest=True: goes on with the others); RoundRobin takes one of each in turn."""
+    url, _ = shards
+    a = wds.WebDataset(url, shardshuffle=False).to_tuple("__key__")
+    b = wds.DataPipeline(lambda: iter([("extra",)] * 5))
+    mixed = run(wds.RandomMix([a, b], [1, 1], longest=True))
+    assert len(mixed) == N + 5 and mixed.count(("extra",)) == 5
+    shortest = run(wds.RandomMix([a, b]))
+    assert shortest.count(("extra",)) <= 5 and len(shortest) < N + 5
+    assert run(wds.RoundRobin([a, b]))[:4] == [("w000",), ("extra",), ("w001",), ("extra",)]
 
 
 # ---- against WebDataset's own output, recorded ---------------------------------------------
@@ -274,6 +264,31 @@ def reference_shards(tmp_path_factory):
 def test_the_reference_was_recorded_with_webdataset():
     assert REFERENCE["webdataset"] == wds_reference.RECORDED
     assert len(REFERENCE["cases"]) == len(wds_reference.SPECS) * (1 + len(wds_reference.BATCHED))
+    assert len(REFERENCE["modules"]) >= 50
+
+
+@pytest.fixture(scope="module")
+def module_cases(tmp_path_factory):
+    cases = within(HANG, lambda: wds_modules.cases(wds, str(tmp_path_factory.mktemp("wds-mod"))),
+                   "the module cases")
+    return json.loads(json.dumps(cases))  # as the recording holds them
+
+
+@pytest.mark.parametrize("case", sorted(REFERENCE["modules"]))
+def test_every_module_gives_what_webdatasets_gives(module_cases, case):
+    """Each module on fixed input against what WebDataset 1.0.2's gave (wds_modules.py): the
+    unshuffled order of a brace pattern read directly and through DataLoader workers (0 and
+    2), the filters, the shard lists and splitters, the tar iterators, the decoders, tenbin,
+    the writer's members, the mixes, the cache's names, the utilities."""
+    assert module_cases[case] == REFERENCE["modules"][case]
+
+
+def test_the_order_cases_would_see_a_different_order(module_cases):
+    """A negative control: the recorded orders differ between 0 and 2 workers, so the cases
+    above could tell a pipeline that ignores the worker split."""
+    zero = REFERENCE["modules"]["order/WebDataset(shardshuffle=False) workers=0"]
+    two = REFERENCE["modules"]["order/WebDataset(shardshuffle=False) workers=2"]
+    assert sorted(zero) == sorted(two) and zero != two
 
 
 @pytest.mark.parametrize("case", sorted(REFERENCE["cases"]))
@@ -308,41 +323,130 @@ def test_the_c_path_gives_webdatasets_types_and_crops_only_when_asked(reference_
     assert list(first[1]) == [0, 1, 2, 0]
 
 
-def test_each_pass_is_the_next_epoch(shards):
+def test_shard_shuffle_follows_the_seed_and_detshuffle_the_pass(shards):
+    """As in WebDataset: shardshuffle=n shuffles the shards with the seed, the same order every
+    pass; detshuffle=True reshuffles each pass from seed and the pass."""
     url, _ = shards
 
+    def shard_order(ds):
+        return [int(k[1:]) // 10 for k, in run(ds)][::10]
+
+    fixed = wds.WebDataset(url, shardshuffle=3, seed=5).to_tuple("__key__")
+    assert shard_order(fixed) == shard_order(fixed)
+    det = wds.WebDataset(url, shardshuffle=3, seed=5, detshuffle=True).to_tuple("__key__")
+    again = wds.WebDataset(url, shardshuffle=3, seed=5, detshuffle=True).to_tuple("__key__")
+    passes = [shard_order(det) for _ in range(4)]
+    assert passes == [shard_order(again) for _ in range(4)], "the same passes from the same seed"
+    assert len({tuple(p) for p in passes}) > 1, "a new order on some pass"
+
+
+def test_fast_path_each_pass_is_the_next_epoch(packed):
+    """libshard's pipeline (given libshard's settings): each pass the next epoch, the same
+    passes again from the same seed."""
     def orders(seed):
-        ds = wds.WebDataset(url, shardshuffle=True, seed=seed).shuffle(10).to_tuple("__key__")
-        return [[k for k, in within(HANG, lambda: list(ds), "a pass")] for _ in range(3)]
+        ds = (wds.WebDataset(str(packed.manifest), shardshuffle=True, seed=seed, streams=1,
+                             image_size=16).to_tuple("__key__"))
+        return [[k for k, in within(HANG, lambda: list(ds), "a pass")] for _ in range(2)]
 
     first = orders(5)
-    assert len({tuple(o) for o in first}) == 3, "three passes, three orders"
-    assert all(sorted(o) == sorted(first[0]) for o in first)
-    assert orders(5) == first, "the same three again from the same seed"
-    assert orders(6) != first
-    # set_epoch makes the next pass that epoch
-    ds = wds.WebDataset(url, shardshuffle=True, seed=5).shuffle(10).to_tuple("__key__")
-    ds.set_epoch(2)
-    assert [k for k, in within(HANG, lambda: list(ds), "a pass")] == first[2]
+    assert first[0] != first[1] and sorted(first[0]) == sorted(first[1])
+    assert orders(5) == first
 
 
-def test_each_pass_through_dataloader_workers_is_the_next_epoch(shards):
+# ---- WebDataset's behaviour where libshard's used to differ --------------------------------
+
+def test_a_misspelt_keyword_names_the_entry_point_and_webdatasets_name(shards):
     url, _ = shards
-    ds = wds.WebDataset(url, shardshuffle=True, seed=7).shuffle(10).to_tuple("__key__")
-    dl = DataLoader(ds, batch_size=None, num_workers=2, timeout=HANG)
-    passes = [[k for k, in run(dl, "a DataLoader pass")] for _ in range(3)]
-    assert len({tuple(p) for p in passes}) == 3
-    assert all(sorted(p) == sorted(passes[0]) and len(p) == N for p in passes)
-    again = DataLoader(wds.WebDataset(url, shardshuffle=True, seed=7).shuffle(10)
-                       .to_tuple("__key__"), batch_size=None, num_workers=2, timeout=HANG)
-    assert [[k for k, in run(again, "a DataLoader pass")] for _ in range(3)] == passes
+    with pytest.raises(TypeError, match=r"libshard.webdataset.WebDataset: unknown keyword "
+                                        r"'shardshufle' \(did you mean 'shardshuffle'\?\)"):
+        wds.WebDataset(url, shardshufle=False)
 
 
-def test_random_mix_of_pipelines_without_a_seed(packed, small):
-    a, b = wds.WebDataset(str(packed.manifest)), wds.WebDataset(str(small.manifest))
-    assert a.settings["seed"] != b.settings["seed"], "each drew its own"
-    mix = wds.RandomMix([a, b], [3, 1])
-    assert len(run(DataLoader(mix, batch_size=None, num_workers=0))) == NSAMPLES + 60
-    with pytest.raises(NotImplementedError, match="differ"):  # seeds given: a difference
-        wds.RandomMix([wds.WebDataset(str(packed.manifest), seed=1),
-                       wds.WebDataset(str(small.manifest), seed=2)])
+def test_context_manager_ignore_and_stop_and_a_cut_shard(shards, tmp_path):
+    import tarfile
+    url, _ = shards
+    with wds.WebDataset(url, shardshuffle=False) as ds:
+        assert len(run(ds)) == N
+    first = url.replace("{0..2}", "0")
+    cut = f"pipe:head -c 5000 {first}"
+    with pytest.raises(tarfile.ReadError):
+        run(wds.WebDataset(cut, shardshuffle=False))
+    got = run(wds.WebDataset(cut, shardshuffle=False, handler=wds.ignore_and_stop))
+    assert 0 < len(got) < 10, "the samples before the cut, then a quiet stop"
+
+
+def test_one_shard_over_four_workers_is_webdatasets_valueerror(shards):
+    url, _ = shards
+    one = url.replace("{0..2}", "1")
+    with pytest.raises(ValueError, match="fewer shards than workers"):
+        run(DataLoader(wds.WebDataset(one, shardshuffle=False), batch_size=None, num_workers=4,
+                       timeout=HANG))
+    ds = wds.WebDataset(one, shardshuffle=False, empty_check=False)
+    assert len(run(DataLoader(ds, batch_size=None, num_workers=4, timeout=HANG))) == 10
+
+
+def test_tar_writer_gzip_tenbin_and_a_pipe(tmp_path):
+    for name in ("w.tgz", "w.tar.bz2", "w.tar"):
+        with wds.TarWriter(str(tmp_path / name)) as sink:
+            sink.write({"__key__": "a", "ten": [np.ones(3), np.zeros((2, 2))], "txt.gz": "x" * 100,
+                        "cls": 3})
+        (s,) = run(wds.DataPipeline(wds.SimpleShardList(str(tmp_path / name)),
+                                    wds.tarfile_to_samples(), wds.decode()))
+        assert [a.shape for a in s["ten"]] == [(3,), (2, 2)] and s["txt.gz"] == "x" * 100
+        assert s["cls"] == 3
+    with wds.TarWriter(f"pipe:cat > {tmp_path}/p.tar") as sink:
+        sink.write({"__key__": "b", "txt": "through a pipe"})
+    assert run(wds.WebDataset(str(tmp_path / "p.tar"), shardshuffle=False).decode())[0]["txt"] == \
+        "through a pipe"
+
+
+def test_cached_and_lmdb_cached_give_the_first_pass_again(shards, tmp_path):
+    pytest.importorskip("lmdb")
+    url, _ = shards
+    for stage in (wds.Cached(), wds.LMDBCached(str(tmp_path / "c.lmdb"))):
+        ds = wds.DataPipeline(wds.SimpleShardList(url), wds.tarfile_to_samples(), stage)
+        first, second = run(ds), run(ds)
+        assert [s["__key__"] for s in first] == [s["__key__"] for s in second] and len(first) == N
+
+
+def test_the_alias_makes_import_webdataset_this_package(tmp_path):
+    import subprocess
+    import sys
+    (tmp_path / "webdataset.py").write_text(
+        "from libshard.webdataset import as_webdataset; as_webdataset()\n")
+    pkg = str(Path(wds.__file__).resolve().parents[2])
+    code = ("import webdataset, webdataset.filters, libshard.webdataset as w\n"
+            "assert webdataset is w and webdataset.filters is w.filters, webdataset\n"
+            "from webdataset.filters import _shuffle, _rsample\n"
+            "from webdataset.tariterators import url_opener, tar_file_expander, base_plus_ext\n"
+            "from webdataset.utils import pytorch_worker_seed\n"
+            "from webdataset.shardlists import expand_urls\n"
+            "print(webdataset.__file__)\n")
+    env = {**__import__("os").environ, "PYTHONPATH": f"{tmp_path}:{pkg}"}
+    cp = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert cp.returncode == 0, cp.stderr
+    assert "libshard" in cp.stdout
+
+
+def test_a_user_stage_subclassing_pipelinestage(shards):
+    url, _ = shards
+
+    class EveryOther(wds.PipelineStage):
+        def invoke(self, src):
+            return (s for i, s in enumerate(src) if i % 2 == 0)
+
+    ds = wds.DataPipeline(wds.SimpleShardList(url), wds.tarfile_to_samples(), EveryOther(),
+                          wds.to_tuple("__key__"))
+    assert [k for k, in run(ds)] == [f"w{i:03d}" for i in range(0, N, 2)]
+
+
+def test_multiloader_splits_the_shards_between_its_processes(shards):
+    """multi.MultiLoader (over ZeroMQ): each worker process told its number, so that
+    split_by_worker gives each its shards; every sample once."""
+    pytest.importorskip("zmq")
+    from libshard.webdataset.multi import MultiLoader
+    url, expect = shards
+    ds = wds.DataPipeline(wds.SimpleShardList(url), wds.split_by_worker, wds.tarfile_to_samples(),
+                          wds.to_tuple("__key__"))
+    got = run(MultiLoader(ds, workers=2))
+    assert sorted(k for k, in got) == sorted(expect)

@@ -1,10 +1,13 @@
 """What WebDataset's own pipelines give on a fixed set of shards, recorded once, for
 test_webdataset.py to hold libshard.webdataset to. WebDataset is not a dependency: run this
-with its source fetched outside the repository, and commit the JSON it writes:
+with its source fetched outside the repository (and braceexpand, which it needs), and commit
+the JSON it writes:
 
     git clone https://github.com/webdataset/webdataset /tmp/wds   # then check out RECORDED
     PYTHONPATH=/tmp/wds/src /usr/bin/python3 tests/python/wds_reference.py \\
         tests/python/data/wds_reference.json
+
+The module cases (wds_modules.py) are recorded beside the decoder cases.
 
 make_shards and describe are shared with the test, which runs the same pipelines through
 libshard.webdataset and compares the descriptions: for every decoder spec WebDataset
@@ -120,12 +123,17 @@ def main():
     import webdataset
     assert webdataset.__version__ == RECORDED["version"], webdataset.__version__
     warnings.simplefilter("ignore")
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import wds_modules
     with tempfile.TemporaryDirectory() as root:
         cases = record(webdataset, make_shards(root))
+        modules = wds_modules.cases(webdataset, root)
     with open(sys.argv[1], "w") as f:
-        json.dump({"webdataset": RECORDED, "cases": cases}, f, indent=0, sort_keys=True)
+        json.dump({"webdataset": RECORDED, "cases": cases, "modules": modules}, f, indent=0,
+                  sort_keys=True)
         f.write("\n")
-    print(f"{len(cases)} cases recorded with WebDataset {webdataset.__version__}")
+    print(f"{len(cases)} decoder cases and {len(modules)} module cases recorded with "
+          f"WebDataset {webdataset.__version__}")
 
 
 if __name__ == "__main__":

@@ -1,16 +1,117 @@
-"""Decoding sample fields as webdataset.autodecode does: image specs ("pil", "rgb8",
-"torchrgb", ...), the basic handlers (txt, cls, json, npy, ...), .gz fields, and the
-Decoder that runs them in order."""
+"""webdataset.autodecode as libshard writes it: decoding a sample's fields by their
+extension. Image specs ("pil", "rgb8", "torchrgb", ...: imagespecs) decode with PIL under
+libshard's decode limits; the basic decoders (decoders: txt, cls, json, npy, pickle, pth,
+ten, msgpack, ...) follow; .gz fields are decompressed first (gzfilter). pickle and torch
+loads are refused while utils.enforce_security is set."""
 import gzip
 import io
 import json
+import os
 import pickle
 import re
+import tempfile
+from functools import partial
 
 import numpy as np
-import torch
 
-IMAGESPECS = {
+from . import utils
+
+#: torch.load(..., weights_only=) for .pth fields ($WDS_PYTORCH_WEIGHTS_ONLY=1)
+pytorch_weights_only = os.environ.get("WDS_PYTORCH_WEIGHTS_ONLY", "0") == "1"
+
+#: Extensions passed on to the image decoder.
+IMAGE_EXTENSIONS = ["blp", "bmp", "dib", "bufr", "cur", "pcx", "dcx", "dds", "ps", "eps", "fit",
+                    "fits", "fli", "flc", "ftc", "ftu", "gbr", "gif", "grib", "h5", "hdf", "png",
+                    "apng", "jp2", "j2k", "jpc", "jpf", "jpx", "j2c", "icns", "ico", "im", "iim",
+                    "tif", "tiff", "jfif", "jpe", "jpg", "jpeg", "mpg", "mpeg", "msp", "pcd",
+                    "pxr", "pbm", "pgm", "ppm", "pnm", "psd", "bw", "rgb", "rgba", "sgi", "ras",
+                    "tga", "icb", "vda", "vst", "webp", "wmf", "emf", "xbm", "xpm"]
+
+
+def torch_loads(data):
+    """A .pth field: torch.load on the CPU (weights_only as pytorch_weights_only says)."""
+    import torch
+    if utils.enforce_security:
+        raise ValueError("torch.loads is not allowed for security reasons when "
+                         "enforce_security is set.")
+    return torch.load(io.BytesIO(data), weights_only=pytorch_weights_only, map_location="cpu")
+
+
+def tenbin_loads(data):
+    """A .ten field: its list of arrays."""
+    from . import tenbin
+    return tenbin.decode_buffer(data)
+
+
+def msgpack_loads(data):
+    """A .mp or .msg field (Debian: python3-msgpack)."""
+    import msgpack
+    return msgpack.unpackb(data)
+
+
+def npy_loads(data):
+    """A .npy field: its array."""
+    return np.lib.format.read_array(io.BytesIO(data))
+
+
+def npz_loads(data):
+    """A .npz field: {name: array}."""
+    return dict(np.load(io.BytesIO(data)))
+
+
+def cbor_loads(data):
+    """A .cbor field (the cbor package)."""
+    import cbor
+    return cbor.loads(data)
+
+
+def unpickle_loads(data):
+    """A pickle (.pkl, .pickle, .pyd), refused while enforce_security is set."""
+    if utils.enforce_security:
+        raise ValueError("Unpickling is not allowed for security reasons when "
+                         "enforce_security is set.")
+    return pickle.loads(data)
+
+
+def _text(data):
+    return data.decode("utf-8")
+
+
+#: extension -> the function decoding a field's bytes (the basic handlers)
+decoders = {
+    "txt": _text, "text": _text, "transcript": _text,
+    "cls": int, "cls2": int, "index": int, "inx": int, "id": int,
+    "json": json.loads, "jsn": json.loads,
+    "pkl": unpickle_loads, "pickle": unpickle_loads, "pyd": unpickle_loads,
+    "pth": torch_loads, "ten": tenbin_loads, "tb": tenbin_loads,
+    "mp": msgpack_loads, "msg": msgpack_loads,
+    "npy": npy_loads, "npz": npz_loads, "cbor": cbor_loads,
+}
+
+
+def basichandlers(key, data):
+    """A field decoded by its extension's entry in decoders; None when there is none."""
+    f = decoders.get(re.sub(r".*[.]", "", key))
+    return f(data) if f is not None else None
+
+
+def call_extension_handler(key, data, f, extensions):
+    """f(data) when key ends in one of extensions (each may hold dots: "seg.png")."""
+    parts = key.lower().split(".")
+    for target in extensions:
+        want = target.split(".")
+        if len(want) <= len(parts) and parts[-len(want):] == want:
+            return f(data)
+    return None
+
+
+def handle_extension(extensions, f):
+    """A handler calling f(data) for fields ending in one of extensions (space-separated)."""
+    return partial(call_extension_handler, f=f, extensions=extensions.lower().split())
+
+
+#: spec -> (array type, element type, mode)
+imagespecs = {
     "l8": ("numpy", "uint8", "l"), "rgb8": ("numpy", "uint8", "rgb"),
     "rgba8": ("numpy", "uint8", "rgba"), "l": ("numpy", "float", "l"),
     "rgb": ("numpy", "float", "rgb"), "rgba": ("numpy", "float", "rgba"),
@@ -23,21 +124,7 @@ IMAGESPECS = {
 }
 
 
-def _image_extensions():
-    import PIL.Image
-    return {e.lstrip(".").lower() for e in PIL.Image.registered_extensions()}
-
-
-class DecodingError(Exception):
-    """A field that did not decode: url, key (the sample's), k (the field)."""
-
-    def __init__(self, url=None, key=None, k=None, sample=None, reason=None):
-        super().__init__(f"cannot decode field {k!r} of sample {key!r} in {url}" +
-                         (f": {reason}" if reason is not None else ""))
-        self.url, self.key, self.k, self.sample = url, key, k, sample
-
-
-def _check_limits(data, img):
+def check_limits(data, img):
     """The C decoders' limits held on PIL's decode, before it starts (PIL has neither): a
     JPEG's scans (each walks every block: the decode's time) and the memory the header asks
     for. ValueError naming the limit."""
@@ -59,21 +146,42 @@ def _check_limits(data, img):
                          f"than the limit of {limit} (max_decode_memory)")
 
 
-def imagehandler(imagespec, extensions=None):
-    """A handler that decodes image fields as imagespec says ("pil", "rgb8", "torchrgb",
-    ...; the table of WebDataset's ImageHandler)."""
-    if imagespec not in IMAGESPECS:
-        raise ValueError(f"Unknown imagespec: {imagespec}")
-    exts = set(extensions) if extensions is not None else _image_extensions()
-    atype, etype, mode = IMAGESPECS[imagespec]
+def _as_mode(a, mode):
+    """An array of PIL's pixels in mode's channels: l the mean of the colour channels, rgb
+    three (grey repeated, alpha dropped), rgba four (alpha 255 where there was none)."""
+    if mode == "l":
+        return np.mean(a[:, :, :3], axis=2) if a.ndim == 3 else a
+    if mode == "rgb":
+        if a.ndim == 2:
+            return np.repeat(a[:, :, np.newaxis], 3, axis=2)
+        return a[:, :, :3] if a.shape[2] == 4 else a
+    if a.ndim == 2:
+        a = np.repeat(a[:, :, np.newaxis], 4, axis=2)
+        a[:, :, 3] = 255
+        return a
+    if a.shape[2] == 3:
+        return np.concatenate([a, 255 * np.ones(a.shape[:2])[:, :, np.newaxis]], axis=2)
+    return a
 
-    def handler(key, data):
+
+class ImageHandler:
+    """Decodes image fields (extensions: IMAGE_EXTENSIONS) as imagespec says: PIL images,
+    numpy arrays (HxW or HxWxC; uint8, or float32 from 0 to 1) or torch tensors (CxHxW)."""
+
+    def __init__(self, imagespec, extensions=IMAGE_EXTENSIONS):
+        if imagespec not in imagespecs:
+            raise ValueError(f"Unknown imagespec: {imagespec}")
+        self.imagespec = imagespec.lower()
+        self.extensions = set(extensions)
+
+    def __call__(self, key, data):
         import PIL.Image
-        if re.sub(r".*[.]", "", key).lower() not in exts:
+        if re.sub(r".*[.]", "", key).lower() not in self.extensions:
             return None
+        atype, etype, mode = imagespecs[self.imagespec]
         with io.BytesIO(data) as stream:
             img = PIL.Image.open(stream)
-            _check_limits(data, img)
+            check_limits(data, img)
             img.load()
             img = img.convert(mode.upper())
         if atype == "pil":
@@ -81,36 +189,49 @@ def imagehandler(imagespec, extensions=None):
         a = np.asarray(img)
         if etype == "float":
             a = a.astype(np.float32) / 255.0
+        assert a.ndim in (2, 3), a.shape
+        a = _as_mode(a, mode)
         if atype == "numpy":
             return a
+        import torch
         return torch.from_numpy((a.transpose(2, 0, 1) if a.ndim == 3 else a).copy())
 
-    return handler
+
+def imagehandler(imagespec, extensions=IMAGE_EXTENSIONS):
+    """ImageHandler(imagespec, extensions)."""
+    return ImageHandler(imagespec, extensions)
 
 
-def _npy(data):
-    return np.lib.format.read_array(io.BytesIO(data))
+def _media(key, data, extensions, load):
+    extension = re.sub(r".*[.]", "", key)
+    if extension not in extensions:
+        return None
+    with tempfile.TemporaryDirectory() as folder:
+        fname = os.path.join(folder, f"file.{extension}")
+        with open(fname, "wb") as stream:
+            stream.write(data)
+        return load(fname)
 
 
-_BASIC = {
-    "txt": lambda d: d.decode("utf-8"), "text": lambda d: d.decode("utf-8"),
-    "transcript": lambda d: d.decode("utf-8"),
-    "cls": int, "cls2": int, "index": int, "inx": int, "id": int,
-    "json": json.loads, "jsn": json.loads,
-    "pkl": pickle.loads, "pickle": pickle.loads, "pyd": pickle.loads,
-    "pth": lambda d: torch.load(io.BytesIO(d), weights_only=False),
-    "npy": _npy, "npz": lambda d: dict(np.load(io.BytesIO(d))),
-}
+def torch_video(key, data):
+    """A video field (mp4, ogv, mjpeg, avi, mov, h264, mpg, webm, wmv) through
+    torchvision.io.read_video."""
+    import torchvision.io
+    return _media(key, data, "mp4 ogv mjpeg avi mov h264 mpg webm wmv".split(),
+                  lambda f: torchvision.io.read_video(f, pts_unit="sec"))
 
 
-def basichandlers(key, data):
-    """txt/text -> str; cls, cls2, index, inx, id -> int; json -> objects; pickle, pth,
-    npy, npz as their libraries load them; None for other extensions."""
-    f = _BASIC.get(re.sub(r".*[.]", "", key))
-    return f(data) if f else None
+def torch_audio(key, data):
+    """An audio field (flac, mp3, sox, wav, m4a, ogg, wma) through torchaudio.load."""
+    def load(f):
+        import torchaudio
+        return torchaudio.load(f)
+    return _media(key, data, ["flac", "mp3", "sox", "wav", "m4a", "ogg", "wma"], load)
 
 
-class _Continue:
+class Continue:
+    """A handler's answer: decode data again, as a field named key."""
+
     def __init__(self, key, data):
         self.key, self.data = key, data
 
@@ -119,44 +240,80 @@ def gzfilter(key, data):
     """x.gz fields: decompressed, then decoded as x."""
     if not key.endswith(".gz"):
         return None
-    return _Continue(key[:-3], gzip.decompress(data))
+    return Continue(key[:-3], gzip.decompress(data))
+
+
+default_pre_handlers = [gzfilter]
+default_post_handlers = [basichandlers]
+
+
+class DecodingError(Exception):
+    """A field that did not decode: url, key (the sample's), k (the field), sample; the
+    message says why (reason: the exception it chains to)."""
+
+    def __init__(self, url=None, key=None, k=None, sample=None, reason=None):
+        super().__init__(f"cannot decode field {k!r} of sample {key!r} in {url}"
+                         + (f": {reason}" if reason is not None else ""))
+        self.url, self.key, self.k, self.sample = url, key, k, sample
 
 
 class Decoder:
-    """Decodes each field of a sample with the first handler that returns something (pre
-    handlers, then the given ones, then post); "__" fields become str; with only, other
-    fields stay bytes; with partial, fields that are not bytes are kept."""
+    """Decodes each field of a sample with the first handler that returns something: pre
+    (gzfilter), handlers, then post (basichandlers); "__" fields become str; with only,
+    the other fields stay as they are; with partial, fields that are not bytes too."""
 
     def __init__(self, handlers, pre=None, post=None, only=None, partial=False):
-        self.only = set(only.split() if isinstance(only, str) else only) if only else None
-        self.handlers = ([gzfilter] if pre is None else list(pre)) + list(handlers) + (
-            [basichandlers] if post is None else list(post))
+        assert isinstance(handlers, list), f"handlers = {handlers} must be a list"
+        if isinstance(only, str):
+            only = only.split()
+        self.only = None if only is None else set(only)
+        pre = default_pre_handlers if pre is None else pre
+        post = default_post_handlers if post is None else post
+        for h in (*handlers, *pre, *post):
+            assert callable(h), f"{h} is not callable"
+        self.handlers = list(pre) + list(handlers) + list(post)
         self.partial = partial
 
     def decode1(self, key, data):
         """One field (its name, its bytes) through the handlers."""
         key = "." + key
         for f in self.handlers:
-            out = f(key, data)
-            if isinstance(out, _Continue):
-                key, data = out.key, out.data
+            result = f(key, data)
+            if isinstance(result, Continue):
+                key, data = result.key, result.data
                 continue
-            if out is not None:
-                return out
+            if result is not None:
+                return result
         return data
 
-    def __call__(self, sample):
+    def decode(self, sample):
+        """The sample decoded; DecodingError naming the field that failed."""
+        assert isinstance(sample, dict), sample
         out = {}
-        for k, v in sample.items():
+        for k, v in list(sample.items()):
             try:
                 if k.startswith("__"):
-                    out[k] = v.decode("utf-8") if isinstance(v, bytes) else v
-                elif (self.only is not None and k not in self.only) or (
-                        self.partial and not isinstance(v, bytes)):
+                    if isinstance(v, bytes):
+                        try:
+                            v = v.decode("utf-8")
+                        except UnicodeDecodeError:
+                            pass
+                    out[k] = v
+                elif self.only is not None and k not in self.only:
+                    out[k] = v
+                elif self.partial and not isinstance(v, bytes):
                     out[k] = v
                 else:
+                    assert isinstance(v, bytes), f"k,v = {k}, {v}"
                     out[k] = self.decode1(k, v)
             except Exception as exn:
-                raise DecodingError(sample.get("__url__"), sample.get("__key__"), k,
-                                    sample, reason=exn) from exn
+                raise DecodingError(key=sample.get("__key__"), url=sample.get("__url__"),
+                                    k=k, sample=sample, reason=exn) from exn
         return out
+
+    def __call__(self, sample):
+        assert isinstance(sample, dict), (len(sample), sample)
+        return self.decode(sample)
+
+
+default_decoder = Decoder(default_pre_handlers + default_post_handlers)

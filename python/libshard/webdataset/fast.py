@@ -1,7 +1,24 @@
-"""WebDataset, WebLoader and RandomMix: pipelines read by libshard, run in C where the
-pipeline allows (see the package's documentation) and stage by stage in Python otherwise."""
+"""libshard's pipeline under WebDataset's fluid interface: WebDataset(urls, image_size=224,
+...) with libshard's own settings. Each pass over it is the next epoch (a new shard order,
+shuffle buffer and crops, the same again from the same seed; set_epoch(n) makes the next
+pass epoch n), read by libshard (shard shuffle, rank and worker split, a leading shuffle
+buffer), and run one of two ways:
+
+- In C, when it is the common one and asks for a crop: shuffles, then decode with one of
+  "torchrgb8", "rgb8", "torchrgb", "torch", "rgb", then to_tuple(image, label, other
+  fields...), then batched(n), with image_size (and crop, flip, ...) given. The batch is
+  what WebDataset's collation gives: images as the decoder says (numpy for "rgb8"/"rgb",
+  torch tensors for the others; floats from 0 to 1), labels a numpy int64 array, other
+  fields decoded by the basic handlers.
+- In Python, stage by stage as WebDataset runs them, for anything else.
+
+Its order and its split are libshard's (the ranks' and workers' shares balanced by samples),
+not WebDataset's; compat.WebDataset without libshard's settings is WebDataset's own.
+"""
 import copy
+import itertools
 import os
+import warnings
 
 import torch
 import torch.utils.data
@@ -9,11 +26,189 @@ import torch.utils.data
 from .. import settings as _settings
 from ..torch import ShardDataset
 from ..torch.split import rank_world, worker
-from .autodecode import Decoder
-from .filters import combine_values, default_collation_fn
-from .fluid import Fluid
-from .handlers import (CONTINUING, ignore_and_stop, reraise_exception, warn_and_stop)
-from .splitters import single_node_only, split_by_node, split_by_worker
+from .autodecode import Decoder, imagehandler, imagespecs
+from .filters import STAGES, combine_values, default_collation_fn
+from .handlers import (ignore_and_continue, ignore_and_stop, reraise_exception,
+                       warn_and_continue, warn_and_stop)
+from .shardlists import single_node_only, split_by_node, split_by_worker
+
+CONTINUING = (ignore_and_continue, warn_and_continue)
+
+class Fluid:
+    """WebDataset's fluid interface: each method returns a new pipeline with one more stage
+    (the one it is called on is unchanged)."""
+
+    stages = ()
+    repetitions, nsamples, size = 1, -1, None
+
+    def _then(self, name, *args, **kw):
+        new = copy.copy(self)
+        new.stages = tuple(self.stages) + ((name, args, kw),)
+        return new
+
+    def _unsupported(self, what, instead):
+        raise NotImplementedError(f"libshard.webdataset cannot {what}: {instead}")
+
+    def _seed(self):
+        return 0
+
+    def shuffle(self, size, **kw):
+        """A shuffle buffer of size samples (initial: how many before the first comes out)."""
+        return self if size < 1 else self._then("shuffle", size, **kw)
+
+    def decode(self, *args, pre=None, post=None, only=None, partial=False,
+               handler=reraise_exception):
+        """Decodes each field: str arguments are image specs ("pil", "rgb8", "torchrgb8",
+        ...), callables handlers(key, data); then the basic handlers (txt, cls, json, ...)."""
+        for a in args:
+            if isinstance(a, str) and a not in imagespecs:
+                raise ValueError(f"Unknown imagespec: {a}")
+        return self._then("decode", *args, pre=pre, post=post, only=only, partial=partial,
+                          handler=handler)
+
+    def map(self, f, handler=reraise_exception):
+        """f(sample) for each sample; None drops it; a dict keeps the sample's __key__."""
+        return self._then("map", f, handler=handler)
+
+    def select(self, predicate, **kw):
+        """The samples for which predicate(sample) is true."""
+        return self._then("select", predicate, **kw)
+
+    def rename(self, **kw):
+        """New name=old ('a;b': the first present) for fields; keep=False drops the rest."""
+        return self._then("rename", **kw)
+
+    def map_dict(self, handler=reraise_exception, **kw):
+        """field=f: each field through its function."""
+        return self._then("map_dict", handler=handler, **kw)
+
+    def to_tuple(self, *args, **kw):
+        """The named fields as a tuple ('jpg;png': the first present)."""
+        return self._then("to_tuple", *args, **kw)
+
+    def map_tuple(self, *args, handler=reraise_exception):
+        """Each element of a tuple through the function at its position (None: kept)."""
+        return self._then("map_tuple", *args, handler=handler)
+
+    def batched(self, batchsize, collation_fn=default_collation_fn, partial=True):
+        """Batches of batchsize, collated (default_collation_fn); partial: the last one
+        even when short."""
+        return self._then("batched", batchsize, collation_fn=collation_fn, partial=partial)
+
+    def unbatched(self):
+        """Batches back into samples."""
+        return self._then("unbatched")
+
+    def slice(self, *args):
+        """itertools.islice of the stream."""
+        return self._then("slice", *args)
+
+    def with_epoch(self, nsamples=-1, nbatches=-1):
+        """An epoch of exactly n items of what the pipeline yields (batches after batched),
+        per worker, reading on into the next pass over the data as needed."""
+        new = copy.copy(self)
+        new.repetitions, new.nsamples = 1 << 62, max(nsamples, nbatches)
+        return new
+
+    def repeat(self, nepochs=-1, nbatches=-1):
+        """nepochs passes (endless if not positive), at most nbatches items in all."""
+        new = copy.copy(self)
+        new.repetitions = nepochs if nepochs > 0 else 1 << 62
+        new.nsamples = nbatches
+        return new
+
+    def with_length(self, n, silent=False):
+        """len() is n (it does not change the number of samples in an epoch)."""
+        if not silent:
+            warnings.warn(".with_length() only sets the value of __len__ for compatibility "
+                          "with some training environments. It does not change the number of "
+                          "samples in an epoch.")
+        new = copy.copy(self)
+        new.size = int(n)
+        return new
+
+    def __len__(self):
+        if self.size is None:
+            raise TypeError(f"this {type(self).__name__} has no length: give one with "
+                            f".with_length(n)")
+        return self.size
+
+    def rsample(self, p=0.5):
+        """Each sample kept with probability p."""
+        return self._then("rsample", p)
+
+    def rename_keys(self, *args, **kw):
+        """Fields renamed by glob patterns of their names."""
+        return self._then("rename_keys", *args, **kw)
+
+    def extract_keys(self, *args, **kw):
+        """Tuples of the fields that match each glob pattern."""
+        return self._then("extract_keys", *args, **kw)
+
+    def xdecode(self, *args, **kw):
+        """Fields decoded by glob patterns of their names (functions of a stream)."""
+        return self._then("xdecode", *args, **kw)
+
+    def log_keys(self, logfile=None):
+        """Each sample's key appended to logfile."""
+        return self._then("log_keys", logfile)
+
+    def listed(self, batchsize, partial=True):
+        """Lists of batchsize samples, not collated."""
+        return self._then("batched", batchsize, collation_fn=None, partial=partial)
+
+    def unlisted(self):
+        """Lists back into samples."""
+        return self._then("unlisted")
+
+    def _cached(self, *a, **k):
+        self._unsupported("cache a libshard pipeline's passes", "each pass is the next epoch "
+                          "in libshard's order; build the pipeline without libshard's settings "
+                          "to cache WebDataset's")
+
+    mcached = lmdb_cached = _cached
+
+    def _run(self, data, stages, epoch):
+        """data through stages, in Python."""
+        w = worker()[0]
+        for name, args, kw in stages:
+            if name == "decode":
+                handlers = [imagehandler(a) if isinstance(a, str) else a for a in args]
+                dec = Decoder(handlers, pre=kw["pre"], post=kw["post"], only=kw["only"],
+                              partial=kw["partial"])
+                data = STAGES["map"](data, dec, handler=kw["handler"])
+            elif name == "shuffle":
+                kw = dict(kw)
+                if "seed" not in kw and "rng" not in kw:  # from the pipeline's seed
+                    kw["seed"] = hash((self._seed(), epoch, rank_world(None, None)[0], w))
+                data = STAGES["shuffle"](data, *args, **kw)
+            else:
+                data = STAGES[name](data, *args, **kw)
+        return data
+
+    def _epoch(self, k):
+        raise NotImplementedError
+
+    def _next_pass(self):
+        """The number of the pass that begins now, counted in this process."""
+        self._passes_here = getattr(self, "_passes_here", -1) + 1
+        return self._passes_here
+
+    def _iterator(self):
+        for _ in range(self.repetitions):
+            # each pass (an iteration, or a repetition within one) is the next epoch, as
+            # WebDataset reshuffles on every pass
+            count = 0
+            for item in self._epoch(self._next_pass()):
+                yield item
+                count += 1
+            if count == 0:  # an empty pass: do not go round forever
+                break
+
+    def __iter__(self):
+        if self.repetitions != 1 and self.nsamples > 0:
+            return itertools.islice(self._iterator(), self.nsamples)
+        return self._iterator()
 
 
 # name: (dtype, layout, numpy) of the decoders that run in C: numpy arrays or torch tensors,
@@ -29,7 +224,10 @@ _WORKER_SLOTS = 256
 _IMAGE_FIELDS = {"jpg", "jpeg", "png", "webp"}
 
 
-class WebDataset(Fluid, torch.utils.data.IterableDataset):
+class FastWebDataset(Fluid, torch.utils.data.IterableDataset):
+    #: its C batches view libshard's buffers, reused once the next batch is asked for
+    views_buffers = True
+
     """WebDataset(urls, handler=reraise_exception, resampled=False, repeat=False,
     shardshuffle=None, cache_dir=None, cache_size=-1, nodesplitter=single_node_only,
     workersplitter=split_by_worker, seed=None, **ShardDataset settings): an IterableDataset
@@ -191,82 +389,21 @@ class WebDataset(Fluid, torch.utils.data.IterableDataset):
             yield (images.numpy() if numpy else images, labels.numpy(), *extra)
 
 
-class WebLoader(Fluid, torch.utils.data.IterableDataset):
-    """WebLoader(*DataLoader arguments): a DataLoader with the fluid interface, whose stages
-    run in the main process on what the loader yields (e.g. .unbatched().shuffle(1000)
-    .batched(64) to mix the workers' batches)."""
-
-    def __init__(self, *args, **kw):
-        super().__init__()
-        self.loader = torch.utils.data.DataLoader(*args, **kw)
-
-    def _epoch(self, k):
-        data = iter(self.loader)
-        if self.stages and self.loader.num_workers == 0:
-            # batches straight from libshard's buffers: copies, as later stages keep them
-            data = (_owned(x) for x in data)
-        return self._run(data, self.stages, k)
-
-
-def _owned(x):
+def owned(x):
+    """x with every tensor in it copied (a batch that viewed libshard's buffers, kept)."""
     if isinstance(x, torch.Tensor):
         return x.clone()
     if isinstance(x, tuple):
-        return tuple(_owned(v) for v in x)
+        return tuple(owned(v) for v in x)
     if isinstance(x, list):
-        return [_owned(v) for v in x]
+        return [owned(v) for v in x]
     if isinstance(x, dict):
-        return {k: _owned(v) for k, v in x.items()}
+        return {k: owned(v) for k, v in x.items()}
     return x
 
 
-class RandomMix(torch.utils.data.IterableDataset):
-    """RandomMix(datasets, probs=None): samples of WebDatasets that differ only in their
-    urls, mixed by probs (default equal) through libshard's weighted mixing: each epoch has
-    the sources' sizes summed, each source exactly its share (a small one repeated, a large
-    one a different part each epoch), interleaved at random from the seed. WebDataset's
-    RandomMix draws each sample's source at random and stops at the first source to run
-    out; longest=True (go on until all have) has no counterpart and raises."""
-
-    def __init__(self, datasets, probs=None, longest=False):
-        super().__init__()
-        if longest:
-            raise NotImplementedError("libshard.webdataset cannot mix with longest=True: an "
-                                      "epoch of a mix holds each source's share, repeating a "
-                                      "small source; size it with epoch_samples")
-        datasets = list(datasets)
-        probs = [1.0] * len(datasets) if probs is None else [float(p) for p in probs]
-        if not datasets or len(probs) != len(datasets):
-            raise ValueError("RandomMix: one probability per dataset")
-        first = datasets[0]
-        # a seed a pipeline drew for itself is not a difference: the mix takes the seed one
-        # of them was given, else the first one's
-        drawn = any(getattr(d, "_seed_drawn", False) for d in datasets)
-        given = [d for d in datasets if isinstance(d, WebDataset) and not d._seed_drawn]
-
-        def compared(d):
-            settings = {k: v for k, v in d.settings.items() if not (k == "seed" and drawn)}
-            return (d.stages, settings, d.nodesplitter, d.workersplitter, d.repetitions,
-                    d.nsamples)
-
-        for d in datasets:
-            if not isinstance(d, WebDataset):
-                raise NotImplementedError(f"libshard.webdataset cannot mix a {type(d).__name__}: "
-                                          f"mix libshard.webdataset.WebDataset pipelines")
-            if compared(d) != compared(first):
-                raise NotImplementedError("libshard.webdataset cannot mix pipelines that differ "
-                                          "in more than their urls: build one pipeline and give "
-                                          "it the mix, WebDataset([(urls, weight), ...])")
-            if isinstance(d.urls, list) and any(isinstance(u, tuple) for u in d.urls):
-                raise NotImplementedError("libshard.webdataset cannot mix mixes: list every "
-                                          "source with its weight in one")
-        self.dataset = copy.copy(given[0] if given else first)
-        self.dataset.urls = [(d.urls, p) for d, p in zip(datasets, probs)]
-        ShardDataset(self.dataset.urls, **first.settings)  # the mix's errors, now
-
-    def set_epoch(self, epoch):
-        """The epoch of the mix's next iteration (as WebDataset.set_epoch)."""
-        self.dataset.set_epoch(epoch)
-
-    def __iter__(self):
-        return iter(self.dataset)
+def owned_all(src):
+    """Each item of src with its tensors copied (WebLoader over a FastWebDataset without
+    workers: later stages keep samples while libshard reuses their buffers)."""
+    for x in src:
+        yield owned(x)

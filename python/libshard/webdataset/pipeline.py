@@ -1,0 +1,121 @@
+"""DataPipeline: a source (a shard list, a dataset, a function returning an iterator) and
+the stages after it, each called on the output of the one before; iterating it runs one
+pass (an epoch), or several (repeat, with_epoch)."""
+import copy
+import sys
+import warnings
+from itertools import islice
+
+from .pytorch import DataLoader, IterableDataset
+from .utils import PipelineStage
+
+
+def add_length_method(obj):
+    """obj given a __len__ returning obj.size (its class replaced by a subclass with it)."""
+    def length(self):
+        return self.size
+
+    obj.__class__ = type(obj.__class__.__name__ + "_Length", (obj.__class__, IterableDataset),
+                         {"__len__": length})
+    return obj
+
+
+class DataPipeline(IterableDataset, PipelineStage):
+    """DataPipeline(source, stage, stage, ...): None arguments are left out, lists spliced
+    in. A stage is a function of the source's iterator (a curried filter: shuffle(100), or
+    a plain function: split_by_worker), a PipelineStage (its run), or the first stage: an
+    IterableDataset or DataLoader (iterated), a list, or a function of no arguments."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+        self.pipeline = []
+        self.length = -1
+        self.repetitions = 1
+        self.nsamples = -1
+        for arg in args:
+            if arg is None:
+                continue
+            if isinstance(arg, list):
+                self.pipeline.extend(arg)
+            else:
+                self.pipeline.append(arg)
+
+    def close(self):
+        """Closes the stages that can be, and lets go of them."""
+        for step in self.pipeline:
+            if hasattr(step, "close"):
+                step.close()
+        del self.pipeline
+
+    def invoke(self, f, *args, **kwargs):
+        """One stage run on the stage before's output (args), or as the source (none)."""
+        if isinstance(f, (IterableDataset, DataLoader)) and not args:
+            return iter(f)
+        if isinstance(f, PipelineStage):
+            return f.run(*args, **kwargs)
+        if isinstance(f, list):
+            return iter(f)
+        if callable(f):
+            return f(*args, **kwargs)
+        raise ValueError(f"{f}: not a valid pipeline stage")
+
+    def iterator1(self):
+        """One pass: the source, then each stage on the output of the one before."""
+        source = self.invoke(self.pipeline[0])
+        for step in self.pipeline[1:]:
+            source = self.invoke(step, source)
+        return source
+
+    def iterator(self):
+        """repetitions passes, one after the other; a pass that gives nothing ends them."""
+        for _ in range(self.repetitions):
+            count = 0
+            for sample in self.iterator1():
+                yield sample
+                count += 1
+            if count == 0:  # an empty dataset: do not go round forever
+                break
+
+    def __iter__(self):
+        if self.repetitions != 1 and self.nsamples > 0:
+            return islice(self.iterator(), self.nsamples)
+        return self.iterator()
+
+    def stage(self, i):
+        """The i-th stage."""
+        return self.pipeline[i]
+
+    def append(self, f):
+        """Adds a stage to this pipeline."""
+        self.pipeline.append(f)
+
+    def compose(self, *args):
+        """A copy of the pipeline with the stages added (this one unchanged)."""
+        result = copy.copy(self)
+        result.pipeline = copy.copy(result.pipeline)
+        for arg in args:
+            result.append(arg)
+        return result
+
+    def with_length(self, n, silent=False):
+        """len() gives n from now on (for training code that asks; the epoch is not
+        changed by it)."""
+        if not silent:
+            warnings.warn(".with_length() only sets the value of __len__ for compatibility "
+                          "with some training environments. It does not change the number of "
+                          "samples in an epoch.")
+        self.size = n
+        return add_length_method(self)
+
+    def with_epoch(self, nsamples=-1, nbatches=-1):
+        """An iteration yields exactly max(nsamples, nbatches) items, passing over the data
+        as many times as that takes."""
+        self.repetitions = sys.maxsize
+        self.nsamples = max(nsamples, nbatches)
+        return self
+
+    def repeat(self, nepochs=-1, nbatches=-1):
+        """nepochs passes (forever when not positive), at most nbatches items in all."""
+        self.repetitions = nepochs if nepochs > 0 else sys.maxsize
+        self.nsamples = nbatches
+        return self

@@ -1,0 +1,18 @@
+"""torch's IterableDataset, DataLoader and Tensor, or empty stand-ins where torch is not
+installed (the pipelines then run without it, as WebDataset's do)."""
+try:
+    from torch.utils.data import DataLoader, IterableDataset
+except ModuleNotFoundError:
+    class IterableDataset:
+        """Stands in for torch's IterableDataset without torch."""
+
+    class DataLoader:
+        """Stands in for torch's DataLoader without torch."""
+
+try:
+    from torch import Tensor as TorchTensor
+except ModuleNotFoundError:
+    class TorchTensor:
+        """Stands in for torch.Tensor without torch."""
+
+__all__ = ["DataLoader", "IterableDataset", "TorchTensor"]

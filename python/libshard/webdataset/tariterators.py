@@ -1,0 +1,170 @@
+"""webdataset.tariterators as libshard writes it: shards opened (url_opener), their members
+read in order (tar_file_expander, each shard followed by an end-of-shard marker, {}), and
+grouped into samples by WebDataset's key rule (group_by_keys, base_plus_ext: the key is the
+path up to the first dot of the file name). tarfile_samples does all three; its curried form
+tarfile_to_samples is the pipeline stage."""
+import random
+import re
+import tarfile
+
+from . import filters, gopen
+from .handlers import reraise_exception
+from .utils import braceexpand
+
+#: print each member as it is grouped
+trace = False
+meta_prefix = "__"
+meta_suffix = "__"
+
+
+def base_plus_ext(path):
+    """(key, extension) of a member's path: the key up to the first dot of the file name,
+    the extension the rest; (None, None) when the name has no dot."""
+    m = re.match(r"^((?:.*/|)[^.]+)[.]([^/]*)$", path)
+    if not m:
+        return None, None
+    return m.group(1), m.group(2)
+
+
+def valid_sample(sample):
+    """Whether sample is a non-empty dict not marked __bad__."""
+    return isinstance(sample, dict) and len(sample) > 0 and not sample.get("__bad__", False)
+
+
+def shardlist(urls, *, shuffle=False):
+    """{"url": u} for each URL (a brace pattern or a list), in order or shuffled."""
+    urls = list(braceexpand(urls)) if isinstance(urls, str) else list(urls)
+    if shuffle:
+        random.shuffle(urls)
+    for url in urls:
+        yield dict(url=url)
+
+
+def url_opener(data, handler=reraise_exception, **kw):
+    """Each {"url": ...} with "stream" added: the URL opened by gopen (kw: gopen's)."""
+    for sample in data:
+        assert isinstance(sample, dict), sample
+        assert "url" in sample
+        url = sample["url"]
+        try:
+            sample.update(stream=gopen.gopen(url, **kw))
+        except Exception as exn:
+            exn.args = exn.args + (url,)
+            if handler(exn):
+                continue
+            break
+        yield sample
+
+
+def _skipped(fname, skip_meta):
+    if "/" not in fname and fname.startswith(meta_prefix) and fname.endswith(meta_suffix):
+        return True
+    return skip_meta is not None and re.match(skip_meta, fname) is not None
+
+
+def tar_file_iterator(fileobj, skip_meta=r"__[^/]*__($|/)", handler=reraise_exception,
+                      select_files=None, rename_files=None):
+    """{"fname", "data"} for each regular file of the tar stream fileobj (gzip, bzip2 and
+    xz detected), in order; metadata members (__...__) skipped; rename_files(name) renames
+    a member, select_files(name) keeps it. A member that fails goes to handler; a damaged
+    archive raises tarfile.ReadError."""
+    stream = tarfile.open(fileobj=fileobj, mode="r|*")
+    for info in stream:
+        fname = info.name
+        try:
+            if not info.isreg() or fname is None or _skipped(fname, skip_meta):
+                continue
+            if rename_files:
+                fname = rename_files(fname)
+            if select_files is not None and not select_files(fname):
+                continue
+            data = stream.extractfile(info).read()
+            yield dict(fname=fname, data=data)
+            stream.members = []  # a stream read once: remember nothing of the members
+        except Exception as exn:
+            if exn.args:
+                exn.args = (f"{exn.args[0]} @ {fileobj}",) + exn.args[1:]
+            if handler(exn):
+                continue
+            break
+    del stream
+
+
+def tar_file_expander(data, handler=reraise_exception, select_files=None, rename_files=None,
+                      eof_value={}):  # noqa: B006 (the marker is never changed)
+    """The members of each opened shard ({"url", "stream"}) as {"fname", "data", "__url__"}
+    (and "__local_path__" where the opener set one), each shard followed by eof_value
+    (None: no marker)."""
+    for source in data:
+        url = source["url"]
+        local_path = source.get("local_path")
+        try:
+            assert isinstance(source, dict)
+            assert "stream" in source
+            for member in tar_file_iterator(source["stream"], handler=handler,
+                                            select_files=select_files, rename_files=rename_files):
+                assert isinstance(member, dict) and "data" in member and "fname" in member
+                member["__url__"] = url
+                if local_path is not None:
+                    member["__local_path__"] = local_path
+                yield member
+            if eof_value is not None:
+                yield eof_value
+        except Exception as exn:
+            exn.args = exn.args + (source.get("stream"), source.get("url"))
+            if handler(exn):
+                continue
+            break
+
+
+def group_by_keys(data, keys=base_plus_ext, lcase=True, suffixes=None, handler=reraise_exception):
+    """Members grouped into samples: consecutive members of one key make a sample
+    {"__key__", "__url__", extension: bytes}; an end-of-shard marker ({}) ends the sample
+    before it; a member whose name has no dot is left out; an extension twice in a sample is
+    a ValueError (to handler)."""
+    current = None
+    for member in data:
+        try:
+            assert isinstance(member, dict)
+            if member == {}:  # the end of a shard
+                if valid_sample(current):
+                    yield current
+                current = None
+                continue
+            fname, value = member["fname"], member["data"]
+            prefix, suffix = keys(fname)
+            if trace:
+                print(prefix, suffix, current.keys() if isinstance(current, dict) else None)
+            if prefix is None:
+                continue
+            if lcase:
+                suffix = suffix.lower()
+            if current is None or prefix != current["__key__"]:
+                if valid_sample(current):
+                    yield current
+                current = dict(__key__=prefix, __url__=member["__url__"])
+            if suffix in current:
+                raise ValueError(f"{fname}: duplicate file name in tar file {suffix} "
+                                 f"{current.keys()}")
+            if suffixes is None or suffix in suffixes:
+                current[suffix] = value
+            if member.get("__local_path__") is not None:
+                current["__local_path__"] = member["__local_path__"]
+        except Exception as exn:
+            exn.args = exn.args + (member.get("stream"), member.get("url"))
+            if handler(exn):
+                continue
+            break
+    if valid_sample(current):
+        yield current
+
+
+def tarfile_samples(src, handler=reraise_exception, select_files=None, rename_files=None):
+    """The samples of the shards src names ({"url": ...} each): opened, expanded, grouped."""
+    streams = url_opener(src, handler=handler)
+    files = tar_file_expander(streams, handler=handler, select_files=select_files,
+                              rename_files=rename_files)
+    return group_by_keys(files, handler=handler)
+
+
+tarfile_to_samples = filters.pipelinefilter(tarfile_samples)

@@ -1,0 +1,68 @@
+"""libshard.webdataset over http://, gs:// and s3://: WebDataset's pipelines read remote
+shards through libshard's sources (gopen -> RawStream: retries, credentials from the
+environment), giving the samples and the order the same shards give locally; a missing
+object is WebDataset's IOError. Run in a process of their own, with only the test's
+credentials in its environment."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import BUCKET, CLEAN_ENV, REPO, TIMEOUT, gcs_env, s3_env
+
+PATTERN = "d-{000..002}.tar"
+
+CODE = """
+import json, sys, warnings
+warnings.simplefilter("ignore")
+import libshard.webdataset as wds
+url = sys.argv[1]
+ds = wds.WebDataset(url, shardshuffle=False).to_tuple("__key__", "cls")
+print(json.dumps([[k, c.decode()] for k, c in ds]))
+pipe = wds.DataPipeline(wds.SimpleShardList(url), wds.tarfile_to_samples(), wds.to_tuple("__url__"))
+print(json.dumps(sorted({u for u, in pipe})))
+try:
+    list(wds.WebDataset(url.replace("d-{000..002}", "missing"), shardshuffle=False))
+    print("no error")
+except IOError as e:
+    print("IOError", type(e).__name__)
+"""
+
+
+def keys_of(url, env):
+    path = os.environ.get("LIBSHARD_PYTHONPATH", str(REPO / "build" / "python"))
+    cp = subprocess.run([sys.executable, "-c", CODE, url], capture_output=True, text=True,
+                        env={**CLEAN_ENV, **env, "PYTHONPATH": path}, timeout=TIMEOUT)
+    assert cp.returncode == 0, cp.stderr
+    samples, urls, missing = cp.stdout.strip().split("\n")
+    return json.loads(samples), json.loads(urls), missing
+
+
+@pytest.fixture(scope="module")
+def local(root):
+    return keys_of(str(root / "data" / PATTERN), {})
+
+
+@pytest.mark.parametrize("scheme", ["http", "gs", "s3"])
+def test_remote_shards_give_the_local_samples_in_the_local_order(request, local, nginx, scheme):
+    if scheme == "http":
+        base, env = f"{nginx.url}/data", {}
+    elif scheme == "gs":
+        base, env = f"gs://{BUCKET}/data", gcs_env(request.getfixturevalue("gcs"))
+    else:
+        base, env = f"s3://{BUCKET}/data", s3_env(request.getfixturevalue("s3"))
+    samples, urls, missing = keys_of(f"{base}/{PATTERN}", env)
+    assert len(samples) == 120 and samples == local[0]
+    assert urls == [f"{base}/d-{i:03d}.tar" for i in range(3)], "each sample's __url__"
+    assert missing.startswith("IOError"), missing
+
+
+def test_wrong_credentials_are_an_error_not_a_silent_empty_epoch(s3):
+    samples = subprocess.run(
+        [sys.executable, "-c", CODE, f"s3://{BUCKET}/data/{PATTERN}"], capture_output=True,
+        text=True, timeout=TIMEOUT,
+        env={**CLEAN_ENV, **s3_env(s3, secret="WRONG"),
+             "PYTHONPATH": os.environ.get("LIBSHARD_PYTHONPATH", str(REPO / "build" / "python"))})
+    assert samples.returncode != 0 and "d-000.tar" in samples.stderr, samples.stderr[-500:]
