@@ -43,8 +43,9 @@ static void usage(FILE *f)
           "                                sources, each W's share of every epoch; --map maps\n"
           "                                local shards (faster; a shard cut meanwhile: SIGBUS);\n"
           "                                shards with no count (plain tars) are indexed into\n"
-          "                                --index-cache (default ~/.cache/libshard/index) where\n"
-          "                                the mode needs counts (--make-indexes auto)\n"
+          "                                --index-cache (default ~/.cache/libshard/index): local\n"
+          "                                .tar files always, others where the mode needs counts\n"
+          "                                (--make-indexes auto)\n"
           "\n"
           "  -q, --quiet          no progress line (one is drawn on stderr, when it is a\n"
           "                       terminal, over many shards and for stream)\n"
@@ -138,7 +139,8 @@ static const struct {
      "  --index-cache DIR       where plain tars' indexes are kept (default\n"
      "                          ~/.cache/libshard/index)\n"
      "  --make-indexes auto|always|never\n"
-     "                          index shards with no count where the mode needs counts\n"},
+     "                          index shards with no count: auto, local .tar files\n"
+     "                          always and others where the mode needs counts\n"},
 };
 #define NCOMMANDS (sizeof commands / sizeof *commands)
 

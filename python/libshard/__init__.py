@@ -10,9 +10,9 @@
         sink.write({"__key__": "x0", "jpg": jpeg_bytes, "cls": 3})
 """
 from ._libshard import (Batch, Loader, Reader, ShardError, ShardNotFoundError, crop_box, decode,
-                        decode_rgb, resize_rgb, version)
+                        decode_rgb, merge_states, resize_rgb, version)
 from .writer import ShardWriter, TarWriter
 
 __all__ = ["Reader", "Loader", "Batch", "ShardError", "ShardNotFoundError", "ShardWriter",
-           "TarWriter", "crop_box", "decode", "decode_rgb", "resize_rgb", "version"]
+           "TarWriter", "crop_box", "decode", "decode_rgb", "merge_states", "resize_rgb", "version"]
 __version__ = version

@@ -97,14 +97,14 @@ static const ShardPySetting reader_rows[] = {
     {.name = "make_indexes", .kind = SHARD_PY_CHOICE, .field = SHARD_PY_F_INT,
      .offset = R(make_indexes), .choices = index_makings,
      .doc = "index shards that have no count (plain tars) at open, kept in index_cache: "
-            "'auto' where the mode needs counts (a mix, equal mode, epoch_samples), 'always', "
-            "'never'"},
+            "'auto' all where the mode needs counts (a mix, equal mode, epoch_samples), else "
+            "local uncompressed tars (a walk over their headers), 'always', 'never'"},
     {.name = "partitions", .kind = SHARD_PY_INT, .field = SHARD_PY_F_U32,
      .offset = R(partitions), .flags = SHARD_PY_MIN, .min = 0,
-     .doc = "canonical partitions of an epoch, the units ranks and workers take whole and a "
-            "resume on another topology goes on from (formats/order.md); 0: chosen from the "
-            "data (a state keeps its own). To resume on other world sizes, one they all "
-            "divide, e.g. 2880"},
+     .doc = "canonical partitions of an epoch, each a deterministic stream that ranks and "
+            "workers take whole where they fit and a resume splits where it must "
+            "(formats/order.md); 0: chosen from the data and the starting topology (a state "
+            "keeps its own and resumes on any topology)"},
     {.name = "index_cache", .kind = SHARD_PY_PATH, .field = SHARD_PY_F_STR,
      .offset = R(index_cache), .flags = SHARD_PY_NONE,
      .doc = "the folder of the indexes libshard makes; None: cache_dir/index, else "

@@ -8,6 +8,7 @@ state_dict after worker iteration, a state of other settings).
 The data set is conftest.packed: 300 JPEGs in 8 shards with a manifest.
 """
 import gc
+import re
 import io
 from collections import Counter
 
@@ -265,23 +266,20 @@ def test_spawned_workers_share_the_plan(packed):
 
 
 def _refusal(url, taken, here):
-    """The error iterating a ShardDataset(url, **here) that loaded the state of a
-    ShardDataset(url, **taken) after two batches."""
+    """The error a ShardDataset(url, **here) gives loading the state of a
+    ShardDataset(url, **taken) after two batches: at once, not at the first batch."""
     first = ShardDataset(url, **settings(**taken))
     it = iter(first)
     next(it), next(it)
     state = saved(first.state_dict())
     again = ShardDataset(url, **settings(**here))
-    again.load_state_dict(state)
     with pytest.raises(ValueError) as e:
-        next(iter(again))
+        again.load_state_dict(state)
     return str(e.value)
 
 
 @pytest.mark.parametrize("taken,here,named", [
     (dict(partitions=4), dict(partitions=8), "partitions is 4 in the state and 8 here"),
-    (dict(rank=0, world_size=2, partitions=4), dict(rank=0, world_size=3, partitions=0),
-     "partitions=4 do not divide among world_size=3 ranks"),
     ({}, dict(shuffle=32), "shuffle_buffer (shuffle=) is 64 in the state and 32 here"),
     (dict(mode="exact"), dict(mode="equal"), "mode is exact in the state and equal here"),
     ({}, dict(shuffle_shards=False), "shuffle_shards is 1 in the state and 0 here"),
@@ -291,9 +289,8 @@ def _refusal(url, taken, here):
 def test_a_state_is_refused_where_a_setting_differs_naming_it(packed, taken, here, named):
     why = _refusal(str(packed.manifest), taken, here)
     assert named in why, why
-    if "divide" not in named:
-        assert "would repeat some samples and skip others" in why
-        assert "or go on from the next epoch's start with these: set_epoch(1), no state" in why, why
+    assert "would repeat some samples and skip others" in why
+    assert "or go on from the next epoch's start with these: set_epoch(1), no state" in why, why
 
 
 def test_a_state_is_refused_by_another_shard_list_or_mix(packed, tmp_path):
@@ -304,10 +301,9 @@ def test_a_state_is_refused_by_another_shard_list_or_mix(packed, tmp_path):
     next(it)
     state = first.state_dict()
     again = ShardDataset(fewer, **settings())
-    again.load_state_dict(state)
     with pytest.raises(ValueError, match=r"the number of shards listed is 8 in the state and 7 "
                                          r"here.*the shard list \(fingerprint"):
-        next(iter(again))
+        again.load_state_dict(state)
     half = [str(p) for p in packed.shards]
     mixed = [(half[:4], 0.5), (half[4:], 0.5)]
     first = ShardDataset(mixed, **settings())
@@ -315,13 +311,11 @@ def test_a_state_is_refused_by_another_shard_list_or_mix(packed, tmp_path):
     next(it)
     state = first.state_dict()
     again = ShardDataset([(half[:4], 0.7), (half[4:], 0.3)], **settings())
-    again.load_state_dict(state)
     with pytest.raises(ValueError, match=r"the sources' weights \(fingerprint\) is"):
-        next(iter(again))
+        again.load_state_dict(state)
     again = ShardDataset(url, **settings())
-    again.load_state_dict(state)
     with pytest.raises(ValueError, match="the number of sources is 2 in the state and 1 here"):
-        next(iter(again))
+        again.load_state_dict(state)
 
 
 def test_a_state_follows_its_shards_to_another_folder_but_not_to_other_shards(packed, tmp_path):
@@ -348,9 +342,8 @@ def test_a_state_follows_its_shards_to_another_folder_but_not_to_other_shards(pa
     a["nsamples"], b["nsamples"] = b["nsamples"], a["nsamples"]
     (moved / "swapped.json").write_text(json.dumps(meta))
     again = ShardDataset(str(moved / "swapped.json"), **settings())
-    again.load_state_dict(state)
     with pytest.raises(ValueError, match=r"the shard list \(fingerprint of its shards' names"):
-        next(iter(again))
+        again.load_state_dict(state)
 
 
 def test_rank_0s_state_continues_every_rank(packed):
@@ -372,9 +365,8 @@ def test_rank_0s_state_continues_every_rank(packed):
 def test_a_state_written_by_0_2_says_how_to_go_on(packed):
     url = str(packed.manifest)
     ds = ShardDataset(url, **settings())
-    ds.load_state_dict({"epoch": 0, "state": "v1:0:32:5", "seed": 5})
     with pytest.raises(ValueError, match=r"before canonical partitions.*set_epoch\(1\)"):
-        next(iter(ds))
+        ds.load_state_dict({"epoch": 0, "state": "v1:0:32:5", "seed": 5})
 
 
 def test_state_dict_raises_once_workers_iterated_after_a_look_in_this_process(packed):
@@ -415,7 +407,8 @@ def test_several_ranks_get_equal_batch_counts_by_default_and_exact_warns(packed)
             sum(1 for _ in ds)  # a second epoch: said once
         said = [x for x in w if issubclass(x.category, UnequalRanksWarning)]
         assert len(said) == 1, [str(x.message) for x in w]
-        assert "6 rank(s) get 2 batches and 1 get 1" in str(said[0].message), said[0].message
+        assert re.search(r"ranks( \d,){5} \d get 2 batches; rank \d gets 1 batch",
+                         str(said[0].message)), said[0].message
         assert "mode='equal'" in str(said[0].message)
     assert sorted(exact) == [1] + [2] * 6, exact  # the negative control: unequal
     one = ShardDataset(url, rank=0, world_size=1, **opts)
@@ -455,7 +448,10 @@ def test_batches_let_go_are_views_of_the_ring_not_copies(packed):
 def test_a_dataloader_that_batches_the_batches_again_is_refused(packed, workers):
     """DataLoader(ds) without batch_size=None would stack them into (1, B, ...) tensors."""
     ds = ShardDataset(str(packed.manifest), **settings())
+    it = iter(DataLoader(ds, num_workers=workers, timeout=HANG if workers else 0))
     with pytest.raises(ValueError, match="batch_size=None"):
-        next(iter(DataLoader(ds, num_workers=workers, timeout=HANG if workers else 0)))
+        next(it)
+    del it  # its workers end here, not in a later test's collection
+    gc.collect()
     images, labels, _ = next(iter(DataLoader(ds, batch_size=None)))
     assert images.shape[0] == 32  # the control: batch_size=None gives libshard's batches

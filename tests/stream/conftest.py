@@ -218,8 +218,8 @@ def consumers(world, workers):
 
 
 def parse_state(state):
-    """A reader state (v3:EPOCH:SEED:PAIRS;CUT) as a dict: epoch, seed, pairs (dict), cut."""
-    assert state.startswith("v3:"), state
+    """A reader state (v4:EPOCH:SEED:PAIRS;CUT) as a dict: epoch, seed, pairs (dict), cut."""
+    assert state.startswith("v4:"), state
     head, _, cut = state.partition(";")
     _, epoch, seed, pairs = head.split(":", 3)
     return {"epoch": int(epoch), "seed": int(seed), "cut": cut,

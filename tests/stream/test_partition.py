@@ -50,6 +50,8 @@ def source_of(kind, ds, ds_nocount):
 def test_exact_union_is_every_sample_once(stream, ds, ds_nocount, kind, shuffle):
     src = source_of(kind, ds, ds_nocount)
     extra = ["--shuffle", shuffle] if shuffle else []
+    if kind == "unknown":  # read without counts (auto would index the plain tars)
+        extra += ["--make-indexes", "never"]
     for world in WORLDS:
         for workers in WORKERS:
             split = run_split(stream, src, world, workers, "--mode", "exact", *extra)
@@ -78,12 +80,25 @@ def test_exact_union_is_every_sample_once(stream, ds, ds_nocount, kind, shuffle)
 def test_unknown_counts_are_really_uneven(stream, ds, ds_nocount, kind):
     """Sanity check of the data: with whole shards dealt, rank counts are uneven, so the
     <=1 balance of the known-count tests is the plan's doing, not the data's."""
-    split = run_split(stream, ds_nocount.pattern, 4, 1, "--mode", "exact")
+    split = run_split(stream, ds_nocount.pattern, 4, 1, "--mode", "exact", "--make-indexes",
+                      "never")
     counts = per_rank(split, 4)
     assert max(counts) - min(counts) > 1, counts
     split = run_split(stream, source_of(kind, ds, ds_nocount), 4, 1, "--mode", "exact")
     counts = per_rank(split, 4)
     assert max(counts) - min(counts) <= 1, counts
+
+
+def test_plain_local_tars_are_indexed_for_their_counts_by_default(stream, ds, ds_nocount, tmp_path):
+    """Exact mode needs no counts, but a state moves to any topology only with them: local
+    plain tars are indexed at open by default (a walk over their headers, kept in the index
+    cache), so the ranks' counts are a sample apart as with a manifest."""
+    cache = tmp_path / "cache"
+    split = run_split(stream, ds_nocount.pattern, 4, 1, "--mode", "exact", "--index-cache",
+                      str(cache))
+    counts = per_rank(split, 4)
+    assert max(counts) - min(counts) <= 1, counts
+    assert list(cache.glob("*.idx")), "the index made for the shard without one is kept"
 
 
 @pytest.mark.parametrize("shuffle", [None, "20"], ids=["noshuffle", "shuffle20"])

@@ -118,8 +118,6 @@ def test_state_with_another_seed_is_refused(stream, ds):
     # with two ranks the default is equal
     (["--world-size", "2", "--rank", "0", "--mode", "exact"], "mode is equal in the state and exact here"),
     (["--world-size", "2", "--rank", "0", "--streams", "2"], "streams is 4 in the state and 2 here"),
-    # another topology that the partitions do not fit
-    (["--world-size", "3", "--rank", "0"], "partitions=4 do not divide among world_size=3 ranks"),
 ])
 def test_a_state_taken_with_other_settings_is_refused_naming_them(stream, ds, change, named):
     taken = [ds.manifest, "--seed", str(SEED), "--shuffle", "30", "--partitions", "4"]
@@ -150,6 +148,34 @@ def test_rank_0s_state_continues_rank_1(stream, ds):
     assert rest == whole[17:] and rest
 
 
+@pytest.mark.parametrize("mode", ["exact", "equal"])
+def test_a_state_resumes_on_a_topology_its_partitions_do_not_fit(stream, ds, mode):
+    """partitions=4 taken on 2 ranks goes on on 3 (and on 8 of 2 workers): what is left is
+    spread over them, a partition split at a sample where it must; every sample once (equal
+    mode: fewer than 4 dropped), the ranks a sample apart (equal: level, with repeats)."""
+    taken = [ds.manifest, "--seed", str(SEED), "--shuffle", "30", "--partitions", "4",
+             "--mode", mode]
+    heads = [stream(*taken, "--world-size", "2", "--rank", str(r), "--samples", "10").ok()
+             for r in range(2)]
+    state = heads[0].state
+    assert state.split(";", 1)[1] == heads[1].state.split(";", 1)[1], "the job's cut"
+    kept = ds.total - (ds.total % 4 if mode == "equal" else 0)
+    for world, workers in ((3, 1), (8, 2)):
+        tails = stream.many([taken + ["--world-size", str(world), "--rank", str(r),
+                                      "--workers", str(workers), "--worker", str(w),
+                                      "--state", state]
+                             for r in range(world) for w in range(workers)])
+        keys = [k for t in heads + tails for k in t.ok().keys]
+        per_rank = [sum(len(tails[r * workers + w].keys) for w in range(workers))
+                    for r in range(world)]
+        if mode == "exact":
+            assert sorted(keys) == sorted(ds.all_keys), (world, workers, dupes(keys))
+            assert max(per_rank) - min(per_rank) <= 1, per_rank
+        else:
+            assert len(set(keys)) == kept, (world, workers, len(set(keys)), kept)
+            assert len(set(per_rank)) == 1 and len(keys) - kept <= world, per_rank
+
+
 def test_states_of_the_order_before_partitions_say_how_to_go_on(stream, ds):
     r = stream(ds.manifest, "--seed", str(SEED), "--state", "v2:3:10:7:world_size=1,rank=0")
     assert r.rc == 1 and r.lines == [], r
@@ -159,7 +185,11 @@ def test_states_of_the_order_before_partitions_say_how_to_go_on(stream, ds):
 @pytest.mark.parametrize("bad", ["v1:0:5", "v2:0:5:7", "v1:0:x:7", "v1:0:5:7:9", "", "v1:0:100000:7",
                                  "v3:0:7", "v3:0:7:mode=exact", "v3:0:7:partitions=x;0:0",
                                  "v3:0:7:mode=exact,partitions=1,total=307;0:5000",
-                                 "v3:0:7:mode=exact,partitions=1,total=307;0:d,1:0"])
+                                 "v3:0:7:mode=exact,partitions=1,total=307;0:d,1:0",
+                                 "v4:0:7:mode=exact,partitions=1,total=307;left=0-5000;edges=",
+                                 "v4:0:7:mode=exact,partitions=1,total=307;left=9-3;edges=",
+                                 "v4:0:7:mode=exact,partitions=1,total=307;left=0-307;edges=5",
+                                 "v4:0:7:mode=exact,partitions=1,total=307;0:0"])
 def test_malformed_or_impossible_state_is_refused(stream, ds, bad):
     r = stream(ds.manifest, "--seed", str(SEED), "--state", bad)
     assert r.rc == 1, (bad, r)

@@ -5,6 +5,7 @@ which checks the partition, and every rank must finish the epoch with the same n
 batches (what keeps DDP from hanging)."""
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -288,42 +289,50 @@ def test_torchrun_three_ranks_get_equal_batch_counts_by_default(ds, tmp_path):
 
 
 ELASTIC_SCRIPT = textwrap.dedent(r'''
-    import json, os, sys
+    import json, os, sys, warnings
     from datetime import timedelta
 
     import torch
     import torch.distributed as dist
+    from torch.distributed.algorithms.join import Join
     from torch.nn.parallel import DistributedDataParallel
 
     sys.path.insert(0, os.environ["LIBSHARD_PYTHONPATH"])
-    from libshard.torch import ShardDataset, ShardLoader
+    from libshard.torch import ShardDataset, ShardLoader, UnequalRanksWarning
 
     MANIFEST, PHASE, STATE, OUT, MODE, WORKERS = sys.argv[1:7]
     dist.init_process_group("gloo", timeout=timedelta(seconds=120))
     rank, world = dist.get_rank(), dist.get_world_size()
-    ds = ShardDataset(MANIFEST, seed=3, batch_size=8, image_size=16, shuffle=20, partitions=12,
-                      mode=MODE, raw_fields="__key__;__pad__")
+    warnings.simplefilter("always", UnequalRanksWarning)
+    # the defaults: no partition count chosen for the topologies to come
+    ds = ShardDataset(MANIFEST, seed=3, batch_size=8, image_size=16, shuffle=20, mode=MODE,
+                      raw_fields="__key__;__pad__")
     loader = ShardLoader(ds, num_workers=int(WORKERS), timeout=120)
     if PHASE == "after":
         loader.load_state_dict(torch.load(STATE)["data"])
-    model = torch.nn.Linear(16 * 16 * 3, 5)
-    if MODE == "equal":  # gradients all-reduced: the ranks move in step, or hang
-        model = DistributedDataParallel(model)
+    model = DistributedDataParallel(torch.nn.Linear(16 * 16 * 3, 5))
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    keys, steps = [], 0
-    for images, labels, fields in loader:
-        loss = torch.nn.functional.cross_entropy(model(images.float().flatten(1) / 255), labels)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        keys += [(k, bool(p)) for k, p in zip(fields["__key__"], fields["__pad__"].tolist())]
-        steps += 1
-        if PHASE == "before" and steps == 5:
-            if rank == 0:  # rank 0 saves for all
-                torch.save({"data": loader.state_dict()}, STATE)
-            break
+    keys, steps, length = [], 0, len(loader)
+    with warnings.catch_warnings(record=True) as said, Join([model]):
+        # Join: in exact mode a rank may end a batch before the others
+        for images, labels, fields in loader:
+            real = ~fields["__pad__"]  # equal mode's repeats stay out of the loss
+            losses = torch.nn.functional.cross_entropy(model(images.float().flatten(1) / 255),
+                                                       labels, reduction="none")
+            loss = (losses * real).sum() / real.sum().clamp(min=1)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            keys += [(k, bool(p)) for k, p in zip(fields["__key__"], fields["__pad__"].tolist())]
+            steps += 1
+            if PHASE == "before" and steps == 5:
+                if rank == 0:  # rank 0 saves for all
+                    torch.save({"data": loader.state_dict()}, STATE)
+                break
+    warned = [str(w.message) for w in said if w.category is UnequalRanksWarning]
     gathered = [None] * world
-    dist.all_gather_object(gathered, {"keys": keys, "steps": steps})
+    dist.all_gather_object(gathered, {"keys": keys, "steps": steps, "len": length,
+                                      "warned": warned})
     if rank == 0:
         with open(OUT, "w") as f:
             json.dump(gathered, f)
@@ -332,36 +341,86 @@ ELASTIC_SCRIPT = textwrap.dedent(r'''
 ''')
 
 
-@pytest.mark.parametrize("mode", ["exact", "equal"])
-def test_torchrun_checkpoint_on_two_ranks_of_two_workers_resumes_on_three_of_one(
-        shardcat, ds, tmp_path, mode):
-    """2 ranks x 2 DataLoader workers train 5 steps (DDP in equal mode) and rank 0 saves the
-    ShardLoader's state; 3 ranks x 1 worker load it and finish the epoch. Over the two runs
-    every sample of the epoch comes exactly once (equal mode: the epoch's samples, fewer
-    than its partitions dropped; its repeats marked), and in equal mode the three ranks
-    take the same number of steps."""
+@pytest.mark.parametrize("mode,before,after", [
+    ("equal", (2, 2), (3, 1)), ("exact", (2, 2), (3, 1)), ("equal", (3, 1), (2, 2)),
+    ("exact", (1, 2), (4, 1))], ids=lambda v: v if isinstance(v, str) else f"{v[0]}x{v[1]}")
+def test_torchrun_a_ddp_checkpoint_resumes_on_another_world_size_with_the_defaults(
+        shardcat, ds, tmp_path, mode, before, after):
+    """DDP ranks with DataLoader workers train 5 steps, rank 0 saves the ShardLoader's
+    state, and a job of another world size and worker count loads it and finishes the epoch
+    (a hang is the failure), the defaults throughout. Over the two runs every sample of the
+    epoch comes exactly once (equal mode: fewer than its partitions dropped, the repeats
+    marked and kept out of the loss, fewer than a batch a rank); in equal mode the ranks
+    take the same number of steps, in exact mode at most one apart (Join), with the
+    warning exactly when they differ; len() is the steps each rank then takes."""
     pypath = os.environ.get("LIBSHARD_PYTHONPATH")
     if not pypath:
         pytest.skip("LIBSHARD_PYTHONPATH names no built libshard Python package")
     env = {"LIBSHARD_PYTHONPATH": pypath}
     state = tmp_path / "ckpt.pt"
     runs = []
-    for phase, nproc, workers in (("before", 2, 2), ("after", 3, 1)):
+    for phase, (nproc, workers) in (("before", before), ("after", after)):
         out = tmp_path / f"{phase}.json"
         cp, log = torchrun(ELASTIC_SCRIPT, [ds.manifest, phase, state, out, mode, workers],
                            tmp_path, env=env, nproc=nproc)
         assert cp.returncode == 0 and out.exists(), f"{phase}: exit {cp.returncode}:\n{log[-5000:]}"
         runs.append(json.loads(out.read_text()))
-    before, after = runs
-    assert [r["steps"] for r in before] == [5, 5]
+    first, rest = runs
+    assert [r["steps"] for r in first] == [5] * before[0]
     delivered = [k for run in runs for r in run for k, pad in r["keys"] if not pad]
+    partitions = re.search(r"[,:]partitions=(\d+)", torch_state(state)).group(1)
     epoch = subprocess.run([str(shardcat), "stream", str(ds.manifest), "--seed", "3",
-                            "--shuffle", "20", "--partitions", "12", "--mode", mode],
+                            "--shuffle", "20", "--partitions", partitions, "--mode", mode],
                            capture_output=True, text=True, check=True).stdout
     want = [line.split("\t")[0] for line in epoch.splitlines()]
-    assert len(want) == (ds.total if mode == "exact" else ds.total - ds.total % 12)
+    p = int(partitions)
+    assert len(want) == (ds.total if mode == "exact" else ds.total - ds.total % p)
     twice = [k for k, n in Counter(delivered).items() if n > 1]
     assert not twice, f"delivered twice: {twice}"
     assert sorted(delivered) == sorted(want), f"missing {set(want) - set(delivered)}"
+    steps = [r["steps"] for r in rest]
+    assert [r["len"] for r in rest] == steps, rest
+    pads = [sum(pad for _, pad in r["keys"]) for r in rest]
+    assert all(n <= 8 for n in pads), pads
     if mode == "equal":
-        assert len({r["steps"] for r in after}) == 1, [r["steps"] for r in after]
+        assert len(set(steps)) == 1, steps
+    else:
+        assert max(steps) - min(steps) <= 1, steps
+        assert all(bool(r["warned"]) == (len(set(steps)) > 1) for r in rest), rest
+
+
+def torch_state(path):
+    """The reader state inside a checkpoint."""
+    cp = subprocess.run([PYTHON, "-c", "import sys, torch; "
+                         "print(torch.load(sys.argv[1])['data']['state'])", str(path)],
+                        capture_output=True, text=True, check=True)
+    return cp.stdout.strip()
+
+
+def test_the_ddp_example_resumes_on_another_world_size(shardcat, ds, tmp_path):
+    """examples/ddp_resume.py as its docstring runs it: 2 ranks x 2 workers stop after 3
+    steps, 3 ranks x 1 worker load the checkpoint and finish the epoch; every sample of the
+    epoch trains once (equal mode: fewer than its partitions dropped), the repeats out."""
+    pypath = os.environ.get("LIBSHARD_PYTHONPATH")
+    if not pypath:
+        pytest.skip("LIBSHARD_PYTHONPATH names no built libshard Python package")
+    example = (Path(__file__).resolve().parents[2] / "examples" / "ddp_resume.py").read_text()
+    ckpt, log = tmp_path / "ckpt.pt", tmp_path / "keys.jsonl"
+    common = [ds.manifest, "--batch-size", "8", "--image-size", "16", "--every", "2",
+              "--checkpoint", ckpt, "--log", log]
+    for nproc, extra in ((2, ["--workers", "2", "--stop-after", "3"]), (3, ["--workers", "1"])):
+        cp, out = torchrun(example, [*common, *extra], tmp_path,
+                           env={"PYTHONPATH": pypath}, nproc=nproc)
+        assert cp.returncode == 0, f"{nproc} ranks: exit {cp.returncode}:\n{out[-5000:]}"
+    assert "resumed in epoch 0 on 3 ranks x 1 workers" in out, out[-3000:]
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [(x["world"], x["rank"]) for x in lines] == [(2, 0), (2, 1), (3, 0), (3, 1), (3, 2)]
+    keys = [k for x in lines for k in x["keys"]]
+    state = torch_state(ckpt)
+    p = int(re.search(r"[,:]partitions=(\d+)", state).group(1))
+    epoch = subprocess.run([str(shardcat), "stream", str(ds.manifest), "--seed", "0",
+                            "--shuffle", "1000", "--partitions", str(p), "--mode", "equal"],
+                           capture_output=True, text=True, check=True).stdout
+    want = sorted(line.split("\t")[0] for line in epoch.splitlines())
+    assert len(want) == ds.total - ds.total % p
+    assert sorted(keys) == want, (len(keys), len(set(keys)), len(want))

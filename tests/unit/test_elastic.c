@@ -81,6 +81,7 @@ typedef struct Run {
     Got *v;
     size_t n, cap;
     uint64_t batches[16]; /* per rank */
+    uint64_t repeats[16]; /* per rank */
 } Run;
 
 static const char *urls_a[1], *urls_b[1];
@@ -167,6 +168,8 @@ static char *run(const Config *c, const Topo *t, const char *state, uint64_t bat
             }
             cr_assert_eq(rc, 0, "%s", shard_loader_error(l[w]));
             record(out, b);
+            for (size_t i = 0; i < b->size; i++)
+                out->repeats[r] += b->repeats[i] != 0;
             shard_batch_release(l[w], b);
             done++;
         }
@@ -236,17 +239,23 @@ Test(elastic, every_sample_once_over_topologies_cut_points_and_modes)
     urls_a[0] = make_source(0, "a", NA, 13);
     urls_b[0] = make_source(1, "b", NB, 7);
     static const Topo topos[] = {{1, 1, 8}, {4, 2, 5}, {3, 2, 4}, {2, 3, 6}, {8, 1, 3},
-                                 {2, 2, 7}, {1, 4, 4}, {6, 1, 5}, {3, 1, 16}, {1, 2, 9}};
+                                 {2, 2, 7}, {1, 4, 4}, {6, 1, 5}, {3, 1, 16}, {1, 2, 9},
+                                 {8, 4, 2}, {2, 1, 5}};
+    /* partitions 0: the default, sized from the data and the topology the epoch begins on,
+     * which the others need not fit */
     static const Config configs[] = {
         {0, SHARD_MODE_EXACT, 0, 0, 1, 24, 0},   {0, SHARD_MODE_EXACT, 0, 30, 3, 24, 0},
         {0, SHARD_MODE_EQUAL, 0, 17, 2, 24, 0},  {0, SHARD_MODE_EQUAL, 1, 40, 3, 48, 0},
         {1, SHARD_MODE_EXACT, 0, 25, 2, 24, 0},  {1, SHARD_MODE_EQUAL, 0, 9, 2, 24, 0},
         {1, SHARD_MODE_EQUAL, 1, 60, 2, 24, 0},  {0, SHARD_MODE_EXACT, 0, 200, 4, 48, 0},
         {0, SHARD_MODE_EXACT, 0, 20, 2, 24, 37}, {1, SHARD_MODE_EQUAL, 0, 30, 3, 24, 41},
+        {0, SHARD_MODE_EXACT, 0, 20, 2, 0, 0},   {0, SHARD_MODE_EQUAL, 0, 17, 2, 0, 0},
+        {1, SHARD_MODE_EQUAL, 0, 9, 2, 0, 0},    {1, SHARD_MODE_EXACT, 0, 25, 2, 0, 0},
+        {0, SHARD_MODE_EQUAL, 0, 30, 3, 5, 0},
     };
     const size_t nt = sizeof topos / sizeof *topos, nc = sizeof configs / sizeof *configs;
     int cases = 0;
-    for (int round = 0; round < 30; round++) {
+    for (int round = 0; round < 75; round++) {
         const Config *c = &configs[round % nc];
         const Topo *a = &topos[below(nt)], *b = &topos[below(nt)], *z = &topos[below(nt)];
         if (round == 0) { /* the pairs the issue names */
@@ -258,6 +267,10 @@ Test(elastic, every_sample_once_over_topologies_cut_points_and_modes)
         } else if (round == 2) { /* 8 x 1 -> 1 x 1 */
             a = &topos[4];
             b = &topos[0];
+        } else if (round % nc >= 10 && round < 2 * (int)nc) { /* the defaults' moves */
+            static const int pairs[][2] = {{5, 8}, {5, 10}, {0, 5}, {8, 11}, {11, 1}};
+            a = &topos[pairs[round % 5][0]];
+            b = &topos[pairs[round % 5][1]];
         }
         Run whole = {0}, parts = {0};
         free(run(c, a, NULL, UINT64_MAX, &whole));
@@ -280,20 +293,29 @@ Test(elastic, every_sample_once_over_topologies_cut_points_and_modes)
             snprintf(what + strlen(what), sizeof what - strlen(what), " (%llu), then %dx%d/%zu",
                      (unsigned long long)again, b->world, b->workers, b->bs);
         }
+        memset(parts.repeats, 0, sizeof parts.repeats);
         free(run(c, b, state, UINT64_MAX, &parts));
         check_same(&whole, &parts, what);
-        if (c->mode == SHARD_MODE_EQUAL)
-            for (int r = 1; r < b->world; r++)
-                cr_assert_eq(parts.batches[r], parts.batches[0],
-                             "%s: rank %d gets %llu batches after the resume, rank 0 %llu", what, r,
-                             (unsigned long long)parts.batches[r],
-                             (unsigned long long)parts.batches[0]);
+        uint64_t fewest = UINT64_MAX, most_after = 0;
+        for (int r = 0; r < b->world; r++) {
+            fewest = parts.batches[r] < fewest ? parts.batches[r] : fewest;
+            most_after = parts.batches[r] > most_after ? parts.batches[r] : most_after;
+            if (!c->pad) /* equal mode's repeats: fewer than a batch a rank */
+                cr_assert_leq(parts.repeats[r], b->bs, "%s: rank %d read %llu repeats", what, r,
+                              (unsigned long long)parts.repeats[r]);
+        }
+        /* after a resume elsewhere: exact mode's ranks a batch apart at most, equal's level */
+        int moved = a->world != b->world || a->workers != b->workers || round % 3 == 2;
+        if (c->mode == SHARD_MODE_EQUAL || moved)
+            cr_assert_leq(most_after - fewest, c->mode == SHARD_MODE_EQUAL ? 0 : 1,
+                          "%s: ranks get %llu to %llu batches after the resume", what,
+                          (unsigned long long)fewest, (unsigned long long)most_after);
         free(state);
         free(whole.v);
         free(parts.v);
         cases++;
     }
-    cr_assert_eq(cases, 30);
+    cr_assert_eq(cases, 75);
 }
 
 Test(elastic, the_control_a_resume_that_ignores_the_cut_repeats_samples)

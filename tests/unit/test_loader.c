@@ -221,7 +221,7 @@ Test(loader, restore_and_epochs_with_batches_held)
     check_batch(b, order, &at, ib);
     char state[SHARD_READER_STATE_MAX];
     cr_assert_eq(shard_loader_state(l, state, sizeof state), 0);
-    cr_assert(!strncmp(state, "v3:0:3:mode=exact,", 18) && strstr(state, ";0:16"), "%s", state);
+    cr_assert(!strncmp(state, "v4:0:3:mode=exact,", 18) && strstr(state, ";left=16-90;"), "%s", state);
     /* a new epoch while one batch is held: it stays valid until released */
     cr_assert_eq(shard_loader_set_epoch(l, 5), 0);
     unsigned char first = ((const unsigned char *)a->images)[0];
@@ -260,7 +260,7 @@ Test(loader, a_refused_restore_is_reported_not_waited_on)
     shard_batch_release(l, b);
     char state[SHARD_READER_STATE_MAX], other[SHARD_READER_STATE_MAX];
     cr_assert_eq(shard_loader_state(l, state, sizeof state), 0);
-    snprintf(other, sizeof other, "v3:0:99:%s", strchr(strchr(state + 3, ':') + 1, ':') + 1);
+    snprintf(other, sizeof other, "v4:0:99:%s", strchr(strchr(state + 3, ':') + 1, ':') + 1);
     cr_assert_eq(shard_loader_restore(l, other), SHARD_ERR_INVALID, "another seed");
     cr_assert_eq(shard_loader_next(l, &b), SHARD_ERR_INVALID, "no producer runs: said, not awaited");
     cr_assert(strstr(shard_loader_error(l), "seed"), "%s", shard_loader_error(l));

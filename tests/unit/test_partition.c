@@ -1,9 +1,6 @@
-/* Canonical partitions and the cut (libshard/src/read/partition.h): ranges and blocks that
- * cover everything once, the checks' messages, the cut's text both ways, and the property the
- * elastic resume rests on: a cut computed from one rank's count of batches, taken on W x K
- * consumers and continued on W' x K' (and again on W'' x K''), delivers every sample of the
- * epoch exactly once. The deliveries are simulated sample by sample, apart from the
- * arithmetic under test. */
+/* Canonical partitions (libshard/src/read/partition.h): ranges and blocks that cover
+ * everything once, the checks' messages, the runs' text both ways, and a partition's plan
+ * as its slice of the epoch's sequence. The cut a resume goes on from: test_cut.c. */
 #include <criterion/criterion.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -60,160 +57,32 @@ Test(partition, checks_name_what_does_not_fit_and_a_value_that_does)
     cr_assert_eq(shard_partition_check(12, 4, 4, SHARD_MODE_EQUAL, msg), SHARD_ERR_INVALID);
     cr_assert(strstr(msg, "leave 3 to a rank, fewer than its num_workers=4"), "%s", msg);
     cr_assert_eq(shard_partition_check(0, 1, 1, SHARD_MODE_EXACT, msg), SHARD_ERR_INVALID);
+    /* whole partitions where they fit; the rest is spread (test_cut.c) */
+    cr_assert(shard_partition_whole(12, 3, 4, SHARD_MODE_EQUAL));
+    cr_assert(!shard_partition_whole(4, 3, 1, SHARD_MODE_EQUAL), "3 ranks do not divide 4");
+    cr_assert(shard_partition_whole(4, 3, 1, SHARD_MODE_EXACT), "exact: a partition apart");
+    cr_assert(!shard_partition_whole(4, 8, 4, SHARD_MODE_EXACT), "32 consumers, 4 partitions");
 }
 
-Test(partition, the_cut_reads_back_as_written_and_bad_ones_are_named)
+Test(partition, the_runs_read_back_as_written_and_bad_ones_are_named)
 {
     uint64_t len[9] = {5, 5, 5, 0, 5, 5, 5, 5, 5};
     uint64_t pos[9] = {5, 5, 2, 0, 0, 0, 5, 3, 0}, back[9];
     char text[256], msg[SHARD_ERROR_MAX];
-    cr_assert_eq(shard_cut_format(pos, len, 9, text, sizeof text), 0);
+    cr_assert_eq(shard_runs_format(pos, len, 9, text, sizeof text), 0);
     cr_assert_str_eq(text, "0-1:d,2:2,3:d,4-5:0,6:d,7:3,8:0");
-    cr_assert_eq(shard_cut_parse(text, len, 9, back, msg), 0, "%s", msg);
+    cr_assert_eq(shard_runs_parse(text, len, 9, back, msg), 0, "%s", msg);
     cr_assert_arr_eq(back, pos, sizeof pos);
-    cr_assert_eq(shard_cut_format(pos, len, 9, text, 12), SHARD_ERR_INVALID, "too small");
+    cr_assert_eq(shard_runs_format(pos, len, 9, text, 12), SHARD_ERR_INVALID, "too small");
     const char *bad[] = {"0-1:d,2:2", "0-1:d,3:2,3:d,4-8:0", "0-8:x", "0-8:d,", "0:7,1-8:0",
                          "0-1:d,2:2,3:d,4-5:0,6:d,7:3,8:0,9:0", "", "0-8:d;"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         msg[0] = 0;
-        cr_assert_eq(shard_cut_parse(bad[i], len, 9, back, msg), SHARD_ERR_INVALID, "%s", bad[i]);
+        cr_assert_eq(shard_runs_parse(bad[i], len, 9, back, msg), SHARD_ERR_INVALID, "%s", bad[i]);
         cr_assert(msg[0], "%s: no message", bad[i]);
     }
-    cr_assert_eq(shard_cut_parse("0:7,1-8:0", len, 9, back, msg), SHARD_ERR_INVALID);
+    cr_assert_eq(shard_runs_parse("0:7,1-8:0", len, 9, back, msg), SHARD_ERR_INVALID);
     cr_assert(strstr(msg, "delivers 7 samples of partition 0, which has 5"), "%s", msg);
-}
-
-/* ---- exactly once over topologies, simulated sample by sample ---------------------------- */
-
-typedef struct Topo {
-    int world, workers;
-    uint64_t batch;
-} Topo;
-
-static uint64_t rng_state;
-
-static uint64_t below(uint64_t n)
-{
-    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
-    return (rng_state >> 33) % n;
-}
-
-/* Runs topology t from pos0 for `batches` batches a rank (UINT64_MAX: to the end), marking
- * each sample delivered in seen[p][j]; the workers' streams are their blocks' partitions from
- * pos0 on; a rank takes workers' batches in turn from worker 0, skipping ended ones. */
-static void deliver(const Topo *t, uint32_t p, const uint64_t *len, const uint64_t *pos0,
-                    uint64_t batches, unsigned **seen)
-{
-    for (int r = 0; r < t->world; r++) {
-        uint32_t *at = calloc((size_t)t->workers, sizeof *at); /* partition each is in */
-        uint64_t *off = calloc((size_t)t->workers, sizeof *off);
-        uint32_t *hi = calloc((size_t)t->workers, sizeof *hi);
-        for (int w = 0; w < t->workers; w++) {
-            shard_partition_block(p, t->world, t->workers, r, w, &at[w], &hi[w]);
-            off[w] = at[w] < hi[w] ? pos0[at[w]] : 0;
-        }
-        uint64_t done = 0;
-        for (int w = 0, ended = 0; done < batches && ended < t->workers; w = (w + 1) % t->workers) {
-            uint64_t got = 0;
-            while (got < t->batch && at[w] < hi[w]) { /* the next sample of w's stream */
-                if (off[w] >= len[at[w]]) {
-                    if (++at[w] < hi[w])
-                        off[w] = pos0[at[w]];
-                    continue;
-                }
-                seen[at[w]][off[w]++]++;
-                got++;
-            }
-            if (got) {
-                done++;
-                ended = 0;
-            } else {
-                ended++; /* a DataLoader drops the ended worker; here: one turn of none ends it */
-            }
-        }
-        free(at);
-        free(off);
-        free(hi);
-    }
-}
-
-static void check_once(uint32_t p, const uint64_t *len, unsigned **seen, const char *what)
-{
-    for (uint32_t i = 0; i < p; i++)
-        for (uint64_t j = 0; j < len[i]; j++)
-            cr_assert_eq(seen[i][j], 1, "%s: partition %u sample %llu delivered %u times", what,
-                         i, (unsigned long long)j, seen[i][j]);
-}
-
-Test(partition, a_cut_from_one_ranks_count_resumes_exactly_on_other_topologies)
-{
-    static const Topo topos[] = {{1, 1, 4}, {4, 2, 3}, {3, 2, 5}, {2, 3, 4}, {8, 1, 2},
-                                 {2, 2, 7}, {3, 1, 1}, {1, 4, 6}, {6, 1, 3}};
-    const size_t nt = sizeof topos / sizeof *topos;
-    uint32_t p = 48;
-    uint64_t len[48], pos[48], cut[48];
-    unsigned *seen[48];
-    rng_state = 7;
-    int cases = 0;
-    for (int round = 0; round < 40; round++) {
-        for (uint32_t i = 0; i < p; i++) {
-            len[i] = 5 + below(30);
-            seen[i] = calloc(len[i], sizeof **seen);
-        }
-        const Topo *a = &topos[below(nt)], *b = &topos[below(nt)], *c = &topos[below(nt)];
-        memset(pos, 0, sizeof pos);
-        /* first run: cut after some batches a rank (0: the first batch not yet out) */
-        uint64_t ba = below(60);
-        deliver(a, p, len, pos, ba, seen);
-        cr_assert_eq(shard_cut_advance(pos, len, p, a->world, a->workers, a->batch, 0, ba, 0, NULL), 0);
-        /* what the cut says is what was delivered: a prefix of every partition */
-        for (uint32_t i = 0; i < p; i++)
-            for (uint64_t j = 0; j < len[i]; j++)
-                cr_assert_eq(seen[i][j], j < pos[i], "%d x %d, %llu batches: partition %u "
-                             "sample %llu", a->world, a->workers, (unsigned long long)ba, i,
-                             (unsigned long long)j);
-        char text[4096], msg[SHARD_ERROR_MAX];
-        cr_assert_eq(shard_cut_format(pos, len, p, text, sizeof text), 0);
-        cr_assert_eq(shard_cut_parse(text, len, p, cut, msg), 0, "%s", msg);
-        cr_assert_arr_eq(cut, pos, sizeof pos);
-        /* second run, elsewhere, cut again; a third finishes the epoch */
-        uint64_t bb = below(20);
-        deliver(b, p, len, cut, bb, seen);
-        cr_assert_eq(shard_cut_advance(cut, len, p, b->world, b->workers, b->batch, 0, bb, 0, NULL), 0);
-        deliver(c, p, len, cut, UINT64_MAX, seen);
-        char what[128];
-        snprintf(what, sizeof what, "%dx%d (%llu) -> %dx%d (%llu) -> %dx%d", a->world,
-                 a->workers, (unsigned long long)ba, b->world, b->workers,
-                 (unsigned long long)bb, c->world, c->workers);
-        check_once(p, len, seen, what);
-        for (uint32_t i = 0; i < p; i++)
-            free(seen[i]);
-        cases++;
-    }
-    cr_assert_eq(cases, 40);
-}
-
-Test(partition, the_control_a_cut_that_ignores_the_workers_turns_loses_samples)
-{
-    /* Counting every worker as if it delivered the rank's batches / K, rounded down, instead
-     * of following the DataLoader's turns: the check above sees the difference. */
-    uint32_t p = 12;
-    uint64_t len[12], pos[12] = {0}, naive[12] = {0};
-    for (uint32_t i = 0; i < p; i++)
-        len[i] = 10;
-    Topo t = {2, 3, 4};
-    cr_assert_eq(shard_cut_advance(pos, len, p, t.world, t.workers, t.batch, 0, 5, 0, NULL), 0);
-    for (int r = 0; r < t.world; r++)
-        for (int w = 0; w < t.workers; w++) {
-            uint32_t lo, hi;
-            shard_partition_block(p, t.world, t.workers, r, w, &lo, &hi);
-            naive[lo] += 5 / 3 * t.batch;
-        }
-    cr_assert(memcmp(pos, naive, sizeof pos) != 0, "5 batches over 3 workers: 2, 2, 1");
-    uint64_t sum = 0;
-    for (uint32_t i = 0; i < p; i++)
-        sum += pos[i];
-    cr_assert_eq(sum, 2 * 5 * 4, "every rank's 5 batches of 4, and no more");
 }
 
 /* The samples (as data-set indexes) of a plan, in order; *n their number. */

@@ -30,7 +30,7 @@ typedef struct ShardListEntry {
 } ShardListEntry;
 
 /** ShardListSettings.build_indexes */
-enum { SHARD_INDEXES_FOR_COUNTS = 1, SHARD_INDEXES_FOR_SEEKING = 2 };
+enum { SHARD_INDEXES_FOR_COUNTS = 1, SHARD_INDEXES_FOR_SEEKING = 2, SHARD_INDEXES_WHERE_CHEAP = 3 };
 
 typedef struct ShardListSettings {
     /** Read the sample count of shards not in a manifest from the header line of their
@@ -50,7 +50,8 @@ typedef struct ShardListSettings {
     /** Make the indexes shards lack (a plain tar, as GNU tar or WebDataset's writer leave
      *  it): SHARD_INDEXES_FOR_COUNTS for each shard with no count from a manifest or a .idx
      *  beside it, SHARD_INDEXES_FOR_SEEKING for each shard with no .idx beside it (a
-     *  manifest's count is then checked against it). One pass over the shard's headers (a
+     *  manifest's count is then checked against it), SHARD_INDEXES_WHERE_CHEAP as
+     *  FOR_COUNTS for local uncompressed tars only (a walk over their headers). One pass over the shard's headers (a
      *  local file seeks over the data; a remote one streams once; a .tar.gz is inflated
      *  whole), kept in index_cache and found there again while the shard's size and
      *  version (mtime and inode, ETag, generation) are unchanged; never written beside the

@@ -138,7 +138,7 @@ SHARD_API int shard_loader_set_epoch(ShardLoader *l, uint64_t e);
 SHARD_API int shard_loader_state(const ShardLoader *l, char *buf, size_t size);
 
 /** Continues the epoch of a state (shard_reader_restore: on any number of ranks and
- *  workers its partitions fit, with the same order settings; the batch size may differ).
+ *  workers, with the same order settings; the batch size may differ).
  *  A malformed state changes nothing; a state the reader refuses (taken with other
  *  settings) leaves shard_loader_next returning that error until an epoch or a restore
  *  succeeds. */

@@ -109,19 +109,21 @@ typedef struct ShardReaderSettings {
      *  (ShardListSettings.index_cache; NULL: the default folder). Borrowed. */
     const char *index_cache;
     /** Make the indexes of shards that have no count (plain tars: no manifest, no .idx)
-     *  at open, kept in index_cache: SHARD_READER_INDEXES_AUTO (0, default) where the mode
-     *  needs every count (a mix, equal mode, epoch_samples outside resampled mode),
-     *  SHARD_READER_INDEXES_ALWAYS (the epoch's length known for any list, as len() wants
-     *  it), SHARD_READER_INDEXES_NEVER (such a mode is refused, naming the shard) */
+     *  at open, kept in index_cache: SHARD_READER_INDEXES_AUTO (0, default) for every shard
+     *  where the mode needs every count (a mix, equal mode, epoch_samples outside
+     *  resampled mode), else for local uncompressed tars (a walk over their headers), so
+     *  that a state moves to any topology (formats/order.md); SHARD_READER_INDEXES_ALWAYS
+     *  (the epoch's length known for any list, as len() wants it);
+     *  SHARD_READER_INDEXES_NEVER (a mode that needs counts is refused, naming the shard) */
     int make_indexes;
     /** Canonical partitions of an epoch (formats/order.md), 0 for a count chosen from the
      *  data: the largest of 2880, 1440, 720, 360, 240, 120, 60, 24, 12, 6, 2, 1 that leaves
      *  partitions of at least max(shuffle_buffer, 256, streams x the mean shard's samples)
      *  (a shard each without counts), else world_size x the least of 1, 2, 3, 4, 6, 12,
-     *  24, 36, 48, 60, ... that gives every worker as many. world_size ranks of num_workers workers must fit:
-     *  world_size divides it in equal mode, and num_workers <= partitions / world_size.
-     *  To resume on other world sizes, choose one they all divide (e.g. 2880). A state
-     *  keeps its own (default 0) */
+     *  24, 36, 48, 60, ... that gives every worker as many. A count the topology does not
+     *  fit (fewer partitions than consumers; equal mode: one world_size does not divide)
+     *  is spread, partitions split at a sample; resampled mode refuses it. A state keeps
+     *  its own, and resumes on any topology (default 0) */
     uint32_t partitions;
     int drop_last; /**< see batch_size (default 0) */
     /** Zero: room for settings added later without changing the struct's size. */
@@ -203,17 +205,19 @@ SHARD_API int shard_reader_set_epoch(ShardReader *r, uint64_t e);
 #define SHARD_READER_STATE_MAX (512 * 1024)
 
 /**
- * The state of the job at this consumer's position: "v3:EPOCH:SEED:" then KEY=VALUE pairs,
+ * The state of the job at this consumer's position: "v4:EPOCH:SEED:" then KEY=VALUE pairs,
  * comma-separated, of every setting that fixes the epoch's order (mode, pad,
  * epoch_samples, shuffle_shards, shuffle_buffer, shuffle_initial, streams, sources, a
  * fingerprint of the weights, shards, counted, list: a fingerprint of the shards' names
  * (the last part of their URLs) and counts, so the same shards moved from disk to a bucket
  * keep their states; partitions and total), those it was taken on (world_size,
- * num_workers), then ';' and the cut: how far each partition was delivered, in runs
- * ("0-11:d,12:117,13-23:0,...", formats/order.md). This consumer's partitions are exact;
- * every other consumer is taken to have delivered as many samples as this one since its
- * reading began (or all it had), as ranks in step do, or, without counts, is not said
- * ("A-B:?"). Any consumer's state therefore restores every consumer of a job in step.
+ * num_workers), then ';' and the cut: with every count known, the epoch's samples not yet
+ * delivered and the consumers' regions ("left=480-2000,2480-4000;edges=2000"), without,
+ * how far each partition was delivered, in runs ("parts=0-11:d,12:117,13-23:0,...";
+ * formats/order.md). This consumer's position is exact; every other consumer is taken to
+ * have delivered as many samples as this one since its reading began (or all it had), as
+ * ranks in step do, or, without counts, is not said ("A-B:?"). Any consumer's state
+ * therefore restores every consumer of a job in step.
  * @param buf receives the NUL-terminated state; caller-owned, size bytes
  * @return 0; SHARD_ERR_INVALID when it does not fit in size bytes
  */
@@ -237,22 +241,25 @@ SHARD_API int shard_reader_state_after(const ShardReader *r, uint64_t batches, u
 /**
  * Continues the epoch from a state taken by shard_reader_state (or shard_loader_state,
  * shard_reader_state_after) on readers with the same order settings, on any number of
- * ranks and workers that fits its partitions: the samples this consumer's partitions have
- * not delivered, each once; equal mode adds repeats (marked) so that every rank still
- * gets the same number of batches. Reading starts at the next take: the partitions a
- * consumer enters in the middle are replayed on the samples' identities and only the
- * samples still in their shuffle buffer are read (by index where there is one). A state
- * whose settings differ from this reader's is refused, naming each with its value in the
- * state and here; so is one that does not say how far this consumer's partitions were
- * delivered, and one of an older order (0.2's v1, v2), saying how to go on. A reader made
- * without a seed takes the state's. Later epochs run as on this topology from the start.
+ * ranks and workers: on the topology it was taken on, this consumer's own rest, in the
+ * order of the uninterrupted run; on another, its share of what is left, spread so that
+ * ranks get counts a sample apart (a partition split at a sample where it must); equal
+ * mode adds at most a batch of repeats (marked) so that every rank still gets the same
+ * number of batches. Every sample not yet delivered comes once over the job. Reading
+ * starts at the next take: a partition entered in its middle is replayed on the samples'
+ * identities and only the samples still in its shuffle buffer are read (by index where
+ * there is one). A state whose settings differ from this reader's is refused, naming each
+ * with its value in the state and here; so is one that does not say how far this
+ * consumer's partitions were delivered (without counts), and one of an older order (0.2's
+ * v1, v2), saying how to go on; libshard 0.4's v3 states are read. A reader made without
+ * a seed takes the state's. Later epochs run as on this topology from the start.
  * @return 0; SHARD_ERR_INVALID for a malformed state or one taken with other settings
  */
 SHARD_API int shard_reader_restore(ShardReader *r, const char *state);
 
 /**
  * One state from the states of a job's consumers (ranks, or DataLoader workers) taken at
- * the same point, for shards without counts, where a consumer's state says only its own
+ * the same point (each consumer's own position from its own state), for shards without counts, where a consumer's state says only its own
  * partitions: each partition as the consumer that reads it says (a consumer's own
  * partitions are exact), else as any state says.
  * @param states, n the states (borrowed); the same epoch, seed and settings

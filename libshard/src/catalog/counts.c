@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "base/buf.h"
@@ -77,6 +78,20 @@ static void progress(Counter *c, int last)
     pthread_mutex_unlock(&c->mu);
 }
 
+/* Whether an index of url is a walk over its headers: a local uncompressed tar. */
+static int cheap(const char *url)
+{
+    size_t n = strlen(url);
+    return (shard_source_place(url) & SHARD_PLACE_LOCAL) && n > 4 &&
+           !strcasecmp(url + n - 4, ".tar");
+}
+
+/* Whether entry e is made an index for, where it has none. */
+static int to_make(const ShardListSettings *s, const ShardListEntry *e)
+{
+    return s->build_indexes != SHARD_INDEXES_WHERE_CHEAP || cheap(e->url);
+}
+
 /* Entry e's count: from its index's first line, else (build_indexes) its index made or
  * found in the cache. */
 static void count_one(Counter *c, ShardListEntry *e)
@@ -84,7 +99,7 @@ static void count_one(Counter *c, ShardListEntry *e)
     uint64_t beside = index_count(e->url, c->s->remote);
     if (!e->info)
         e->nsamples = beside;
-    if (beside != SHARD_COUNT_UNKNOWN || !c->dir)
+    if (beside != SHARD_COUNT_UNKNOWN || !c->dir || !to_make(c->s, e))
         return;
     char err[SHARD_ERROR_MAX], *path;
     uint64_t n;
@@ -92,7 +107,9 @@ static void count_one(Counter *c, ShardListEntry *e)
     int rc = shard_index_cached(c->dir, e->url, c->s->remote, &path, &n, &built, err);
     atomic_fetch_add(&c->made, 1);
     pthread_mutex_lock(&c->mu);
-    if (rc && !c->rc) {
+    if (rc && c->s->build_indexes == SHARD_INDEXES_WHERE_CHEAP) {
+        /* made where cheap, not needed: the reading says what is wrong with the shard */
+    } else if (rc && !c->rc) {
         c->rc = rc;
         snprintf(c->err, sizeof c->err, "%s", err);
     } else if (!rc && e->info && e->nsamples != n) {
@@ -129,7 +146,7 @@ int shard_list_fill_counts(ShardList *l, const ShardListSettings *s, char *msg)
     for (size_t i = 0; i < l->n; i++) {
         int look = !l->v[i].info || seeking;
         unsigned place = shard_source_place(l->v[i].url);
-        todo += look && !(place & SHARD_PLACE_COMMAND);
+        todo += look && !(place & SHARD_PLACE_COMMAND) && to_make(s, &l->v[i]);
         costly += look && (place & SHARD_PLACE_REMOTE);
     }
     Counter c = {.l = l, .s = s};

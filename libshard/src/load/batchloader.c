@@ -324,9 +324,9 @@ int shard_loader_state(const ShardLoader *l, char *buf, size_t size)
 int shard_loader_restore(ShardLoader *l, const char *state)
 {
     unsigned long long e;
-    if (sscanf(state, "v%*1[123]:%llu:", &e) != 1)
+    if (sscanf(state, "v%*1[1234]:%llu:", &e) != 1)
         return shard_fail(l->err, SHARD_ERR_INVALID,
-                          "loader: '%.200s' is not a state (v3:EPOCH:SEED:SETTINGS;CUT)", state);
+                          "loader: '%.200s' is not a state (v4:EPOCH:SEED:SETTINGS;CUT)", state);
     shard_loader_stop_producer(l);
     int rc = shard_reader_restore(l->reader, state);
     if (!rc) {

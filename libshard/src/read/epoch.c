@@ -122,7 +122,9 @@ int shard_reader_plan(ShardReader *r, uint64_t e, uint32_t parts, uint64_t total
         return shard_fail(r->err, SHARD_ERR_INVALID, "reader: partitions=%u: at most %u", parts,
                           SHARD_PARTITIONS_MAX);
     char msg[SHARD_ERROR_MAX];
-    if (shard_partition_check(parts, s->world_size, s->num_workers, s->mode, msg))
+    /* resampled mode draws by whole partitions; the other modes spread what does not fit */
+    if (s->mode == SHARD_MODE_RESAMPLED &&
+        shard_partition_check(parts, s->world_size, s->num_workers, s->mode, msg))
         return shard_fail(r->err, SHARD_ERR_INVALID, "reader: %s", msg);
     if (counted && s->mode == SHARD_MODE_EQUAL && t && t < parts)
         return shard_fail(r->err, SHARD_ERR_INVALID,
@@ -144,8 +146,10 @@ int shard_reader_plan(ShardReader *r, uint64_t e, uint32_t parts, uint64_t total
     ShardOrder *o = shard_order_new(e, s->mode, s->world_size, s->num_workers, s->rank,
                                     s->worker, parts, t, length, len);
     free(len);
-    if (!o)
+    if (!o || shard_order_begin(o, NULL, NULL, s->batch_size, s->drop_last)) {
+        shard_order_put(o);
         return shard_fail(r->err, SHARD_ERR_NOMEM, "out of memory");
+    }
     shard_order_put(r->order);
     r->order = o;
     shard_reader_set_length(r);
@@ -160,44 +164,40 @@ void shard_reader_set_length(ShardReader *r)
         r->epoch_length = shard_order_consumer_length(r->order);
 }
 
-/* Whether partition p was delivered whole before the reading began. */
-static int started_done(const ShardOrder *o, uint32_t p)
-{
-    return o->start[p] == SHARD_CUT_DONE ||
-           (o->len[p] != SHARD_COUNT_UNKNOWN && o->start[p] >= o->len[p]);
-}
-
-/* Seeds the buffer for the block's partition i (B: the repeats): a partition's by the
- * partition, the repeats' (and resampled mode's one stream) by their consumer. */
+/* Seeds the buffer for piece i (n: the repeats): a piece's by its partition, the repeats'
+ * (and resampled mode's one stream) by their consumer. */
 static void seed_buffer(ShardReader *r, int64_t i)
 {
     const ShardOrder *o = r->order;
-    int64_t b = (int64_t)(o->hi - o->lo);
-    uint64_t seeded = r->s.mode == SHARD_MODE_RESAMPLED || i == b
+    uint64_t seeded = r->s.mode == SHARD_MODE_RESAMPLED || i == (int64_t)o->npieces
                           ? (uint64_t)o->parts + shard_reader_consumer(r)
-                          : (uint64_t)o->lo + (uint64_t)i;
+                          : (uint64_t)o->piece[i].p;
     ShardRng rng;
     shard_rng_init(&rng, r->s.seed, SHARD_RNG_BUFFER, r->epoch, seeded, 0);
     shard_shuffle_reset(&r->shuffle, &rng);
 }
 
-/* Makes the block's partition i the one being read: its buffer seeded, nothing to drop,
- * the position it begins at noted (for a state without counts). */
-static void open_partition(ShardReader *r, int64_t i)
+/* Makes piece i the one being read: its buffer seeded, nothing to drop, its samples to
+ * give counted, the position it begins at noted (for a state without counts). */
+static void open_piece(ShardReader *r, int64_t i)
 {
+    const ShardOrder *o = r->order;
     r->cur = i;
     r->cur_open = 1;
     r->drop_left = 0;
+    r->piece_left = UINT64_MAX;
+    if (i < (int64_t)o->npieces && o->piece[i].to != SHARD_COUNT_UNKNOWN)
+        r->piece_left = o->piece[i].to - o->piece[i].from;
     seed_buffer(r, i);
     atomic_store(&r->order->entered[i], r->position);
 }
 
-/* Plans the block's partition i (B: the repeats) and deals its segments to the streams,
- * each at its start (threads stopped). */
+/* Plans piece i's partition (n: the repeats) and deals its segments to the streams, each
+ * at its start (threads stopped). */
 static int plan_streams(ShardReader *r, int64_t i)
 {
     ShardOrder *o = r->order;
-    int64_t b = (int64_t)(o->hi - o->lo);
+    int64_t n = (int64_t)o->npieces;
     int resampled = r->s.mode == SHARD_MODE_RESAMPLED;
     int rc = 0;
     if (!resampled) {
@@ -210,10 +210,11 @@ static int plan_streams(ShardReader *r, int64_t i)
         p.shuffle_shards = r->s.shuffle_shards;
         if (o->counted) {
             uint64_t a, z;
-            if (i < b) {
-                shard_partition_range(o->length, o->parts, o->lo + (uint32_t)i, &a, &z);
-            } else { /* repeats of the block's first samples, past the sequence's end */
-                shard_partition_range(o->length, o->parts, o->lo, &a, &z);
+            if (i < n) {
+                shard_partition_range(o->length, o->parts, o->piece[i].p, &a, &z);
+            } else { /* repeats of its first samples, past the sequence's end */
+                size_t c = shard_reader_consumer(r);
+                a = o->cut.edge[c];
                 a = o->total + (o->total ? a % o->total : 0);
                 z = a + o->pad;
             }
@@ -221,13 +222,13 @@ static int plan_streams(ShardReader *r, int64_t i)
                            : shard_epoch_plan_range(r->counts, r->nurls, &p, a, z, &r->segs,
                                                     &r->nsegs);
         } else { /* every P-th shard of the shuffled order */
-            p.rank = (int)(o->lo + (uint32_t)i);
+            p.rank = (int)o->piece[i].p;
             p.world_size = (int)o->parts;
             rc = shard_epoch_plan(r->counts, r->nurls, &p, &r->segs, &r->nsegs);
         }
         if (rc)
             return shard_fail(r->err, rc, "reader: cannot plan partition %lld of the epoch",
-                              (long long)(o->lo + i));
+                              i < n ? (long long)o->piece[i].p : -1LL);
     }
     r->counts_known = 1;
     for (size_t k = 0; k < r->nsegs; k++)
@@ -248,20 +249,19 @@ static int plan_streams(ShardReader *r, int64_t i)
     return 0;
 }
 
-/* Enters the block's partition i (B: the repeats): its segments dealt to the streams, its
- * buffer seeded, and, where the reading began inside it, the samples delivered before
- * passed over. The fetch threads start at the next pull. */
+/* Enters piece i (n: the repeats): its partition's segments dealt to the streams, its
+ * buffer seeded, and, where it begins inside the partition, the samples before it passed
+ * over. The fetch threads start at the next pull. */
 static int enter(ShardReader *r, int64_t i)
 {
     ShardOrder *o = r->order;
-    int64_t b = (int64_t)(o->hi - o->lo);
     int resampled = r->s.mode == SHARD_MODE_RESAMPLED;
     stop_reading(r);
-    open_partition(r, i);
+    open_piece(r, i);
     int rc = plan_streams(r, i);
     if (rc)
         return rc;
-    uint64_t n = resampled ? r->resume_skip : i < b ? o->start[o->lo + (uint32_t)i] : 0;
+    uint64_t n = resampled ? r->resume_skip : i < (int64_t)o->npieces ? o->piece[i].from : 0;
     r->resume_skip = 0;
     if (n && r->counts_known && !r->s.skip_errors)
         rc = shard_reader_replay(r, n);
@@ -272,25 +272,32 @@ static int enter(ShardReader *r, int64_t i)
     return rc;
 }
 
-/* The block's partition after cur with samples left, B for the repeats, B + 1 past them. */
+/* The piece after cur, n for the repeats, n + 1 past them. */
 static int64_t following(const ShardReader *r)
 {
     const ShardOrder *o = r->order;
-    int64_t b = (int64_t)(o->hi - o->lo), i = r->cur + 1;
-    while (i < b && started_done(o, o->lo + (uint32_t)i))
-        i++;
-    return i == b && !o->pad ? b + 1 : i;
+    int64_t n = (int64_t)o->npieces, i = r->cur + 1;
+    return i == n && !o->pad ? n + 1 : i;
 }
 
-/* The partition being read has given all its samples to its buffer, whose draining needs
- * no fetch thread: the next partition's start reading now, so that its first samples are
- * ready when the buffer is empty. Not where the next is entered in its middle (a resume:
- * its replay comes first) or without a next; a failure is met again by enter. */
+/* Whether piece i is read to its partition's end (its input ends before it does). */
+static int to_the_end(const ShardOrder *o, int64_t i)
+{
+    const ShardPiece *pc = &o->piece[i];
+    return i >= (int64_t)o->npieces || pc->to == SHARD_COUNT_UNKNOWN || pc->to == o->len[pc->p];
+}
+
+/* The piece being read has given all its partition's samples to its buffer, whose draining
+ * needs no fetch thread: the next piece's streams start reading now, so that its first
+ * samples are ready when the buffer is empty. Not where the next begins inside its
+ * partition (its replay comes first), nor without a next; a failure is met again by
+ * enter. */
 static void prefetch(ShardReader *r)
 {
-    int64_t i = following(r), b = (int64_t)(r->order->hi - r->order->lo);
-    if (r->s.mode == SHARD_MODE_RESAMPLED || i > b || r->prefetched >= 0 ||
-        (i < b && r->order->start[r->order->lo + (uint32_t)i]))
+    const ShardOrder *o = r->order;
+    int64_t i = following(r), n = (int64_t)o->npieces;
+    if (r->s.mode == SHARD_MODE_RESAMPLED || i > n || r->prefetched >= 0 ||
+        (i < n && o->piece[i].from) || !to_the_end(o, r->cur))
         return;
     stop_streams(r); /* every stream has ended: the threads are done */
     if (plan_streams(r, i) || shard_reader_start(r))
@@ -298,28 +305,28 @@ static void prefetch(ShardReader *r)
     r->prefetched = i;
 }
 
-/* Enters the next partition of the block with samples left (then the repeats, if any);
- * SHARD_EOS past the last. */
-static int next_partition(ShardReader *r)
+/* Enters the next piece (then the repeats, if any); SHARD_EOS past the last. */
+static int next_piece(ShardReader *r)
 {
     const ShardOrder *o = r->order;
-    int64_t b = (int64_t)(o->hi - o->lo);
+    int64_t n = (int64_t)o->npieces;
     if (r->s.mode == SHARD_MODE_RESAMPLED) {
-        if (r->cur < 0 && b > 0)
+        if (r->cur < 0 && n > 0)
             return enter(r, 0);
-        r->cur = b + 1;
+        r->cur = n + 1;
         return SHARD_EOS;
     }
     int64_t i = following(r);
-    if (i > b) {
-        r->cur = b + 1;
+    if (i > n) {
+        stop_reading(r); /* a piece that ends inside its partition leaves its streams on */
+        r->cur = n + 1;
         return SHARD_EOS;
     }
     if (i != r->prefetched)
         return enter(r, i);
     /* its streams read since its predecessor's input ended: the buffer's turn */
     r->prefetched = -1;
-    open_partition(r, i);
+    open_piece(r, i);
     return 0;
 }
 
@@ -412,9 +419,9 @@ int shard_reader_take(ShardReader *r, ShardItem **out)
     for (;;) {
         int rc;
         if (!r->cur_open) {
-            if (r->cur > (int64_t)(r->order->hi - r->order->lo))
+            if (r->cur > (int64_t)r->order->npieces)
                 return SHARD_EOS;
-            if ((rc = next_partition(r)) == SHARD_EOS)
+            if ((rc = next_piece(r)) == SHARD_EOS)
                 return rc;
             if (rc) {
                 r->failed = rc;
@@ -433,7 +440,7 @@ int shard_reader_take(ShardReader *r, ShardItem **out)
             r->failed = rc;
             return rc;
         }
-        if (!it) { /* the partition is drained */
+        if (!it) { /* the piece's partition is drained */
             r->cur_open = 0;
             continue;
         }
@@ -444,6 +451,8 @@ int shard_reader_take(ShardReader *r, ShardItem **out)
         }
         if (r->s.mode == SHARD_MODE_RESAMPLED)
             note_draw(r, it);
+        if (r->piece_left != UINT64_MAX && !--r->piece_left)
+            r->cur_open = 0; /* the piece ends here, inside its partition or at its end */
         it->position = r->position++;
         atomic_fetch_add_explicit(&r->samples, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&r->bytes, shard_item_bytes(it), memory_order_relaxed);

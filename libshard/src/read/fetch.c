@@ -255,7 +255,8 @@ static int fetch_segment(Stream *st, const ShardSegment *seg, size_t n, uint64_t
                                       "manifest's own folder)", err.message);
             return failed(st, msg, count, err.code);
         }
-        return failed(st, err.message, count, err.code);
+        char msg[SHARD_ERROR_MAX];
+        return failed(st, explain(f, err.message, msg, sizeof msg), count, err.code);
     }
     *ahead = open_ahead(st, n + 1);
     int rc = 0;

@@ -28,20 +28,15 @@ ShardOrder *shard_order_new(uint64_t epoch, ShardMode mode, int world, int worke
     o->length = length;
     o->counted = len != NULL;
     shard_partition_block(parts, world, workers, rank, worker, &o->lo, &o->hi);
-    size_t b = o->hi - o->lo;
     o->len = malloc(parts * sizeof *o->len);
     o->start = calloc(parts, sizeof *o->start);
-    o->draws = calloc(parts, sizeof *o->draws);
-    o->entered = malloc((b + 1) * sizeof *o->entered);
     atomic_init(&o->taken, 0);
-    if (!o->len || !o->start || !o->draws || !o->entered) {
+    if (!o->len || !o->start) {
         shard_order_put(o);
         return NULL;
     }
     for (uint32_t i = 0; i < parts; i++)
         o->len[i] = len ? len[i] : SHARD_COUNT_UNKNOWN;
-    for (size_t i = 0; i <= b; i++)
-        atomic_init(&o->entered[i], UINT64_MAX);
     return o;
 }
 
@@ -58,25 +53,85 @@ void shard_order_put(ShardOrder *o)
         return;
     free(o->len);
     free(o->start);
+    free(o->piece);
     free(o->entered);
-    free(o->draws);
+    shard_cut_free(&o->cut);
     free(o);
 }
 
-int shard_order_begin_at(ShardOrder *o, const uint64_t *start, uint64_t bs, int drop_last)
+static size_t consumer(const ShardOrder *o)
 {
-    if (o->mode == SHARD_MODE_RESAMPLED) {
-        memcpy(o->draws, start, o->parts * sizeof *o->draws);
-        return 0;
-    }
-    memcpy(o->start, start, o->parts * sizeof *o->start);
-    o->base = 0;
-    for (uint32_t i = o->lo; i < o->hi && o->counted; i++)
-        o->base += start[i] < o->len[i] ? start[i] : o->len[i];
-    uint64_t *pads = shard_order_pads(o, bs, drop_last);
-    if (!pads)
+    return (size_t)o->rank * (size_t)o->workers + (size_t)o->worker;
+}
+
+/* Whether partition p was delivered whole before the reading began (without counts). */
+static int started_done(const ShardOrder *o, uint32_t p)
+{
+    return o->start[p] == SHARD_CUT_DONE ||
+           (o->len[p] != SHARD_COUNT_UNKNOWN && o->start[p] >= o->len[p]);
+}
+
+/* Without counts, and resampled: the block's partitions, whole, from where each stands. */
+static int block_pieces(ShardOrder *o)
+{
+    o->piece = malloc(((size_t)(o->hi - o->lo) + 1) * sizeof *o->piece);
+    if (!o->piece)
         return SHARD_ERR_NOMEM;
-    o->pad = pads[(size_t)o->rank * (size_t)o->workers + (size_t)o->worker];
+    for (uint32_t p = o->lo; p < o->hi; p++)
+        if (o->mode == SHARD_MODE_RESAMPLED || !started_done(o, p))
+            o->piece[o->npieces++] = (ShardPiece){p, o->mode == SHARD_MODE_RESAMPLED ? 0 : o->start[p],
+                                                  SHARD_COUNT_UNKNOWN};
+    return 0;
+}
+
+/* With counts: the cut (begun afresh when cut is NULL) and this consumer's pieces of it. */
+static int cut_pieces(ShardOrder *o, const ShardCut *cut)
+{
+    int rc;
+    if (cut) {
+        rc = shard_cut_copy(&o->cut, cut);
+    } else if (!(rc = shard_cut_init(&o->cut, o->length))) {
+        rc = shard_partition_whole(o->parts, o->world, o->workers, o->mode)
+                 ? shard_cut_blocks(&o->cut, o->parts, o->world, o->workers)
+                 : shard_cut_spread(&o->cut, o->world, o->workers);
+    }
+    if (rc)
+        return rc;
+    size_t c = consumer(o);
+    if ((rc = shard_cut_pieces(&o->cut, c, o->parts, &o->piece, &o->npieces)))
+        return rc;
+    o->base = o->cut.edge[c + 1] - o->cut.edge[c] - shard_cut_rest(&o->cut, c);
+    return 0;
+}
+
+int shard_order_begin(ShardOrder *o, const ShardCut *cut, const uint64_t *start, uint64_t bs,
+                      int drop_last)
+{
+    free(o->piece);
+    free(o->entered);
+    shard_cut_free(&o->cut);
+    o->piece = NULL;
+    o->npieces = 0;
+    o->base = o->pad = 0;
+    int rc;
+    if (o->counted) {
+        rc = cut_pieces(o, cut);
+    } else {
+        if (start)
+            memcpy(o->start, start, o->parts * sizeof *o->start);
+        rc = block_pieces(o);
+    }
+    if (rc)
+        return rc;
+    o->entered = malloc((o->npieces + 1) * sizeof *o->entered);
+    uint64_t *pads = shard_order_pads(o, bs, drop_last);
+    if (!o->entered || !pads) {
+        free(pads);
+        return SHARD_ERR_NOMEM;
+    }
+    for (size_t i = 0; i <= o->npieces; i++)
+        atomic_init(&o->entered[i], UINT64_MAX);
+    o->pad = pads[consumer(o)];
     free(pads);
     return 0;
 }
@@ -86,9 +141,20 @@ uint64_t *shard_order_pads(const ShardOrder *o, uint64_t bs, int drop_last)
     size_t n = (size_t)o->world * (size_t)o->workers;
     uint64_t *pads = calloc(n, sizeof *pads);
     if (pads && o->mode == SHARD_MODE_EQUAL && o->counted)
-        shard_cut_pads(o->start, o->len, o->parts, o->world, o->workers, bs ? bs : 1, drop_last,
-                       pads);
+        shard_cut_pads(&o->cut, bs ? bs : 1, drop_last, pads);
     return pads;
+}
+
+int64_t shard_order_rank_batches(const ShardOrder *o, int rank, uint64_t bs, int drop_last)
+{
+    if (!o->counted || !bs || rank < 0 || rank >= o->world)
+        return -1;
+    uint64_t *pads = shard_order_pads(o, bs, drop_last);
+    if (!pads)
+        return -1;
+    int64_t n = (int64_t)shard_cut_rank_batches(&o->cut, rank, bs, drop_last, pads);
+    free(pads);
+    return n;
 }
 
 void shard_order_draws_after(const uint64_t *start, uint32_t parts, int world, int workers,
@@ -108,57 +174,49 @@ int64_t shard_order_consumer_length(const ShardOrder *o)
 {
     if (!o->counted)
         return -1;
-    uint64_t n = o->pad;
-    for (uint32_t i = o->lo; i < o->hi; i++)
-        n += o->len[i];
-    return (int64_t)n;
+    size_t c = consumer(o);
+    return (int64_t)(o->cut.edge[c + 1] - o->cut.edge[c] + o->pad);
 }
 
-/* This consumer's block at position, exact. */
-static void own_block(const ShardOrder *o, uint64_t position, uint64_t *pos)
+int shard_order_cut_at(const ShardOrder *o, uint64_t position, uint64_t unit, ShardCut *out)
 {
-    uint32_t b = o->hi - o->lo;
-    if (o->counted) {
-        uint64_t left = position > o->base ? position - o->base : 0;
-        for (uint32_t i = o->lo; i < o->hi; i++) {
-            uint64_t rest = o->start[i] < o->len[i] ? o->len[i] - o->start[i] : 0;
-            uint64_t take = rest < left ? rest : left;
-            pos[i] = o->start[i] + take;
-            left -= take;
-        }
-        return;
+    size_t n = (size_t)o->world * (size_t)o->workers, c = consumer(o);
+    uint64_t *took = malloc(n * sizeof *took);
+    if (!took || shard_cut_copy(out, &o->cut)) {
+        free(took);
+        return SHARD_ERR_NOMEM;
     }
-    /* without counts: where it entered each, and whether it has entered a later one */
-    for (uint32_t i = 0; i < b; i++) {
-        uint32_t p = o->lo + i;
+    uint64_t done = position > o->base ? position - o->base : 0, u = unit ? unit : 1;
+    uint64_t units = (done + u - 1) / u;
+    for (size_t k = 0; k < n; k++)
+        took[k] = units > UINT64_MAX / u ? UINT64_MAX : units * u;
+    took[c] = done;
+    int rc = shard_cut_take(out, took);
+    free(took);
+    if (rc)
+        shard_cut_free(out);
+    return rc;
+}
+
+void shard_order_runs_at(const ShardOrder *o, uint64_t position, uint64_t *pos)
+{
+    memcpy(pos, o->start, o->parts * sizeof *pos);
+    if (o->mode == SHARD_MODE_RESAMPLED)
+        return;
+    for (uint32_t p = 0; p < o->parts; p++)
+        if (p < o->lo || p >= o->hi)
+            pos[p] = o->start[p] == SHARD_CUT_DONE ? SHARD_CUT_DONE : SHARD_CUT_UNKNOWN;
+    /* its own: where it entered each piece, and whether it has entered a later one */
+    for (size_t i = 0; i < o->npieces; i++) {
+        uint32_t p = o->piece[i].p;
         uint64_t at = atomic_load(&o->entered[i]);
-        pos[p] = o->start[p];
         if (at == UINT64_MAX || position < at)
             continue;
         int done = 0;
-        for (uint32_t j = i + 1; j <= b && !done; j++) {
+        for (size_t j = i + 1; j <= o->npieces && !done; j++) {
             uint64_t next = atomic_load(&o->entered[j]);
             done = next != UINT64_MAX && next <= position;
         }
         pos[p] = done ? SHARD_CUT_DONE : o->start[p] + (position - at);
     }
-}
-
-void shard_order_cut(const ShardOrder *o, uint64_t position, uint64_t unit, uint64_t *pos)
-{
-    if (o->mode == SHARD_MODE_RESAMPLED) {
-        memcpy(pos, o->draws, o->parts * sizeof *pos);
-        return;
-    }
-    memcpy(pos, o->start, o->parts * sizeof *pos);
-    if (o->counted) {
-        uint64_t done = position > o->base ? position - o->base : 0;
-        uint64_t u = unit ? unit : 1;
-        shard_cut_advance_each(pos, o->len, o->parts, o->world, o->workers, u, (done + u - 1) / u);
-    } else {
-        for (uint32_t p = 0; p < o->parts; p++)
-            if (p < o->lo || p >= o->hi)
-                pos[p] = o->start[p] == SHARD_CUT_DONE ? SHARD_CUT_DONE : SHARD_CUT_UNKNOWN;
-    }
-    own_block(o, position, pos);
 }

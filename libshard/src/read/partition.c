@@ -67,6 +67,12 @@ int shard_partition_check(uint32_t p, int world, int workers, ShardMode mode, ch
     return 0;
 }
 
+int shard_partition_whole(uint32_t p, int world, int workers, ShardMode mode)
+{
+    uint64_t w = (uint64_t)world;
+    return p >= w * (uint64_t)workers && (mode != SHARD_MODE_EQUAL || p % w == 0);
+}
+
 /* Partition counts with many divisors, largest first (2880 = 2^6 x 3^2 x 5). */
 static const uint32_t AUTO_COUNTS[] = {2880, 1440, 720, 360, 240, 120, 60, 24, 12, 6, 2, 1};
 
@@ -111,7 +117,7 @@ uint32_t shard_partition_auto(uint64_t t, int counted, size_t nshards, size_t sh
     return p > SHARD_PARTITIONS_MAX ? SHARD_PARTITIONS_MAX : (uint32_t)p;
 }
 
-/* ---- the cut --------------------------------------------------------------------------- */
+/* ---- the runs --------------------------------------------------------------------------- */
 
 /* 'd' done, '0' untouched, 'n' in part (an empty partition is done), '?' not said; with
  * len NULL every value is a number. */
@@ -126,7 +132,7 @@ static char kind(uint64_t pos, const uint64_t *len, uint32_t i)
     return pos == 0 ? '0' : 'n';
 }
 
-int shard_cut_format(const uint64_t *pos, const uint64_t *len, uint32_t p, char *out,
+int shard_runs_format(const uint64_t *pos, const uint64_t *len, uint32_t p, char *out,
                      size_t cap)
 {
     size_t at = 0;
@@ -171,7 +177,7 @@ static int number(const char **s, uint64_t *v)
     return 0;
 }
 
-int shard_cut_parse(const char *text, const uint64_t *len, uint32_t p, uint64_t *pos, char *msg)
+int shard_runs_parse(const char *text, const uint64_t *len, uint32_t p, uint64_t *pos, char *msg)
 {
     const char *s = text;
     uint64_t next = 0;
@@ -224,133 +230,4 @@ bad:
     return shard_fail(msg, SHARD_ERR_INVALID,
                       "the cut '%.80s' is not runs of partitions (A-B:d, A-B:0, A-B:N, A-B:?)",
                       text);
-}
-
-uint64_t shard_cut_batches(uint64_t n, uint64_t bs, int drop_last)
-{
-    return drop_last ? n / bs : (n + bs - 1) / bs;
-}
-
-uint64_t shard_cut_rest(const uint64_t *pos, const uint64_t *len, uint32_t p, int world,
-                        int workers, int rank, int worker)
-{
-    uint32_t lo, hi;
-    shard_partition_block(p, world, workers, rank, worker, &lo, &hi);
-    uint64_t rest = 0;
-    for (uint32_t i = lo; i < hi; i++)
-        rest += pos[i] < len[i] ? len[i] - pos[i] : 0;
-    return rest;
-}
-
-uint64_t shard_cut_rank_batches(const uint64_t *pos, const uint64_t *len, uint32_t p, int world,
-                                int workers, int rank, uint64_t bs, int drop_last,
-                                const uint64_t *pads)
-{
-    uint64_t sum = 0;
-    for (int w = 0; w < workers; w++) {
-        uint64_t n = shard_cut_rest(pos, len, p, world, workers, rank, w);
-        sum += shard_cut_batches(n + (pads ? pads[rank * workers + w] : 0), bs, drop_last);
-    }
-    return sum;
-}
-
-void shard_cut_pads(const uint64_t *pos, const uint64_t *len, uint32_t p, int world, int workers,
-                    uint64_t bs, int drop_last, uint64_t *pads)
-{
-    uint64_t most = 0;
-    size_t n = (size_t)world * (size_t)workers;
-    memset(pads, 0, n * sizeof *pads);
-    for (int r = 0; r < world; r++) {
-        uint64_t b = shard_cut_rank_batches(pos, len, p, world, workers, r, bs, drop_last, NULL);
-        most = b > most ? b : most;
-    }
-    for (int r = 0; r < world; r++) {
-        uint64_t b = shard_cut_rank_batches(pos, len, p, world, workers, r, bs, drop_last, NULL);
-        if (b == most)
-            continue;
-        /* the last worker's partial batch filled, and whole batches after it */
-        int w = workers - 1;
-        uint64_t rest = shard_cut_rest(pos, len, p, world, workers, r, w);
-        uint64_t target = shard_cut_batches(rest, bs, drop_last) + (most - b);
-        pads[(size_t)r * (size_t)workers + (size_t)w] = target * bs - rest;
-    }
-}
-
-/* Marks n more samples of the block [lo, hi) delivered, partition after partition. */
-static void take_from(uint64_t *pos, const uint64_t *len, uint32_t lo, uint32_t hi, uint64_t n)
-{
-    for (uint32_t i = lo; i < hi && n; i++) {
-        uint64_t left = pos[i] < len[i] ? len[i] - pos[i] : 0;
-        uint64_t take = left < n ? left : n;
-        pos[i] += take;
-        n -= take;
-    }
-}
-
-void shard_cut_advance_each(uint64_t *pos, const uint64_t *len, uint32_t p, int world,
-                            int workers, uint64_t unit, uint64_t units)
-{
-    uint64_t n = units > UINT64_MAX / (unit ? unit : 1) ? UINT64_MAX : units * unit;
-    for (int r = 0; r < world; r++)
-        for (int w = 0; w < workers; w++) {
-            uint32_t lo, hi;
-            shard_partition_block(p, world, workers, r, w, &lo, &hi);
-            take_from(pos, len, lo, hi, n);
-        }
-}
-
-int shard_cut_advance(uint64_t *pos, const uint64_t *len, uint32_t p, int world, int workers,
-                      uint64_t batch_size, int drop_last, uint64_t batches, int first,
-                      const uint64_t *pads)
-{
-    if (!batch_size || world < 1 || workers < 1)
-        return SHARD_ERR_INVALID;
-    uint64_t *left = malloc((size_t)workers * 2 * sizeof *left);
-    if (!left)
-        return SHARD_ERR_NOMEM;
-    uint64_t *got = left + workers;
-    for (int r = 0; r < world; r++) {
-        /* each worker's batches still to come, and how many of them it delivered */
-        for (int w = 0; w < workers; w++) {
-            uint64_t rest = shard_cut_rest(pos, len, p, world, workers, r, w) +
-                            (pads ? pads[r * workers + w] : 0);
-            left[w] = shard_cut_batches(rest, batch_size, drop_last);
-            got[w] = 0;
-        }
-        /* whole turns over the workers that still have batches, each giving one; a worker
-         * ends only at a turn's end, so the last, partial turn starts at `first` again */
-        uint64_t todo = batches;
-        for (;;) {
-            uint64_t active = 0, least = UINT64_MAX;
-            for (int w = 0; w < workers; w++)
-                if (got[w] < left[w]) {
-                    active++;
-                    least = left[w] - got[w] < least ? left[w] - got[w] : least;
-                }
-            if (!active || !todo)
-                break;
-            uint64_t turns = todo / active < least ? todo / active : least;
-            if (!turns) { /* a partial turn, from first */
-                for (int k = 0; k < workers && todo; k++) {
-                    int w = (first + k) % workers;
-                    if (got[w] < left[w]) {
-                        got[w]++;
-                        todo--;
-                    }
-                }
-                break;
-            }
-            for (int w = 0; w < workers; w++)
-                if (got[w] < left[w])
-                    got[w] += turns;
-            todo -= turns * active;
-        }
-        for (int w = 0; w < workers; w++) { /* its samples, partition after partition */
-            uint32_t lo, hi;
-            shard_partition_block(p, world, workers, r, w, &lo, &hi);
-            take_from(pos, len, lo, hi, got[w] * batch_size);
-        }
-    }
-    free(left);
-    return 0;
 }

@@ -1,8 +1,9 @@
 /*
  * Canonical partitions (partition.c; formats/order.md, sections 3 and 4): an epoch's
- * sequence cut into P partitions of consecutive samples that consumers take whole, and the
- * cut, how far each partition has been delivered, which a resume on another number of ranks
- * and workers goes on from. The arithmetic only: no reading.
+ * sequence cut into P partitions of consecutive samples, which the consumers of a fresh
+ * epoch take whole where they fit (cut.h spreads the rest elsewhere), and the runs that
+ * say how far each partition has been delivered where the counts are not known. The
+ * arithmetic only: no reading.
  * Not installed.
  */
 #ifndef SHARD_READ_PARTITION_H
@@ -39,9 +40,13 @@ SHARD_HIDDEN void shard_partition_block(uint32_t p, int world, int workers, int 
 
 /* Whether world ranks of workers each can take p partitions in mode: 0, or
  * SHARD_ERR_INVALID with msg (SHARD_ERROR_MAX) naming what does not fit and a value that
- * would. */
+ * would. Resampled mode's draws go by partition, which it needs whole. */
 SHARD_HIDDEN int shard_partition_check(uint32_t p, int world, int workers, ShardMode mode,
                                        char *msg);
+
+/* Whether world ranks of workers each take p partitions whole: every consumer one at least
+ * and, in equal mode, every rank as many. Where not, what is left is spread (cut.h). */
+SHARD_HIDDEN int shard_partition_whole(uint32_t p, int world, int workers, ShardMode mode);
 
 /* The partition count for an epoch of t samples (counted) or of nshards shards of unknown
  * counts, read by `streams` streams through a shuffle buffer of shuffle samples: the
@@ -53,51 +58,16 @@ SHARD_HIDDEN int shard_partition_check(uint32_t p, int world, int workers, Shard
 SHARD_HIDDEN uint32_t shard_partition_auto(uint64_t t, int counted, size_t nshards, size_t shuffle,
                                            size_t streams, int world, int workers, ShardMode mode);
 
-/* The cut as text: runs of partitions, "A-B:d" (done), "A-B:0" (untouched), "A-B:N" (N
+/* A cut without counts as text: runs of partitions, "A-B:d" (done), "A-B:0" (untouched), "A-B:N" (N
  * delivered of each), "A-B:?" (not said), comma-separated, from pos[0..p) of partitions
  * len[0..p) (an entry SHARD_COUNT_UNKNOWN where not known; len NULL: the values are draws,
  * as resampled mode's). 0, or SHARD_ERR_INVALID when it does not fit in cap bytes. */
-SHARD_HIDDEN int shard_cut_format(const uint64_t *pos, const uint64_t *len, uint32_t p,
+SHARD_HIDDEN int shard_runs_format(const uint64_t *pos, const uint64_t *len, uint32_t p,
                                   char *out, size_t cap);
 
 /* Reads a cut into pos[0..p), checking it against the partitions' lengths (as above): 0, or
  * SHARD_ERR_INVALID with msg saying where it is wrong. */
-SHARD_HIDDEN int shard_cut_parse(const char *text, const uint64_t *len, uint32_t p,
+SHARD_HIDDEN int shard_runs_parse(const char *text, const uint64_t *len, uint32_t p,
                                  uint64_t *pos, char *msg);
-
-/* Batches of n samples: n / bs rounded up, or down with drop_last. */
-SHARD_HIDDEN uint64_t shard_cut_batches(uint64_t n, uint64_t bs, int drop_last);
-
-/* The samples the worker of rank r has left from pos on (its block's partitions). */
-SHARD_HIDDEN uint64_t shard_cut_rest(const uint64_t *pos, const uint64_t *len, uint32_t p,
-                                     int world, int workers, int rank, int worker);
-
-/* Equal mode from a cut pos (a resume on another topology leaves ranks different counts):
- * the repeats pads[rank * workers + worker] each worker reads after its partitions so that
- * every rank has the same number of batches of bs left, the most any has; a rank short of
- * it pads its last worker. All zero when the ranks' counts agree already. */
-SHARD_HIDDEN void shard_cut_pads(const uint64_t *pos, const uint64_t *len, uint32_t p, int world,
-                                 int workers, uint64_t bs, int drop_last, uint64_t *pads);
-
-/* This rank's batches of bs from pos on, its workers' together (pads: as above, or NULL). */
-SHARD_HIDDEN uint64_t shard_cut_rank_batches(const uint64_t *pos, const uint64_t *len, uint32_t p,
-                                             int world, int workers, int rank, uint64_t bs,
-                                             int drop_last, const uint64_t *pads);
-
-/* Advances pos by what every consumer delivered in step: `units` units of unit samples
- * each (its last unit short), or all it had (repeats after its partitions move nothing). */
-SHARD_HIDDEN void shard_cut_advance_each(uint64_t *pos, const uint64_t *len, uint32_t p, int world,
-                                         int workers, uint64_t unit, uint64_t units);
-
-/* Advances pos by what world ranks of workers each delivered, each rank `batches` batches
- * of batch_size (data-parallel ranks move in step; a rank whose stream ended sooner
- * delivered all of it). A worker's stream is its block's partitions from pos on, one after
- * the other, cut into batches (the last short, or dropped with drop_last); a rank takes its
- * workers' batches in turn from worker `first`, skipping those whose stream has ended, as a
- * DataLoader does; pads (NULL: none): samples each worker reads after its partitions.
- * 0, SHARD_ERR_INVALID (no batch size, rank or worker), SHARD_ERR_NOMEM. */
-SHARD_HIDDEN int shard_cut_advance(uint64_t *pos, const uint64_t *len, uint32_t p, int world,
-                                   int workers, uint64_t batch_size, int drop_last,
-                                   uint64_t batches, int first, const uint64_t *pads);
 
 #endif /* SHARD_READ_PARTITION_H */

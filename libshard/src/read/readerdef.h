@@ -1,20 +1,24 @@
 /*
  * The streaming reader's insides, shared by its files: the handle (streamreader.c), an epoch's
- * reading partition after partition (epoch.c), a partition's steps and their replay
+ * reading piece after piece (epoch.c), a partition's steps and their replay
  * (steps.c), a restore (resume.c) and states (state.c). It puts together the shard
  * list (catalog/list.c), the epoch plan (epochplan.c) or a mix (mix.c), the fetch stage
  * (fetch.c) and the shuffle buffer (shuffle.c).
  *
  * DESIGN
- * - Order (order.c, formats/order.md): each epoch the sequence of the shuffled shards'
- *   samples (or of a mix's) is cut into P canonical partitions; this consumer takes a block
- *   of them and reads them one after the other, each to its end (its shuffle buffer
- *   drained) before the next, then the repeats equal mode may add after a resume
- *   elsewhere. Entering a partition plans its range of the sequence as a consumer's
- *   (shard_epoch_plan_range, or a mix's, which also says which source each of its samples
- *   comes from, the round-robin then running over that source's streams); without counts
- *   a partition is every P-th shard. Resampled mode draws shards per partition instead,
- *   the block's partitions in turn, in one endless stream. Segments are dealt to S streams
+ * - Order (order.c, cut.c, formats/order.md): each epoch the sequence of the shuffled
+ *   shards' samples (or of a mix's) is cut into P canonical partitions, each a
+ *   deterministic stream. With every count known, the partitions laid end to end are a
+ *   line of points; a consumer reads what is left of its region of it, in pieces (a
+ *   partition's stream from one sample to another), one after the other, then the
+ *   repeats equal mode may add. A fresh epoch's regions are blocks of whole partitions;
+ *   a resume elsewhere spreads what is left over the new consumers, splitting a partition
+ *   at a sample where it must. Entering a piece plans its partition's range of the
+ *   sequence as a consumer's (shard_epoch_plan_range, or a mix's, which also says which
+ *   source each of its samples comes from, the round-robin then running over that
+ *   source's streams); without counts a partition is every P-th shard and a consumer
+ *   reads its block of them whole. Resampled mode draws shards per partition instead, the
+ *   block's partitions in turn, in one endless stream. Segments are dealt to S streams
  *   statically: stream k reads segments k, k+S, k+2S, ... in order. The consumer takes
  *   one sample from each stream in turn (round-robin over streams that still have
  *   samples), then passes them through the partition's shuffle buffer, seeded by the
@@ -26,11 +30,12 @@
  *   only through the fetch stage's queues.
  * - Samples from local uncompressed tars are views into the shard's mapping, holding the
  *   shard's source open; other samples are copied once into a block of their own.
- * - Resume: a state's cut says how far each partition was delivered. Entering a partition
- *   delivered N samples into, with every count known, replays its round-robin and buffer
- *   on sample identities alone (shard, sample number) for N steps, then reads the
- *   buffered samples by index and starts each stream where the replay left it; without
- *   counts (or skipping errors) it reads and drops N samples. Done partitions are passed.
+ * - Resume: a state's cut says what is left of the epoch and the regions it was read in.
+ *   Entering a piece that begins N samples into its partition, with every count known,
+ *   replays the partition's round-robin and buffer on sample identities alone (shard,
+ *   sample number) for N steps, then reads the buffered samples by index and starts each
+ *   stream where the replay left it; without counts (or skipping errors) it reads and
+ *   drops N samples. A piece that ends inside its partition stops there.
  */
 #ifndef SHARD_READ_READERDEF_H
 #define SHARD_READ_READERDEF_H
@@ -69,12 +74,13 @@ struct ShardReader {
     uint64_t position; /* samples of its block delivered this epoch (the order's base
                           before a restore's reading began included) */
     ShardOrder *order; /* this epoch's (or a restore's) */
-    int64_t cur;       /* the block's partition being read (0 .. B - 1), B for the repeats,
-                          B + 1 past them; -1 before the first */
+    int64_t cur;       /* the order's piece being read (0 .. n - 1), n for the repeats,
+                          n + 1 past them; -1 before the first */
     int cur_open;      /* cur has samples to give: not yet drained */
+    uint64_t piece_left; /* samples cur has still to give; UINT64_MAX: to its partition's end */
     uint64_t drop_left; /* a partition entered N samples in without counts: N to drop */
     uint64_t resume_skip; /* resampled, resumed on its own topology: samples to pass over */
-    int64_t prefetched; /* the partition whose streams read while cur's buffer drains; -1 */
+    int64_t prefetched; /* the piece whose streams read while cur's buffer drains; -1 */
     uint64_t mix_own_total; /* the mix's length for this topology (a state's may differ) */
     ShardSegment *segs;
     size_t nsegs;

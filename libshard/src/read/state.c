@@ -1,14 +1,15 @@
 /*
  * The reader's state as text (state.h).
  *
- * "v3:EPOCH:SEED:" then key=value pairs, comma-separated, of every setting that fixes the
- * epoch's order, ';' and the cut: how far each canonical partition was delivered
+ * "v4:EPOCH:SEED:" then key=value pairs, comma-separated, of every setting that fixes the
+ * epoch's order, ';' and the cut: what is left of the epoch and the regions it is read in
+ * (cut.h), or without counts how far each canonical partition was delivered, in runs
  * (formats/order.md). A restore compares each recorded setting with the reader's own and
  * refuses the state naming every one that differs: resuming in a reader that shuffles,
  * cuts or lists differently would repeat some samples and lose others without a sound.
  * The topology it was taken on (world_size, num_workers) is recorded, not compared: the
- * partitions are the same on any. States of the orders before partitions (0.2's v1, v2)
- * are refused, saying how to go on.
+ * partitions are the same on any. libshard 0.4's v3 states are read; those of the orders
+ * before partitions (0.2's v1, v2) are refused, saying how to go on.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 
 #include "base/digest.h"
 #include "base/error.h"
+#include "read/cut.h"
 #include "read/order.h"
 #include "read/partition.h"
 #include "read/readerdef.h"
@@ -131,11 +133,11 @@ static int settings_pairs(const ShardReader *r, char *buf, size_t size)
     return n < 0 || (size_t)n >= size ? SHARD_ERR_INVALID : n;
 }
 
-/* The state of order o at cut pos into buf. */
+/* The state of order o into buf: its cut (with counts) or runs pos. */
 static int format_state(const ShardReader *r, const ShardOrder *o, uint64_t delivered,
-                        const uint64_t *pos, char *buf, size_t size)
+                        const ShardCut *cut, const uint64_t *pos, char *buf, size_t size)
 {
-    int n = snprintf(buf, size, "v3:%llu:%llu:", (unsigned long long)o->epoch,
+    int n = snprintf(buf, size, "v4:%llu:%llu:", (unsigned long long)o->epoch,
                      (unsigned long long)r->s.seed);
     if (n < 0 || (size_t)n >= size)
         return SHARD_ERR_INVALID;
@@ -153,22 +155,32 @@ static int format_state(const ShardReader *r, const ShardOrder *o, uint64_t deli
                       (unsigned long long)atomic_load(&((ShardOrder *)o)->taken),
                       (unsigned long long)(delivered - o->base));
     if (n >= 0 && (size_t)n < size - at)
-        n += snprintf(buf + at + n, size - at - (size_t)n, ";");
+        n += snprintf(buf + at + n, size - at - (size_t)n, cut ? ";" : ";parts=");
     if (n < 0 || (size_t)n >= size - at)
         return SHARD_ERR_INVALID;
     at += (size_t)n;
-    return shard_cut_format(pos, o->mode == SHARD_MODE_RESAMPLED ? NULL : o->len, o->parts,
-                            buf + at, size - at);
+    if (cut)
+        return shard_cut_format(cut, buf + at, size - at);
+    return shard_runs_format(pos, o->mode == SHARD_MODE_RESAMPLED ? NULL : o->len, o->parts,
+                             buf + at, size - at);
 }
 
 int shard_reader_state_at(const ShardReader *r, const ShardOrder *o, uint64_t position,
                           uint64_t unit, char *buf, size_t size)
 {
+    if (o->counted) {
+        ShardCut cut;
+        if (shard_order_cut_at(o, position, unit, &cut))
+            return SHARD_ERR_NOMEM;
+        int rc = format_state(r, o, position, &cut, NULL, buf, size);
+        shard_cut_free(&cut);
+        return rc;
+    }
     uint64_t *pos = malloc(o->parts * sizeof *pos);
     if (!pos)
         return SHARD_ERR_NOMEM;
-    shard_order_cut(o, position, unit, pos);
-    int rc = format_state(r, o, position, pos, buf, size);
+    shard_order_runs_at(o, position, pos);
+    int rc = format_state(r, o, position, NULL, pos, buf, size);
     free(pos);
     return rc;
 }
@@ -177,21 +189,20 @@ int shard_reader_state_after(const ShardReader *r, uint64_t batches, uint64_t ba
                              int drop_last, int first, char *buf, size_t size)
 {
     const ShardOrder *o = r->order;
-    if (!o->counted || o->mode == SHARD_MODE_RESAMPLED || !batch_size)
+    if (!o->counted || !batch_size)
         return SHARD_ERR_UNSUPPORTED;
-    uint64_t *pos = malloc(o->parts * sizeof *pos);
+    if (first < 0 || first >= o->workers)
+        return SHARD_ERR_INVALID;
+    ShardCut cut;
     uint64_t *pads = shard_order_pads(o, batch_size, drop_last);
-    int rc = pos && pads ? 0 : SHARD_ERR_NOMEM;
-    if (!rc) {
-        memcpy(pos, o->start, o->parts * sizeof *pos);
-        rc = first < 0 || first >= o->workers
-                 ? SHARD_ERR_INVALID
-                 : shard_cut_advance(pos, o->len, o->parts, o->world, o->workers, batch_size,
-                                     drop_last, batches, first, pads);
+    if (!pads || shard_cut_copy(&cut, &o->cut)) {
+        free(pads);
+        return SHARD_ERR_NOMEM;
     }
+    int rc = shard_cut_advance(&cut, batch_size, drop_last, batches, first, pads);
     if (!rc)
-        rc = format_state(r, o, batches * batch_size, pos, buf, size);
-    free(pos);
+        rc = format_state(r, o, batches * batch_size, &cut, NULL, buf, size);
+    shard_cut_free(&cut);
     free(pads);
     return rc;
 }
@@ -263,10 +274,12 @@ int shard_reader_state_check(ShardReader *r, const char *state, ShardStateIn *in
                           "reads: go on from the next epoch's start, set_epoch(%llu) with no "
                           "state (formats/order.md)",
                           state, e + 1);
-    if (sscanf(state, "v3:%llu:%llu:%n", &e, &sd, &at) != 2 || !at)
+    int version = !strncmp(state, "v3:", 3) ? 3 : 4;
+    if (state[0] != 'v' || sscanf(state + 1, "%*1[34]:%llu:%llu:%n", &e, &sd, &at) != 2 || !at)
         return shard_fail(r->err, SHARD_ERR_INVALID,
-                          "reader: '%.200s' is not a reader state (v3:EPOCH:SEED:SETTINGS;CUT)",
+                          "reader: '%.200s' is not a reader state (v4:EPOCH:SEED:SETTINGS;CUT)",
                           state);
+    at++;
     const char *cut = strchr(state + at, ';');
     Pair theirs[MAX_PAIRS], ours[MAX_PAIRS];
     int nt = cut ? parse_pairs(state + at, cut, theirs, MAX_PAIRS) : -1, no;
@@ -340,19 +353,21 @@ int shard_reader_state_check(ShardReader *r, const char *state, ShardStateIn *in
     in->world = (int)world;
     in->workers = (int)workers;
     in->cut = cut + 1;
+    in->version = version;
     return 0;
 }
 
 /* ---- merging the states of a job's consumers ------------------------------------------ */
 
-/* The pairs of a state (between "v3:EPOCH:SEED:" and ';'); the count, or -1. */
+/* The pairs of a state (between "vN:EPOCH:SEED:" and ';'); the count, or -1. */
 static int state_pairs(const char *state, Pair *out)
 {
     int at = 0;
     const char *cut = strchr(state, ';');
-    if (sscanf(state, "v3:%*u:%*u:%n", &at) != 0 || !at || !cut || state + at > cut)
+    if (state[0] != 'v' || sscanf(state + 1, "%*1[34]:%*u:%*u:%n", &at) != 0 || !at || !cut ||
+        state + 1 + at > cut)
         return -1;
-    return parse_pairs(state + at, cut, out, MAX_PAIRS);
+    return parse_pairs(state + 1 + at, cut, out, MAX_PAIRS);
 }
 
 /* The part of a state's settings every consumer's shares: up to ';' without the pairs of
@@ -360,7 +375,7 @@ static int state_pairs(const char *state, Pair *out)
 static int common_part(const char *state, char *out, size_t cap)
 {
     const char *cut = strchr(state, ';');
-    if (strncmp(state, "v3:", 3) || !cut)
+    if ((strncmp(state, "v3:", 3) && strncmp(state, "v4:", 3)) || !cut)
         return -1;
     size_t at = 0;
     for (const char *p = state; p < cut;) {
@@ -383,31 +398,44 @@ static int common_part(const char *state, char *out, size_t cap)
     return 0;
 }
 
-int shard_reader_state_merge(const char *const *states, size_t n, char *buf, size_t size,
-                             ShardError *err)
-{
-    char msg[SHARD_ERROR_MAX] = "";
-    if (!n)
-        return shard_report(err, SHARD_ERR_INVALID, "merging states: none given");
-    char first[1024], other[1024];
-    if (common_part(states[0], first, sizeof first)) {
-        shard_fail(msg, SHARD_ERR_INVALID, "merging states: '%.200s' is not a v3 reader state",
-                   states[0]);
-        return shard_report(err, SHARD_ERR_INVALID, msg);
-    }
-    Pair pairs[MAX_PAIRS];
-    const char *cut0 = strchr(states[0], ';');
-    int np = state_pairs(states[0], pairs);
+/* What merging needs of a state: its topology, partitions, the line's length, and the
+ * consumer that took it (-1 where it does not say). */
+typedef struct Merging {
     unsigned long long parts, world, workers;
-    if (np < 0 || number_of(pairs, np, "partitions", 0, &parts) || !parts ||
-        parts > SHARD_PARTITIONS_MAX || number_of(pairs, np, "world_size", 1, &world) ||
-        number_of(pairs, np, "num_workers", 1, &workers) || !world || !workers ||
-        world > (1u << 30) || workers > (1u << 30)) {
-        shard_fail(msg, SHARD_ERR_INVALID,
-                   "merging states: '%.200s' does not say its partitions and topology",
-                   states[0]);
-        return shard_report(err, SHARD_ERR_INVALID, msg);
-    }
+    uint64_t length;
+    long long consumer;
+} Merging;
+
+static int merging_of(const char *state, Merging *m)
+{
+    Pair pairs[MAX_PAIRS];
+    int np = state_pairs(state, pairs);
+    unsigned long long total, rank, worker, pad;
+    const char *mode = np >= 0 ? value_of(pairs, np, "mode") : NULL;
+    if (np < 0 || number_of(pairs, np, "partitions", 0, &m->parts) || !m->parts ||
+        m->parts > SHARD_PARTITIONS_MAX || number_of(pairs, np, "world_size", 1, &m->world) ||
+        number_of(pairs, np, "num_workers", 1, &m->workers) || !m->world || !m->workers ||
+        m->world > (1u << 30) || m->workers > (1u << 30) ||
+        number_of(pairs, np, "total", 0, &total) || number_of(pairs, np, "pad", 0, &pad))
+        return -1;
+    m->length = shard_partition_total(total, (uint32_t)m->parts,
+                                      mode && !strcmp(mode, "equal") ? SHARD_MODE_EQUAL
+                                                                     : SHARD_MODE_EXACT,
+                                      pad != 0);
+    m->consumer = -1;
+    if (!number_of(pairs, np, "rank", m->world, &rank) &&
+        !number_of(pairs, np, "worker", m->workers, &worker) && rank < m->world &&
+        worker < m->workers)
+        m->consumer = (long long)(rank * m->workers + worker);
+    return 0;
+}
+
+/* Runs (without counts): each partition as the consumer whose block holds it says, else as
+ * any state says; out: the merged runs. */
+static int merge_runs(const char *const *states, size_t n, const Merging *m0, int v4,
+                      char *out, size_t cap, char *msg)
+{
+    uint64_t parts = m0->parts;
     uint64_t *len = malloc(parts * sizeof *len), *merged = malloc(parts * sizeof *merged),
              *vals = malloc(parts * sizeof *vals);
     unsigned char *owned = calloc(parts, 1);
@@ -417,50 +445,131 @@ int shard_reader_state_merge(const char *const *states, size_t n, char *buf, siz
         merged[p] = SHARD_CUT_UNKNOWN;
     }
     for (size_t k = 0; !rc && k < n; k++) {
-        if (common_part(states[k], other, sizeof other) || strcmp(first, other)) {
-            rc = shard_fail(msg, SHARD_ERR_INVALID,
-                            "merging states: state %zu is of another epoch, seed or settings "
-                            "than state 0 ('%.200s')",
-                            k, states[k]);
+        const char *runs = strchr(states[k], ';') + 1;
+        if (v4 && strncmp(runs, "parts=", 6)) {
+            rc = shard_fail(msg, SHARD_ERR_INVALID, "merging states: state %zu is not one "
+                            "without counts, as state 0 is", k);
             break;
         }
-        if (shard_cut_parse(strchr(states[k], ';') + 1, len, (uint32_t)parts, vals, msg)) {
+        if (shard_runs_parse(runs + (v4 ? 6 : 0), len, (uint32_t)parts, vals, msg)) {
             rc = SHARD_ERR_INVALID;
             break;
         }
-        Pair mine[MAX_PAIRS];
-        int nm = state_pairs(states[k], mine);
-        unsigned long long rank, worker;
+        Merging m;
         uint32_t lo = 0, hi = 0;
-        if (nm >= 0 && !number_of(mine, nm, "rank", world, &rank) &&
-            !number_of(mine, nm, "worker", workers, &worker) && rank < world && worker < workers)
-            shard_partition_block((uint32_t)parts, (int)world, (int)workers, (int)rank,
-                                  (int)worker, &lo, &hi);
+        if (!merging_of(states[k], &m) && m.consumer >= 0)
+            shard_partition_block((uint32_t)parts, (int)m.world, (int)m.workers,
+                                  (int)(m.consumer / (long long)m.workers),
+                                  (int)(m.consumer % (long long)m.workers), &lo, &hi);
         /* a consumer's own partitions are exact; others' only fill what none says */
-        for (uint64_t p = 0; p < parts; p++) {
-            int own = p >= lo && p < hi;
-            if (vals[p] == SHARD_CUT_UNKNOWN || owned[p] || (!own && merged[p] != SHARD_CUT_UNKNOWN))
+        for (uint64_t p = 0; p < parts && !rc; p++) {
+            if (vals[p] == SHARD_CUT_UNKNOWN)
                 continue;
-            merged[p] = vals[p];
-            owned[p] = (unsigned char)own;
+            if (p >= lo && p < hi) {
+                if (owned[p] && merged[p] != vals[p])
+                    rc = shard_fail(msg, SHARD_ERR_INVALID, "merging states: two states of "
+                                    "the consumer that reads partition %" PRIu64 " disagree "
+                                    "on it (states of one point of the run, one per "
+                                    "consumer)", p);
+                merged[p] = vals[p];
+                owned[p] = 1;
+            } else if (!owned[p] && merged[p] == SHARD_CUT_UNKNOWN) {
+                merged[p] = vals[p];
+            }
         }
     }
-    if (!rc) {
-        size_t head = (size_t)(cut0 - states[0]) + 1;
-        if (head >= size)
-            rc = SHARD_ERR_INVALID;
-        else {
-            memcpy(buf, states[0], head);
-            rc = shard_cut_format(merged, len, (uint32_t)parts, buf + head, size - head);
-        }
-        if (rc)
-            snprintf(msg, sizeof msg, "merging states: the merged state does not fit in %zu "
-                                      "bytes", size);
-    }
+    if (!rc && (cap < 7 || shard_runs_format(merged, len, (uint32_t)parts, out + (v4 ? 6 : 0),
+                                            cap - 6)))
+        rc = shard_fail(msg, SHARD_ERR_INVALID, "merging states: the merged state does not "
+                        "fit in the room given");
+    if (!rc && v4)
+        memcpy(out, "parts=", 6);
     free(len);
     free(merged);
     free(vals);
     free(owned);
+    return rc;
+}
+
+/* Cuts (with counts): each consumer's region as its own state says, else as state 0 does. */
+static int merge_cuts(const char *const *states, size_t n, const Merging *m0, char *out,
+                      size_t cap, char *msg)
+{
+    size_t nc = (size_t)(m0->world * m0->workers);
+    ShardCut *cuts = calloc(n, sizeof *cuts);
+    const ShardCut **from = calloc(nc, sizeof *from);
+    int rc = cuts && from ? 0 : SHARD_ERR_NOMEM;
+    for (size_t k = 0; !rc && k < n; k++) {
+        Merging m;
+        if ((rc = shard_cut_parse(&cuts[k], strchr(states[k], ';') + 1, m0->length,
+                                  (int)m0->world, (int)m0->workers, msg)))
+            break;
+        if (memcmp(cuts[k].edge, cuts[0].edge, (nc + 1) * sizeof *cuts[k].edge)) {
+            rc = shard_fail(msg, SHARD_ERR_INVALID, "merging states: state %zu reads the epoch "
+                            "in other regions than state 0 (states of one run, one per "
+                            "consumer)", k);
+            break;
+        }
+        if (!merging_of(states[k], &m) && m.consumer >= 0) {
+            if (from[m.consumer] && shard_cut_rest(from[m.consumer], (size_t)m.consumer) !=
+                                        shard_cut_rest(&cuts[k], (size_t)m.consumer)) {
+                rc = shard_fail(msg, SHARD_ERR_INVALID, "merging states: two states of "
+                                "consumer %lld disagree on how far it is (states of one point "
+                                "of the run, one per consumer)", m.consumer);
+                break;
+            }
+            from[m.consumer] = &cuts[k];
+        }
+    }
+    for (size_t c = 0; !rc && c < nc; c++)
+        if (!from[c])
+            from[c] = &cuts[0];
+    ShardCut joined;
+    if (!rc && !(rc = shard_cut_copy(&joined, &cuts[0]))) {
+        rc = shard_cut_join(&joined, from);
+        if (!rc && shard_cut_format(&joined, out, cap))
+            rc = shard_fail(msg, SHARD_ERR_INVALID, "merging states: the merged state does not "
+                            "fit in the room given");
+        shard_cut_free(&joined);
+    }
+    for (size_t k = 0; cuts && k < n; k++)
+        shard_cut_free(&cuts[k]);
+    free(cuts);
+    free(from);
+    return rc;
+}
+
+int shard_reader_state_merge(const char *const *states, size_t n, char *buf, size_t size,
+                             ShardError *err)
+{
+    char msg[SHARD_ERROR_MAX] = "";
+    if (!n)
+        return shard_report(err, SHARD_ERR_INVALID, "merging states: none given");
+    char first[1024], other[1024];
+    Merging m0;
+    if (common_part(states[0], first, sizeof first) || merging_of(states[0], &m0)) {
+        shard_fail(msg, SHARD_ERR_INVALID,
+                   "merging states: '%.200s' is not a reader state saying its partitions and "
+                   "topology", states[0]);
+        return shard_report(err, SHARD_ERR_INVALID, msg);
+    }
+    for (size_t k = 1; k < n; k++)
+        if (common_part(states[k], other, sizeof other) || strcmp(first, other)) {
+            shard_fail(msg, SHARD_ERR_INVALID,
+                       "merging states: state %zu is of another epoch, seed or settings than "
+                       "state 0 ('%.200s')",
+                       k, states[k]);
+            return shard_report(err, SHARD_ERR_INVALID, msg);
+        }
+    size_t head = (size_t)(strchr(states[0], ';') - states[0]) + 1;
+    if (head >= size)
+        return shard_report(err, SHARD_ERR_INVALID, "merging states: the merged state does "
+                                                    "not fit in the room given");
+    memcpy(buf, states[0], head);
+    int v4 = states[0][1] == '4';
+    int rc = v4 && !strncmp(states[0] + head, "left=", 5)
+                 ? merge_cuts(states, n, &m0, buf + head, size - head, msg)
+                 : merge_runs(states, n, &m0, v4, buf + head, size - head, msg);
     if (rc == SHARD_ERR_NOMEM)
         return shard_report(err, rc, "out of memory");
     return rc ? shard_report(err, rc, msg) : 0;

@@ -29,7 +29,9 @@ typedef struct ShardStateIn {
     uint64_t since; /* resampled: samples delivered since its draws' start */
     uint32_t parts;
     int world, workers; /* the topology it was taken on */
-    const char *cut; /* into the state's text */
+    const char *cut; /* into the state's text: v4's "left=...;edges=..." or "parts=RUNS",
+                        v3's runs */
+    int version;     /* 3 or 4 */
 } ShardStateIn;
 
 /* Reads state and checks it against r's settings: every difference named in r->err

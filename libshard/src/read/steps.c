@@ -35,7 +35,7 @@ int shard_reader_segment(void *cookie, size_t k, size_t n, ShardSegment *out)
             return 0;
         uint64_t j = (uint64_t)k + (uint64_t)n * r->per;
         uint32_t p = o->lo + (uint32_t)(j % b);
-        uint64_t d = o->draws[p] + j / b;
+        uint64_t d = o->start[p] + j / b;
         ShardRng g;
         shard_rng_init(&g, r->s.seed, SHARD_RNG_RESAMPLE, r->epoch, p, d);
         out->shard = (uint32_t)shard_rng_below(&g, r->nurls);
@@ -144,7 +144,7 @@ int shard_reader_replay(ShardReader *r, uint64_t n)
             return shard_fail(r->err, SHARD_ERR_INVALID,
                               "reader: the state delivers %llu samples of partition %lld, "
                               "which has %llu",
-                              (unsigned long long)n, (long long)(r->order->lo + r->cur),
+                              (unsigned long long)n, (long long)r->order->piece[r->cur].p,
                               (unsigned long long)i);
         shard_item_release(it);
     }

@@ -109,6 +109,8 @@ static int open_list(ShardReader *r, const ShardReaderSettings *s)
     if (s->make_indexes == SHARD_READER_INDEXES_ALWAYS ||
         (s->make_indexes == SHARD_READER_INDEXES_AUTO && needs_counts))
         ls.build_indexes = SHARD_INDEXES_FOR_COUNTS;
+    else if (s->make_indexes == SHARD_READER_INDEXES_AUTO && s->mode != SHARD_MODE_RESAMPLED)
+        ls.build_indexes = SHARD_INDEXES_WHERE_CHEAP; /* counts let a state move anywhere */
     ls.index_cache = s->index_cache;
     ls.threads = (unsigned)r->s.streams;
     ls.progress = 1;
@@ -278,17 +280,7 @@ int64_t shard_reader_rank_batches(const ShardReader *r, int rank, uint64_t batch
                                   int drop_last)
 {
     const ShardOrder *o = r->order;
-    if (rank < 0)
-        rank = o->rank;
-    if (!o->counted || r->s.mode == SHARD_MODE_RESAMPLED || !batch_size || rank >= o->world)
-        return -1;
-    uint64_t *pads = shard_order_pads(o, batch_size, drop_last);
-    if (!pads)
-        return -1;
-    int64_t n = (int64_t)shard_cut_rank_batches(o->start, o->len, o->parts, o->world, o->workers,
-                                                rank, batch_size, drop_last, pads);
-    free(pads);
-    return n;
+    return shard_order_rank_batches(o, rank < 0 ? o->rank : rank, batch_size, drop_last);
 }
 
 uint32_t shard_reader_partitions(const ShardReader *r) { return r->order->parts; }

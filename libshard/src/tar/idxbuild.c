@@ -41,14 +41,41 @@ static int field_line(const char *url, const ShardFieldView *fv, int first, Shar
     return 0;
 }
 
+/* A member whose declared size runs past the next member's header, or the tar's end: a
+ * sparse member (GNU tar -S) holds fewer bytes than it declares, with holes between its
+ * runs, which no offset and size can point at. */
+static int sparse(const char *url, const ShardFieldView *fv, uint64_t next, char *err)
+{
+    if (fv->offset + fv->size <= next)
+        return 0;
+    return shard_fail(err, SHARD_ERR_UNSUPPORTED,
+                      "%s: offset %llu: member '%s' declares %llu bytes, more than the tar holds "
+                      "before %s (a sparse member, as GNU tar -S writes): an index cannot point "
+                      "at its data (the shard reads in order)",
+                      url, (unsigned long long)fv->offset, fv->member,
+                      (unsigned long long)fv->size, next == UINT64_MAX ? "its end" : "the next member");
+}
+
 int shard_index_scan(ShardFile *f, const char *url, ShardBuf *lines, uint64_t *n, char *err)
 {
     const ShardSampleView *v;
+    const ShardFieldView *last = NULL;
+    ShardFieldView held;
+    char member[4096];
     int rc;
     *n = 0;
+    int plain = !strcmp(shard_file_compression(f), "none");
     while ((rc = shard_file_next(f, &v)) == 0) {
-        for (size_t k = 0; k < v->nfields && !rc; k++)
+        for (size_t k = 0; k < v->nfields && !rc; k++) {
+            /* the member before, against this one's header (512 bytes before its data) */
+            if (last && (rc = sparse(url, last, v->fields[k].offset - 512, err)))
+                return rc;
             rc = field_line(url, &v->fields[k], k == 0, lines, err);
+            held = v->fields[k];
+            snprintf(member, sizeof member, "%s", held.member);
+            held.member = member;
+            last = &held;
+        }
         if (!rc && shard_buf_append(lines, "\n", 1))
             rc = shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
         if (rc)
@@ -57,6 +84,9 @@ int shard_index_scan(ShardFile *f, const char *url, ShardBuf *lines, uint64_t *n
     }
     if (rc != SHARD_EOS)
         return shard_fail(err, rc, "%s", shard_file_error(f));
+    int64_t size = shard_file_size(f);
+    if (last && plain && size > 0 && (rc = sparse(url, last, (uint64_t)size, err)))
+        return rc;
     if (*n == 0)
         return shard_fail(err, SHARD_ERR_FORMAT, "%s: no samples (DALI's index needs at least one)",
                           url);

@@ -4,6 +4,7 @@
  * Samples are built in a sample buffer (samplebuf.c) and handed out as views, or as owned
  * items (item.c) that keep viewing the source's mapping through a hold.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -111,6 +112,12 @@ static int open_index(ShardFile *f, const char *compression)
         return shard_fail(f->err, SHARD_ERR_NOMEM, "out of memory");
     int rc = shard_indexed_open(&f->ix, f->src, ipath, f->s.index != NULL, compression, &f->s,
                                 f->err);
+    if (rc && f->s.index) { /* an index of the cache's: the message names the shard too */
+        char msg[SHARD_ERROR_MAX];
+        snprintf(msg, sizeof msg, "%s: through the index libshard made of it, %.900s",
+                 f->src->url, f->err);
+        memcpy(f->err, msg, sizeof msg);
+    }
     free(ipath);
     return rc;
 }

@@ -92,6 +92,9 @@ class ShardDataset(torch.utils.data.IterableDataset):
         self.by_worker = True
         self.shared = Shared()
         self._resume = self._resume_epoch = None
+        #: (epoch, state) the next or running iteration of that epoch begins from (state
+        #: None: its start): what len() counts from
+        self.started = None
         self.skips = skips.Skips()
         self.epochs = Epochs(self)
         self.worker_runs_seen = 0
@@ -131,6 +134,8 @@ class ShardDataset(torch.utils.data.IterableDataset):
         epoch = int(epoch)
         if epoch != self._resume_epoch:
             self._resume = self._resume_epoch = None
+        if self.started is not None and self.started[0] != epoch:
+            self.started = None
         self.shared.epoch = epoch
 
     def __iter__(self):
@@ -146,6 +151,8 @@ class ShardDataset(torch.utils.data.IterableDataset):
         logical, resume = self.shared.plan(*split.worker()) if tagged else (None, None)
         if not tagged and self._resume and self._resume_epoch == self.epoch:
             resume = self._resume
+        if not tagged and not split.in_worker():
+            self.started = (self.epoch, resume)
         self._resume = self._resume_epoch = None
         return self.epochs.iterate(tagged, resume, logical)
 
@@ -168,11 +175,12 @@ class ShardDataset(torch.utils.data.IterableDataset):
 
     def __len__(self):
         """Batches per epoch for this rank (samples with decode=False); needs sample counts.
+        After load_state_dict, those left from the state on: what the resumed iteration
+        delivers.
 
-        Each DataLoader worker takes whole partitions and ends on its own partial batch, so
-        the count is for the workers of the DataLoader that asks (ShardLoader, or a
-        DataLoader's len()); asked directly, for num_workers=0. len_for(workers) says it for
-        any.
+        Each DataLoader worker ends on its own partial batch, so the count is for the workers
+        of the DataLoader that asks (ShardLoader, or a DataLoader's len()); asked directly,
+        for num_workers=0. len_for(workers) says it for any.
         """
         return self.len_for(self._asking_workers())
 
@@ -229,12 +237,23 @@ class ShardDataset(torch.utils.data.IterableDataset):
     def load_state_dict(self, state):
         """Continue, on the next iteration, after the last batch the state was taken at (by
         this dataset or a ShardLoader, on any number of ranks and workers). A dataset made
-        without seed= takes the state's seed."""
-        _state.refuse_old(state, "set_epoch")
+        without seed= takes the state's seed. Anything but a libshard state, and a state of
+        other settings, is refused here, naming what differs."""
+        epoch, text = _state.check(state, "ShardDataset")
+        seed = self.settings.get("seed")
         self.take_seed(state)
-        self.shared.epoch = int(state["epoch"])
-        self._resume = state["state"]
-        self._resume_epoch = int(state["epoch"])
+        if text:
+            rank, world = split.rank_world(self.rank, self.world_size)
+            try:  # refused now, naming what differs, rather than at the first batch
+                plan.planner(self, rank, world, 1, epoch=epoch).restore(text)
+            except BaseException:
+                if self.seed_drawn:
+                    self.settings["seed"] = seed
+                raise
+        self.shared.epoch = epoch
+        self._resume = text
+        self._resume_epoch = epoch
+        self.started = (epoch, text)
 
 
 ShardDataset.__doc__ += f"""

@@ -67,8 +67,8 @@ class Epochs:
                              "tensors; make it DataLoader(ds, batch_size=None, ...), or use "
                              "libshard.torch.ShardLoader(ds, num_workers=...)")
         place = plan.placement(ds, logical)
-        if not place["worker"]:
-            plan.warn_unequal(ds, place["world_size"], place["num_workers"])
+        if not place["worker"] and not (tagged and split.in_worker()):  # ShardLoader's own
+            plan.warn_unequal(ds, place["world_size"], place["num_workers"], resume)
         if not ds.decode:
             yield from self.samples(place, resume, tagged, logical)
             return

@@ -44,9 +44,12 @@ class ShardLoader(torch.utils.data.DataLoader):
     (data-parallel ranks take as many steps each) and the turns a DataLoader gives its
     workers, it says how far every canonical partition was delivered; rank 0 saving it for
     all is enough. load_state_dict() on every rank of the new job, with any world size and
-    num_workers the partitions fit, continues the epoch: every sample not yet delivered,
-    exactly once, with the augmentation of the uninterrupted run (equal mode adds marked
-    repeats so that every rank still gets the same number of batches). The state is a small
+    num_workers, continues the epoch: every sample not yet delivered, exactly once, with the
+    augmentation of the uninterrupted run, spread over the new ranks a sample apart (equal
+    mode adds at most a batch of marked repeats, "__pad__", so that every rank still gets
+    the same number of batches; exact mode's ranks are at most a batch apart, and
+    UnequalRanksWarning says so where they differ); len() is then the batches left
+    (docs/resume.md). The state is a small
     dict of strings and ints (torch.save / torch.load keep it), for the same dataset
     settings and seed. Batches are made by the dataset (its batch_size): DataLoader's
     batch_size stays None. set_epoch reaches the workers, persistent or not.
@@ -95,6 +98,10 @@ class ShardLoader(torch.utils.data.DataLoader):
             _, start, rotation = self._restored
         self._restored = None
         ds.shared.set_plan(start, n, rotation)
+        ds.started = (ds.epoch, start)
+        if self.num_workers > 0:  # the workers' own would be in their processes
+            rank, world = split.rank_world(ds.rank, ds.world_size)
+            plan.warn_unequal(ds, world, n, start)
         self._start, self._run_epoch, self._batches = start, ds.epoch, 0
         self._first = self._next = rotation
         self._states = [None] * n
@@ -171,8 +178,18 @@ class ShardLoader(torch.utils.data.DataLoader):
         planner = self._plan(self._run_epoch, self._start)
         if planner.rank_batches(plan.unit(ds), plan.drop(ds)) is not None:
             return planner.state_after(self._batches, plan.unit(ds), plan.drop(ds), self._first)
-        # without counts (or resampled) each worker's state says its own partitions
-        return _libshard.merge_states([s for s in self._states if s])
+        # without counts (or resampled) each worker's state says its own partitions; one that
+        # has handed out no batch yet is where this iteration began
+        states = list(self._states)
+        for w, s in enumerate(states):
+            if s is None:
+                rank, world = split.rank_world(ds.rank, ds.world_size)
+                idle = plan.planner(ds, rank, world, len(states), epoch=self._run_epoch,
+                                    worker=w)
+                if self._start:
+                    idle.restore(self._start)
+                states[w] = idle.state()
+        return _libshard.merge_states(states)
 
     def state_dict(self):
         """The job's position after the last batch handed out: {"epoch", "seed", "state",
@@ -186,12 +203,11 @@ class ShardLoader(torch.utils.data.DataLoader):
     def load_state_dict(self, state):
         """Continue, on the next iteration of its epoch (set_epoch to another epoch starts
         that one from its beginning), after the batches the state was taken at: on any
-        number of ranks and workers its partitions fit; a state of other settings is
-        refused now, naming what differs."""
+        number of ranks and workers; anything but a libshard state, and a state of other
+        settings, is refused now, naming what differs."""
         ds = self.dataset.shard_dataset
-        _state.refuse_old(state, "loader.set_epoch")
+        epoch, text = _state.check(state, "ShardLoader")
         ds.take_seed(state)
-        epoch, text = int(state["epoch"]), state.get("state")
         rotation = 0
         if text:
             self._plan(epoch, text)  # refused here, naming what differs
@@ -202,4 +218,5 @@ class ShardLoader(torch.utils.data.DataLoader):
             if taken == {"world_size": str(world), "num_workers": str(len(self._states))}:
                 rotation = int(state.get("next", 0)) % len(self._states)
         ds.shared.epoch = epoch
+        ds.started = (epoch, text)
         self._restored = (epoch, text, rotation)

@@ -43,23 +43,34 @@ def drop(ds):
     return bool(ds.settings.get("drop_last")) if ds.decode else False
 
 
-def planner(ds, rank, world, workers, make_indexes=None, epoch=None):
-    """A Reader of an epoch's order (None: the next iteration's) for the first worker of
-    rank `rank` that reads nothing (until iterated): for counts and states."""
+def planner(ds, rank, world, workers, make_indexes=None, epoch=None, worker=0):
+    """A Reader of an epoch's order (None: the next iteration's) for worker `worker` of rank
+    `rank` that reads nothing (until iterated): for counts and states."""
     args = reader_args(ds, world)
     if make_indexes:
         args["make_indexes"] = make_indexes
     return _libshard.Reader(ds.urls, epoch=ds.epoch if epoch is None else epoch,
-                            rank=rank, world_size=world, worker=0, num_workers=workers,
+                            rank=rank, world_size=world, worker=worker, num_workers=workers,
                             queue_depth=1, **args)
+
+
+def resumed(ds):
+    """The state the next (or the running) iteration of ds's epoch begins from; None: its
+    start."""
+    started = ds.started
+    return started[1] if started is not None and started[0] == ds.epoch else None
 
 
 def batches_per_epoch(ds, workers):
     """Batches per epoch for this rank read by `workers` DataLoader workers (1 for
-    num_workers=0); samples with decode=False. Raises when the counts are not known."""
+    num_workers=0); samples with decode=False; after a resume, those from the state on.
+    Raises when the counts are not known."""
     rank, world = split.rank_world(ds.rank, ds.world_size)
     make = None if ds.settings.get("make_indexes") == "never" else "always"
     r = planner(ds, rank, world, max(1, int(workers)), make)  # plain tars: counted once
+    start = resumed(ds)
+    if start:
+        r.restore(start)
     n = r.rank_batches(unit(ds), drop(ds))
     del r
     if n is None:
@@ -71,14 +82,24 @@ def batches_per_epoch(ds, workers):
     return n
 
 
-def warn_unequal(ds, world, workers):
+def _taken_on(state):
+    """ "W x K", the topology a state was taken on, from its text."""
+    pairs = dict(p.split("=", 1) for p in state.split(";", 1)[0].split(":", 3)[-1].split(",")
+                 if "=" in p)
+    return f"{pairs.get('world_size', '?')} x {pairs.get('num_workers', '?')}"
+
+
+def warn_unequal(ds, world, workers, resume=None):
     """The warning, once per dataset, when mode='exact' leaves this epoch's ranks unequal
-    batch counts (a DDP job would wait forever for the ranks that have finished)."""
+    batch counts, from its start or from the state it resumes from (a DDP job would wait
+    forever for the ranks that have finished)."""
     if ds.warned_unequal or world < 2 or ds.settings.get("mode") != "exact":
         return
     ds.warned_unequal = True
     try:
         plan = planner(ds, 0, world, workers)
+        if resume:
+            plan.restore(resume)
         counted = [plan.rank_batches(unit(ds), drop(ds), rank=r) for r in range(world)]
     except (ValueError, OSError, _libshard.ShardError):
         return  # the epoch says what is wrong
@@ -87,9 +108,16 @@ def warn_unequal(ds, world, workers):
     elif len(set(counted)) == 1:
         return
     else:
-        most, fewest = max(counted), min(counted)
-        why = (f"{counted.count(most)} rank(s) get {most} batches and "
-               f"{world - counted.count(most)} get {fewest}")
-    warn(f"ShardDataset(mode='exact') with world size {world}: {why}; a DDP job waits "
+        by = {}
+        for r, n in enumerate(counted):
+            by.setdefault(n, []).append(r)
+        why = "; ".join(f"rank{'s' if len(rs) > 1 else ''} {', '.join(map(str, rs[:8]))}"
+                        f"{', ...' if len(rs) > 8 else ''} get{'' if len(rs) > 1 else 's'} "
+                        f"{n} batch{'' if n == 1 else 'es'}"
+                        for n, rs in sorted(by.items(), reverse=True))
+    after = f" resumed from a state taken on {_taken_on(resume)}" if resume else ""
+    warn(f"ShardDataset(mode='exact') with world size {world}{after}: {why}; a DDP job waits "
          f"forever for the ranks that have finished. mode='equal' (the default with several "
-         f"ranks) gives every rank the same count", UnequalRanksWarning)
+         f"ranks) gives every rank the same count (a resume pads the short ranks with at "
+         f"most a batch of marked repeats), or join the uneven inputs: with "
+         f"model.join(): ... (torch.distributed.algorithms.Join)", UnequalRanksWarning)

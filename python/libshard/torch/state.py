@@ -1,5 +1,11 @@
 """A ShardDataset's position as a state: what state_dict() returns, and what
 load_state_dict() accepts (formats/order.md describes the state's text)."""
+import operator
+from collections.abc import Mapping
+
+#: what state_dict() returns, as a refusal names it
+EXPECTED = ('{"epoch": int, "seed": int or None, "state": str or None} (ShardLoader\'s adds '
+            '"next": int)')
 
 
 def of_dataset(ds, epochs):
@@ -40,3 +46,28 @@ def take_seed(ds, state):
                          f"seed={ds.settings.get('seed')} (make it without seed= to take "
                          f"the state's)")
     ds.settings["seed"] = seed
+
+
+def check(state, who):
+    """A state as load_state_dict takes it, refused at once, naming what was expected, when
+    it is not one (a model's or an optimizer's state_dict, {}, another loader's)."""
+    if isinstance(state, Mapping):
+        refuse_old(state, "set_epoch" if who == "ShardDataset" else "loader.set_epoch")
+    if not isinstance(state, Mapping) or not {"epoch", "state"} <= set(state):
+        got = (f"a dict with keys {sorted(map(str, state))[:8]}" if isinstance(state, Mapping)
+               else f"a {type(state).__name__}")
+        raise ValueError(f"{who}.load_state_dict: this is not a libshard state: expected what "
+                         f"{who}.state_dict() returns, {EXPECTED}, and got {got} (a model's "
+                         f"or an optimizer's state_dict?)")
+    epoch, text = state["epoch"], state["state"]
+    try:
+        epoch = operator.index(epoch)  # an int, or a tensor's or numpy's (torch.load)
+    except TypeError:
+        epoch = -1
+    if isinstance(state["epoch"], bool) or epoch < 0:
+        raise ValueError(f"{who}.load_state_dict: 'epoch' is {state['epoch']!r}, not an "
+                         f"epoch number")
+    if text is not None and not (isinstance(text, str) and text[:1] == "v"):
+        raise ValueError(f"{who}.load_state_dict: 'state' is {str(text)[:80]!r}, not a reader "
+                         f"state (a 'v4:EPOCH:SEED:...' text, or None at an epoch's start)")
+    return epoch, text

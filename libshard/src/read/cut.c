@@ -1,0 +1,473 @@
+/*
+ * The cut (cut.h; formats/order.md, sections 4 and 5).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "read/cut.h"
+#include "read/epochplan.h"
+#include "read/partition.h"
+#include "shard/common.h"
+
+static size_t consumers(const ShardCut *c) { return (size_t)c->world * (size_t)c->workers; }
+
+/* Appends [a, b) (nothing when empty), joined to the last span where they touch. */
+static int push(ShardCut *c, uint64_t a, uint64_t b)
+{
+    if (a >= b)
+        return 0;
+    if (c->n && c->left[c->n - 1].b == a) {
+        c->left[c->n - 1].b = b;
+        return 0;
+    }
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 8;
+        ShardSpan *v = realloc(c->left, cap * sizeof *v);
+        if (!v)
+            return SHARD_ERR_NOMEM;
+        c->left = v;
+        c->cap = cap;
+    }
+    c->left[c->n++] = (ShardSpan){a, b};
+    return 0;
+}
+
+/* Regions for world x workers consumers, every edge at 0 but the last. */
+static int regions(ShardCut *c, int world, int workers)
+{
+    uint64_t *e = calloc((size_t)world * (size_t)workers + 1, sizeof *e);
+    if (!e)
+        return SHARD_ERR_NOMEM;
+    free(c->edge);
+    c->edge = e;
+    c->world = world;
+    c->workers = workers;
+    e[consumers(c)] = c->length;
+    return 0;
+}
+
+int shard_cut_init(ShardCut *c, uint64_t length)
+{
+    memset(c, 0, sizeof *c);
+    c->length = length;
+    return push(c, 0, length);
+}
+
+int shard_cut_copy(ShardCut *dst, const ShardCut *src)
+{
+    *dst = *src;
+    dst->left = malloc((src->n ? src->n : 1) * sizeof *dst->left);
+    dst->cap = src->n;
+    dst->edge = src->edge ? malloc((consumers(src) + 1) * sizeof *dst->edge) : NULL;
+    if (!dst->left || (src->edge && !dst->edge)) {
+        shard_cut_free(dst);
+        return SHARD_ERR_NOMEM;
+    }
+    memcpy(dst->left, src->left, src->n * sizeof *dst->left);
+    if (src->edge)
+        memcpy(dst->edge, src->edge, (consumers(src) + 1) * sizeof *dst->edge);
+    return 0;
+}
+
+void shard_cut_free(ShardCut *c)
+{
+    free(c->left);
+    free(c->edge);
+    memset(c, 0, sizeof *c);
+}
+
+/* The first span that ends past x. */
+static size_t span_after(const ShardCut *c, uint64_t x)
+{
+    size_t lo = 0, hi = c->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (c->left[mid].b <= x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+uint64_t shard_cut_left_in(const ShardCut *c, uint64_t lo, uint64_t hi)
+{
+    uint64_t n = 0;
+    for (size_t i = span_after(c, lo); i < c->n && c->left[i].a < hi; i++) {
+        uint64_t a = c->left[i].a > lo ? c->left[i].a : lo;
+        uint64_t b = c->left[i].b < hi ? c->left[i].b : hi;
+        n += b - a;
+    }
+    return n;
+}
+
+uint64_t shard_cut_rest(const ShardCut *c, size_t consumer)
+{
+    return shard_cut_left_in(c, c->edge[consumer], c->edge[consumer + 1]);
+}
+
+int shard_cut_blocks(ShardCut *c, uint32_t parts, int world, int workers)
+{
+    if (regions(c, world, workers))
+        return SHARD_ERR_NOMEM;
+    for (int r = 0; r < world; r++)
+        for (int w = 0; w < workers; w++) {
+            uint32_t lo, hi;
+            uint64_t a, b;
+            shard_partition_block(parts, world, workers, r, w, &lo, &hi);
+            shard_partition_range(c->length, parts, lo, &a, &b);
+            c->edge[(size_t)r * (size_t)workers + (size_t)w] = a;
+        }
+    return 0;
+}
+
+/* The point past the first n points left from span i on (n within what is left): where a
+ * region holding those n ends. */
+static uint64_t point_after(const ShardCut *c, size_t *i, uint64_t *used, uint64_t n)
+{
+    uint64_t at = *i < c->n ? c->left[*i].a + *used : c->length;
+    while (n && *i < c->n) {
+        uint64_t room = c->left[*i].b - c->left[*i].a - *used;
+        uint64_t take = room < n ? room : n;
+        n -= take;
+        *used += take;
+        at = c->left[*i].a + *used;
+        if (*used == c->left[*i].b - c->left[*i].a) {
+            (*i)++;
+            *used = 0;
+        }
+    }
+    return at;
+}
+
+int shard_cut_spread(ShardCut *c, int world, int workers)
+{
+    if (regions(c, world, workers))
+        return SHARD_ERR_NOMEM;
+    uint64_t total = shard_cut_left_in(c, 0, c->length);
+    size_t i = 0;
+    uint64_t used = 0;
+    for (int r = 0; r < world; r++) {
+        uint64_t rlo, rhi, wlo, whi;
+        shard_plan_split(total, (uint64_t)world, (uint64_t)r, &rlo, &rhi);
+        for (int w = 0; w < workers; w++) {
+            size_t k = (size_t)r * (size_t)workers + (size_t)w;
+            c->edge[k] = k ? point_after(c, &i, &used, 0) : 0;
+            shard_plan_split(rhi - rlo, (uint64_t)workers, (uint64_t)w, &wlo, &whi);
+            point_after(c, &i, &used, whi - wlo);
+        }
+    }
+    /* an edge past the last point left would leave its consumer the gap after it */
+    c->edge[consumers(c)] = c->length;
+    return 0;
+}
+
+/* The partition holding point g of a line of length in parts partitions (g < length). */
+static uint32_t partition_of(uint64_t length, uint32_t parts, uint64_t g)
+{
+    uint64_t p = (uint64_t)((unsigned __int128)g * parts / length), a, b;
+    for (;;) {
+        shard_partition_range(length, parts, (uint32_t)p, &a, &b);
+        if (g < a)
+            p--;
+        else if (g >= b)
+            p++;
+        else
+            return (uint32_t)p;
+    }
+}
+
+int shard_cut_pieces(const ShardCut *c, size_t consumer, uint32_t parts, ShardPiece **out,
+                     size_t *n)
+{
+    uint64_t lo = c->edge[consumer], hi = c->edge[consumer + 1];
+    size_t cap = 0;
+    *out = NULL;
+    *n = 0;
+    for (size_t i = span_after(c, lo); i < c->n && c->left[i].a < hi; i++) {
+        uint64_t g = c->left[i].a > lo ? c->left[i].a : lo;
+        uint64_t end = c->left[i].b < hi ? c->left[i].b : hi;
+        while (g < end) {
+            uint32_t p = partition_of(c->length, parts, g);
+            uint64_t a, b;
+            shard_partition_range(c->length, parts, p, &a, &b);
+            uint64_t z = b < end ? b : end;
+            if (*n == cap) {
+                cap = cap ? cap * 2 : 4;
+                ShardPiece *v = realloc(*out, cap * sizeof *v);
+                if (!v) {
+                    free(*out);
+                    *out = NULL;
+                    *n = 0;
+                    return SHARD_ERR_NOMEM;
+                }
+                *out = v;
+            }
+            (*out)[(*n)++] = (ShardPiece){p, g - a, z - a};
+            g = z;
+        }
+    }
+    return 0;
+}
+
+uint64_t shard_cut_batches(uint64_t n, uint64_t bs, int drop_last)
+{
+    return drop_last ? n / bs : (n + bs - 1) / bs;
+}
+
+uint64_t shard_cut_rank_batches(const ShardCut *c, int rank, uint64_t bs, int drop_last,
+                                const uint64_t *pads)
+{
+    uint64_t sum = 0;
+    for (int w = 0; w < c->workers; w++) {
+        size_t k = (size_t)rank * (size_t)c->workers + (size_t)w;
+        sum += shard_cut_batches(shard_cut_rest(c, k) + (pads ? pads[k] : 0), bs, drop_last);
+    }
+    return sum;
+}
+
+void shard_cut_pads(const ShardCut *c, uint64_t bs, int drop_last, uint64_t *pads)
+{
+    uint64_t most = 0;
+    memset(pads, 0, consumers(c) * sizeof *pads);
+    bs = bs ? bs : 1;
+    for (int r = 0; r < c->world; r++) {
+        uint64_t b = shard_cut_rank_batches(c, r, bs, drop_last, NULL);
+        most = b > most ? b : most;
+    }
+    for (int r = 0; r < c->world; r++) {
+        uint64_t b = shard_cut_rank_batches(c, r, bs, drop_last, NULL);
+        if (b == most)
+            continue;
+        size_t k = (size_t)r * (size_t)c->workers + (size_t)c->workers - 1;
+        for (int w = c->workers - 1; w >= 0; w--) { /* its last worker with samples */
+            k = (size_t)r * (size_t)c->workers + (size_t)w;
+            if (shard_cut_rest(c, k))
+                break;
+        }
+        if (!shard_cut_rest(c, k))
+            k = (size_t)r * (size_t)c->workers + (size_t)c->workers - 1;
+        /* the fewest repeats after its n samples that make its batches m */
+        uint64_t n = shard_cut_rest(c, k);
+        uint64_t m = shard_cut_batches(n, bs, drop_last) + (most - b);
+        pads[k] = (drop_last ? m * bs : (m - 1) * bs + 1) - n;
+    }
+}
+
+int shard_cut_take(ShardCut *c, const uint64_t *took)
+{
+    size_t nc = consumers(c);
+    uint64_t *want = malloc(nc * sizeof *want);
+    ShardSpan *old = c->left;
+    size_t n = c->n;
+    if (!want)
+        return SHARD_ERR_NOMEM;
+    memcpy(want, took, nc * sizeof *want);
+    c->left = NULL;
+    c->n = c->cap = 0;
+    int rc = 0;
+    size_t k = 0;
+    /* each span walked through the regions it lies in, each region's first points dropped */
+    for (size_t i = 0; i < n && !rc; i++) {
+        uint64_t g = old[i].a;
+        while (g < old[i].b && !rc) {
+            while (k + 1 < nc && c->edge[k + 1] <= g)
+                k++;
+            uint64_t end = k + 1 < nc && c->edge[k + 1] < old[i].b ? c->edge[k + 1] : old[i].b;
+            uint64_t drop = end - g < want[k] ? end - g : want[k];
+            want[k] -= drop;
+            rc = push(c, g + drop, end);
+            g = end;
+        }
+    }
+    free(old);
+    free(want);
+    return rc;
+}
+
+int shard_cut_advance(ShardCut *c, uint64_t bs, int drop_last, uint64_t batches, int first,
+                      const uint64_t *pads)
+{
+    int workers = c->workers;
+    if (!bs || first < 0 || first >= workers)
+        return SHARD_ERR_INVALID;
+    uint64_t *left = malloc((size_t)workers * 2 * sizeof *left);
+    uint64_t *took = calloc(consumers(c), sizeof *took);
+    if (!left || !took) {
+        free(left);
+        free(took);
+        return SHARD_ERR_NOMEM;
+    }
+    uint64_t *got = left + workers;
+    for (int r = 0; r < c->world; r++) {
+        size_t k0 = (size_t)r * (size_t)workers;
+        for (int w = 0; w < workers; w++) { /* each worker's batches, none delivered yet */
+            left[w] = shard_cut_batches(shard_cut_rest(c, k0 + (size_t)w) +
+                                            (pads ? pads[k0 + (size_t)w] : 0),
+                                        bs, drop_last);
+            got[w] = 0;
+        }
+        /* whole turns over the workers that still have batches, each giving one; a worker
+         * ends only at a turn's end, so the last, partial turn starts at `first` again */
+        uint64_t todo = batches;
+        for (;;) {
+            uint64_t active = 0, least = UINT64_MAX;
+            for (int w = 0; w < workers; w++)
+                if (got[w] < left[w]) {
+                    active++;
+                    least = left[w] - got[w] < least ? left[w] - got[w] : least;
+                }
+            if (!active || !todo)
+                break;
+            uint64_t turns = todo / active < least ? todo / active : least;
+            if (!turns) { /* a partial turn, from first */
+                for (int j = 0; j < workers && todo; j++) {
+                    int w = (first + j) % workers;
+                    if (got[w] < left[w]) {
+                        got[w]++;
+                        todo--;
+                    }
+                }
+                break;
+            }
+            for (int w = 0; w < workers; w++)
+                if (got[w] < left[w])
+                    got[w] += turns;
+            todo -= turns * active;
+        }
+        for (int w = 0; w < workers; w++)
+            took[k0 + (size_t)w] = got[w] > UINT64_MAX / bs ? UINT64_MAX : got[w] * bs;
+    }
+    int rc = shard_cut_take(c, took);
+    free(left);
+    free(took);
+    return rc;
+}
+
+/* ---- as text ----------------------------------------------------------------------------- */
+
+/* Appends printf output at *at; -1 when it does not fit. */
+static int put(char *out, size_t cap, size_t *at, const char *fmt, uint64_t a, uint64_t b)
+{
+    int n = snprintf(out + *at, cap - *at, fmt, a, b);
+    if (n < 0 || (size_t)n >= cap - *at)
+        return -1;
+    *at += (size_t)n;
+    return 0;
+}
+
+int shard_cut_format(const ShardCut *c, char *out, size_t cap)
+{
+    size_t at = 0;
+    if (!cap)
+        return SHARD_ERR_INVALID;
+    out[0] = 0;
+    if (put(out, cap, &at, "left=", 0, 0) < 0)
+        return SHARD_ERR_INVALID;
+    for (size_t i = 0; i < c->n; i++)
+        if (put(out, cap, &at, i ? ",%" PRIu64 "-%" PRIu64 : "%" PRIu64 "-%" PRIu64,
+                c->left[i].a, c->left[i].b) < 0)
+            return SHARD_ERR_INVALID;
+    if (put(out, cap, &at, ";edges=", 0, 0) < 0)
+        return SHARD_ERR_INVALID;
+    for (size_t k = 1; k < consumers(c); k++)
+        if (put(out, cap, &at, k > 1 ? ",%" PRIu64 : "%" PRIu64, c->edge[k], 0) < 0)
+            return SHARD_ERR_INVALID;
+    return 0;
+}
+
+/* A decimal number at *s, moving past it; -1 when there is none or it overflows. */
+static int number(const char **s, uint64_t *v)
+{
+    if (**s < '0' || **s > '9')
+        return -1;
+    errno = 0;
+    char *end;
+    unsigned long long x = strtoull(*s, &end, 10);
+    if (errno)
+        return -1;
+    *s = end;
+    *v = x;
+    return 0;
+}
+
+int shard_cut_parse(ShardCut *c, const char *text, uint64_t length, int world, int workers,
+                    char *msg)
+{
+    memset(c, 0, sizeof *c);
+    c->length = length;
+    if (regions(c, world, workers))
+        return SHARD_ERR_NOMEM;
+    const char *s = text;
+    if (strncmp(s, "left=", 5))
+        goto bad;
+    s += 5;
+    uint64_t last = 0;
+    while (*s && *s != ';') {
+        uint64_t a, b;
+        if (number(&s, &a) || *s++ != '-' || number(&s, &b))
+            goto bad;
+        if (a >= b || b > length || (c->n && a <= last)) {
+            shard_cut_free(c);
+            return shard_fail(msg, SHARD_ERR_INVALID,
+                              "the cut's span %" PRIu64 "-%" PRIu64 " is empty, out of order "
+                              "or past the epoch's %" PRIu64 " samples",
+                              a, b, length);
+        }
+        if (push(c, a, b)) {
+            shard_cut_free(c);
+            return SHARD_ERR_NOMEM;
+        }
+        last = b;
+        if (*s == ',')
+            s++;
+    }
+    if (strncmp(s, ";edges=", 7))
+        goto bad;
+    s += 7;
+    size_t nc = consumers(c), k = 1;
+    for (; *s && k < nc; k++) {
+        if ((k > 1 && *s++ != ',') || number(&s, &c->edge[k]))
+            goto bad;
+        if (c->edge[k] < c->edge[k - 1] || c->edge[k] > length) {
+            uint64_t e = c->edge[k];
+            shard_cut_free(c);
+            return shard_fail(msg, SHARD_ERR_INVALID,
+                              "the cut's edge %zu (%" PRIu64 ") is before the one before it or "
+                              "past the epoch's %" PRIu64 " samples",
+                              k, e, length);
+        }
+    }
+    if (*s || k != nc) {
+        shard_cut_free(c);
+        return shard_fail(msg, SHARD_ERR_INVALID,
+                          "the cut gives %zu edges where %d ranks of %d workers have %zu", k - 1,
+                          world, workers, nc - 1);
+    }
+    return 0;
+bad:
+    shard_cut_free(c);
+    return shard_fail(msg, SHARD_ERR_INVALID,
+                      "the cut '%.80s' is not left=A-B,...;edges=E,... (formats/order.md)", text);
+}
+
+int shard_cut_join(ShardCut *dst, const ShardCut *const *from)
+{
+    ShardSpan *old = dst->left;
+    dst->left = NULL;
+    dst->n = dst->cap = 0;
+    int rc = 0;
+    for (size_t k = 0; k < consumers(dst) && !rc; k++) {
+        const ShardCut *c = from[k];
+        uint64_t lo = dst->edge[k], hi = dst->edge[k + 1];
+        for (size_t i = span_after(c, lo); i < c->n && c->left[i].a < hi && !rc; i++)
+            rc = push(dst, c->left[i].a > lo ? c->left[i].a : lo,
+                      c->left[i].b < hi ? c->left[i].b : hi);
+    }
+    free(old);
+    return rc;
+}
