@@ -176,6 +176,37 @@ def test_a_state_resumes_on_a_topology_its_partitions_do_not_fit(stream, ds, mod
             assert len(set(per_rank)) == 1 and len(keys) - kept <= world, per_rank
 
 
+def v3_of(state, partitions):
+    """libshard 0.4's form of a v4 state taken in a fresh epoch's blocks (every partition
+    delivered from its start): the runs of each partition's count delivered."""
+    head, left, _ = state.split(";")
+    total = int(re.search(r"[,:]total=(\d+)", head).group(1))
+    q, r = divmod(total, partitions)
+    starts = [i * q + i * r // partitions for i in range(partitions + 1)]
+    spans = [tuple(map(int, x.split("-"))) for x in left[len("left="):].split(",") if x]
+    runs = []
+    for p in range(partitions):
+        a, b = starts[p], starts[p + 1]
+        first = min([max(x, a) for x, y in spans if y > a and x < b] + [b])
+        runs.append(f"{p}:{first - a}" if first < b else f"{p}:d")
+    return "v3" + head[2:] + ";" + ",".join(runs)
+
+
+def test_a_state_of_libshard_0_4_resumes_as_its_own_form_does(stream, ds):
+    """A v3 state (runs of partitions) reads as the v4 one: the same rest of the epoch, on
+    the topology it was taken on and on another."""
+    taken = [ds.manifest, "--seed", str(SEED), "--shuffle", "30", "--partitions", "4",
+             "--mode", "exact"]
+    head = stream(*taken, "--world-size", "2", "--rank", "0", "--samples", "17").ok()
+    old = v3_of(head.state, 4)
+    assert old.startswith("v3:") and ";0:17,1:0,2:17,3:0" in old, old
+    for world in (2, 3):
+        for r in range(world):
+            args = [*taken, "--world-size", str(world), "--rank", str(r)]
+            new_tail = stream(*args, "--state", head.state).ok().keys
+            assert stream(*args, "--state", old).ok().keys == new_tail, (world, r)
+
+
 def test_states_of_the_order_before_partitions_say_how_to_go_on(stream, ds):
     r = stream(ds.manifest, "--seed", str(SEED), "--state", "v2:3:10:7:world_size=1,rank=0")
     assert r.rc == 1 and r.lines == [], r
