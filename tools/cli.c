@@ -89,6 +89,39 @@ void cli_print_path(FILE *f, const char *path)
     free(big);
 }
 
+void cli_print_url(FILE *f, const char *url)
+{
+    size_t n = strlen(url) + 1;
+    char *shown = malloc(n);
+    if (!shown) {
+        fputs("(a URL)", f);
+        return;
+    }
+    shard_url_display(url, shown, n);
+    cli_print_path(f, shown);
+    free(shown);
+}
+
+const char *cli_url(const char *url, char *buf, size_t size)
+{
+    char shown[4096];
+    shard_url_display(url, shown, sizeof shown);
+    shard_escape(shown, buf, size);
+    return buf;
+}
+
+json_t *cli_json_url(const char *url)
+{
+    size_t n = strlen(url) + 1;
+    char *shown = malloc(n);
+    if (!shown)
+        return NULL;
+    shard_url_display(url, shown, n);
+    json_t *j = cli_json_text(shown);
+    free(shown);
+    return j;
+}
+
 int cli_usage_error(const char *prog, const char *msg)
 {
     fprintf(stderr, "%s: %s\nTry '%s --help'.\n", prog, msg, prog);

@@ -50,6 +50,11 @@ double cli_now(void);
 /* Prints a name from a shard or a path so that control characters and invalid UTF-8 show
  * as \xNN escapes (shard_escape): nothing from a shard reaches the terminal raw. */
 void cli_print_path(FILE *f, const char *path);
+/* A URL as the tools show it (shard_url_display: no user, password or query), escaped:
+ * printed to f, into buf, or as a JSON string. */
+void cli_print_url(FILE *f, const char *url);
+const char *cli_url(const char *url, char *buf, size_t size);
+json_t *cli_json_url(const char *url);
 
 /* The same into buf (cut to size). */
 const char *cli_escape_path(const char *path, char *buf, size_t size);

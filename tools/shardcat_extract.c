@@ -68,9 +68,10 @@ static void on_skip(void *cookie, const char *member, uint64_t offset, ShardSkip
     Extract *x = cookie;
     if (reason != SHARD_SKIP_SYMLINK && reason != SHARD_SKIP_HARDLINK)
         return;
-    char m[1024];
-    fprintf(stderr, "shardcat: %s: offset %llu: member '%s' is %s: refused\n", x->url,
-            (unsigned long long)offset, cli_escape_path(member, m, sizeof m), why);
+    char m[1024], ub[4096];
+    fprintf(stderr, "shardcat: %s: offset %llu: member '%s' is %s: refused\n",
+            cli_url(x->url, ub, sizeof ub), (unsigned long long)offset,
+            cli_escape_path(member, m, sizeof m), why);
     x->refused++;
 }
 
@@ -166,12 +167,13 @@ static int extract_sample(Extract *x, const char *dir, const ShardSampleView *v)
     int failed = 0;
     for (size_t k = 0; k < v->nfields; k++) {
         const ShardFieldView *fv = &v->fields[k];
-        char m[1024];
+        char m[1024], ub[4096];
         cli_escape_path(fv->member, m, sizeof m);
+        cli_url(x->url, ub, sizeof ub);
         if (!safe_path(fv->member)) {
             fprintf(stderr, "shardcat: %s: offset %llu: member '%s' would land outside %s: "
                             "refused\n",
-                    x->url, (unsigned long long)fv->offset, m, dir);
+                    ub, (unsigned long long)fv->offset, m, dir);
             x->refused++;
             continue;
         }
@@ -181,7 +183,7 @@ static int extract_sample(Extract *x, const char *dir, const ShardSampleView *v)
             fprintf(stderr, "shardcat: %s: offset %llu: member '%s' was extracted from %s "
                             "already: refused (extract those shards into folders of their "
                             "own)\n",
-                    x->url, (unsigned long long)fv->offset, m, cli_escape_path(before, b, sizeof b));
+                    ub, (unsigned long long)fv->offset, m, cli_escape_path(before, b, sizeof b));
             x->refused++;
             continue;
         }

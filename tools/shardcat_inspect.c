@@ -18,7 +18,7 @@ static void print_sample(const ShardSampleView *v, int json)
     if (json) {
         json_t *o = json_object(), *fields = json_object();
         json_object_set_new(o, "__key__", cli_json_text(v->key));
-        json_object_set_new(o, "__url__", cli_json_text(v->url));
+        json_object_set_new(o, "__url__", cli_json_url(v->url));
         for (size_t k = 0; k < v->nfields; k++) {
             json_t *name = cli_json_text(v->fields[k].name);
             json_object_set_new(fields, json_string_value(name),
@@ -111,14 +111,14 @@ static void print_info(const char *url, ShardFile *f, Tally *t, int json)
     char *ipath = shard_index_path(url);
     int has_index = ipath && shard_file_count(f) >= 0;
     json_t *o = json_object();
-    json_object_set_new(o, "url", cli_json_text(url));
+    json_object_set_new(o, "url", cli_json_url(url));
     json_object_set_new(o, "samples", json_integer((json_int_t)t->samples));
     json_object_set_new(o, "members", json_integer((json_int_t)t->members));
     json_object_set_new(o, "payload_bytes", json_integer((json_int_t)t->payload));
     json_object_set_new(o, "tar_bytes", json_integer((json_int_t)t->tarsize));
     json_object_set_new(o, "file_bytes", json_integer((json_int_t)shard_file_size(f)));
     json_object_set_new(o, "compression", json_string(shard_file_compression(f)));
-    json_object_set_new(o, "index", has_index ? cli_json_text(ipath) : json_null());
+    json_object_set_new(o, "index", has_index ? cli_json_url(ipath) : json_null());
     json_object_set_new(o, "index_samples", json_integer((json_int_t)shard_file_count(f)));
     json_object_set_new(o, "fields", t->fields);
     if (json) {
@@ -126,14 +126,14 @@ static void print_info(const char *url, ShardFile *f, Tally *t, int json)
         free(ipath);
         return;
     }
-    char hb[32], ht[32];
-    cli_print_path(stdout, url);
+    char hb[32], ht[32], ib[4096];
+    cli_print_url(stdout, url);
     printf("\n  samples      %llu (%llu members)\n  bytes        %s stored, %s as tar "
            "(%s)\n  index        %s\n  fields      ",
            (unsigned long long)t->samples, (unsigned long long)t->members,
            cli_human_bytes((double)shard_file_size(f), hb, sizeof hb),
            cli_human_bytes((double)t->tarsize, ht, sizeof ht), shard_file_compression(f),
-           has_index ? ipath : "none");
+           has_index ? cli_url(ipath, ib, sizeof ib) : "none");
     print_fields(t->fields);
     json_decref(o);
     free(ipath);
@@ -275,8 +275,9 @@ static ShardcatNext cat_field(const Cat *c, const char *url, const ShardSampleVi
         }
         return SHARDCAT_DONE;
     }
-    fprintf(stderr, "shardcat: %s: sample '%.*s' has no field '%s' (it has", url, (int)c->klen,
-            c->member, c->field);
+    char ub[4096];
+    fprintf(stderr, "shardcat: %s: sample '%.*s' has no field '%s' (it has",
+            cli_url(url, ub, sizeof ub), (int)c->klen, c->member, c->field);
     for (size_t k = 0; k < v->nfields; k++) {
         fputs(k ? ", " : " ", stderr);
         cli_print_path(stderr, v->fields[k].name);
@@ -317,9 +318,11 @@ static int cat_end(ShardcatWalk *w, int stopped)
         return 0;
     const Cat *c = w->cookie;
     size_t count = shard_list_count(w->list);
+    char ub[4096];
     if (count == 1)
-        fprintf(stderr, "shardcat: %s: no sample '%.*s'\n", shard_list_entry(w->list, 0)->url,
-                (int)c->klen, c->member);
+        fprintf(stderr, "shardcat: %s: no sample '%.*s'\n",
+                cli_url(shard_list_entry(w->list, 0)->url, ub, sizeof ub), (int)c->klen,
+                c->member);
     else
         fprintf(stderr, "shardcat: no sample '%.*s' in any of %zu shards\n", (int)c->klen,
                 c->member, count);

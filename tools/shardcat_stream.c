@@ -43,13 +43,13 @@ static void print_sample(const char *key, const char *url, int json)
     if (json) {
         json_t *j = json_object();
         json_object_set_new(j, "__key__", cli_json_text(key));
-        json_object_set_new(j, "__url__", cli_json_text(url));
+        json_object_set_new(j, "__url__", cli_json_url(url));
         shardcat_json_line(j);
         return;
     }
     cli_print_path(stdout, key);
     putchar('\t');
-    cli_print_path(stdout, url);
+    cli_print_url(stdout, url);
     putchar('\n');
 }
 

@@ -35,7 +35,7 @@ static void print_verdict_json(const char *url, int rc, const ShardVerifyResult 
                                const ShardVerifySettings *s, const char *error, json_t *defects)
 {
     json_t *o = json_object();
-    json_object_set_new(o, "url", cli_json_text(url));
+    json_object_set_new(o, "url", cli_json_url(url));
     json_object_set_new(o, "ok", json_boolean(rc == 0));
     json_object_set_new(o, "samples", json_integer((json_int_t)r->samples));
     json_object_set_new(o, "members", json_integer((json_int_t)r->members));
@@ -58,7 +58,7 @@ static void print_verdict_json(const char *url, int rc, const ShardVerifyResult 
 static void print_verdict(const char *url, int rc, const ShardVerifyResult *r,
                           const ShardVerifySettings *s)
 {
-    cli_print_path(stdout, url);
+    cli_print_url(stdout, url);
     if (rc) {
         printf(": FAILED (%llu defects)\n", (unsigned long long)(r->defects ? r->defects : 1));
         return;
@@ -135,7 +135,7 @@ static size_t named_twice(const ShardList *list)
     for (size_t i = 1; i < n; i++)
         if (!strcmp(*order[i], *order[i - 1]) && (i < 2 || strcmp(*order[i], *order[i - 2]))) {
             fputs("shardcat: ", stderr);
-            cli_print_path(stderr, *order[i]);
+            cli_print_url(stderr, *order[i]);
             fputs(": listed more than once: readers read its samples as often\n", stderr);
             twice++;
         }
@@ -174,8 +174,8 @@ static ShardcatNext index_shard(ShardcatWalk *w, const ShardListEntry *shard)
         fprintf(stderr, "shardcat: %s\n", err.message);
         return SHARDCAT_FAILED;
     }
-    char *ipath = shard_index_path(shard->url);
-    printf("%s: %llu samples\n", ipath, (unsigned long long)n);
+    char *ipath = shard_index_path(shard->url), ib[4096];
+    printf("%s: %llu samples\n", ipath ? cli_url(ipath, ib, sizeof ib) : "", (unsigned long long)n);
     free(ipath);
     return SHARDCAT_NEXT;
 }

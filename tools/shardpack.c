@@ -110,12 +110,14 @@ static int join(const ShardpackCli *o)
         fprintf(stderr, "shardpack: %s\n", err.message);
         rc = 1;
     }
+    char ub[4096];
     if (!rc && !o->quiet)
         fprintf(stderr, "shardpack: joined %d manifests: %zu shards, %llu samples -> %s\n", n,
-                shard_manifest_count(joined), (unsigned long long)shard_manifest_samples(joined), out);
+                shard_manifest_count(joined), (unsigned long long)shard_manifest_samples(joined),
+                cli_url(out, ub, sizeof ub));
     if (!rc && o->json) {
         json_t *j = json_object();
-        json_object_set_new(j, "manifest", cli_json_text(out));
+        json_object_set_new(j, "manifest", cli_json_url(out));
         json_object_set_new(j, "parts", json_integer(n));
         json_object_set_new(j, "shards", json_integer((json_int_t)shard_manifest_count(joined)));
         json_object_set_new(j, "samples", json_integer((json_int_t)shard_manifest_samples(joined)));
@@ -207,7 +209,7 @@ static void print_leftover(void *cookie, const char *path)
 {
     (void)cookie;
     fputs("shardpack: not this run's: ", stderr);
-    cli_print_path(stderr, path);
+    cli_print_url(stderr, path);
     fputc('\n', stderr);
 }
 
@@ -291,7 +293,8 @@ static void print_summary(ShardpackRun *run, const char *manifest, size_t nwritt
             fprintf(stderr, "%s%s", i ? ", " : "", run->ignored_names[i]);
         fprintf(stderr, "%s)", ignored > run->nignored_names ? ", ..." : "");
     }
-    fprintf(stderr, "; manifest %s\n", manifest);
+    char ub[4096];
+    fprintf(stderr, "; manifest %s\n", cli_url(manifest, ub, sizeof ub));
 }
 
 /* --json: the summary as one object on stdout; its keys are the summary line's. */
@@ -312,7 +315,7 @@ static void print_json(ShardpackRun *run, const char *manifest, size_t nwritten,
     }
     for (size_t i = 0; i < run->nignored_names; i++)
         json_array_append_new(names, cli_json_text(run->ignored_names[i]));
-    json_object_set_new(o, "manifest", cli_json_text(manifest));
+    json_object_set_new(o, "manifest", cli_json_url(manifest));
     json_object_set_new(o, "samples", json_integer((json_int_t)atomic_load(&run->samples_done)));
     json_object_set_new(o, "shards", json_integer((json_int_t)nwritten));
     json_object_set_new(o, "bytes", json_integer((json_int_t)stored));

@@ -83,7 +83,7 @@ int shardpack_scan_bad(void *cookie, const char *path, ShardPackBad reason, cons
 {
     ShardpackRun *run = cookie;
     char buf[4096];
-    cli_escape_path(path, buf, sizeof buf);
+    cli_url(path, buf, sizeof buf); /* an input may be a URL: no credentials shown */
     if (reason == SHARD_PACK_IGNORED) { /* named in the summary, the first few */
         if (run->nignored_names < sizeof run->ignored_names / sizeof *run->ignored_names)
             run->ignored_names[run->nignored_names++] = strdup(buf);
@@ -112,7 +112,7 @@ static int on_bad(void *cookie, size_t input, ShardPackBad reason, const char *w
 {
     ShardpackRun *run = cookie;
     char path[4096];
-    cli_escape_path(shard_pack_plan_input(run->plan, input)->path, path, sizeof path);
+    cli_url(shard_pack_plan_input(run->plan, input)->path, path, sizeof path);
     if (reason == SHARD_PACK_UNDECODED && run->o->on_error == ON_ERROR_FAIL) {
         count_undecoded(run, what); /* packed; the summary names them by kind */
         return 0;

@@ -5,6 +5,10 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -442,4 +446,11 @@ int shard_py_specs_parse(PyObject *o, ShardPySpecs *sp)
 fail:
     shard_py_specs_free(sp);
     return -1;
+}
+
+void shard_py_trim(void)
+{
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
 }

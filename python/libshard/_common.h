@@ -22,6 +22,11 @@
  * exception) set, when interrupted: then the caller frees what fn made. */
 int shard_py_blocking(int (*fn)(void *arg), void *arg, ShardRemote *rm, int *rc);
 
+/* Hands the memory malloc holds free back to the system (glibc's malloc_trim): a list of a
+ * million shards, expanded on a thread of its own, leaves hundreds of MiB in that thread's
+ * arena otherwise. */
+void shard_py_trim(void);
+
 /* Creates ShardError and adds it to the module m; 0 or -1. */
 int shard_py_common_ready(PyObject *m);
 

@@ -38,7 +38,45 @@ static PyObject *entries_list(const ShardList *list)
     return out;
 }
 
-static const char *const list_params[] = {"specs", "make_indexes", "index_cache", NULL};
+/* What the manifests among the specs say of the list: {"names": [each spec's manifest name
+ * or None], "datasets": {shard: its "dataset"}} (wids's), without a Python object for the
+ * shards that have none. */
+static PyObject *manifests_info(const ShardList *list, size_t nspecs)
+{
+    PyObject *names = PyList_New((Py_ssize_t)nspecs), *datasets = PyDict_New();
+    PyObject *out = names && datasets ? PyDict_New() : NULL;
+    size_t first = 0; /* the list's first shard of each spec */
+    for (size_t s = 0; out && s < nspecs; s++) {
+        const ShardManifest *mf = shard_list_manifest(list, s);
+        PyObject *name = mf ? PyUnicode_FromString(shard_manifest_name(mf)) : Py_NewRef(Py_None);
+        if (!name) {
+            Py_CLEAR(out);
+            break;
+        }
+        PyList_SET_ITEM(names, (Py_ssize_t)s, name);
+        size_t n = 0;
+        while (first + n < shard_list_count(list) && shard_list_entry(list, first + n)->spec == s)
+            n++;
+        for (size_t i = 0; mf && i < n && out; i++) {
+            const char *d = shard_manifest_dataset(mf, i);
+            PyObject *k = d ? PyLong_FromSize_t(first + i) : NULL, *v = d ? PyUnicode_FromString(d) : NULL;
+            if (d && (!k || !v || PyDict_SetItem(datasets, k, v)))
+                Py_CLEAR(out);
+            Py_XDECREF(k);
+            Py_XDECREF(v);
+        }
+        first += n;
+    }
+    if (out && (PyDict_SetItemString(out, "names", names) ||
+                PyDict_SetItemString(out, "datasets", datasets)))
+        Py_CLEAR(out);
+    Py_XDECREF(names);
+    Py_XDECREF(datasets);
+    return out;
+}
+
+static const char *const list_params[] = {"specs", "make_indexes", "index_cache",
+                                          "manifests", NULL};
 static const ShardPySignature list_signature = {"list_shards", list_params, 1, 1, 0};
 
 typedef struct {
@@ -59,14 +97,16 @@ static PyObject *py_list_shards(PyObject *m, PyObject *args, PyObject *kw)
 {
     (void)m;
     ShardRemoteSettings rs;
-    PyObject *values[3] = {NULL, NULL, NULL}, *keep = NULL, *out = NULL, *cache = NULL;
+    PyObject *values[4] = {NULL, NULL, NULL, NULL}, *keep = NULL, *out = NULL, *cache = NULL;
     ShardPySpecs sp = {0};
     ShardRemote *rm = NULL;
-    int make = 0;
+    int make = 0, info = 0;
     if (parse_remote(&list_signature, args, kw, &rs, values, &keep) ||
         shard_py_specs_parse(values[0], &sp))
         goto done;
     if (values[1] && (make = PyObject_IsTrue(values[1])) < 0)
+        goto done;
+    if (values[3] && (info = PyObject_IsTrue(values[3])) < 0)
         goto done;
     if (values[2] && values[2] != Py_None && !(cache = PyOS_FSPath(values[2])))
         goto done;
@@ -93,7 +133,13 @@ static PyObject *py_list_shards(PyObject *m, PyObject *args, PyObject *kw)
     int rc;
     if (shard_py_blocking(list_expand, &x, rm, &rc) == 0)
         out = rc ? shard_py_raise(rc, x.err.message) : entries_list(x.list);
+    if (out && info) {
+        PyObject *mi = manifests_info(x.list, sp.n);
+        Py_SETREF(out, mi ? PyTuple_Pack(2, out, mi) : NULL);
+        Py_XDECREF(mi);
+    }
     shard_list_free(&x.list);
+    shard_py_trim(); /* the list's memory back to the system, not kept for the next one */
 done:
     shard_py_specs_free(&sp);
     Py_XDECREF(keep);
@@ -327,7 +373,8 @@ static PyTypeObject ShardFilesType = {
 
 static PyMethodDef indexed_functions[] = {
     {"list_shards", (PyCFunction)(void (*)(void))py_list_shards, METH_VARARGS | METH_KEYWORDS,
-     "list_shards(specs, *, remote settings) -> [(url, samples or None)]: manifests, brace "
+     "list_shards(specs, *, manifests=False, remote settings) -> [(url, samples or None, "
+     "index)] (with manifests, ([...], {\"names\", \"datasets\"})): manifests, brace "
      "patterns and prefixes expanded, counts from manifests or indexes"},
     {NULL, NULL, 0, NULL},
 };

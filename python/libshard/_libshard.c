@@ -210,7 +210,26 @@ done:
     return out;
 }
 
+static PyObject *py_url_display(PyObject *m, PyObject *arg)
+{
+    (void)m;
+    const char *url = PyUnicode_AsUTF8(arg);
+    if (!url)
+        return NULL;
+    size_t n = strlen(url) + 1;
+    char *out = PyMem_Malloc(n);
+    if (!out)
+        return PyErr_NoMemory();
+    shard_url_display(url, out, n);
+    PyObject *s = PyUnicode_FromString(out);
+    PyMem_Free(out);
+    return s;
+}
+
 static PyMethodDef module_methods[] = {
+    {"url_display", py_url_display, METH_O,
+     "url_display(url) -> str: the URL as libshard shows it in messages and output: no user, "
+     "password or query (shard_url_display)"},
     {"merge_states", py_merge_states, METH_O,
      "merge_states([state, ...]) -> str: one state from those of a job's consumers taken at "
      "the same point, each partition as the consumer that reads it says "

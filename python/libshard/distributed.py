@@ -25,6 +25,7 @@ import warnings
 
 from ._libshard import PackPlan
 from .settings import BUCKET_KEYS
+from .redact import shown, shown_repr
 
 __all__ = ["pack", "PackResult"]
 
@@ -48,7 +49,7 @@ class PackResult:
         self.resized_bytes = tuple(resized_bytes)
 
     def __repr__(self):
-        return (f"PackResult(manifest={self.manifest!r}, shards={self.shards}, samples={self.samples}, "
+        return (f"PackResult(manifest={shown_repr(self.manifest)}, shards={self.shards}, samples={self.samples}, "
                 f"skipped={len(self.skipped)}, ignored={self.ignored}, "
                 f"undecoded={len(self.undecoded)}, resized={self.resized})")
 
@@ -72,7 +73,7 @@ def _write_shards(source, pattern, items, fingerprint, lo, hi, stop=None):
     plan = _worker_plan(source, pattern, items)
     if plan.fingerprint() != fingerprint:
         _worker_plan.cache_clear()
-        raise RuntimeError(f"{source}: this worker's plan differs from the client's (the input changed "
+        raise RuntimeError(f"{shown(source)}: this worker's plan differs from the client's (the input changed "
                            f"since it was planned, or the worker sees another folder at this path)")
     if stop is not None:
         from distributed import Event
@@ -142,12 +143,12 @@ def pack(source, pattern, *, client, list=False, on_error="fail", maxcount=10000
     leftovers = plan.leftovers()
     if leftovers:
         warnings.warn(f"{len(leftovers)} shards or indexes from an earlier run into the same folder are not in "
-                      f"the manifest: remove them ({', '.join(leftovers[:3])}{', ...' if len(leftovers) > 3 else ''})")
+                      f"the manifest: remove them ({', '.join(map(shown, leftovers[:3]))}{', ...' if len(leftovers) > 3 else ''})")
     written = [info for info in infos if info]
     undecoded = [u for info in written for u in info.get("undecoded", ())]
     if undecoded:
         warnings.warn(f"{len(undecoded)} images packed that the loader does not decode (JPEG, PNG "
-                      f"and WebP are), e.g. {undecoded[0][0]}: {undecoded[0][2]}; "
+                      f"and WebP are), e.g. {shown(undecoded[0][0])}: {undecoded[0][2]}; "
                       f"on_error='skip' leaves them out")
     resized = [i.get("resized", (0, 0, 0)) for i in written]
     return PackResult(path, len(written), sum(i["nsamples"] for i in written), skipped, plan.ignored,

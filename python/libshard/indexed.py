@@ -13,6 +13,7 @@ $XDG_CACHE_HOME/libshard/index, or cache_dir/index) while the shard is unchanged
 and counts are read once; the open shards are per process (safe in DataLoader workers), the
 open_files most recently read kept open.
 """
+import array
 import bisect
 import os
 import sys
@@ -20,6 +21,7 @@ import sys
 from . import _libshard
 from . import settings as _settings
 from .settings import REMOTE_KEYS
+from .redact import shown, shown_repr
 
 
 def _specs(spec):
@@ -40,37 +42,40 @@ class IndexedShards:
         self.remote = {k: v for k, v in remote.items() if v is not None}
         self.open_files = open_files
         cache = os.fspath(index_cache) if index_cache is not None else None
-        listed = _libshard.list_shards(_specs(spec) if entries is None else [u for u, _ in entries],
-                                       make_indexes=make_indexes, index_cache=cache, **self.remote)
+        listed, self.manifests = _libshard.list_shards(
+            _specs(spec) if entries is None else [u for u, _ in entries], manifests=True,
+            make_indexes=make_indexes, index_cache=cache, **self.remote)
         if not listed:
-            raise ValueError(f"{spec!r}: no shards")
+            raise ValueError(f"{shown_repr(spec)}: no shards")
         for url, n, _ in listed:
             if n is None:  # make_indexes=False, and no .idx beside it
-                raise ValueError(f"{url}: indexed access needs each shard's index: a .idx "
-                                 f"beside it (`shardcat index {url}`), or make_indexes")
+                raise ValueError(f"{shown(url)}: indexed access needs each shard's index: a .idx "
+                                 f"beside it (`shardcat index {shown(url)}`), or make_indexes")
         if entries is not None:  # counts given (a wids shard list): they must be the shards'
             if len(listed) != len(entries):
                 raise ValueError(f"{len(entries)} shards given, {len(listed)} found (a url "
                                  f"with braces or a manifest in a shard list?)")
             for (url, n), (_, found, _) in zip(entries, listed):
                 if n is not None and int(n) != found:
-                    raise ValueError(f"{url}: the shard list says {n} samples, the shard has "
+                    raise ValueError(f"{shown(url)}: the shard list says {n} samples, the shard has "
                                      f"{found}")
         for url, _, _ in listed:
             if url.endswith((".gz", ".tgz")):
-                raise ValueError(f"{url}: indexed access seeks, and a gzip stream cannot: "
+                raise ValueError(f"{shown(url)}: indexed access seeks, and a gzip stream cannot: "
                                  f"repack it as .tar, or as .tar.zst with a seek table "
                                  f"(shardpack --compress zstd)")
+        # a million shards: one str each, and the numbers in arrays (8 bytes a shard)
         self.urls = [u for u, _, _ in listed]
-        self.counts = [int(n) for _, n, _ in listed]
-        self.indexes = [ix for _, _, ix in listed]
-        self.ends = []
+        self.counts = array.array("Q", (int(n) for _, n, _ in listed))
+        self.indexes = [ix for _, _, ix in listed] if any(ix for _, _, ix in listed) else None
+        del listed
+        self.ends = array.array("Q")
         total = 0
         for n in self.counts:
             total += n
-            self.ends.append(total)
+            self.ends.append(min(total, (1 << 64) - 1))
         if total > sys.maxsize:  # len() and indexes could not address them
-            raise ValueError(f"{spec!r}: {total} samples in all, more than an index can "
+            raise ValueError(f"{shown_repr(spec)}: {total} samples in all, more than an index can "
                              f"address (a count in the manifest is wrong)")
         self._files = None
         self._pid = None

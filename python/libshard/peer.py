@@ -18,6 +18,7 @@ import sys
 import tarfile
 import time
 import urllib.request
+from .redact import shown
 
 IMAGE = ("jpg", "jpeg", "png")
 
@@ -28,7 +29,7 @@ def _open(url):
     if url.startswith("file://"):
         url = url[len("file://"):]
     if "://" in url:
-        raise SystemExit(f"libshard.peer: {url}: the peer reads local and http(s) shards")
+        raise SystemExit(f"libshard.peer: {shown(url)}: the peer reads local and http(s) shards")
     return tarfile.open(url, mode="r|*")
 
 

@@ -21,6 +21,7 @@ import os
 import textwrap
 
 from . import _libshard
+from .redact import shown_repr
 
 TABLES = _libshard.settings()
 
@@ -127,10 +128,10 @@ def _paths(v, what):
         items = list(v)
     except TypeError:
         raise TypeError(f"{what}: a path or URL, a list of them, or a list of (spec, weight) "
-                        f"pairs, not {v!r}") from None
+                        f"pairs, not {shown_repr(v)}") from None
     for u in items:
         if not isinstance(u, (str, bytes, os.PathLike)):
-            raise TypeError(f"{what}: a path or URL, not {u!r}")
+            raise TypeError(f"{what}: a path or URL, not {shown_repr(u)}")
     return [os.fsdecode(u) for u in items]
 
 
@@ -145,10 +146,10 @@ def specs(urls):
     mix = []
     for i, item in enumerate(urls):
         if not (isinstance(item, tuple) and len(item) == 2):
-            raise TypeError(f"a mix is a list of (spec, weight) pairs; item {i} is {item!r}")
+            raise TypeError(f"a mix is a list of (spec, weight) pairs; item {i} is {shown_repr(item)}")
         spec, weight = item
         if isinstance(weight, bool) or not isinstance(weight, numbers.Real) or not weight > 0:
-            raise ValueError(f"the weight of source {i} ({spec!r}): a positive number, not "
+            raise ValueError(f"the weight of source {i} ({shown_repr(spec)}): a positive number, not "
                              f"{weight!r}")
         mix.append((_paths(spec, f"source {i}"), float(weight)))
     return mix

@@ -26,6 +26,7 @@ import os
 import pickle
 import random
 import warnings
+from collections.abc import Sequence
 from functools import partial
 
 from .indexed import IndexedShards
@@ -94,16 +95,24 @@ def _transformations(t):
     return out
 
 
-def _local_spec(url):
-    """A local manifest's JSON (its name and per-shard "dataset" extras), {} for a remote
-    or unreadable one; errors name the file."""
-    if "://" in url:
-        return {}
-    try:
-        with open(url, "rb") as f:
-            return json.load(f)
-    except (ValueError, RecursionError, UnicodeDecodeError) as e:
-        raise ValueError(f"{url}: not a JSON manifest: {e}") from None
+class _Shards(Sequence):
+    """wids's shard list, {"url", "nsamples"[, "dataset"]} a shard, made as it is asked for:
+    a million shards hold no dict each."""
+
+    def __init__(self, indexed, datasets):
+        self.indexed, self.datasets = indexed, datasets
+
+    def __len__(self):
+        return len(self.indexed.urls)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        i = range(len(self))[i]
+        d = {"url": self.indexed.urls[i], "nsamples": self.indexed.counts[i]}
+        if i in self.datasets:
+            d["dataset"] = self.datasets[i]
+        return d
 
 
 class ShardListDataset(Dataset):
@@ -129,17 +138,14 @@ class ShardListDataset(Dataset):
         if isinstance(shards, (str, os.PathLike)):
             url = os.fspath(shards)
             self.base = base if base is not None else url.rsplit("/", 1)[0] if "/" in url else "."
-            # libshard reads the manifest first: its limits (size, shards, nesting) hold
-            # before Python's json builds the whole of it
+            # libshard reads the manifest, under its limits, with its name and each shard's
+            # "dataset": Python builds no object of the whole
             self.indexed = IndexedShards(url, open_files=lru_size, **remote)
-            self.spec = _local_spec(url)
+            name = self.indexed.manifests["names"][0]
+            self.spec = {"name": name} if name else {}
             self.shards_source = url
-            self.shards = [{"url": u, "nsamples": n}
-                           for u, n in zip(self.indexed.urls, self.indexed.counts)]
-            for d, src in zip(self.shards, self.spec.get("shardlist", [])):
-                if "dataset" in src:
-                    d["dataset"] = src["dataset"]
-            self.dataset_name = self.spec.get("name") or dataset_name or url
+            self.shards = _Shards(self.indexed, self.indexed.manifests["datasets"])
+            self.dataset_name = name or dataset_name or url
         else:
             self.base = base
             self.spec = options or {}

@@ -31,6 +31,7 @@ import tempfile
 from ._libshard import Writer as _Writer
 from .encode import default_handlers, encode_sample, make_encoder
 from .settings import BUCKET_KEYS
+from .redact import shown
 
 __all__ = ["ShardWriter", "TarWriter", "encode_sample", "default_handlers"]
 
@@ -111,7 +112,7 @@ class ShardWriter:
             info = shards[self._posted]
             self._posted += 1
             if self.verbose:
-                print(f"# wrote {info['url']} {info['nsamples']} {info['filesize'] / 1e9:.1f} GB {self.total}")
+                print(f"# wrote {shown(info['url'])} {info['nsamples']} {info['filesize'] / 1e9:.1f} GB {self.total}")
             if callable(self.post):
                 self.post(info["url"])
 

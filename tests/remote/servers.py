@@ -302,11 +302,107 @@ class FaultServer:
         self.httpd.server_close()
 
 
+class _FailingHandler(http.server.BaseHTTPRequestHandler):
+    """Every request fails in the server's mode, and an error body reflects what the client
+    sent (its path and query, every header), as S3's SignatureDoesNotMatch does with its
+    CanonicalRequest: a client that prints a body prints its own credentials."""
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *a):
+        pass
+
+    def _reflect(self):
+        sent = "".join(f"{k}:{v}\n" for k, v in self.headers.items())
+        return (f"<Error><Code>SignatureDoesNotMatch</Code><CanonicalRequest>{self.command} "
+                f"{self.path}\n{sent}</CanonicalRequest></Error>").encode()
+
+    def do_GET(self, head=False):
+        self.server.owner.requests.append(dict(self.headers))
+        n = int(self.headers.get("Content-Length") or 0)
+        if n:
+            self.rfile.read(n)
+        mode = self.server.owner.mode
+        if mode == "hang":
+            self.server.owner.stop.wait(120)
+            return
+        if mode == "close":
+            self.close_connection = True
+            self.connection.close()
+            return
+        if mode == "stall":
+            self.send_response(200)
+            self.send_header("Content-Length", "1000000")
+            self.end_headers()
+            self.wfile.write(b"\0" * 1000)
+            self.wfile.flush()
+            self.server.owner.stop.wait(120)
+            return
+        body = self._reflect()
+        self.send_response(int(mode))
+        self.send_header("Content-Type", "application/xml")
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("X-Echo-Auth", self.headers.get("Authorization", ""))
+        self.end_headers()
+        if not head:
+            self.wfile.write(body)
+
+    def do_HEAD(self):
+        self.do_GET(head=True)
+
+    do_PUT = do_POST = do_DELETE = do_GET
+
+
+class FailingServer:
+    """127.0.0.1: every request fails: mode "403", "401", "500", "503" (an error whose body
+    reflects the request), "stall" (200, then silence), "hang" (no answer), "close" (the
+    connection closed unanswered)."""
+
+    def __init__(self, mode):
+        self.mode, self.requests, self.stop = mode, [], threading.Event()
+        self.httpd = _Server(("127.0.0.1", 0), _FailingHandler)
+        self.httpd.owner = self
+        self.port = self.httpd.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.stop.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def _crc_table():
+    table = []
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+        table.append(c)
+    return table
+
+
+_CRC32C = _crc_table()
+
+
+def crc32c(data, crc=0):
+    """CRC-32C (Castagnoli), as GCS keeps it for every object."""
+    crc ^= 0xFFFFFFFF
+    table = _CRC32C
+    for b in data:
+        crc = table[(crc ^ b) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFF
+
+
+def crc32c_b64(data):
+    return base64.b64encode(crc32c(data).to_bytes(4, "big")).decode()
+
+
 class _UploadHandler(http.server.BaseHTTPRequestHandler):
     """GCS's upload protocol as the JSON API documents it, which the emulator lacks: media
     uploads, resumable sessions taking chunks (the total "*" until the last, each chunk then a
     multiple of 256 KiB; 308 with the Range held, 200 when whole), the status query, session
-    cancels (DELETE, 499), deletes and media downloads; with faults armed by the test."""
+    cancels (DELETE, 499), deletes and media downloads; an object's CRC-32C in the answer
+    that completes it, as GCS gives it; with faults armed by the test."""
     protocol_version = "HTTP/1.1"
 
     def log_message(self, *a):
@@ -337,16 +433,21 @@ class _UploadHandler(http.server.BaseHTTPRequestHandler):
         body, _ = self._body()
         with srv.lock:
             srv.log.append(("POST", q.get("uploadType", [""])[0], name))
+            if q.get("uploadType") == ["media"]:
+                srv.hashes.append((name, self.headers.get("X-Goog-Hash"), body))
         if q.get("uploadType") == ["media"]:
             with srv.lock:
                 refuse = srv.post_faults.get(name, 0)
                 if refuse:
                     srv.post_faults[name] = refuse - 1
                 else:
+                    if srv.flip.pop(name, None):  # a store that keeps other bytes
+                        body = bytes([body[0] ^ 1]) + body[1:]
                     srv.objects[name] = body
             if refuse:
                 return self._reply(503, b"try again")
-            return self._reply(200, json.dumps({"name": name, "size": str(len(body))}).encode())
+            return self._reply(200, json.dumps({"name": name, "size": str(len(body)),
+                                                "crc32c": crc32c_b64(body)}).encode())
         if q.get("uploadType") == ["resumable"]:
             with srv.lock:
                 sid = f"s{len(srv.sessions)}"
@@ -360,6 +461,8 @@ class _UploadHandler(http.server.BaseHTTPRequestHandler):
         rng = self.headers.get("Content-Range", "")
         with srv.lock:
             srv.log.append(("PUT", rng, sid))
+            if self.headers.get("X-Goog-Hash"):
+                srv.hashes.append((sid, self.headers.get("X-Goog-Hash"), None))
             fault = srv.faults.pop(0) if srv.faults and rng and not rng.startswith("bytes */") else None
             srv.chunks += 1
             hang = srv.slow_chunk is not None and srv.chunks == srv.slow_chunk
@@ -390,6 +493,8 @@ class _UploadHandler(http.server.BaseHTTPRequestHandler):
                     return
                 if total != "*" and len(sess["data"]) >= int(total):
                     sess["done"] = True
+                    if srv.flip.pop(sess["name"], None):
+                        sess["data"][0] ^= 1
                     srv.objects[sess["name"]] = bytes(sess["data"][:int(total)])
             elif re.match(r"bytes \*/(\d+|\*)$", rng):
                 total = rng[8:]
@@ -399,7 +504,8 @@ class _UploadHandler(http.server.BaseHTTPRequestHandler):
             else:
                 return self._reply(400, b"no Content-Range")
             if sess["done"]:
-                return self._reply(200, json.dumps({"name": sess["name"]}).encode())
+                return self._reply(200, json.dumps({"name": sess["name"], "crc32c": crc32c_b64(
+                    srv.objects[sess["name"]])}).encode())
             held = len(sess["data"])
         return self._reply(308, headers=[("Range", f"bytes=0-{held - 1}")] if held else [])
 
@@ -430,11 +536,13 @@ class GcsUploadServer:
     """An in-memory store speaking GCS's upload protocol (_UploadHandler). faults: a list of
     what the next chunk PUTs get, in turn: "503", or "cut=N" (N bytes read, then the
     connection dropped). slow_chunk = K: the K-th chunk PUT waits for release (hanging is
-    set meanwhile). post_faults: {name: K}, the next K media uploads of name answered 503."""
+    set meanwhile). post_faults: {name: K}, the next K media uploads of name answered 503.
+    flip: {name: True}, the object kept with its first byte changed."""
 
     def __init__(self):
         self.lock = threading.Lock()
         self.objects, self.sessions, self.log, self.faults, self.post_faults = {}, {}, [], [], {}
+        self.hashes, self.flip = [], {}  # X-Goog-Hash sent (name or session, header, body)
         self.chunks, self.slow_chunk = 0, None
         self.hanging, self.release = threading.Event(), threading.Event()
         self.httpd = _Server(("127.0.0.1", 0), _UploadHandler)

@@ -65,6 +65,15 @@ typedef struct ShardError {
 SHARD_API const char *shard_strerror(int code);
 
 /**
+ * A URL as libshard shows it in every message, log line, statistic and tool output: without
+ * a user and password ("https://user:pw@host/" shows "https://host/") and with its query, a
+ * signed URL's signature or a token, replaced by "?...". Samples' own __url__ keep the URL
+ * as given. Text that is not a URL is copied as it is.
+ * @param out receives the NUL-terminated URL, cut to cap bytes (after the redaction)
+ */
+SHARD_API void shard_url_display(const char *url, char *out, size_t cap);
+
+/**
  * Memory hook for a batch's image and label buffers, what a device copy reads
  * (ShardLoaderSettings.allocator). CUDA pinned host memory is one implementation; the
  * default (shard_default_allocator) gives large buffers in 2 MB pages. Keys, indices and raw

@@ -26,7 +26,8 @@ typedef struct ShardLoaderSettings {
     ShardReaderSettings reader; /**< what to read and how to split and shuffle it */
     ShardTransform transform;   /**< decode and augmentation */
     size_t batch_size;          /**< samples per batch (default 256) */
-    int drop_last;              /**< drop the epoch's partial last batch (default 0: keep) */
+    int drop_last;              /**< drop every short batch: the epoch's last, and one that
+                                     skip_errors left short (default 0: keep) */
     int threads;                /**< decode threads; 0: one per CPU this process may use,
                                      shard_cpus_available (default 0) */
     size_t batches;             /**< batch buffers in the ring (default 4): prefetch depth
@@ -53,9 +54,11 @@ typedef struct ShardLoaderSettings {
      *  in its otherData.dropped_spans */
     size_t trace_spans;
     /** The memory the decode threads' decodes take together, as each image's header says
-     *  (default 1073741824, 1 GiB; 0: no bound): a decode waits while the others hold too
-     *  much, so that threads x the largest image need not fit. An image over
-     *  transform.max_decode_memory (512 MiB) is refused, an error naming the sample. */
+     *  (an upper bound of what the decoder and the resize allocate; default 536870912,
+     *  512 MiB; 0: no bound): a decode waits while the others hold too much, so that
+     *  threads x the largest image need not fit. An image over this, or over
+     *  transform.max_decode_memory (512 MiB), is refused, an error naming the sample. Each
+     *  decode thread also keeps up to 16 MiB of buffers between images. */
     size_t decode_memory;
     /** Zero: room for settings added later without changing the struct's size. */
     unsigned char reserved[28];

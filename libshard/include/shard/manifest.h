@@ -92,6 +92,10 @@ SHARD_API size_t shard_manifest_count(const ShardManifest *m);
 /** @return shard i (borrowed, valid until the manifest changes or is freed), NULL if out of range */
 SHARD_API const ShardFileInfo *shard_manifest_shard(const ShardManifest *m, size_t i);
 
+/** @return shard i's "dataset" as a wids manifest names it (which dataset of a mix the
+ *  shard belongs to; borrowed, as shard_manifest_shard), NULL when it has none */
+SHARD_API const char *shard_manifest_dataset(const ShardManifest *m, size_t i);
+
 /** @return the number of class names */
 SHARD_API size_t shard_manifest_class_count(const ShardManifest *m);
 

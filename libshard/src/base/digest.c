@@ -65,3 +65,13 @@ void shard_digests_final(ShardDigests *d, char *md5, char *sha256)
     EVP_MD_CTX_free(d->sha256);
     d->md5 = d->sha256 = NULL;
 }
+
+int shard_md5_base64(const void *p, size_t n, char out[25])
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned k = 0;
+    if (!EVP_Digest(p, n, md, &k, EVP_md5(), NULL))
+        return SHARD_ERR_NOMEM;
+    EVP_EncodeBlock((unsigned char *)out, md, (int)k);
+    return 0;
+}

@@ -25,4 +25,8 @@ SHARD_HIDDEN void shard_digests_final(ShardDigests *d, char *md5, char *sha256);
 /* Ends the digest ctx (an EVP_MD_CTX) into out as hex (NULL: dropped); 0 or SHARD_ERR_NOMEM. */
 SHARD_HIDDEN int shard_digest_hex(void *ctx, char *out);
 
+/* The base64 of the MD5 of p[0..n), as Content-MD5 and GCS's md5= give it, into out (25
+ * bytes). 0 or SHARD_ERR_NOMEM. */
+SHARD_HIDDEN int shard_md5_base64(const void *p, size_t n, char out[25]);
+
 #endif /* SHARD_BASE_DIGEST_H */

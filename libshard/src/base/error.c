@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "base/text.h"
+#include "base/url.h"
 
 const char *shard_strerror(int code)
 {
@@ -31,10 +32,12 @@ const char *shard_strerror(int code)
 }
 
 /* Messages name members, keys and URLs from shards, which may hold terminal escapes:
- * every message leaves the library with its control characters escaped. */
+ * every message leaves the library with its control characters escaped, and its URLs
+ * without user, password or query (a signed URL's signature, a token). */
 void shard_escape_message(char *buf, size_t size)
 {
     char tmp[SHARD_ERROR_MAX];
+    shard_url_redact_text(buf);
     for (const char *p = buf; *p; p++)
         if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f) {
             shard_text_escape(buf, tmp, sizeof tmp < size ? sizeof tmp : size);

@@ -14,8 +14,9 @@
  * so a failure reads `return shard_fail(w->err, SHARD_ERR_IO, "...", ...);`. */
 SHARD_HIDDEN int shard_fail(char *buf, int code, const char *fmt, ...) SHARD_PRINTF(3, 4);
 
-/* Escapes a message's control characters in place (base/text.h), as shard_fail and
- * shard_report do: names from shards may hold terminal escape sequences. */
+/* Escapes a message's control characters and takes its URLs' credentials out, in place
+ * (base/text.h, base/url.h), as shard_fail and shard_report do: names from shards may hold
+ * terminal escape sequences, URLs passwords and signatures. */
 SHARD_HIDDEN void shard_escape_message(char *buf, size_t size);
 
 /* Copies a message (NULL: the code's name) into an optional ShardError and returns code. */

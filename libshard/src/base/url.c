@@ -9,6 +9,7 @@
 
 #include "base/text.h"
 #include "base/url.h"
+#include "shard/common.h"
 
 int shard_url_is_command(const char *url) { return !strncmp(url, "pipe:", 5); }
 
@@ -87,4 +88,63 @@ void shard_url_shown(const char *url, char *out, size_t cap)
         k = cap - 1 - n;
     memcpy(out + n, at, k);
     out[n + k] = 0;
+}
+
+/* What ends a URL inside a message: a space, a quote, an angle bracket. */
+static int ends_url(char c)
+{
+    return !c || c == ' ' || c == '\t' || c == '\n' || c == '"' || c == '\'' || c == '<' ||
+           c == '>' || c == '`';
+}
+
+/* Punctuation after a URL that belongs to the sentence (": offset 7", "url, ..."). */
+static int trailing(char c) { return c == ':' || c == ',' || c == ';' || c == '.' || c == ')'; }
+
+void shard_url_redact_text(char *text)
+{
+    char *p = text;
+    while ((p = strstr(p, "://"))) {
+        char *host = p + 3, *end = host;
+        while (!ends_url(*end))
+            end++;
+        char *auth = host + strcspn(host, "/?#");
+        if (auth > end)
+            auth = end;
+        char *user = NULL;
+        for (char *q = host; q < auth; q++)
+            if (*q == '@')
+                user = q;
+        if (user) { /* user:password@ out */
+            memmove(host, user + 1, strlen(user + 1) + 1);
+            end -= user + 1 - host;
+            auth -= user + 1 - host;
+        }
+        char *query = auth + strcspn(auth, "?");
+        char *stop = end;
+        while (stop > query + 1 && trailing(stop[-1]))
+            stop--;
+        if (query < end && !strncmp(query, "?...", 4) && query + 4 >= stop)
+            query = end; /* redacted already */
+        if (query < end) { /* the query out, a mark of it left; the sentence's punctuation kept */
+            size_t mark = stop - query >= 4 ? 4 : 0;
+            memcpy(query, "?...", mark);
+            memmove(query + mark, stop, strlen(stop) + 1);
+            end = query + mark + (end - stop);
+        }
+        p = end;
+    }
+}
+
+void shard_url_display(const char *url, char *out, size_t cap)
+{
+    if (!cap)
+        return;
+    char *copy = strdup(url); /* redacted whole, then cut: a cut must not keep a password */
+    if (!copy) {
+        snprintf(out, cap, "%s", "(a URL)");
+        return;
+    }
+    shard_url_redact_text(copy);
+    snprintf(out, cap, "%s", copy);
+    free(copy);
 }

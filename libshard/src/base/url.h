@@ -35,6 +35,11 @@ SHARD_HIDDEN char *shard_url_resolve(const char *base, const char *url);
  * (a signed URL's signature), into out (cap bytes, cut to fit). */
 SHARD_HIDDEN void shard_url_shown(const char *url, char *out, size_t cap);
 
+/* Every URL in text (NUL-terminated), in place, as it may leave the library: without user
+ * and password, its query (a signed URL's signature, a token) replaced by "?..." (never
+ * longer than it was). */
+SHARD_HIDDEN void shard_url_redact_text(char *text);
+
 /* Whether url stands for every shard under a prefix (gs://B/P/, s3://B/P/: ends in '/'). */
 SHARD_HIDDEN int shard_url_is_prefix(const char *url);
 

@@ -56,14 +56,41 @@ int shard_manifest_add(ShardManifest *m, const ShardFileInfo *info)
 {
     if (!info || !info->url)
         return SHARD_ERR_INVALID;
+    size_t cap = m->cap;
     if (shard_array_grow(&m->shards, &m->cap, m->n + 1, sizeof *m->shards, 64))
         return SHARD_ERR_NOMEM;
+    if (m->datasets && m->cap != cap) { /* the datasets' slots follow the shards' */
+        char **d = realloc(m->datasets, m->cap * sizeof *d);
+        if (!d)
+            return SHARD_ERR_NOMEM;
+        memset(d + cap, 0, (m->cap - cap) * sizeof *d);
+        m->datasets = d;
+    }
     ShardFileInfo copy = *info;
     copy.url = strdup(info->url);
     if (!copy.url)
         return SHARD_ERR_NOMEM;
     m->shards[m->n++] = copy;
     return 0;
+}
+
+int shard_manifest_set_dataset(ShardManifest *m, size_t i, const char *dataset)
+{
+    if (i >= m->n)
+        return SHARD_ERR_INVALID;
+    if (!m->datasets && !(m->datasets = calloc(m->cap, sizeof *m->datasets)))
+        return SHARD_ERR_NOMEM;
+    char *copy = strdup(dataset);
+    if (!copy)
+        return SHARD_ERR_NOMEM;
+    free(m->datasets[i]);
+    m->datasets[i] = copy;
+    return 0;
+}
+
+const char *shard_manifest_dataset(const ShardManifest *m, size_t i)
+{
+    return m->datasets && i < m->n ? m->datasets[i] : NULL;
 }
 
 static void free_classes(ShardManifest *m)
@@ -237,8 +264,12 @@ void shard_manifest_free(ShardManifest **pm)
     if (!pm || !*pm)
         return;
     ShardManifest *m = *pm;
-    for (size_t i = 0; i < m->n; i++)
+    for (size_t i = 0; i < m->n; i++) {
         free((char *)m->shards[i].url);
+        if (m->datasets)
+            free(m->datasets[i]);
+    }
+    free(m->datasets);
     free(m->shards);
     free_classes(m);
     free(m->name);

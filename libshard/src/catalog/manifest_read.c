@@ -56,6 +56,10 @@ static int get_hex(json_t *o, const char *key, char *out, size_t len)
  * 600 MiB at both limits, under 4x the text for entries of their usual size. */
 #define MAX_MANIFEST_BYTES ((size_t)256 << 20)
 #define MAX_MANIFEST_SHARDS ((size_t)1 << 20)
+/* What jansson builds whole (about 20 bytes a byte of text): a shard's entry, and each other
+ * member of the top object (a name, classes, options). */
+#define MAX_SHARD_TEXT ((size_t)64 << 10)
+#define MAX_MEMBER_TEXT ((size_t)4 << 20)
 
 int shard_manifest_read(ShardManifest **out, const char *path, ShardError *err)
 {
@@ -144,6 +148,9 @@ static int add_shard(ShardManifest *m, json_t *o, size_t i, const char *path, Sh
     info.url = full;
     int rc = full ? shard_manifest_add(m, &info) : SHARD_ERR_NOMEM;
     free(full);
+    const char *dataset = json_string_value(json_object_get(o, "dataset"));
+    if (!rc && dataset)
+        rc = shard_manifest_set_dataset(m, m->n - 1, dataset);
     return rc ? shard_report(err, rc, "manifest: out of memory") : 0;
 }
 
@@ -160,6 +167,12 @@ static int read_list(ShardManifest *m, const char *text, size_t from, size_t to,
         int rc = extent(text, to, pos, &end, path, err);
         if (rc)
             return rc;
+        if (end - pos > MAX_SHARD_TEXT) { /* jansson builds it whole: about 20 times its text */
+            char msg[128];
+            snprintf(msg, sizeof msg, "shardlist[%zu] is %zu bytes of text, more than %zu", i,
+                     end - pos, (size_t)MAX_SHARD_TEXT);
+            return bad(err, path, msg);
+        }
         json_t *o = load_slice(text, pos, end, path, err);
         if (!o)
             return SHARD_ERR_FORMAT;
@@ -224,6 +237,11 @@ static int read_top(ShardManifest *m, json_t *top, const char *text, size_t len,
             if (!strcmp(key, "shardlist") && text[pos] == '[') {
                 have_list = 1;
                 rc = read_list(m, text, pos, end, path, err);
+            } else if (end - pos > MAX_MEMBER_TEXT) { /* built whole, as a shard's */
+                char msg[160];
+                snprintf(msg, sizeof msg, "member \"%.40s\" is %zu bytes of text, more than "
+                         "%zu", key, end - pos, (size_t)MAX_MEMBER_TEXT);
+                rc = bad(err, path, msg);
             } else {
                 json_t *v = load_slice(text, pos, end, path, err);
                 rc = v ? json_object_set_new(top, key, v) : SHARD_ERR_FORMAT;

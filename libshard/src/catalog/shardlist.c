@@ -25,13 +25,16 @@
 
 typedef ShardList List;
 
-/* Appends a shard (taking url, which may be NULL after a failed copy). */
+/* Appends a shard (taking url, which may be NULL after a failed copy; a manifest's shard,
+ * with info, borrows its URL from the manifest, which the list keeps: a million shards'
+ * URLs held once). */
 static int list_add(List *l, char *url, uint64_t nsamples, const ShardFileInfo *info, size_t spec)
 {
     if (!url)
         return SHARD_ERR_NOMEM;
     if (shard_array_grow(&l->v, &l->cap, l->n + 1, sizeof *l->v, 16)) {
-        free(url);
+        if (!info)
+            free(url);
         return SHARD_ERR_NOMEM;
     }
     l->v[l->n++] = (ShardListEntry){url, nsamples, info, spec, NULL};
@@ -166,7 +169,7 @@ static int expand_manifest(List *l, const char *spec, size_t which, const ShardL
                               spec, i, fi->url);
         if (fi->nsamples == 0 && (rc = check_empty(fi->url, s->remote, spec, i, msg)))
             return rc;
-        rc = list_add(l, strdup(fi->url), fi->nsamples, fi, which);
+        rc = list_add(l, (char *)fi->url, fi->nsamples, fi, which);
     }
     return rc ? shard_fail(msg, rc, "out of memory") : 0;
 }
@@ -246,7 +249,8 @@ void shard_list_free(ShardList **pl)
         return;
     ShardList *l = *pl;
     for (size_t i = 0; i < l->n; i++) {
-        free((char *)l->v[i].url);
+        if (!l->v[i].info) /* a manifest's shards borrow their URLs from it */
+            free((char *)l->v[i].url);
         free((char *)l->v[i].index);
     }
     free(l->v);
@@ -269,13 +273,20 @@ int shard_urls_expand(const char *spec, char ***out, size_t *n, ShardError *err)
     if (rc)
         return rc;
     char **v = calloc(l->n ? l->n : 1, sizeof *v);
-    for (size_t i = 0; v && i < l->n; i++) {
-        v[i] = (char *)l->v[i].url; /* moved out of the list */
-        l->v[i].url = NULL;
+    for (size_t i = 0; v && i < l->n && !rc; i++) {
+        /* moved out of the list, or copied from the manifest that lends it */
+        v[i] = l->v[i].info ? strdup(l->v[i].url) : (char *)l->v[i].url;
+        if (!l->v[i].info)
+            l->v[i].url = NULL;
+        if (!v[i])
+            rc = SHARD_ERR_NOMEM;
     }
     size_t count = l->n;
-    if (!v)
+    if (!v || rc) {
+        shard_urls_free(v, l->n);
+        v = NULL;
         rc = shard_report(err, SHARD_ERR_NOMEM, "out of memory");
+    }
     shard_list_free(&l);
     if (rc)
         return rc;

@@ -25,10 +25,11 @@ int shard_png_decode(ShardScratch *sc, const void *data, size_t size, const Shar
      * the reference pipelines see them (grey and palettes expanded by libpng). */
     img.format = PNG_FORMAT_RGBA;
     int big = shard_too_big("a PNG", img.width, img.height, shard_pixel_limit(t), msg, msgsize);
-    /* the RGBA pixels, libpng's rows (two, of up to 16 bits a sample) and zlib's window */
+    /* the RGBA pixels, libpng's rows (two, of up to 16 bits a sample), zlib's window, and
+     * the chunks libpng keeps (an ICC profile: 8 MB at most) */
     if (!big)
         big = shard_scratch_admit(sc, (uint64_t)PNG_IMAGE_SIZE(img) + (uint64_t)img.width * 16 +
-                                          (1 << 20),
+                                          (9 << 20),
                                   shard_decode_memory_limit(t), "a PNG", img.width, img.height,
                                   msg, msgsize);
     if (big) {

@@ -35,12 +35,19 @@ void *shard_scratch_take(ShardScratch *s, int which)
 
 void shard_scratch_trim(ShardScratch *s, size_t keep)
 {
-    for (int i = 0; i < SHARD_SCRATCH_N; i++)
-        if (s->cap[i] > keep) {
-            free(s->buf[i]);
-            s->buf[i] = NULL;
-            s->cap[i] = 0;
+    for (;;) { /* the largest buffer let go until those kept add up to keep at most */
+        size_t total = 0;
+        int largest = 0;
+        for (int i = 0; i < SHARD_SCRATCH_N; i++) {
+            total += s->cap[i];
+            largest = s->cap[i] > s->cap[largest] ? i : largest;
         }
+        if (total <= keep)
+            return;
+        free(s->buf[largest]);
+        s->buf[largest] = NULL;
+        s->cap[largest] = 0;
+    }
 }
 
 void shard_scratch_release(ShardScratch *s)
@@ -64,6 +71,14 @@ int shard_scratch_admit(ShardScratch *s, uint64_t bytes, uint64_t limit, const c
             snprintf(msg, msgsize, "%s of %llux%llu pixels needs %llu bytes to decode, more "
                      "than the limit of %llu (max_decode_memory)", what, (unsigned long long)w,
                      (unsigned long long)h, (unsigned long long)bytes, (unsigned long long)limit);
+        return SHARD_ERR_DECODE;
+    }
+    if (s->gate && bytes > s->gate->cap) { /* it would wait forever, or overrun the gate */
+        if (msg)
+            snprintf(msg, msgsize, "%s of %llux%llu pixels needs %llu bytes to decode, more "
+                     "than the decode threads' budget of %llu (decode_memory)", what,
+                     (unsigned long long)w, (unsigned long long)h, (unsigned long long)bytes,
+                     (unsigned long long)s->gate->cap);
         return SHARD_ERR_DECODE;
     }
     if (s->gate) {

@@ -37,7 +37,8 @@ typedef struct ShardScratch {
 SHARD_HIDDEN void *shard_scratch(ShardScratch *s, int which, size_t size);
 /* Hands buffer `which` to the caller (free() it); the scratch forgets it. */
 SHARD_HIDDEN void *shard_scratch_take(ShardScratch *s, int which);
-/* Frees the buffers larger than keep bytes (they grow again if needed). */
+/* Frees the largest buffers until those kept add up to keep bytes at most (they grow again
+ * if needed). */
 SHARD_HIDDEN void shard_scratch_trim(ShardScratch *s, size_t keep);
 SHARD_HIDDEN void shard_scratch_release(ShardScratch *s);
 /* A decode of what (an image of w x h pixels) that will take bytes: refused over limit

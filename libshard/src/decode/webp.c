@@ -23,6 +23,26 @@ static const char *status_words(VP8StatusCode st)
     }
 }
 
+/* An upper bound of what libwebp 1.2 takes to decode f (size bytes) into RGB: the RGB out;
+ * lossy, its caches (72 per column); a lossless image, or a lossy one's alpha (taken as
+ * lossless-coded), its ARGB pixels and rows (4 (px + 17 w)), its transforms' and meta
+ * images (px in all at most), and its Huffman tables, reserved up front for as many groups
+ * as the meta image may name: at most one per 4 x 4 pixels, 65536, or one per 20 bits of
+ * the file (five codes of 4 bits at least), each at most 5004 entries of 4 bytes. The
+ * tables dominate: a small file may declare 65536 groups (1.3 GB). */
+static uint64_t webp_memory(const WebPBitstreamFeatures *f, size_t size)
+{
+    uint64_t w = (uint64_t)f->width, h = (uint64_t)f->height, px = w * h;
+    uint64_t groups = ((w + 3) / 4) * ((h + 3) / 4), coded = (uint64_t)size * 8 / 20 + 1;
+    groups = groups < coded ? groups : coded;
+    groups = groups < 65536 ? groups : 65536;
+    uint64_t lossless = 4 * (px + 17 * w) + px + groups * 5004 * 4;
+    uint64_t m = px * 3 + (1 << 20);
+    if (f->format == 2)
+        return m + lossless;
+    return m + 72 * w + (f->has_alpha ? 2 * px + lossless : 0);
+}
+
 int shard_webp_decode(ShardScratch *sc, const void *data, size_t size, const ShardTransform *t,
                       unsigned char **rgb, int *w, int *h, char *msg, size_t msgsize)
 {
@@ -41,12 +61,11 @@ int shard_webp_decode(ShardScratch *sc, const void *data, size_t size, const Sha
     }
     int big = shard_too_big("a WebP", (uint64_t)f.width, (uint64_t)f.height,
                             shard_pixel_limit(t), msg, msgsize);
-    /* the RGB pixels, and a lossless image's ARGB ones inside libwebp */
-    uint64_t px = (uint64_t)f.width * (uint64_t)f.height;
     if (!big)
-        big = shard_scratch_admit(sc, px * 3 + (f.format == 2 ? px * 4 : 0) + (1 << 20),
-                                  shard_decode_memory_limit(t), "a WebP", (uint64_t)f.width,
-                                  (uint64_t)f.height, msg, msgsize);
+        big = shard_scratch_admit(sc, webp_memory(&f, size), shard_decode_memory_limit(t),
+                                  f.format == 2 ? "a lossless WebP"
+                                  : f.has_alpha ? "a WebP with alpha" : "a WebP",
+                                  (uint64_t)f.width, (uint64_t)f.height, msg, msgsize);
     if (big)
         return big;
     size_t stride = (size_t)f.width * 3, n = stride * (size_t)f.height;

@@ -38,7 +38,7 @@ void shard_loader_default_settings(ShardLoaderSettings *s)
     s->label_field = "cls";
     s->raw_fields = "*";
     s->allocator = NULL;
-    s->decode_memory = (size_t)1 << 30;
+    s->decode_memory = (size_t)512 << 20;
 }
 
 static int fail_open(ShardLoader *l, ShardError *err, int rc)
@@ -248,7 +248,9 @@ static int loader_next(ShardLoader *l, const ShardBatch **out)
             shard_order_put(l->delivered_order);
             l->delivered_order = shard_order_ref(sl->order);
         }
-        if (!sl->n) { /* every sample failed: on to the next batch */
+        /* every sample failed, or drop_last and skips left it short (as the epoch's last
+         * short batch is dropped): on to the next batch */
+        if (!sl->n || (l->s.drop_last && sl->n < l->s.batch_size)) {
             recycle(l, sl);
             continue;
         }

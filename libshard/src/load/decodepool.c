@@ -23,7 +23,9 @@
 #include "decode/scratch.h"
 #include "load/decodepool.h"
 
-#define SCRATCH_KEEP ((size_t)64 << 20) /* bytes of one decode buffer kept between samples */
+/* bytes of decode buffers a thread keeps between samples, all together: outside the
+ * decode_memory gate, so part of what a thread may hold */
+#define SCRATCH_KEEP ((size_t)16 << 20)
 
 struct ShardDecodePool {
     ShardTransform t;

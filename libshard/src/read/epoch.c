@@ -177,6 +177,13 @@ static void seed_buffer(ShardReader *r, int64_t i)
     shard_shuffle_reset(&r->shuffle, &rng);
 }
 
+/* Whether piece i is read to its partition's end (its input ends before it does). */
+static int to_the_end(const ShardOrder *o, int64_t i)
+{
+    const ShardPiece *pc = &o->piece[i];
+    return i >= (int64_t)o->npieces || pc->to == SHARD_COUNT_UNKNOWN || pc->to == o->len[pc->p];
+}
+
 /* Makes piece i the one being read: its buffer seeded, nothing to drop, its samples to
  * give counted, the position it begins at noted (for a state without counts). */
 static void open_piece(ShardReader *r, int64_t i)
@@ -185,8 +192,9 @@ static void open_piece(ShardReader *r, int64_t i)
     r->cur = i;
     r->cur_open = 1;
     r->drop_left = 0;
-    r->piece_left = UINT64_MAX;
-    if (i < (int64_t)o->npieces && o->piece[i].to != SHARD_COUNT_UNKNOWN)
+    r->piece_left = UINT64_MAX; /* to the partition's end: its stream ends it, having
+                                   checked that its shards end where their counts say */
+    if (!to_the_end(o, i))
         r->piece_left = o->piece[i].to - o->piece[i].from;
     seed_buffer(r, i);
     atomic_store(&r->order->entered[i], r->position);
@@ -278,13 +286,6 @@ static int64_t following(const ShardReader *r)
     const ShardOrder *o = r->order;
     int64_t n = (int64_t)o->npieces, i = r->cur + 1;
     return i == n && !o->pad ? n + 1 : i;
-}
-
-/* Whether piece i is read to its partition's end (its input ends before it does). */
-static int to_the_end(const ShardOrder *o, int64_t i)
-{
-    const ShardPiece *pc = &o->piece[i];
-    return i >= (int64_t)o->npieces || pc->to == SHARD_COUNT_UNKNOWN || pc->to == o->len[pc->p];
 }
 
 /* The piece being read has given all its partition's samples to its buffer, whose draining

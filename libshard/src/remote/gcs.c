@@ -270,7 +270,7 @@ static int refresh(ShardRemote *r, ShardGcsAuth *a, char *err)
             e = json_string_value(json_object_get(ej, "error_description"));
         }
         rc = shard_fail(err, SHARD_ERR_IO,
-                        "getting a Google access token from %s: HTTP %ld%s%s%s%s%s", where,
+                        "getting a Google access token from %s: HTTP %ld%s%s%.60s%s%.200s", where,
                         status, code ? "" : reason, code ? ": " : "", code ? code : "",
                         e ? ": " : "", e ? e : "");
         json_decref(ej);

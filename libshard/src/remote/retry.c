@@ -64,6 +64,7 @@ void shard_backoff_on(ShardRemote *r, const ShardNetLane *lane, int attempt, int
         shard_url_shown(url, shown, sizeof shown);
         snprintf(line, sizeof line, "%s: %s; retry %d of %d in %.2f s", shown, why,
                  attempt + 1, limit, d);
+        shard_escape_message(line, sizeof line); /* the reason may name a URL too */
         r->s.on_retry(r->s.on_retry_cookie, line);
     }
     /* in slices, so that a reader closing meanwhile need not wait the backoff out */

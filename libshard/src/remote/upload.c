@@ -13,7 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "base/buf.h"
+#include "base/crc32c.h"
+#include "base/digest.h"
 #include "base/error.h"
 #include "remote/gcs.h"
 #include "remote/store.h"
@@ -34,6 +38,7 @@ typedef struct Put {
     const void *body;
     size_t len;
     const char *range;   /* GCS: Content-Range for a session request */
+    const char *hash;    /* the checksum header a store checks the body against, or NULL */
 } Put;
 
 static int build_put(void *cookie, ShardRequest *q, char *err)
@@ -51,7 +56,41 @@ static int build_put(void *cookie, ShardRequest *q, char *err)
         return shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
     if (p->body && shard_request_header(q, "Content-Type: application/octet-stream"))
         return shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
+    if (p->hash && shard_request_header(q, "%s", p->hash))
+        return shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
     return 0;
+}
+
+/* S3 checks a body against its Content-MD5 (BadDigest): a store that kept fewer bytes, or
+ * others, refuses them. */
+static int content_md5(const void *p, size_t n, char *line, size_t cap)
+{
+    char b64[25];
+    if (shard_md5_base64(p, n, b64))
+        return SHARD_ERR_NOMEM;
+    snprintf(line, cap, "Content-MD5: %s", b64);
+    return 0;
+}
+
+/* GCS keeps every object's CRC-32C and answers an upload with it: an object whose CRC is not
+ * what was sent is removed and the upload refused. */
+static int gcs_check(ShardRemote *r, const ShardObject *o, const ShardBuf *body, uint32_t crc,
+                     char *err)
+{
+    char sent[9];
+    shard_crc32c_base64(crc, sent);
+    json_t *j = body->data ? json_loadb((const char *)body->data, body->len, 0, NULL) : NULL;
+    const char *held = j ? json_string_value(json_object_get(j, "crc32c")) : NULL;
+    int rc = 0;
+    if (held && strcmp(held, sent)) {
+        rc = shard_fail(err, SHARD_ERR_CHECKSUM, "%s: the store holds other bytes than were "
+                        "sent (CRC-32C %.16s there, %s sent): the object is removed",
+                        o->url, held, sent);
+        char e2[SHARD_ERROR_MAX];
+        shard_object_delete(r, o->url, e2);
+    }
+    json_decref(j);
+    return rc;
 }
 
 /* One request with the store's retries; the answer's body in *body, its headers in *rs. */
@@ -76,6 +115,7 @@ struct ShardUpload {
     uint64_t off;    /* bytes the store holds */
     /* GCS */
     char *session;
+    uint32_t crc;    /* of the bytes given so far */
     /* S3 */
     ShardBuf id;     /* the UploadId, %-encoded */
     ShardBuf done;   /* <CompleteMultipartUpload> so far */
@@ -94,7 +134,7 @@ static int gcs_begin(ShardUpload *u, char *err)
     ShardBuf body = {0};
     ShardResponse rs;
     long st;
-    Put start = {u->r, &u->o, "POST", "resumable", NULL, NULL, 0, NULL};
+    Put start = {u->r, &u->o, "POST", "resumable", NULL, NULL, 0, NULL, NULL};
     int rc = put_send(&start, &body, &rs, &st, u->r->s.retries, err);
     if (!rc && (st != 200 || !rs.location[0]))
         rc = st == 200 ? shard_fail(err, SHARD_ERR_IO, "%s: the store gave no upload session", u->o.url)
@@ -118,6 +158,19 @@ static void gcs_range(char *out, size_t cap, uint64_t off, size_t n, int last)
         snprintf(out, cap, "bytes */%s", total);
 }
 
+/* The session's CRC-32C on to n more bytes, and for the last chunk the header with the whole
+ * object's, which the store checks as it completes it ("" before). */
+static void gcs_hash(ShardUpload *u, const void *p, size_t n, int last, char *line, size_t cap)
+{
+    u->crc = shard_crc32c(u->crc, p, n);
+    line[0] = 0;
+    if (last) {
+        char b64[9];
+        shard_crc32c_base64(u->crc, b64);
+        snprintf(line, cap, "X-Goog-Hash: crc32c=%s", b64);
+    }
+}
+
 /* n bytes at u->off, sent until the session holds them all (and, for the last, the object
  * is complete). The session may keep less than a chunk: the rest is sent again. */
 static int gcs_part(ShardUpload *u, const unsigned char *p, size_t n, int last, char *err)
@@ -129,16 +182,20 @@ static int gcs_part(ShardUpload *u, const unsigned char *p, size_t n, int last, 
     ShardResponse rs;
     long st;
     int attempt = 0, rc = 0;
+    char hash[64];
+    gcs_hash(u, p, n, last, hash, sizeof hash);
     for (;;) {
         size_t k = (size_t)(end - u->off);
         char range[96];
         gcs_range(range, sizeof range, u->off, k, last);
-        Put chunk = {r, o, "PUT", NULL, u->session, p + (u->off - start), k, range};
+        Put chunk = {r, o, "PUT", NULL, u->session, p + (u->off - start), k, range,
+                     last ? hash : NULL};
         char e2[SHARD_ERROR_MAX];
         int sent = put_send(&chunk, &body, &rs, &st, 0, e2);
         if (!sent && (st == 200 || st == 201)) {
-            rc = last ? 0 : shard_fail(err, SHARD_ERR_IO, "%s: the store completed the upload "
-                                       "before its last part", o->url);
+            rc = last ? gcs_check(r, o, &body, u->crc, err)
+                      : shard_fail(err, SHARD_ERR_IO, "%s: the store completed the upload "
+                                   "before its last part", o->url);
             u->off = end;
             break;
         }
@@ -194,7 +251,7 @@ static int gcs_part(ShardUpload *u, const unsigned char *p, size_t n, int last, 
         shard_backoff(r, attempt++, r->s.retries, 0, o->url, reason);
         char ask_range[64];
         gcs_range(ask_range, sizeof ask_range, end, 0, last);
-        Put ask = {r, o, "PUT", NULL, u->session, NULL, 0, ask_range};
+        Put ask = {r, o, "PUT", NULL, u->session, NULL, 0, ask_range, NULL};
         if (!put_send(&ask, &body, &rs, &st, r->s.retries, e2)) {
             if (st == 200 || st == 201) {
                 rc = last ? 0 : shard_fail(err, SHARD_ERR_IO, "%s: the store completed the upload "
@@ -221,7 +278,7 @@ static int s3_begin(ShardUpload *u, char *err)
     ShardBuf body = {0}, id = {0};
     ShardResponse rs;
     long st;
-    Put start = {u->r, &u->o, "POST", "uploads=", NULL, NULL, 0, NULL};
+    Put start = {u->r, &u->o, "POST", "uploads=", NULL, NULL, 0, NULL, NULL};
     int rc = put_send(&start, &body, &rs, &st, u->r->s.retries, err);
     if (!rc && st != 200)
         rc = refused(&u->o, "starting a multipart upload", st, &body, err);
@@ -249,7 +306,10 @@ static int s3_part(ShardUpload *u, const unsigned char *p, size_t n, char *err)
     if (shard_buf_printf(&q, "partNumber=%u&uploadId=%.*s", u->number, (int)u->id.len,
                          (const char *)u->id.data))
         rc = nomem(err);
-    Put up = {u->r, &u->o, "PUT", (const char *)q.data, NULL, p, n, NULL};
+    char md5[64];
+    if (!rc)
+        rc = content_md5(p, n, md5, sizeof md5) ? nomem(err) : 0;
+    Put up = {u->r, &u->o, "PUT", (const char *)q.data, NULL, p, n, NULL, md5};
     if (!rc)
         rc = put_send(&up, &body, &rs, &st, u->r->s.retries, err);
     if (!rc && (st != 200 || !rs.etag[0]))
@@ -277,7 +337,8 @@ static int s3_finish(ShardUpload *u, char *err)
     if (shard_buf_printf(&u->done, "</CompleteMultipartUpload>") ||
         shard_buf_printf(&q, "uploadId=%.*s", (int)u->id.len, (const char *)u->id.data))
         rc = nomem(err);
-    Put fin = {u->r, &u->o, "POST", (const char *)q.data, NULL, u->done.data, u->done.len, NULL};
+    Put fin = {u->r, &u->o, "POST", (const char *)q.data, NULL, u->done.data, u->done.len,
+               NULL, NULL};
     if (!rc)
         rc = put_send(&fin, &body, &rs, &st, u->r->s.retries, err);
     /* S3 may answer 200 and still fail the completion, in the body */
@@ -344,11 +405,24 @@ int shard_object_put(ShardRemote *r, const char *url, const void *p, size_t n, c
     ShardBuf body = {0};
     ShardResponse rs;
     long status;
+    char hash[96], b64[25], crc64[9];
+    uint32_t crc = shard_crc32c(0, p ? p : "", n);
+    if (shard_md5_base64(p ? p : "", n, b64)) {
+        shard_object_clear(&o);
+        return nomem(err);
+    }
+    shard_crc32c_base64(crc, crc64);
+    if (o.kind == SHARD_OBJ_GCS)
+        snprintf(hash, sizeof hash, "X-Goog-Hash: crc32c=%s,md5=%s", crc64, b64);
+    else
+        snprintf(hash, sizeof hash, "Content-MD5: %s", b64);
     Put put = {r, &o, o.kind == SHARD_OBJ_GCS ? "POST" : "PUT", o.kind == SHARD_OBJ_GCS ? "media" : NULL,
-               NULL, p ? p : "", n, NULL};
+               NULL, p ? p : "", n, NULL, hash};
     rc = put_send(&put, &body, &rs, &status, r->s.retries, err);
     if (!rc && status != 200 && status != 201)
         rc = refused(&o, "upload", status, &body, err);
+    if (!rc && o.kind == SHARD_OBJ_GCS)
+        rc = gcs_check(r, &o, &body, crc, err);
     shard_buf_free(&body);
     shard_object_clear(&o);
     return rc;
@@ -415,10 +489,10 @@ void shard_upload_abort(ShardUpload *u)
     char e2[SHARD_ERROR_MAX];
     if (u->o.kind == SHARD_OBJ_S3 && u->id.len &&
         !shard_buf_printf(&q, "uploadId=%.*s", (int)u->id.len, (const char *)u->id.data)) {
-        Put abort_ = {u->r, &u->o, "DELETE", (const char *)q.data, NULL, NULL, 0, NULL};
+        Put abort_ = {u->r, &u->o, "DELETE", (const char *)q.data, NULL, NULL, 0, NULL, NULL};
         put_send(&abort_, &body, &rs, &st, 1, e2);
     } else if (u->o.kind == SHARD_OBJ_GCS && u->session) {
-        Put cancel = {u->r, &u->o, "DELETE", NULL, u->session, NULL, 0, NULL};
+        Put cancel = {u->r, &u->o, "DELETE", NULL, u->session, NULL, 0, NULL, NULL};
         put_send(&cancel, &body, &rs, &st, 1, e2); /* GCS answers 499: cancelled */
     }
     shard_buf_free(&body);
@@ -435,7 +509,7 @@ int shard_object_delete(ShardRemote *r, const char *url, char *err)
     ShardBuf body = {0};
     ShardResponse rs;
     long status;
-    Put p = {r, &o, "DELETE", o.kind == SHARD_OBJ_GCS ? "delete" : NULL, NULL, NULL, 0, NULL};
+    Put p = {r, &o, "DELETE", o.kind == SHARD_OBJ_GCS ? "delete" : NULL, NULL, NULL, 0, NULL, NULL};
     rc = put_send(&p, &body, &rs, &status, r->s.retries, err);
     if (!rc && status != 200 && status != 204 && status != 404)
         rc = refused(&o, "delete", status, &body, err);

@@ -61,10 +61,22 @@ static int take(const char *path, int shared, const char *what, const char *note
 {
     int got, why = 0;
     for (int tries = 0;; tries++) {
-        *fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+        *fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
         if (*fd < 0)
             return shard_fail(err, SHARD_ERR_IO, "%s: cannot make the output's lock file: %s",
                               path, strerror(errno));
+        /* the holder writes its name into the file: never into another file through a
+         * hard link, nor into a FIFO or a device planted at the name */
+        struct stat st;
+        if (fstat(*fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1) {
+            int links = fstat(*fd, &st) == 0 ? (int)st.st_nlink : -1;
+            close(*fd);
+            *fd = -1;
+            return shard_fail(err, SHARD_ERR_STATE,
+                              "%s: the output's lock file is %s: remove it (a lock is made "
+                              "anew, never written through a link)",
+                              path, links > 1 ? "a hard link to another file" : "not a plain file");
+        }
         got = flock(*fd, (shared ? LOCK_SH : LOCK_EX) | LOCK_NB) == 0;
         why = got ? 0 : errno;
         /* the holder removes the file as it lets go: a lock on a file no longer at the

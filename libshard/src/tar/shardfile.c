@@ -114,9 +114,9 @@ static int open_index(ShardFile *f, const char *compression)
                                 f->err);
     if (rc && f->s.index) { /* an index of the cache's: the message names the shard too */
         char msg[SHARD_ERROR_MAX];
-        snprintf(msg, sizeof msg, "%s: through the index libshard made of it, %.900s",
-                 f->src->url, f->err);
-        memcpy(f->err, msg, sizeof msg);
+        memcpy(msg, f->err, sizeof msg);
+        shard_fail(f->err, rc, "%s: through the index libshard made of it, %.900s",
+                   f->src->url, msg);
     }
     free(ipath);
     return rc;

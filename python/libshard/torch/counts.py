@@ -5,6 +5,7 @@ import os
 
 from .. import _libshard
 from .. import settings as _settings
+from ..redact import shown
 
 
 def _specs(urls):
@@ -56,10 +57,10 @@ def no_count(urls, settings):
     listed = shard_list(urls, settings)
     missing = missing_shard(urls, settings, listed)
     if missing:
-        return FileNotFoundError(f"len(): shard {missing} does not exist{moved_hint(urls)}")
+        return FileNotFoundError(f"len(): shard {shown(missing)} does not exist{moved_hint(urls)}")
     uncounted = [u for u, n, _ in listed if n is None]
-    shown = ", ".join(uncounted[:3]) + (f" and {len(uncounted) - 3} more"
-                                          if len(uncounted) > 3 else "")
+    named = ", ".join(map(shown, uncounted[:3])) + (f" and {len(uncounted) - 3} more"
+                                                    if len(uncounted) > 3 else "")
     return TypeError(f"len() needs sample counts: a manifest, a .idx beside every shard, or "
                      f"make_indexes other than 'never'; {len(uncounted)} shard(s) have "
-                     f"none: {shown}")
+                     f"none: {named}")

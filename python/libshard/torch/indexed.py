@@ -6,6 +6,7 @@ import torch.utils.data
 from .. import _libshard
 from .. import settings as _settings
 from ..indexed import IndexedShards
+from ..redact import shown
 
 # What ds[i] honours of the Loader's settings: the decode of one image, and its label
 _KEYS = ("image_size", "crop", "flip", "fast", "dtype", "mean", "std", "scale", "ratio",
@@ -114,7 +115,7 @@ class IndexedShardDataset(torch.utils.data.Dataset):
         d = self.shards[i]
         if not self.decode:
             return d
-        where = f"{d['__shard__']}: sample '{d['__key__']}'"
+        where = f"{shown(d['__shard__'])}: sample '{d['__key__']}'"
         data = next((d[f] for f in self._fields if f in d), None)
         if data is None:
             raise ValueError(f"{where}: no image field (looked for {';'.join(self._fields)})")

@@ -6,6 +6,7 @@ from .. import _libshard
 from .. import settings as _settings
 from . import counts, split
 from .warn import warn
+from ..redact import shown
 
 
 class UnequalRanksWarning(UserWarning):
@@ -77,7 +78,7 @@ def batches_per_epoch(ds, workers):
         raise counts.no_count(ds.urls, ds.settings)
     missing = counts.missing_shard(ds.urls, ds.settings)
     if missing:  # a manifest counts it, but the epoch would fail at it
-        raise FileNotFoundError(f"len(): shard {missing} does not exist"
+        raise FileNotFoundError(f"len(): shard {shown(missing)} does not exist"
                                 f"{counts.moved_hint(ds.urls)}")
     return n
 

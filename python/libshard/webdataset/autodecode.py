@@ -15,6 +15,7 @@ from functools import partial
 import numpy as np
 
 from . import utils
+from ..redact import shown
 
 #: torch.load(..., weights_only=) for .pth fields ($WDS_PYTORCH_WEIGHTS_ONLY=1)
 pytorch_weights_only = os.environ.get("WDS_PYTORCH_WEIGHTS_ONLY", "0") == "1"
@@ -252,7 +253,7 @@ class DecodingError(Exception):
     message says why (reason: the exception it chains to)."""
 
     def __init__(self, url=None, key=None, k=None, sample=None, reason=None):
-        super().__init__(f"cannot decode field {k!r} of sample {key!r} in {url}"
+        super().__init__(f"cannot decode field {k!r} of sample {key!r} in {shown(url)}"
                          + (f": {reason}" if reason is not None else ""))
         self.url, self.key, self.k, self.sample = url, key, k, sample
 

@@ -12,6 +12,7 @@ from urllib.parse import urlparse
 from . import gopen
 from .handlers import reraise_exception
 from .utils import obsolete
+from ..redact import shown
 
 #: where FileCache keeps its copies unless told ($WDS_CACHE, else ./_cache)
 default_cache_dir = os.environ.get("WDS_CACHE", "./_cache")
@@ -172,12 +173,12 @@ class FileCache:
         if islocal(url):
             return urlparse(url).path
         name = self.url_to_name(url)
-        assert "/" not in name, f"bad cache name {name} for {url}"
+        assert "/" not in name, f"bad cache name {name} for {shown(url)}"
         os.makedirs(os.path.join(self.cache_dir, os.path.dirname(name)), exist_ok=True)
         dest = os.path.join(self.cache_dir, name)
         if not os.path.exists(dest):
             if self.verbose:
-                print(f"# downloading {url} to {dest}", file=sys.stderr)
+                print(f"# downloading {shown(url)} to {dest}", file=sys.stderr)
             if self.cleaner is not None:
                 self.cleaner.cleanup()
             download(url, dest, verbose=self.verbose)
@@ -186,7 +187,7 @@ class FileCache:
                 with open(dest, "rb") as f:
                     head = f.read(200)
                 os.remove(dest)
-                raise ValueError(f"{dest} ({url}) is not a tar archive, but a {kind}, "
+                raise ValueError(f"{dest} ({shown(url)}) is not a tar archive, but a {kind}, "
                                  f"contains {head!r}")
         return dest
 

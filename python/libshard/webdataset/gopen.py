@@ -17,6 +17,7 @@ from urllib.parse import urlparse
 from urllib.request import url2pathname
 
 from . import utils
+from ..redact import shown
 
 #: what a pipe's exit message adds (WebDataset's module-level dict)
 info = {}
@@ -41,11 +42,11 @@ class Pipe:
         else:
             raise ValueError(f"{mode}: unknown mode")
         if self.stream is None:
-            raise ValueError(f"{args}: couldn't open")
+            raise ValueError(f"{shown(str(args))}: couldn't open")
         self.status = None
 
     def __str__(self):
-        return f"<Pipe {self.args}>"
+        return f"<Pipe {shown(str(self.args))}>"
 
     def check_status(self):
         """Raises when the command has ended with a status it should not have."""
@@ -58,10 +59,10 @@ class Pipe:
             return
         self.status = self.proc.wait()
         if int(os.environ.get("GOPEN_VERBOSE", 0)):
-            print(f"pipe exit [{self.status} {os.getpid()}:{self.proc.pid}] {self.args} {info}",
+            print(f"pipe exit [{self.status} {os.getpid()}:{self.proc.pid}] {shown(str(self.args))} {info}",
                   file=sys.stderr)
         if self.status not in self.ignore_status and not self.ignore_errors:
-            raise IOError(f"{self.args}: exit {self.status} (read) {info}")
+            raise IOError(f"{shown(str(self.args))}: exit {self.status} (read) {info}")
 
     def read(self, *args, **kw):
         """The command's output, as its stream's read."""
@@ -145,7 +146,7 @@ def gopen_libshard(url, mode="rb", bufsize=8192, **settings):
     """A remote object (http, https, gs, s3) read through libshard's sources; settings:
     libshard's remote settings (retries, timeout, cache_dir, ...)."""
     if mode[0] != "r":
-        raise ValueError(f"{url}: libshard reads {urlparse(url).scheme}:// URLs; write shards "
+        raise ValueError(f"{shown(url)}: libshard reads {urlparse(url).scheme}:// URLs; write shards "
                          f"into a bucket with libshard.ShardWriter")
     from .._libshard import RawStream
     return io.BufferedReader(_Raw(RawStream(url, **settings)), buffer_size=max(bufsize, 1 << 16))
@@ -216,7 +217,7 @@ def gopen_ais(url, mode="rb", bufsize=8192):
 
 def gopen_error(url, *args, **kw):
     """The opener of a scheme nothing handles."""
-    raise ValueError(f"{url}: no gopen handler defined")
+    raise ValueError(f"{shown(url)}: no gopen handler defined")
 
 
 def _remote(url, mode="rb", bufsize=8192, **kw):
@@ -256,7 +257,7 @@ def rewrite_url(url):
         new = re.sub("^" + prefix, replacement, url)
         if new != url:
             if int(os.environ.get("GOPEN_VERBOSE", 0)):
-                print(f"GOPEN REWRITE {url} -> {new}")
+                print(f"GOPEN REWRITE {shown(url)} -> {shown(new)}")
             return new
     return url
 
@@ -265,7 +266,7 @@ def gopen(url, mode="rb", bufsize=8192, **kw):
     """url opened as a binary stream for reading ("rb") or writing ("wb"): "-" is standard
     input or output, a path or file:// a local file, other schemes go to gopen_schemes."""
     if int(os.environ.get("GOPEN_VERBOSE", 0)):
-        print("GOPEN", url, info, file=sys.stderr)
+        print("GOPEN", shown(url), info, file=sys.stderr)
     if mode not in ("rb", "wb"):
         raise ValueError(f"gopen: mode 'rb' or 'wb', not {mode!r}")
     if url == "-":

@@ -1,6 +1,7 @@
 """WebDataset's exception handlers: given the exception a stage raised, each returns True
 to go on (the sample left out), False to stop, or raises."""
 import warnings
+from ..redact import shown
 
 
 def reraise_exception(exn):
@@ -15,7 +16,7 @@ def ignore_and_continue(exn):
 
 def warn_and_continue(exn):
     """Warn, leave the sample out and go on."""
-    warnings.warn(repr(exn))
+    warnings.warn(shown(repr(exn)))
     return True
 
 
@@ -26,7 +27,7 @@ def ignore_and_stop(exn):
 
 def warn_and_stop(exn):
     """Warn and end the iteration."""
-    warnings.warn(repr(exn))
+    warnings.warn(shown(repr(exn)))
     return False
 
 

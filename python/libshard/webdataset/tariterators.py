@@ -10,6 +10,7 @@ import tarfile
 from . import filters, gopen
 from .handlers import reraise_exception
 from .utils import braceexpand
+from ..redact import shown
 
 #: print each member as it is grouped
 trace = False
@@ -49,7 +50,7 @@ def url_opener(data, handler=reraise_exception, **kw):
         try:
             sample.update(stream=gopen.gopen(url, **kw))
         except Exception as exn:
-            exn.args = exn.args + (url,)
+            exn.args = exn.args + (shown(url),)
             if handler(exn):
                 continue
             break
@@ -83,7 +84,7 @@ def tar_file_iterator(fileobj, skip_meta=r"__[^/]*__($|/)", handler=reraise_exce
             stream.members = []  # a stream read once: remember nothing of the members
         except Exception as exn:
             if exn.args:
-                exn.args = (f"{exn.args[0]} @ {fileobj}",) + exn.args[1:]
+                exn.args = (f"{exn.args[0]} @ {shown(str(fileobj))}",) + exn.args[1:]
             if handler(exn):
                 continue
             break
@@ -111,7 +112,7 @@ def tar_file_expander(data, handler=reraise_exception, select_files=None, rename
             if eof_value is not None:
                 yield eof_value
         except Exception as exn:
-            exn.args = exn.args + (source.get("stream"), source.get("url"))
+            exn.args = exn.args + (source.get("stream"), shown(str(source.get("url"))))
             if handler(exn):
                 continue
             break

@@ -9,6 +9,9 @@
 #include "shard/common.h"
 #include "decode/x86/simd.h"
 
+/* The largest box the VNNI path copies into planes (16 MiB: an image of 2.3 megapixels). */
+#define VNNI_SPLIT_MAX ((size_t)16 << 20)
+
 __attribute__((target("avx2")))
 void shard_column_pass_avx2(const unsigned char *src, size_t src_stride, int first, size_t n,
                             const Coeffs *c, int out_rows, unsigned char *dst, size_t dst_stride,
@@ -38,6 +41,11 @@ int shard_resize_simd(ShardScratch *sc, int level, const ShardResizeBox *b, unsi
     size_t in_stride = b->in_stride, box_stride = b->box_stride;
     int ybox0 = b->ybox0, xbox0 = b->xbox0, rows = b->rows, cols = b->cols;
     const Coeffs ch = *b->ch, cv = *b->cv;
+    /* VNNI reads the box split into planes, a copy of it: past VNNI_SPLIT_MAX, the AVX-512
+     * path, which reads it in place (a large image's decode stays at its estimate) */
+    size_t pcols = ((size_t)cols + 31) & ~(size_t)31;
+    if (level == SHARD_SIMD_VNNI && (size_t)rows * 3 * pcols > VNNI_SPLIT_MAX)
+        level = SHARD_SIMD_AVX512;
     /* per block of 8 output pixels: where its inputs start, and the 8 pixels' weights
      * for each input of the span (one span for all: a loop of one length) */
     int blocks = (out_w + 7) / 8, span = 0;
@@ -66,7 +74,6 @@ int shard_resize_simd(ShardScratch *sc, int level, const ShardResizeBox *b, unsi
         int16_t *kh = shard_scratch(sc, SHARD_SCR_KH, (size_t)out_w * (size_t)ch.ksize * sizeof(int16_t));
         /* the box in planes; one output row's sums in planes, with the last span's reach
          * past cols (zeros) */
-        size_t pcols = ((size_t)cols + 31) & ~(size_t)31;
         size_t pstride = (pcols + (size_t)span + 15) & ~(size_t)15;
         unsigned char *split = shard_scratch(sc, SHARD_SCR_TMP, (size_t)rows * 3 * pcols);
         int16_t *mid = shard_scratch(sc, SHARD_SCR_ROWF, 3 * pstride * sizeof(int16_t));
