@@ -207,3 +207,26 @@ def test_a_killed_rerun_over_another_runs_output_pairs_no_index_with_the_wrong_s
         assert all(s.exists() for s in pairs), f"attempt {attempt}: an index without its shard"
         cp = run_sc("verify", *pairs)
         assert cp.returncode == 0, f"attempt {attempt}: {out_text(cp)}"
+
+
+def test_a_lock_is_never_written_through_a_link(shardpack, src, tmp_path):
+    """A hard link at the lock's name (to a file of the user's) or a FIFO there: the run is
+    refused, naming the lock, and the linked file keeps its bytes; a symlink is refused as
+    ever (O_NOFOLLOW)."""
+    victim = tmp_path / "victim"
+    victim.write_text("precious data of the user\n")
+    for kind in ("hardlink", "fifo", "symlink"):
+        out = tmp_path / kind
+        out.mkdir()
+        lock = out / ".train.lock"
+        if kind == "hardlink":
+            os.link(victim, lock)
+        elif kind == "fifo":
+            os.mkfifo(lock)
+        else:
+            lock.symlink_to(victim)
+        cp = subprocess.run(pack_cmd(shardpack, src, out, ".tar", []), capture_output=True,
+                            env=BASE_ENV, timeout=60)
+        assert cp.returncode == 1 and ".train.lock" in out_text(cp), (kind, out_text(cp))
+        assert victim.read_text() == "precious data of the user\n", kind
+        assert not (out / "train.json").exists(), kind

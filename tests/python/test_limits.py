@@ -207,3 +207,29 @@ def test_a_shard_cut_short_names_the_sample_on_the_indexed_path(tmp_path):
     with pytest.raises(Exception, match=r"s.tar: index line 6: member 's4.txt' at offset \d+ "
                                         r"size 3000 lies past the end of the shard"):
         shards[4]
+
+
+def test_a_lossless_webp_counts_its_huffman_tables(tmp_path):
+    """A lossless WebP may declare a group of Huffman tables for every 4 x 4 pixels, which
+    libwebp reserves before a pixel is decoded: the estimate counts them as the file's size
+    allows (a 295 KB file took 363 MiB), so a 1024 x 1024 one is refused at the default
+    limit, naming it, and decodes under raised limits; a 256 x 256 one decodes as is."""
+    import io
+    from PIL import Image
+    from libshard.torch import ShardDataset
+
+    def lossless(n):
+        out = io.BytesIO()
+        Image.effect_noise((n, n), 40).convert("RGB").save(out, "WEBP", lossless=True)
+        return out.getvalue()
+
+    assert len(libshard.decode(lossless(256), 32, 32)) == 32 * 32 * 3
+    shard = tmp_path / "w.tar"
+    _tar(shard, [("s0.webp", lossless(1024)), ("s0.cls", b"1")])
+    opts = dict(image_size=32, batch_size=1, seed=1)
+    with pytest.raises(Exception, match=r"a lossless WebP of 1024x1024 pixels needs \d+ bytes "
+                                        r"to decode, more than the limit of 536870912 "
+                                        r"\(max_decode_memory\)"):
+        list(ShardDataset(str(shard), **opts))
+    raised = ShardDataset(str(shard), max_decode_memory=2 << 30, decode_memory=2 << 30, **opts)
+    assert [len(y) for _, y in raised] == [1]

@@ -432,6 +432,17 @@ def test_corrupt_jpeg_raises_naming_sample_and_shard(packed_bad):
     assert "corrupt JPEG" in msg, msg
 
 
+@pytest.mark.parametrize("drop_last", [False, True])
+def test_drop_last_drops_a_batch_skips_left_short(packed_bad, drop_last):
+    """40 samples, one of them bad, in batches of 8: the batch that held it has 7 samples
+    left; drop_last drops it, as it drops the epoch's short last batch (the control: kept
+    without)."""
+    ds = ShardDataset(str(packed_bad.manifest), seed=0, batch_size=8, image_size=32,
+                      skip_errors=True, drop_last=drop_last)
+    sizes = [len(y) for _, y in dataset_epoch(ds, clone=False)]
+    assert sorted(sizes) == ([8] * 4 if drop_last else [7, 8, 8, 8, 8]), sizes
+
+
 def test_corrupt_jpeg_skipped_with_skip_errors(packed_bad):
     ds = ShardDataset(str(packed_bad.manifest), seed=0, batch_size=8, image_size=32,
                       skip_errors=True)
