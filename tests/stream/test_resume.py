@@ -179,7 +179,7 @@ def test_a_state_resumes_on_a_topology_its_partitions_do_not_fit(stream, ds, mod
 def v3_of(state, partitions):
     """libshard 0.4's form of a v4 state taken in a fresh epoch's blocks (every partition
     delivered from its start): the runs of each partition's count delivered."""
-    head, left, _ = state.split(";")
+    head, left, _edges, _sum = state.split(";")
     total = int(re.search(r"[,:]total=(\d+)", head).group(1))
     q, r = divmod(total, partitions)
     starts = [i * q + i * r // partitions for i in range(partitions + 1)]

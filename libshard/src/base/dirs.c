@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "base/dirs.h"
 #include "base/error.h"
@@ -27,4 +28,35 @@ int shard_make_dirs(const char *dir, const char *what, char *err)
         if (!c)
             return 0;
     }
+}
+
+int shard_private_dir(const char *dir, const char *what, char *err)
+{
+    struct stat st;
+    if (lstat(dir, &st) != 0) { /* made: its parents as mkdir -p, itself for this user alone */
+        char parent[PATH_MAX];
+        const char *slash = strrchr(dir, '/');
+        int rc = 0;
+        if (slash && slash > dir && (size_t)(slash - dir) < sizeof parent) {
+            memcpy(parent, dir, (size_t)(slash - dir));
+            parent[slash - dir] = 0;
+            rc = shard_make_dirs(parent, what, err);
+        }
+        if (rc)
+            return rc;
+        if (mkdir(dir, 0700) && errno != EEXIST)
+            return shard_fail(err, shard_errno_code(errno), "%s %s: cannot make it: %s", what,
+                              dir, strerror(errno));
+    }
+    if (lstat(dir, &st) != 0)
+        return shard_fail(err, shard_errno_code(errno), "%s %s: %s", what, dir, strerror(errno));
+    if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 0022))
+        return shard_fail(err, SHARD_ERR_INVALID,
+                          "%s %s: %s: a cache is kept only in a folder of this user's that no "
+                          "other can write (chmod go-w it, or name another)",
+                          what, dir,
+                          !S_ISDIR(st.st_mode) ? "not a folder (a link to one is not taken)"
+                          : st.st_uid != geteuid() ? "owned by another user"
+                                                   : "others can write it");
+    return 0;
 }

@@ -11,4 +11,10 @@
  * that could not be made into err (SHARD_ERROR_MAX bytes). */
 SHARD_HIDDEN int shard_make_dirs(const char *dir, const char *what, char *err);
 
+/* Makes a cache's folder (what names it) as shard_make_dirs, the last one 0700, and takes it
+ * only when this user alone can write it: a folder (not a link to one) owned by this user,
+ * writable by no other (a cache in a folder others can write would serve what they
+ * planted). 0, or SHARD_ERR_INVALID with err saying why and how to go on. */
+SHARD_HIDDEN int shard_private_dir(const char *dir, const char *what, char *err);
+
 #endif /* SHARD_BASE_DIRS_H */

@@ -99,6 +99,16 @@ static void count_one(Counter *c, ShardListEntry *e)
     uint64_t beside = index_count(e->url, c->s->remote);
     if (!e->info)
         e->nsamples = beside;
+    if (e->info && beside != SHARD_COUNT_UNKNOWN && beside != e->nsamples) {
+        pthread_mutex_lock(&c->mu); /* the manifest and the index disagree: one is wrong */
+        if (!c->rc)
+            c->rc = shard_fail(c->err, SHARD_ERR_FORMAT,
+                               "%s: its manifest says %llu samples and its index %llu (one of "
+                               "them is out of date: 'shardcat verify' says which)", e->url,
+                               (unsigned long long)e->nsamples, (unsigned long long)beside);
+        pthread_mutex_unlock(&c->mu);
+        return;
+    }
     if (beside != SHARD_COUNT_UNKNOWN || !c->dir || !to_make(c->s, e))
         return;
     char err[SHARD_ERROR_MAX], *path;

@@ -41,9 +41,11 @@ char *shard_index_cache_dir(const char *dir, const ShardRemote *remote)
     } else if ((base = getenv("XDG_CACHE_HOME")) && *base == '/') {
         if (asprintf(&p, "%s/libshard/index", base) < 0)
             p = NULL;
-    } else {
-        base = getenv("HOME");
-        if (asprintf(&p, "%s/.cache/libshard/index", base && *base ? base : "/tmp") < 0)
+    } else if ((base = getenv("HOME")) && *base == '/') {
+        if (asprintf(&p, "%s/.cache/libshard/index", base) < 0)
+            p = NULL;
+    } else { /* no home: a folder of this user's own, never one every user shares */
+        if (asprintf(&p, "/tmp/libshard-index-%lu", (unsigned long)geteuid()) < 0)
             p = NULL;
     }
     return p;
@@ -78,16 +80,20 @@ static void remove_stale(const char *dir, const char *prefix, const char *keep)
     closedir(d);
 }
 
-/* The count a cached index's first line promises, or -1 (missing, damaged). */
+/* The count a cached index's first line promises, or -1 (missing, damaged, or not a plain
+ * file of its own: a link or a FIFO at its name is not read, and the index is made anew). */
 static int64_t cached_count(const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0)
         return -1;
+    struct stat st;
     char head[64];
-    size_t n = fread(head, 1, sizeof head, f);
-    fclose(f);
-    return shard_index_header_count(head, n);
+    ssize_t n = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1
+                    ? pread(fd, head, sizeof head, 0)
+                    : -1;
+    close(fd);
+    return n < 0 ? -1 : shard_index_header_count(head, (size_t)n);
 }
 
 /* The lock of the shard whose URL hashes to urlhex: its descriptor, held (exclusive); -1
@@ -97,7 +103,13 @@ static int lock_shard(const char *dir, const char *urlhex)
     char p[PATH_MAX];
     if (snprintf(p, sizeof p, "%s/.%s.lock", dir, urlhex) >= (int)sizeof p)
         return -1;
-    int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0666); /* never written */
+    int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600); /* never
+                                                                                 written */
+    struct stat st;
+    if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))) {
+        close(fd);
+        fd = -1;
+    }
     if (fd < 0)
         return -1;
     int rc;
@@ -163,7 +175,7 @@ int shard_index_cached(const char *dir, const char *url, ShardRemote *remote, ch
         *count = (uint64_t)c;
         return 0;
     }
-    if ((rc = shard_make_dirs(dir, "index cache", err))) {
+    if ((rc = shard_private_dir(dir, "index cache", err))) {
         shard_source_put(src);
         free(key);
         return rc;

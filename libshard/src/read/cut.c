@@ -400,6 +400,18 @@ int shard_cut_parse(ShardCut *c, const char *text, uint64_t length, int world, i
 {
     memset(c, 0, sizeof *c);
     c->length = length;
+    /* the edges the text gives, counted before the regions are made: a topology the text
+     * does not back is refused before its memory is taken */
+    const char *edges = strstr(text, ";edges=");
+    size_t given = 0;
+    for (const char *e = edges ? edges + 7 : ""; *e; e++)
+        given += *e == ',';
+    given += edges && edges[7];
+    size_t want = (size_t)world * (size_t)workers - 1;
+    if (edges && given != want)
+        return shard_fail(msg, SHARD_ERR_INVALID,
+                          "the cut gives %zu edges where %d ranks of %d workers have %zu", given,
+                          world, workers, want);
     if (regions(c, world, workers))
         return SHARD_ERR_NOMEM;
     const char *s = text;

@@ -262,6 +262,17 @@ static int fetch_segment(Stream *st, const ShardSegment *seg, size_t n, uint64_t
     int rc = 0;
     /* Skip the samples before first: by index where there is one, else by reading. */
     int seeked = first && shard_file_seek_in_order(file, first) == 0;
+    int64_t indexed = seeked ? shard_file_count(file) : -1;
+    if (indexed >= 0 && entry->nsamples != SHARD_COUNT_UNKNOWN &&
+        (uint64_t)indexed != entry->nsamples) { /* read by the index: the counts must agree */
+        char msg[SHARD_ERROR_MAX];
+        shard_fail(msg, SHARD_ERR_FORMAT, "%s: its %s says %llu samples and its index %llu "
+                   "(one of them is out of date: 'shardcat verify' says which)", url,
+                   entry->info ? "manifest" : "count", (unsigned long long)entry->nsamples,
+                   (unsigned long long)indexed);
+        close_shard(f, &file, &seen);
+        return failed(st, msg, count, SHARD_ERR_FORMAT);
+    }
     if (first && !seeked)
         for (uint64_t i = 0; i < first && rc == 0; i++) {
             const ShardSampleView *v;

@@ -154,6 +154,26 @@ static int begin_runs(ShardReader *r, const ShardStateIn *in, int same, uint32_t
     return 0;
 }
 
+/* A partition of a mix is planned shard reading by shard reading: the most a state may ask
+ * for (its total is trusted for nothing more). */
+#define MIX_READINGS_MAX (1u << 22)
+
+/* Whether a state's total fits this mix: its sources' sizes without epoch_samples; with it,
+ * a multiple of epoch_samples (times the consumers the epoch began on) whose partitions
+ * each take at most MIX_READINGS_MAX readings of a shard of the mean size. */
+static int mix_total_plausible(const ShardReader *r, const ShardStateIn *in)
+{
+    if (!r->s.epoch_samples)
+        return in->total == r->mix_own_total;
+    uint64_t samples = 0;
+    for (size_t i = 0; i < r->nurls; i++)
+        samples += r->counts[i];
+    uint64_t mean = samples / (r->nurls ? r->nurls : 1);
+    mean = mean ? mean : 1;
+    return in->total && in->total % r->s.epoch_samples == 0 &&
+           in->total / in->parts / mean <= MIX_READINGS_MAX;
+}
+
 int shard_reader_resume(ShardReader *r, const ShardStateIn *in)
 {
     int same = in->world == r->s.world_size && in->workers == r->s.num_workers;
@@ -163,6 +183,13 @@ int shard_reader_resume(ShardReader *r, const ShardStateIn *in)
     if (r->s.mode == SHARD_MODE_RESAMPLED && !same &&
         shard_partition_check(parts, r->s.world_size, r->s.num_workers, r->s.mode, msg))
         parts = 0;
+    if (r->mixing && !mix_total_plausible(r, in))
+        return shard_fail(r->err, SHARD_ERR_INVALID,
+                          "reader: the state's epoch of %llu samples in %u partitions is not "
+                          "this mix's (its sources' sizes without epoch_samples; with it, a "
+                          "multiple of epoch_samples that plans at most %u shard readings a "
+                          "partition)",
+                          (unsigned long long)in->total, in->parts, MIX_READINGS_MAX);
     int rc = shard_reader_plan(r, in->epoch, parts, r->mixing ? in->total : 0);
     if (rc)
         return rc;

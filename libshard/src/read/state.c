@@ -26,6 +26,11 @@
 #include "tar/item.h"
 
 #define MAX_PAIRS 32
+/* The most ranks, workers a rank, and consumers a state may say (a restore's work and
+ * memory go with them). */
+#define STATE_WORLD_MAX (1ull << 20)
+#define STATE_WORKERS_MAX (1ull << 16)
+#define STATE_CONSUMERS_MAX (1ull << 24)
 
 static const char *const MODE_NAMES[] = {"exact", "equal", "resampled"};
 
@@ -133,6 +138,53 @@ static int settings_pairs(const ShardReader *r, char *buf, size_t size)
     return n < 0 || (size_t)n >= size ? SHARD_ERR_INVALID : n;
 }
 
+/* A state ends in ";sum=" and 16 hex digits of SHA-256 over what comes before: a state cut
+ * short or edited is refused rather than continued wrong. */
+#define SUM_TAG ";sum="
+
+static void sum_of(const char *text, size_t n, char out[17])
+{
+    ShardDigests d;
+    if (shard_digests_init(&d, 0, 1)) {
+        memset(out, '0', 16);
+        out[16] = 0;
+        return;
+    }
+    shard_digests_update(&d, text, n);
+    fingerprint(&d, out);
+}
+
+/* Appends the sum to the state in buf. 0, or SHARD_ERR_INVALID when it does not fit. */
+static int seal(char *buf, size_t size)
+{
+    size_t n = strlen(buf);
+    char sum[17];
+    sum_of(buf, n, sum);
+    int k = snprintf(buf + n, size - n, SUM_TAG "%s", sum);
+    return k < 0 || (size_t)k >= size - n ? SHARD_ERR_INVALID : 0;
+}
+
+/* The state without its sum, malloc'd, once the sum checks (a v3 state, before sums, as it
+ * is); NULL with msg saying why. */
+static char *unsealed(const char *state, char *msg)
+{
+    const char *tag = strstr(state, SUM_TAG);
+    for (const char *t = tag; t; t = strstr(t + 1, SUM_TAG))
+        tag = t;
+    if (!tag && !strncmp(state, "v3:", 3))
+        return strdup(state);
+    char sum[17];
+    if (!tag || strlen(tag + strlen(SUM_TAG)) != 16 ||
+        (sum_of(state, (size_t)(tag - state), sum), strcmp(sum, tag + strlen(SUM_TAG)))) {
+        shard_fail(msg, SHARD_ERR_INVALID,
+                   "reader: the state '%.120s...' %s: it was cut short or edited (restore the "
+                   "state as state_dict gave it, or go on from the next epoch's start)",
+                   state, tag ? "does not match its checksum" : "has no checksum (;sum=)");
+        return NULL;
+    }
+    return strndup(state, (size_t)(tag - state));
+}
+
 /* The state of order o into buf: its cut (with counts) or runs pos. */
 static int format_state(const ShardReader *r, const ShardOrder *o, uint64_t delivered,
                         const ShardCut *cut, const uint64_t *pos, char *buf, size_t size)
@@ -159,10 +211,10 @@ static int format_state(const ShardReader *r, const ShardOrder *o, uint64_t deli
     if (n < 0 || (size_t)n >= size - at)
         return SHARD_ERR_INVALID;
     at += (size_t)n;
-    if (cut)
-        return shard_cut_format(cut, buf + at, size - at);
-    return shard_runs_format(pos, o->mode == SHARD_MODE_RESAMPLED ? NULL : o->len, o->parts,
-                             buf + at, size - at);
+    int rc = cut ? shard_cut_format(cut, buf + at, size - at)
+                 : shard_runs_format(pos, o->mode == SHARD_MODE_RESAMPLED ? NULL : o->len,
+                                     o->parts, buf + at, size - at);
+    return rc ? rc : seal(buf, size);
 }
 
 int shard_reader_state_at(const ShardReader *r, const ShardOrder *o, uint64_t position,
@@ -262,38 +314,11 @@ static int number_of(const Pair *pairs, int n, const char *key, unsigned long lo
     return *v && !*end ? 0 : -1;
 }
 
-int shard_reader_state_check(ShardReader *r, const char *state, ShardStateIn *in)
+/* A state's settings against this reader's: every difference, and every compared setting
+ * the state does not say, into diffs. */
+static void compare(const ShardReader *r, const Pair *theirs, int nt, const Pair *ours, int no,
+                    unsigned long long sd, char *diffs)
 {
-    unsigned long long e, p, sd;
-    int at = 0;
-    if (sscanf(state, "v1:%llu:%llu:%llu", &e, &p, &sd) == 3 ||
-        sscanf(state, "v2:%llu:%llu:%llu:", &e, &p, &sd) == 3)
-        return shard_fail(r->err, SHARD_ERR_INVALID,
-                          "reader: the state '%.60s...' is of the order before canonical "
-                          "partitions (libshard 0.2 and 0.3), which this libshard no longer "
-                          "reads: go on from the next epoch's start, set_epoch(%llu) with no "
-                          "state (formats/order.md)",
-                          state, e + 1);
-    int version = !strncmp(state, "v3:", 3) ? 3 : 4;
-    if (state[0] != 'v' || sscanf(state + 1, "%*1[34]:%llu:%llu:%n", &e, &sd, &at) != 2 || !at)
-        return shard_fail(r->err, SHARD_ERR_INVALID,
-                          "reader: '%.200s' is not a reader state (v4:EPOCH:SEED:SETTINGS;CUT)",
-                          state);
-    at++;
-    const char *cut = strchr(state + at, ';');
-    Pair theirs[MAX_PAIRS], ours[MAX_PAIRS];
-    int nt = cut ? parse_pairs(state + at, cut, theirs, MAX_PAIRS) : -1, no;
-    if (nt < 0)
-        return shard_fail(r->err, SHARD_ERR_INVALID,
-                          "reader: the settings of state '%.200s' are not KEY=VALUE pairs "
-                          "followed by ';' and the cut",
-                          state);
-    char here[1024];
-    int len = settings_pairs(r, here, sizeof here);
-    if (len < 0 || (no = parse_pairs(here, here + len, ours, MAX_PAIRS)) < 0)
-        return shard_fail(r->err, SHARD_ERR_INVALID, "reader: cannot describe its settings");
-
-    char diffs[SHARD_ERROR_MAX] = "";
     if (sd != r->s.seed && !r->seed_drawn) {
         char a[24], b[24];
         snprintf(a, sizeof a, "%llu", sd);
@@ -314,37 +339,29 @@ int shard_reader_state_check(ShardReader *r, const char *state, ShardStateIn *in
             continue;
         add(diffs, "; %s is %s in the state and %s here", KEYS[k].label, theirs[i].value, v);
     }
+    for (size_t k = 0; k < NKEYS; k++) /* one left out would go uncompared */
+        if (KEYS[k].compared && !value_of(theirs, nt, KEYS[k].key))
+            add(diffs, "; the state does not say its %s%s%s", KEYS[k].label, "", "");
+}
+
+/* The numbers a state gives, each bounded by what the data and the settings allow: 0, or
+ * -1 with what is wrong in why. */
+static int numbers(const Pair *theirs, int nt, ShardStateIn *in, const char **why)
+{
     unsigned long long parts, total, delivered, taken, since, world, workers;
-    if (number_of(theirs, nt, "partitions", 0, &parts) || !parts ||
-        parts > SHARD_PARTITIONS_MAX || number_of(theirs, nt, "total", 0, &total) ||
+    *why = "its partitions, total, topology and delivered samples are not numbers";
+    if (number_of(theirs, nt, "partitions", 0, &parts) ||
+        number_of(theirs, nt, "total", 0, &total) ||
         number_of(theirs, nt, "delivered", 0, &delivered) ||
         number_of(theirs, nt, "draws", 0, &taken) || number_of(theirs, nt, "since", 0, &since) ||
-        since > delivered ||
         number_of(theirs, nt, "world_size", 1, &world) ||
-        number_of(theirs, nt, "num_workers", 1, &workers) || !world || !workers ||
-        world > (1u << 30) || workers > (1u << 30))
-        return shard_fail(r->err, SHARD_ERR_INVALID,
-                          "reader: the state '%.200s' does not say its partitions, total, "
-                          "topology and delivered samples as numbers",
-                          state);
-    if (r->s.partitions && parts != r->s.partitions) {
-        char a[24], b[24];
-        snprintf(a, sizeof a, "%llu", parts);
-        snprintf(b, sizeof b, "%u", r->s.partitions);
-        add(diffs, "; %s is %s in the state and %s here (leave it 0 to take the state's)",
-            "partitions", a, b);
-    }
-    if (diffs[0])
-        return shard_fail(r->err, SHARD_ERR_INVALID,
-                          "reader: the state was taken with other settings, and would repeat "
-                          "some samples and skip others here: %s (restore it where they are "
-                          "the same, or go on from the next epoch's start with these: "
-                          "set_epoch(%llu), no state)",
-                          diffs + 2, e + 1);
-    if (sd != r->s.seed)
-        r->s.seed = sd; /* this reader drew its seed: the state's continues the run */
-    in->epoch = e;
-    in->seed = sd;
+        number_of(theirs, nt, "num_workers", 1, &workers))
+        return -1;
+    *why = "its numbers are past what any job has (partitions, ranks, workers, samples)";
+    if (!parts || parts > SHARD_PARTITIONS_MAX || since > delivered || !world || !workers ||
+        world > STATE_WORLD_MAX || workers > STATE_WORKERS_MAX ||
+        world * workers > STATE_CONSUMERS_MAX)
+        return -1;
     in->parts = (uint32_t)parts;
     in->total = total;
     in->delivered = delivered;
@@ -352,8 +369,77 @@ int shard_reader_state_check(ShardReader *r, const char *state, ShardStateIn *in
     in->since = since;
     in->world = (int)world;
     in->workers = (int)workers;
+    return 0;
+}
+
+int shard_reader_state_check(ShardReader *r, const char *state, ShardStateIn *in)
+{
+    unsigned long long e, p, sd;
+    int at = 0;
+    in->text = NULL;
+    if (sscanf(state, "v1:%llu:%llu:%llu", &e, &p, &sd) == 3 ||
+        sscanf(state, "v2:%llu:%llu:%llu:", &e, &p, &sd) == 3)
+        return shard_fail(r->err, SHARD_ERR_INVALID,
+                          "reader: the state '%.60s...' is of the order before canonical "
+                          "partitions (libshard 0.2 and 0.3), which this libshard no longer "
+                          "reads: go on from the next epoch's start, set_epoch(%llu) with no "
+                          "state (formats/order.md)",
+                          state, e + 1);
+    char *text = unsealed(state, r->err);
+    if (!text)
+        return SHARD_ERR_INVALID;
+    int version = !strncmp(text, "v3:", 3) ? 3 : 4;
+    if (text[0] != 'v' || sscanf(text + 1, "%*1[34]:%llu:%llu:%n", &e, &sd, &at) != 2 || !at) {
+        free(text);
+        return shard_fail(r->err, SHARD_ERR_INVALID,
+                          "reader: '%.200s' is not a reader state (v4:EPOCH:SEED:SETTINGS;CUT)",
+                          state);
+    }
+    at++;
+    const char *cut = strchr(text + at, ';'), *why;
+    Pair theirs[MAX_PAIRS], ours[MAX_PAIRS];
+    char here[1024], diffs[SHARD_ERROR_MAX] = "";
+    int nt = cut ? parse_pairs(text + at, cut, theirs, MAX_PAIRS) : -1, no = -1;
+    int len = nt < 0 ? -1 : settings_pairs(r, here, sizeof here);
+    if (len >= 0)
+        no = parse_pairs(here, here + len, ours, MAX_PAIRS);
+    int rc = nt < 0 ? shard_fail(r->err, SHARD_ERR_INVALID,
+                                 "reader: the settings of state '%.200s' are not KEY=VALUE "
+                                 "pairs followed by ';' and the cut", state)
+             : no < 0 ? shard_fail(r->err, SHARD_ERR_INVALID,
+                                   "reader: cannot describe its settings")
+             : numbers(theirs, nt, in, &why)
+                 ? shard_fail(r->err, SHARD_ERR_INVALID, "reader: the state '%.160s' is refused: "
+                              "%s", state, why)
+                 : 0;
+    if (!rc) {
+        compare(r, theirs, nt, ours, no, sd, diffs);
+        if (r->s.partitions && in->parts != r->s.partitions) {
+            char a[24], b[24];
+            snprintf(a, sizeof a, "%u", in->parts);
+            snprintf(b, sizeof b, "%u", r->s.partitions);
+            add(diffs, "; %s is %s in the state and %s here (leave it 0 to take the state's)",
+                "partitions", a, b);
+        }
+        if (diffs[0])
+            rc = shard_fail(r->err, SHARD_ERR_INVALID,
+                            "reader: the state was taken with other settings, and would repeat "
+                            "some samples and skip others here: %s (restore it where they are "
+                            "the same, or go on from the next epoch's start with these: "
+                            "set_epoch(%llu), no state)",
+                            diffs + 2, e + 1);
+    }
+    if (rc) {
+        free(text);
+        return rc;
+    }
+    if (sd != r->s.seed)
+        r->s.seed = sd; /* this reader drew its seed: the state's continues the run */
+    in->epoch = e;
+    in->seed = sd;
     in->cut = cut + 1;
     in->version = version;
+    in->text = text;
     return 0;
 }
 
@@ -539,12 +625,10 @@ static int merge_cuts(const char *const *states, size_t n, const Merging *m0, ch
     return rc;
 }
 
-int shard_reader_state_merge(const char *const *states, size_t n, char *buf, size_t size,
-                             ShardError *err)
+static int merge_unsealed(const char *const *states, size_t n, char *buf, size_t size,
+                          ShardError *err)
 {
     char msg[SHARD_ERROR_MAX] = "";
-    if (!n)
-        return shard_report(err, SHARD_ERR_INVALID, "merging states: none given");
     char first[1024], other[1024];
     Merging m0;
     if (common_part(states[0], first, sizeof first) || merging_of(states[0], &m0)) {
@@ -573,4 +657,27 @@ int shard_reader_state_merge(const char *const *states, size_t n, char *buf, siz
     if (rc == SHARD_ERR_NOMEM)
         return shard_report(err, rc, "out of memory");
     return rc ? shard_report(err, rc, msg) : 0;
+}
+
+int shard_reader_state_merge(const char *const *states, size_t n, char *buf, size_t size,
+                             ShardError *err)
+{
+    if (!n)
+        return shard_report(err, SHARD_ERR_INVALID, "merging states: none given");
+    char **texts = calloc(n, sizeof *texts), msg[SHARD_ERROR_MAX];
+    if (!texts)
+        return shard_report(err, SHARD_ERR_NOMEM, "out of memory");
+    int rc = 0;
+    for (size_t k = 0; k < n && !rc; k++)
+        if (!(texts[k] = unsealed(states[k], msg)))
+            rc = shard_report(err, SHARD_ERR_INVALID, msg);
+    if (!rc)
+        rc = merge_unsealed((const char *const *)texts, n, buf, size, err);
+    if (!rc && seal(buf, size))
+        rc = shard_report(err, SHARD_ERR_INVALID, "merging states: the merged state does not "
+                                                  "fit in the room given");
+    for (size_t k = 0; k < n; k++)
+        free(texts[k]);
+    free(texts);
+    return rc;
 }

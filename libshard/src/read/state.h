@@ -32,10 +32,14 @@ typedef struct ShardStateIn {
     const char *cut; /* into the state's text: v4's "left=...;edges=..." or "parts=RUNS",
                         v3's runs */
     int version;     /* 3 or 4 */
+    char *text;      /* the state without its checksum, which cut points into: the caller
+                        frees it once the restore is done */
 } ShardStateIn;
 
-/* Reads state and checks it against r's settings: every difference named in r->err
- * (SHARD_ERR_INVALID). A reader that drew its own seed takes the state's. */
+/* Reads state and checks it against r's settings: its checksum, its numbers against what a
+ * job can have, every difference (and every compared setting it does not say) named in
+ * r->err (SHARD_ERR_INVALID). A reader that drew its own seed takes the state's. On success
+ * in->text is the caller's to free. */
 SHARD_HIDDEN int shard_reader_state_check(ShardReader *r, const char *state, ShardStateIn *in);
 
 #endif /* SHARD_READ_STATE_H */

@@ -271,6 +271,7 @@ int shard_reader_restore(ShardReader *r, const char *state)
         return rc;
     r->failed = 0;
     rc = shard_reader_resume(r, &in);
+    free(in.text);
     if (rc)
         r->failed = rc;
     return rc;

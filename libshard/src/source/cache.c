@@ -15,6 +15,7 @@
 #include <openssl/evp.h>
 
 #include "base/buf.h"
+#include "base/dirs.h"
 #include "base/error.h"
 #include "remote/handle.h"
 #include "sink/sink.h"
@@ -33,21 +34,27 @@ static char *cache_path(const ShardRemote *r, const char *url)
     unsigned int n = 0;
     if (!EVP_Digest(url, strlen(url), md, &n, EVP_sha256(), NULL))
         return NULL;
-    const char *base = strrchr(url, '/');
-    base = base ? base + 1 : url;
+    size_t end = strcspn(url, "?#"); /* a signed URL's query is no file's name */
+    const char *base = url + end;
+    while (base > url && base[-1] != '/')
+        base--;
+    int blen = (int)(url + end - base) < 80 ? (int)(url + end - base) : 80;
     char hex[33];
     for (int i = 0; i < 16; i++)
         snprintf(hex + 2 * i, 3, "%02x", md[i]);
-    size_t len = strlen(shard_remote_cache_dir(r)) + strlen(base) + 40;
+    size_t len = strlen(shard_remote_cache_dir(r)) + (size_t)blen + 40;
     char *p = malloc(len);
     if (p)
-        snprintf(p, len, "%s/%s-%.80s", shard_remote_cache_dir(r), hex, base);
+        snprintf(p, len, "%s/%s-%.*s", shard_remote_cache_dir(r), hex, blen, base);
     return p;
 }
 
 int shard_cache_open(ShardRemote *r, const char *url, ShardSource **out, char *err)
 {
     *out = NULL;
+    int bad = shard_private_dir(shard_remote_cache_dir(r), "the shard cache (cache_dir)", err);
+    if (bad)
+        return bad;
     char *path = cache_path(r, url);
     if (!path)
         return shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
@@ -76,10 +83,11 @@ int shard_cache_open(ShardRemote *r, const char *url, ShardSource **out, char *e
 ShardCacheFill *shard_cache_fill_begin(ShardRemote *r, const char *url)
 {
     shard_remote_count(r, SHARD_REMOTE_CACHE_MISSES, 1);
-    mkdir(shard_remote_cache_dir(r), 0777);
+    char err[SHARD_ERROR_MAX];
+    if (shard_private_dir(shard_remote_cache_dir(r), "the shard cache (cache_dir)", err))
+        return NULL; /* shard_cache_open said why */
     char *path = cache_path(r, url);
     ShardCacheFill *f = path ? calloc(1, sizeof *f) : NULL;
-    char err[SHARD_ERROR_MAX];
     ShardSinkSettings ks = {0}; /* a copy: not worth an fsync */
     if (f && shard_sink_open(&f->sink, path, &ks, err) != 0) {
         free(f);

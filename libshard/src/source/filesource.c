@@ -124,8 +124,11 @@ int shard_source_file(ShardSource **out, const char *path, int flags, char *err)
     } else {
         fcntl(f->fd, F_SETFL, fcntl(f->fd, F_GETFL) & ~O_NONBLOCK);
         s->size = (int64_t)st.st_size;
-        snprintf(s->version, sizeof s->version, "%lld.%09ld-%llu", (long long)st.st_mtim.tv_sec,
-                 (long)st.st_mtim.tv_nsec, (unsigned long long)st.st_ino);
+        /* what a rewrite in place changes: ctime too, which no touch can set back */
+        snprintf(s->version, sizeof s->version, "%lld.%09ld-%llu-%llu-%lld.%09ld",
+                 (long long)st.st_mtim.tv_sec, (long)st.st_mtim.tv_nsec,
+                 (unsigned long long)st.st_ino, (unsigned long long)st.st_dev,
+                 (long long)st.st_ctim.tv_sec, (long)st.st_ctim.tv_nsec);
         if (s->size && (flags & SHARD_SOURCE_MAP)) {
             void *m = mmap(NULL, (size_t)s->size, PROT_READ, MAP_PRIVATE, f->fd, 0);
             if (m != MAP_FAILED) {

@@ -99,6 +99,64 @@ static int check_end(ShardIndexed *x, uint64_t total, char *err)
     return 0;
 }
 
+/* Whether the header h at pos is one a reader would take as a sample's field: a file member
+ * named KEY.FIELD (pax and GNU long-name headers, folders and the like are not). */
+static int a_field(const ShardUstar *u)
+{
+    size_t ks, kl;
+    const char *field;
+    int extended = u->type == 'x' || u->type == 'g' || u->type == 'L' || u->type == 'K';
+    return !extended && (u->type == '0' || u->type == '7' || u->type == 'S') &&
+           !shard_name_split(u->name, &ks, &kl, &field);
+}
+
+/* The index whole: between its members (and before the first), where one member's data end
+ * on a block and the next one's header begins the tar has room for nothing; where there is
+ * more room, it may hold only what extends the next member's header (pax, GNU long names)
+ * or members no sample takes, which are read (at most max_reads headers: past them the
+ * index is left unproven, *whole 0). A member that would be a sample's field there is one
+ * the index leaves out: an error naming it. */
+static int prove_whole(ShardIndexed *x, uint64_t total, size_t max_reads, int *whole,
+                       char *err)
+{
+    uint64_t expect = 0;
+    size_t reads = 0;
+    *whole = 0;
+    for (uint64_t i = 0; i < x->idx.nentries; i++) {
+        const ShardIndexEntry *e = &x->idx.entries[i];
+        uint64_t header = e->offset - 512;
+        for (uint64_t pos = expect; pos < header && pos + 512 <= total;) {
+            if (reads++ >= max_reads)
+                return 0;
+            unsigned char h[512];
+            ShardUstar u;
+            int rc = tar_bytes(x, pos, h, 512, err);
+            if (rc)
+                return rc;
+            int bad = shard_ustar_parse(h, &u) != 0;
+            if (bad || a_field(&u))
+                return shard_fail(err, SHARD_ERR_FORMAT,
+                                  "%s: offset %llu: %s%s%s, between the members the index lists "
+                                  "at %llu and %llu: the index leaves it out (lines dropped, or "
+                                  "another shard's index; rebuild it with 'shardcat index')",
+                                  x->src->url, (unsigned long long)pos,
+                                  bad ? "no tar header" : "member '", bad ? "" : u.name,
+                                  bad ? "" : "'",
+                                  (unsigned long long)(i ? x->idx.entries[i - 1].offset : 0),
+                                  (unsigned long long)e->offset);
+            pos += 512 + (u.size + 511) / 512 * 512;
+        }
+        expect = e->offset + (e->size + 511) / 512 * 512;
+    }
+    *whole = 1;
+    return 0;
+}
+
+/* The most headers an open reads between a remote shard's members to prove its index whole
+ * (each a request): a tar written with a long-name header before every member is left
+ * unproven rather than read whole. */
+#define REMOTE_PROOF_READS 16
+
 /* Whether the index belongs to the shard (shard_indexed_open): for a plain tar, the first
  * member's header where the index says, and when the tar reaches past the last member's
  * end, its header too and nothing a reader would take after it (proven); for a .tar.zst,
@@ -108,8 +166,15 @@ static int check_end(ShardIndexed *x, uint64_t total, char *err)
 static int check_belongs(ShardIndexed *x, char *err)
 {
     uint64_t total;
-    if (x->src->costly || !x->idx.nentries || !shard_source_seekable(x->src))
-        return 0; /* each request counts: the headers are checked as each sample is read */
+    if (!x->idx.nentries || !shard_source_seekable(x->src))
+        return 0;
+    if (x->src->costly) { /* each request counts: what lies between members, a few */
+        int whole;
+        if (!x->plain || x->src->size < 0)
+            return 0;
+        int rc = prove_whole(x, (uint64_t)x->src->size, REMOTE_PROOF_READS, &whole, err);
+        return rc;
+    }
     if (x->zstd) {
         if (!x->nframes)
             return 0; /* no seek table: nothing to read by */
@@ -135,13 +200,16 @@ static int check_belongs(ShardIndexed *x, char *err)
         if ((rc = tar_bytes(x, first->offset - 512, h, 512, err)) ||
             (rc = check_header(x, h, first, 2, err)))
             return rc;
+    int whole;
+    if ((rc = prove_whole(x, total, SIZE_MAX, &whole, err)))
+        return rc;
     if (x->idx.end + 512 > total)
         return 0;
     if ((rc = tar_bytes(x, last->offset - 512, h, 512, err)) ||
         (rc = check_header(x, h, last, x->idx.nsamples + 1, err)) ||
         (rc = check_end(x, total, err)))
         return rc;
-    x->proven = 1;
+    x->proven = whole;
     return 0;
 }
 
