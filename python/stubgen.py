@@ -1,18 +1,25 @@
 #!/usr/bin/env python3
-"""Writes libshard/_libshard.pyi from its template and the built extension's settings
-tables, at build time (python/libshard/meson.build), so that the stub's parameters, types
-and defaults are the tables' and a new setting needs no edit here.
+"""Writes the type stubs (libshard/_libshard.pyi, and those of the classes that take
+settings as keywords: torch/dataset.pyi, torch/indexed.pyi, writer.pyi) from their templates
+and the built extension's settings tables, at build time (python/libshard/meson.build), so
+that the stubs' parameters, types and defaults are the tables' and a new setting needs no
+edit here.
 
     stubgen.py EXTENSION TEMPLATE OUTPUT
 
-In the template a line holding only @TABLE@ becomes one parameter per row of that table
+In a template a line holding only @TABLE@ becomes one parameter per row of that table
 (libshard._libshard.settings()), at the line's indentation; @TABLE.ROW@ becomes that row's
-parameter alone; @generated@ says where the file comes from.
+parameter alone; @dataset@ and @indexed@ are the keywords ShardDataset and
+IndexedShardDataset take (libshard.settings.DATASET_KEYS, INDEXED_DATASET_KEYS, with the
+dataset's own rows), @settings.ROW@ any row of libshard.settings.ROWS; @generated@ says where the file comes from.
 """
+import importlib
 import importlib.machinery
 import importlib.util
 import re
 import sys
+import types
+from pathlib import Path
 
 _PLACEHOLDER = re.compile(r"^(\s*)@([a-z_]+)(?:\.([a-z_]+))?@$")
 
@@ -24,6 +31,23 @@ def load(path):
     module = importlib.util.module_from_spec(spec)
     loader.exec_module(module)
     return module
+
+
+def load_settings(extension):
+    """libshard.settings from the sources beside this file, over the extension at its path
+    (libshard's __init__ left out: it needs the package built whole)."""
+    package = types.ModuleType("libshard")
+    package.__path__ = [str(Path(__file__).resolve().parent / "libshard")]
+    sys.modules["libshard"] = package
+    sys.modules["libshard._libshard"] = load(extension)
+    return importlib.import_module("libshard.settings")
+
+
+def groups(settings):
+    """{placeholder: rows} beyond the tables: the keywords each dataset takes."""
+    return {"settings": list(settings.ROWS.values()),
+            "dataset": [settings.ROWS[n] for n in settings.DATASET_KEYS],
+            "indexed": [settings.ROWS[n] for n in settings.INDEXED_DATASET_KEYS]}
 
 
 def annotation(row):
@@ -42,7 +66,7 @@ def annotation(row):
     else:
         t = {"int": "int", "whole": "float", "bool": "bool", "real": "float", "text": "str",
              "digests": "str"}[kind]
-    return f"Optional[{t}]" if row["none"] else t
+    return f"Optional[{t}]" if row["none"] or row["default"] is None else t
 
 
 def parameter(row):
@@ -69,7 +93,8 @@ def render(template, tables):
 
 
 def main(extension, template, output):
-    tables = load(extension).settings()
+    settings = load_settings(extension)
+    tables = {**settings.TABLES, **groups(settings)}
     with open(template) as f:
         text = render(f.read(), tables)
     with open(output, "w") as f:

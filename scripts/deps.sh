@@ -7,7 +7,7 @@ pkgs=(
   build-essential meson ninja-build pkg-config clang libclang-rt-14-dev
   libarchive-dev libzstd-dev libjpeg62-turbo-dev libpng-dev libwebp-dev libcurl4-openssl-dev libjansson-dev libssl-dev libdlpack-dev
   libcriterion-dev
-  tar libarchive-tools zstd libjpeg-turbo-progs valgrind
+  tar libarchive-tools zstd libjpeg-turbo-progs valgrind man-db
   python3 python3-dev python3-pytest python3-numpy python3-pil python3-torch python3-torchvision
   python3-distributed python3-lmdb python3-zmq python3-msgpack
   python3-mesonpy python3-venv python3-pip patchelf

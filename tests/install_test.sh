@@ -30,3 +30,17 @@ rm -rf "$stage/out"/*
 ./app_static "$stage/out" >/dev/null
 test -f "$stage/out/mini.json"
 echo "install test: headers, libshard.pc, shared and static linking work"
+# The manual pages and completions, where man and bash-completion look for them
+for page in man1/shardpack.1 man1/shardcat.1 man3/libshard.3; do
+  f=$(find "$stage" -path "*/share/man/$page" | head -1)
+  test -n "$f" || { echo "$page was not installed"; exit 1; }
+  MANWIDTH=80 man -l "$f" 2>/dev/null | grep -q "SEE ALSO" || { echo "$page does not render"; exit 1; }
+done
+for c in bash-completion/completions/shardcat bash-completion/completions/shardpack \
+         zsh/site-functions/_shardcat zsh/site-functions/_shardpack; do
+  test -n "$(find "$stage" -path "*/share/$c")" || { echo "$c was not installed"; exit 1; }
+done
+c=$(find "$stage" -path "*/share/bash-completion/completions/shardcat")
+out=$(bash -c 'source "$1"; COMP_WORDS=(shardcat ver); COMP_CWORD=1; _shardcat; echo "${COMPREPLY[*]}"' _ "$c")
+[ "$out" = verify ] || { echo "completion of 'shardcat ver': '$out'"; exit 1; }
+echo "install test: man pages shardpack(1), shardcat(1), libshard(3) and completions installed"

@@ -8,8 +8,8 @@
  * main reads the command line (shardcat_cli.c), makes the remote every shard is read
  * through, and runs the command: ls, info, cat (shardcat_inspect.c), extract
  * (shardcat_extract.c), verify, index (shardcat_verify.c), stream (shardcat_stream.c),
- * bench (shardcat_bench.c), all but the last two walking their shards through
- * shardcat_walk.c.
+ * show (shardcat_show.c), bench (shardcat_bench.c), all but the last three walking their
+ * shards through shardcat_walk.c.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -20,15 +20,17 @@
 #include "shardcat_cli.h"
 #include "shardcat_extract.h"
 #include "shardcat_inspect.h"
+#include "shardcat_show.h"
 #include "shardcat_stream.h"
 #include "shardcat_verify.h"
 
 /* The command, once its operands are checked. */
-static int run(const ShardcatCli *cli, ShardReaderSettings *reader, ShardRemote *remote)
+static int run(const ShardcatCli *cli, ShardLoaderSettings *loader, ShardRemote *remote)
 {
     int status;
     switch (cli->command) {
-    case SHARDCAT_STREAM: return shardcat_stream(cli, reader, remote);
+    case SHARDCAT_STREAM: return shardcat_stream(cli, &loader->reader, remote);
+    case SHARDCAT_SHOW: return shardcat_show(cli, loader, remote);
     case SHARDCAT_CAT: return shardcat_cat(cli, remote); /* says itself when stdout fails */
     case SHARDCAT_LS: status = shardcat_ls(cli, remote); break;
     case SHARDCAT_INFO: status = shardcat_info(cli, remote); break;
@@ -50,9 +52,9 @@ int main(int argc, char **argv)
     if (argc >= 2 && !strcmp(argv[1], "bench")) /* options of its own */
         return shardcat_bench(argc - 1, argv + 1);
     ShardcatCli cli;
-    ShardReaderSettings reader;
+    ShardLoaderSettings loader;
     ShardRemoteSettings rs;
-    int status = shardcat_parse(argc, argv, &cli, &reader, &rs);
+    int status = shardcat_parse(argc, argv, &cli, &loader, &rs);
     if (status >= 0) {
         shardcat_cli_free(&cli);
         return status;
@@ -67,10 +69,11 @@ int main(int argc, char **argv)
         return 2;
     }
     status = shardcat_check(&cli);
-    if (status < 0 && cli.command == SHARDCAT_STREAM && shardcat_placement(&cli, &reader))
+    if (status < 0 && (cli.command == SHARDCAT_STREAM || cli.command == SHARDCAT_SHOW) &&
+        shardcat_placement(&cli, &loader.reader))
         status = 2;
     if (status < 0)
-        status = run(&cli, &reader, remote);
+        status = run(&cli, &loader, remote);
     shard_remote_free(&remote);
     shardcat_cli_free(&cli);
     return status;

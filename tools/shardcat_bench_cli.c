@@ -29,7 +29,8 @@ static void usage(FILE *f)
           "  --shuffle N        shuffle buffer (default 1000)   --no-fast: full decode\n"
           "  --stats            each run's stages: busy and waiting shares, queue fill\n"
           "  --peer             also run the WebDataset + PIL pipeline on the same shards\n"
-          "                     (python3 -m libshard.peer; $SHARD_PYTHON, else /usr/bin/python3)\n"
+          "                     (the module libshard.peer, run by $SHARD_PYTHON, else the\n"
+          "                     python3 beside shardcat, the venv's, /usr/bin/python3)\n"
           "  --json             one JSON document (with the stages)   -q: no progress line\n",
           f);
 }

@@ -118,11 +118,60 @@ double bench_ceiling(const Bench *b, uint64_t threads, uint64_t streams, uint64_
 
 /* ---- the peer: WebDataset + PIL on the same shards --------------------------------------- */
 
-void bench_peer(const Bench *b, uint64_t workers, BenchPeer *p)
+/* The interpreter that runs the peer: $SHARD_PYTHON; else the python3 beside this shardcat
+ * (a venv's bin/, where pip installs both); else the active venv's; else Debian's. */
+static const char *peer_python(char *buf, size_t size)
 {
     const char *py = getenv("SHARD_PYTHON");
-    if (!py || !*py)
-        py = access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
+    if (py && *py)
+        return py;
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = 0;
+        char *slash = strrchr(exe, '/');
+        if (slash) {
+            *slash = 0;
+            snprintf(buf, size, "%s/python3", exe);
+            if (access(buf, X_OK) == 0)
+                return buf;
+        }
+    }
+    const char *venv = getenv("VIRTUAL_ENV");
+    if (venv && *venv) {
+        snprintf(buf, size, "%s/bin/python3", venv);
+        if (access(buf, X_OK) == 0)
+            return buf;
+    }
+    return access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
+}
+
+/* The last non-empty line of f (what a Python traceback ends with), into line. */
+static void last_line(FILE *f, char *line, size_t size)
+{
+    char buf[512];
+    line[0] = 0;
+    rewind(f);
+    while (fgets(buf, sizeof buf, f)) {
+        buf[strcspn(buf, "\r\n")] = 0;
+        if (buf[strspn(buf, " \t")])
+            snprintf(line, size, "%s", buf + strspn(buf, " \t"));
+    }
+}
+
+/* Why the peer did not run, with the way to point it at another interpreter. */
+static void peer_failed(BenchPeer *p, const char *py, const char *why)
+{
+    snprintf(p->pipeline, sizeof p->pipeline,
+             "not run: %.200s -m libshard.peer: %.240s (it needs an interpreter that imports "
+             "libshard and torch: set SHARD_PYTHON, e.g. SHARD_PYTHON=$VIRTUAL_ENV/bin/python)",
+             py, why);
+}
+
+void bench_peer(const Bench *b, uint64_t workers, BenchPeer *p)
+{
+    char pybuf[4200];
+    const char *py = peer_python(pybuf, sizeof pybuf);
     char secs[32], warm[32], nw[32], bs[32], size[32];
     snprintf(secs, sizeof secs, "%g", b->seconds);
     snprintf(warm, sizeof warm, "%g", b->warmup);
@@ -134,10 +183,13 @@ void bench_peer(const Bench *b, uint64_t workers, BenchPeer *p)
     size_t nf = sizeof fixed / sizeof *fixed;
     char **argv = calloc(nf + b->nurls + 1, sizeof *argv);
     int fd[2] = {-1, -1};
+    FILE *err = tmpfile(); /* its stderr, for the reason it failed */
     p->rate = 0;
-    snprintf(p->pipeline, sizeof p->pipeline, "not run: %s -m libshard.peer failed", py);
-    if (!argv || pipe(fd)) {
+    if (!argv || !err || pipe(fd)) {
+        peer_failed(p, py, "out of memory or files");
         free(argv);
+        if (err)
+            fclose(err);
         return;
     }
     for (size_t i = 0; i < nf; i++)
@@ -147,6 +199,7 @@ void bench_peer(const Bench *b, uint64_t workers, BenchPeer *p)
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, fd[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, fileno(err), 2);
     posix_spawn_file_actions_addclose(&fa, fd[0]);
     pid_t pid;
     int rc = posix_spawnp(&pid, py, &fa, NULL, argv, environ);
@@ -161,15 +214,30 @@ void bench_peer(const Bench *b, uint64_t workers, BenchPeer *p)
     out[n] = 0;
     close(fd[0]);
     int status = 0;
-    if (rc || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status))
-        return; /* its own messages went to stderr */
-    json_error_t je;
-    json_t *doc = json_loads(out, JSON_DISABLE_EOF_CHECK, &je);
-    const char *name = NULL;
-    double rate = 0;
-    if (doc && !json_unpack(doc, "{s:F,s:s}", "samples_per_second", &rate, "pipeline", &name)) {
-        p->rate = rate;
-        snprintf(p->pipeline, sizeof p->pipeline, "%s", name);
+    char why[256];
+    if (rc) {
+        snprintf(why, sizeof why, "cannot run it: %s", strerror(rc));
+        peer_failed(p, py, why);
+    } else if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status)) {
+        last_line(err, why, sizeof why);
+        if (!why[0] && WIFSIGNALED(status))
+            snprintf(why, sizeof why, "killed by signal %d", WTERMSIG(status));
+        else if (!why[0])
+            snprintf(why, sizeof why, "exit status %d", WEXITSTATUS(status));
+        peer_failed(p, py, why);
+    } else {
+        json_error_t je;
+        json_t *doc = json_loads(out, JSON_DISABLE_EOF_CHECK, &je);
+        const char *name = NULL;
+        double rate = 0;
+        if (doc && !json_unpack(doc, "{s:F,s:s}", "samples_per_second", &rate, "pipeline",
+                                &name)) {
+            p->rate = rate;
+            snprintf(p->pipeline, sizeof p->pipeline, "%s", name);
+        } else {
+            peer_failed(p, py, "it printed no result");
+        }
+        json_decref(doc);
     }
-    json_decref(doc);
+    fclose(err);
 }

@@ -19,11 +19,13 @@ double bench_ceiling(const Bench *b, uint64_t threads, uint64_t streams, uint64_
 
 typedef struct BenchPeer {
     double rate;        /* samples/s, 0 when it did not run */
-    char pipeline[256]; /* what ran, or why it did not */
+    char pipeline[640]; /* what ran, or why it did not */
 } BenchPeer;
 
 /* Runs python3 -m libshard.peer on the shards with workers processes for the same time and
- * batches (it prints one JSON line), filling p. */
+ * batches (it prints one JSON line), filling p: its rate, or why it did not run and how to
+ * point it at an interpreter ($SHARD_PYTHON, else the python3 beside shardcat, the active
+ * venv's, /usr/bin/python3). */
 void bench_peer(const Bench *b, uint64_t workers, BenchPeer *p);
 
 #endif /* SHARD_TOOLS_SHARDCAT_BENCH_COMPARE_H */

@@ -1,7 +1,8 @@
 /*
  * shardcat's command line: the usage and each command's help, the options read with
- * getopt_long into the tool's settings (ShardcatCli) and the library's (the stream's
- * ShardReaderSettings, every command's ShardRemoteSettings), and the operands' checks.
+ * getopt_long into the tool's settings (ShardcatCli) and the library's (show's
+ * ShardLoaderSettings, the stream's ShardReaderSettings in it, every command's
+ * ShardRemoteSettings), and the operands' checks.
  * Help goes to stdout, bad usage to stderr with exit status 2.
  */
 #include <getopt.h>
@@ -46,9 +47,16 @@ static void usage(FILE *f)
           "                                --index-cache (default ~/.cache/libshard/index): local\n"
           "                                .tar files always, others where the mode needs counts\n"
           "                                (--make-indexes auto)\n"
+          "  show SHARD... -o FILE [--count N] [--image-size N] [--crop KIND] [--flip] ...\n"
+          "                                a PNG of the samples as the loader delivers them\n"
+          "                                (crops, flips; key and label under each), for a\n"
+          "                                seed and epoch; stream's options place and order\n"
+          "                                them (shardcat show --help)\n"
           "\n"
           "  -q, --quiet          no progress line (one is drawn on stderr, when it is a\n"
           "                       terminal, over many shards and for stream)\n"
+          "  -h, --help           this help; shardcat COMMAND --help: that command's\n"
+          "  -V, --version        the version\n"
           "\n"
           "Manifests (every command):\n"
           "  --allow-manifest-commands\n"
@@ -71,7 +79,7 @@ static void usage(FILE *f)
           "pipe:COMMAND, or http://, https://, gs://BUCKET/NAME, s3://BUCKET/KEY (the URLs\n"
           "also in patterns and manifests; gs:// and s3:// prefixes ending in / list every\n"
           "shard under them); file:///PATH is PATH. Exit status: 0 success, 1 a defect or\n"
-          "failure, 2 bad usage. shardcat COMMAND --help: that command's help; --version.\n",
+          "failure, 2 bad usage.\n",
           f);
 }
 
@@ -141,6 +149,24 @@ static const struct {
      "  --make-indexes auto|always|never\n"
      "                          index shards with no count: auto, local .tar files\n"
      "                          always and others where the mode needs counts\n"},
+    {"show", SHARDCAT_SHOW,
+     "usage: shardcat show SHARD... -o FILE [options]\n\n"
+     "Draws the first batch the loader delivers for a seed and an epoch as a PNG grid:\n"
+     "each tile the sample's image as the model sees it (the crop, the flip, the\n"
+     "resize), its key and label under it. The loader's defaults are the Python\n"
+     "dataset's; the tiles equal ShardDataset's batch with the same settings.\n"
+     "  -o FILE                 the PNG to write\n"
+     "  --count N               samples drawn (default 16)\n"
+     "  --columns N             tiles a row (default: as square as the count allows)\n"
+     "  --image-size N          each tile's side in pixels (default 224)\n"
+     "  --crop KIND             random_resized (default), center or none (the whole\n"
+     "                          image resized)\n"
+     "  --flip                  random horizontal flips, as flip=True\n"
+     "  --no-fast               full-size decode, as fast=False\n"
+     "  stream's --seed, --epoch, --shuffle, --rank, --world-size, --worker, --workers,\n"
+     "  --mode, --pad, --mix, --streams, --partitions, --state, --skip-errors, --map,\n"
+     "  --index-cache and --make-indexes choose which samples come first, as they do\n"
+     "  for stream (without --seed, a fresh seed, said on stderr)\n"},
 };
 #define NCOMMANDS (sizeof commands / sizeof *commands)
 
@@ -161,13 +187,16 @@ static int help(const char *name)
 
 /* ---- options ------------------------------------------------------------------------- */
 
-/* Options from O_SHUFFLE on go with stream only. */
+/* Options from O_SHUFFLE on place and order a stream (stream and show), from O_SAMPLES on
+ * go with stream only, from O_COUNT on with show only. */
 enum { O_CMDS = 150, O_LOCAL, O_CACHE = 200, O_CACHE_SIZE, O_RETRIES, O_TIMEOUT, O_STALL, O_BACKOFF, O_CA,
        O_SHUFFLE = 256, O_SEED, O_EPOCH, O_RANK, O_WORLD, O_WORKER, O_WORKERS, O_MODE, O_PAD,
-       O_EPOCH_SAMPLES, O_STREAMS, O_SKIP, O_SAMPLES, O_STATE, O_STATS, O_MIX, O_MAP,
-       O_INDEX_CACHE, O_MAKE_INDEXES, O_PARTITIONS };
+       O_EPOCH_SAMPLES, O_STREAMS, O_SKIP, O_STATE, O_MIX, O_MAP, O_INDEX_CACHE,
+       O_MAKE_INDEXES, O_PARTITIONS,
+       O_SAMPLES = 300, O_STATS,
+       O_COUNT = 350, O_COLUMNS, O_SIZE, O_CROP, O_FLIP, O_NOFAST };
 
-static const char short_options[] = ":C:hq";
+static const char short_options[] = ":C:o:hq";
 
 static const struct option long_options[] = {
     {"json", no_argument, NULL, 'J'},
@@ -203,6 +232,12 @@ static const struct option long_options[] = {
     {"index-cache", required_argument, NULL, O_INDEX_CACHE},
     {"make-indexes", required_argument, NULL, O_MAKE_INDEXES},
     {"partitions", required_argument, NULL, O_PARTITIONS},
+    {"count", required_argument, NULL, O_COUNT},
+    {"columns", required_argument, NULL, O_COLUMNS},
+    {"image-size", required_argument, NULL, O_SIZE},
+    {"crop", required_argument, NULL, O_CROP},
+    {"flip", no_argument, NULL, O_FLIP},
+    {"no-fast", no_argument, NULL, O_NOFAST},
     {NULL, 0, NULL, 0},
 };
 
@@ -361,11 +396,45 @@ static int stream_option(int c, char *arg, ShardcatCli *cli, ShardReaderSettings
     return -1;
 }
 
+/* show's options: the batch and the transform; -1, or 2 after saying what is wrong. */
+static int show_option(int c, const char *arg, ShardcatCli *cli, ShardLoaderSettings *ls)
+{
+    uint64_t v;
+    switch (c) {
+    case O_COUNT:
+    case O_COLUMNS:
+    case O_SIZE:
+        if (cli_parse_u64(arg, &v) || v < 1 || v > 4096)
+            return die_usage("--count, --columns and --image-size want 1 to 4096");
+        if (c == O_COUNT)
+            ls->batch_size = (size_t)v;
+        else if (c == O_COLUMNS)
+            cli->columns = (int)v;
+        else
+            ls->transform.width = ls->transform.height = (int)v;
+        break;
+    case O_CROP:
+        if (!strcmp(arg, "random_resized"))
+            ls->transform.crop = SHARD_CROP_RANDOM_RESIZED;
+        else if (!strcmp(arg, "center"))
+            ls->transform.crop = SHARD_CROP_CENTER;
+        else if (!strcmp(arg, "none") || !strcmp(arg, "resize"))
+            ls->transform.crop = SHARD_CROP_NONE;
+        else
+            return die_usage("--crop wants random_resized, center or none");
+        break;
+    case O_FLIP: ls->transform.flip = 1; break;
+    case O_NOFAST: ls->transform.fast = 0; break;
+    }
+    return -1;
+}
+
 /* The options after COMMAND; -1, or the exit status after help or bad usage. */
-static int read_options(int argc, char **argv, ShardcatCli *cli, ShardReaderSettings *rs,
+static int read_options(int argc, char **argv, ShardcatCli *cli, ShardLoaderSettings *ls,
                         ShardRemoteSettings *ro)
 {
-    int c, quiet = 0, stream_only = 0, status = -1;
+    ShardReaderSettings *rs = &ls->reader;
+    int c, quiet = 0, placing = 0, stream_only = 0, show_only = 0, status = -1;
     optind = 2;
     opterr = 0; /* one message for an unknown option, ours */
     while (status < 0 && (c = getopt_long(argc, argv, short_options, long_options, NULL)) != -1) {
@@ -373,6 +442,7 @@ static int read_options(int argc, char **argv, ShardcatCli *cli, ShardReaderSett
         case 'J': cli->json = 1; break;
         case 'D': cli->decode = 1; break;
         case 'C': cli->dir = optarg; break;
+        case 'o': cli->output = optarg; break;
         case 'h': return help(argv[1]);
         case 'q': quiet = 1; break;
         case O_CMDS: cli->manifest_commands = 1; break;
@@ -380,8 +450,12 @@ static int read_options(int argc, char **argv, ShardcatCli *cli, ShardReaderSett
         case ':':
         case '?': return cli_option_error("shardcat", c, argv[optind - 1], long_options);
         default:
-            if (c >= O_SHUFFLE) {
-                stream_only = 1;
+            if (c >= O_COUNT) {
+                show_only = 1;
+                status = show_option(c, optarg, cli, ls);
+            } else if (c >= O_SHUFFLE) {
+                placing = 1;
+                stream_only |= c >= O_SAMPLES;
                 status = stream_option(c, optarg, cli, rs, argc);
             } else {
                 status = remote_option(c, optarg, ro);
@@ -390,20 +464,26 @@ static int read_options(int argc, char **argv, ShardcatCli *cli, ShardReaderSett
     }
     if (status >= 0)
         return status;
-    if (stream_only && cli->command != SHARDCAT_STREAM)
+    ShardcatCommand cmd = cli->command;
+    if (stream_only && cmd != SHARDCAT_STREAM)
         return die_usage("that option goes with stream");
+    if (placing && cmd != SHARDCAT_STREAM && cmd != SHARDCAT_SHOW)
+        return die_usage("that option goes with stream and show");
+    if ((show_only || cli->output) && cmd != SHARDCAT_SHOW)
+        return die_usage("that option goes with show");
     cli->args = argv + optind;
     cli->nargs = argc - optind;
     cli->bar = !quiet && isatty(2); /* a progress line where someone watches */
     return -1;
 }
 
-int shardcat_parse(int argc, char **argv, ShardcatCli *cli, ShardReaderSettings *reader,
+int shardcat_parse(int argc, char **argv, ShardcatCli *cli, ShardLoaderSettings *loader,
                    ShardRemoteSettings *remote)
 {
     memset(cli, 0, sizeof *cli);
     cli->command = SHARDCAT_UNKNOWN;
-    shard_reader_default_settings(reader);
+    shard_loader_default_settings(loader);
+    loader->batch_size = 16;
     shard_remote_default_settings(remote);
     if (argc < 2)
         return usage(stderr), 2;
@@ -418,7 +498,7 @@ int shardcat_parse(int argc, char **argv, ShardcatCli *cli, ShardReaderSettings 
     for (size_t i = 0; i < NCOMMANDS; i++)
         if (!strcmp(name, commands[i].name))
             cli->command = commands[i].command;
-    return read_options(argc, argv, cli, reader, remote);
+    return read_options(argc, argv, cli, loader, remote);
 }
 
 /* ---- operands ------------------------------------------------------------------------ */
@@ -493,11 +573,28 @@ static int check_stream(const ShardcatCli *cli)
     return -1;
 }
 
+static int check_show(const ShardcatCli *cli)
+{
+    if (!cli->output)
+        return die_usage("show wants -o FILE, the PNG to write");
+    if (cli->nargs < 1 && !cli->nmix)
+        return die_usage("no shards given");
+    if (cli->decode || cli->dir || cli->json)
+        return die_usage("--decode, -C and --json do not go with show");
+    if (cli->nmix && cli->nargs) {
+        fprintf(stderr, "shardcat: give the shards as arguments or with --mix, not both\n");
+        return 2;
+    }
+    return -1;
+}
+
 int shardcat_check(const ShardcatCli *cli)
 {
     ShardcatCommand c = cli->command;
     if (c == SHARDCAT_STREAM)
         return check_stream(cli);
+    if (c == SHARDCAT_SHOW)
+        return check_show(cli);
     if (cli->json && c != SHARDCAT_LS && c != SHARDCAT_INFO && c != SHARDCAT_VERIFY)
         return die_usage("--json goes with ls, info, verify and stream");
     if (cli->decode && c != SHARDCAT_VERIFY)
@@ -524,7 +621,7 @@ int shardcat_check(const ShardcatCli *cli)
                      near);
         else
             snprintf(msg, sizeof msg, "unknown command '%.100s' (ls, cat, info, verify, index, "
-                                      "extract, stream, bench)", cli->name);
+                                      "extract, stream, show, bench)", cli->name);
         return die_usage(msg);
     }
     if (cli->nargs < 1)

@@ -19,10 +19,12 @@ typedef enum ShardcatCommand {
     SHARDCAT_INDEX,
     SHARDCAT_EXTRACT,
     SHARDCAT_STREAM,
+    SHARDCAT_SHOW,
 } ShardcatCommand;
 
 /* What the command line asks that is the tool's own; the library's settings it fills
- * (ShardReaderSettings for stream, ShardRemoteSettings for every command) are apart. */
+ * (ShardLoaderSettings for show, its reader for stream, ShardRemoteSettings for every
+ * command) are apart. */
 typedef struct ShardcatCli {
     const char *name; /* the command as written (argv[1]) */
     ShardcatCommand command;
@@ -44,16 +46,19 @@ typedef struct ShardcatCli {
                          * ShardReaderSettings.sources points at them */
     const char **spec;
     size_t nmix;
+    /* show's own */
+    const char *output; /* -o FILE: the PNG */
+    int columns;        /* --columns N; 0: as square as the count allows */
 } ShardcatCli;
 
 /*
  * Reads the command line (of any command but bench, which reads its own) into cli and
- * the library's settings (each filled with its defaults first). Help and --version go to
- * stdout, bad usage to stderr.
+ * the library's settings (each filled with its defaults first: the loader's are the Python
+ * dataset's, batches of 16 for show). Help and --version go to stdout, bad usage to stderr.
  * @return -1 to go on and run the command; otherwise the exit status to leave with (0
  *         after help or the version, 2 after bad usage)
  */
-int shardcat_parse(int argc, char **argv, ShardcatCli *cli, ShardReaderSettings *reader,
+int shardcat_parse(int argc, char **argv, ShardcatCli *cli, ShardLoaderSettings *loader,
                    ShardRemoteSettings *remote);
 
 /*
@@ -63,7 +68,7 @@ int shardcat_parse(int argc, char **argv, ShardcatCli *cli, ShardReaderSettings 
  */
 int shardcat_check(const ShardcatCli *cli);
 
-/* stream's placement, completed in reader: its flags, else $RANK and $WORLD_SIZE (said on
+/* stream's and show's placement, completed in reader: its flags, else $RANK and $WORLD_SIZE (said on
  * stderr when they split the data), checked; and without --mode, the mode the Python
  * dataset takes: equal with several ranks (every rank the same count), else exact.
  * @return 0, or 2 after saying what is wrong */

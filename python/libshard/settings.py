@@ -89,15 +89,69 @@ def _torch_dtype(v):
     return name if name in DATASET["dtype"]["choices"] else v
 
 
+#: what IndexedShardDataset's ds[i] honours of the Loader's settings: one image's decode
+#: and its label
+INDEXED_KEYS = ("image_size", "crop", "flip", "fast", "dtype", "mean", "std", "scale", "ratio",
+                "image_fields", "label_field", "missing_label")
+
+#: the settings ShardDataset takes as keywords (its signature's and stub's)
+DATASET_KEYS = tuple(dict.fromkeys(READER_KEYS + LOADER_KEYS))
+#: the settings IndexedShardDataset takes as keywords
+INDEXED_DATASET_KEYS = INDEXED_KEYS + ("make_indexes",) + REMOTE_KEYS
+
+#: torch DataLoader's own keywords (ShardLoader passes them on; a dataset takes none)
+DATALOADER_KEYS = ("num_workers", "pin_memory", "timeout", "worker_init_fn",
+                   "multiprocessing_context", "generator", "prefetch_factor",
+                   "persistent_workers", "pin_memory_device", "collate_fn", "sampler",
+                   "batch_sampler", "in_order")
+
+
+def homes(owner):
+    """{keyword: where it belongs} for keywords given to owner that another class takes:
+    the misplaced ones a user is told the right home of."""
+    if owner == "ShardLoader":
+        return {k: f"ShardDataset's: ShardDataset(urls, {k}=...)"
+                for k in READER_KEYS + LOADER_KEYS + tuple(DATASET)
+                if k not in DATALOADER_KEYS}
+    if owner not in ("ShardDataset", "IndexedShardDataset"):
+        return {}
+    loader = ("ShardLoader's (the DataLoader's): ShardLoader(dataset, {k}=...)"
+              if owner == "ShardDataset" else "the DataLoader's: DataLoader(dataset, {k}=...)")
+    return {k: loader.format(k=k) for k in DATALOADER_KEYS}
+
+
 def unknown(owner, names, known):
-    """The TypeError for settings names that owner does not take, with the closest known
-    name offered for each misspelt one."""
+    """The TypeError for settings names that owner does not take: a misplaced one with its
+    right home (homes), a misspelt one with the closest known name."""
     import difflib
+    elsewhere = homes(owner)
+    misplaced = [f"{owner} does not take {n!r}: it is {elsewhere[n]}"
+                 for n in sorted(names) if n in elsewhere]
     parts = []
-    for n in sorted(names):
+    for n in sorted(set(names) - set(elsewhere)):
         near = difflib.get_close_matches(n, list(known), n=1, cutoff=0.75)
         parts.append(f"{n!r} (did you mean {near[0]!r}?)" if near else repr(n))
-    return TypeError(f"{owner}: unknown settings {', '.join(parts)}")
+    if parts:
+        misplaced.append(f"{owner}: unknown settings {', '.join(parts)}")
+    return TypeError("; ".join(misplaced))
+
+
+#: a bucket writer's settings by name (ShardWriter, TarWriter)
+BUCKET_ROWS = {r["name"]: r for r in TABLES["bucket"]}
+
+
+def signature(function, names, rows=None):
+    """function's signature with **settings spelt out: a keyword-only parameter per setting
+    in names with its default from rows (default ROWS), for help(), IPython's ? and
+    inspect.signature; the .pyi stubs give IDEs the same, with types."""
+    import inspect
+    rows = ROWS if rows is None else rows
+    sig = inspect.signature(function)
+    params = [p for p in sig.parameters.values() if p.kind is not p.VAR_KEYWORD]
+    have = {p.name for p in params}
+    params += [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=rows[n]["default"])
+               for n in dict.fromkeys(names) if n not in have]
+    return sig.replace(parameters=params)
 
 
 def check_value(name, value):

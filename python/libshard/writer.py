@@ -30,6 +30,7 @@ import tempfile
 
 from ._libshard import Writer as _Writer
 from .encode import default_handlers, encode_sample, make_encoder
+from . import settings as _settings
 from .settings import BUCKET_KEYS
 from .redact import shown
 
@@ -75,7 +76,7 @@ class ShardWriter:
             kw.pop(k, None)  # WebDataset's TarWriter options: libshard's tar headers are fixed
         bucket = {k: kw.pop(k) for k in BUCKET_KEYS if k in kw}
         if kw:
-            raise TypeError(f"ShardWriter: unexpected arguments {sorted(kw)}")
+            raise _settings.unknown("ShardWriter", kw, BUCKET_KEYS)
         pattern = os.fspath(pattern)
         self.pattern = pattern
         self.post = post
@@ -205,3 +206,9 @@ class TarWriter:
                 shutil.rmtree(self._tmp, ignore_errors=True)
         else:
             self.close()
+
+
+ShardWriter.__init__.__signature__ = _settings.signature(ShardWriter.__init__, BUCKET_KEYS,
+                                                         _settings.BUCKET_ROWS)
+TarWriter.__init__.__signature__ = _settings.signature(TarWriter.__init__, BUCKET_KEYS,
+                                                       _settings.BUCKET_ROWS)

@@ -1172,7 +1172,26 @@ def test_bench_runs_the_peer_pipeline_beside(packed, run_sc, shardcat):
     assert re.search(r"^peer: .*PIL.*: [\d.]+ samples/s$", text, re.M), text
     assert re.search(r"x the peer$", text, re.M), text
     bad = sc_ok(run_sc(*args, d / "tr.json", env={**env, "SHARD_PYTHON": "/nonexistent/python"}))
-    assert "peer: not run: /nonexistent/python -m libshard.peer failed" in bad, bad
+    assert ("peer: not run: /nonexistent/python -m libshard.peer: cannot run it: No such file "
+            "or directory (it needs an interpreter that imports libshard and torch: set "
+            "SHARD_PYTHON, e.g. SHARD_PYTHON=$VIRTUAL_ENV/bin/python)") in bad, bad
+
+
+def test_bench_says_why_the_peer_did_not_run(packed, run_sc, tmp_path):
+    """An interpreter that fails (no libshard, no torch): the line says what it said last
+    and how to point shardcat at another, and the bench itself succeeds."""
+    d, _ = packed
+    py = tmp_path / "python3"
+    py.write_text("#!/bin/sh\necho 'Traceback (most recent call last):' >&2\n"
+                  "echo \"ModuleNotFoundError: No module named 'torch'\" >&2\nexit 1\n")
+    py.chmod(0o755)
+    out = sc_ok(run_sc("bench", "--seconds", "0.3", "--warmup", "0.1", "--repeats", "1",
+                       "--threads", "1", "--streams", "1", "--batch-size", "4",
+                       "--image-size", "32", "--peer", d / "tr.json",
+                       env={"SHARD_PYTHON": str(py)}))
+    assert (f"peer: not run: {py} -m libshard.peer: ModuleNotFoundError: No module named "
+            f"'torch' (it needs an interpreter that imports libshard and torch: set "
+            f"SHARD_PYTHON") in out, out
 
 
 def test_stream_says_a_split_from_the_environment_and_names_bad_values(packed, run_sc):

@@ -13,7 +13,7 @@ import libshard
 import libshard.settings
 from libshard import _libshard
 
-from .conftest import within
+from .conftest import REPO, within
 
 torch = pytest.importorskip("torch")
 from libshard.torch import ShardDataset  # noqa: E402
@@ -143,3 +143,94 @@ def test_a_misspelt_setting_gets_the_closest_name():
         IndexedShardDataset("x.tar", imge_size=32)
     with pytest.raises(TypeError, match=r"'retrys' \(did you mean 'retries'\?\)"):
         IndexedShards("x.tar", retrys=3)
+
+
+def test_a_misplaced_keyword_names_its_home():
+    from libshard.torch import IndexedShardDataset, ShardLoader
+    with pytest.raises(TypeError, match=r"^ShardDataset does not take 'num_workers': it is "
+                                        r"ShardLoader's .*ShardLoader\(dataset, num_workers=\.\.\.\)$"):
+        ShardDataset("x.tar", num_workers=2)
+    with pytest.raises(TypeError, match=r"'persistent_workers': it is ShardLoader's.*; "
+                                        r"ShardDataset: unknown settings 'shufle' \(did you mean"):
+        ShardDataset("x.tar", persistent_workers=True, shufle=3)
+    ds = ShardDataset("x.tar")
+    for k in ("image_size", "shuffle", "drop_last", "seed"):
+        with pytest.raises(TypeError, match=rf"^ShardLoader does not take '{k}': it is "
+                                            rf"ShardDataset's: ShardDataset\(urls, {k}=\.\.\.\)$"):
+            ShardLoader(ds, **{k: 1})
+    with pytest.raises(TypeError, match=r"IndexedShardDataset does not take 'num_workers': it is "
+                                        r"the DataLoader's"):
+        IndexedShardDataset("x.tar", num_workers=2)
+    # negative control: a DataLoader keyword is ShardLoader's own and passes
+    ShardLoader(ds, num_workers=0, persistent_workers=False, pin_memory=False)
+
+
+def module_stub(module):
+    """{class: {parameter: default (or None)}} of a generated .pyi beside module's source."""
+    m = importlib.import_module(module)
+    tree = ast.parse(Path(m.__file__).with_suffix(".pyi").read_text())
+    out = {}
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef):
+            fn = next(m for m in node.body if isinstance(m, ast.FunctionDef) and m.name == "__init__")
+            a = fn.args
+            positional = a.args
+            params = {p.arg: None for p in positional + a.kwonlyargs}
+            for p, d in zip(positional[len(positional) - len(a.defaults):], a.defaults):
+                params[p.arg] = ast.literal_eval(d)
+            for p, d in zip(a.kwonlyargs, a.kw_defaults):
+                params[p.arg] = ast.literal_eval(d) if d is not None else None
+            out[node.name] = (params, {p.arg for p in a.kwonlyargs})
+    return out
+
+
+STUBBED = [("libshard.torch.dataset", "ShardDataset", "DATASET_KEYS", None),
+           ("libshard.torch.indexed", "IndexedShardDataset", "INDEXED_DATASET_KEYS", None),
+           ("libshard.writer", "ShardWriter", "BUCKET_KEYS", "BUCKET_ROWS"),
+           ("libshard.writer", "TarWriter", "BUCKET_KEYS", "BUCKET_ROWS"),
+           ("libshard.torch.loader", "ShardLoader", None, None)]
+
+
+@pytest.mark.parametrize("module,name,keys,rows", STUBBED, ids=[s[1] for s in STUBBED])
+def test_the_stubs_give_every_keyword_its_table_default(module, name, keys, rows):
+    """An IDE's view (the .pyi made by python/stubgen.py) and help()'s (the runtime
+    signature) of each class that takes settings as keywords: the same parameters, every
+    setting it takes keyword-only with the table's default."""
+    import inspect
+    S = libshard.settings
+    params, kwonly = module_stub(module)[name]
+    cls = getattr(importlib.import_module(module), name)
+    runtime = {p.name: p for p in inspect.signature(cls.__init__).parameters.values()}
+    assert set(params) == set(runtime), set(params) ^ set(runtime)
+    for p, default in params.items():
+        if runtime[p].default is not inspect.Parameter.empty and default is not ...:
+            assert default == runtime[p].default, (p, default, runtime[p].default)
+    if keys is None:   # ShardLoader: the DataLoader's keywords, with the DataLoader's defaults
+        theirs = inspect.signature(torch.utils.data.DataLoader.__init__).parameters
+        assert set(params) - {"self", "dataset"} <= set(S.DATALOADER_KEYS)
+        for p in set(params) - {"self", "dataset", "prefetch_factor"}:
+            assert params[p] == theirs[p].default, p
+        return
+    table = getattr(S, rows) if rows else S.ROWS
+    for k in getattr(S, keys):
+        assert k in kwonly, (name, k)
+        assert params[k] == table[k]["default"], (name, k, params[k], table[k]["default"])
+
+
+def test_a_setting_added_to_a_table_reaches_the_stubs(tmp_path):
+    """stubgen renders @dataset@ from the settings module: a row added there (as a new C
+    setting adds one) is a new parameter, with its default, in the rendered stub."""
+    import sys
+    sys.path.insert(0, str(REPO / "python"))
+    try:
+        import stubgen
+    finally:
+        sys.path.pop(0)
+    S = libshard.settings
+    tables = {**S.TABLES, **stubgen.groups(S)}
+    template = (REPO / "python/libshard/torch/dataset.pyi.in").read_text()
+    rendered = stubgen.render(template, tables)
+    assert "        shuffle: int = 0," in rendered
+    row = {**S.ROWS["streams"], "name": "prefetch_shards", "default": 7}
+    tables["dataset"] = tables["dataset"] + [row]
+    assert "        prefetch_shards: int = 7," in stubgen.render(template, tables)

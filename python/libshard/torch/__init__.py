@@ -34,7 +34,7 @@ the main process (a plain DataLoader refuses: its workers cannot hand out GPU me
 
 The package has a module per part: dataset (ShardDataset: its settings and calls), plan
 (placement, modes, len), epochs (each epoch's Loader), state (the position as a state),
-loader (ShardLoader), indexed (IndexedShardDataset), upload (the GPU path both datasets'
+loader (ShardLoader), indexed (IndexedShardDataset), show (a picture of a dataset's batch), upload (the GPU path both datasets'
 batches take with device="cuda"), report (the periodic report), skips (what skip_errors
 left out), split (rank, world size, worker), shared (what a dataset's processes share)
 and counts (what len() says without a count). Settings, their checks and defaults are
@@ -43,6 +43,7 @@ libshard.settings'.
 from .dataset import ShardDataset, ShardSkipWarning, UnequalRanksWarning
 from .indexed import IndexedShardDataset
 from .loader import ShardLoader
+from .show import show
 
 __all__ = ["ShardDataset", "ShardLoader", "IndexedShardDataset", "ShardSkipWarning",
-           "UnequalRanksWarning"]
+           "UnequalRanksWarning", "show"]

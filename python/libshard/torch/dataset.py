@@ -263,3 +263,5 @@ ShardDataset.__doc__ += f"""
     Batch settings:
 {_settings.doc(_settings.LOADER_KEYS)}
 """
+ShardDataset.__init__.__signature__ = _settings.signature(
+    ShardDataset.__init__, _settings.DATASET_KEYS)

@@ -8,9 +8,7 @@ from .. import settings as _settings
 from ..indexed import IndexedShards
 from ..redact import shown
 
-# What ds[i] honours of the Loader's settings: the decode of one image, and its label
-_KEYS = ("image_size", "crop", "flip", "fast", "dtype", "mean", "std", "scale", "ratio",
-         "image_fields", "label_field", "missing_label")
+_KEYS = _settings.INDEXED_KEYS
 
 # ShardDataset's settings that order or split a stream: a sampler does that for a map-style
 # dataset, and a DataLoader batches it
@@ -145,3 +143,7 @@ class IndexedShardDataset(torch.utils.data.Dataset):
     def remote_stats(self):
         """Counters of this process's remote reads (bytes, requests, retries, cache hits ...)."""
         return self.shards.remote_stats()
+
+
+IndexedShardDataset.__init__.__signature__ = _settings.signature(
+    IndexedShardDataset.__init__, _settings.INDEXED_DATASET_KEYS)

@@ -7,6 +7,7 @@ import torch
 import torch.utils.data
 
 from .. import _libshard
+from .. import settings as _settings
 from . import plan, skips, split, state as _state
 from .dataset import ShardDataset
 from .shared import MAX_WORKERS
@@ -62,6 +63,10 @@ class ShardLoader(torch.utils.data.DataLoader):
         if options.get("batch_size") is not None:
             raise ValueError("ShardLoader: the dataset makes the batches (ShardDataset("
                              "batch_size=...)); leave the DataLoader's batch_size at None")
+        options.pop("batch_size", None)
+        unknown = set(options) - set(_settings.DATALOADER_KEYS)
+        if unknown:
+            raise _settings.unknown("ShardLoader", unknown, _settings.DATALOADER_KEYS)
         if num_workers > MAX_WORKERS:
             raise ValueError(f"ShardLoader: at most {MAX_WORKERS} workers, not {num_workers}")
         options["batch_size"] = None
@@ -220,3 +225,21 @@ class ShardLoader(torch.utils.data.DataLoader):
         ds.shared.epoch = epoch
         ds.started = (epoch, text)
         self._restored = (epoch, text, rotation)
+
+
+def _loader_signature():
+    """ShardLoader's signature: the dataset, then the DataLoader's own keywords with its
+    defaults (batching, shuffling and sampling are the dataset's)."""
+    import inspect
+    theirs = inspect.signature(torch.utils.data.DataLoader.__init__).parameters
+    params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+              inspect.Parameter("dataset", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+              inspect.Parameter("num_workers", inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                default=0)]
+    params += [inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY, default=theirs[k].default)
+               for k in _settings.DATALOADER_KEYS
+               if k in theirs and k not in ("num_workers", "sampler", "batch_sampler")]
+    return inspect.Signature(params)
+
+
+ShardLoader.__init__.__signature__ = _loader_signature()

@@ -1,0 +1,180 @@
+/*
+ * shardcat show: the loader's first batch for a seed and an epoch drawn as a PNG grid,
+ * each tile the image exactly as the batch holds it (the crop, the flip, the resize), its
+ * key and label under it in a bitmap font, so that a user sees what the model will see.
+ */
+#include <errno.h>
+#include <png.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "font5x8.h"
+#include "shardcat_show.h"
+
+#define GAP 6         /* pixels between tiles and around the grid */
+#define LINE_GAP 2    /* pixels between caption lines */
+#define CAPTION_LINES 2
+
+static const unsigned char BACKGROUND[3] = {24, 24, 24};
+static const unsigned char INK[3] = {235, 235, 235};
+static const unsigned char DIM[3] = {150, 150, 150};
+
+typedef struct Canvas {
+    unsigned char *px; /* RGB rows */
+    int width, height;
+} Canvas;
+
+/* Text at (x, y) in the font at scale, cut at max_width pixels. */
+static void text(Canvas *c, int x, int y, int scale, const char *s, int max_width,
+                 const unsigned char rgb[3])
+{
+    int advance = (FONT5X8_WIDTH + 1) * scale;
+    for (; *s && max_width >= FONT5X8_WIDTH * scale; s++, x += advance, max_width -= advance) {
+        const unsigned char *g = font5x8_glyph((unsigned char)*s);
+        for (int r = 0; r < FONT5X8_HEIGHT * scale; r++)
+            for (int k = 0; k < FONT5X8_WIDTH * scale; k++)
+                if (g[r / scale] & (0x10 >> (k / scale)) && x + k < c->width && y + r < c->height)
+                    memcpy(c->px + ((size_t)(y + r) * c->width + x + k) * 3, rgb, 3);
+    }
+}
+
+/* s as it fits in chars characters: whole, or "..." and its end (a key's end tells samples
+ * of one folder apart). */
+static const char *fit(const char *s, size_t chars, char *buf, size_t size)
+{
+    size_t n = strlen(s);
+    if (n <= chars || chars < 4)
+        return s;
+    snprintf(buf, size, "...%s", s + n - (chars - 3));
+    return buf;
+}
+
+/* Writes c to path as an 8-bit RGB PNG; 0, or -1 with why in msg. */
+static int write_png(const Canvas *c, const char *path, char *msg, size_t size)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f) {
+        snprintf(msg, size, "%s: %s", path, strerror(errno));
+        return -1;
+    }
+    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
+    png_infop info = png ? png_create_info_struct(png) : NULL;
+    if (!info || setjmp(png_jmpbuf(png))) {
+        png_destroy_write_struct(&png, info ? &info : NULL);
+        fclose(f);
+        remove(path);
+        snprintf(msg, size, "%s: writing the PNG failed", path);
+        return -1;
+    }
+    png_init_io(png, f);
+    png_set_IHDR(png, info, (png_uint_32)c->width, (png_uint_32)c->height, 8, PNG_COLOR_TYPE_RGB,
+                 PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    png_write_info(png, info);
+    for (int y = 0; y < c->height; y++)
+        png_write_row(png, c->px + (size_t)y * c->width * 3);
+    png_write_end(png, info);
+    png_destroy_write_struct(&png, &info);
+    if (fclose(f)) {
+        snprintf(msg, size, "%s: %s", path, strerror(errno));
+        remove(path);
+        return -1;
+    }
+    return 0;
+}
+
+/* The batch as a grid of tiles of w x h (NHWC uint8), columns a row, captions under. */
+static int draw(const ShardBatch *b, int w, int h, int columns, const char *path, char *msg,
+                size_t msgsize)
+{
+    int scale = w >= 384 ? 2 : 1;
+    int line = FONT5X8_HEIGHT * scale + LINE_GAP;
+    int rows = (int)((b->size + (size_t)columns - 1) / (size_t)columns);
+    int cell_h = h + LINE_GAP + CAPTION_LINES * line;
+    Canvas c = {NULL, GAP + columns * (w + GAP), GAP + rows * (cell_h + GAP)};
+    c.px = malloc((size_t)c.width * c.height * 3);
+    if (!c.px) {
+        snprintf(msg, msgsize, "out of memory for a %d x %d picture", c.width, c.height);
+        return -1;
+    }
+    for (size_t i = 0; i < (size_t)c.width * c.height; i++)
+        memcpy(c.px + i * 3, BACKGROUND, 3);
+    size_t chars = (size_t)(w / ((FONT5X8_WIDTH + 1) * scale));
+    for (size_t i = 0; i < b->size; i++) {
+        int x = GAP + (int)(i % (size_t)columns) * (w + GAP);
+        int y = GAP + (int)(i / (size_t)columns) * (cell_h + GAP);
+        const unsigned char *img = (const unsigned char *)b->images + i * b->image_bytes;
+        for (int r = 0; r < h; r++)
+            memcpy(c.px + ((size_t)(y + r) * c.width + x) * 3, img + (size_t)r * w * 3,
+                   (size_t)w * 3);
+        char buf[512], label[64];
+        text(&c, x, y + h + LINE_GAP, scale, fit(b->keys[i], chars, buf, sizeof buf), w, INK);
+        if (b->labels[i] >= 0)
+            snprintf(label, sizeof label, "label %lld%s", (long long)b->labels[i],
+                     b->repeats && b->repeats[i] ? " (repeat)" : "");
+        else
+            snprintf(label, sizeof label, "no label%s",
+                     b->repeats && b->repeats[i] ? " (repeat)" : "");
+        text(&c, x, y + h + LINE_GAP + line, scale, label, w, DIM);
+    }
+    int rc = write_png(&c, path, msg, msgsize);
+    free(c.px);
+    return rc;
+}
+
+int shardcat_show(const ShardcatCli *cli, ShardLoaderSettings *ls, ShardRemote *remote)
+{
+    ShardReaderSettings *rs = &ls->reader;
+    rs->urls = (const char *const *)cli->args;
+    rs->nurls = (size_t)cli->nargs;
+    rs->remote = remote;
+    rs->manifest_commands = cli->manifest_commands;
+    rs->manifest_local = cli->manifest_local;
+    ls->transform.layout = SHARD_LAYOUT_NHWC; /* rows of RGB, as a PNG's */
+    ls->transform.dtype = SHARD_DTYPE_UINT8;
+    ls->missing_label = SHARD_LABEL_MINUS_ONE; /* shown as "no label" */
+    ls->raw_fields = NULL;
+    ls->batches = 2;
+    ShardLoader *l;
+    ShardError err;
+    if (shard_loader_open(&l, ls, &err)) {
+        fprintf(stderr, "shardcat: %s\n", err.message);
+        return 1;
+    }
+    if (!rs->have_seed)
+        fprintf(stderr, "shardcat: seed %llu (random; pass --seed to draw these again)\n",
+                (unsigned long long)shard_loader_seed(l));
+    int status = 0;
+    const ShardBatch *b = NULL;
+    int rc = cli->state ? shard_loader_restore(l, cli->state) : 0;
+    if (!rc)
+        rc = shard_loader_next(l, &b);
+    if (rc == SHARD_EOS) {
+        fprintf(stderr, "shardcat: no samples: the epoch is empty for this consumer\n");
+        status = 1;
+    } else if (rc) {
+        fprintf(stderr, "shardcat: %s\n", shard_loader_error(l));
+        status = 1;
+    } else {
+        int columns = cli->columns;
+        while (!columns || (size_t)columns * (size_t)columns < b->size)
+            columns++; /* the smallest square that holds the batch */
+        if ((size_t)columns > b->size)
+            columns = (int)b->size;
+        char msg[600];
+        if (draw(b, ls->transform.width, ls->transform.height, columns, cli->output, msg,
+                 sizeof msg)) {
+            fprintf(stderr, "shardcat: %s\n", msg);
+            status = 1;
+        } else {
+            fprintf(stderr, "shardcat: %zu samples of epoch %llu, seed %llu, drawn into %s\n",
+                    b->size, (unsigned long long)b->epoch,
+                    (unsigned long long)shard_loader_seed(l), cli->output);
+        }
+        shard_batch_release(l, b);
+    }
+    shard_loader_free(&l);
+    return status;
+}
