@@ -201,7 +201,7 @@ def test_statistics_count_each_epoch_on_one_ring(packed):
     for epoch in range(3):
         ds.set_epoch(epoch)
         n = sum(1 for _ in ds)
-        rings.append(ds._upload.up)
+        rings.append(ds.epochs.upload.up)
         torch.cuda.synchronize()  # bytes and copy time count finished copies
         st = ds.gpu_stats()
         assert st["batches"] == n and st["buffers"] == 3 and 1 <= st["max_in_flight"] <= 3
@@ -210,7 +210,7 @@ def test_statistics_count_each_epoch_on_one_ring(packed):
     assert rings[0] is rings[1] is rings[2]
     ds2 = ShardDataset(str(packed.manifest), device="cuda", layout="nhwc", device_buffers=2, **KW)
     next(iter(ds2))
-    assert ds2._upload.up is not rings[0]  # control: another dataset has its own
+    assert ds2.epochs.upload.up is not rings[0]  # control: another dataset has its own
 
 
 @needs_gpu
