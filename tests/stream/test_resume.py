@@ -158,7 +158,8 @@ def test_a_state_resumes_on_a_topology_its_partitions_do_not_fit(stream, ds, mod
     heads = [stream(*taken, "--world-size", "2", "--rank", str(r), "--samples", "10").ok()
              for r in range(2)]
     state = heads[0].state
-    assert state.split(";", 1)[1] == heads[1].state.split(";", 1)[1], "the job's cut"
+    # the job's cut (what is left, its edges) alike on every rank; each state's seal its own
+    assert state.split(";")[1:3] == heads[1].state.split(";")[1:3], "the job's cut"
     kept = ds.total - (ds.total % 4 if mode == "equal" else 0)
     for world, workers in ((3, 1), (8, 2)):
         tails = stream.many([taken + ["--world-size", str(world), "--rank", str(r),

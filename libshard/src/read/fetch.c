@@ -227,6 +227,33 @@ static ShardFile *open_ahead(Stream *st, size_t n)
     return file;
 }
 
+/* A shard that did not open: the stream's error, a manifest copied away from its shards
+ * named as such. Returns what failed does. */
+static int open_failed(Stream *st, const ShardListEntry *entry, const ShardError *err,
+                       uint64_t count)
+{
+    char msg[SHARD_ERROR_MAX];
+    if (err->code == SHARD_ERR_NOT_FOUND && entry->info &&
+        shard_source_local_path(entry->url) == entry->url) {
+        snprintf(msg, sizeof msg, "%.700s (a manifest's shard names resolve against the "
+                                  "manifest's own folder)", err->message);
+        return failed(st, msg, count, err->code);
+    }
+    return failed(st, explain(st->f, err->message, msg, sizeof msg), count, err->code);
+}
+
+/* A shard whose index counts other than its manifest or count says. */
+static int counts_differ(Stream *st, const ShardListEntry *entry, uint64_t indexed,
+                         uint64_t count)
+{
+    char msg[SHARD_ERROR_MAX];
+    shard_fail(msg, SHARD_ERR_FORMAT, "%s: its %s says %llu samples and its index %llu "
+               "(one of them is out of date: 'shardcat verify' says which)", entry->url,
+               entry->info ? "manifest" : "count", (unsigned long long)entry->nsamples,
+               (unsigned long long)indexed);
+    return failed(st, msg, count, SHARD_ERR_FORMAT);
+}
+
 /* Reads one segment into the stream's queue (from *ahead when it was opened ahead, then
  * opening the segment after it ahead). Returns 0 to go on, -1 to end the thread. */
 static int fetch_segment(Stream *st, const ShardSegment *seg, size_t n, uint64_t skip,
@@ -246,18 +273,8 @@ static int fetch_segment(Stream *st, const ShardSegment *seg, size_t n, uint64_t
     uint64_t count = seg->count == SHARD_COUNT_UNKNOWN ? SHARD_COUNT_UNKNOWN : seg->count - skip;
     atomic_fetch_add(&f->shards_opened, 1);
     ShardError err;
-    if (!file && open_shard(st, entry, &file, &err)) {
-        if (err.code == SHARD_ERR_NOT_FOUND && entry->info &&
-            shard_source_local_path(url) == url) {
-            /* a manifest copied away from its shards: say where its names lead */
-            char msg[SHARD_ERROR_MAX];
-            snprintf(msg, sizeof msg, "%.700s (a manifest's shard names resolve against the "
-                                      "manifest's own folder)", err.message);
-            return failed(st, msg, count, err.code);
-        }
-        char msg[SHARD_ERROR_MAX];
-        return failed(st, explain(f, err.message, msg, sizeof msg), count, err.code);
-    }
+    if (!file && open_shard(st, entry, &file, &err))
+        return open_failed(st, entry, &err, count);
     *ahead = open_ahead(st, n + 1);
     int rc = 0;
     /* Skip the samples before first: by index where there is one, else by reading. */
@@ -265,13 +282,8 @@ static int fetch_segment(Stream *st, const ShardSegment *seg, size_t n, uint64_t
     int64_t indexed = seeked ? shard_file_count(file) : -1;
     if (indexed >= 0 && entry->nsamples != SHARD_COUNT_UNKNOWN &&
         (uint64_t)indexed != entry->nsamples) { /* read by the index: the counts must agree */
-        char msg[SHARD_ERROR_MAX];
-        shard_fail(msg, SHARD_ERR_FORMAT, "%s: its %s says %llu samples and its index %llu "
-                   "(one of them is out of date: 'shardcat verify' says which)", url,
-                   entry->info ? "manifest" : "count", (unsigned long long)entry->nsamples,
-                   (unsigned long long)indexed);
         close_shard(f, &file, &seen);
-        return failed(st, msg, count, SHARD_ERR_FORMAT);
+        return counts_differ(st, entry, (uint64_t)indexed, count);
     }
     if (first && !seeked)
         for (uint64_t i = 0; i < first && rc == 0; i++) {
