@@ -20,6 +20,7 @@
 #include "shardcat_cli.h"
 #include "shardcat_extract.h"
 #include "shardcat_inspect.h"
+#include "shardcat_repair.h"
 #include "shardcat_show.h"
 #include "shardcat_stream.h"
 #include "shardcat_verify.h"
@@ -36,6 +37,7 @@ static int run(const ShardcatCli *cli, ShardLoaderSettings *loader, ShardRemote 
     case SHARDCAT_INFO: status = shardcat_info(cli, remote); break;
     case SHARDCAT_VERIFY: status = shardcat_verify(cli, remote); break;
     case SHARDCAT_INDEX: status = shardcat_index(cli, remote); break;
+    case SHARDCAT_REPAIR: status = shardcat_repair(cli, remote); break;
     case SHARDCAT_EXTRACT: status = shardcat_extract(cli, remote); break;
     default: return 2; /* shardcat_check said so */
     }

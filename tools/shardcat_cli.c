@@ -1,5 +1,5 @@
 /*
- * shardcat's command line: the usage and each command's help, the options read with
+ * shardcat's command line (its help in shardcat_help.c): the options read with
  * getopt_long into the tool's settings (ShardcatCli) and the library's (show's
  * ShardLoaderSettings, the stream's ShardReaderSettings in it, every command's
  * ShardRemoteSettings), and the operands' checks.
@@ -13,176 +13,11 @@
 
 #include "cli.h"
 #include "shardcat_cli.h"
-
-static void usage(FILE *f)
-{
-    fputs("usage: shardcat COMMAND [options] SHARD...\n"
-          "\n"
-          "  ls [--json] SHARD...          one line per sample: key and fields with their sizes\n"
-          "                                in bytes (jpg:81234B cls:1B)\n"
-          "  cat SHARD KEY.FIELD           the member's bytes to stdout\n"
-          "  info [--json] SHARD...        samples, bytes, fields, compression, index\n"
-          "  verify [--decode] [--json] SHARD...\n"
-          "                                structure, index, seek table, manifest checksums,\n"
-          "                                key rules; with --decode every image decodes and\n"
-          "                                every image field holds its kind of image\n"
-          "  index SHARD...                write SHARD's .idx (DALI v1.2) for shards made elsewhere\n"
-          "  extract SHARD... -C DIR       extract sample members into DIR, safely\n"
-          "  bench SHARD... [--threads LIST] [--streams LIST] [--seconds S] ...\n"
-          "                                decoded batches/s for each setting swept, the stage\n"
-          "                                the others wait on, the decoder's ceiling, the best\n"
-          "                                setting (shardcat bench --help)\n"
-          "  stream URLS | --mix W:SPEC... [--shuffle N[:INITIAL]] [--seed S] [--epoch E]\n"
-          "         [--rank R --world-size W] [--worker I --workers N]\n"
-          "         [--mode exact|equal|resampled] [--pad]\n"
-          "         [--epoch-samples N] [--streams N] [--partitions P] [--skip-errors]\n"
-          "         [--samples N] [--state STATE] [--json] [--stats] [--map]\n"
-          "         [--index-cache DIR] [--make-indexes auto|always|never]\n"
-          "                                the streaming reader's samples, one line each (key, url);\n"
-          "                                with --samples N it stops after N and prints the state\n"
-          "                                to resume from on stderr; --mix W:SPEC (repeated) mixes\n"
-          "                                sources, each W's share of every epoch; --map maps\n"
-          "                                local shards (faster; a shard cut meanwhile: SIGBUS);\n"
-          "                                shards with no count (plain tars) are indexed into\n"
-          "                                --index-cache (default ~/.cache/libshard/index): local\n"
-          "                                .tar files always, others where the mode needs counts\n"
-          "                                (--make-indexes auto)\n"
-          "  show SHARD... -o FILE [--count N] [--image-size N] [--crop KIND] [--flip] ...\n"
-          "                                a PNG of the samples as the loader delivers them\n"
-          "                                (crops, flips; key and label under each), for a\n"
-          "                                seed and epoch; stream's options place and order\n"
-          "                                them (shardcat show --help)\n"
-          "\n"
-          "  -q, --quiet          no progress line (one is drawn on stderr, when it is a\n"
-          "                       terminal, over many shards and for stream)\n"
-          "  -h, --help           this help; shardcat COMMAND --help: that command's\n"
-          "  -V, --version        the version\n"
-          "\n"
-          "Manifests (every command):\n"
-          "  --allow-manifest-commands\n"
-          "                       let a manifest list pipe:COMMAND shards (a manifest from\n"
-          "                       elsewhere runs nothing without it)\n"
-          "  --allow-manifest-local\n"
-          "                       let a remote manifest list local paths and file://\n"
-          "                       URLs (without it, it reaches remote shards only)\n"
-          "\n"
-          "Remote shards (every command):\n"
-          "  --cache-dir DIR      keep remote shards in DIR (shared by processes)\n"
-          "  --cache-size SIZE    the cache's limit, least recently used out first\n"
-          "  --retries N          retries of a request that makes no progress (default 10)\n"
-          "  --timeout S          connect timeout in seconds (default 10)\n"
-          "  --stall-timeout S    cut and resume a transfer stalled this long (default 30)\n"
-          "  --backoff S          first retry delay, doubled each retry (default 0.5)\n"
-          "  --ca-bundle FILE     CA certificates (default: CURL_CA_BUNDLE, SSL_CERT_FILE)\n"
-          "\n"
-          "SHARD is a path, a brace pattern (train-{000000..000099}.tar), a manifest (.json),\n"
-          "pipe:COMMAND, or http://, https://, gs://BUCKET/NAME, s3://BUCKET/KEY (the URLs\n"
-          "also in patterns and manifests; gs:// and s3:// prefixes ending in / list every\n"
-          "shard under them); file:///PATH is PATH. Exit status: 0 success, 1 a defect or\n"
-          "failure, 2 bad usage.\n",
-          f);
-}
+#include "shardcat_help.h"
 
 static int die_usage(const char *msg)
 {
     return cli_usage_error("shardcat", msg);
-}
-
-/* The commands, by name; each one's own help (shardcat COMMAND --help). */
-static const struct {
-    const char *name;
-    ShardcatCommand command;
-    const char *help; /* NULL: the global help's own section */
-} commands[] = {
-    {"ls", SHARDCAT_LS,
-     "usage: shardcat ls [--json] SHARD...\n\n"
-     "One line per sample: its key, then each field with its size in bytes (jpg:81234B).\n"
-     "  --json   one JSON object per sample: __key__, __url__, fields {name: bytes}\n"},
-    {"cat", SHARDCAT_CAT,
-     "usage: shardcat cat SHARD KEY.FIELD\n\n"
-     "Writes the member's bytes to stdout. SHARD may also be a manifest or a brace\n"
-     "pattern: the first shard holding KEY gives it.\n"},
-    {"info", SHARDCAT_INFO,
-     "usage: shardcat info [--json] SHARD...\n\n"
-     "Samples, bytes, fields, compression and index of each shard; after several\n"
-     "shards or a manifest, the totals (and the manifest's classes).\n"
-     "  --json   one JSON object per shard, then {\"total\": {...}}\n"},
-    {"verify", SHARDCAT_VERIFY,
-     "usage: shardcat verify [--decode] [--json] SHARD...\n\n"
-     "Checks structure, index, zstd seek table, manifest size and checksums and the\n"
-     "key rules; exit status 1 when any shard has a defect.\n"
-     "  --decode  also decode every image (JPEG, PNG, WebP) within the decoders'\n"
-     "            limits, and check every image field holds its kind\n"
-     "  --json    one JSON object per shard: url, ok, samples, members, index,\n"
-     "            frames, jpegs, images, manifest, defects, error (what kept it from being\n"
-     "            read, else the first defect), defect_messages\n"},
-    {"index", SHARDCAT_INDEX,
-     "usage: shardcat index SHARD...\n\n"
-     "Writes SHARD's .idx (DALI v1.2) beside it, for shards made elsewhere.\n"},
-    {"extract", SHARDCAT_EXTRACT,
-     "usage: shardcat extract SHARD... -C DIR\n\n"
-     "Extracts the samples' members into DIR (no member leaves DIR).\n"},
-    {"stream", SHARDCAT_STREAM,
-     "usage: shardcat stream SHARD... | --mix W:SPEC... [options]\n\n"
-     "The streaming reader's samples, one line each (key, url), as a training job's\n"
-     "consumer reads them.\n"
-     "  --shuffle N[:INITIAL]   a shuffle buffer of N samples (INITIAL before the first)\n"
-     "  --seed S --epoch E      the order's seed and the epoch (default: a fresh seed, 0)\n"
-     "  --rank R --world-size W this consumer's rank; without them $RANK and $WORLD_SIZE\n"
-     "                          are used when set (said on stderr), else rank 0 of 1\n"
-     "  --worker I --workers N  this consumer's DataLoader worker\n"
-     "  --mode exact|equal|resampled [--pad] [--epoch-samples N]\n"
-     "                          (default: equal with several ranks, every rank the same\n"
-     "                          count, as the Python dataset; exact on one)\n"
-     "  --mix W:SPEC            (repeated) sources mixed, each W's share of every epoch\n"
-     "  --streams N             shards read at once\n"
-     "  --partitions P          canonical partitions of an epoch (default: chosen from\n"
-     "                          the data); a state keeps its own\n"
-     "  --skip-errors           skip bad shards and samples, counted\n"
-     "  --samples N             stop after N samples and print the state to resume from\n"
-     "                          (the job's: every consumer in step with this one)\n"
-     "  --state STATE           resume from a state, on this or another rank and worker\n"
-     "                          count\n"
-     "  --json --stats --map    JSON lines; the stages' statistics; map local shards\n"
-     "  --index-cache DIR       where plain tars' indexes are kept (default\n"
-     "                          ~/.cache/libshard/index)\n"
-     "  --make-indexes auto|always|never\n"
-     "                          index shards with no count: auto, local .tar files\n"
-     "                          always and others where the mode needs counts\n"},
-    {"show", SHARDCAT_SHOW,
-     "usage: shardcat show SHARD... -o FILE [options]\n\n"
-     "Draws the first batch the loader delivers for a seed and an epoch as a PNG grid:\n"
-     "each tile the sample's image as the model sees it (the crop, the flip, the\n"
-     "resize), its key and label under it. The loader's defaults are the Python\n"
-     "dataset's; the tiles equal ShardDataset's batch with the same settings.\n"
-     "  -o FILE                 the PNG to write\n"
-     "  --count N               samples drawn (default 16)\n"
-     "  --columns N             tiles a row (default: as square as the count allows)\n"
-     "  --image-size N          each tile's side in pixels (default 224)\n"
-     "  --crop KIND             random_resized (default), center or none (the whole\n"
-     "                          image resized)\n"
-     "  --flip                  random horizontal flips, as flip=True\n"
-     "  --no-fast               full-size decode, as fast=False\n"
-     "  stream's --seed, --epoch, --shuffle, --rank, --world-size, --worker, --workers,\n"
-     "  --mode, --pad, --mix, --streams, --partitions, --state, --skip-errors, --map,\n"
-     "  --index-cache and --make-indexes choose which samples come first, as they do\n"
-     "  for stream (without --seed, a fresh seed, said on stderr)\n"},
-};
-#define NCOMMANDS (sizeof commands / sizeof *commands)
-
-/* The command's help, or the global one; returns 0. */
-static int help(const char *name)
-{
-    for (size_t i = 0; i < NCOMMANDS; i++)
-        if (!strcmp(name, commands[i].name) && commands[i].help) {
-            fputs(commands[i].help, stdout);
-            fputs("\nShards: paths, file:// URLs, brace patterns, manifests, pipe:COMMAND, "
-                  "http(s)://,\ngs:// and s3:// (see shardcat --help for remote options).\n",
-                  stdout);
-            return 0;
-        }
-    usage(stdout);
-    return 0;
 }
 
 /* ---- options ------------------------------------------------------------------------- */
@@ -443,7 +278,7 @@ static int read_options(int argc, char **argv, ShardcatCli *cli, ShardLoaderSett
         case 'D': cli->decode = 1; break;
         case 'C': cli->dir = optarg; break;
         case 'o': cli->output = optarg; break;
-        case 'h': return help(argv[1]);
+        case 'h': return shardcat_help(argv[1]);
         case 'q': quiet = 1; break;
         case O_CMDS: cli->manifest_commands = 1; break;
         case O_LOCAL: cli->manifest_local = 1; break;
@@ -486,18 +321,16 @@ int shardcat_parse(int argc, char **argv, ShardcatCli *cli, ShardLoaderSettings 
     loader->batch_size = 16;
     shard_remote_default_settings(remote);
     if (argc < 2)
-        return usage(stderr), 2;
+        return shardcat_usage(stderr), 2;
     const char *name = argv[1];
     if (!strcmp(name, "-h") || !strcmp(name, "--help"))
-        return usage(stdout), 0;
+        return shardcat_usage(stdout), 0;
     if (!strcmp(name, "--version") || !strcmp(name, "-V")) {
         printf("shardcat (libshard) %s\n", shard_version());
         return 0;
     }
     cli->name = name;
-    for (size_t i = 0; i < NCOMMANDS; i++)
-        if (!strcmp(name, commands[i].name))
-            cli->command = commands[i].command;
+    cli->command = shardcat_command_named(name);
     return read_options(argc, argv, cli, loader, remote);
 }
 
@@ -610,24 +443,25 @@ int shardcat_check(const ShardcatCli *cli)
         return -1;
     }
     if (c == SHARDCAT_UNKNOWN) {
-        const char *names[NCOMMANDS + 1];
-        for (size_t i = 0; i < NCOMMANDS; i++)
-            names[i] = commands[i].name;
-        names[NCOMMANDS] = "bench";
-        const char *near = cli_closest(cli->name, names, NCOMMANDS + 1);
+        const char *names[32];
+        size_t n = shardcat_command_names(names, 31);
+        names[n++] = "bench";
+        const char *near = cli_closest(cli->name, names, n);
         char msg[256];
         if (near)
             snprintf(msg, sizeof msg, "unknown command '%.100s' (did you mean '%s'?)", cli->name,
                      near);
         else
             snprintf(msg, sizeof msg, "unknown command '%.100s' (ls, cat, info, verify, index, "
-                                      "extract, stream, show, bench)", cli->name);
+                                      "repair, extract, stream, show, bench)", cli->name);
         return die_usage(msg);
     }
     if (cli->nargs < 1)
         return die_usage("no SHARD given");
     if (c == SHARDCAT_EXTRACT && !cli->dir)
         return die_usage("extract wants -C DIR");
+    if (c == SHARDCAT_REPAIR && (cli->nargs != 1 || !strstr(cli->args[0], ".json")))
+        return die_usage("repair wants one MANIFEST (the set's .json, which may be gone)");
     return -1;
 }
 

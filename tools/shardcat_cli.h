@@ -10,17 +10,7 @@
 
 #include <shard/shard.h>
 
-typedef enum ShardcatCommand {
-    SHARDCAT_UNKNOWN = -1, /* said by shardcat_check, after the options' own checks */
-    SHARDCAT_LS,
-    SHARDCAT_CAT,
-    SHARDCAT_INFO,
-    SHARDCAT_VERIFY,
-    SHARDCAT_INDEX,
-    SHARDCAT_EXTRACT,
-    SHARDCAT_STREAM,
-    SHARDCAT_SHOW,
-} ShardcatCommand;
+#include "shardcat_help.h"
 
 /* What the command line asks that is the tool's own; the library's settings it fills
  * (ShardLoaderSettings for show, its reader for stream, ShardRemoteSettings for every

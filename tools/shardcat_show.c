@@ -52,24 +52,49 @@ static const char *fit(const char *s, size_t chars, char *buf, size_t size)
     return buf;
 }
 
-/* Writes c to path as an 8-bit RGB PNG; 0, or -1 with why in msg. */
-static int write_png(const Canvas *c, const char *path, char *msg, size_t size)
+/* PNG bytes growing in memory (libpng's write callback). */
+typedef struct Bytes {
+    unsigned char *p;
+    size_t n, cap;
+    int failed;
+} Bytes;
+
+static void append(png_structp png, png_bytep data, png_size_t n)
 {
-    FILE *f = fopen(path, "wb");
-    if (!f) {
-        snprintf(msg, size, "%s: %s", path, strerror(errno));
-        return -1;
+    Bytes *b = png_get_io_ptr(png);
+    if (b->failed)
+        return;
+    if (b->n + n > b->cap) {
+        size_t cap = b->cap ? b->cap : 1 << 16;
+        while (cap < b->n + n)
+            cap *= 2;
+        unsigned char *q = realloc(b->p, cap);
+        if (!q) {
+            b->failed = 1;
+            return;
+        }
+        b->p = q, b->cap = cap;
     }
+    memcpy(b->p + b->n, data, n);
+    b->n += n;
+}
+
+static void flush(png_structp png) { (void)png; }
+
+/* Writes c to url (a path, gs://, s3://) as an 8-bit RGB PNG, whole or not at all; 0, or
+ * -1 with why in msg. */
+static int write_png(const Canvas *c, const char *url, char *msg, size_t size)
+{
+    Bytes b = {0};
     png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
     png_infop info = png ? png_create_info_struct(png) : NULL;
     if (!info || setjmp(png_jmpbuf(png))) {
         png_destroy_write_struct(&png, info ? &info : NULL);
-        fclose(f);
-        remove(path);
-        snprintf(msg, size, "%s: writing the PNG failed", path);
+        free(b.p);
+        snprintf(msg, size, "%s: making the PNG failed", url);
         return -1;
     }
-    png_init_io(png, f);
+    png_set_write_fn(png, &b, append, flush);
     png_set_IHDR(png, info, (png_uint_32)c->width, (png_uint_32)c->height, 8, PNG_COLOR_TYPE_RGB,
                  PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
     png_write_info(png, info);
@@ -77,12 +102,12 @@ static int write_png(const Canvas *c, const char *path, char *msg, size_t size)
         png_write_row(png, c->px + (size_t)y * c->width * 3);
     png_write_end(png, info);
     png_destroy_write_struct(&png, &info);
-    if (fclose(f)) {
-        snprintf(msg, size, "%s: %s", path, strerror(errno));
-        remove(path);
-        return -1;
-    }
-    return 0;
+    ShardError err;
+    int rc = b.failed ? -1 : shard_put(url, b.p, b.n, NULL, &err);
+    if (rc)
+        snprintf(msg, size, "%.*s", (int)(size - 1), b.failed ? "out of memory for the PNG" : err.message);
+    free(b.p);
+    return rc ? -1 : 0;
 }
 
 /* The batch as a grid of tiles of w x h (NHWC uint8), columns a row, captions under. */
@@ -163,7 +188,7 @@ int shardcat_show(const ShardcatCli *cli, ShardLoaderSettings *ls, ShardRemote *
             columns++; /* the smallest square that holds the batch */
         if ((size_t)columns > b->size)
             columns = (int)b->size;
-        char msg[600];
+        char msg[SHARD_ERROR_MAX + 64];
         if (draw(b, ls->transform.width, ls->transform.height, columns, cli->output, msg,
                  sizeof msg)) {
             fprintf(stderr, "shardcat: %s\n", msg);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "shardcat_health.h"
 #include "shardcat_verify.h"
 #include "shardcat_walk.h"
 
@@ -60,7 +61,8 @@ static void print_verdict(const char *url, int rc, const ShardVerifyResult *r,
 {
     cli_print_url(stdout, url);
     if (rc) {
-        printf(": FAILED (%llu defects)\n", (unsigned long long)(r->defects ? r->defects : 1));
+        printf(": FAILED (%llu defect%s)\n", (unsigned long long)(r->defects ? r->defects : 1),
+               r->defects > 1 ? "s" : "");
         return;
     }
     printf(": ok: %llu samples, %llu members%s", (unsigned long long)r->samples,
@@ -147,12 +149,12 @@ static size_t named_twice(const ShardList *list)
 static int verify_end(ShardcatWalk *w, int stopped)
 {
     const Verify *vf = w->cookie;
-    (void)stopped;
     size_t twice = named_twice(w->list);
     if (shard_list_count(w->list) > 1 && !w->cli->json)
         printf("%zu shards, %llu failed%s\n", shard_list_count(w->list),
                (unsigned long long)vf->failed, twice ? ", some listed twice" : "");
-    return twice != 0;
+    size_t unhealthy = stopped ? 0 : shardcat_set_health(w);
+    return twice != 0 || unhealthy != 0;
 }
 
 int shardcat_verify(const ShardcatCli *cli, ShardRemote *remote)

@@ -200,6 +200,15 @@ static int scan(ShardpackRun *run, const char *manifest, uint64_t *ignored)
         fprintf(stderr, "shardpack: %s\n", perr.message);
         return 1;
     }
+    if (shardpack_write_duplicates(run, manifest, &run->duplicates))
+        return 1;
+    size_t gone = shard_pack_replaced(run->plan);
+    if (gone && !run->o->quiet)
+        fprintf(stderr, "shardpack: an earlier set was here: its %zu file%s (shards, indexes, "
+                        "manifests%s) removed, to be replaced%s\n",
+                gone, gone == 1 ? "" : "s", run->o->have_part ? " of this part" : "",
+                run->o->resume ? "" : " (--resume keeps what an interrupted run of the same "
+                                      "input and options finished)");
     return 0;
 }
 
@@ -260,9 +269,18 @@ static void print_summary(ShardpackRun *run, const char *manifest, size_t nwritt
                     (unsigned long long)k, shardpack_undecoded_names[i], k == 1 ? "" : "s");
     }
     fprintf(stderr, "shardpack: %llu samples in %zu shard%s, %s in %.2f s (%s/s)",
-            (unsigned long long)atomic_load(&run->samples_done), nwritten, nwritten == 1 ? "" : "s",
-            cli_human_bytes((double)stored, hb, sizeof hb), dt,
+            (unsigned long long)(atomic_load(&run->samples_done) + run->kept_samples), nwritten,
+            nwritten == 1 ? "" : "s", cli_human_bytes((double)stored, hb, sizeof hb), dt,
             cli_human_bytes(dt > 0 ? (double)atomic_load(&run->bytes_done) / dt : 0, hr, sizeof hr));
+    if (run->nkept)
+        fprintf(stderr, "; %zu shard%s kept from the interrupted run, %zu packed now", run->nkept,
+                run->nkept == 1 ? "" : "s", nwritten - run->nkept);
+    size_t nd = shard_pack_plan_duplicates(run->plan);
+    if (nd) {
+        fprintf(stderr, "; %zu duplicate%s left out (", nd, nd == 1 ? "" : "s");
+        cli_print_url(stderr, run->duplicates);
+        fputc(')', stderr);
+    }
     uint64_t sk = shardpack_run_skipped(run);
     if (sk) {
         fprintf(stderr, "; skipped %llu (", (unsigned long long)sk);
@@ -316,12 +334,19 @@ static void print_json(ShardpackRun *run, const char *manifest, size_t nwritten,
     for (size_t i = 0; i < run->nignored_names; i++)
         json_array_append_new(names, cli_json_text(run->ignored_names[i]));
     json_object_set_new(o, "manifest", cli_json_url(manifest));
-    json_object_set_new(o, "samples", json_integer((json_int_t)atomic_load(&run->samples_done)));
+    json_object_set_new(o, "samples", json_integer((json_int_t)(atomic_load(&run->samples_done) +
+                                                                run->kept_samples)));
     json_object_set_new(o, "shards", json_integer((json_int_t)nwritten));
+    json_object_set_new(o, "kept_shards", json_integer((json_int_t)run->nkept));
+    json_object_set_new(o, "packed_shards", json_integer((json_int_t)(nwritten - run->nkept)));
     json_object_set_new(o, "bytes", json_integer((json_int_t)stored));
     json_object_set_new(o, "input_bytes", json_integer((json_int_t)atomic_load(&run->bytes_done)));
     json_object_set_new(o, "seconds", json_real(cli_now() - run->t0));
     json_object_set_new(o, "skipped", skipped);
+    json_object_set_new(o, "duplicates",
+                        json_integer((json_int_t)shard_pack_plan_duplicates(run->plan)));
+    json_object_set_new(o, "duplicates_report",
+                        run->duplicates ? cli_json_url(run->duplicates) : json_null());
     json_object_set_new(o, "ignored", json_integer((json_int_t)ignored));
     json_object_set_new(o, "ignored_first", names);
     json_object_set_new(o, "undecoded", undecoded);
@@ -365,7 +390,8 @@ static int pack(const ShardpackCli *o)
     if (atomic_load(&run.failed)) {
         fprintf(stderr, "shardpack: %s\n", run.error);
         fprintf(stderr, "shardpack: failed; no manifest written (complete shards already renamed "
-                        "into place stay, the incomplete one was removed)\n");
+                        "into place stay, the incomplete one was removed; the same run with "
+                        "--resume keeps them and packs the rest)\n");
         status = 1;
     } else if ((status = write_manifest(&run, manifest, &nwritten, &stored)) < 0) {
         return 1;
@@ -377,8 +403,10 @@ static int pack(const ShardpackCli *o)
     for (size_t j = 0; j < shard_pack_plan_shards(plan); j++)
         free((char *)run.infos[j].url);
     free(run.infos);
+    free(run.kept);
     for (size_t i = 0; i < run.nignored_names; i++)
         free(run.ignored_names[i]);
+    free(run.duplicates);
     shard_pack_plan_free(&plan);
     free(manifest);
     return status;

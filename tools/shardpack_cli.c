@@ -41,6 +41,11 @@ static void usage(FILE *f)
           "                         column (and 'label', and any others), or JSONL objects;\n"
           "                         paths may be http(s)://, gs:// or s3:// URLs\n"
           "      --part I/N         pack only part I (0-based) of N: a disjoint share of the shards\n"
+          "      --resume           go on with an interrupted run of the same input and options:\n"
+          "                         keep the shards it finished, pack the rest (a changed input\n"
+          "                         or option is refused, naming it)\n"
+          "      --dedup            pack each distinct image once: files whose bytes equal an\n"
+          "                         earlier file's are left out and listed in STEM.duplicates.tsv\n"
           "      --manifest PATH    manifest path (default: the pattern's stem + .json)\n"
           "      --no-fsync         do not fsync shards before renaming them into place\n"
           "      --checksum LIST    digests in the manifest: sha256 (default), md5 (what wids\n"
@@ -62,7 +67,7 @@ static int die_usage(const char *msg)
 
 enum { OPT_COMPRESS = 256, OPT_FRAME, OPT_SHUFFLE, OPT_VERIFY, OPT_ON_ERROR, OPT_LIST,
        OPT_PART, OPT_MANIFEST, OPT_NO_FSYNC, OPT_NO_CHECKSUM, OPT_CHECKSUM, OPT_JOIN, OPT_RESIZE,
-       OPT_QUALITY, OPT_UPLOAD_PART, OPT_INFLIGHT, OPT_JSON };
+       OPT_QUALITY, OPT_UPLOAD_PART, OPT_INFLIGHT, OPT_JSON, OPT_RESUME, OPT_DEDUP };
 
 static const char short_options[] = ":o:c:s:l:j:qhV";
 
@@ -89,6 +94,8 @@ static const struct option long_options[] = {
     {"inflight", required_argument, NULL, OPT_INFLIGHT},
     {"quiet", no_argument, NULL, 'q'},
     {"json", no_argument, NULL, OPT_JSON},
+    {"resume", no_argument, NULL, OPT_RESUME},
+    {"dedup", no_argument, NULL, OPT_DEDUP},
     {"join", no_argument, NULL, OPT_JOIN},
     {"help", no_argument, NULL, 'h'},
     {"version", no_argument, NULL, 'V'},
@@ -256,6 +263,8 @@ int shardpack_parse(int argc, char **argv, ShardpackCli *o)
         case OPT_NO_CHECKSUM: o->checksums = 0; break;
         case 'q': o->quiet = 1; break;
         case OPT_JSON: o->json = 1; break;
+        case OPT_RESUME: o->resume = 1; break;
+        case OPT_DEDUP: o->dedup = 1; break;
         case OPT_JOIN: o->join = 1; break;
         case 'h': usage(stdout); return 0;
         case 'V': printf("shardpack (libshard) %s\n", shard_version()); return 0;
@@ -290,4 +299,6 @@ void shardpack_settings(const ShardpackCli *o, ShardPackSettings *ps)
     ps->quality = o->quality;
     if (o->inflight)
         ps->inflight = o->inflight;
+    ps->resume = o->resume;
+    ps->dedup = o->dedup;
 }

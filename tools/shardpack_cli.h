@@ -38,6 +38,8 @@ typedef struct ShardpackCli {
     int quality;
     uint64_t upload_part;
     uint32_t inflight;
+    int resume;          /* --resume: keep what an interrupted run of this plan finished */
+    int dedup;           /* --dedup: each distinct image once */
     int join;            /* --join: the part manifests are the operands */
     char **operands;     /* --join's part manifests; borrowed from argv */
     int noperands;

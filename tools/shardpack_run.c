@@ -160,6 +160,8 @@ static void *worker(void *arg)
         size_t j = atomic_fetch_add(&run->next, 1);
         if (j >= run->shard_hi)
             break;
+        if (run->kept[j])
+            continue; /* finished by the interrupted run */
         ShardError err;
         if (shard_pack_write_shard(run->plan, j, &cb, &run->infos[j], &err)) {
             record_error(run, "%s", err.message);
@@ -231,14 +233,46 @@ int shardpack_run_write(ShardpackRun *run)
     }
     shard_pack_plan_part(plan, &run->shard_lo, &run->shard_hi);
     atomic_store(&run->next, run->shard_lo);
+    run->kept = calloc(shard_pack_plan_shards(plan) + 1, 1);
+    if (!run->kept) {
+        fprintf(stderr, "shardpack: out of memory\n");
+        return 1;
+    }
     uint64_t total_samples = 0, total_bytes = 0;
+    size_t left = 0;
     for (size_t j = run->shard_lo; j < run->shard_hi; j++) {
+        int k = shard_pack_kept(plan, j, &run->infos[j]);
+        if (k < 0) {
+            fprintf(stderr, "shardpack: out of memory\n");
+            return 1;
+        }
         size_t first, end;
         shard_pack_plan_shard(plan, j, &first, &end);
+        if (k) {
+            run->kept[j] = 1;
+            run->nkept++;
+            run->kept_samples += run->infos[j].nsamples;
+            for (size_t i = first; i < end; i++)
+                run->kept_bytes += shard_pack_plan_input(plan, i)->size;
+            continue;
+        }
+        left++;
         for (size_t i = first; i < end; i++) {
             total_samples++;
             total_bytes += shard_pack_plan_input(plan, i)->size;
         }
+    }
+    if (run->o->resume && !run->o->quiet) {
+        char hb[32];
+        if (shard_pack_resumed(plan))
+            fprintf(stderr, "shardpack: resuming: %zu of %zu shards finished by the earlier run "
+                            "kept (%llu samples); %zu to pack (%llu samples, %s)\n",
+                    run->nkept, run->shard_hi - run->shard_lo,
+                    (unsigned long long)run->kept_samples, left, (unsigned long long)total_samples,
+                    cli_human_bytes((double)total_bytes, hb, sizeof hb));
+        else
+            fprintf(stderr, "shardpack: --resume: no record of an earlier run of this set; "
+                            "packing all of it\n");
     }
     run->tty = !run->o->quiet && isatty(2);
     int nthreads = run->o->jobs;
@@ -259,4 +293,61 @@ int shardpack_run_write(ShardpackRun *run)
     if (run->tty)
         progress(run, total_samples, total_bytes, 1);
     return 0;
+}
+
+/* A path as a TSV field: backslash, tab and newline escaped. */
+static void tsv_field(FILE *f, const char *s)
+{
+    for (; *s; s++)
+        fputs(*s == '\\' ? "\\\\" : *s == '\t' ? "\\t" : *s == '\n' ? "\\n" : (char[2]){*s, 0}, f);
+}
+
+int shardpack_write_duplicates(ShardpackRun *run, const char *manifest, char **url)
+{
+    *url = NULL;
+    size_t n = shard_pack_plan_duplicates(run->plan);
+    if (!n)
+        return 0;
+    /* beside the set's manifest: STEM.duplicates.tsv (one report for all of a set's parts) */
+    size_t len = strlen(manifest);
+    if (len > 5 && !strcmp(manifest + len - 5, ".json"))
+        len -= 5;
+    const char *part = NULL;
+    for (const char *q = manifest; (q = strstr(q, ".part-")) && q < manifest + len; q++)
+        part = q;
+    if (part && strstr(part, "-of-"))
+        len = (size_t)(part - manifest);
+    char *text = NULL;
+    size_t size = 0;
+    FILE *f = open_memstream(&text, &size);
+    if (asprintf(url, "%.*s.duplicates.tsv", (int)len, manifest) < 0 || !f) {
+        *url = NULL;
+        if (f)
+            fclose(f);
+        free(text);
+        fprintf(stderr, "shardpack: out of memory\n");
+        return 1;
+    }
+    fputs("dropped\tkept\tsha256\n", f);
+    for (size_t i = 0; i < n; i++) {
+        const char *dropped, *kept, *sum;
+        shard_pack_plan_duplicate(run->plan, i, &dropped, &kept, &sum);
+        tsv_field(f, dropped);
+        fputc('\t', f);
+        tsv_field(f, kept);
+        fprintf(f, "\t%s\n", sum);
+    }
+    int rc = 0;
+    if (fclose(f)) {
+        fprintf(stderr, "shardpack: out of memory\n");
+        rc = 1;
+    } else {
+        ShardError err;
+        if (shard_put(*url, text, size, NULL, &err)) {
+            fprintf(stderr, "shardpack: %s\n", err.message);
+            rc = 1;
+        }
+    }
+    free(text);
+    return rc;
 }

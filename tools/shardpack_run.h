@@ -30,11 +30,15 @@ typedef struct ShardpackRun {
     ShardPackPlan *plan;
     ShardFileInfo *infos;      /* per shard of the plan; url NULL until written */
     size_t shard_lo, shard_hi; /* this part's shards */
+    unsigned char *kept;       /* per shard: kept from an interrupted run (--resume) */
+    size_t nkept;
+    uint64_t kept_samples, kept_bytes; /* theirs, in the manifest */
     atomic_size_t next;
     atomic_int failed;
     atomic_ullong samples_done, bytes_done;
     atomic_ullong skipped[NSKIP];
     char *ignored_names[3]; /* the first files a folder scan left out, for the summary */
+    char *duplicates;       /* --dedup: the report's URL, when inputs were left out */
     size_t nignored_names;
     atomic_ullong undecoded[NUNDECODED]; /* packed all the same (no --on-error skip) */
     atomic_ullong resized, resized_in, resized_out; /* JPEGs re-encoded (--resize), bytes */
@@ -56,7 +60,8 @@ int shardpack_scan_bad(void *cookie, const char *path, ShardPackBad reason, cons
 
 /*
  * Writes this part's shards of run->plan with o->jobs worker threads, drawing the
- * progress bar on a terminal meanwhile. A shard that fails fails the run (run->failed,
+ * progress bar on a terminal meanwhile; the shards a resume keeps (shard_pack_kept) are
+ * taken as they are, said first. A shard that fails fails the run (run->failed,
  * run->error); the workers are joined before it returns.
  * @return 0; 1 after saying why it could not start (out of memory, no thread), workers
  *         perhaps still running: the caller leaves at once
@@ -65,5 +70,10 @@ int shardpack_run_write(ShardpackRun *run);
 
 /* Inputs skipped, over every reason. */
 uint64_t shardpack_run_skipped(ShardpackRun *run);
+
+/* With --dedup: the inputs left out as duplicates, listed in STEM.duplicates.tsv beside the
+ * set's manifest (dropped, kept, SHA-256); *url its name (malloc'd) or NULL when there were
+ * none. 0, or 1 after saying why not. */
+int shardpack_write_duplicates(ShardpackRun *run, const char *manifest, char **url);
 
 #endif /* SHARD_TOOLS_SHARDPACK_RUN_H */

@@ -313,6 +313,37 @@ static PyObject *PackPlan_prepare(PackPlanObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* attach(): this plan writes shards for the run another process prepared (a Dask task):
+ * each one finished is recorded for a resume. */
+static PyObject *PackPlan_attach(PackPlanObject *self, PyObject *unused)
+{
+    (void)unused;
+    if (plan_live(self))
+        return NULL;
+    shard_pack_attach(self->plan);
+    Py_RETURN_NONE;
+}
+
+/* kept(j) -> the manifest entry (dict) of shard j when prepare kept it for a resume, else
+ * None. */
+static PyObject *PackPlan_kept(PackPlanObject *self, PyObject *arg)
+{
+    if (plan_live(self))
+        return NULL;
+    size_t j = PyLong_AsSize_t(arg);
+    if (j == (size_t)-1 && PyErr_Occurred())
+        return NULL;
+    ShardFileInfo info;
+    int rc = shard_pack_kept(self->plan, j, &info);
+    if (rc < 0)
+        return PyErr_NoMemory();
+    if (!rc)
+        Py_RETURN_NONE;
+    PyObject *d = shard_py_info_dict(&info);
+    free((char *)info.url);
+    return d;
+}
+
 /* write_manifest(infos, path=None): infos as write_shard returned them, in shard order,
  * None for shards not written. Returns the path written. */
 static PyObject *PackPlan_write_manifest(PackPlanObject *self, PyObject *args)
@@ -416,6 +447,10 @@ static PyMethodDef PackPlan_methods[] = {
     {"input", (PyCFunction)PackPlan_input, METH_O, "input(i) -> (path, rel, key, label, size)"},
     {"fingerprint", (PyCFunction)PackPlan_fingerprint, METH_NOARGS,
      "a 64-bit hash of everything the shards depend on: equal plans give equal values"},
+    {"attach", (PyCFunction)PackPlan_attach, METH_NOARGS,
+     "attach(): write shards for the run another process prepared, recording each for a resume"},
+    {"kept", (PyCFunction)PackPlan_kept, METH_O,
+     "kept(j) -> shard j's manifest entry when prepare kept it for a resume, else None"},
     {"prepare", (PyCFunction)PackPlan_prepare, METH_VARARGS,
      "prepare(manifest=None): removes the manifest and killed runs' temporaries"},
     {"write_manifest", (PyCFunction)PackPlan_write_manifest, METH_VARARGS,

@@ -375,6 +375,10 @@ static const ShardPySetting pack_rows[] = {
      .doc = "re-encode a JPEG whose longer side is longer, to this side; 0 or None: as it is"},
     {.name = "quality", .kind = SHARD_PY_INT, .field = SHARD_PY_F_INT, .offset = P(quality),
      .doc = "JPEG quality, 1 to 100, for resize"},
+    {.name = "resume", .kind = SHARD_PY_BOOL, .field = SHARD_PY_F_INT, .offset = P(resume),
+     .doc = "keep what an interrupted run of this plan finished, pack the rest"},
+    {.name = "dedup", .kind = SHARD_PY_BOOL, .field = SHARD_PY_F_INT, .offset = P(dedup),
+     .doc = "pack each distinct image once (local inputs)"},
 };
 
 static void writer_defaults(void *s) { shard_writer_default_settings(s); }

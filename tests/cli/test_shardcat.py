@@ -56,7 +56,7 @@ def defects(cp):
 def assert_failed(cp, url):
     """verify exited 1 and reported URL as FAILED on stdout."""
     assert cp.returncode == 1, f"verify should fail ({cp.returncode}):\n{cp.stdout!r}\n{err_text(cp)}"
-    assert re.search(rf"^{re.escape(str(url))}: FAILED \(\d+ defects\)$", cp.stdout.decode(), re.M), \
+    assert re.search(rf"^{re.escape(str(url))}: FAILED \(\d+ defects?\)$", cp.stdout.decode(), re.M), \
         cp.stdout.decode()
 
 
@@ -533,7 +533,11 @@ def test_clean_set_verifies(packed, packed_zst, run_sc):
             cp = run_sc("verify", "--decode", arg)
             out = sc_ok(cp).splitlines()
             assert err_text(cp) == ""
-            assert len(out) == len(shards) + 1
+            # a line a shard, the count, and for a manifest the set's own
+            assert len(out) == len(shards) + 1 + str(arg).endswith(".json")
+            if str(arg).endswith(".json"):
+                assert out[-1] == f"set {arg}: every shard there, no gap in its numbering, none " \
+                                  "beside it unlisted"
             for s, line in zip(shards, out):
                 assert line.startswith(f"{s}: ok: 4 samples" if d == packed[0] else f"{s}: ok: 6 samples")
                 assert "index matches" in line and "JPEGs decode" in line
@@ -541,7 +545,7 @@ def test_clean_set_verifies(packed, packed_zst, run_sc):
                     assert "manifest size and checksums match" in line
                 if s.name.endswith(".zst"):
                     assert "zstd frames checked" in line
-            assert out[-1] == f"{len(shards)} shards, 0 failed"
+            assert out[len(shards)] == f"{len(shards)} shards, 0 failed"
 
 
 @pytest.mark.parametrize("which", ["first", "middle", "last"])
@@ -749,7 +753,7 @@ def test_verify_manifest_checksum_mismatch(run_sp, pack_src, tmp_path, run_sc, c
     assert cp.returncode == 1
     out = out_lines(cp)
     assert out[0].startswith(f"{shards[0]}: ok") and out[2].startswith(f"{shards[2]}: ok")
-    assert out[1] == f"{s}: FAILED ({len(want)} defects)"
+    assert out[1] == f"{s}: FAILED ({len(want)} defect{'s' if len(want) > 1 else ''})"
     assert out[3] == "3 shards, 1 failed"
     msgs = defects(cp)
     assert [x.split()[1] for x in msgs if x.startswith(f"{s}: ")] == want, msgs
@@ -1018,6 +1022,9 @@ def test_verify_json(packed, run_sc, tmp_path):
     d, shards = packed
     manifest = d / "tr.json"
     rows = [json.loads(l) for l in sc_ok(run_sc("verify", "--json", manifest)).splitlines()]
+    whole = rows.pop()  # the set's line after its shards'
+    assert whole == {"set": str(manifest), "listed": 3, "missing": [], "gaps": [],
+                     "unlisted": [], "ok": True}, whole
     assert [r["url"] for r in rows] == [str(s) for s in shards]
     assert all(r["ok"] and r["manifest"] is True and r["defects"] == 0 and r["index"]
                and r["samples"] == 4 and r["error"] is None for r in rows), rows

@@ -2,6 +2,7 @@
 each command does when one shard of several fails, when the list cannot be made, and the
 order of the checks before it; and which members extract refuses (by their skip reason)."""
 import io
+import json
 import shutil
 import tarfile
 
@@ -61,7 +62,7 @@ def test_a_shard_that_fails_does_not_stop_the_others(three, run_sc, tmp_path, cm
     elif cmd == "verify":
         lines = out.splitlines()
         assert lines[0].startswith(f"{good[0]}: ok: 2 samples"), out
-        assert lines[1] == f"{missing}: FAILED (1 defects)", out
+        assert lines[1] == f"{missing}: FAILED (1 defect)", out
         assert lines[2].startswith(f"{good[1]}: ok: 2 samples"), out
         assert lines[3:] == ["3 shards, 1 failed"], out
     elif cmd == "index":
@@ -128,10 +129,11 @@ def test_verify_sums_up_several_shards_only_in_text(three, run_sc):
     cp = run_sc("verify", shards[0])
     assert cp.returncode == 0 and len(out_text(cp).splitlines()) == 1, out_text(cp)
     cp = run_sc("verify", root / "tr.json")
-    assert cp.returncode == 0 and out_text(cp).splitlines()[-1] == "3 shards, 0 failed"
+    assert cp.returncode == 0 and out_text(cp).splitlines()[-2] == "3 shards, 0 failed"
     cp = run_sc("verify", "--json", root / "tr.json")
     assert cp.returncode == 0 and "shards," not in out_text(cp)
-    assert len(out_text(cp).splitlines()) == 3
+    lines = [json.loads(l) for l in out_text(cp).splitlines()]
+    assert len(lines) == 4 and lines[-1]["set"] == str(root / "tr.json") and lines[-1]["ok"]
 
 
 @pytest.mark.parametrize("args, says", [
@@ -195,7 +197,7 @@ def test_a_misspelt_command_or_option_gets_the_closest(run_sc, run_sp, tmp_path)
              (run_sp, ["--maxcont", "3", "src", "-o", "x-%06d.tar"],
               "unknown option '--maxcont' (did you mean '--maxcount'?)"),
              (run_sc, ["frob", "x.tar"], "unknown command 'frob' (ls, cat, info, verify, index, "
-                                         "extract, stream, bench)")]
+                                         "repair, extract, stream, show, bench)")]
     for run, args, said in cases:
         cp = run(*args)
         err = cp.stderr.decode()

@@ -77,6 +77,8 @@ def test_show_refuses_what_it_cannot_do(packed, tmp_path):
     cp = subprocess.run([shardcat, "ls", packed.manifest, "--flip"], capture_output=True,
                         text=True)
     assert cp.returncode == 2 and "that option goes with show" in cp.stderr
-    cp = subprocess.run([shardcat, "show", packed.manifest, "-o", tmp_path / "no/such/x.png",
+    (tmp_path / "a-file").write_text("")  # a picture's folder that cannot be made
+    cp = subprocess.run([shardcat, "show", packed.manifest, "-o", tmp_path / "a-file/x.png",
                          "--seed", "0"], capture_output=True, text=True)
-    assert cp.returncode == 1 and "no/such/x.png: No such file or directory" in cp.stderr
+    assert cp.returncode == 1 and "a-file" in cp.stderr and not (tmp_path / "x.png").exists(), \
+        cp.stderr

@@ -401,7 +401,8 @@ class _UploadHandler(http.server.BaseHTTPRequestHandler):
     """GCS's upload protocol as the JSON API documents it, which the emulator lacks: media
     uploads, resumable sessions taking chunks (the total "*" until the last, each chunk then a
     multiple of 256 KiB; 308 with the Range held, 200 when whole), the status query, session
-    cancels (DELETE, 499), deletes and media downloads; an object's CRC-32C in the answer
+    cancels (DELETE, 499), deletes, listings by prefix and media downloads; an object's
+    CRC-32C in the answer
     that completes it, as GCS gives it; with faults armed by the test."""
     protocol_version = "HTTP/1.1"
 
@@ -525,7 +526,14 @@ class _UploadHandler(http.server.BaseHTTPRequestHandler):
 
     def do_GET(self):
         srv = self.server.owner
-        name = urllib.parse.unquote(urllib.parse.urlsplit(self.path).path.split("/o/", 1)[-1])
+        u = urllib.parse.urlsplit(self.path)
+        if re.fullmatch(r"/storage/v1/b/[^/]+/o", u.path):  # a listing, by prefix
+            prefix = urllib.parse.parse_qs(u.query).get("prefix", [""])[0]
+            with srv.lock:
+                items = [{"name": k, "size": str(len(v))} for k, v in sorted(srv.objects.items())
+                         if k.startswith(prefix)]
+            return self._reply(200, json.dumps({"kind": "storage#objects", "items": items}).encode())
+        name = urllib.parse.unquote(u.path.split("/o/", 1)[-1])
         data = srv.objects.get(name)
         if data is None:
             return self._reply(404, b"no such object")

@@ -170,18 +170,88 @@ def test_a_killed_pack_leaves_only_whole_objects_and_no_manifest(shardpack, root
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
         up.release.set()
-        names = {k.split("/", 1)[1] for k in up.objects if k.startswith("kill/")}
+        names = {k.split("/", 1)[1] for k in up.objects
+                 if k.startswith("kill/") and not k.startswith("kill/.c.pack/")}
+        marked = [k for k in up.objects if k.startswith("kill/.c.pack/shard-")]
         assert "c.json" not in names, "no manifest after a killed run"
         assert names, "the shards before the hang are there"
         for n in names:
             assert up.objects[f"kill/{n}"] == (local / n).read_bytes(), f"{n} is not whole"
         assert f"c-{len([n for n in names if n.endswith('.tar')]):03d}.tar" not in names
+        # the record marks each shard that went up whole; --resume keeps those
+        assert len(marked) == len([n for n in names if n.endswith(".tar")]) > 0, (marked, names)
         up.slow_chunk = None
         cp = subprocess.run([str(shardpack), str(src), "-o", f"gs://{BUCKET}/kill/c-%03d.tar", "-c", "80",
-                             "--upload-part", "256K"], env=env, capture_output=True, timeout=TIMEOUT)
+                             "--upload-part", "256K", "--resume", "--json", "-q"], env=env,
+                            capture_output=True, timeout=TIMEOUT)
         assert cp.returncode == 0, cp.stderr.decode()
+        assert json.loads(cp.stdout)["kept_shards"] == len(marked)
         for p in local.iterdir():
             assert up.objects.get(f"kill/{p.name}") == p.read_bytes(), p.name
     finally:
         up.release.set()
         up.close()
+
+
+def record_markers(server, kind, prefix):
+    """The markers of the pack's record under prefix/.p.pack/ in the store: the shards a run
+    finished."""
+    import re
+    if kind == "gs":
+        url = f"{server.url}/storage/v1/b/{BUCKET}/o?prefix={urllib.parse.quote(prefix + '/.p.pack/')}"
+        with urllib.request.urlopen(url, timeout=30) as r:
+            names = [o["name"] for o in json.loads(r.read()).get("items", [])]
+    else:
+        url = f"{server.url}/{BUCKET}?prefix={urllib.parse.quote(prefix + '/.p.pack/')}"
+        with urllib.request.urlopen(url, timeout=30) as r:
+            names = re.findall(r"<Key>([^<]*)</Key>", r.read().decode())
+    return sorted(n for n in names if n.rsplit("/", 1)[-1].startswith("shard-"))
+
+
+def test_a_pack_killed_while_uploading_resumes_byte_identical(shardpack, root, store, tmp_path):
+    """SIGKILL at random points of a pack into the GCS emulator and s3rver (6 each: an object
+    going up, between objects): the run again with --resume keeps the shards its record
+    marks (counted: the rest are packed), and the bucket holds the uninterrupted local
+    pack's objects byte for byte, with no record left."""
+    import random
+    import signal
+    import time
+    kind, server, env = store
+    src = root.parent / "imgs"
+    local = tmp_path / "local"
+    local.mkdir()
+    opts = ["-c", "20", "--shuffle", "2"]
+    t0 = time.monotonic()
+    cp = run_sp(shardpack, src, "-o", local / "p-%03d.tar.zst", *opts, "-q")
+    assert cp.returncode == 0, cp.stderr.decode()
+    names = sorted(p.name for p in local.iterdir())
+    total = sum(n.endswith(".tar.zst") for n in names)
+    rng = random.Random(kind)
+    for attempt in range(6):
+        prefix = f"resume-{attempt}"
+        url = f"{kind}://{BUCKET}/{prefix}/p-%03d.tar.zst"
+        t0 = time.monotonic()
+        proc = subprocess.Popen([str(shardpack), str(src), "-o", url, *opts, "-q", "--resume"],
+                                env={**CLEAN_ENV, "SOURCE_DATE_EPOCH": "", **env},
+                                stderr=subprocess.DEVNULL)
+        if attempt == 0:  # the first run alone: how long a whole pack into this store takes
+            proc.wait(timeout=TIMEOUT)
+            took = time.monotonic() - t0
+            whole = True
+        else:
+            time.sleep(rng.uniform(0.1, 0.9) * took)
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(timeout=30)
+            whole = fetch(server, kind, f"{prefix}/p.json") is not None
+        marked = record_markers(server, kind, prefix)
+        cp = run_sp(shardpack, src, "-o", url, *opts, "-q", "--resume", "--json", env=env)
+        assert cp.returncode == 0, cp.stderr.decode()
+        got = json.loads(cp.stdout)
+        # killed after its manifest: its record gone (nothing kept), or not yet (all kept)
+        assert got["kept_shards"] in ((0, len(marked)) if whole else (len(marked),)), \
+            (attempt, got, marked)
+        assert got["packed_shards"] == total - got["kept_shards"]
+        for name in names:
+            assert fetch(server, kind, f"{prefix}/{name}") == (local / name).read_bytes(), \
+                f"attempt {attempt}: {name} differs from the local pack"
+        assert record_markers(server, kind, prefix) == [], "the record outlived the run"

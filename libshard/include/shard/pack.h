@@ -62,8 +62,19 @@ typedef struct ShardPackSettings {
     /** Remote inputs requested at once: while a shard is written, and while a scan asks
      *  for their sizes (default 16) */
     uint32_t inflight;
+    /** Resume an interrupted run of this same plan (shard_pack_prepare): the shards its
+     *  record says it finished, and the store still holds at their sizes with their
+     *  indexes, are kept (shard_pack_kept) and only the others written; the result is what
+     *  an uninterrupted run writes. A record of another plan (other inputs or options) is
+     *  refused, naming what changed; with no record, everything is packed. 0 (default): an
+     *  earlier set at this pattern is replaced, nothing of it kept. */
+    int resume;
+    /** Pack each distinct image once: an input whose bytes equal an earlier input's (in
+     *  input order, before the shuffle) is left out when the plan is built, and listed
+     *  (shard_pack_plan_duplicate). Local inputs only (default 0). */
+    int dedup;
     /** Zero: room for settings added later without changing the struct's size. */
-    unsigned char reserved[44];
+    unsigned char reserved[36];
 } ShardPackSettings;
 
 /** One input file. Strings are borrowed for the call and copied. */
@@ -170,6 +181,18 @@ SHARD_API int shard_pack_plan_scan(ShardPackPlan *p, const char *src, int list,
  */
 SHARD_API int shard_pack_plan_build(ShardPackPlan *p, ShardError *err);
 
+/** @return the inputs settings.dedup left out when the plan was built (0 without it) */
+SHARD_API size_t shard_pack_plan_duplicates(const ShardPackPlan *p);
+
+/**
+ * Duplicate i (0 .. shard_pack_plan_duplicates - 1, in input order): the input left out,
+ * the earlier input with the same bytes that is packed, and their SHA-256 in hex. The
+ * strings are borrowed, valid while p lives.
+ * @return 0, or SHARD_ERR_INVALID for i out of range
+ */
+SHARD_API int shard_pack_plan_duplicate(const ShardPackPlan *p, size_t i, const char **dropped,
+                                        const char **kept, const char **sha256);
+
 /** @return the number of inputs */
 SHARD_API size_t shard_pack_plan_inputs(const ShardPackPlan *p);
 
@@ -190,7 +213,8 @@ SHARD_API void shard_pack_plan_part(const ShardPackPlan *p, size_t *lo, size_t *
 
 /**
  * Writes shard j (its index beside it) from its inputs, read from disk: a complete shard
- * under its final name, or nothing. Thread-safe for distinct shards.
+ * under its final name, or nothing; then records it as finished in the pack's record
+ * (shard_pack_prepare). Thread-safe for distinct shards.
  * @param cb optional; bad inputs and progress
  * @param info receives what the manifest needs: info->url is malloc'd, owned by the caller;
  *        url NULL when every input of the shard was left out (no shard written)
@@ -223,20 +247,52 @@ SHARD_API int shard_pack_manifest_write(const ShardPackPlan *p, const ShardManif
                                         const char *manifest_path, ShardError *err);
 
 /**
- * Makes the output folder safe to write this plan's part into, before any shard: takes the
+ * Makes the output safe to write this plan's part into, before any shard: takes the
  * output set's lock, held by the plan until it is freed (an flock on D/.STEM.lock beside
  * the pattern: a whole run holds it alone, the runs of one part set share it, each part
  * also holding D/.STEM.part-I-of-N.lock alone; outputs in a bucket are not locked: one
  * pack at a time there is the caller's to keep); removes the manifest at manifest_path (it
  * is written last, so a run that fails or is killed leaves none naming shards it did not
  * finish, nor an earlier run's) and the temporary files that killed runs left for the
- * shards this part writes. Shards written by other processes for this plan (Dask tasks)
- * are this run's: they take no lock.
+ * shards this part writes.
+ * Then the pack's record (D/.STEM.pack/, in a folder or a bucket): with settings.resume
+ * and a record of this plan, the shards it lists as finished are kept (shard_pack_kept).
+ * Otherwise the earlier set is replaced: its record, manifests (the set's and its parts'
+ * for a whole run; the set's and this part's for a part) and the shards and indexes the
+ * pattern numbers (all of them for a whole run, this part's for a part) are removed, so
+ * that nothing of it is read with the new set, and this plan's record is written.
+ * Shards this plan writes from then on are recorded as finished (a marker in the record
+ * after each), for a resume; other processes writing shards of the same plan (a cluster's
+ * tasks) take no lock and record theirs after shard_pack_attach.
  * @param err optional; SHARD_ERR_STATE when another run holds the lock (err names it and
- *        what its holder wrote there: pid, host, start); a manifest or temporary that
- *        cannot be removed
+ *        what its holder wrote there: pid, host, start), or when a resume finds the record
+ *        of another plan (err names what changed); a file that cannot be removed
  */
 SHARD_API int shard_pack_prepare(ShardPackPlan *p, const char *manifest_path, ShardError *err);
+
+/**
+ * Makes p, built in another process from the same inputs and settings as the plan
+ * shard_pack_prepare prepared (a cluster's task), write shards for that run: each shard
+ * shard_pack_write_shard finishes is recorded in the run's record, so that a resume keeps
+ * it. Takes no lock and removes nothing.
+ */
+SHARD_API void shard_pack_attach(ShardPackPlan *p);
+
+/**
+ * After shard_pack_prepare with settings.resume: whether shard j was kept from the
+ * interrupted run, and its manifest entry.
+ * @param info receives the entry when kept: info->url malloc'd, owned by the caller
+ * @return 1 when kept, 0 when it is to be written, SHARD_ERR_NOMEM
+ */
+SHARD_API int shard_pack_kept(const ShardPackPlan *p, size_t j, ShardFileInfo *info);
+
+/** @return 1 when shard_pack_prepare found the record of an earlier run of this plan to
+ *  resume, else 0 */
+SHARD_API int shard_pack_resumed(const ShardPackPlan *p);
+
+/** @return the files of an earlier set (manifests, shards, indexes) shard_pack_prepare
+ *  removed to replace it */
+SHARD_API size_t shard_pack_replaced(const ShardPackPlan *p);
 
 /**
  * After a whole run (no parts): shards and indexes beside this run's that the pattern

@@ -161,4 +161,14 @@ SHARD_API int shard_writer_rotates(uint64_t count, uint64_t size, uint64_t sampl
 }
 #endif
 
+/**
+ * Writes n bytes at data as the file or object url names (a path, file://, gs://, s3://),
+ * whole or not at all: through a temporary beside it, fsynced and renamed into place, or
+ * one upload. For what goes beside a set: a report, a picture.
+ * @param remote gs://, s3://: borrowed; NULL for one with the default settings
+ * @param err optional; names the URL
+ */
+SHARD_API int shard_put(const char *url, const void *data, size_t n, ShardRemote *remote,
+                        ShardError *err);
+
 #endif /* SHARD_WRITER_H */

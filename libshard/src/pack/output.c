@@ -1,7 +1,8 @@
 /*
  * A pack run's output around its shards (shard/pack.h): the folder or bucket made ready (an
- * earlier run's manifest gone, and in a folder the temporaries of a killed run), what an earlier run left past this one's shards, and
- * the manifest that goes with the plan.
+ * earlier run's manifest gone, and in a folder the temporaries of a killed run; then the
+ * earlier set kept for a resume, or replaced: record.c), what an earlier run left past this
+ * one's shards, and the manifest that goes with the plan.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -19,7 +20,9 @@
 #include "base/text.h"
 #include "pack/packplan.h"
 #include "pack/packplandef.h"
+#include "pack/record.h"
 #include "sink/sink.h"
+#include "source/open.h"
 #include "shard/file.h"
 #include "shard/manifest.h"
 #include "shard/pack.h"
@@ -68,8 +71,143 @@ static int lock_output(ShardPackPlan *p, char *msg)
     return rc;
 }
 
+/* The number a name of the pattern's form (its base name: prefix, digits, suffix) holds;
+ * 0 and *k, or -1 when name is not of that form. */
+static int numbered_as(const char *pattern_base, const char *name, unsigned long long *k)
+{
+    const char *pct = strchr(pattern_base, '%');
+    if (!pct)
+        return -1;
+    size_t pre = (size_t)(pct - pattern_base);
+    const char *conv = pct + 1 + strspn(pct + 1, "0123456789-+ #lhjzt");
+    const char *suffix = *conv ? conv + 1 : conv;
+    size_t n = strlen(name), suf = strlen(suffix);
+    if (strncmp(name, pattern_base, pre) || n < pre + suf + 1 || strcmp(name + n - suf, suffix))
+        return -1;
+    size_t digits = n - pre - suf;
+    if (strspn(name + pre, "0123456789") != digits || digits > 19)
+        return -1;
+    *k = strtoull(name + pre, NULL, 10);
+    return 0;
+}
+
+/* url in dir (a folder or a bucket's prefix, with or without its '/') removed. */
+static int remove_in(ShardPackPlan *p, const char *dir, const char *name, char *msg)
+{
+    char *url = NULL;
+    size_t n = strlen(dir);
+    if (asprintf(&url, "%s%s%s", dir, n && dir[n - 1] == '/' ? "" : "/", name) < 0)
+        return shard_fail(msg, SHARD_ERR_NOMEM, "out of memory");
+    ShardRemote *r = NULL;
+    int rc = shard_sink_in_bucket(url) && !(r = shard_pack_plan_remote(p, msg)) ? SHARD_ERR_NOMEM
+                                                                              : 0;
+    if (!rc)
+        rc = shard_sink_remove(url, r, msg);
+    if (!rc)
+        p->replaced++;
+    free(url);
+    return rc;
+}
+
+/* The folder (or bucket prefix, with its '/') that holds path, malloc'd. */
+static char *listing_dir(const char *path)
+{
+    char *d = shard_dir_of(path), *out = NULL;
+    if (d && shard_sink_in_bucket(path) && asprintf(&out, "%s/", d) >= 0) {
+        free(d);
+        return out;
+    }
+    return d;
+}
+
+/* What of an earlier set could be read with the new one, gone: the set's manifests (for a
+ * whole run also its parts'; a part's own is manifest_path, gone already) and the shards
+ * and indexes the pattern numbers (all of them for a whole run, a part's own for a part). */
+static int remove_earlier_set(ShardPackPlan *p, char *msg)
+{
+    ShardPackSettings t = p->s;
+    t.pattern = p->pattern;
+    t.nparts = t.part = 0;
+    char *set = shard_pack_manifest_path(&t), *first = shard_pack_numbered(p->pattern, 0);
+    char *ipat = shard_index_path(p->pattern);
+    char *mdir = set ? listing_dir(set) : NULL, *sdir = first ? listing_dir(first) : NULL;
+    int rc = mdir && sdir && ipat ? 0 : shard_fail(msg, SHARD_ERR_NOMEM, "out of memory");
+    ShardPackListing l = {0};
+    if (!rc)
+        rc = shard_pack_list(p, mdir, &l, msg);
+    /* the set's manifest, and for a whole run its parts' (STEM.part-I-of-N.json) */
+    const char *stem = set ? shard_base_name(set) : "";
+    size_t sn = strlen(stem) - 5; /* without ".json" */
+    for (size_t i = 0; i < l.n && !rc; i++) {
+        const char *name = l.v[i].name;
+        unsigned long long a, b;
+        int end = 0;
+        int part = !p->s.nparts && !strncmp(name, stem, sn) &&
+                   sscanf(name + sn, ".part-%llu-of-%llu.json%n", &a, &b, &end) == 2 &&
+                   !name[sn + (size_t)end];
+        if (part || !strcmp(name, stem))
+            rc = remove_in(p, mdir, name, msg);
+    }
+    shard_pack_listing_free(&l);
+    if (!rc)
+        rc = shard_pack_list(p, sdir, &l, msg);
+    size_t lo, hi;
+    shard_pack_plan_part(p, &lo, &hi);
+    for (size_t i = 0; i < l.n && !rc; i++) {
+        unsigned long long k;
+        const char *name = l.v[i].name;
+        if ((!numbered_as(shard_base_name(p->pattern), name, &k) ||
+             !numbered_as(shard_base_name(ipat), name, &k)) &&
+            (!p->s.nparts || (k >= lo && k < hi)))
+            rc = remove_in(p, sdir, name, msg);
+    }
+    shard_pack_listing_free(&l);
+    free(set);
+    free(first);
+    free(ipat);
+    free(mdir);
+    free(sdir);
+    return rc;
+}
+
+/* The earlier set kept for a resume of this plan, else replaced: its record first (a run
+ * killed from here on leaves none, and a resume then packs everything), then what of it
+ * could be read with this one, then this plan's record. */
+static int keep_or_replace(ShardPackPlan *p, char *msg)
+{
+    char *record = shard_pack_record_dir(p);
+    if (!record)
+        return shard_fail(msg, SHARD_ERR_NOMEM, "out of memory");
+    if (!shard_sink_in_bucket(record)) /* markers a killed run was writing */
+        shard_sink_sweep(shard_source_local_path(record), NULL);
+    free(record);
+    int rc = p->s.resume ? shard_pack_record_resume(p, &p->resumed, msg) : 0;
+    if (!rc && !p->resumed && !(rc = shard_pack_record_clear(p, msg)) &&
+        !(rc = remove_earlier_set(p, msg)))
+        rc = shard_pack_record_start(p, msg);
+    p->recording = !rc;
+    return rc;
+}
+
+void shard_pack_attach(ShardPackPlan *p) { p->recording = 1; }
+
+int shard_pack_kept(const ShardPackPlan *p, size_t j, ShardFileInfo *info)
+{
+    memset(info, 0, sizeof *info);
+    if (!p->kept || j >= p->nshards || !p->kept[j].url)
+        return 0;
+    *info = p->kept[j];
+    return (info->url = strdup(p->kept[j].url)) ? 1 : SHARD_ERR_NOMEM;
+}
+
+int shard_pack_resumed(const ShardPackPlan *p) { return p->resumed; }
+
+size_t shard_pack_replaced(const ShardPackPlan *p) { return p->replaced; }
+
 int shard_pack_prepare(ShardPackPlan *p, const char *manifest_path, ShardError *err)
 {
+    if (!p->built)
+        return shard_report(err, SHARD_ERR_STATE, "pack: build the plan before preparing its output");
     char msg[SHARD_ERROR_MAX];
     /* before anything of the set is touched; a bucket's outputs are not locked */
     if (!p->locked && !shard_sink_in_bucket(p->pattern)) {
@@ -121,7 +259,10 @@ int shard_pack_prepare(ShardPackPlan *p, const char *manifest_path, ShardError *
     }
     free(first);
     free(dir);
-    return rc ? shard_report(err, rc, "out of memory") : 0;
+    if (rc)
+        return shard_report(err, rc, "out of memory");
+    rc = keep_or_replace(p, msg);
+    return rc ? shard_report(err, rc, msg) : 0;
 }
 
 size_t shard_pack_leftovers(const ShardPackPlan *p, void (*fn)(void *cookie, const char *path),
@@ -154,61 +295,11 @@ size_t shard_pack_leftovers(const ShardPackPlan *p, void (*fn)(void *cookie, con
     return found;
 }
 
-char *shard_pack_manifest_path(const ShardPackSettings *s)
-{
-    /* out/train-%06d.tar.zst -> out/train.json: cut the name at the conversion, then drop
-     * the separator before it. */
-    char *p = strdup(s->pattern);
-    if (!p)
-        return NULL;
-    char *slash = strrchr(p, '/');
-    char *name = slash ? slash + 1 : p;
-    char *pct = strchr(name, '%');
-    if (pct)
-        *pct = 0;
-    size_t n = strlen(name);
-    while (n && (name[n - 1] == '-' || name[n - 1] == '_' || name[n - 1] == '.'))
-        name[--n] = 0;
-    char suffix[64] = ".json";
-    if (s->nparts)
-        snprintf(suffix, sizeof suffix, ".part-%llu-of-%llu.json", (unsigned long long)s->part,
-                 (unsigned long long)s->nparts);
-    size_t len = strlen(p) + strlen(suffix) + 16;
-    char *out = malloc(len);
-    if (out)
-        snprintf(out, len, "%s%s%s", p, n ? "" : "dataset", suffix);
-    free(p);
-    return out;
-}
-
-/* The packing options, as the manifest records them. */
-static char *options_json(const ShardPackPlan *p)
-{
-    int zstd = shard_writes_zstd(p->s.compression, p->pattern);
-    json_t *j = json_object();
-    json_object_set_new(j, "maxcount", json_integer((json_int_t)p->s.maxcount));
-    json_object_set_new(j, "maxsize", json_integer((json_int_t)p->s.maxsize));
-    json_object_set_new(j, "compression", json_string(zstd ? "zstd" : "none"));
-    json_object_set_new(j, "level", json_integer(p->s.level));
-    json_object_set_new(j, "frame_size", json_integer((json_int_t)p->s.frame_size));
-    json_object_set_new(j, "shuffle_seed",
-                        p->s.shuffle ? json_integer((json_int_t)p->s.shuffle_seed) : json_null());
-    json_object_set_new(j, "verify", json_boolean(p->s.verify));
-    json_object_set_new(j, "mtime", json_integer(p->s.mtime));
-    if (p->s.max_side) { /* only then, so that earlier manifests stay as they were */
-        json_object_set_new(j, "max_side", json_integer(p->s.max_side));
-        json_object_set_new(j, "quality", json_integer(p->s.quality));
-    }
-    char *s = json_dumps(j, JSON_COMPACT);
-    json_decref(j);
-    return s;
-}
-
 int shard_pack_manifest(ShardManifest **out, const ShardPackPlan *p, const char *manifest_path)
 {
     *out = NULL;
     char *stem = strdup(manifest_path);
-    char *opts = options_json(p);
+    char *opts = shard_pack_options_json(p);
     if (!stem || !opts) {
         free(stem);
         free(opts);
@@ -244,5 +335,10 @@ int shard_pack_manifest_write(const ShardPackPlan *p, const ShardManifest *m,
     ShardRemote *r = NULL;
     if (shard_sink_in_bucket(manifest_path) && !(r = shard_pack_plan_remote((ShardPackPlan *)p, msg)))
         return shard_report(err, SHARD_ERR_NOMEM, msg);
-    return shard_manifest_write_remote(m, manifest_path, r, err);
+    int rc = shard_manifest_write_remote(m, manifest_path, r, err);
+    /* The set (or this part) is whole: its record has nothing left to resume. Left behind
+     * when it cannot go, it is only cleared by the next run. */
+    if (!rc)
+        shard_pack_record_clear((ShardPackPlan *)p, msg);
+    return rc;
 }

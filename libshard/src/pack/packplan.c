@@ -8,6 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "base/buf.h"
 #include "base/error.h"
 #include "base/keyset.h"
@@ -16,10 +18,12 @@
 #include "pack/packplan.h"
 #include "pack/packplandef.h"
 #include "pack/convention.h"
+#include "pack/dedup.h"
 #include "remote/handle.h"
 #include "shard/names.h"
 #include "shard/pack.h"
 #include "sink/sink.h"
+#include "write/shardwriter.h"
 
 void shard_pack_default_settings(ShardPackSettings *s)
 {
@@ -45,6 +49,8 @@ void shard_pack_default_settings(ShardPackSettings *s)
     s->quality = 95;
     s->remote = NULL;
     s->inflight = 16;
+    s->resume = 0;
+    s->dedup = 0;
 }
 
 int shard_pack_plan_new(ShardPackPlan **out, const ShardPackSettings *s, ShardError *err)
@@ -214,7 +220,9 @@ int shard_pack_plan_build(ShardPackPlan *p, ShardError *err)
 {
     if (p->built)
         return shard_report(err, SHARD_ERR_STATE, "pack: the plan is built already");
-    int rc = assign_keys(p, err);
+    int rc = p->s.dedup && !p->ndups ? shard_pack_dedup(p, err) : 0;
+    if (!rc)
+        rc = assign_keys(p, err);
     if (rc)
         return rc;
     if (p->s.shuffle) {
@@ -248,6 +256,19 @@ int shard_pack_plan_build(ShardPackPlan *p, ShardError *err)
 
 size_t shard_pack_plan_inputs(const ShardPackPlan *p) { return p->n; }
 
+size_t shard_pack_plan_duplicates(const ShardPackPlan *p) { return p->ndups; }
+
+int shard_pack_plan_duplicate(const ShardPackPlan *p, size_t i, const char **dropped,
+                              const char **kept, const char **sha256)
+{
+    if (i >= p->ndups)
+        return SHARD_ERR_INVALID;
+    *dropped = p->dups[i].dropped.path;
+    *kept = p->dups[i].kept;
+    *sha256 = p->dups[i].sha256;
+    return 0;
+}
+
 const ShardPackInput *shard_pack_plan_input(const ShardPackPlan *p, size_t i)
 {
     return i < p->n ? &p->v[i].in : NULL;
@@ -280,12 +301,20 @@ void shard_pack_plan_free(ShardPackPlan **pp)
     ShardPackPlan *p = *pp;
     shard_sink_unlock(&p->part_lock);
     shard_sink_unlock(&p->set_lock);
+    for (size_t j = 0; p->kept && j < p->nshards; j++)
+        free((char *)p->kept[j].url);
+    free(p->kept);
     for (size_t i = 0; i < p->n; i++) {
         Input *x = &p->v[i];
         free(x->path), free(x->rel), free(x->field), free(x->class_name), free(x->extra);
         free(x->key);
     }
     free(p->v);
+    for (size_t i = 0; i < p->ndups; i++) {
+        Input *x = &p->dups[i].dropped;
+        free(x->path), free(x->rel), free(x->field), free(x->class_name), free(x->extra);
+    }
+    free(p->dups);
     for (size_t i = 0; i < p->nclasses; i++)
         free(p->classes[i]);
     free(p->classes);
@@ -322,4 +351,56 @@ void shard_pack_writer_settings(const ShardPackPlan *p, size_t j, ShardWriterSet
     w->mtime = p->s.mtime;
     w->sync = p->s.sync;
     w->checksums = p->s.checksums;
+}
+
+/* The packing options, as the manifest records them. */
+char *shard_pack_options_json(const ShardPackPlan *p)
+{
+    int zstd = shard_writes_zstd(p->s.compression, p->pattern);
+    json_t *j = json_object();
+    json_object_set_new(j, "maxcount", json_integer((json_int_t)p->s.maxcount));
+    json_object_set_new(j, "maxsize", json_integer((json_int_t)p->s.maxsize));
+    json_object_set_new(j, "compression", json_string(zstd ? "zstd" : "none"));
+    json_object_set_new(j, "level", json_integer(p->s.level));
+    json_object_set_new(j, "frame_size", json_integer((json_int_t)p->s.frame_size));
+    json_object_set_new(j, "shuffle_seed",
+                        p->s.shuffle ? json_integer((json_int_t)p->s.shuffle_seed) : json_null());
+    json_object_set_new(j, "verify", json_boolean(p->s.verify));
+    json_object_set_new(j, "mtime", json_integer(p->s.mtime));
+    if (p->s.dedup) /* likewise */
+        json_object_set_new(j, "dedup", json_true());
+    if (p->s.max_side) { /* only then, so that earlier manifests stay as they were */
+        json_object_set_new(j, "max_side", json_integer(p->s.max_side));
+        json_object_set_new(j, "quality", json_integer(p->s.quality));
+    }
+    char *s = json_dumps(j, JSON_COMPACT);
+    json_decref(j);
+    return s;
+}
+
+char *shard_pack_manifest_path(const ShardPackSettings *s)
+{
+    /* out/train-%06d.tar.zst -> out/train.json: cut the name at the conversion, then drop
+     * the separator before it. */
+    char *p = strdup(s->pattern);
+    if (!p)
+        return NULL;
+    char *slash = strrchr(p, '/');
+    char *name = slash ? slash + 1 : p;
+    char *pct = strchr(name, '%');
+    if (pct)
+        *pct = 0;
+    size_t n = strlen(name);
+    while (n && (name[n - 1] == '-' || name[n - 1] == '_' || name[n - 1] == '.'))
+        name[--n] = 0;
+    char suffix[64] = ".json";
+    if (s->nparts)
+        snprintf(suffix, sizeof suffix, ".part-%llu-of-%llu.json", (unsigned long long)s->part,
+                 (unsigned long long)s->nparts);
+    size_t len = strlen(p) + strlen(suffix) + 16;
+    char *out = malloc(len);
+    if (out)
+        snprintf(out, len, "%s%s%s", p, n ? "" : "dataset", suffix);
+    free(p);
+    return out;
 }

@@ -15,6 +15,9 @@ SHARD_HIDDEN ShardRemote *shard_pack_plan_remote(ShardPackPlan *p, char *err);
 /* Remote inputs a plan requests at once (ShardPackSettings.inflight, clamped). */
 SHARD_HIDDEN unsigned shard_pack_plan_inflight(const ShardPackPlan *p);
 
+/* The packing options as the manifest and the pack's record keep them (JSON), malloc'd;
+ * NULL when out of memory. */
+SHARD_HIDDEN char *shard_pack_options_json(const ShardPackPlan *p);
 /* Number k in a pattern, malloc'd (NULL when out of memory). */
 SHARD_HIDDEN char *shard_pack_numbered(const char *pattern, uint64_t k);
 /* The writer settings for shard j of the plan: one shard, numbered j, no rotation. */

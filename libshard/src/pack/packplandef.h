@@ -10,6 +10,7 @@
 
 #include "shard/pack.h"
 #include "shard/remote.h"
+#include "shard/writer.h"
 #include "sink/lock.h"
 
 typedef struct Input {
@@ -17,6 +18,14 @@ typedef struct Input {
     char *path, *rel, *field, *class_name, *extra;
     char *key;
 } Input;
+
+/* An input left out as a duplicate (dedup.c): its strings, the kept input's path (the
+ * kept Input's own copy) and their SHA-256 in hex. */
+typedef struct ShardPackDup {
+    Input dropped;
+    const char *kept;
+    char sha256[65];
+} ShardPackDup;
 
 struct ShardPackPlan {
     ShardPackSettings s;
@@ -34,6 +43,15 @@ struct ShardPackPlan {
      * whole run, shared by a part set's runs; and a part's own */
     ShardSinkLock set_lock, part_lock;
     int locked;
+    /* a resume (record.c): the shards an earlier run of this plan finished, kept (nshards
+     * entries, url NULL for one to write; NULL before shard_pack_prepare), and whether its
+     * record was found */
+    ShardFileInfo *kept;
+    int resumed;
+    int recording; /* a marker in the record after each shard written (prepare, attach) */
+    size_t replaced; /* files of an earlier set removed (manifests, shards, indexes) */
+    ShardPackDup *dups; /* settings.dedup: the inputs left out, in input order */
+    size_t ndups;
 };
 
 #endif /* SHARD_PACK_PACKPLANDEF_H */

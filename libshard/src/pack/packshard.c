@@ -15,6 +15,7 @@
 #include "pack/packplan.h"
 #include "pack/packplandef.h"
 #include "pack/convention.h"
+#include "pack/record.h"
 #include "pack/shrink.h"
 #include "shard/file.h"
 #include "shard/image.h"
@@ -269,6 +270,8 @@ int shard_pack_write_shard(const ShardPackPlan *p, size_t j, const ShardPackCall
         *info = *shard_writer_shard(w, 0);
         if (!(info->url = strdup(info->url)))
             rc = shard_fail(msg, SHARD_ERR_NOMEM, "out of memory");
+        else if (p->recording)
+            rc = shard_pack_record_done(p, j, info, msg); /* after the shard: a resume keeps it */
     }
     shard_writer_free(&w);
     return rc ? shard_report(err, rc, msg) : 0;

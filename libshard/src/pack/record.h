@@ -1,0 +1,59 @@
+/*
+ * A pack's record (record.c): what a run means to write and what it finished, beside its
+ * output, so that a run killed at any point can be resumed exactly (shard/pack.h:
+ * ShardPackSettings.resume).
+ */
+#ifndef SHARD_PACK_RECORD_H
+#define SHARD_PACK_RECORD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/attr.h"
+#include "shard/pack.h"
+#include "shard/writer.h"
+
+/* A folder's or a bucket prefix's objects: base names and sizes, in name order. */
+typedef struct ShardPackEntry {
+    char *name;
+    uint64_t size;
+} ShardPackEntry;
+typedef struct ShardPackListing {
+    ShardPackEntry *v;
+    size_t n, cap;
+} ShardPackListing;
+
+/* Lists dir (a folder, or a bucket's prefix ending in '/') into out (freed by
+ * shard_pack_listing_free); a folder that does not exist lists nothing. 0, or an error
+ * with msg (SHARD_ERROR_MAX bytes). */
+SHARD_HIDDEN int shard_pack_list(ShardPackPlan *p, const char *dir, ShardPackListing *out,
+                                 char *msg);
+/* 1 when l holds name (its size into *size, which may be NULL), else 0. */
+SHARD_HIDDEN int shard_pack_listing_size(const ShardPackListing *l, const char *name,
+                                         uint64_t *size);
+SHARD_HIDDEN void shard_pack_listing_free(ShardPackListing *l);
+
+/* The record's folder for p's set: D/.STEM.pack/ beside the pattern (a bucket's prefix
+ * alike), with the trailing slash; malloc'd, NULL when out of memory. */
+SHARD_HIDDEN char *shard_pack_record_dir(const ShardPackPlan *p);
+
+/* Removes the earlier record of p's set: all of it for a whole run; for a part, the whole
+ * run's plan, this part's plan and the markers of this part's shards. 0, or an error with
+ * msg (SHARD_ERROR_MAX bytes). */
+SHARD_HIDDEN int shard_pack_record_clear(ShardPackPlan *p, char *msg);
+
+/* Writes p's plan into the record (before any shard). 0, or an error with msg. */
+SHARD_HIDDEN int shard_pack_record_start(ShardPackPlan *p, char *msg);
+
+/* Reads the record of an earlier run into p: *found 0 when there is none (nothing kept);
+ * else its plan compared with p's (a difference refused, naming it: SHARD_ERR_STATE) and
+ * the shards it finished that the store still holds at their recorded sizes, with their
+ * indexes, kept (p->kept). 0, or an error with msg. */
+SHARD_HIDDEN int shard_pack_record_resume(ShardPackPlan *p, int *found, char *msg);
+
+/* Records shard j of p as finished, its manifest entry info in the marker's name (written
+ * after the shard, so a marker means a complete shard). 0, or an error with msg. */
+SHARD_HIDDEN int shard_pack_record_done(const ShardPackPlan *p, size_t j,
+                                        const ShardFileInfo *info, char *msg);
+
+#endif /* SHARD_PACK_RECORD_H */

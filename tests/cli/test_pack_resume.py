@@ -1,0 +1,285 @@
+"""shardpack --resume: a pack killed with SIGKILL at random points (plain and .tar.zst with
+--jobs, whole runs and parts) and run again with --resume gives a set byte-identical to an
+uninterrupted run, every time, packing only the shards the killed run did not record as
+finished; a changed input or option is refused, naming it; the record goes with the run's
+end. --dedup: exact duplicates across classes and shards packed once, reported, the same
+for any --jobs.
+"""
+import json
+import random
+import shutil
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import BASE_ENV, bulk_tree, out_text
+
+IMAGES = 360  # 3 classes x 120: 40 shards of 9
+
+
+@pytest.fixture(scope="module")
+def src(tmp_path_factory):
+    root = tmp_path_factory.mktemp("resume-src")
+    bulk_tree(root, per_class=IMAGES // 3, sizes=[(64, 48), (80, 60), (48, 64)])
+    return root
+
+
+def visible(d):
+    """{name: bytes} of a folder's files but the hidden ones (the record, locks)."""
+    return {p.name: p.read_bytes() for p in sorted(d.iterdir())
+            if p.is_file() and not p.name.startswith(".")}
+
+
+def cmd(shardpack, src, out, ext, extra):
+    return [str(shardpack), str(src), "-o", str(out / f"train-%03d{ext}"), "-c", "9",
+            "--shuffle", "3", *extra]
+
+
+def finish(shardpack, src, out, ext, extra):
+    """The run again with --resume, to its end: its JSON summary."""
+    cp = subprocess.run(cmd(shardpack, src, out, ext, [*extra, "--resume", "--json", "-q"]),
+                        capture_output=True, env=BASE_ENV, timeout=120)
+    assert cp.returncode == 0, out_text(cp)
+    return json.loads(cp.stdout)
+
+
+def markers(out, record=".train.pack"):
+    """The shards the record says are finished."""
+    d = out / record
+    return sorted(int(p.name.split("-")[1]) for p in d.glob("shard-*")) if d.exists() else []
+
+
+@pytest.mark.parametrize("ext,extra,part", [(".tar", [], None), (".tar.zst", ["-j", "2"], None),
+                                            (".tar", ["-j", "2"], "1/2")],
+                         ids=["tar", "zst-jobs", "part"])
+def test_a_killed_pack_resumes_to_the_uninterrupted_set(shardpack, src, tmp_path, ext, extra,
+                                                        part):
+    """18 kill points each (54 in all): after each, a resume keeps exactly the shards with a
+    marker and packs the others; the set is the uninterrupted run's byte for byte, with no
+    record left. Every other kill is followed by another killed run first (a resume killed
+    in its turn)."""
+    extra = [*extra, "--part", part] if part else extra
+    record = ".train.pack"
+    ref = tmp_path / "ref"
+    ref.mkdir()
+    t0 = time.monotonic()
+    cp = subprocess.run(cmd(shardpack, src, ref, ext, [*extra, "-q"]), capture_output=True,
+                        env=BASE_ENV, timeout=120)
+    took = time.monotonic() - t0
+    assert cp.returncode == 0, out_text(cp)
+    want = visible(ref)
+    total = sum(n.endswith(ext) for n in want)
+    assert total >= (20 if part else 40) and not (ref / record).exists(), "the record outlived the run"
+    out = tmp_path / "out"
+    rng = random.Random(f"{ext}{extra}")
+    resumed_with_some = 0
+    for attempt in range(18):
+        shutil.rmtree(out, ignore_errors=True)
+        out.mkdir()
+        for _ in range(1 + attempt % 2):
+            p = subprocess.Popen(cmd(shardpack, src, out, ext, [*extra, "--resume", "-q"]),
+                                 env=BASE_ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            time.sleep(rng.uniform(0.05, 0.95) * took)
+            p.send_signal(signal.SIGKILL)
+            p.wait(timeout=60)
+        done = markers(out, record)
+        # killed after the manifest: the run was whole, its record (or what was left of it
+        # as it went) done with
+        complete = any(n.endswith(".json") for n in visible(out))
+        for j in done if not complete else ():  # a marker comes after its shard and index
+            name = f"train-{j:03d}{ext}"
+            assert visible(out).get(name) == want[name], f"attempt {attempt}: {name} marked, not whole"
+        got = finish(shardpack, src, out, ext, extra)
+        if complete:  # killed after its manifest: its record gone (all packed again) or not yet
+            assert got["kept_shards"] in (0, len(done)), got
+        else:
+            assert got["kept_shards"] == len(done), f"attempt {attempt}: {got}"
+            resumed_with_some += bool(done)
+        assert got["packed_shards"] == total - got["kept_shards"], got
+        now = visible(out)
+        assert now.keys() == want.keys(), f"attempt {attempt}: {sorted(now.keys() ^ want.keys())}"
+        assert all(now[n] == want[n] for n in want), f"attempt {attempt}: not byte-identical"
+        assert not (out / record).exists(), f"attempt {attempt}: the record outlived the run"
+    assert resumed_with_some >= 6, "too few kills landed mid-run to show a resume"
+
+
+def bad_last(root):
+    """src with one file that is not an image, listed last: a run without skip fails there,
+    after the shards before it."""
+    (root / "zzz").mkdir()
+    (root / "zzz" / "broken.jpg").write_bytes(b"not an image at all" * 50)
+
+
+def test_a_changed_input_or_option_is_refused_and_a_plain_run_replaces_the_record(
+        shardpack, src, tmp_path):
+    data = tmp_path / "src"
+    shutil.copytree(src, data)
+    bad_last(data)
+    out = tmp_path / "out"
+    base = [str(shardpack), str(data), "-o", str(out / "train-%03d.tar"), "-c", "9", "-q", "-j", "1"]
+    cp = subprocess.run([*base, "--resume"], capture_output=True, env=BASE_ENV, timeout=120)
+    assert cp.returncode != 0 and "broken.jpg" in cp.stderr.decode(), out_text(cp)
+    assert len(markers(out)) >= 30, "the failed run recorded the shards it finished"
+    # an option changed
+    cp = subprocess.run([*base, "--resume", "--shuffle", "5"], capture_output=True, env=BASE_ENV,
+                        timeout=120)
+    err = cp.stderr.decode()
+    assert cp.returncode != 0 and "cannot resume" in err and "shuffle" in err, err
+    # an input changed: its bytes (and so its size)
+    victim = sorted((data / "ant").iterdir())[3]
+    victim.write_bytes(victim.read_bytes() + b"\0" * 7)
+    cp = subprocess.run([*base, "--resume"], capture_output=True, env=BASE_ENV, timeout=120)
+    err = cp.stderr.decode()
+    # named down to the shard that holds it (the record keeps a digest per shard)
+    assert cp.returncode != 0 and "the input changed" in err and "train-000.tar" in err, err
+    # control: refused runs touched nothing; a run without --resume packs anew
+    assert len(markers(out)) >= 30
+    shutil.rmtree(data / "zzz")
+    cp = subprocess.run([*base, "--json"], capture_output=True, env=BASE_ENV, timeout=120)
+    assert cp.returncode == 0, out_text(cp)
+    assert json.loads(cp.stdout)["kept_shards"] == 0 and not (out / ".train.pack").exists()
+
+
+def test_a_part_run_into_a_complete_set_removes_the_set_manifest(shardpack, src, tmp_path):
+    """A --part run into a folder holding a whole set replaces it: the set's manifest goes
+    (it would read half-new shards), the new part's manifest names only new shards."""
+    out = tmp_path / "out"
+    base = [str(shardpack), str(src), "-o", str(out / "train-%03d.tar"), "-q"]
+    subprocess.run([*base, "-c", "9"], check=True, env=BASE_ENV, timeout=120)
+    assert (out / "train.json").exists()
+    cp = subprocess.run([*base, "-c", "7", "--part", "0/2"], capture_output=True, env=BASE_ENV,
+                        timeout=120)
+    assert cp.returncode == 0, out_text(cp)
+    assert not (out / "train.json").exists(), "the earlier set's manifest beside new shards"
+    part = json.loads((out / "train.part-0-of-2.json").read_text())
+    names = [s["url"] for s in part["shardlist"]]
+    assert names and all((out / n.split("/")[-1]).exists() for n in names)
+
+
+def dup_tree(root, src):
+    """The module's images, with exact copies across classes and shards: 12 duplicates (4 of
+    them copies of one image, in three classes)."""
+    shutil.copytree(src, root)
+    ants = sorted((root / "ant").iterdir())
+    for k in range(8):  # copies of ant images under other names and classes
+        cls = ["bee", "cow"][k % 2]
+        shutil.copy(ants[10 * k], root / cls / f"zcopy{k}.jpg")
+    for k in range(4):  # four more copies of one image
+        shutil.copy(ants[0], root / ["bee", "cow", "ant", "bee"][k] / f"zagain{k}.jpg")
+    return 12
+
+
+def test_dedup_packs_each_image_once_the_same_for_any_jobs(shardpack, run_sc, src, tmp_path):
+    data = tmp_path / "src"
+    ndup = dup_tree(data, src)
+    sets = []
+    for jobs in ("1", "4"):
+        out = tmp_path / f"out{jobs}"
+        cp = subprocess.run([str(shardpack), str(data), "-o", str(out / "train-%03d.tar"), "-c",
+                             "9", "--shuffle", "1", "--dedup", "-j", jobs, "--json", "-q"],
+                            capture_output=True, env=BASE_ENV, timeout=120)
+        assert cp.returncode == 0, out_text(cp)
+        got = json.loads(cp.stdout)
+        assert got["duplicates"] == ndup and got["samples"] == IMAGES, got
+        rows = (out / "train.duplicates.tsv").read_text().splitlines()
+        assert rows[0] == "dropped\tkept\tsha256" and len(rows) == ndup + 1
+        for row in rows[1:]:
+            dropped, kept, _ = row.split("\t")
+            assert open(dropped, "rb").read() == open(kept, "rb").read()
+            assert "/ant/img" in kept, "the first in input order is kept (ant/img* comes first)"
+        cp = run_sc("ls", out / "train.json")
+        assert cp.returncode == 0, out_text(cp)
+        listed = cp.stdout.decode()
+        assert "zcopy" not in listed and "zagain" not in listed
+        sets.append(visible(out))
+    assert sets[0].keys() == sets[1].keys() and all(sets[0][n] == sets[1][n] for n in sets[0]), \
+        "--jobs changed the set"
+    # control: without --dedup the copies are packed
+    plain = tmp_path / "plain"
+    cp = subprocess.run([str(shardpack), str(data), "-o", str(plain / "train-%03d.tar"), "-c", "9",
+                         "--shuffle", "1", "--json", "-q"],
+                        capture_output=True, env=BASE_ENV, timeout=120)
+    assert json.loads(cp.stdout)["samples"] == IMAGES + ndup
+
+
+def test_verify_on_a_manifest_reports_the_set_as_a_whole(shardpack, run_sc, src, tmp_path):
+    """shardcat verify MANIFEST: a shard listed but gone, a gap in the numbering the manifest
+    leaves, a shard of its numbering beside it that it does not list: each named, exit 1;
+    the whole set (the control) passes."""
+    out = tmp_path / "out"
+    subprocess.run([str(shardpack), str(src), "-o", str(out / "train-%03d.tar"), "-c", "40", "-q"],
+                   check=True, env=BASE_ENV, timeout=120)
+    manifest = out / "train.json"
+    cp = run_sc("verify", "--json", manifest)
+    assert cp.returncode == 0 and json.loads(cp.stdout.splitlines()[-1])["ok"], out_text(cp)
+    m = json.loads(manifest.read_text())
+    del m["shardlist"][4]  # a gap: train-004 no longer listed (still there: not said twice)
+    manifest.write_text(json.dumps(m))
+    (out / "train-006.tar").unlink()  # listed, gone
+    shutil.copy(out / "train-001.tar", out / "train-012.tar")  # beside it, of its numbering
+    shutil.copy(out / "train-001.tar", out / "other-000.tar")  # another set's: not this one's
+    cp = run_sc("verify", "--json", manifest)
+    assert cp.returncode == 1
+    whole = json.loads(cp.stdout.splitlines()[-1])
+    assert whole["missing"] == ["train-006.tar"] and whole["gaps"] == ["train-004.tar"]
+    assert whole["unlisted"] == ["train-012.tar"] and not whole["ok"], whole
+    err = cp.stderr.decode()
+    assert "listed, not there: train-006.tar" in err and "not listed: train-004.tar" in err
+    assert "beside it, not listed: train-012.tar" in err and "other-000" not in err
+
+
+def test_repair_gives_back_what_the_set_holds(shardpack, run_sc, src, tmp_path):
+    """Each kind of damage: an index gone, an index of another shard, the manifest gone, a
+    shard cut short (made again as NAME.repaired.tar with its whole samples, the original
+    kept), a shard listed but gone (named: it cannot come back). After the repair the
+    readers read the set without an error; its samples are the pack's, but those lost."""
+    for ext in (".tar", ".tar.zst"):
+        out = tmp_path / ext.replace(".", "")
+        # zstd frames of 16 KiB: what lies before a cut frame can be read back
+        subprocess.run([str(shardpack), str(src), "-o", str(out / f"train-%03d{ext}"), "-c", "40",
+                        "-q", "--frame-size", "16K"], check=True, env=BASE_ENV, timeout=120)
+        manifest = out / "train.json"
+        before = json.loads(manifest.read_text())
+        classes = before["libshard"]["classes"]
+        keys = [l.split()[0] for l in run_sc("ls", manifest).stdout.decode().splitlines()]
+        assert len(keys) == IMAGES
+        (out / "train-001.idx").unlink()
+        shutil.copy(out / "train-003.idx", out / "train-002.idx")
+        damaged = out / f"train-004{ext}"
+        data = damaged.read_bytes()
+        damaged.write_bytes(data[:len(data) * 2 // 3])
+        (out / f"train-007{ext}").unlink()
+        (out / "train-007.idx").unlink()
+        manifest.unlink()
+        cp = run_sc("repair", manifest)
+        said = cp.stdout.decode()
+        assert cp.returncode == 1, out_text(cp)  # train-007 could not come back
+        assert "train.json: gone: made again" in said
+        assert "train-001" in said and "train-002" in said and "index made again" in said
+        assert f"train-004{ext}: damaged: its first" in said and f"train-004.repaired{ext}" in said
+        assert damaged.read_bytes() == data[:len(data) * 2 // 3], "the original kept"
+        after = json.loads(manifest.read_text())
+        urls = [s["url"] for s in after["shardlist"]]
+        assert f"train-004.repaired{ext}" in urls and f"train-007{ext}" not in urls
+        # a second repair knows what is gone from the manifest it made: nothing more to do
+        # but to name what was lost
+        cp = run_sc("verify", manifest)
+        assert cp.returncode == 0 or "train-007" in cp.stderr.decode(), out_text(cp)
+        read = [l.split()[0] for l in run_sc("ls", manifest).stdout.decode().splitlines()]
+        cp = run_sc("stream", manifest)
+        assert cp.returncode == 0, out_text(cp)
+        assert set(read) < set(keys) and len(read) == len(set(read))
+        lost = set(keys) - set(read)
+        assert 40 < len(lost) < 80, len(lost)  # train-007's 40, and train-004's last third
+        # with the manifest there (its classes kept), the repair is the same; the gap is
+        # named again, the damaged original left alone
+        (out / "train-005.idx").unlink()
+        cp = run_sc("repair", manifest)
+        said = cp.stdout.decode()
+        assert cp.returncode == 1 and f"train-007{ext}: a gap in the numbering" in said, said
+        assert "1 repaired, 1 could not be" in said and "damaged" not in said, said
+        again = json.loads(manifest.read_text())
+        assert again["shardlist"] == after["shardlist"]
+        assert classes and before["libshard"]["classes"] == classes
