@@ -283,3 +283,21 @@ def test_repair_gives_back_what_the_set_holds(shardpack, run_sc, src, tmp_path):
         again = json.loads(manifest.read_text())
         assert again["shardlist"] == after["shardlist"]
         assert classes and before["libshard"]["classes"] == classes
+
+
+def test_a_set_beside_another_of_the_same_stem_is_left_alone(shardpack, run_sc, src, tmp_path):
+    """.tar and .tar.zst sets of one stem in one folder, the second with a manifest of its
+    own (as scripts/demo.sh packs them): the second run replaces nothing of the first, whose
+    manifest and shards still verify; control: the same pattern again replaces its set."""
+    out = tmp_path / "out"
+    base = [str(shardpack), str(src), "-c", "40", "-q"]
+    subprocess.run([*base, "-o", str(out / "d-%06d.tar")], check=True, env=BASE_ENV, timeout=120)
+    cp = subprocess.run([*base, "-o", str(out / "d-%06d.tar.zst"), "--manifest",
+                         str(out / "d-zst.json")], capture_output=True, env=BASE_ENV, timeout=120)
+    assert cp.returncode == 0 and "earlier set" not in cp.stderr.decode(), out_text(cp)
+    for m in ("d.json", "d-zst.json"):
+        cp = run_sc("verify", out / m)
+        assert cp.returncode == 0, out_text(cp)
+    cp = subprocess.run([*base[:-1], "-o", str(out / "d-%06d.tar")], capture_output=True,
+                        env=BASE_ENV, timeout=120)
+    assert cp.returncode == 0 and "an earlier set was here" in cp.stderr.decode(), out_text(cp)

@@ -123,7 +123,7 @@ static char *listing_dir(const char *path)
 /* What of an earlier set could be read with the new one, gone: the set's manifests (for a
  * whole run also its parts'; a part's own is manifest_path, gone already) and the shards
  * and indexes the pattern numbers (all of them for a whole run, a part's own for a part). */
-static int remove_earlier_set(ShardPackPlan *p, char *msg)
+static int remove_earlier_set(ShardPackPlan *p, int stem_manifests, char *msg)
 {
     ShardPackSettings t = p->s;
     t.pattern = p->pattern;
@@ -135,10 +135,11 @@ static int remove_earlier_set(ShardPackPlan *p, char *msg)
     ShardPackListing l = {0};
     if (!rc)
         rc = shard_pack_list(p, mdir, &l, msg);
-    /* the set's manifest, and for a whole run its parts' (STEM.part-I-of-N.json) */
+    /* the set's manifest, and for a whole run its parts' (STEM.part-I-of-N.json); not when
+     * the run's manifest is named otherwise (--manifest): those are another set's then */
     const char *stem = set ? shard_base_name(set) : "";
     size_t sn = strlen(stem) - 5; /* without ".json" */
-    for (size_t i = 0; i < l.n && !rc; i++) {
+    for (size_t i = 0; i < l.n && !rc && stem_manifests; i++) {
         const char *name = l.v[i].name;
         unsigned long long a, b;
         int end = 0;
@@ -153,14 +154,31 @@ static int remove_earlier_set(ShardPackPlan *p, char *msg)
         rc = shard_pack_list(p, sdir, &l, msg);
     size_t lo, hi;
     shard_pack_plan_part(p, &lo, &hi);
+    /* the pattern's shards, and the index of each (another set's shards of another
+     * extension may share an index's name: STEM-000000.idx beside .tar and .tar.zst) */
+    ShardKeySet shards = {.owns = 1};
+    for (size_t i = 0; i < l.n && !rc; i++) {
+        unsigned long long k;
+        char *name = NULL;
+        if (numbered_as(shard_base_name(p->pattern), l.v[i].name, &k))
+            continue;
+        int added = (name = shard_pack_numbered(shard_base_name(ipat), k)) ?
+                    shard_keyset_insert(&shards, name) : SHARD_ERR_NOMEM;
+        if (added <= 0)
+            free(name);
+        if (added < 0)
+            rc = shard_fail(msg, SHARD_ERR_NOMEM, "out of memory");
+    }
     for (size_t i = 0; i < l.n && !rc; i++) {
         unsigned long long k;
         const char *name = l.v[i].name;
-        if ((!numbered_as(shard_base_name(p->pattern), name, &k) ||
-             !numbered_as(shard_base_name(ipat), name, &k)) &&
-            (!p->s.nparts || (k >= lo && k < hi)))
+        int shard = !numbered_as(shard_base_name(p->pattern), name, &k);
+        int index = !shard && !numbered_as(shard_base_name(ipat), name, &k) &&
+                    shard_keyset_has(&shards, name);
+        if ((shard || index) && (!p->s.nparts || (k >= lo && k < hi)))
             rc = remove_in(p, sdir, name, msg);
     }
+    shard_keyset_free(&shards);
     shard_pack_listing_free(&l);
     free(set);
     free(first);
@@ -173,9 +191,14 @@ static int remove_earlier_set(ShardPackPlan *p, char *msg)
 /* The earlier set kept for a resume of this plan, else replaced: its record first (a run
  * killed from here on leaves none, and a resume then packs everything), then what of it
  * could be read with this one, then this plan's record. */
-static int keep_or_replace(ShardPackPlan *p, char *msg)
+static int keep_or_replace(ShardPackPlan *p, const char *manifest_path, char *msg)
 {
     char *record = shard_pack_record_dir(p);
+    ShardPackSettings t = p->s;
+    t.pattern = p->pattern;
+    char *own = shard_pack_manifest_path(&t); /* the pattern's own manifest name */
+    int stem_manifests = !manifest_path || (own && !strcmp(own, manifest_path));
+    free(own);
     if (!record)
         return shard_fail(msg, SHARD_ERR_NOMEM, "out of memory");
     if (!shard_sink_in_bucket(record)) /* markers a killed run was writing */
@@ -183,7 +206,7 @@ static int keep_or_replace(ShardPackPlan *p, char *msg)
     free(record);
     int rc = p->s.resume ? shard_pack_record_resume(p, &p->resumed, msg) : 0;
     if (!rc && !p->resumed && !(rc = shard_pack_record_clear(p, msg)) &&
-        !(rc = remove_earlier_set(p, msg)))
+        !(rc = remove_earlier_set(p, stem_manifests, msg)))
         rc = shard_pack_record_start(p, msg);
     p->recording = !rc;
     return rc;
@@ -261,7 +284,7 @@ int shard_pack_prepare(ShardPackPlan *p, const char *manifest_path, ShardError *
     free(dir);
     if (rc)
         return shard_report(err, rc, "out of memory");
-    rc = keep_or_replace(p, msg);
+    rc = keep_or_replace(p, manifest_path, msg);
     return rc ? shard_report(err, rc, msg) : 0;
 }
 
