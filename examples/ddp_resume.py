@@ -3,11 +3,11 @@
 and DataLoader workers, with libshard's defaults (no partition count chosen in advance).
 
     # 2 ranks x 2 workers; stopped after 20 steps (as a preempted job is), ckpt.pt kept
-    /usr/bin/python3 -m torch.distributed.run --nproc-per-node 2 examples/ddp_resume.py \\
-        SHARDS/train.json --workers 2 --stop-after 20
+    /usr/bin/python3 -m torch.distributed.run --standalone --nproc_per_node 2 \\
+        --redirects 0:1 --tee 0:1 examples/ddp_resume.py SHARDS/train.json --workers 2 --stop-after 20
     # 3 ranks x 1 worker: the rest of that epoch, then the next ones
-    /usr/bin/python3 -m torch.distributed.run --nproc-per-node 3 examples/ddp_resume.py \\
-        SHARDS/train.json --workers 1
+    /usr/bin/python3 -m torch.distributed.run --standalone --nproc_per_node 3 \\
+        --redirects 0:1 --tee 0:1 examples/ddp_resume.py SHARDS/train.json --workers 1
 
 (PYTHONPATH=build/python for a libshard built in the tree; torch.distributed.run is torchrun
 run by the interpreter that has libshard.) The loader's state goes into the checkpoint beside

@@ -37,3 +37,22 @@ out=$(bash -c 'source "$1"; COMP_WORDS=(shardpack --max); COMP_CWORD=1; _shardpa
   _ "$(find "$work/venv" -path '*bash-completion/completions/shardpack')")
 [ "$out" = "--maxcount --maxsize" ] || { echo "completion of 'shardpack --max': '$out'"; exit 1; }
 echo "pip install test: shardpack, shardcat, their man pages and completions in $work/venv"
+# the README's launch line with the venv's interpreter (not Debian's torchrun): every rank
+# imports the installed libshard and reads a shard packed by the installed shardpack
+/usr/bin/python3 "$src/examples/make_images.py" "$work/imgs" --classes 2 --per-class 8 >/dev/null
+shardpack "$work/imgs" -o "$work/shards/t-%06d.tar" -q
+cat >"$work/train.py" <<'PY'
+import torch.distributed as dist
+from libshard.torch import ShardDataset
+dist.init_process_group("gloo")
+ds = ShardDataset("shards/t.json", batch_size=4, image_size=16, seed=0)
+n = sum(len(labels) for _, labels in ds)
+print(f"rank {dist.get_rank()}: {n} samples from", ds.__class__.__module__)
+PY
+port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+flags=$("$work/venv/bin/python" -c 'from torch.distributed.elastic.multiprocessing.api import Std; print("--redirects 0:1 --tee 0:1" if Std.from_str("0") is None else "")')
+out=$(cd "$work" && env -u PYTHONPATH "$work/venv/bin/python" -m torch.distributed.run --nnodes 1 \
+  --rdzv_backend c10d --rdzv_endpoint "127.0.0.1:$port" --nproc_per_node 2 $flags train.py 2>&1) ||
+  { echo "venv/bin/python -m torch.distributed.run: $out"; exit 1; }
+grep -q "rank 0: 8 samples" <<<"$out" || { echo "the venv's ranks: $out"; exit 1; }
+echo "pip install test: venv/bin/python -m torch.distributed.run ran 2 ranks on the installed libshard"

@@ -268,9 +268,14 @@ static void print_summary(ShardpackRun *run, const char *manifest, size_t nwritt
                             "(JPEG, PNG and WebP are; --on-error skip leaves them out)\n",
                     (unsigned long long)k, shardpack_undecoded_names[i], k == 1 ? "" : "s");
     }
-    fprintf(stderr, "shardpack: %llu samples in %zu shard%s, %s in %.2f s (%s/s)",
+    char hi[32];
+    /* the shards' bytes (tar headers and padding, or zstd frames), and the input's, which
+     * the progress bar counts */
+    fprintf(stderr, "shardpack: %llu samples in %zu shard%s, %s written from %s of input in "
+                    "%.2f s (%s/s)",
             (unsigned long long)(atomic_load(&run->samples_done) + run->kept_samples), nwritten,
-            nwritten == 1 ? "" : "s", cli_human_bytes((double)stored, hb, sizeof hb), dt,
+            nwritten == 1 ? "" : "s", cli_human_bytes((double)stored, hb, sizeof hb),
+            cli_human_bytes((double)atomic_load(&run->bytes_done), hi, sizeof hi), dt,
             cli_human_bytes(dt > 0 ? (double)atomic_load(&run->bytes_done) / dt : 0, hr, sizeof hr));
     if (run->nkept)
         fprintf(stderr, "; %zu shard%s kept from the interrupted run, %zu packed now", run->nkept,

@@ -195,7 +195,7 @@ static void progress(ShardpackRun *run, uint64_t total_samples, uint64_t total_b
     for (int i = 0; i < width; i++)
         bar[i] = i < fill ? '#' : '.';
     bar[width] = 0;
-    fprintf(stderr, "\r[%s] %llu/%llu samples  %s  %s/s  ETA %.0fs  %s", bar,
+    fprintf(stderr, "\r[%s] %llu/%llu samples  %s read  %s/s  ETA %.0fs  %s", bar,
             (unsigned long long)n, (unsigned long long)total_samples, cli_human_bytes((double)b, hb, sizeof hb),
             cli_human_bytes(rate, hr, sizeof hr), eta, final ? "\n" : "");
     fflush(stderr);

@@ -1,8 +1,10 @@
-"""The README runs: every code block of README.md is extracted from it (so the two cannot
-drift) and run as a user would, in document order in one folder: shell blocks with bash,
-Python blocks with Debian's python3, the torchrun block under torchrun. Example hosts and
-buckets (data.example.com, my-bucket, 10.0.0.1) become nginx, the GCS emulator, s3rver and
-a Dask scheduler on 127.0.0.1; nothing else is contacted.
+"""The README and docs/ run: every code block of README.md and of each page of docs/ is
+extracted from it (so the two cannot drift) and run as a user would, page after page in
+the order of PAGES, in document order, in one folder: shell blocks with bash, Python
+blocks with Debian's python3, the torchrun block under torch.distributed.run by the venv's
+interpreter, as the README writes it. Example hosts and buckets (data.example.com,
+my-bucket, 10.0.0.1) become nginx, the GCS emulator, s3rver and a Dask scheduler on
+127.0.0.1; nothing else is contacted. Blocks are indented or fenced (```).
 
 Each block carries a marker on the line before it, `<!-- readme: KIND ... -->`: sh, python
 (`continues`: after the block before it; `distributed`: in a process group of one), torchrun,
@@ -15,6 +17,7 @@ import re
 import shutil
 import socket
 import subprocess
+import textwrap
 import time
 from pathlib import Path
 
@@ -29,16 +32,24 @@ TIMEOUT = 300
 
 
 def blocks(text):
-    """[(line, kind, options, code)] for every indented code block of text, kind and options
-    from the marker before it (None when it has none)."""
+    """[(line, kind, options, code)] for every code block of text (indented, or fenced with
+    ```), kind and options from the marker before it (None when it has none)."""
     lines = text.split("\n")
     out, i = [], 0
     while i < len(lines):
-        if lines[i].startswith("    ") and (i == 0 or not lines[i - 1].strip()):
-            j = i
-            while j < len(lines) and (lines[j].startswith("    ") or not lines[j].strip()):
+        fenced = lines[i].startswith("```")
+        if fenced or (lines[i].startswith("    ") and (i == 0 or not lines[i - 1].strip())):
+            if fenced:
+                j = i + 1
+                while j < len(lines) and not lines[j].startswith("```"):
+                    j += 1
+                code = "\n".join(lines[i + 1:j]).strip("\n")
                 j += 1
-            code = "\n".join(l[4:] for l in lines[i:j]).strip("\n")
+            else:
+                j = i
+                while j < len(lines) and (lines[j].startswith("    ") or not lines[j].strip()):
+                    j += 1
+                code = textwrap.dedent("\n".join(l[4:] for l in lines[i:j])).strip("\n")
             k = i - 1
             while k >= 0 and not lines[k].strip():
                 k -= 1
@@ -51,17 +62,30 @@ def blocks(text):
     return out
 
 
-README = (REPO / "README.md").read_text()
-BLOCKS = blocks(README)
+# The pages in the order their blocks run (a page's blocks may use what an earlier one made).
+PAGES = ["README.md", "docs/getting-started.md", "docs/packing.md", "docs/inspecting.md",
+         "docs/training.md", "docs/resume.md", "docs/mixing.md", "docs/remote.md",
+         "docs/webdataset.md", "docs/coming-from.md", "docs/performance.md",
+         "docs/reliability.md", "docs/c-api.md", "docs/layout.md"]
+TEXTS = {page: (REPO / page).read_text() for page in PAGES}
+BLOCKS = [(f"{page}:{line}", kind, opts, code) for page in PAGES
+          for line, kind, opts, code in blocks(TEXTS[page])]
+
+
+def test_every_page_runs_here_and_the_readme_links_every_page():
+    pages = sorted(f"docs/{p.name}" for p in (REPO / "docs").glob("*.md"))
+    assert sorted(p for p in PAGES if p.startswith("docs/")) == pages, "a page PAGES misses"
+    unlinked = [p for p in pages if f"]({p})" not in TEXTS["README.md"]]
+    assert not unlinked, f"pages the README's map does not link: {unlinked}"
 
 
 def test_every_block_is_marked_run_or_not_with_a_reason():
     unmarked = [(line, code.split("\n")[0]) for line, kind, _, code in BLOCKS if kind is None]
-    assert not unmarked, f"README blocks without a <!-- readme: KIND --> marker: {unmarked}"
+    assert not unmarked, f"blocks without a <!-- readme: KIND --> marker: {unmarked}"
     unknown = [(line, kind) for line, kind, _, _ in BLOCKS if kind not in RUN_KINDS + NOT_RUN]
     assert not unknown, unknown
-    reasons = re.findall(r"<!-- readme: (?:ci|c|skip) \(.+\) -->", README)
-    assert len(reasons) == sum(k in ("ci", "c", "skip") for _, k, _, _ in BLOCKS)
+    reasons = sum(len(re.findall(r"<!-- readme: (?:ci|c|skip) \(.+\) -->", t)) for t in TEXTS.values())
+    assert reasons == sum(k in ("ci", "c", "skip") for _, k, _, _ in BLOCKS)
 
 
 def free_port():
@@ -109,6 +133,16 @@ def workspace(tmp_path_factory, shardpack, shardcat, nginx, gcs, s3, root):
             name = f"readme/{p.relative_to(objects)}"
             gcs.upload(BUCKET, name, p.read_bytes())
             s3.upload(BUCKET, name, p.read_bytes())
+    # the venv the README installs into: Debian's interpreter, which sees Debian's torch,
+    # with the built package on its path (tests/pip_install_test.sh runs the pip install)
+    subprocess.run([PYTHON, "-m", "venv", "--system-site-packages", str(ws / "venv")], check=True,
+                   timeout=TIMEOUT)
+    site = next((ws / "venv" / "lib").glob("python3*/site-packages"))
+    (site / "libshard-build.pth").write_text(
+        os.environ.get("LIBSHARD_PYTHONPATH", str(REPO / "build" / "python")) + "\n")
+    # urls.tsv: a list file (docs/packing.md packs it into a bucket)
+    (ws / "urls.tsv").write_text("path\tlabel\n" + "".join(
+        f"{p.relative_to(ws)}\t{i % 3}\n" for i, p in enumerate(sorted((ws / "small").rglob("*.jpg")))))
     tools = ws / "bin"
     tools.mkdir()
     for t in (shardpack, shardcat):
@@ -134,6 +168,11 @@ def example_hosts(nginx, dask_port):
         ("10.0.0.1:8786", f"127.0.0.1:{dask_port}"),
         ("--nworkers 8", "--nworkers 2"),  # the machine has 2 cores
         ("12345", "12"),  # the example's sample index, in the small data set
+        ("~/crawl", "~/imagenet/train"),
+        ("shards/train-{000000..000009}.tar.zst", "shards/train-{000000..000000}.tar.zst"),
+        ("n01440764/n01440764_10026", "a/img0000"),
+        ("shards/train-{000000..000146}.tar", "shards/train-{000000..000000}.tar"),
+        ("examples/", f"{REPO}/examples/"),
     ]
 
 
@@ -152,7 +191,7 @@ dist.init_process_group("gloo", init_method="tcp://127.0.0.1:{port}", rank=0, wo
 """
 
 
-def test_the_readme_runs(workspace, nginx, gcs, s3, tmp_path):
+def test_the_readme_runs(workspace, nginx, gcs, s3, tmp_path, capsys):
     dask_port = free_port()
     swaps = example_hosts(nginx, dask_port)
     pythonpath = os.environ.get("LIBSHARD_PYTHONPATH", str(REPO / "build" / "python"))
@@ -174,8 +213,11 @@ def test_the_readme_runs(workspace, nginx, gcs, s3, tmp_path):
         for a, b in swaps:
             code = code.replace(a, b)
         assert "example.com" not in code and "10.0.0.1" not in code and "my-bucket" not in code
-        what = f"README.md:{line} ({kind})\n{code}"
+        what = f"{line} ({kind})\n{code}"
         if kind == "sh":
+            # torch's launcher on a free port: --standalone's 29400 may be another test's
+            code = code.replace("--standalone", f"--nnodes 1 --rdzv_backend c10d --rdzv_endpoint "
+                                                f"127.0.0.1:{free_port()}")
             background = int(next((o.split("=")[1] for o in opts if o.startswith("background=")), 0))
             lines = code.split("\n")
             services = [subprocess.Popen(["bash", "-c", l.split("#")[0]], cwd=workspace, env=env,
@@ -197,22 +239,24 @@ def test_the_readme_runs(workspace, nginx, gcs, s3, tmp_path):
             if "continues" in opts:
                 source += previous
             source += code + "\n"
-            script = tmp_path / f"readme_{line}.py"
+            script = tmp_path / f"block_{re.sub(r'[^a-z0-9]', '_', line)}.py"
             script.write_text(source)
             run([PYTHON, str(script)], what)
             previous = code + "\n"
         elif kind == "torchrun":
             command, program = code.split("\n", 1)
             (workspace / "train.py").write_text(PRELUDE + program.strip() + "\n")
-            assert command.startswith("torchrun ") and command.endswith(" train.py"), command
+            assert command.startswith("venv/bin/python -m torch.distributed.run ") and \
+                command.endswith(" train.py"), command
             run(["bash", "-e", "-c", command.replace(
                 "--standalone", f"--nnodes 1 --rdzv_backend c10d --rdzv_endpoint "
                                 f"127.0.0.1:{free_port()}")],
                 what)
             previous = program.strip() + "\n"
         ran.append((line, kind))
-    print(f"README: {len(ran)} blocks run, {len(not_run)} not run: "
-          + ", ".join(f"{l} ({k})" for l, k in not_run))
+    with capsys.disabled():  # the count in the suite's own output
+        print(f"\nREADME and docs/: {len(ran)} blocks run, {len(not_run)} not run: "
+              + ", ".join(f"{l} ({k})" for l, k in not_run))
     assert len(ran) >= 12, ran
     # what the blocks made, as they say
     assert (workspace / "shards" / "train.json").exists()

@@ -456,7 +456,8 @@ static void check_end(Ctx *c, Check *k, int rc)
                        url, i, (unsigned long long)b);
         }
     }
-    if (c->s->expect && k->local && !defects_full(c)) {
+    /* remote shards too: their bytes read again, through the same source (a second read) */
+    if (c->s->expect && !defects_full(c)) {
         if (rc == SHARD_EOS && c->s->expect->nsamples != r->samples)
             defect(c, "%s: %llu samples, the manifest says %llu", url,
                    (unsigned long long)r->samples, (unsigned long long)c->s->expect->nsamples);
@@ -480,7 +481,8 @@ int shard_verify(const char *url, const ShardVerifySettings *s, ShardVerifyResul
     Check k = {0};
     int rc = check_open(&c, &k, err);
     if (!rc) {
-        k.ipath = (k.local && s->check_index) ? shard_index_path(url) : NULL;
+        int stored = k.local || (shard_source_place(url) & SHARD_PLACE_REMOTE);
+        k.ipath = stored && s->check_index ? shard_index_path(url) : NULL;
         char msg[SHARD_ERROR_MAX];
         int irc = k.ipath ? shard_index_load(&k.idx, k.ipath, s->remote, NULL, msg)
                            : SHARD_ERR_NOT_FOUND;
