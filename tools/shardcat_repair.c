@@ -86,25 +86,25 @@ static char *pattern_for(const char *path, uint64_t *first)
     const char *digits = end;
     while (digits > base && digits[-1] >= '0' && digits[-1] <= '9')
         digits--;
-    char *out = malloc(strlen(path) * 2 + 16), *q = out;
+    size_t cap = strlen(path) * 2 + 16, n = 0;
+    char *out = malloc(cap);
     if (!out)
         return NULL;
+    *first = 0;
     for (const char *c = path; *c; c++) {
         if (c == digits && digits < end) {
-            q += sprintf(q, "%%0%dd", (int)(end - digits));
+            n += (size_t)snprintf(out + n, cap - n, "%%0%dd", (int)(end - digits));
             *first = strtoull(digits, NULL, 10);
             c = end - 1;
             continue;
         }
         if (*c == '%')
-            *q++ = '%';
-        *q++ = *c;
+            out[n++] = '%';
+        out[n++] = *c;
     }
-    *q = 0;
-    if (digits == end) { /* no number: one that prints nothing */
-        *first = 0;
-        strcpy(q, "%.0d");
-    }
+    out[n] = 0;
+    if (digits == end) /* no number: one that prints nothing */
+        snprintf(out + n, cap - n, "%%.0d");
     return out;
 }
 
