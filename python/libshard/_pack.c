@@ -324,6 +324,27 @@ static PyObject *PackPlan_attach(PackPlanObject *self, PyObject *unused)
     Py_RETURN_NONE;
 }
 
+/* duplicates() -> [(dropped, kept, sha256)]: the inputs dedup left out, in input order. */
+static PyObject *PackPlan_duplicates(PackPlanObject *self, PyObject *unused)
+{
+    (void)unused;
+    if (plan_live(self))
+        return NULL;
+    size_t n = shard_pack_plan_duplicates(self->plan);
+    PyObject *list = PyList_New((Py_ssize_t)n);
+    for (size_t i = 0; list && i < n; i++) {
+        const char *dropped, *kept, *sum;
+        shard_pack_plan_duplicate(self->plan, i, &dropped, &kept, &sum);
+        PyObject *t = Py_BuildValue("(sss)", dropped, kept, sum);
+        if (!t) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, t);
+    }
+    return list;
+}
+
 /* kept(j) -> the manifest entry (dict) of shard j when prepare kept it for a resume, else
  * None. */
 static PyObject *PackPlan_kept(PackPlanObject *self, PyObject *arg)
@@ -449,6 +470,8 @@ static PyMethodDef PackPlan_methods[] = {
      "a 64-bit hash of everything the shards depend on: equal plans give equal values"},
     {"attach", (PyCFunction)PackPlan_attach, METH_NOARGS,
      "attach(): write shards for the run another process prepared, recording each for a resume"},
+    {"duplicates", (PyCFunction)PackPlan_duplicates, METH_NOARGS,
+     "duplicates() -> [(dropped, kept, sha256)]: the inputs dedup left out"},
     {"kept", (PyCFunction)PackPlan_kept, METH_O,
      "kept(j) -> shard j's manifest entry when prepare kept it for a resume, else None"},
     {"prepare", (PyCFunction)PackPlan_prepare, METH_VARARGS,

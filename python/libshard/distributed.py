@@ -36,10 +36,11 @@ class PackResult:
     image extension), undecoded (images packed that the loader does not decode, GIF, BMP,
     TIFF, PNM: (path, reason, what); on_error="skip" leaves them out, into skipped), resized
     (JPEGs re-encoded for resize=) with resized_bytes (their bytes before, after), kept (of
-    shards, those a resume kept from the interrupted run)."""
+    shards, those a resume kept from the interrupted run), duplicates (dedup=True: the inputs
+    left out, (path, the path kept, sha256))."""
 
     def __init__(self, manifest, shards, samples, skipped, ignored, undecoded=(), resized=0,
-                 resized_bytes=(0, 0), kept=0):
+                 resized_bytes=(0, 0), kept=0, duplicates=()):
         self.manifest = manifest
         self.shards = shards
         self.samples = samples
@@ -49,6 +50,7 @@ class PackResult:
         self.resized = resized
         self.resized_bytes = tuple(resized_bytes)
         self.kept = kept
+        self.duplicates = list(duplicates)
 
     def __repr__(self):
         return (f"PackResult(manifest={shown_repr(self.manifest)}, shards={self.shards}, samples={self.samples}, "
@@ -166,4 +168,4 @@ def pack(source, pattern, *, client, list=False, on_error="fail", maxcount=10000
     return PackResult(path, len(written), sum(i["nsamples"] for i in written), skipped, plan.ignored,
                       undecoded, sum(r[0] for r in resized),
                       (sum(r[1] for r in resized), sum(r[2] for r in resized)),
-                      sum(1 for k in kept.values() if k is not None))
+                      sum(1 for k in kept.values() if k is not None), plan.duplicates())

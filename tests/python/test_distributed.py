@@ -169,3 +169,22 @@ def test_a_killed_shardpack_run_resumes_on_the_cluster(client, folder, shardpack
     assert res.kept == len(marks) and res.shards == len(json.loads(want["train.json"])["shardlist"])
     got = files(out)
     assert sorted(got) == sorted(want) and [p for p in got if got[p] != want[p]] == []
+
+
+def test_dedup_on_the_cluster_is_shardpacks(client, folder, shardpack, tmp_path):
+    """dedup=True on the cluster leaves out the inputs shardpack --dedup leaves out (listed in
+    the result: path, the path kept, its SHA-256), and packs the same bytes."""
+    import shutil
+    src = tmp_path / "src"
+    shutil.copytree(folder, src)
+    first = sorted(p for p in src.rglob("*.jpg"))[0]
+    for k, cls in enumerate(sorted(d for d in src.iterdir() if d.is_dir())[:2]):
+        shutil.copy(first, cls / f"zz-copy{k}.jpg")
+    want = shardpack_run(shardpack, src, tmp_path / "sp", "-c", "16", "--dedup")
+    res = pack(src, tmp_path / "dask" / "train-%06d.tar", client=client, maxcount=16, dedup=True)
+    got = files(tmp_path / "dask")
+    assert sorted(got) == sorted(n for n in want if not n.endswith(".tsv"))
+    assert [p for p in got if got[p] != want[p]] == []
+    assert [(os.path.basename(d), k) for d, k, _ in res.duplicates] == [
+        (f"zz-copy{k}.jpg", str(first)) for k in range(2)]
+    assert res.samples == 90
