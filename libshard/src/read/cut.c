@@ -67,7 +67,8 @@ int shard_cut_copy(ShardCut *dst, const ShardCut *src)
         shard_cut_free(dst);
         return SHARD_ERR_NOMEM;
     }
-    memcpy(dst->left, src->left, src->n * sizeof *dst->left);
+    if (src->n) /* an epoch with nothing left has no spans (and may have no array) */
+        memcpy(dst->left, src->left, src->n * sizeof *dst->left);
     if (src->edge)
         memcpy(dst->edge, src->edge, (consumers(src) + 1) * sizeof *dst->edge);
     return 0;
