@@ -9,7 +9,7 @@ the manifest's sample count.
 (torch.distributed.run is torchrun run by the interpreter that has libshard; Debian's torch
 1.13 on Python 3.11 also needs `--redirects 0:1 --tee 0:1` before the script.) Without
 torchrun it runs as one rank. VAL is a manifest: a path, or an http(s)://, gs:// or s3:// URL
-(credentials from the environment, README "Remote shards"); its sample count is the total
+(credentials from the environment, docs/remote.md); its sample count is the total
 the ranks must reach.
 
 mode="exact" splits the set between the ranks so that each sample is read once: the ranks

@@ -11,7 +11,7 @@ then checked with `shardcat verify MANIFEST`. The two sets are byte-identical.
 
 DEST is a gs:// or s3:// prefix: the tool's set goes to DEST/shardpack/train-%06d.tar, the
 cluster's to DEST/dask/train-%06d.tar, each with its .idx files and train.json (the
-manifest, written last). Credentials come from the environment (README "Remote shards":
+manifest, written last). Credentials come from the environment (docs/remote.md:
 AWS_* for s3://, GOOGLE_* or STORAGE_EMULATOR_HOST for gs://); Dask workers started here
 inherit them, and workers of a scheduler given with --scheduler need them in theirs, with
 libshard importable and SRC at the same path. Without --scheduler a LocalCluster of

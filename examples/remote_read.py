@@ -8,7 +8,7 @@ and ShardLoader over s3://, gs:// and https:// URLs, with a local cache of whole
 
 The URL may be a manifest, a brace pattern (gs://b/train-{000000..000146}.tar), or a
 bucket prefix ending in "/" (every shard under it). Credentials and endpoints come from
-the environment, as the README's "Remote shards" lists them; nothing here names them:
+the environment, as docs/remote.md lists them; nothing here names them:
 
   s3://     AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (AWS_SESSION_TOKEN), else AWS_PROFILE
             of ~/.aws/credentials, else anonymous; AWS_REGION; AWS_ENDPOINT_URL(_S3) for

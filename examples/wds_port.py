@@ -6,7 +6,7 @@ changing its import line only, and run for one epoch through a torch DataLoader.
         'https://data.example.com/imagenet/train-{000000..000146}.tar'
 
 The shards may be local paths, http(s)://, gs:// or s3:// URLs (credentials from the
-environment, README "Remote shards"), brace patterns, or several of them. Both of
+environment, docs/remote.md), brace patterns, or several of them. Both of
 WebDataset's ways of writing a pipeline are run, one epoch each: the composed DataPipeline
 (shards split by node and by DataLoader worker, tar -> samples, a shuffle buffer, PIL
 decode, a torchvision transform, batches of 16) and the fluid WebDataset(urls).shuffle()

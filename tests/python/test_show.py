@@ -46,7 +46,8 @@ def test_shardcat_show_draws_the_loaders_batch(packed, tmp_path, crop):
     png = tmp_path / "grid.png"
     cp = subprocess.run([shardcat, "show", packed.manifest, "-o", png, "--seed", "3",
                          "--epoch", "1", "--shuffle", "50", "--flip", "--image-size", "40",
-                         "--count", "10", "--crop", crop], capture_output=True, text=True)
+                         "--count", "10", "--crop", crop], capture_output=True, text=True,
+                        timeout=300)
     assert cp.returncode == 0, cp.stderr
     assert f"10 samples of epoch 1, seed 3, drawn into {png}" in cp.stderr
     got = tiles(png, 10, 40)
@@ -72,13 +73,13 @@ def test_show_refuses_what_it_cannot_do(packed, tmp_path):
                                                    "that option goes with stream"),
                       (("-o", tmp_path / "x.png", "--crop", "square"), "--crop wants")]:
         cp = subprocess.run([shardcat, "show", packed.manifest, *args], capture_output=True,
-                            text=True)
+                            text=True, timeout=300)
         assert cp.returncode == 2 and msg in cp.stderr, cp.stderr
     cp = subprocess.run([shardcat, "ls", packed.manifest, "--flip"], capture_output=True,
-                        text=True)
+                        text=True, timeout=300)
     assert cp.returncode == 2 and "that option goes with show" in cp.stderr
     (tmp_path / "a-file").write_text("")  # a picture's folder that cannot be made
     cp = subprocess.run([shardcat, "show", packed.manifest, "-o", tmp_path / "a-file/x.png",
-                         "--seed", "0"], capture_output=True, text=True)
+                         "--seed", "0"], capture_output=True, text=True, timeout=300)
     assert cp.returncode == 1 and "a-file" in cp.stderr and not (tmp_path / "x.png").exists(), \
         cp.stderr
