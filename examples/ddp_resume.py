@@ -19,6 +19,7 @@ another topology a rank may be topped up with at most one batch of repeats, mark
 checkpoint and its resume.
 """
 import argparse
+import gc
 import json
 import os
 from datetime import timedelta
@@ -121,6 +122,11 @@ def main():
         if rank == 0:  # the next epoch from its start
             save(a.checkpoint, model, opt, loader, epoch + 1)
     dist.barrier()
+    # DDP's reducer goes before the process group, not after it at the interpreter's exit:
+    # there its destructor would tear the gloo group down holding the GIL, while a gloo
+    # thread frees a collective's tensor and waits for the GIL (torch 1.13: a hang at exit)
+    del model, opt, loss
+    gc.collect()
     dist.destroy_process_group()
 
 

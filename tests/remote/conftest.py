@@ -10,6 +10,9 @@ import os
 import random
 import subprocess
 import sys
+import urllib.error
+import urllib.parse
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -151,3 +154,18 @@ def ShardDataset():  # noqa: N802 (the class it gives)
 
 def local_names(root, pattern):
     return sorted(p.name for p in (root / "data").glob(pattern))
+
+
+def fetch(server, kind, key):
+    """An object's bytes straight from the test server (None when it does not exist)."""
+    if kind == "gs":
+        url = f"{server.url}/storage/v1/b/{BUCKET}/o/{urllib.parse.quote(key, safe='')}?alt=media"
+    else:
+        url = f"{server.url}/{BUCKET}/{key}"  # s3rver serves anonymous GETs
+    try:
+        with urllib.request.urlopen(url, timeout=30) as r:
+            return r.read()
+    except urllib.error.HTTPError as e:
+        if e.code == 404:
+            return None
+        raise

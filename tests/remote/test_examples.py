@@ -15,13 +15,11 @@ import re
 import shlex
 import socket
 import subprocess
-import urllib.parse
-import urllib.request
 
 import pytest
 
 import servers
-from conftest import BUCKET, CLEAN_ENV, REPO, gcs_env, s3_env
+from conftest import BUCKET, CLEAN_ENV, REPO, fetch, gcs_env, s3_env
 
 PYTHON = "/usr/bin/python3"
 EXAMPLES = REPO / "examples"
@@ -183,21 +181,6 @@ def test_remote_read_takes_its_credentials_from_the_environment(s3, tmp_path):
 
 
 # -- pack_bucket.py ------------------------------------------------------------------------
-
-def fetch(server, kind, key):
-    """An object's bytes straight from the test server (None when it does not exist)."""
-    if kind == "gs":
-        url = f"{server.url}/storage/v1/b/{BUCKET}/o/{urllib.parse.quote(key, safe='')}?alt=media"
-    else:
-        url = f"{server.url}/{BUCKET}/{key}"  # s3rver serves anonymous GETs
-    try:
-        with urllib.request.urlopen(url, timeout=30) as r:
-            return r.read()
-    except urllib.error.HTTPError as e:
-        if e.code == 404:
-            return None
-        raise
-
 
 @pytest.mark.parametrize("kind", ["gs", "s3"])
 def test_pack_bucket_packs_the_folder_twice_byte_identical_and_verified(

@@ -13,22 +13,7 @@ from pathlib import Path
 import pytest
 
 import servers
-from conftest import BUCKET, CLEAN_ENV, TIMEOUT, gcs_env, s3_env
-
-
-def fetch(server, kind, key):
-    """An object's bytes straight from the test server (None when it does not exist)."""
-    if kind == "gs":
-        url = f"{server.url}/storage/v1/b/{BUCKET}/o/{urllib.parse.quote(key, safe='')}?alt=media"
-    else:
-        url = f"{server.url}/{BUCKET}/{key}"  # s3rver serves anonymous GETs
-    try:
-        with urllib.request.urlopen(url, timeout=30) as r:
-            return r.read()
-    except urllib.error.HTTPError as e:
-        if e.code == 404:
-            return None
-        raise
+from conftest import BUCKET, CLEAN_ENV, TIMEOUT, fetch, gcs_env, s3_env
 
 
 @pytest.fixture(params=["gs", "s3"])

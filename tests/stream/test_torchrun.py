@@ -337,6 +337,9 @@ ELASTIC_SCRIPT = textwrap.dedent(r'''
         with open(OUT, "w") as f:
             json.dump(gathered, f)
     dist.barrier()
+    del model  # DDP's reducer before the group (examples/ddp_resume.py says why)
+    import gc
+    gc.collect()
     dist.destroy_process_group()
 ''')
 
