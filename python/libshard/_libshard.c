@@ -9,7 +9,8 @@
  *   _stream.c                  what Reader and Loader share (uses the settings)
  *   _reader.c                  Reader (uses _stream.c)
  *   _indexed.c                 ShardFiles, list_shards
- *   _rawstream.c               RawStream
+ *   _tarmembers.c              TarMembers
+ *   _rawstream.c               RawStream (uses _tarmembers.c: members())
  *   _gpu.c                     Gpu
  *   _loader.c                  Loader, Batch (uses _stream.c, and _gpu.c for pinned memory)
  *   _upload.c                  Uploader, DeviceBatch, DeviceArray (uses _gpu.c, _loader.c)
@@ -35,6 +36,7 @@
 #include "_rawstream.h"
 #include "_reader.h"
 #include "_settings.h"
+#include "_tarmembers.h"
 #include "_upload.h"
 #include "_writer.h"
 
@@ -264,7 +266,8 @@ PyMODINIT_FUNC PyInit__libshard(void)
     if (!m)
         return NULL;
     if (shard_py_common_ready(m) || shard_py_settings_ready(m) || shard_py_reader_ready(m) ||
-        shard_py_indexed_ready(m) || shard_py_rawstream_ready(m) || shard_py_gpu_ready(m) ||
+        shard_py_indexed_ready(m) || shard_py_tarmembers_ready(m) ||
+        shard_py_rawstream_ready(m) || shard_py_gpu_ready(m) ||
         shard_py_loader_ready(m) || shard_py_upload_ready(m) || shard_py_writer_ready(m) ||
         shard_py_pack_ready(m) ||
         PyModule_AddStringConstant(m, "version", shard_version())) {

@@ -11,6 +11,7 @@
 #include "_common.h"
 #include "_rawstream.h"
 #include "_settings.h"
+#include "_tarmembers.h"
 
 typedef struct {
     PyObject_HEAD
@@ -190,6 +191,18 @@ static PyObject *RawStream_tell(RawStreamObject *self, PyObject *unused)
     return PyLong_FromUnsignedLongLong((unsigned long long)shard_stream_tell(self->s));
 }
 
+static PyObject *RawStream_members(RawStreamObject *self, PyObject *unused)
+{
+    (void)unused;
+    if (raw_live(self))
+        return NULL;
+    ShardStream *s = self->s;
+    ShardRemote *rm = self->rm;
+    self->s = NULL; /* the stream is the members' now: this one is closed */
+    self->rm = NULL;
+    return shard_py_tarmembers_new(&s, &rm, self->url);
+}
+
 static PyObject *RawStream_get_closed(RawStreamObject *self, void *c)
 {
     (void)c;
@@ -223,6 +236,9 @@ static PyMethodDef RawStream_methods[] = {
     {"read", (PyCFunction)RawStream_read, METH_VARARGS,
      "read(n=-1) -> bytes: the next n bytes (fewer at the end), or all the rest"},
     {"tell", (PyCFunction)RawStream_tell, METH_NOARGS, "Bytes read so far."},
+    {"members", (PyCFunction)RawStream_members, METH_NOARGS,
+     "members() -> TarMembers: the stream, nothing read from it yet, read as a tar: its "
+     "regular files as (name, bytes) in order; the stream is closed, its source theirs"},
     {"close", (PyCFunction)RawStream_close, METH_NOARGS,
      "Closes the stream (a pipe's command is waited for)."},
     {"remote_stats", (PyCFunction)RawStream_remote_stats, METH_NOARGS,

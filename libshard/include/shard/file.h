@@ -71,8 +71,13 @@ typedef struct ShardFileSettings {
     /** The largest sample: its members' declared sizes added up (default 256 MiB), on
      *  every path (in order, by index, headers only), refused before its bytes are read. */
     uint64_t max_sample_size;
+    /** Each regular file a sample of its own, as WebDataset's tar_file_iterator reads a
+     *  tar: its key and its one field's member are the path as stored, the field's name is
+     *  "" (names are neither split nor checked, a path may come again); only what is not a
+     *  regular file is left out (on_skip). The caller groups. Default 0. */
+    int members;
     /** Zero: room for settings added later without changing the struct's size. */
-    unsigned char reserved[24];
+    unsigned char reserved[20];
 } ShardFileSettings;
 
 /* ShardFieldView and ShardSampleView (sample.h): views from a ShardFile are borrowed from
@@ -101,6 +106,20 @@ SHARD_API int shard_file_open(ShardFile **out, const char *url, const ShardFileS
 SHARD_API int shard_file_open_memory(ShardFile **out, const void *data, size_t size,
                                      const char *name, const ShardFileSettings *s,
                                      ShardError *err);
+
+typedef struct ShardStream ShardStream; /* stream.h */
+
+/**
+ * Reads a stream (stream.h) as a shard from its start: the stream's source passes to the
+ * shard, so nothing is opened or requested again (a caller that opened a URL before knowing
+ * it held a tar: WebDataset's url_opener).
+ * @param out receives the shard, owned by the caller (shard_file_free); NULL on failure
+ * @param stream nothing read from it yet; taken over: *stream becomes NULL, on failure too
+ * @param s settings, NULL for the defaults; borrowed
+ * @return 0; SHARD_ERR_INVALID when bytes were read from the stream; as shard_file_open
+ */
+SHARD_API int shard_file_open_stream(ShardFile **out, ShardStream **stream,
+                                     const ShardFileSettings *s, ShardError *err);
 
 /**
  * Reads the next sample.

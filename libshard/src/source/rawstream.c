@@ -7,9 +7,11 @@
 #include <sys/types.h>
 
 #include "base/error.h"
+#include "base/text.h"
 #include "shard/stream.h"
 #include "source/open.h"
 #include "source/source.h"
+#include "source/rawstream.h"
 
 struct ShardStream {
     ShardSource *src;
@@ -26,7 +28,13 @@ int shard_stream_open(ShardStream **out, const char *url, ShardRemote *remote, S
     ShardStream *s = calloc(1, sizeof *s);
     if (!s)
         return shard_report(err, SHARD_ERR_NOMEM, NULL);
-    int rc = shard_source_open(&s->src, url, remote, SHARD_SOURCE_SEQUENTIAL, s->err);
+    /* a shard by its name goes through the remote's cache, as the readers' shards do */
+    static const char *const shards[] = {".tar", ".tar.gz", ".tgz", ".tar.zst"};
+    int flags = SHARD_SOURCE_SEQUENTIAL;
+    for (size_t i = 0; i < sizeof shards / sizeof *shards; i++)
+        if (shard_ends_with(url, shards[i]))
+            flags |= SHARD_SOURCE_SHARD;
+    int rc = shard_source_open(&s->src, url, remote, flags, s->err);
     if (rc) {
         shard_report(err, rc, s->err);
         free(s);
@@ -71,6 +79,23 @@ int64_t shard_stream_read(ShardStream *s, void *buf, size_t n)
 int64_t shard_stream_size(const ShardStream *s) { return s->src->size; }
 uint64_t shard_stream_tell(const ShardStream *s) { return s->pos; }
 const char *shard_stream_error(const ShardStream *s) { return s->err; }
+
+int shard_stream_take_source(ShardStream **ps, ShardSource **src, char *err)
+{
+    ShardStream *s = *ps;
+    *ps = NULL;
+    *src = NULL;
+    if (s->pos || s->left || s->ended) {
+        int rc = shard_fail(err, SHARD_ERR_INVALID,
+                            "%s: the stream was read from: a shard is read from its start",
+                            s->src->url);
+        shard_stream_free(&s);
+        return rc;
+    }
+    *src = s->src; /* the stream's reference, now the caller's */
+    free(s);
+    return 0;
+}
 
 void shard_stream_free(ShardStream **ps)
 {

@@ -13,6 +13,7 @@
 #include "shard/file.h"
 #include "source/memory.h"
 #include "source/open.h"
+#include "source/rawstream.h"
 #include "tar/item.h"
 #include "tar/samplebuf.h"
 #include "tar/seek.h"
@@ -103,7 +104,8 @@ static int open_index(ShardFile *f, const char *compression)
     if (f->index_tried)
         return 0;
     f->index_tried = 1;
-    int want_index = f->s.load_index && shard_source_seekable(f->src);
+    /* an index numbers samples: members read one by one have no use for it */
+    int want_index = f->s.load_index && !f->s.members && shard_source_seekable(f->src);
     if (!want_index && strcmp(compression, "zstd"))
         return 0;
     char *ipath = NULL;
@@ -174,6 +176,18 @@ void shard_file_prefetch(ShardFile *f)
 }
 
 void shard_file_cost(const ShardFile *f, ShardReadCost *out) { *out = f->src->cost; }
+
+int shard_file_open_stream(ShardFile **out, ShardStream **stream, const ShardFileSettings *s,
+                           ShardError *err)
+{
+    *out = NULL;
+    ShardSource *src;
+    char msg[SHARD_ERROR_MAX];
+    int rc = shard_stream_take_source(stream, &src, msg);
+    if (rc)
+        return shard_report(err, rc, msg);
+    return shard_file_open_source(out, src, s, err);
+}
 
 int shard_file_open_on(ShardFile **out, const char *url, const ShardFileSettings *s,
                        ShardSourceThread *thread, ShardError *err)

@@ -343,8 +343,9 @@ static int read_data(ShardTar *t, ShardSampleBuf *sb, ShardFieldRec *rec, const 
 }
 
 /* Why a member is left out of the samples, as WebDataset leaves it out; NULL to take it. */
-static const char *skip_reason(struct archive_entry *e, const char *member, size_t *kstart,
-                               size_t *klen, const char **field, ShardSkipReason *code)
+static const char *skip_reason(struct archive_entry *e, const char *member, int members,
+                               size_t *kstart, size_t *klen, const char **field,
+                               ShardSkipReason *code)
 {
     if (!member)
         return *code = SHARD_SKIP_NO_NAME, "no name";
@@ -359,6 +360,12 @@ static const char *skip_reason(struct archive_entry *e, const char *member, size
     }
     if (archive_entry_hardlink(e))
         return *code = SHARD_SKIP_HARDLINK, "a hard link";
+    if (members) { /* the whole path its key, its one field unnamed */
+        *kstart = 0;
+        *klen = strlen(member);
+        *field = member + *klen;
+        return NULL;
+    }
     if (shard_name_split(member, kstart, klen, field))
         return *code = SHARD_SKIP_NOT_FIELD,
                "not a sample field (no dot in the basename, or a hidden or __ name)";
@@ -410,7 +417,7 @@ int shard_tar_next(ShardTar *t, ShardSampleBuf *sb, uint64_t *offset, char *err)
         size_t kstart = 0, klen = 0;
         const char *field = NULL;
         ShardSkipReason code;
-        const char *why = skip_reason(e, member, &kstart, &klen, &field, &code);
+        const char *why = skip_reason(e, member, t->s.members, &kstart, &klen, &field, &code);
         if (why) {
             if (t->s.on_skip_reason)
                 t->s.on_skip_reason(t->s.cookie, member ? member : "", header_off, code, why);
@@ -420,10 +427,12 @@ int shard_tar_next(ShardTar *t, ShardSampleBuf *sb, uint64_t *offset, char *err)
                 return rc;
             continue;
         }
-        if (!shard_sb_has_key(sb)) {
+        if (shard_sb_has_key(sb) && t->s.members) {
+            break; /* one member a sample */
+        } else if (!shard_sb_has_key(sb)) {
             if (shard_sb_set_key(sb, member + kstart, klen))
                 return nomem(t, err);
-            if (shard_keyset_has(&t->seen, (const char *)sb->key.data))
+            if (!t->s.members && shard_keyset_has(&t->seen, (const char *)sb->key.data))
                 return shard_fail(err, SHARD_ERR_FORMAT,
                                   "%s: offset %llu: member '%s': key '%s' appears again after "
                                   "other keys (its members are not adjacent)",
@@ -479,6 +488,8 @@ int shard_tar_next(ShardTar *t, ShardSampleBuf *sb, uint64_t *offset, char *err)
             return shard_fail(err, rc, "%s", t->src->err);
         return SHARD_EOS;
     }
+    if (t->s.members) /* paths may come again: nothing to remember */
+        return 0;
     char *done = strdup((const char *)sb->key.data);
     int added = done ? shard_keyset_insert(&t->seen, done) : SHARD_ERR_NOMEM;
     if (added <= 0)

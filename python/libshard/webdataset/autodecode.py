@@ -165,15 +165,46 @@ def _as_mode(a, mode):
     return a
 
 
+def _l_of_rgb(a):
+    """PIL's convert("L") of RGB pixels: ITU-R 601-2 luma in its 16-bit fixed point."""
+    w = a.astype(np.uint32)
+    return ((w[:, :, 0] * 19595 + w[:, :, 1] * 38470 + w[:, :, 2] * 7471 + 0x8000) >> 16
+            ).astype(np.uint8)
+
+
+def _c_pixels(data, img, mode):
+    """The pixels PIL's img.convert(mode) would give (img opened, not loaded), decoded by
+    libshard's JPEG decoder (libjpeg-turbo, as PIL's: the same IDCT and upsampling); None
+    where PIL decodes it: not a JPEG, a CMYK one, no C core."""
+    if img.format != "JPEG" or img.mode not in ("L", "RGB"):
+        return None
+    try:
+        from .._libshard import decode_rgb
+    except ImportError:
+        return None
+    px, w, h = decode_rgb(data)
+    a = np.frombuffer(px, np.uint8).reshape(h, w, 3)
+    if mode == "l":
+        a = _l_of_rgb(a) if img.mode == "RGB" else a[:, :, 0].copy()
+    elif mode == "rgba":
+        a = np.concatenate([a, np.full((h, w, 1), 255, np.uint8)], axis=2)
+    a.flags.writeable = False  # as np.asarray of PIL's image
+    return a
+
+
 class ImageHandler:
     """Decodes image fields (extensions: IMAGE_EXTENSIONS) as imagespec says: PIL images,
-    numpy arrays (HxW or HxWxC; uint8, or float32 from 0 to 1) or torch tensors (CxHxW)."""
+    numpy arrays (HxW or HxWxC; uint8, or float32 from 0 to 1) or torch tensors (CxHxW).
+    JPEGs (grey or colour) are decoded by libshard's decoder to the pixels PIL gives, the
+    rest by PIL; counts (counters.Counts) counts which."""
 
-    def __init__(self, imagespec, extensions=IMAGE_EXTENSIONS):
+    def __init__(self, imagespec, extensions=IMAGE_EXTENSIONS, counts=None):
         if imagespec not in imagespecs:
             raise ValueError(f"Unknown imagespec: {imagespec}")
         self.imagespec = imagespec.lower()
         self.extensions = set(extensions)
+        from .counters import Counts
+        self.counts = Counts() if counts is None else counts
 
     def __call__(self, key, data):
         import PIL.Image
@@ -183,11 +214,19 @@ class ImageHandler:
         with io.BytesIO(data) as stream:
             img = PIL.Image.open(stream)
             check_limits(data, img)
-            img.load()
-            img = img.convert(mode.upper())
+            a = _c_pixels(data, img, mode)
+            if a is None:
+                img.load()
+                img = img.convert(mode.upper())
+        self.counts.add(**{"decodes_python" if a is None else "decodes_c": 1})
         if atype == "pil":
-            return img
-        a = np.asarray(img)
+            if a is None:
+                return img
+            out = PIL.Image.frombytes(mode.upper(), (a.shape[1], a.shape[0]), a)
+            out.info = img.info.copy()  # what convert's copy keeps of the file's
+            return out
+        if a is None:
+            a = np.asarray(img)
         if etype == "float":
             a = a.astype(np.float32) / 255.0
         assert a.ndim in (2, 3), a.shape

@@ -17,7 +17,7 @@ from fnmatch import fnmatch
 
 import numpy as np
 
-from . import autodecode, utils
+from . import autodecode, counters, utils
 from .handlers import reraise_exception
 from .pytorch import TorchTensor
 from .caching import Cached, LMDBCached  # noqa: F401 (filters' names, as WebDataset's)
@@ -31,8 +31,12 @@ class FilterFunction:
         self.f = f
         self.args = args
         self.kw = kw
+        if getattr(f, "counted", False):  # a stage of libshard's that counts what it does
+            self.counts = counters.Counts()
 
     def __call__(self, data):
+        if hasattr(self, "counts"):
+            return self.f(data, *self.args, counts=self.counts, **self.kw)
         return self.f(data, *self.args, **self.kw)
 
     def __str__(self):
@@ -220,9 +224,11 @@ def _log_keys(data, logfile=None):
 log_keys = pipelinefilter(_log_keys)
 
 
-def _decode(data, *args, handler=reraise_exception, **kw):
-    """Each sample decoded (autodecode.Decoder; str arguments are image specs)."""
-    handlers = [autodecode.imagehandler(x) if isinstance(x, str) else x for x in args]
+def _decode(data, *args, handler=reraise_exception, counts=None, **kw):
+    """Each sample decoded (autodecode.Decoder; str arguments are image specs, their
+    decodes counted in counts)."""
+    handlers = [autodecode.ImageHandler(x, counts=counts) if isinstance(x, str) else x
+                for x in args]
     decoder = autodecode.Decoder(handlers, **kw)
     for sample in data:
         assert isinstance(sample, dict), sample
@@ -235,6 +241,7 @@ def _decode(data, *args, handler=reraise_exception, **kw):
         yield decoded
 
 
+_decode.counted = True
 decode = pipelinefilter(_decode)
 
 

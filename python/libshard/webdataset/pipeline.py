@@ -81,6 +81,15 @@ class DataPipeline(IterableDataset, PipelineStage):
             return islice(self.iterator(), self.nsamples)
         return self.iterator()
 
+    def stats(self):
+        """What libshard did for this pipeline, its DataLoader workers' part included:
+        {"shards_c", "members_c", "bytes_c"}: the tar stages' shards read by libshard's C
+        reader, {"shards_python", "members_python"}: by Python's tarfile (a pipe:, a user's
+        opener), {"decodes_c", "decodes_python"}: images decoded by libshard's decoder and
+        by PIL (libshard's addition: WebDataset has no such counts)."""
+        from .counters import total
+        return total(self.pipeline)
+
     def stage(self, i):
         """The i-th stage."""
         return self.pipeline[i]

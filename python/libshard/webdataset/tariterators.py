@@ -3,8 +3,11 @@ read in order (tar_file_expander, each shard followed by an end-of-shard marker,
 grouped into samples by WebDataset's key rule (group_by_keys, base_plus_ext: the key is the
 path up to the first dot of the file name). tarfile_samples does all three; its curried form
 tarfile_to_samples is the pipeline stage."""
+import io
+import os
 import random
 import re
+import stat
 import tarfile
 
 from . import filters, gopen
@@ -63,36 +66,81 @@ def _skipped(fname, skip_meta):
     return skip_meta is not None and re.match(skip_meta, fname) is not None
 
 
-def tar_file_iterator(fileobj, skip_meta=r"__[^/]*__($|/)", handler=reraise_exception,
-                      select_files=None, rename_files=None):
-    """{"fname", "data"} for each regular file of the tar stream fileobj (gzip, bzip2 and
-    xz detected), in order; metadata members (__...__) skipped; rename_files(name) renames
-    a member, select_files(name) keeps it. A member that fails goes to handler; a damaged
-    archive raises tarfile.ReadError."""
+def libshard_members(fileobj):
+    """fileobj's members through libshard's C reader, or None where Python's tarfile reads
+    it: a stream url_opener opened through libshard (http, https, gs, s3) or a local file,
+    nothing read from either yet, is handed over (the file closed, the stream's connection
+    the reader's); a pipe, a user's own opener, a stream already read from stay Python's."""
+    from .gopen import _Raw
+    if type(fileobj) is not io.BufferedReader:
+        return None
+    raw = fileobj.raw
+    if type(raw) is _Raw:
+        if raw.raw.closed or raw.raw.tell() != 0:
+            return None
+        members = raw.raw.members()
+        fileobj.close()
+        return members
+    if type(raw) is io.FileIO and fileobj.mode == "rb" and isinstance(raw.name, str):
+        if raw.closed or raw.tell() != 0 or not stat.S_ISREG(os.fstat(raw.fileno()).st_mode):
+            return None
+        from .._libshard import RawStream
+        members = RawStream(raw.name).members()
+        fileobj.close()
+        return members
+    return None
+
+
+def _python_members(fileobj):
     stream = tarfile.open(fileobj=fileobj, mode="r|*")
     for info in stream:
-        fname = info.name
-        try:
-            if not info.isreg() or fname is None or _skipped(fname, skip_meta):
-                continue
-            if rename_files:
-                fname = rename_files(fname)
-            if select_files is not None and not select_files(fname):
-                continue
-            data = stream.extractfile(info).read()
-            yield dict(fname=fname, data=data)
-            stream.members = []  # a stream read once: remember nothing of the members
-        except Exception as exn:
-            if exn.args:
-                exn.args = (f"{exn.args[0]} @ {shown(str(fileobj))}",) + exn.args[1:]
-            if handler(exn):
-                continue
-            break
+        name = info.name
+        if info.isreg() and name is not None:
+            yield name, lambda info=info: stream.extractfile(info).read()
+        stream.members = []  # a stream read once: remember nothing of the members
     del stream
 
 
+def tar_file_iterator(fileobj, skip_meta=r"__[^/]*__($|/)", handler=reraise_exception,
+                      select_files=None, rename_files=None, counts=None):
+    """{"fname", "data"} for each regular file of the tar stream fileobj (gzip, bzip2 and
+    xz detected), in order; metadata members (__...__) skipped; rename_files(name) renames
+    a member, select_files(name) keeps it. A member that fails goes to handler; a damaged
+    archive raises (tarfile.ReadError, or libshard's ShardError naming the offset). Read by
+    libshard's C reader where libshard_members takes the stream, by tarfile otherwise;
+    counts (counters.Counts) counts which."""
+    members = libshard_members(fileobj)
+    c = members is not None
+    n = 0
+    try:
+        for fname, data in (members if c else _python_members(fileobj)):
+            n += 1
+            try:
+                if _skipped(fname, skip_meta):
+                    continue
+                if rename_files:
+                    fname = rename_files(fname)
+                if select_files is not None and not select_files(fname):
+                    continue
+                yield dict(fname=fname, data=data if c else data())
+            except Exception as exn:
+                if exn.args:
+                    exn.args = (f"{exn.args[0]} @ {shown(str(fileobj))}",) + exn.args[1:]
+                if handler(exn):
+                    continue
+                break
+    finally:
+        if counts is not None:
+            if c:
+                counts.add(shards_c=1, members_c=members.members, bytes_c=members.bytes)
+            else:
+                counts.add(shards_python=1, members_python=n)
+        if c:
+            members.close()
+
+
 def tar_file_expander(data, handler=reraise_exception, select_files=None, rename_files=None,
-                      eof_value={}):  # noqa: B006 (the marker is never changed)
+                      eof_value={}, counts=None):  # noqa: B006 (the marker is never changed)
     """The members of each opened shard ({"url", "stream"}) as {"fname", "data", "__url__"}
     (and "__local_path__" where the opener set one), each shard followed by eof_value
     (None: no marker)."""
@@ -103,7 +151,8 @@ def tar_file_expander(data, handler=reraise_exception, select_files=None, rename
             assert isinstance(source, dict)
             assert "stream" in source
             for member in tar_file_iterator(source["stream"], handler=handler,
-                                            select_files=select_files, rename_files=rename_files):
+                                            select_files=select_files, rename_files=rename_files,
+                                            counts=counts):
                 assert isinstance(member, dict) and "data" in member and "fname" in member
                 member["__url__"] = url
                 if local_path is not None:
@@ -116,6 +165,9 @@ def tar_file_expander(data, handler=reraise_exception, select_files=None, rename
             if handler(exn):
                 continue
             break
+
+
+tar_file_expander.counted = True
 
 
 def group_by_keys(data, keys=base_plus_ext, lcase=True, suffixes=None, handler=reraise_exception):
@@ -160,12 +212,16 @@ def group_by_keys(data, keys=base_plus_ext, lcase=True, suffixes=None, handler=r
         yield current
 
 
-def tarfile_samples(src, handler=reraise_exception, select_files=None, rename_files=None):
+def tarfile_samples(src, handler=reraise_exception, select_files=None, rename_files=None,
+                    counts=None):
     """The samples of the shards src names ({"url": ...} each): opened, expanded, grouped."""
     streams = url_opener(src, handler=handler)
     files = tar_file_expander(streams, handler=handler, select_files=select_files,
-                              rename_files=rename_files)
+                              rename_files=rename_files, counts=counts)
     return group_by_keys(files, handler=handler)
+
+
+tarfile_samples.counted = True
 
 
 tarfile_to_samples = filters.pipelinefilter(tarfile_samples)

@@ -1,0 +1,78 @@
+"""What a stage did, counted where DataLoader workers add to it too: which reader read the
+shards (libshard's C reader, or Python's tarfile) and which decoder decoded the images
+(libshard's, or PIL). A pipeline's stats() adds up its stages' counts.
+
+The counts live in shared memory made when the stage is made, so the DataLoader's forked
+workers (Linux's default) add to the counts the main process reads; a stage pickled into
+a spawned worker counts there, apart."""
+import multiprocessing
+
+#: the counts, by name
+NAMES = ("shards_c", "members_c", "bytes_c", "shards_python", "members_python",
+         "decodes_c", "decodes_python")
+_INDEX = {name: i for i, name in enumerate(NAMES)}
+
+
+class Counts:
+    """Counters of NAMES, shared with forked processes."""
+
+    def __init__(self):
+        self._values = multiprocessing.RawArray("q", len(NAMES))
+        self._lock = multiprocessing.Lock()
+
+    def add(self, **counts):
+        """Adds each name=n to its counter."""
+        with self._lock:
+            for name, n in counts.items():
+                self._values[_INDEX[name]] += n
+
+    def as_dict(self):
+        """{name: count}."""
+        with self._lock:
+            return dict(zip(NAMES, self._values))
+
+    def __getstate__(self):
+        return self.as_dict()  # pickled (a spawned worker): counted there, apart
+
+    def __setstate__(self, counts):
+        self.__init__()
+        self.add(**counts)
+
+
+def found(obj, seen=None):
+    """Every Counts of a stage: its own (obj.counts), its arguments' (a decoder's handlers,
+    the stages of a pipeline inside it, a DataLoader's dataset), each once."""
+    seen = set() if seen is None else seen
+    if id(obj) in seen:
+        return []
+    seen.add(id(obj))
+    out = []
+    counts = getattr(obj, "counts", None)
+    if isinstance(counts, Counts) and id(counts) not in seen:
+        seen.add(id(counts))
+        out.append(counts)
+    inner = []
+    for name in ("args", "handlers", "pipeline"):
+        value = getattr(obj, name, None)
+        if isinstance(value, (list, tuple)):
+            inner.extend(value)
+    if getattr(obj, "dataset", None) is not None:  # a DataLoader's
+        inner.append(obj.dataset)
+    kw = getattr(obj, "kw", None)
+    if isinstance(kw, dict):
+        inner.extend(kw.values())
+    for x in inner:
+        if not isinstance(x, (str, bytes, int, float, type(None))):
+            out.extend(found(x, seen))
+    return out
+
+
+def total(stages):
+    """The counts of the stages added up, {name: count}."""
+    sums = dict.fromkeys(NAMES, 0)
+    seen = set()
+    for stage in stages:
+        for counts in found(stage, seen):
+            for name, n in counts.as_dict().items():
+                sums[name] += n
+    return sums
