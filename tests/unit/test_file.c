@@ -476,3 +476,67 @@ Test(file, stream_gives_a_files_and_a_pipes_bytes)
     shard_stream_free(&s);
     free(data);
 }
+
+/* members: each regular file its own sample, named as stored, none split, checked or
+ * remembered (WebDataset's tar_file_iterator groups after); a control reads the same tar
+ * grouped and refuses it. */
+Test(file, members_one_by_one_as_stored)
+{
+    const char *names[] = {"a/x.jpg", "b/y.jpg", "a/x.jpg", "README", ".hidden.txt", "./k.TXT"};
+    char *p = raw_tar("members.tar", names, 6);
+    char msg[SHARD_ERROR_MAX];
+    cr_assert_eq(read_until_error(p, msg, sizeof msg), SHARD_ERR_FORMAT, "grouped: refused");
+    ShardFileSettings s;
+    shard_file_default_settings(&s);
+    s.members = 1;
+    ShardFile *f;
+    ShardError err;
+    cr_assert_eq(shard_file_open(&f, p, &s, &err), 0, "%s", err.message);
+    const ShardSampleView *v;
+    for (int i = 0; i < 6; i++) {
+        cr_assert_eq(shard_file_next(f, &v), 0, "%s", shard_file_error(f));
+        cr_assert_eq(v->nfields, 1);
+        cr_assert_str_eq(v->key, names[i]);
+        cr_assert_str_eq(v->fields[0].member, names[i]);
+        cr_assert_str_eq(v->fields[0].name, "");
+        cr_assert_eq(v->fields[0].size, 3);
+        cr_assert_eq(memcmp(v->fields[0].data, "abc", 3), 0);
+    }
+    cr_assert_eq(shard_file_next(f, &v), SHARD_EOS);
+    shard_file_free(&f);
+    free(p);
+}
+
+/* A stream read as a shard from its start takes the stream's source over (a pipe's command
+ * runs once); a stream read from is refused, naming it. */
+Test(file, a_stream_read_as_a_shard)
+{
+    const char *names[] = {"s.jpg", "s.cls", "t.jpg"};
+    char *p = raw_tar("stream.tar", names, 3);
+    char url[4200];
+    snprintf(url, sizeof url, "pipe:cat '%s'", p);
+    ShardStream *st;
+    ShardError err;
+    cr_assert_eq(shard_stream_open(&st, url, NULL, &err), 0, "%s", err.message);
+    ShardFile *f;
+    cr_assert_eq(shard_file_open_stream(&f, &st, NULL, &err), 0, "%s", err.message);
+    cr_assert_null(st, "taken over");
+    const ShardSampleView *v;
+    cr_assert_eq(shard_file_next(f, &v), 0, "%s", shard_file_error(f));
+    cr_assert_str_eq(v->key, "s");
+    cr_assert_eq(v->nfields, 2);
+    cr_assert_eq(shard_file_next(f, &v), 0);
+    cr_assert_str_eq(v->key, "t");
+    cr_assert_eq(shard_file_next(f, &v), SHARD_EOS);
+    shard_file_free(&f);
+
+    cr_assert_eq(shard_stream_open(&st, p, NULL, &err), 0, "%s", err.message);
+    unsigned char b[10];
+    cr_assert_eq(shard_stream_read(st, b, sizeof b), 10);
+    cr_assert_eq(shard_file_open_stream(&f, &st, NULL, &err), SHARD_ERR_INVALID);
+    cr_assert_null(f);
+    cr_assert_null(st, "taken over on failure too");
+    cr_assert(strstr(err.message, "stream.tar") && strstr(err.message, "read from"), "%s",
+              err.message);
+    free(p);
+}

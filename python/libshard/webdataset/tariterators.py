@@ -3,6 +3,7 @@ read in order (tar_file_expander, each shard followed by an end-of-shard marker,
 grouped into samples by WebDataset's key rule (group_by_keys, base_plus_ext: the key is the
 path up to the first dot of the file name). tarfile_samples does all three; its curried form
 tarfile_to_samples is the pipeline stage."""
+import functools
 import io
 import os
 import random
@@ -91,6 +92,35 @@ def libshard_members(fileobj):
     return None
 
 
+@functools.lru_cache(maxsize=None)  # one class: made once, when first needed
+def _tar_read_error():
+    from .._libshard import ShardError
+
+    class TarReadError(ShardError, tarfile.ReadError):
+        """A tar libshard's reader could not read (damaged, cut short): libshard's error,
+        naming the shard, offset and member, and tarfile's, as code written for
+        WebDataset catches it."""
+
+    return ShardError, TarReadError
+
+
+def _c_members(members):
+    """members' (name, bytes), a damaged tar raised as a TarReadError."""
+    ShardError, TarReadError = _tar_read_error()
+    try:
+        yield from members
+    except ShardError as exn:
+        if exn.code != -5:  # SHARD_ERR_FORMAT: not the network's, not a missing object's
+            raise
+        error = TarReadError(*exn.args)
+        error.url, error.offset, error.member, error.code = (exn.url, exn.offset, exn.member,
+                                                             exn.code)
+        text = str(exn)
+        # a member's data cut or damaged (not a header): tarfile fails reading that member
+        error.in_member = "the header after member" not in text and "the first header" not in text
+        raise error from None
+
+
 def _python_members(fileobj):
     stream = tarfile.open(fileobj=fileobj, mode="r|*")
     for info in stream:
@@ -112,8 +142,24 @@ def tar_file_iterator(fileobj, skip_meta=r"__[^/]*__($|/)", handler=reraise_exce
     members = libshard_members(fileobj)
     c = members is not None
     n = 0
+    it = _c_members(members) if c else _python_members(fileobj)
     try:
-        for fname, data in (members if c else _python_members(fileobj)):
+        while True:
+            try:
+                fname, data = next(it)
+            except StopIteration:
+                break
+            except tarfile.ReadError as exn:
+                if not getattr(exn, "in_member", False):
+                    raise
+                # as tarfile: the member's read fails, to the handler; then, going on, the
+                # archive's next header does
+                again = type(exn)(*exn.args)
+                again.__dict__.update(exn.__dict__)
+                exn.args = (f"{exn.args[0]} @ {shown(str(fileobj))}",) + exn.args[1:]
+                if handler(exn):
+                    raise again from None
+                break
             n += 1
             try:
                 if _skipped(fname, skip_meta):
