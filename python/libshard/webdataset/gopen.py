@@ -142,6 +142,15 @@ class _Raw(io.RawIOBase):
         return self.raw.url
 
 
+def unread_rawstream(fileobj):
+    """The RawStream under a stream gopen_libshard opened, when nothing was read from it
+    (nor buffered ahead: a peek reads); None for any other object."""
+    if type(fileobj) is not io.BufferedReader or type(fileobj.raw) is not _Raw:
+        return None
+    raw = fileobj.raw.raw
+    return raw if not raw.closed and raw.tell() == 0 else None
+
+
 def gopen_libshard(url, mode="rb", bufsize=8192, **settings):
     """A remote object (http, https, gs, s3) read through libshard's sources; settings:
     libshard's remote settings (retries, timeout, cache_dir, ...)."""

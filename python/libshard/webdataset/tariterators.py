@@ -72,16 +72,14 @@ def libshard_members(fileobj):
     it: a stream url_opener opened through libshard (http, https, gs, s3) or a local file,
     nothing read from either yet, is handed over (the file closed, the stream's connection
     the reader's); a pipe, a user's own opener, a stream already read from stay Python's."""
-    from .gopen import _Raw
+    stream = gopen.unread_rawstream(fileobj)
+    if stream is not None:
+        members = stream.members()
+        fileobj.close()
+        return members
     if type(fileobj) is not io.BufferedReader:
         return None
     raw = fileobj.raw
-    if type(raw) is _Raw:
-        if raw.raw.closed or raw.raw.tell() != 0:
-            return None
-        members = raw.raw.members()
-        fileobj.close()
-        return members
     if type(raw) is io.FileIO and fileobj.mode == "rb" and isinstance(raw.name, str):
         if raw.closed or raw.tell() != 0 or not stat.S_ISREG(os.fstat(raw.fileno()).st_mode):
             return None
