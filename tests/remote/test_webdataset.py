@@ -66,3 +66,56 @@ def test_wrong_credentials_are_an_error_not_a_silent_empty_epoch(s3):
         env={**CLEAN_ENV, **s3_env(s3, secret="WRONG"),
              "PYTHONPATH": os.environ.get("LIBSHARD_PYTHONPATH", str(REPO / "build" / "python"))})
     assert samples.returncode != 0 and "d-000.tar" in samples.stderr, samples.stderr[-500:]
+
+
+C_CODE = """
+import json, sys, warnings
+warnings.simplefilter("ignore")
+import torch
+import libshard.webdataset as wds
+from libshard.webdataset import tariterators
+urls, workers, cache = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+opener = wds.filters.pipelinefilter(tariterators.url_opener)(**({"cache_dir": cache} if cache else {}))
+expand = wds.filters.pipelinefilter(tariterators.tar_file_expander)()
+pipe = wds.DataPipeline(wds.SimpleShardList(urls), wds.split_by_worker, opener, expand,
+                        wds.filters.pipelinefilter(tariterators.group_by_keys)(),
+                        wds.decode("rgb8"), wds.to_tuple("__key__", "cls", "jpg"))
+got = [(k, c, int(j.sum())) for k, c, j in torch.utils.data.DataLoader(pipe, num_workers=workers, batch_size=None)]
+print(json.dumps([sorted(got), pipe.stats()]))
+"""
+
+
+def c_stage(urls, workers, env, cache=""):
+    path = os.environ.get("LIBSHARD_PYTHONPATH", str(REPO / "build" / "python"))
+    cp = subprocess.run([sys.executable, "-c", C_CODE, urls, str(workers), cache],
+                        capture_output=True, text=True, timeout=TIMEOUT,
+                        env={**CLEAN_ENV, **env, "PYTHONPATH": path})
+    assert cp.returncode == 0, cp.stderr[-2000:]
+    return json.loads(cp.stdout)
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+@pytest.mark.parametrize("scheme", ["http", "gs", "s3"])
+def test_the_tar_stage_reads_remote_shards_in_c(request, root, nginx, scheme, workers, tmp_path):
+    """url_opener, tar_file_expander, group_by_keys and decode over http, gs and s3, with 0
+    and 2 workers: the local samples and pixels, libshard's reader and decoder doing the work,
+    the shards through the remote's cache; pipe:curl (Python's tarfile) the negative control."""
+    local, lstats = c_stage(str(root / "data" / PATTERN), workers, {})
+    if scheme == "http":
+        base, env = f"{nginx.url}/data", {}
+    elif scheme == "gs":
+        base, env = f"gs://{BUCKET}/data", gcs_env(request.getfixturevalue("gcs"))
+    else:
+        base, env = f"s3://{BUCKET}/data", s3_env(request.getfixturevalue("s3"))
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    got, stats = c_stage(f"{base}/{PATTERN}", workers, env, str(cache))
+    assert got == local and len(got) == 120
+    assert stats == lstats and stats["shards_c"] == 3 and stats["members_c"] == 360
+    assert stats["members_python"] == 0 and stats["decodes_c"] == 120
+    assert sum(f.stat().st_size for f in cache.rglob("*") if f.is_file()) >= sum(
+        (root / "data" / f"d-00{i}.tar").stat().st_size for i in range(3)), "cached"
+    if scheme == "http":
+        piped, pstats = c_stage(f"pipe:curl -s -f {base}/{PATTERN}", workers, env)
+        assert piped == local
+        assert pstats["members_c"] == 0 and pstats["members_python"] == 360
