@@ -40,11 +40,13 @@
 #include "_upload.h"
 #include "_writer.h"
 
-static PyObject *py_decode_rgb(PyObject *m, PyObject *arg)
+static PyObject *py_decode_rgb(PyObject *m, PyObject *args, PyObject *kw)
 {
     (void)m;
+    static char *kwlist[] = {"data", "planar", NULL};
     Py_buffer in;
-    if (PyObject_GetBuffer(arg, &in, PyBUF_SIMPLE))
+    int planar = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "y*|$p:decode_rgb", kwlist, &in, &planar))
         return NULL;
     unsigned char *out;
     int w, h, rc;
@@ -55,7 +57,10 @@ static PyObject *py_decode_rgb(PyObject *m, PyObject *arg)
     PyBuffer_Release(&in);
     if (rc)
         return shard_py_raise(rc, msg);
-    PyObject *b = PyBytes_FromStringAndSize((const char *)out, (Py_ssize_t)w * h * 3);
+    PyObject *b = PyBytes_FromStringAndSize(planar ? NULL : (const char *)out,
+                                            (Py_ssize_t)w * h * 3);
+    if (b && planar)
+        shard_rgb_planar(out, w, h, (unsigned char *)PyBytes_AS_STRING(b));
     free(out);
     if (!b)
         return NULL;
@@ -239,8 +244,9 @@ static PyMethodDef module_methods[] = {
     {"cpus_available", py_cpus_available, METH_NOARGS,
      "cpus_available() -> int: the CPUs this process may use (affinity, cgroup quota): what "
      "threads=0 starts"},
-    {"decode_rgb", py_decode_rgb, METH_O,
-     "decode_rgb(data) -> (bytes, width, height): full RGB decode"},
+    {"decode_rgb", (PyCFunction)(void (*)(void))py_decode_rgb, METH_VARARGS | METH_KEYWORDS,
+     "decode_rgb(data, *, planar=False) -> (bytes, width, height): full RGB decode, "
+     "interleaved (HWC) or planar (CHW)"},
     {"decode", (PyCFunction)(void (*)(void))py_decode, METH_VARARGS | METH_KEYWORDS,
      "decode(data, width, height, crop, fast, flip, seed=0, layout='nhwc', scale, ratio) -> "
      "bytes: one image decoded and transformed as a Loader's are (the settings' defaults are "

@@ -97,6 +97,14 @@ SHARD_API int shard_decode_rgb(const void *data, size_t size, unsigned char **ou
                                int *height, char *msg, size_t msgsize);
 
 /**
+ * Copies interleaved 8-bit RGB pixels (w x h x 3) into three planes, R then G then B
+ * (3 x h x w: a CHW tensor's layout).
+ * @param rgb w * h * 3 bytes, borrowed
+ * @param out caller-owned, w * h * 3 bytes; not overlapping rgb
+ */
+SHARD_API void shard_rgb_planar(const unsigned char *rgb, int w, int h, unsigned char *out);
+
+/**
  * Resizes an 8-bit RGB image (or the box x0, y0, bw, bh of it, in pixels, fractions
  * allowed) to out_w x out_h with PIL's bilinear filter (antialiased when shrinking): the
  * result equals PIL's Image.resize(..., BILINEAR, box) to within rounding.

@@ -77,6 +77,17 @@ int shard_decode_rgb(const void *data, size_t size, unsigned char **out, int *wi
     return rc;
 }
 
+void shard_rgb_planar(const unsigned char *rgb, int w, int h, unsigned char *out)
+{
+    size_t plane = (size_t)w * (size_t)h;
+    unsigned char *r = out, *g = out + plane, *b = out + 2 * plane;
+    for (size_t i = 0; i < plane; i++) {
+        r[i] = rgb[3 * i];
+        g[i] = rgb[3 * i + 1];
+        b[i] = rgb[3 * i + 2];
+    }
+}
+
 /* ---- output ---------------------------------------------------------------------------- */
 
 /* From interleaved RGB to NHWC or float, mirrored when flip (uint8 NCHW is written by the

@@ -172,31 +172,64 @@ def _l_of_rgb(a):
             ).astype(np.uint8)
 
 
-def _c_pixels(data, img, mode):
-    """The pixels PIL's img.convert(mode) would give (img opened, not loaded), decoded by
-    libshard's JPEG decoder (libjpeg-turbo, as PIL's: the same IDCT and upsampling); None
-    where PIL decodes it: not a JPEG, a CMYK one, no C core."""
-    if img.format != "JPEG" or img.mode not in ("L", "RGB"):
+_SOF = {0xC0, 0xC1, 0xC2, 0xC3, 0xC5, 0xC6, 0xC7, 0xC9, 0xCA, 0xCB, 0xCD, 0xCE, 0xCF}
+
+
+def jpeg_mode(data):
+    """The mode PIL opens a JPEG in, from its frame header's component count ("L", "RGB",
+    "CMYK"); None for what is not a JPEG (or whose header is cut)."""
+    if data[:2] != b"\xff\xd8":
+        return None
+    i, n = 2, len(data)
+    while i + 4 <= n:
+        if data[i] != 0xFF:
+            return None
+        marker = data[i + 1]
+        if marker == 0xFF:  # fill byte
+            i += 1
+            continue
+        length = (data[i + 2] << 8) | data[i + 3]
+        if marker in _SOF:
+            return {1: "L", 3: "RGB", 4: "CMYK"}.get(data[i + 9]) if i + 10 <= n else None
+        i += 2 + length
+    return None
+
+
+def _c_pixels(data, mode, planar=False):
+    """The pixels PIL's Image.open(data).convert(mode) would give, decoded by libshard's JPEG
+    decoder (libjpeg-turbo, as PIL's: the same IDCT and upsampling), HxWxC (planar: RGB as
+    3xHxW); None where PIL decodes it: not a grey or colour JPEG, no C core, or one the C
+    decoder refuses (it stops at what libjpeg only warns of; PIL reads on, or refuses too)."""
+    source = jpeg_mode(data)
+    if source not in ("L", "RGB"):
         return None
     try:
         from .._libshard import decode_rgb
-    except ImportError:
+        px, w, h = decode_rgb(data, planar=planar and mode == "rgb")
+    except Exception:  # noqa: BLE001 (PIL's to decide, and to say why)
         return None
-    px, w, h = decode_rgb(data)
+    if planar and mode == "rgb":
+        return np.frombuffer(px, np.uint8).reshape(3, h, w)
     a = np.frombuffer(px, np.uint8).reshape(h, w, 3)
     if mode == "l":
-        a = _l_of_rgb(a) if img.mode == "RGB" else a[:, :, 0].copy()
+        a = _l_of_rgb(a) if source == "RGB" else a[:, :, 0].copy()
     elif mode == "rgba":
         a = np.concatenate([a, np.full((h, w, 1), 255, np.uint8)], axis=2)
     a.flags.writeable = False  # as np.asarray of PIL's image
     return a
 
 
+def torch_of(a):
+    """A tensor sharing the array's memory."""
+    import torch
+    return torch.from_numpy(a)
+
+
 class ImageHandler:
     """Decodes image fields (extensions: IMAGE_EXTENSIONS) as imagespec says: PIL images,
     numpy arrays (HxW or HxWxC; uint8, or float32 from 0 to 1) or torch tensors (CxHxW).
-    JPEGs (grey or colour) are decoded by libshard's decoder to the pixels PIL gives, the
-    rest by PIL; counts (counters.Counts) counts which."""
+    For arrays and tensors, JPEGs (grey or colour) are decoded by libshard's decoder to the
+    pixels PIL gives, the rest by PIL; counts (counters.Counts) counts which."""
 
     def __init__(self, imagespec, extensions=IMAGE_EXTENSIONS, counts=None):
         if imagespec not in imagespecs:
@@ -211,30 +244,28 @@ class ImageHandler:
         if re.sub(r".*[.]", "", key).lower() not in self.extensions:
             return None
         atype, etype, mode = imagespecs[self.imagespec]
-        with io.BytesIO(data) as stream:
-            img = PIL.Image.open(stream)
-            check_limits(data, img)
-            a = _c_pixels(data, img, mode)
-            if a is None:
+        planar = atype == "torch" and mode == "rgb"  # CHW from the decoder: no transpose
+        # PIL images stay PIL's: it decodes into its own layout faster than one is copied in
+        a = None if atype == "pil" else _c_pixels(data, mode, planar)
+        self.counts.add(**{"decodes_python" if a is None else "decodes_c": 1})
+        if a is None:
+            with io.BytesIO(data) as stream:
+                img = PIL.Image.open(stream)
+                check_limits(data, img)
                 img.load()
                 img = img.convert(mode.upper())
-        self.counts.add(**{"decodes_python" if a is None else "decodes_c": 1})
-        if atype == "pil":
-            if a is None:
+            if atype == "pil":
                 return img
-            out = PIL.Image.frombytes(mode.upper(), (a.shape[1], a.shape[0]), a)
-            out.info = img.info.copy()  # what convert's copy keeps of the file's
-            return out
-        if a is None:
             a = np.asarray(img)
+        elif planar:
+            return torch_of(a.astype(np.float32) / 255.0 if etype == "float" else a.copy())
         if etype == "float":
             a = a.astype(np.float32) / 255.0
         assert a.ndim in (2, 3), a.shape
         a = _as_mode(a, mode)
         if atype == "numpy":
             return a
-        import torch
-        return torch.from_numpy((a.transpose(2, 0, 1) if a.ndim == 3 else a).copy())
+        return torch_of((a.transpose(2, 0, 1) if a.ndim == 3 else a).copy())
 
 
 def imagehandler(imagespec, extensions=IMAGE_EXTENSIONS):
