@@ -289,3 +289,13 @@ def test_pipelines_give_pythons_samples_and_say_c_did_it(photo_shards, kind, wor
     assert c["decodes_c"] == 3 * (per_shard - 2) and c["decodes_python"] == 6
     assert p["shards_c"] == p["members_c"] == 0 and p["members_python"] == c["members_c"], \
         "pipe:cat: Python's tarfile read them"
+
+
+def test_a_file_that_is_no_tar_is_tarfiles_error(tmp_path):
+    junk = tmp_path / "junk.tar"
+    junk.write_bytes(bytes(range(256)) * 40)
+    c, counts = expanded(junk)
+    python, _ = expanded(f"pipe:cat '{junk}'")
+    assert len(c) == len(python) == 1
+    assert isinstance(python[0], tarfile.ReadError) and isinstance(c[0], tarfile.ReadError)
+    assert isinstance(c[0], ShardError) and "junk.tar" in str(c[0])

@@ -75,12 +75,14 @@ import torch
 import libshard.webdataset as wds
 from libshard.webdataset import tariterators
 urls, workers, cache = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-opener = wds.filters.pipelinefilter(tariterators.url_opener)(**({"cache_dir": cache} if cache else {}))
+remote = {"cache_dir": cache} if cache else {}
+opener = wds.filters.pipelinefilter(tariterators.url_opener)(**remote)
 expand = wds.filters.pipelinefilter(tariterators.tar_file_expander)()
 pipe = wds.DataPipeline(wds.SimpleShardList(urls), wds.split_by_worker, opener, expand,
                         wds.filters.pipelinefilter(tariterators.group_by_keys)(),
                         wds.decode("rgb8"), wds.to_tuple("__key__", "cls", "jpg"))
-got = [(k, c, int(j.sum())) for k, c, j in torch.utils.data.DataLoader(pipe, num_workers=workers, batch_size=None)]
+loader = torch.utils.data.DataLoader(pipe, num_workers=workers, batch_size=None)
+got = [(k, c, int(j.sum())) for k, c, j in loader]
 print(json.dumps([sorted(got), pipe.stats()]))
 """
 

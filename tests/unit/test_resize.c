@@ -112,3 +112,22 @@ Test(resize, scalar_within_1_of_pil) { check_path("none"); }
 Test(resize, avx2_within_1_of_pil) { check_path("avx2"); }
 Test(resize, avx512_within_1_of_pil) { check_path("avx512"); }
 Test(resize, best_path_within_1_of_pil) { check_path("vnni"); }
+
+/* Planes from interleaved RGB, every width's tail past the SIMD path's 16 pixels a step. */
+Test(resize, rgb_planar_splits_the_channels)
+{
+    for (int w = 1; w <= 40; w += 3) {
+        int h = 3;
+        size_t n = (size_t)w * h;
+        unsigned char *rgb = malloc(n * 3), *out = malloc(n * 3);
+        for (size_t i = 0; i < n * 3; i++)
+            rgb[i] = (unsigned char)(i * 37 + 11);
+        shard_rgb_planar(rgb, w, h, out);
+        for (size_t i = 0; i < n; i++)
+            for (int c = 0; c < 3; c++)
+                cr_assert_eq(out[c * n + i], rgb[i * 3 + (size_t)c], "w %d pixel %zu channel %d",
+                             w, i, c);
+        free(rgb);
+        free(out);
+    }
+}

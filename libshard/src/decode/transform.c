@@ -17,6 +17,9 @@
 #include "decode/webp.h"
 #include "shard/decode.h"
 #include "shard/image.h"
+#ifdef SHARD_RESIZE_X86
+#include "decode/x86/planar.h"
+#endif
 
 void shard_transform_default_settings(ShardTransform *t)
 {
@@ -79,9 +82,13 @@ int shard_decode_rgb(const void *data, size_t size, unsigned char **out, int *wi
 
 void shard_rgb_planar(const unsigned char *rgb, int w, int h, unsigned char *out)
 {
-    size_t plane = (size_t)w * (size_t)h;
+    size_t plane = (size_t)w * (size_t)h, i = 0;
     unsigned char *r = out, *g = out + plane, *b = out + 2 * plane;
-    for (size_t i = 0; i < plane; i++) {
+#ifdef SHARD_RESIZE_X86
+    if (__builtin_cpu_supports("ssse3"))
+        i = shard_rgb_planar_ssse3(rgb, plane, r, g, b);
+#endif
+    for (; i < plane; i++) {
         r[i] = rgb[3 * i];
         g[i] = rgb[3 * i + 1];
         b[i] = rgb[3 * i + 2];

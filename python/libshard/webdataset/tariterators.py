@@ -74,7 +74,7 @@ def libshard_members(fileobj):
     the reader's); a pipe, a user's own opener, a stream already read from stay Python's."""
     stream = gopen.unread_rawstream(fileobj)
     if stream is not None:
-        members = stream.members()
+        members = _open_members(stream)
         fileobj.close()
         return members
     if type(fileobj) is not io.BufferedReader:
@@ -84,7 +84,7 @@ def libshard_members(fileobj):
         if raw.closed or raw.tell() != 0 or not stat.S_ISREG(os.fstat(raw.fileno()).st_mode):
             return None
         from .._libshard import RawStream
-        members = RawStream(raw.name).members()
+        members = _open_members(RawStream(raw.name))
         fileobj.close()
         return members
     return None
@@ -102,20 +102,39 @@ def _tar_read_error():
     return ShardError, TarReadError
 
 
+def _read_error(exn, reading=True):
+    """exn, a ShardError, as a TarReadError where it says the tar is damaged (else None);
+    reading: raised while reading members (not opening the tar)."""
+    if exn.code != -5:  # SHARD_ERR_FORMAT: not the network's, not a missing object's
+        return None
+    error = _tar_read_error()[1](*exn.args)
+    error.url, error.offset, error.member, error.code = exn.url, exn.offset, exn.member, exn.code
+    text = str(exn)
+    # a member's data cut or damaged (not a header): tarfile fails reading that member
+    error.in_member = (reading and "the header after member" not in text
+                       and "first header" not in text)
+    return error
+
+
+def _open_members(stream):
+    """stream.members(), a tar that is none or whose start is damaged a TarReadError."""
+    try:
+        return stream.members()
+    except _tar_read_error()[0] as exn:
+        error = _read_error(exn, reading=False)
+        if error is None:
+            raise
+        raise error from None
+
+
 def _c_members(members):
     """members' (name, bytes), a damaged tar raised as a TarReadError."""
-    ShardError, TarReadError = _tar_read_error()
     try:
         yield from members
-    except ShardError as exn:
-        if exn.code != -5:  # SHARD_ERR_FORMAT: not the network's, not a missing object's
+    except _tar_read_error()[0] as exn:
+        error = _read_error(exn)
+        if error is None:
             raise
-        error = TarReadError(*exn.args)
-        error.url, error.offset, error.member, error.code = (exn.url, exn.offset, exn.member,
-                                                             exn.code)
-        text = str(exn)
-        # a member's data cut or damaged (not a header): tarfile fails reading that member
-        error.in_member = "the header after member" not in text and "the first header" not in text
         raise error from None
 
 
