@@ -9,7 +9,7 @@ pkgs=(
   libcriterion-dev
   tar libarchive-tools zstd libjpeg-turbo-progs valgrind man-db
   python3 python3-dev python3-pytest python3-numpy python3-pil python3-torch python3-torchvision
-  python3-distributed python3-lmdb python3-zmq python3-msgpack
+  python3-distributed python3-lmdb python3-zmq python3-msgpack python3-braceexpand
   python3-mesonpy python3-venv python3-pip patchelf
 )
 missing=()
