@@ -43,22 +43,28 @@
 static PyObject *py_decode_rgb(PyObject *m, PyObject *args, PyObject *kw)
 {
     (void)m;
-    static char *kwlist[] = {"data", "planar", NULL};
+    static char *kwlist[] = {"data", "planar", "rgbx", NULL};
     Py_buffer in;
-    int planar = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "y*|$p:decode_rgb", kwlist, &in, &planar))
+    int planar = 0, rgbx = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "y*|$pp:decode_rgb", kwlist, &in, &planar, &rgbx))
         return NULL;
+    if (planar && rgbx) {
+        PyBuffer_Release(&in);
+        PyErr_SetString(PyExc_ValueError, "decode_rgb: planar or rgbx, not both");
+        return NULL;
+    }
     unsigned char *out;
     int w, h, rc;
     char msg[256] = "";
     Py_BEGIN_ALLOW_THREADS
-    rc = shard_decode_rgb(in.buf, (size_t)in.len, &out, &w, &h, msg, sizeof msg);
+    rc = rgbx ? shard_decode_rgbx(in.buf, (size_t)in.len, &out, &w, &h, msg, sizeof msg)
+              : shard_decode_rgb(in.buf, (size_t)in.len, &out, &w, &h, msg, sizeof msg);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&in);
     if (rc)
         return shard_py_raise(rc, msg);
     PyObject *b = PyBytes_FromStringAndSize(planar ? NULL : (const char *)out,
-                                            (Py_ssize_t)w * h * 3);
+                                            (Py_ssize_t)w * h * (rgbx ? 4 : 3));
     if (b && planar)
         shard_rgb_planar(out, w, h, (unsigned char *)PyBytes_AS_STRING(b));
     free(out);
@@ -245,8 +251,8 @@ static PyMethodDef module_methods[] = {
      "cpus_available() -> int: the CPUs this process may use (affinity, cgroup quota): what "
      "threads=0 starts"},
     {"decode_rgb", (PyCFunction)(void (*)(void))py_decode_rgb, METH_VARARGS | METH_KEYWORDS,
-     "decode_rgb(data, *, planar=False) -> (bytes, width, height): full RGB decode, "
-     "interleaved (HWC) or planar (CHW)"},
+     "decode_rgb(data, *, planar=False, rgbx=False) -> (bytes, width, height): full RGB "
+     "decode, interleaved (HWC), planar (CHW), or RGBX (a JPEG's, four bytes a pixel)"},
     {"decode", (PyCFunction)(void (*)(void))py_decode, METH_VARARGS | METH_KEYWORDS,
      "decode(data, width, height, crop, fast, flip, seed=0, layout='nhwc', scale, ratio) -> "
      "bytes: one image decoded and transformed as a Loader's are (the settings' defaults are "

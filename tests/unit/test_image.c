@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <shard/decode.h>
 #include <shard/image.h>
 
 #include "testjpeg.h"
@@ -67,4 +68,29 @@ Test(image, verify_not_an_image)
     char msg[256] = "";
     cr_assert_eq(shard_image_verify("just text", 9, msg, sizeof msg), SHARD_ERR_FORMAT);
     cr_assert(strstr(msg, "not an image"), "%s", msg);
+}
+
+/* RGBX is RGB with a fourth byte of 255 (PIL's layout), on odd sizes; a PNG is not a JPEG. */
+Test(image, rgbx_is_rgb_and_255)
+{
+    unsigned long size;
+    unsigned char *jpg = tu_jpeg(37, 21, gradient, 0, &size);
+    unsigned char *rgb, *rgbx;
+    int w, h, w4, h4;
+    char msg[256];
+    cr_assert_eq(shard_decode_rgb(jpg, size, &rgb, &w, &h, msg, sizeof msg), 0, "%s", msg);
+    cr_assert_eq(shard_decode_rgbx(jpg, size, &rgbx, &w4, &h4, msg, sizeof msg), 0, "%s", msg);
+    cr_assert(w == 37 && h == 21 && w4 == w && h4 == h);
+    for (int i = 0; i < w * h; i++) {
+        cr_assert_eq(memcmp(rgbx + 4 * i, rgb + 3 * i, 3), 0, "pixel %d", i);
+        cr_assert_eq(rgbx[4 * i + 3], 255);
+    }
+    free(rgb);
+    free(rgbx);
+    free(jpg);
+    static const unsigned char png[] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 0, 0, 0};
+    cr_assert_eq(shard_decode_rgbx(png, sizeof png, &rgbx, &w, &h, msg, sizeof msg),
+                 SHARD_ERR_UNSUPPORTED);
+    cr_assert_null(rgbx);
+    cr_assert(strstr(msg, "png"), "%s", msg);
 }

@@ -97,6 +97,15 @@ SHARD_API int shard_decode_rgb(const void *data, size_t size, unsigned char **ou
                                int *height, char *msg, size_t msgsize);
 
 /**
+ * Decodes a whole JPEG (grey or colour) to RGBX: four bytes a pixel, the fourth 255, the
+ * layout PIL keeps RGB images in; the pixels are shard_decode_rgb's.
+ * @param out receives a malloc'd buffer of *width * *height * 4 bytes, owned by the caller
+ * @return as shard_decode_rgb; SHARD_ERR_UNSUPPORTED for another format or a CMYK JPEG
+ */
+SHARD_API int shard_decode_rgbx(const void *data, size_t size, unsigned char **out, int *width,
+                                int *height, char *msg, size_t msgsize);
+
+/**
  * Copies interleaved 8-bit RGB pixels (w x h x 3) into three planes, R then G then B
  * (3 x h x w: a CHW tensor's layout).
  * @param rgb w * h * 3 bytes, borrowed

@@ -134,10 +134,10 @@ static void jpeg_window(const struct jpeg_decompress_struct *ci, const ShardTran
  * as many per call as libjpeg gives: one at a time, the 2:1 vertical upsamplers would decode
  * two and copy the spare one out. */
 static void jpeg_rows(struct jpeg_decompress_struct *ci, unsigned char *buf, JSAMPROW *rows,
-                      unsigned char *row, int cmyk, int out_w, int out_h)
+                      unsigned char *row, int cmyk, int out_w, int out_h, int bpp)
 {
     for (int y = 0; y < out_h; y++)
-        rows[y] = buf + (size_t)y * (size_t)out_w * 3;
+        rows[y] = buf + (size_t)y * (size_t)out_w * (size_t)bpp;
     for (int y = 0; y < out_h;) {
         JSAMPROW one = row;
         JSAMPROW *to = cmyk ? &one : rows + y;
@@ -192,8 +192,8 @@ static int out_of_memory(char *msg, size_t msgsize)
 }
 
 int shard_jpeg_decode(ShardScratch *sc, const void *data, size_t size, const ShardTransform *t,
-                      ShardRng *rng, ShardBox *box_out, unsigned char **rgb, int *rw, int *rh,
-                      char *msg, size_t msgsize)
+                      ShardRng *rng, ShardBox *box_out, int bpp, unsigned char **rgb, int *rw,
+                      int *rh, char *msg, size_t msgsize)
 {
     Jpeg *j = jpeg_object(sc);
     if (!j)
@@ -217,7 +217,14 @@ int shard_jpeg_decode(ShardScratch *sc, const void *data, size_t size, const Sha
         return big;
     }
     int cmyk = ci->jpeg_color_space == JCS_CMYK || ci->jpeg_color_space == JCS_YCCK;
-    ci->out_color_space = cmyk ? JCS_CMYK : JCS_RGB;
+    if (cmyk && bpp == 4) {
+        jpeg_abort_decompress(ci);
+        if (msg)
+            snprintf(msg, msgsize, "a CMYK JPEG is not decoded to RGBX");
+        return SHARD_ERR_UNSUPPORTED;
+    }
+    /* RGBX: libjpeg-turbo writes 0xFF in the fourth byte */
+    ci->out_color_space = cmyk ? JCS_CMYK : bpp == 4 ? JCS_EXT_RGBX : JCS_RGB;
     ShardBox b = {0, 0, W, H};
     if (box_out)
         b = shard_crop_box(t, W, H, rng);
@@ -241,7 +248,8 @@ int shard_jpeg_decode(ShardScratch *sc, const void *data, size_t size, const Sha
     if (cw < (JDIMENSION)sw)
         jpeg_crop_scanline(ci, &cx, &cw); /* widens to iMCU boundaries */
     int out_w = (int)cw, out_h = y1 - y0;
-    unsigned char *buf = shard_scratch(sc, SHARD_SCR_PIXELS, (size_t)out_w * (size_t)out_h * 3);
+    unsigned char *buf = shard_scratch(sc, SHARD_SCR_PIXELS,
+                                       (size_t)out_w * (size_t)out_h * (size_t)bpp);
     unsigned char *row = cmyk ? shard_scratch(sc, SHARD_SCR_CMYK, (size_t)ci->output_width * 4) : NULL;
     JSAMPROW *rows = shard_scratch(sc, SHARD_SCR_ROWS, (size_t)(out_h > 0 ? out_h : 1) * sizeof *rows);
     if (!buf || !rows || (cmyk && !row)) {
@@ -250,7 +258,7 @@ int shard_jpeg_decode(ShardScratch *sc, const void *data, size_t size, const Sha
     }
     if (y0 > 0)
         jpeg_skip_scanlines(ci, (JDIMENSION)y0);
-    jpeg_rows(ci, buf, rows, row, cmyk, out_w, out_h);
+    jpeg_rows(ci, buf, rows, row, cmyk, out_w, out_h, bpp);
     if (ci->output_scanline < ci->output_height)
         jpeg_abort_decompress(ci); /* the rows below the box are not needed */
     else

@@ -19,13 +19,14 @@
 #include "decode/scratch.h"
 #include "shard/decode.h"
 
-/* Decodes a JPEG into the scratch's pixel buffer (*rgb, *rw x *rh): with box_out, the crop
- * t draws from rng (on the fast path at a reduced scale, only the rows and columns it
- * needs), and *box_out the crop in those pixels; with box_out NULL, the whole image at full
- * size. 0, or SHARD_ERR_DECODE / SHARD_ERR_NOMEM with msg. */
+/* Decodes a JPEG into the scratch's pixel buffer (*rgb, *rw x *rh, bpp bytes a pixel: 3 for
+ * RGB, 4 for RGBX, which a CMYK JPEG is not decoded to): with box_out, the crop t draws
+ * from rng (on the fast path at a reduced scale, only the rows and columns it needs), and
+ * *box_out the crop in those pixels; with box_out NULL, the whole image at full size. 0, or
+ * SHARD_ERR_DECODE / SHARD_ERR_NOMEM / SHARD_ERR_UNSUPPORTED with msg. */
 SHARD_HIDDEN int shard_jpeg_decode(ShardScratch *sc, const void *data, size_t size,
                                    const ShardTransform *t, ShardRng *rng, ShardBox *box_out,
-                                   unsigned char **rgb, int *rw, int *rh, char *msg,
+                                   int bpp, unsigned char **rgb, int *rw, int *rh, char *msg,
                                    size_t msgsize);
 
 /* The bytes a decode of ci as its output is set (scale, colour) takes: the output's pixels

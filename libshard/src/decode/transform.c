@@ -55,7 +55,8 @@ static int decode_rgb(ShardScratch *sc, const char *fmt, const void *data, size_
                       char *msg, size_t msgsize)
 {
     if (fmt && !strcmp(fmt, "jpeg"))
-        return shard_jpeg_decode(sc, data, size, t, NULL, NULL, out, width, height, msg, msgsize);
+        return shard_jpeg_decode(sc, data, size, t, NULL, NULL, 3, out, width, height, msg,
+                                 msgsize);
     if (fmt && !strcmp(fmt, "png"))
         return shard_png_decode(sc, data, size, t, out, width, height, msg, msgsize);
     if (fmt && !strcmp(fmt, "webp"))
@@ -74,6 +75,27 @@ int shard_decode_rgb(const void *data, size_t size, unsigned char **out, int *wi
     unsigned char *px;
     int rc = decode_rgb(&sc, shard_image_format(data, size), data, size, NULL, &px, width, height, msg,
                         msgsize);
+    if (!rc)
+        *out = shard_scratch_take(&sc, SHARD_SCR_PIXELS); /* px: the caller's now */
+    shard_scratch_release(&sc);
+    return rc;
+}
+
+int shard_decode_rgbx(const void *data, size_t size, unsigned char **out, int *width,
+                      int *height, char *msg, size_t msgsize)
+{
+    *out = NULL;
+    const char *fmt = shard_image_format(data, size);
+    if (!fmt || strcmp(fmt, "jpeg")) {
+        if (msg)
+            snprintf(msg, msgsize, "%s images are not decoded to RGBX (JPEGs are)",
+                     fmt ? fmt : "unknown");
+        return SHARD_ERR_UNSUPPORTED;
+    }
+    ShardScratch sc = {0};
+    unsigned char *px;
+    int rc = shard_jpeg_decode(&sc, data, size, NULL, NULL, NULL, 4, &px, width, height, msg,
+                               msgsize);
     if (!rc)
         *out = shard_scratch_take(&sc, SHARD_SCR_PIXELS); /* px: the caller's now */
     shard_scratch_release(&sc);
@@ -151,7 +173,7 @@ int shard_decode_transform_with(ShardScratch *sc, const void *data, size_t size,
                 snprintf(msg, msgsize, "corrupt JPEG: truncated (no end-of-image marker)");
             return SHARD_ERR_DECODE;
         }
-        rc = shard_jpeg_decode(sc, data, size, t, &rng, &box, &rgb, &w, &h, msg, msgsize);
+        rc = shard_jpeg_decode(sc, data, size, t, &rng, &box, 3, &rgb, &w, &h, msg, msgsize);
     } else {
         rc = decode_rgb(sc, fmt, data, size, t, &rgb, &w, &h, msg, msgsize);
         if (!rc)

@@ -225,11 +225,31 @@ def torch_of(a):
     return torch.from_numpy(a)
 
 
+def _c_pil(data, mode):
+    """The PIL image PIL's Image.open(data).convert("RGB") gives (its pixels, mode, size and
+    info), its pixels decoded by libshard's JPEG decoder straight into PIL's layout for RGB
+    (four bytes a pixel), PIL reading only the header (for info); None where PIL decodes it
+    (see _c_pixels), and for other modes."""
+    if mode != "rgb" or jpeg_mode(data) not in ("L", "RGB"):
+        return None
+    import PIL.Image
+    try:
+        from .._libshard import decode_rgb
+        px, w, h = decode_rgb(data, rgbx=True)
+    except Exception:  # noqa: BLE001 (PIL's to decide, and to say why)
+        return None
+    with io.BytesIO(data) as stream:
+        info = PIL.Image.open(stream).info
+    out = PIL.Image.frombytes("RGB", (w, h), px, "raw", "RGBX")  # a copy of the layout's
+    out.info = dict(info)
+    return out
+
+
 class ImageHandler:
     """Decodes image fields (extensions: IMAGE_EXTENSIONS) as imagespec says: PIL images,
     numpy arrays (HxW or HxWxC; uint8, or float32 from 0 to 1) or torch tensors (CxHxW).
-    For arrays and tensors, JPEGs (grey or colour) are decoded by libshard's decoder to the
-    pixels PIL gives, the rest by PIL; counts (counters.Counts) counts which."""
+    JPEGs (grey or colour) are decoded by libshard's decoder to the pixels PIL gives (PIL
+    images of them in RGB too), the rest by PIL; counts (counters.Counts) counts which."""
 
     def __init__(self, imagespec, extensions=IMAGE_EXTENSIONS, counts=None):
         if imagespec not in imagespecs:
@@ -245,9 +265,10 @@ class ImageHandler:
             return None
         atype, etype, mode = imagespecs[self.imagespec]
         planar = atype == "torch" and mode == "rgb"  # CHW from the decoder: no transpose
-        # PIL images stay PIL's: it decodes into its own layout faster than one is copied in
-        a = None if atype == "pil" else _c_pixels(data, mode, planar)
+        a = _c_pil(data, mode) if atype == "pil" else _c_pixels(data, mode, planar)
         self.counts.add(**{"decodes_python" if a is None else "decodes_c": 1})
+        if atype == "pil" and a is not None:
+            return a
         if a is None:
             with io.BytesIO(data) as stream:
                 img = PIL.Image.open(stream)
