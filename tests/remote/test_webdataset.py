@@ -40,6 +40,15 @@ def keys_of(url, env):
     return json.loads(samples), json.loads(urls), missing
 
 
+def served(request, nginx, scheme):
+    """(the data folder's URL, the environment its credentials take) on scheme's server."""
+    if scheme == "http":
+        return f"{nginx.url}/data", {}
+    if scheme == "gs":
+        return f"gs://{BUCKET}/data", gcs_env(request.getfixturevalue("gcs"))
+    return f"s3://{BUCKET}/data", s3_env(request.getfixturevalue("s3"))
+
+
 @pytest.fixture(scope="module")
 def local(root):
     return keys_of(str(root / "data" / PATTERN), {})
@@ -47,12 +56,7 @@ def local(root):
 
 @pytest.mark.parametrize("scheme", ["http", "gs", "s3"])
 def test_remote_shards_give_the_local_samples_in_the_local_order(request, local, nginx, scheme):
-    if scheme == "http":
-        base, env = f"{nginx.url}/data", {}
-    elif scheme == "gs":
-        base, env = f"gs://{BUCKET}/data", gcs_env(request.getfixturevalue("gcs"))
-    else:
-        base, env = f"s3://{BUCKET}/data", s3_env(request.getfixturevalue("s3"))
+    base, env = served(request, nginx, scheme)
     samples, urls, missing = keys_of(f"{base}/{PATTERN}", env)
     assert len(samples) == 120 and samples == local[0]
     assert urls == [f"{base}/d-{i:03d}.tar" for i in range(3)], "each sample's __url__"
@@ -103,12 +107,7 @@ def test_the_tar_stage_reads_remote_shards_in_c(request, root, nginx, scheme, wo
     and 2 workers: the local samples and pixels, libshard's reader and decoder doing the work,
     the shards through the remote's cache; pipe:curl (Python's tarfile) the negative control."""
     local, lstats = c_stage(str(root / "data" / PATTERN), workers, {})
-    if scheme == "http":
-        base, env = f"{nginx.url}/data", {}
-    elif scheme == "gs":
-        base, env = f"gs://{BUCKET}/data", gcs_env(request.getfixturevalue("gcs"))
-    else:
-        base, env = f"s3://{BUCKET}/data", s3_env(request.getfixturevalue("s3"))
+    base, env = served(request, nginx, scheme)
     cache = tmp_path / "cache"
     cache.mkdir()
     got, stats = c_stage(f"{base}/{PATTERN}", workers, env, str(cache))
