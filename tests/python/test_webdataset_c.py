@@ -302,3 +302,20 @@ def test_a_file_that_is_no_tar_is_tarfiles_error(tmp_path):
     assert len(c) == len(python) == 1
     assert isinstance(python[0], tarfile.ReadError) and isinstance(c[0], tarfile.ReadError)
     assert isinstance(c[0], ShardError) and "junk.tar" in str(c[0])
+
+
+def test_stats_count_spawned_workers_too(photo_shards):
+    """Workers started by spawn (the stage pickled as they start) add to the same counts; a
+    stage pickled any other way counts apart."""
+    import pickle
+    url, per_shard = photo_shards
+    pipe = wds.DataPipeline(wds.SimpleShardList(url), wds.split_by_worker,
+                            wds.tarfile_to_samples(), wds.decode("rgb8"))
+    loader = DataLoader(pipe, num_workers=2, batch_size=None, multiprocessing_context="spawn")
+    got = within(HANG * 2, lambda: list(loader), "an epoch in spawned workers")
+    assert len(got) == 3 * per_shard
+    stats = pipe.stats()
+    assert stats["shards_c"] == 3 and stats["decodes_c"] == 3 * (per_shard - 2)
+    apart = pickle.loads(pickle.dumps(pipe))
+    list(apart)
+    assert pipe.stats() == stats and apart.stats()["shards_c"] == 2 * 3

@@ -85,9 +85,12 @@ expand = wds.filters.pipelinefilter(tariterators.tar_file_expander)()
 pipe = wds.DataPipeline(wds.SimpleShardList(urls), wds.split_by_worker, opener, expand,
                         wds.filters.pipelinefilter(tariterators.group_by_keys)(),
                         wds.decode("rgb8"), wds.to_tuple("__key__", "cls", "jpg"))
-loader = torch.utils.data.DataLoader(pipe, num_workers=workers, batch_size=None)
-got = [(k, c, int(j.sum())) for k, c, j in loader]
-print(json.dumps([sorted(got), pipe.stats()]))
+fluid = wds.WebDataset(urls, shardshuffle=False).decode("rgb8").to_tuple("__key__", "cls", "jpg")
+out = []
+for p in (pipe, fluid):
+    loader = torch.utils.data.DataLoader(p, num_workers=workers, batch_size=None)
+    out += [sorted((k, c, int(j.sum())) for k, c, j in loader), p.stats()]
+print(json.dumps(out))
 """
 
 
@@ -97,15 +100,19 @@ def c_stage(urls, workers, env, cache=""):
                         capture_output=True, text=True, timeout=TIMEOUT,
                         env={**CLEAN_ENV, **env, "PYTHONPATH": path})
     assert cp.returncode == 0, cp.stderr[-2000:]
-    return json.loads(cp.stdout)
+    got, stats, fluid, fluid_stats = json.loads(cp.stdout)
+    assert fluid == got, "the fluid WebDataset: the DataPipeline's samples"
+    assert fluid_stats == stats, "and the same work, in C or in Python"
+    return got, stats
 
 
 @pytest.mark.parametrize("workers", [0, 2])
 @pytest.mark.parametrize("scheme", ["http", "gs", "s3"])
 def test_the_tar_stage_reads_remote_shards_in_c(request, root, nginx, scheme, workers, tmp_path):
-    """url_opener, tar_file_expander, group_by_keys and decode over http, gs and s3, with 0
-    and 2 workers: the local samples and pixels, libshard's reader and decoder doing the work,
-    the shards through the remote's cache; pipe:curl (Python's tarfile) the negative control."""
+    """url_opener, tar_file_expander, group_by_keys and decode (a DataPipeline, and the fluid
+    WebDataset) over http, gs and s3, with 0 and 2 workers: the local samples and pixels,
+    libshard's reader and decoder doing the work, the shards through the remote's cache;
+    pipe:curl (Python's tarfile) the negative control."""
     local, lstats = c_stage(str(root / "data" / PATTERN), workers, {})
     base, env = served(request, nginx, scheme)
     cache = tmp_path / "cache"

@@ -2,9 +2,9 @@
 shards (libshard's C reader, or Python's tarfile) and which decoder decoded the images
 (libshard's, or PIL). A pipeline's stats() adds up its stages' counts.
 
-The counts live in shared memory made when the stage is made, so the DataLoader's forked
-workers (Linux's default) add to the counts the main process reads; a stage pickled into
-a spawned worker counts there, apart."""
+The counts live in shared memory made when the stage is made, so the DataLoader's workers
+(forked, spawned or from a forkserver: the memory goes with the stage as the worker starts)
+add to the counts the main process reads; a stage pickled any other way counts apart."""
 import multiprocessing
 
 #: the counts, by name
@@ -18,7 +18,9 @@ class Counts:
 
     def __init__(self):
         self._values = multiprocessing.RawArray("q", len(NAMES))
-        self._lock = multiprocessing.Lock()
+        # a lock whose semaphore outlives its creation, so that a spawned process can open
+        # it too (one of the fork context's is unlinked at once); forked ones inherit it
+        self._lock = multiprocessing.get_context("spawn").Lock()
 
     def add(self, **counts):
         """Adds each name=n to its counter."""
@@ -32,11 +34,17 @@ class Counts:
             return dict(zip(NAMES, self._values))
 
     def __getstate__(self):
-        return self.as_dict()  # pickled (a spawned worker): counted there, apart
+        if multiprocessing.context.get_spawning_popen() is not None:
+            # a process being started (a spawned or forkserver DataLoader worker): shared
+            return {"values": self._values, "lock": self._lock}
+        return {"counts": self.as_dict()}  # pickled otherwise: counted apart from here on
 
-    def __setstate__(self, counts):
-        self.__init__()
-        self.add(**counts)
+    def __setstate__(self, state):
+        if "values" in state:
+            self._values, self._lock = state["values"], state["lock"]
+        else:
+            self.__init__()
+            self.add(**state["counts"])
 
 
 def found(obj, seen=None):

@@ -82,7 +82,8 @@ class DataPipeline(IterableDataset, PipelineStage):
         return self.iterator()
 
     def stats(self):
-        """What libshard did for this pipeline, its DataLoader workers' part included:
+        """What libshard did for this pipeline, its DataLoader workers' part included (forked,
+        spawned or from a forkserver):
         {"shards_c", "members_c", "bytes_c"}: the tar stages' shards read by libshard's C
         reader, {"shards_python", "members_python"}: by Python's tarfile (a pipe:, a user's
         opener), {"decodes_c", "decodes_python"}: images decoded by libshard's decoder and
