@@ -142,6 +142,45 @@ def test_a_changed_input_or_option_is_refused_and_a_plain_run_replaces_the_recor
     assert json.loads(cp.stdout)["kept_shards"] == 0 and not (out / ".train.pack").exists()
 
 
+def test_a_plan_cut_on_its_way_up_is_an_earlier_run_with_nothing_to_keep(
+        shardpack, src, tmp_path):
+    """A store that keeps what came of a killed upload (s3rver) may hold a cut plan: its run
+    wrote no shard after it, so --resume packs the set anew (a plan cut at a line's end read
+    as "fewer shards" refused the resume before); a whole plan of another input still
+    refuses it (the control)."""
+    data = tmp_path / "src"
+    shutil.copytree(src, data)
+    bad_last(data)
+    out = tmp_path / "out"
+    base = [str(shardpack), str(data), "-o", str(out / "train-%03d.tar"), "-c", "9", "-q"]
+    cp = subprocess.run([*base, "--resume"], capture_output=True, env=BASE_ENV, timeout=120)
+    assert cp.returncode != 0 and len(markers(out)) >= 30
+    plan = out / ".train.pack" / "plan"
+    text = plan.read_text()
+    assert text.endswith("\nend\n")
+    for marker in (out / ".train.pack").glob("shard-*"):
+        marker.unlink()  # a run cut while its plan went up had written no shard
+    shutil.rmtree(data / "zzz")
+    whole = plan.read_text()
+    plan.write_text(whole[:whole.index("\nshard 30 ") + 1])  # cut at a line's end
+    cp = subprocess.run([*base, "--resume", "--json"], capture_output=True, env=BASE_ENV,
+                        timeout=120)
+    assert cp.returncode == 0, out_text(cp)
+    assert json.loads(cp.stdout)["kept_shards"] == 0
+    fresh = tmp_path / "fresh"
+    cp = subprocess.run([*base[:3], str(fresh / "train-%03d.tar"), *base[4:]],
+                        capture_output=True, env=BASE_ENV, timeout=120)
+    assert cp.returncode == 0 and visible(out) == visible(fresh), out_text(cp)
+    bad_last(data)  # control: a whole plan of another input is refused
+    cp = subprocess.run([*base, "--resume"], capture_output=True, env=BASE_ENV, timeout=120)
+    (data / "zzz" / "broken.jpg").unlink()
+    (data / "zzz").rmdir()
+    plan.parent.mkdir(exist_ok=True)
+    plan.write_text(whole.replace("\nshard 30 ", "\nshard 30 1", 1))
+    cp = subprocess.run([*base, "--resume"], capture_output=True, env=BASE_ENV, timeout=120)
+    assert cp.returncode != 0 and "cannot resume" in cp.stderr.decode(), out_text(cp)
+
+
 def test_a_part_run_into_a_complete_set_removes_the_set_manifest(shardpack, src, tmp_path):
     """A --part run into a folder holding a whole set replaces it: the set's manifest goes
     (it would read half-new shards), the new part's manifest names only new shards."""

@@ -145,7 +145,12 @@ static int inputs_digest(const ShardPackPlan *p, size_t j, char hex[65])
     return 0;
 }
 
-/* p's plan as the record keeps it: a line per setting, then a line per shard of the part. */
+/* The plan's last line: a plan without it was cut on its way up (a store that keeps what
+ * came of a killed upload, as s3rver does), before any shard of its run was written. */
+#define PLAN_END "end\n"
+
+/* p's plan as the record keeps it: a line per setting, a line per shard of the part, the
+ * end. */
 static int plan_text(const ShardPackPlan *p, ShardBuf *b)
 {
     char *opts = shard_pack_options_json(p);
@@ -173,7 +178,7 @@ static int plan_text(const ShardPackPlan *p, ShardBuf *b)
         free(q);
         json_decref(rel);
     }
-    return rc;
+    return rc ? rc : shard_buf_printf(b, "%s", PLAN_END);
 }
 
 /* The next line of text at *pos (without its newline), into line; 0 at the end. */
@@ -381,6 +386,9 @@ int shard_pack_record_resume(ShardPackPlan *p, int *found, char *msg)
             rc = 0;
             goto done;
         }
+        size_t n = strlen(PLAN_END);
+        if (!rc && (then.len < n || memcmp(then.data + then.len - n, PLAN_END, n)))
+            goto done; /* its plan was cut going up: nothing of that run came after it */
     }
     if (!rc)
         rc = plan_text(p, &now) ? shard_fail(msg, SHARD_ERR_NOMEM, "out of memory") : 0;
