@@ -195,19 +195,29 @@ def jpeg_mode(data):
     return None
 
 
-def _c_pixels(data, mode, planar=False):
-    """The pixels PIL's Image.open(data).convert(mode) would give, decoded by libshard's JPEG
-    decoder (libjpeg-turbo, as PIL's: the same IDCT and upsampling), HxWxC (planar: RGB as
-    3xHxW); None where PIL decodes it: not a grey or colour JPEG, no C core, or one the C
-    decoder refuses (it stops at what libjpeg only warns of; PIL reads on, or refuses too)."""
+def _c_decode(data, **layout):
+    """(PIL's mode of it, pixels, width, height) of a grey or colour JPEG decoded by
+    libshard's decoder (layout: decode_rgb's planar or rgbx); None where PIL decodes it: not
+    such a JPEG, no C core, or one the C decoder refuses (it stops at what libjpeg only
+    warns of; PIL reads on, or refuses too)."""
     source = jpeg_mode(data)
     if source not in ("L", "RGB"):
         return None
     try:
         from .._libshard import decode_rgb
-        px, w, h = decode_rgb(data, planar=planar and mode == "rgb")
+        return (source, *decode_rgb(data, **layout))
     except Exception:  # noqa: BLE001 (PIL's to decide, and to say why)
         return None
+
+
+def _c_pixels(data, mode, planar=False):
+    """The pixels PIL's Image.open(data).convert(mode) would give, decoded by libshard's JPEG
+    decoder (libjpeg-turbo, as PIL's: the same IDCT and upsampling), HxWxC (planar: RGB as
+    3xHxW); None where PIL decodes it (_c_decode)."""
+    decoded = _c_decode(data, planar=planar and mode == "rgb")
+    if decoded is None:
+        return None
+    source, px, w, h = decoded
     if planar and mode == "rgb":
         return np.frombuffer(px, np.uint8).reshape(3, h, w)
     a = np.frombuffer(px, np.uint8).reshape(h, w, 3)
@@ -229,15 +239,12 @@ def _c_pil(data, mode):
     """The PIL image PIL's Image.open(data).convert("RGB") gives (its pixels, mode, size and
     info), its pixels decoded by libshard's JPEG decoder straight into PIL's layout for RGB
     (four bytes a pixel), PIL reading only the header (for info); None where PIL decodes it
-    (see _c_pixels), and for other modes."""
-    if mode != "rgb" or jpeg_mode(data) not in ("L", "RGB"):
+    (_c_decode), and for other modes."""
+    decoded = _c_decode(data, rgbx=True) if mode == "rgb" else None
+    if decoded is None:
         return None
     import PIL.Image
-    try:
-        from .._libshard import decode_rgb
-        px, w, h = decode_rgb(data, rgbx=True)
-    except Exception:  # noqa: BLE001 (PIL's to decide, and to say why)
-        return None
+    _, px, w, h = decoded
     with io.BytesIO(data) as stream:
         info = PIL.Image.open(stream).info
     out = PIL.Image.frombytes("RGB", (w, h), px, "raw", "RGBX")  # a copy of the layout's

@@ -3,6 +3,7 @@ read in order (tar_file_expander, each shard followed by an end-of-shard marker,
 grouped into samples by WebDataset's key rule (group_by_keys, base_plus_ext: the key is the
 path up to the first dot of the file name). tarfile_samples does all three; its curried form
 tarfile_to_samples is the pipeline stage."""
+import contextlib
 import functools
 import io
 import os
@@ -116,26 +117,29 @@ def _read_error(exn, reading=True):
     return error
 
 
-def _open_members(stream):
-    """stream.members(), a tar that is none or whose start is damaged a TarReadError."""
+@contextlib.contextmanager
+def _read_errors(reading):
+    """A ShardError saying the tar is damaged, raised inside, as a TarReadError; reading:
+    while reading members (not opening the tar)."""
     try:
-        return stream.members()
+        yield
     except _tar_read_error()[0] as exn:
-        error = _read_error(exn, reading=False)
+        error = _read_error(exn, reading)
         if error is None:
             raise
         raise error from None
+
+
+def _open_members(stream):
+    """stream.members(), a tar that is none or whose start is damaged a TarReadError."""
+    with _read_errors(reading=False):
+        return stream.members()
 
 
 def _c_members(members):
     """members' (name, bytes), a damaged tar raised as a TarReadError."""
-    try:
+    with _read_errors(reading=True):
         yield from members
-    except _tar_read_error()[0] as exn:
-        error = _read_error(exn)
-        if error is None:
-            raise
-        raise error from None
 
 
 def _python_members(fileobj):
