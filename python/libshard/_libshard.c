@@ -11,6 +11,8 @@
  *   _indexed.c                 ShardFiles, list_shards
  *   _tarmembers.c              TarMembers
  *   _rawstream.c               RawStream (uses _tarmembers.c: members())
+ *   _crossing.c                Ring, RingView (shared memory a DataLoader worker's bytes
+ *                              cross to the main process through)
  *   _gpu.c                     Gpu
  *   _loader.c                  Loader, Batch (uses _stream.c, and _gpu.c for pinned memory)
  *   _upload.c                  Uploader, DeviceBatch, DeviceArray (uses _gpu.c, _loader.c)
@@ -29,6 +31,7 @@
 #include <shard/shard.h>
 
 #include "_common.h"
+#include "_crossing.h"
 #include "_gpu.h"
 #include "_indexed.h"
 #include "_loader.h"
@@ -279,6 +282,7 @@ PyMODINIT_FUNC PyInit__libshard(void)
         return NULL;
     if (shard_py_common_ready(m) || shard_py_settings_ready(m) || shard_py_reader_ready(m) ||
         shard_py_indexed_ready(m) || shard_py_tarmembers_ready(m) ||
+        shard_py_crossing_ready(m) ||
         shard_py_rawstream_ready(m) || shard_py_gpu_ready(m) ||
         shard_py_loader_ready(m) || shard_py_upload_ready(m) || shard_py_writer_ready(m) ||
         shard_py_pack_ready(m) ||

@@ -6,17 +6,29 @@ The counts live in shared memory made when the stage is made, so the DataLoader'
 (forked, spawned or from a forkserver: the memory goes with the stage as the worker starts)
 add to the counts the main process reads; a stage pickled any other way counts apart."""
 import multiprocessing
+import os
+import weakref
 
 #: the counts, by name
 NAMES = ("shards_c", "members_c", "bytes_c", "shards_python", "members_python",
-         "decodes_c", "decodes_python")
+         "decodes_c", "decodes_python", "values_shared", "bytes_shared", "values_pickled")
 _INDEX = {name: i for i, name in enumerate(NAMES)}
+#: this process's Counts by token
+_LIVE = weakref.WeakValueDictionary()
+
+
+def by_token(token):
+    """The Counts of this process that token names, or None."""
+    return _LIVE.get(token)
 
 
 class Counts:
     """Counters of NAMES, shared with forked processes."""
 
     def __init__(self):
+        # what a DataLoader worker's values name to be counted here as they arrive
+        self.token = os.urandom(8).hex()
+        _LIVE[self.token] = self
         self._values = multiprocessing.RawArray("q", len(NAMES))
         # a lock whose semaphore outlives its creation, so that a spawned process can open
         # it too (one of the fork context's is unlinked at once); forked ones inherit it
@@ -36,12 +48,13 @@ class Counts:
     def __getstate__(self):
         if multiprocessing.context.get_spawning_popen() is not None:
             # a process being started (a spawned or forkserver DataLoader worker): shared
-            return {"values": self._values, "lock": self._lock}
+            return {"values": self._values, "lock": self._lock, "token": self.token}
         return {"counts": self.as_dict()}  # pickled otherwise: counted apart from here on
 
     def __setstate__(self, state):
         if "values" in state:
             self._values, self._lock = state["values"], state["lock"]
+            self.token = state["token"]
         else:
             self.__init__()
             self.add(**state["counts"])

@@ -6,7 +6,9 @@ import sys
 import warnings
 from itertools import islice
 
-from .pytorch import DataLoader, IterableDataset
+from . import crossing
+from .counters import Counts
+from .pytorch import DataLoader, IterableDataset, get_worker_info
 from .utils import PipelineStage
 
 
@@ -32,6 +34,7 @@ class DataPipeline(IterableDataset, PipelineStage):
         self.length = -1
         self.repetitions = 1
         self.nsamples = -1
+        self.counts = Counts()  # the bytes crossing from its DataLoader workers (crossing.py)
         for arg in args:
             if arg is None:
                 continue
@@ -77,9 +80,14 @@ class DataPipeline(IterableDataset, PipelineStage):
                 break
 
     def __iter__(self):
+        items = self.iterator()
         if self.repetitions != 1 and self.nsamples > 0:
-            return islice(self.iterator(), self.nsamples)
-        return self.iterator()
+            items = islice(items, self.nsamples)
+        info = get_worker_info()
+        if info is not None and info.dataset is self and crossing.ring_size():
+            # a DataLoader worker's dataset: its items' bytes cross through shared memory
+            return crossing.outgoing(items, self.counts.token)
+        return items
 
     def stats(self):
         """What libshard did for this pipeline, its DataLoader workers' part included (forked,
@@ -87,9 +95,12 @@ class DataPipeline(IterableDataset, PipelineStage):
         {"shards_c", "members_c", "bytes_c"}: the tar stages' shards read by libshard's C
         reader, {"shards_python", "members_python"}: by Python's tarfile (a pipe:, a user's
         opener), {"decodes_c", "decodes_python"}: images decoded by libshard's decoder and
-        by PIL (libshard's addition: WebDataset has no such counts)."""
+        by PIL, {"values_shared", "bytes_shared", "values_pickled"}: bytes values its
+        DataLoader workers sent the main process through shared memory, and those pickled
+        through the pipe instead (crossing.py; libshard's addition: WebDataset has no such
+        counts)."""
         from .counters import total
-        return total(self.pipeline)
+        return total([self])
 
     def stage(self, i):
         """The i-th stage."""
