@@ -22,6 +22,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -86,14 +87,11 @@ static int Ring_init(RingObject *self, PyObject *args, PyObject *kw)
     return 0;
 }
 
-static PyObject *Ring_put(RingObject *self, PyObject *arg)
+/* Reserves n bytes: 0 and where they lie (start, offset, end), or -1: no room, or not ours. */
+static int ring_reserve(RingObject *self, uint64_t n, uint64_t where[3])
 {
     if (!self->map || self->pid != getpid())
-        Py_RETURN_NONE;
-    Py_buffer b;
-    if (PyObject_GetBuffer(arg, &b, PyBUF_SIMPLE))
-        return NULL;
-    uint64_t n = (uint64_t)b.len;
+        return -1;
     RingHeader *h = (RingHeader *)self->map;
     uint64_t tail = atomic_load_explicit(&h->tail, memory_order_acquire);
     uint64_t start = self->head, pos = start, off = pos % self->size;
@@ -103,17 +101,94 @@ static PyObject *Ring_put(RingObject *self, PyObject *arg)
     }
     /* an empty ring takes any value that fits it; else the value must end a lap before
      * the oldest one not yet taken (tail) */
-    if (n > self->size || (tail != start && pos + n - tail > self->size)) {
-        PyBuffer_Release(&b);
-        Py_RETURN_NONE; /* full: the caller pickles the value */
+    if (n > self->size || (tail != start && pos + n - tail > self->size))
+        return -1;
+    self->head = pos + n;
+    where[0] = start;
+    where[1] = off;
+    where[2] = self->head;
+    return 0;
+}
+
+/* Every value is reserved while the GIL is held (another thread's put comes after), and
+ * copied in once it is let go. */
+static PyObject *Ring_put_all(RingObject *self, PyObject *arg)
+{
+    PyObject *seq = PySequence_Fast(arg, "Ring.put_all: a sequence of bytes-like values");
+    if (!seq)
+        return NULL;
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(seq);
+    PyObject *out = PyList_New(count);
+    Py_buffer *b = PyMem_Calloc(count ? (size_t)count : 1, sizeof *b);
+    unsigned char **to = PyMem_Calloc(count ? (size_t)count : 1, sizeof *to);
+    Py_ssize_t got = 0;
+    if (!out || !b || !to)
+        goto fail;
+    for (; got < count; got++) {
+        if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(seq, got), &b[got], PyBUF_SIMPLE))
+            goto fail;
     }
-    self->head = pos + n; /* taken before the GIL goes: another thread's put comes after */
+    for (Py_ssize_t i = 0; i < count; i++) {
+        uint64_t where[3];
+        PyObject *item;
+        if (ring_reserve(self, (uint64_t)b[i].len, where)) {
+            item = Py_NewRef(Py_None); /* no room: the caller pickles it */
+        } else {
+            to[i] = self->map + RING_HEADER + where[1];
+            item = Py_BuildValue("KKK", (unsigned long long)where[0],
+                                 (unsigned long long)where[1], (unsigned long long)where[2]);
+            if (!item)
+                goto fail; /* reserved but never sent: the ring holds still, safely */
+        }
+        PyList_SET_ITEM(out, i, item);
+    }
     Py_BEGIN_ALLOW_THREADS
-    memcpy(self->map + RING_HEADER + off, b.buf, n);
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (to[i])
+            memcpy(to[i], b[i].buf, (size_t)b[i].len);
+    }
     Py_END_ALLOW_THREADS
-    PyBuffer_Release(&b);
-    return Py_BuildValue("KKK", (unsigned long long)start, (unsigned long long)off,
-                         (unsigned long long)self->head);
+    for (Py_ssize_t i = 0; i < got; i++)
+        PyBuffer_Release(&b[i]);
+    PyMem_Free(b);
+    PyMem_Free(to);
+    Py_DECREF(seq);
+    return out;
+fail:
+    for (Py_ssize_t i = 0; b && i < got; i++)
+        PyBuffer_Release(&b[i]);
+    PyMem_Free(b);
+    PyMem_Free(to);
+    Py_XDECREF(out);
+    Py_DECREF(seq);
+    return NULL;
+}
+
+static PyObject *Ring_put(RingObject *self, PyObject *arg)
+{
+    PyObject *one = PyTuple_Pack(1, arg);
+    if (!one)
+        return NULL;
+    PyObject *all = Ring_put_all(self, one);
+    Py_DECREF(one);
+    if (!all)
+        return NULL;
+    PyObject *out = Py_NewRef(PyList_GET_ITEM(all, 0));
+    Py_DECREF(all);
+    return out;
+}
+
+/* The pages go back to the system at once, from every process that maps them (the main
+ * process keeps its mapping until it sweeps it): what a worker does as it ends. */
+static PyObject *Ring_release(RingObject *self, PyObject *unused)
+{
+    (void)unused;
+    if (self->map && self->pid == getpid() &&
+        fallocate(self->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0,
+                  (off_t)(RING_HEADER + self->size))) {
+        return PyErr_SetFromErrnoWithFilename(PyExc_OSError, "memfd libshard-crossing");
+    }
+    Py_RETURN_NONE;
 }
 
 static PyObject *Ring_get_fd(RingObject *self, void *c)
@@ -150,6 +225,11 @@ static PyMethodDef Ring_methods[] = {
     {"put", (PyCFunction)Ring_put, METH_O,
      "put(value): copies a bytes-like value into the ring; (start, offset, end), where it "
      "lies, or None when the ring has no room for it (or belongs to another process)."},
+    {"release", (PyCFunction)Ring_release, METH_NOARGS,
+     "Gives the ring's pages back to the system (its values are gone): a worker's last "
+     "step."},
+    {"put_all", (PyCFunction)Ring_put_all, METH_O,
+     "put_all(values): put() of each, in order; the list of what each gave."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -198,34 +278,93 @@ static int RingView_init(RingViewObject *self, PyObject *args, PyObject *kw)
     return 0;
 }
 
-static PyObject *RingView_take(RingViewObject *self, PyObject *args)
+/* A place (start, offset, n, end) checked against the ring: 0, or -1 with ValueError. */
+static int view_place(RingViewObject *self, PyObject *place, uint64_t v[4])
 {
     unsigned long long start, off, n, end;
-    if (!PyArg_ParseTuple(args, "KKKK", &start, &off, &n, &end))
-        return NULL;
-    if (!self->map)
-        return PyErr_Format(PyExc_ValueError, "RingView: closed");
+    if (!PyArg_ParseTuple(place, "KKKK", &start, &off, &n, &end))
+        return -1;
+    if (!self->map) {
+        PyErr_SetString(PyExc_ValueError, "RingView: closed");
+        return -1;
+    }
     /* the value, and before it less than a lap skipped at the ring's end */
     if (n > self->size || off > self->size - n || end < start || end - start < n ||
-        end - start - n >= self->size) {
-        return PyErr_Format(PyExc_ValueError,
-                            "RingView: a value at %llu (offset %llu, %llu bytes, end %llu) "
-                            "does not lie in a ring of %llu bytes",
-                            start, off, n, end, (unsigned long long)self->size);
+        end - start - n >= self->size || n > (unsigned long long)PY_SSIZE_T_MAX) {
+        PyErr_Format(PyExc_ValueError,
+                     "RingView: a value at %llu (offset %llu, %llu bytes, end %llu) does not "
+                     "lie in a ring of %llu bytes",
+                     start, off, n, end, (unsigned long long)self->size);
+        return -1;
     }
-    if (n > (unsigned long long)PY_SSIZE_T_MAX)
-        return PyErr_NoMemory();
-    PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)n);
-    if (!out)
+    v[0] = start;
+    v[1] = off;
+    v[2] = n;
+    v[3] = end;
+    return 0;
+}
+
+/* Each place a (start, offset, n, end) to copy out, or a value to keep as it is (one the
+ * ring had no room for). The copies are made with the GIL let go; each value's space is
+ * given back after its copy (release: the writer sees it free only then), if it is the
+ * next one. */
+static PyObject *RingView_take_all(RingViewObject *self, PyObject *arg)
+{
+    PyObject *seq = PySequence_Fast(arg, "RingView.take_all: a sequence of places");
+    if (!seq)
         return NULL;
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(seq);
+    PyObject *out = PyList_New(count);
+    uint64_t(*v)[4] = PyMem_Calloc(count ? (size_t)count : 1, sizeof *v);
+    if (!out || !v)
+        goto fail;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *place = PySequence_Fast_GET_ITEM(seq, i), *item;
+        if (PyTuple_Check(place)) {
+            if (view_place(self, place, v[i]))
+                goto fail;
+            item = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)v[i][2]);
+            if (!item)
+                goto fail;
+        } else {
+            v[i][2] = UINT64_MAX; /* kept */
+            item = Py_NewRef(place);
+        }
+        PyList_SET_ITEM(out, i, item);
+    }
     RingHeader *h = (RingHeader *)self->map;
     Py_BEGIN_ALLOW_THREADS
-    memcpy(PyBytes_AS_STRING(out), self->map + RING_HEADER + off, n);
-    uint64_t expected = start;
-    /* release: the copy is done before the writer may see the space free */
-    atomic_compare_exchange_strong_explicit(&h->tail, &expected, end, memory_order_release,
-                                            memory_order_relaxed);
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (v[i][2] == UINT64_MAX)
+            continue;
+        memcpy(PyBytes_AS_STRING(PyList_GET_ITEM(out, i)), self->map + RING_HEADER + v[i][1],
+               v[i][2]);
+        uint64_t expected = v[i][0];
+        atomic_compare_exchange_strong_explicit(&h->tail, &expected, v[i][3],
+                                                memory_order_release, memory_order_relaxed);
+    }
     Py_END_ALLOW_THREADS
+    PyMem_Free(v);
+    Py_DECREF(seq);
+    return out;
+fail:
+    PyMem_Free(v);
+    Py_XDECREF(out);
+    Py_DECREF(seq);
+    return NULL;
+}
+
+static PyObject *RingView_take(RingViewObject *self, PyObject *args)
+{
+    PyObject *all = PyTuple_Check(args) ? PyTuple_Pack(1, args) : NULL;
+    if (!all)
+        return NULL;
+    PyObject *got = RingView_take_all(self, all);
+    Py_DECREF(all);
+    if (!got)
+        return NULL;
+    PyObject *out = Py_NewRef(PyList_GET_ITEM(got, 0));
+    Py_DECREF(got);
     return out;
 }
 
@@ -249,6 +388,9 @@ static PyMethodDef RingView_methods[] = {
     {"take", (PyCFunction)RingView_take, METH_VARARGS,
      "take(start, offset, n, end): the value Ring.put placed there, as bytes; its space is "
      "given back if it was the next one."},
+    {"take_all", (PyCFunction)RingView_take_all, METH_O,
+     "take_all(places): take() of each (start, offset, n, end), in order; anything else in "
+     "places (a value that did not go through the ring) is kept as it is."},
     {"close", (PyCFunction)RingView_close, METH_NOARGS, "Unmaps the ring."},
     {NULL, NULL, 0, NULL},
 };

@@ -68,10 +68,24 @@ def test_a_value_taken_out_of_order_holds_the_ring_still():
         view.take(0, 9000, 4000, 4000)
 
 
-def test_shared_bytes_pickled_elsewhere_are_plain_bytes():
-    value = crossing.SharedBytes(os.urandom(20_000))
-    for back in (pickle.loads(pickle.dumps(value)), copy.copy(value), copy.deepcopy(value)):
-        assert type(back) is bytes and back == value
+def test_put_all_and_take_all_keep_what_has_no_room():
+    ring = _libshard.Ring(10_000)
+    view = _libshard.RingView(ring.fd, ring.size)
+    values = [os.urandom(n) for n in (4000, 7000, 3000, 2000)]
+    places = ring.put_all(values)
+    assert places[1] is None and None not in (places[0], places[2], places[3])
+    items = [v if p is None else (p[0], p[1], len(v), p[2]) for v, p in zip(values, places)]
+    assert view.take_all(items) == values
+    assert ring.tail == places[3][2], "all given back, in order"
+
+
+def test_shared_items_pickled_elsewhere_are_plain():
+    item = {"a": [b"x" * 20_000, (1, b"y")]}
+    for kind, plain in ((crossing.SharedDict, dict), (crossing.SharedList, list),
+                        (crossing.SharedTuple, tuple)):
+        value = kind(item) if kind is crossing.SharedDict else kind(item["a"])
+        for back in (pickle.loads(pickle.dumps(value)), copy.copy(value), copy.deepcopy(value)):
+            assert type(back) is plain and back == value
 
 
 @pytest.fixture(scope="module")
@@ -150,20 +164,53 @@ def test_a_small_ring_pickles_what_it_has_no_room_for(shards, monkeypatch):
     assert stats["values_shared"] + stats["values_pickled"] == len(got)
 
 
-def memfd_maps():
-    with open("/proc/self/maps") as f:
-        return sum("libshard-crossing" in line for line in f)
+def rings_mapped():
+    """(rings, resident KiB) of the rings mapped in this process."""
+    rings, kib, ours = 0, 0, False
+    with open("/proc/self/smaps") as f:
+        for line in f:
+            if line[0] in "0123456789abcdef" and "-" in line.split()[0]:
+                ours = "libshard-crossing" in line
+                rings += ours
+            elif ours and line.startswith("Rss:"):
+                kib += int(line.split()[1])
+    return rings, kib
 
 
-def test_rings_of_ended_workers_are_unmapped(shards, monkeypatch):
+def test_rings_of_ended_workers_are_given_back(shards, monkeypatch):
     monkeypatch.delenv(crossing.SIZE_VARIABLE, raising=False)
     pipe = make("pipeline", shards)
     loader = DataLoader(pipe, num_workers=2, batch_size=None)
-    for _ in range(4):  # each epoch: two new workers, two new rings
-        assert len(samples(loader)) == SHARDS * PER_SHARD
-        assert crossing.mapped() <= 2 + 2 and memfd_maps() <= 2 + 2, \
-            "at most the last epoch's rings and the ended ones not yet swept"
-    assert pipe.stats()["values_shared"] == 4 * SHARDS * PER_SHARD
+    for _ in range(3):  # each epoch: two new workers, two new rings
+        it = iter(loader)
+        first = next(it)
+        assert rings_mapped()[1] > 0, "while the workers run, their rings hold pages"
+        rest = within(HANG, lambda: list(it), "an epoch")
+        assert len(first) + sum(map(len, rest)) == SHARDS * PER_SHARD
+        del it  # the workers end
+        assert rings_mapped()[1] == 0, "the ended workers' pages are given back"
+        assert crossing.mapped() <= 2 + 2 and rings_mapped()[0] <= 2 + 2, \
+            "mapped: at most the last epoch's rings and the ended ones not yet swept"
+    assert pipe.stats()["values_shared"] == 3 * SHARDS * PER_SHARD
+
+
+class Deep(torch.utils.data.IterableDataset):
+    """Items nested deeper than crossing.DEEPEST, around a large value."""
+
+    def __iter__(self):
+        for i in range(3):
+            item = [b"%d" % i * 20_000]
+            for _ in range(crossing.DEEPEST + 5):
+                item = [item]
+            yield item
+
+
+def test_items_nested_too_deep_are_pickled_as_they_are(monkeypatch):
+    monkeypatch.delenv(crossing.SIZE_VARIABLE, raising=False)
+    pipe = wds.DataPipeline(Deep())
+    got = within(HANG, lambda: list(DataLoader(pipe, num_workers=1, batch_size=None)), "deep")
+    assert got == list(Deep())
+    assert pipe.stats()["values_shared"] == 0
 
 
 def test_a_setting_it_cannot_honour_is_refused(shards, monkeypatch):

@@ -4,21 +4,24 @@ memory instead of the worker's pipe.
 torch's DataLoader pickles what a worker yields and sends it through a pipe: a sample's bytes
 are copied into the pickle, through the pipe in pieces the size of its buffer, and out of the
 pickle again, and the main process, which takes every worker's batches, spends its time
-doing so. Here a DataPipeline that is the DataLoader's dataset hands its bytes to the
-DataLoader as SharedBytes; pickled for the main process, each is copied into a ring of
-shared memory the worker owns (a memfd, no /dev/shm needed) and only where it lies goes
-through the pipe. The main process maps each worker's ring once (its fd comes with the
-worker's first value), copies the value out as plain bytes, the samples WebDataset gives,
-and gives the space back.
+doing so. Here a DataPipeline that is the DataLoader's dataset hands each item (a sample, a
+batch: a dict, list or tuple) to the DataLoader as a SharedDict, SharedList or SharedTuple,
+which torch's collate functions keep. Pickled for the main process, its bytes values are
+copied into a ring of shared memory the worker owns (a memfd: no /dev/shm needed) and only
+where they lie goes through the pipe with the rest of the item. The main process maps each
+worker's ring once (its fd comes with the worker's first item), copies the values out as
+plain bytes into plain dicts, lists and tuples, the samples WebDataset gives, and gives the
+space back.
 
 Memory: a ring of LIBSHARD_CROSSING_BYTES bytes (default 32 MiB) a worker, made when the
-worker first sends a value; 0 turns the crossing off. A value the ring has no room for (the
+worker first sends an item and given back as it ends; 0 turns the crossing off. A value the ring has no room for (the
 main process behind, a value larger than the ring) and a small one (under 16 KiB, cheaper in
 the pickle) are pickled as before. Values crossed each way are counted in the pipeline's
 stats(): values_shared, bytes_shared, values_pickled."""
 import os
 import threading
 
+from multiprocessing import util
 from multiprocessing.reduction import DupFd, ForkingPickler
 
 from .. import _libshard
@@ -30,6 +33,8 @@ SIZE_VARIABLE = "LIBSHARD_CROSSING_BYTES"
 DEFAULT_SIZE = 32 << 20
 #: bytes values smaller than this stay in the pickle
 SMALLEST = 16 << 10
+#: containers nested deeper than this are pickled as they are
+DEEPEST = 32
 
 
 def ring_size():
@@ -47,44 +52,92 @@ def ring_size():
     return size
 
 
-class SharedBytes(bytes):
-    """bytes a DataLoader worker sends through its shared memory ring; what arrives in the
-    main process is plain bytes. Pickled any other way (pickle.dumps, copy), plain bytes."""
+class SharedDict(dict):
+    """A worker's item whose bytes cross through shared memory; the main process gets a
+    dict. Pickled any other way, a dict."""
+    __slots__ = ()
 
     def __reduce__(self):
-        return bytes, (bytes(self),)
+        return dict, (dict(self),)
 
 
-def shared(item, tally):
-    """item with its bytes of SMALLEST and more (in dicts, lists and tuples, as samples and
-    their batches are built) made SharedBytes, counted as they arrive in the main process in
-    the Counts whose token is tally."""
-    kind = type(item)
-    if kind is bytes:
-        if len(item) < SMALLEST:
-            return item
-        value = SharedBytes(item)
-        value.tally = tally
-        return value
-    if kind is dict:
-        return {k: shared(v, tally) for k, v in item.items()}
-    if kind is list:
-        return [shared(v, tally) for v in item]
-    if kind is tuple:
-        return tuple(shared(v, tally) for v in item)
-    return item
+class SharedList(list):
+    """As SharedDict, for a list."""
+    __slots__ = ()
+
+    def __reduce__(self):
+        return list, (list(self),)
 
 
-def outgoing(iterator, tally):
-    """The items of iterator (a DataLoader worker's dataset's), their bytes made to cross
-    through shared memory, counted in the Counts whose token is tally."""
+class SharedTuple(tuple):
+    """As SharedDict, for a tuple."""
+    __slots__ = ()
+
+    def __reduce__(self):
+        return tuple, (tuple(self),)
+
+
+_SHARED = {dict: SharedDict, list: SharedList, tuple: SharedTuple}
+_PLAIN = {dict: dict, SharedDict: dict, list: list, SharedList: list, tuple: tuple,
+          SharedTuple: tuple}
+
+
+def outgoing(iterator):
+    """The items of iterator (a DataLoader worker's dataset's), those that are dicts, lists
+    or tuples made to cross through shared memory."""
     for item in iterator:
-        yield shared(item, tally)
+        kind = _SHARED.get(type(item))
+        yield kind(item) if kind is not None else item
+
+
+class _Slot:
+    """Where a value taken out of the ring goes back in an item."""
+
+    def __reduce__(self):
+        return "SLOT"
+
+
+SLOT = _Slot()
+
+
+class _TooDeep(Exception):
+    pass
+
+
+def _skeleton(x, values, depth):
+    """x with its bytes of SMALLEST and more replaced by SLOT (appended to values), its
+    containers plain."""
+    kind = type(x)
+    if kind is bytes:
+        if len(x) < SMALLEST:
+            return x
+        values.append(x)
+        return SLOT
+    plain = _PLAIN.get(kind)
+    if plain is None:
+        return x
+    if depth > DEEPEST:
+        raise _TooDeep
+    if plain is dict:
+        return {k: _skeleton(v, values, depth + 1) for k, v in x.items()}
+    return plain([_skeleton(v, values, depth + 1) for v in x])
+
+
+def _filled(x, values):
+    """The skeleton x with each SLOT the next of values (an iterator)."""
+    if x is SLOT:
+        return next(values)
+    kind = type(x)
+    if kind is dict:
+        return {k: _filled(v, values) for k, v in x.items()}
+    if kind is list or kind is tuple:
+        return kind([_filled(v, values) for v in x])
+    return x
 
 
 class _Outgoing:
-    """This process's ring (one a process: a worker's values go out in its one pipe's
-    order), made at the first value; a forked child makes its own."""
+    """This process's ring (one a process: a worker's items go out in its one pipe's
+    order), made at the first item; a forked child makes its own."""
 
     def __init__(self):
         self.lock = threading.Lock()
@@ -93,9 +146,10 @@ class _Outgoing:
         self.name = None
         self.fd_sent = False
 
-    def put(self, value):
-        """(pid, ring name, fd or None, ring size, start, offset, end), or None: pickle
-        value."""
+    def put(self, values):
+        """((pid, ring name, fd or None, ring size), places), a place (start, offset, n, end)
+        for a value in the ring, the value itself for one the ring had no room for; or
+        (None, values) when no ring is here."""
         with self.lock:
             if self.pid != os.getpid():
                 self.pid, self.ring, self.fd_sent = os.getpid(), None, False
@@ -105,35 +159,42 @@ class _Outgoing:
                         self.ring = _libshard.Ring(size)
                     except OSError:  # no memfd here: the pipe, as torch does
                         self.ring = None
+                    else:  # its pages back as the worker ends, mapped where they may be
+                        util.Finalize(None, self.ring.release, exitpriority=0)
                     self.name = os.urandom(8).hex()  # pids are reused; names are not
             if self.ring is None:
-                return None
-            placed = self.ring.put(value)
-            if placed is None:
-                return None
+                return None, values
+            places = self.ring.put_all(values)
+            out = [v if p is None else (p[0], p[1], len(v), p[2])
+                   for v, p in zip(values, places)]
             fd = None
-            if not self.fd_sent:  # the first value takes the fd to the main process
-                fd, self.fd_sent = DupFd(self.ring.fd), True
-            return (self.pid, self.name, fd, self.ring.size) + placed
+            if not self.fd_sent and len(out) > sum(p is None for p in places):
+                fd, self.fd_sent = DupFd(self.ring.fd), True  # with the first item it is in
+            return (self.pid, self.name, fd, self.ring.size), out
 
 
 _OUT = _Outgoing()
 
 
-def _reduce(value):
-    tally = getattr(value, "tally", None)
-    where = _OUT.put(value) if get_worker_info() is not None else None
-    if where is None:
-        return _pickled, (tally, bytes(value))
-    return _take, (tally,) + where + (len(value),)
+def _reduce(item):
+    info = get_worker_info()
+    values = []
+    try:
+        skeleton = _skeleton(item, values, 0)
+    except _TooDeep:
+        return _PLAIN[type(item)], (_PLAIN[type(item)](item),)
+    counts = getattr(getattr(info, "dataset", None), "counts", None)
+    ring, places = _OUT.put(values) if info is not None and values else (None, values)
+    return _arrive, (getattr(counts, "token", None), ring, skeleton, places)
 
 
-ForkingPickler.register(SharedBytes, _reduce)
+for _kind in (SharedDict, SharedList, SharedTuple):
+    ForkingPickler.register(_kind, _reduce)
 
 
 class _Incoming:
-    """The rings of this process's workers, mapped at their first value; a ring whose
-    worker has ended is unmapped when another worker's first value comes."""
+    """The rings of this process's workers, mapped at their first item; a ring whose worker
+    has ended is unmapped when another worker's first item comes."""
 
     def __init__(self):
         self.lock = threading.Lock()
@@ -146,8 +207,8 @@ class _Incoming:
                 return found[1]
             if fd is None:
                 raise RuntimeError(
-                    f"libshard: a value from DataLoader worker {pid}'s shared memory ring "
-                    "came before the one that brings the ring (a value taken out of order, "
+                    f"libshard: an item from DataLoader worker {pid}'s shared memory ring "
+                    "came before the one that brings the ring (an item taken out of order, "
                     "or in another process)")
             for other, (owner, view) in list(self.views.items()):
                 if not _alive(owner):
@@ -175,23 +236,17 @@ def _alive(pid):
 _IN = _Incoming()
 
 
-def _take(tally, pid, name, fd, size, start, offset, end, n):
-    """The value a worker put into its ring, as bytes (unpickled in the main process)."""
-    value = _IN.view(pid, name, fd, size).take(start, offset, n, end)
-    _count(tally, values_shared=1, bytes_shared=n)
-    return value
-
-
-def _pickled(tally, value):
-    """A value the ring had no room for, as it came through the pipe."""
-    _count(tally, values_pickled=1)
-    return value
-
-
-def _count(tally, **counts):
-    found = by_token(tally) if tally is not None else None
-    if found is not None:
-        found.add(**counts)
+def _arrive(tally, ring, skeleton, places):
+    """A worker's item rebuilt in the main process (what unpickling it calls): its values
+    taken out of the ring (or as they came), counted in the Counts whose token is tally."""
+    values = _IN.view(*ring).take_all(places) if ring is not None else places
+    counts = by_token(tally) if tally is not None and places else None
+    if counts is not None:
+        kept = [v for v in places if type(v) is bytes]
+        counts.add(values_shared=len(places) - len(kept),
+                   bytes_shared=sum(map(len, values)) - sum(map(len, kept)),
+                   values_pickled=len(kept))
+    return _filled(skeleton, iter(values))
 
 
 def mapped():

@@ -86,7 +86,7 @@ class DataPipeline(IterableDataset, PipelineStage):
         info = get_worker_info()
         if info is not None and info.dataset is self and crossing.ring_size():
             # a DataLoader worker's dataset: its items' bytes cross through shared memory
-            return crossing.outgoing(items, self.counts.token)
+            return crossing.outgoing(items)
         return items
 
     def stats(self):
