@@ -48,6 +48,8 @@ typedef struct {
     PyObject_HEAD
     unsigned char *map;
     uint64_t size;
+    int users;   /* take_alls copying out with the GIL let go: close() waits for them */
+    int closing; /* closed while in use: the last user unmaps */
 } RingViewObject;
 
 static int ring_map(int fd, uint64_t size, unsigned char **map)
@@ -278,13 +280,21 @@ static int RingView_init(RingViewObject *self, PyObject *args, PyObject *kw)
     return 0;
 }
 
+static void view_unmap(RingViewObject *self)
+{
+    if (self->map)
+        munmap(self->map, RING_HEADER + self->size);
+    self->map = NULL;
+    self->closing = 0;
+}
+
 /* A place (start, offset, n, end) checked against the ring: 0, or -1 with ValueError. */
 static int view_place(RingViewObject *self, PyObject *place, uint64_t v[4])
 {
     unsigned long long start, off, n, end;
     if (!PyArg_ParseTuple(place, "KKKK", &start, &off, &n, &end))
         return -1;
-    if (!self->map) {
+    if (!self->map || self->closing) {
         PyErr_SetString(PyExc_ValueError, "RingView: closed");
         return -1;
     }
@@ -333,6 +343,7 @@ static PyObject *RingView_take_all(RingViewObject *self, PyObject *arg)
         PyList_SET_ITEM(out, i, item);
     }
     RingHeader *h = (RingHeader *)self->map;
+    self->users++;
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i = 0; i < count; i++) {
         if (v[i][2] == UINT64_MAX)
@@ -344,6 +355,8 @@ static PyObject *RingView_take_all(RingViewObject *self, PyObject *arg)
                                                 memory_order_release, memory_order_relaxed);
     }
     Py_END_ALLOW_THREADS
+    if (!--self->users && self->closing)
+        view_unmap(self);
     PyMem_Free(v);
     Py_DECREF(seq);
     return out;
@@ -371,16 +384,16 @@ static PyObject *RingView_take(RingViewObject *self, PyObject *args)
 static PyObject *RingView_close(RingViewObject *self, PyObject *unused)
 {
     (void)unused;
-    if (self->map)
-        munmap(self->map, RING_HEADER + self->size);
-    self->map = NULL;
+    if (self->users)
+        self->closing = 1; /* another thread is copying out: it unmaps when done */
+    else
+        view_unmap(self);
     Py_RETURN_NONE;
 }
 
 static void RingView_dealloc(RingViewObject *self)
 {
-    if (self->map)
-        munmap(self->map, RING_HEADER + self->size);
+    view_unmap(self); /* no user left: each holds a reference while it copies */
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 

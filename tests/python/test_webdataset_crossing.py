@@ -66,6 +66,9 @@ def test_a_value_taken_out_of_order_holds_the_ring_still():
     assert view.take(wb[0], wb[1], len(b), wb[2]) == b, "b never overwritten"
     with pytest.raises(ValueError, match="does not lie in a ring"):
         view.take(0, 9000, 4000, 4000)
+    view.close()
+    with pytest.raises(ValueError, match="closed"):
+        view.take(*wa[:2], len(a), wa[2])
 
 
 def test_put_all_and_take_all_keep_what_has_no_room():
