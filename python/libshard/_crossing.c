@@ -114,8 +114,9 @@ static int ring_reserve(RingObject *self, uint64_t n, uint64_t where[3])
 
 /* Every value is reserved while the GIL is held (another thread's put comes after), and
  * copied in once it is let go. */
-static PyObject *Ring_put_all(RingObject *self, PyObject *arg)
+static PyObject *Ring_put_all(PyObject *op, PyObject *arg)
 {
+    RingObject *self = (RingObject *)op;
     PyObject *seq = PySequence_Fast(arg, "Ring.put_all: a sequence of bytes-like values");
     if (!seq)
         return NULL;
@@ -166,18 +167,25 @@ fail:
     return NULL;
 }
 
-static PyObject *Ring_put(RingObject *self, PyObject *arg)
+/* What all(self, [arg]) gives for arg: the one-value forms of put_all and take_all. */
+static PyObject *one_of(PyObject *(*all)(PyObject *, PyObject *), PyObject *self,
+                        PyObject *arg)
 {
     PyObject *one = PyTuple_Pack(1, arg);
     if (!one)
         return NULL;
-    PyObject *all = Ring_put_all(self, one);
+    PyObject *got = all(self, one);
     Py_DECREF(one);
-    if (!all)
+    if (!got)
         return NULL;
-    PyObject *out = Py_NewRef(PyList_GET_ITEM(all, 0));
-    Py_DECREF(all);
+    PyObject *out = Py_NewRef(PyList_GET_ITEM(got, 0));
+    Py_DECREF(got);
     return out;
+}
+
+static PyObject *Ring_put(PyObject *self, PyObject *arg)
+{
+    return one_of(Ring_put_all, self, arg);
 }
 
 /* The pages go back to the system at once, from every process that maps them (the main
@@ -318,8 +326,9 @@ static int view_place(RingViewObject *self, PyObject *place, uint64_t v[4])
  * ring had no room for). The copies are made with the GIL let go; each value's space is
  * given back after its copy (release: the writer sees it free only then), if it is the
  * next one. */
-static PyObject *RingView_take_all(RingViewObject *self, PyObject *arg)
+static PyObject *RingView_take_all(PyObject *op, PyObject *arg)
 {
+    RingViewObject *self = (RingViewObject *)op;
     PyObject *seq = PySequence_Fast(arg, "RingView.take_all: a sequence of places");
     if (!seq)
         return NULL;
@@ -367,18 +376,9 @@ fail:
     return NULL;
 }
 
-static PyObject *RingView_take(RingViewObject *self, PyObject *args)
+static PyObject *RingView_take(PyObject *self, PyObject *args)
 {
-    PyObject *all = PyTuple_Check(args) ? PyTuple_Pack(1, args) : NULL;
-    if (!all)
-        return NULL;
-    PyObject *got = RingView_take_all(self, all);
-    Py_DECREF(all);
-    if (!got)
-        return NULL;
-    PyObject *out = Py_NewRef(PyList_GET_ITEM(got, 0));
-    Py_DECREF(got);
-    return out;
+    return one_of(RingView_take_all, self, args);
 }
 
 static PyObject *RingView_close(RingViewObject *self, PyObject *unused)
