@@ -160,10 +160,12 @@ static int output_option(int c, const char *arg, ShardpackCli *o)
         if (cli_parse_u64(arg, &v) || v < 1 || v > 22)
             return die_usage("--level wants 1..22");
         o->level = (int)v;
+        o->zstd_option = "--level";
         break;
     case OPT_FRAME:
         if (cli_parse_size(arg, &o->frame_size) || o->frame_size == 0 || o->frame_size > (1u << 30))
             return die_usage("--frame-size wants a size between 1 and 1GiB");
+        o->zstd_option = "--frame-size";
         break;
     case OPT_UPLOAD_PART:
         if (cli_parse_size(arg, &o->upload_part) || o->upload_part < 1)
@@ -245,6 +247,13 @@ static int check_operands(int argc, char **argv, ShardpackCli *o)
         return die_usage("--compress zstd wants a pattern ending in .tar.zst");
     if (o->compress == SHARD_COMPRESSION_NONE && zstd)
         return die_usage("--compress none wants a pattern ending in .tar");
+    if (o->zstd_option && !zstd) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "%s sets zstd's compression, and %s ends in .tar: plain, "
+                 "not compressed (name .tar.zst shards to compress them)", o->zstd_option,
+                 o->pattern);
+        return die_usage(msg);
+    }
     return -1;
 }
 

@@ -20,6 +20,7 @@ typedef struct ShardpackCli {
     const char *manifest;
     uint64_t maxcount, maxsize, frame_size;
     int level;
+    const char *zstd_option; /* --level or --frame-size, as given: zstd's, refused for .tar */
     int compress; /* -1: from the pattern */
     int have_shuffle;
     uint64_t seed;

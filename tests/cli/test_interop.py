@@ -58,7 +58,8 @@ def packed(run_sp, tmp_path):
     src = make_tree(tmp_path / "src", INTEROP)
     for ext, d in ((".tar", "t"), (".tar.zst", "z")):
         (tmp_path / d).mkdir()
-        ok(run_sp(tmp_path / "src", "-o", tmp_path / d / f"train-%06d{ext}", "-c", "4", "--frame-size", "6K"))
+        frames = ["--frame-size", "6K"] if ext == ".tar.zst" else []
+        ok(run_sp(tmp_path / "src", "-o", tmp_path / d / f"train-%06d{ext}", "-c", "4", *frames))
     return src, tmp_path / "t", tmp_path / "z"
 
 

@@ -704,12 +704,28 @@ def test_manifest_options_per_format_spec(run_sp, tmp_path, ext):
     even when compression is "none"), frame_size and shuffle_seed."""
     make_tree(tmp_path / "src", {"c/a.jpg": 1})
     (tmp_path / "out").mkdir()
-    ok(run_sp(tmp_path / "src", "-o", tmp_path / f"out/t-%06d{ext}", "-c", "7", "--level", "5",
-              "--frame-size", "64K", "--shuffle", "9"))
+    zstd = ext.endswith("zst")
+    ok(run_sp(tmp_path / "src", "-o", tmp_path / f"out/t-%06d{ext}", "-c", "7", "--shuffle", "9",
+              *(["--level", "5", "--frame-size", "64K"] if zstd else [])))
     opts = load_manifest(tmp_path / "out/t.json")["libshard"]["options"]
-    want = {"maxcount": 7, "maxsize": 3000000000, "compression": "zstd" if ext.endswith("zst") else "none",
-            "level": 5, "frame_size": 65536, "shuffle_seed": 9}
+    want = {"maxcount": 7, "maxsize": 3000000000, "compression": "zstd" if zstd else "none",
+            "level": 5 if zstd else 3, "frame_size": 65536 if zstd else 4 << 20,
+            "shuffle_seed": 9}
     assert {k: opts.get(k, "<missing>") for k in want} == want
+
+
+@pytest.mark.parametrize("option", [["--level", "5"], ["-l", "9"], ["--frame-size", "64K"]])
+def test_zstd_options_for_plain_tar_shards_are_refused(run_sp, tmp_path, option):
+    """--level and --frame-size set zstd's compression: for .tar shards they could not be
+    honoured, so they are refused, named, and nothing is written; for .tar.zst they pack."""
+    make_tree(tmp_path / "src", {"c/a.jpg": 1})
+    (tmp_path / "out").mkdir()
+    r = run_sp(tmp_path / "src", "-o", tmp_path / "out/t-%06d.tar", *option)
+    err = r.stderr.decode()
+    assert r.returncode == 2 and "ends in .tar" in err
+    assert ("--level" if option[0] == "-l" else option[0]) in err
+    assert not list((tmp_path / "out").iterdir())
+    ok(run_sp(tmp_path / "src", "-o", tmp_path / "out/t-%06d.tar.zst", *option))
 
 
 # ---- resizing while packing -----------------------------------------------------------------
