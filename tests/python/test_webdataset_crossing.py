@@ -10,6 +10,7 @@ import io
 import os
 import pickle
 import tarfile
+import time
 import warnings
 
 import pytest
@@ -167,6 +168,16 @@ def test_a_small_ring_pickles_what_it_has_no_room_for(shards, monkeypatch):
     assert stats["values_shared"] + stats["values_pickled"] == len(got)
 
 
+def wait_for(condition, seconds=10):
+    """True once condition() is (checked a few times a second), False after seconds."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
 def rings_mapped():
     """(rings, resident KiB) of the rings mapped in this process."""
     rings, kib, ours = 0, 0, False
@@ -190,30 +201,80 @@ def test_rings_of_ended_workers_are_given_back(shards, monkeypatch):
         assert rings_mapped()[1] > 0, "while the workers run, their rings hold pages"
         rest = within(HANG, lambda: list(it), "an epoch")
         assert len(first) + sum(map(len, rest)) == SHARDS * PER_SHARD
-        del it  # the workers end
-        assert rings_mapped()[1] == 0, "the ended workers' pages are given back"
+        del it  # the workers end (torch joins them)
+        assert within(HANG, lambda: wait_for(lambda: rings_mapped()[1] == 0), "pages") \
+            is True, "the ended workers' pages are given back"
         assert crossing.mapped() <= 2 + 2 and rings_mapped()[0] <= 2 + 2, \
             "mapped: at most the last epoch's rings and the ended ones not yet swept"
     assert pipe.stats()["values_shared"] == 3 * SHARDS * PER_SHARD
 
 
-class Deep(torch.utils.data.IterableDataset):
-    """Items nested deeper than crossing.DEEPEST, around a large value."""
+class Made(torch.utils.data.IterableDataset):
+    """Items of made-up bytes: sizes[i] bytes in item i, each nested depth lists deep."""
+
+    def __init__(self, sizes, depth=0):
+        super().__init__()
+        self.sizes, self.depth = sizes, depth
 
     def __iter__(self):
-        for i in range(3):
-            item = [b"%d" % i * 20_000]
-            for _ in range(crossing.DEEPEST + 5):
+        for i, n in enumerate(self.sizes):
+            item = [bytes([i]) * n]
+            for _ in range(self.depth):
                 item = [item]
             yield item
 
 
-def test_items_nested_too_deep_are_pickled_as_they_are(monkeypatch):
+@pytest.mark.parametrize("depth, shared", [(crossing.DEEPEST - 5, 3), (crossing.DEEPEST + 5, 0)])
+def test_items_nested_too_deep_are_pickled_as_they_are(monkeypatch, depth, shared):
     monkeypatch.delenv(crossing.SIZE_VARIABLE, raising=False)
-    pipe = wds.DataPipeline(Deep())
+    made = Made([20_000] * 3, depth)
+    pipe = wds.DataPipeline(made)
     got = within(HANG, lambda: list(DataLoader(pipe, num_workers=1, batch_size=None)), "deep")
-    assert got == list(Deep())
-    assert pipe.stats()["values_shared"] == 0
+    assert got == list(made)
+    assert pipe.stats()["values_shared"] == shared, "nested, they cross; too deep, not"
+
+
+def test_values_larger_than_the_ring_from_the_first_item_on(monkeypatch):
+    """A worker whose first items' values are all too large for its ring pickles them, and
+    names its ring with the first value that fits."""
+    monkeypatch.setenv(crossing.SIZE_VARIABLE, str(1 << 16))
+    made = Made([70_000, 100_000, 20_000, 80_000, 30_000])
+    pipe = wds.DataPipeline(made)
+    got = within(HANG, lambda: list(DataLoader(pipe, num_workers=1, batch_size=None)), "big")
+    assert got == list(made) and all(type(x[0]) is bytes for x in got)
+    stats = pipe.stats()
+    assert stats["values_pickled"] == 3 and stats["values_shared"] == 2
+    assert stats["bytes_shared"] == 50_000
+
+
+def test_persistent_workers_cross_every_epoch(shards, monkeypatch):
+    monkeypatch.delenv(crossing.SIZE_VARIABLE, raising=False)
+    pipe = make("pipeline", shards)
+    expected = samples(make("pipeline", shards))
+    loader = DataLoader(pipe, num_workers=2, batch_size=None, persistent_workers=True)
+    for epoch in range(1, 4):
+        assert samples(loader) == expected
+        assert pipe.stats()["values_shared"] == epoch * len(expected)
+
+
+def _found_by_token(counts, out):
+    from libshard.webdataset.counters import by_token
+    out.put(by_token(counts.token) is counts)
+
+
+def test_counts_sent_to_a_spawned_process_are_found_there_by_token():
+    """What a DataLoader's main process started by spawn (torch.multiprocessing.spawn's ranks)
+    needs to count what its workers send."""
+    import multiprocessing
+    from libshard.webdataset.counters import Counts
+    ctx = multiprocessing.get_context("spawn")
+    out, counts = ctx.Queue(), Counts()  # kept: its semaphore lives as long as it does
+    child = ctx.Process(target=_found_by_token, args=(counts, out))
+    child.start()
+    try:
+        assert out.get(timeout=HANG) is True
+    finally:
+        child.join(HANG)
 
 
 def test_a_setting_it_cannot_honour_is_refused(shards, monkeypatch):
@@ -222,5 +283,5 @@ def test_a_setting_it_cannot_honour_is_refused(shards, monkeypatch):
         within(HANG, lambda: list(DataLoader(make("pipeline", shards), num_workers=1,
                                              batch_size=None)), "an epoch")
     monkeypatch.setenv(crossing.SIZE_VARIABLE, "100")
-    with pytest.raises(ValueError, match="4096 to 2"):
+    with pytest.raises(ValueError, match="65536 to 2"):
         crossing.ring_size()

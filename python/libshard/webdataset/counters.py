@@ -55,6 +55,7 @@ class Counts:
         if "values" in state:
             self._values, self._lock = state["values"], state["lock"]
             self.token = state["token"]
+            _LIVE[self.token] = self  # the same counts, found by token here too
         else:
             self.__init__()
             self.add(**state["counts"])

@@ -6,7 +6,9 @@ are copied into the pickle, through the pipe in pieces the size of its buffer, a
 pickle again, and the main process, which takes every worker's batches, spends its time
 doing so. Here a DataPipeline that is the DataLoader's dataset hands each item (a sample, a
 batch: a dict, list or tuple) to the DataLoader as a SharedDict, SharedList or SharedTuple,
-which torch's collate functions keep. Pickled for the main process, its bytes values are
+which torch's collate functions keep (but for tuples, which torch's own make lists of, as
+it does without libshard: those cross through the pipe). Pickled for the main process, its
+bytes values are
 copied into a ring of shared memory the worker owns (a memfd: no /dev/shm needed) and only
 where they lie goes through the pipe with the rest of the item. The main process maps each
 worker's ring once (its fd comes with the worker's first item), copies the values out as
@@ -46,9 +48,10 @@ def ring_size():
         size = int(text)
     except ValueError:
         size = -1
-    if size != 0 and not 4096 <= size <= 1 << 40:
+    if size != 0 and not SMALLEST * 4 <= size <= 1 << 40:
         raise ValueError(f"{SIZE_VARIABLE}={text!r}: a worker's shared memory ring in bytes, "
-                         "4096 to 2**40, or 0 to pickle samples' bytes through the pipe")
+                         f"{SMALLEST * 4} to 2**40, or 0 to pickle samples' bytes through the "
+                         "pipe")
     return size
 
 
@@ -159,17 +162,20 @@ class _Outgoing:
                         self.ring = _libshard.Ring(size)
                     except OSError:  # no memfd here: the pipe, as torch does
                         self.ring = None
-                    else:  # its pages back as the worker ends, mapped where they may be
-                        util.Finalize(None, self.ring.release, exitpriority=0)
+                    else:  # its pages back as the worker ends (after its queue's last
+                        # item is written, -5), mapped where they may be
+                        util.Finalize(None, self.ring.release, exitpriority=-10)
                     self.name = os.urandom(8).hex()  # pids are reused; names are not
             if self.ring is None:
                 return None, values
             places = self.ring.put_all(values)
+            if all(p is None for p in places):  # none had room: the ring need not be named
+                return None, values
             out = [v if p is None else (p[0], p[1], len(v), p[2])
                    for v, p in zip(values, places)]
             fd = None
-            if not self.fd_sent and len(out) > sum(p is None for p in places):
-                fd, self.fd_sent = DupFd(self.ring.fd), True  # with the first item it is in
+            if not self.fd_sent:  # with the first item that has a value in it
+                fd, self.fd_sent = DupFd(self.ring.fd), True
             return (self.pid, self.name, fd, self.ring.size), out
 
 
@@ -183,6 +189,8 @@ def _reduce(item):
         skeleton = _skeleton(item, values, 0)
     except _TooDeep:
         return _PLAIN[type(item)], (_PLAIN[type(item)](item),)
+    if not values:  # decoded batches, small values: as torch sends them
+        return _PLAIN[type(item)], (skeleton,)
     counts = getattr(getattr(info, "dataset", None), "counts", None)
     ring, places = _OUT.put(values) if info is not None and values else (None, values)
     return _arrive, (getattr(counts, "token", None), ring, skeleton, places)
@@ -234,6 +242,15 @@ def _alive(pid):
 
 
 _IN = _Incoming()
+
+
+def _after_fork():
+    # a lock another thread held as the process forked stays held in the child
+    _OUT.lock = threading.Lock()
+    _IN.lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork)
 
 
 def _arrive(tally, ring, skeleton, places):
