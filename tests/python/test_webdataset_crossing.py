@@ -262,19 +262,23 @@ def _found_by_token(counts, out):
     out.put(by_token(counts.token) is counts)
 
 
-def test_counts_sent_to_a_spawned_process_are_found_there_by_token():
+@pytest.mark.parametrize("kind", ["Counts", "LocalCounts"])
+def test_counts_sent_to_a_spawned_process_are_found_there_by_token(kind):
     """What a DataLoader's main process started by spawn (torch.multiprocessing.spawn's ranks)
-    needs to count what its workers send."""
+    needs to count what its workers send; pickled any other way, they count apart."""
     import multiprocessing
-    from libshard.webdataset.counters import Counts
+    from libshard.webdataset import counters
     ctx = multiprocessing.get_context("spawn")
-    out, counts = ctx.Queue(), Counts()  # kept: its semaphore lives as long as it does
-    child = ctx.Process(target=_found_by_token, args=(counts, out))
+    out, counts = ctx.Queue(), getattr(counters, kind)()  # kept: a Counts's semaphore lives
+    child = ctx.Process(target=_found_by_token, args=(counts, out))  # as long as it does
     child.start()
     try:
         assert out.get(timeout=HANG) is True
     finally:
         child.join(HANG)
+    counts.add(values_shared=2)
+    apart = pickle.loads(pickle.dumps(counts))
+    assert apart.token != counts.token and apart.as_dict() == counts.as_dict()
 
 
 def test_a_setting_it_cannot_honour_is_refused(shards, monkeypatch):

@@ -4,9 +4,11 @@ shards (libshard's C reader, or Python's tarfile) and which decoder decoded the 
 
 The counts live in shared memory made when the stage is made, so the DataLoader's workers
 (forked, spawned or from a forkserver: the memory goes with the stage as the worker starts)
-add to the counts the main process reads; a stage pickled any other way counts apart."""
+add to the counts the main process reads; a stage pickled any other way counts apart. What
+only the main process counts (the bytes arriving from the workers) is in LocalCounts."""
 import multiprocessing
 import os
+import threading
 import weakref
 
 #: the counts, by name
@@ -61,6 +63,39 @@ class Counts:
             self.add(**state["counts"])
 
 
+class LocalCounts:
+    """Counters of NAMES added to in this process only: what arrives in the main process
+    from its DataLoader workers (no shared memory, no semaphore to leave behind). Sent to a
+    process being started (a spawned worker or rank), the same token there; pickled any
+    other way, counted apart."""
+
+    def __init__(self, token=None):
+        self.token = token or os.urandom(8).hex()
+        _LIVE[self.token] = self
+        self._values = dict.fromkeys(NAMES, 0)
+        self._lock = threading.Lock()
+
+    def add(self, **counts):
+        """Adds each name=n to its counter."""
+        with self._lock:
+            for name, n in counts.items():
+                self._values[NAMES[_INDEX[name]]] += n
+
+    def as_dict(self):
+        """{name: count}."""
+        with self._lock:
+            return dict(self._values)
+
+    def __getstate__(self):
+        if multiprocessing.context.get_spawning_popen() is not None:
+            return {"token": self.token}
+        return {"counts": self.as_dict()}
+
+    def __setstate__(self, state):
+        self.__init__(state.get("token"))
+        self.add(**state.get("counts", {}))
+
+
 def found(obj, seen=None):
     """Every Counts of a stage: its own (obj.counts), its arguments' (a decoder's handlers,
     the stages of a pipeline inside it, a DataLoader's dataset), each once."""
@@ -70,7 +105,7 @@ def found(obj, seen=None):
     seen.add(id(obj))
     out = []
     counts = getattr(obj, "counts", None)
-    if isinstance(counts, Counts) and id(counts) not in seen:
+    if isinstance(counts, (Counts, LocalCounts)) and id(counts) not in seen:
         seen.add(id(counts))
         out.append(counts)
     inner = []

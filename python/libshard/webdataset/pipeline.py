@@ -7,7 +7,7 @@ import warnings
 from itertools import islice
 
 from . import crossing
-from .counters import Counts
+from .counters import LocalCounts
 from .pytorch import DataLoader, IterableDataset, get_worker_info
 from .utils import PipelineStage
 
@@ -34,7 +34,7 @@ class DataPipeline(IterableDataset, PipelineStage):
         self.length = -1
         self.repetitions = 1
         self.nsamples = -1
-        self.counts = Counts()  # the bytes crossing from its DataLoader workers (crossing.py)
+        self.counts = LocalCounts()  # the bytes arriving from its DataLoader workers (crossing.py)
         for arg in args:
             if arg is None:
                 continue
