@@ -15,8 +15,9 @@ worker's ring once (its fd comes with the worker's first item), copies the value
 plain bytes into plain dicts, lists and tuples, the samples WebDataset gives, and gives the
 space back.
 
-Memory: a ring of LIBSHARD_CROSSING_BYTES bytes (default 32 MiB) a worker, made when the
-worker first sends an item and given back as it ends; 0 turns the crossing off. A value the ring has no room for (the
+Memory: a ring of LIBSHARD_CROSSING_BYTES bytes (default 32 MiB; as the main process has it
+when the workers start, spawned or from a forkserver too) a worker, made when the worker
+first sends an item and given back as it ends; 0 turns the crossing off. A value the ring has no room for (the
 main process behind, a value larger than the ring) and a small one (under 16 KiB, cheaper in
 the pickle) are pickled as before. Values crossed each way are counted in the pipeline's
 stats(): values_shared, bytes_shared, values_pickled."""
@@ -39,9 +40,11 @@ SMALLEST = 16 << 10
 DEEPEST = 32
 
 
-def ring_size():
-    """The ring size LIBSHARD_CROSSING_BYTES asks for; 0 when the crossing is off."""
-    text = os.environ.get(SIZE_VARIABLE, "").strip()
+def ring_size(setting=None):
+    """The ring size LIBSHARD_CROSSING_BYTES asks for (setting: its value as the main
+    process had it, when the worker's own environment is not that); 0 when the crossing is
+    off."""
+    text = (os.environ.get(SIZE_VARIABLE, "") if setting is None else setting).strip()
     if not text:
         return DEFAULT_SIZE
     try:
@@ -149,14 +152,13 @@ class _Outgoing:
         self.name = None
         self.fd_sent = False
 
-    def put(self, values):
+    def put(self, values, size):
         """((pid, ring name, fd or None, ring size), places), a place (start, offset, n, end)
         for a value in the ring, the value itself for one the ring had no room for; or
-        (None, values) when no ring is here."""
+        (None, values) when no ring is here. size: the ring's, if one is to be made."""
         with self.lock:
             if self.pid != os.getpid():
                 self.pid, self.ring, self.fd_sent = os.getpid(), None, False
-                size = ring_size()
                 if size:
                     try:
                         self.ring = _libshard.Ring(size)
@@ -191,8 +193,10 @@ def _reduce(item):
         return _PLAIN[type(item)], (_PLAIN[type(item)](item),)
     if not values:  # decoded batches, small values: as torch sends them
         return _PLAIN[type(item)], (skeleton,)
-    counts = getattr(getattr(info, "dataset", None), "counts", None)
-    ring, places = _OUT.put(values) if info is not None and values else (None, values)
+    dataset = getattr(info, "dataset", None)
+    counts = getattr(dataset, "counts", None)
+    size = getattr(dataset, "crossing_size", 0)  # as the worker's pipeline found it
+    ring, places = _OUT.put(values, size) if size else (None, values)
     return _arrive, (getattr(counts, "token", None), ring, skeleton, places)
 
 

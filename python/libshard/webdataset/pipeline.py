@@ -2,6 +2,8 @@
 the stages after it, each called on the output of the one before; iterating it runs one
 pass (an epoch), or several (repeat, with_epoch)."""
 import copy
+import multiprocessing
+import os
 import sys
 import warnings
 from itertools import islice
@@ -84,10 +86,20 @@ class DataPipeline(IterableDataset, PipelineStage):
         if self.repetitions != 1 and self.nsamples > 0:
             items = islice(items, self.nsamples)
         info = get_worker_info()
-        if info is not None and info.dataset is self and crossing.ring_size():
+        if info is not None and info.dataset is self:
             # a DataLoader worker's dataset: its items' bytes cross through shared memory
-            return crossing.outgoing(items)
+            self.crossing_size = crossing.ring_size(self.__dict__.get("crossing_setting"))
+            if self.crossing_size:
+                return crossing.outgoing(items)
         return items
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        if multiprocessing.context.get_spawning_popen() is not None:
+            # a DataLoader worker started by spawn or a forkserver: its environment is not
+            # this process's as it is now (a forkserver's is as it was when it started)
+            state["crossing_setting"] = os.environ.get(crossing.SIZE_VARIABLE, "")
+        return state
 
     def stats(self):
         """What libshard did for this pipeline, its DataLoader workers' part included (forked,
