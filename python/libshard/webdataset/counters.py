@@ -24,17 +24,14 @@ def by_token(token):
     return _LIVE.get(token)
 
 
-class Counts:
-    """Counters of NAMES, shared with forked processes."""
+class _Tally:
+    """What Counts and LocalCounts share: the counters of NAMES in _values, by index, under
+    _lock, and a token this process finds them by."""
 
-    def __init__(self):
+    def _name(self, token=None):
         # what a DataLoader worker's values name to be counted here as they arrive
-        self.token = os.urandom(8).hex()
+        self.token = token or os.urandom(8).hex()
         _LIVE[self.token] = self
-        self._values = multiprocessing.RawArray("q", len(NAMES))
-        # a lock whose semaphore outlives its creation, so that a spawned process can open
-        # it too (one of the fork context's is unlinked at once); forked ones inherit it
-        self._lock = multiprocessing.get_context("spawn").Lock()
 
     def add(self, **counts):
         """Adds each name=n to its counter."""
@@ -47,6 +44,17 @@ class Counts:
         with self._lock:
             return dict(zip(NAMES, self._values))
 
+
+class Counts(_Tally):
+    """Counters of NAMES, shared with forked processes."""
+
+    def __init__(self):
+        self._name()
+        self._values = multiprocessing.RawArray("q", len(NAMES))
+        # a lock whose semaphore outlives its creation, so that a spawned process can open
+        # it too (one of the fork context's is unlinked at once); forked ones inherit it
+        self._lock = multiprocessing.get_context("spawn").Lock()
+
     def __getstate__(self):
         if multiprocessing.context.get_spawning_popen() is not None:
             # a process being started (a spawned or forkserver DataLoader worker): shared
@@ -56,35 +64,22 @@ class Counts:
     def __setstate__(self, state):
         if "values" in state:
             self._values, self._lock = state["values"], state["lock"]
-            self.token = state["token"]
-            _LIVE[self.token] = self  # the same counts, found by token here too
+            self._name(state["token"])  # the same counts, found by token here too
         else:
             self.__init__()
             self.add(**state["counts"])
 
 
-class LocalCounts:
+class LocalCounts(_Tally):
     """Counters of NAMES added to in this process only: what arrives in the main process
     from its DataLoader workers (no shared memory, no semaphore to leave behind). Sent to a
     process being started (a spawned worker or rank), the same token there; pickled any
     other way, counted apart."""
 
     def __init__(self, token=None):
-        self.token = token or os.urandom(8).hex()
-        _LIVE[self.token] = self
-        self._values = dict.fromkeys(NAMES, 0)
+        self._name(token)
+        self._values = [0] * len(NAMES)
         self._lock = threading.Lock()
-
-    def add(self, **counts):
-        """Adds each name=n to its counter."""
-        with self._lock:
-            for name, n in counts.items():
-                self._values[NAMES[_INDEX[name]]] += n
-
-    def as_dict(self):
-        """{name: count}."""
-        with self._lock:
-            return dict(self._values)
 
     def __getstate__(self):
         if multiprocessing.context.get_spawning_popen() is not None:
@@ -105,7 +100,7 @@ def found(obj, seen=None):
     seen.add(id(obj))
     out = []
     counts = getattr(obj, "counts", None)
-    if isinstance(counts, (Counts, LocalCounts)) and id(counts) not in seen:
+    if isinstance(counts, _Tally) and id(counts) not in seen:
         seen.add(id(counts))
         out.append(counts)
     inner = []
