@@ -52,6 +52,21 @@ typedef struct {
     int closing; /* closed while in use: the last user unmaps */
 } RingViewObject;
 
+/* 0 when an object (what: Ring, RingView) not yet made may map a ring of size bytes; -1
+ * with ValueError. */
+static int ring_new(const char *what, const unsigned char *map, unsigned long long size)
+{
+    if (map) {
+        PyErr_Format(PyExc_ValueError, "%s: already made", what);
+        return -1;
+    }
+    if (size < 4096 || size > (1ull << 40)) {
+        PyErr_Format(PyExc_ValueError, "%s: size %llu: must be 4096 to 2**40 bytes", what, size);
+        return -1;
+    }
+    return 0;
+}
+
 static int ring_map(int fd, uint64_t size, unsigned char **map)
 {
     void *p = mmap(NULL, RING_HEADER + size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -65,16 +80,9 @@ static int Ring_init(RingObject *self, PyObject *args, PyObject *kw)
 {
     static char *names[] = {"size", NULL};
     unsigned long long size;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "K", names, &size))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "K", names, &size) ||
+        ring_new("Ring", self->map, size))
         return -1;
-    if (size < 4096 || size > (1ull << 40)) {
-        PyErr_Format(PyExc_ValueError, "Ring: size %llu: must be 4096 to 2**40 bytes", size);
-        return -1;
-    }
-    if (self->map) {
-        PyErr_SetString(PyExc_ValueError, "Ring: already made");
-        return -1;
-    }
     int fd = memfd_create("libshard-crossing", MFD_CLOEXEC);
     if (fd < 0 || ftruncate(fd, (off_t)(RING_HEADER + size)) || ring_map(fd, size, &self->map)) {
         PyErr_SetFromErrnoWithFilename(PyExc_OSError, "memfd libshard-crossing");
@@ -269,16 +277,9 @@ static int RingView_init(RingViewObject *self, PyObject *args, PyObject *kw)
     static char *names[] = {"fd", "size", NULL};
     int fd;
     unsigned long long size;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "iK", names, &fd, &size))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "iK", names, &fd, &size) ||
+        ring_new("RingView", self->map, size))
         return -1;
-    if (self->map) {
-        PyErr_SetString(PyExc_ValueError, "RingView: already made");
-        return -1;
-    }
-    if (size < 4096 || size > (1ull << 40)) {
-        PyErr_Format(PyExc_ValueError, "RingView: size %llu: must be 4096 to 2**40 bytes", size);
-        return -1;
-    }
     if (ring_map(fd, size, &self->map)) {
         PyErr_SetFromErrnoWithFilename(PyExc_OSError, "RingView: the ring's memfd");
         self->map = NULL;
