@@ -8,19 +8,18 @@ doing so. Here a DataPipeline that is the DataLoader's dataset hands each item (
 batch: a dict, list or tuple) to the DataLoader as a SharedDict, SharedList or SharedTuple,
 which torch's collate functions keep (but for tuples, which torch's own make lists of, as
 it does without libshard: those cross through the pipe). Pickled for the main process, its
-bytes values are
-copied into a ring of shared memory the worker owns (a memfd: no /dev/shm needed) and only
-where they lie goes through the pipe with the rest of the item. The main process maps each
-worker's ring once (its fd comes with the worker's first item), copies the values out as
-plain bytes into plain dicts, lists and tuples, the samples WebDataset gives, and gives the
-space back.
+bytes values are copied into a ring of shared memory the worker owns (a memfd: no /dev/shm
+needed) and only where they lie goes through the pipe with the rest of the item. The main
+process maps each worker's ring once (its fd comes with the worker's first item), copies the
+values out as plain bytes into plain dicts, lists and tuples, the samples WebDataset gives,
+and gives the space back.
 
 Memory: a ring of LIBSHARD_CROSSING_BYTES bytes (default 32 MiB; as the main process has it
 when the workers start, spawned or from a forkserver too) a worker, made when the worker
-first sends an item and given back as it ends; 0 turns the crossing off. A value the ring has no room for (the
-main process behind, a value larger than the ring) and a small one (under 16 KiB, cheaper in
-the pickle) are pickled as before. Values crossed each way are counted in the pipeline's
-stats(): values_shared, bytes_shared, values_pickled."""
+first sends an item and given back as it ends; 0 turns the crossing off. A value the ring
+has no room for (the main process behind, a value larger than the ring) and a small one
+(under 16 KiB, cheaper in the pickle) are pickled as before. Values crossed each way are
+counted in the pipeline's stats(): values_shared, bytes_shared, values_pickled."""
 import os
 import threading
 
