@@ -341,3 +341,57 @@ def test_a_set_beside_another_of_the_same_stem_is_left_alone(shardpack, run_sc, 
     cp = subprocess.run([*base[:-1], "-o", str(out / "d-%06d.tar")], capture_output=True,
                         env=BASE_ENV, timeout=120)
     assert cp.returncode == 0 and "an earlier set was here" in cp.stderr.decode(), out_text(cp)
+
+
+def tree_sums(root):
+    """{relative path: SHA-256} of every file under root (links not followed)."""
+    import hashlib
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file() and not p.is_symlink()}
+
+
+@pytest.mark.parametrize("plant", ["link", "fifo", "file", "link-inside", "foreign-inside"])
+@pytest.mark.parametrize("resume", [False, True], ids=["plain", "resume"])
+def test_a_record_place_that_is_not_ours_is_refused_and_nothing_outside_is_touched(
+        shardpack, src, tmp_path, plant, resume):
+    """A symlink, a FIFO or a file at .train.pack, or a symlink or a foreign file inside it:
+    the run is refused naming it, and every file of a victim folder (and the planted
+    things) is as it was, checksum for checksum. Control: the same run into a clean folder
+    packs, clears its record and leaves the victim as it was."""
+    import os
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "thesis.tex").write_text("thesis draft\n")
+    (victim / "plan").write_text("a file named as the record's plan\n")
+    (victim / "shard-0-9-1-1-none-none").write_text("named as a marker\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    record = out / ".train.pack"
+    if plant == "link":
+        record.symlink_to(victim)
+    elif plant == "fifo":
+        os.mkfifo(record)
+    elif plant == "file":
+        record.write_text("someone's file\n")
+    else:
+        record.mkdir()
+        if plant == "link-inside":
+            (record / "plan").symlink_to(victim / "plan")
+        else:
+            (record / "notes.txt").write_text("not the record's\n")
+    before = tree_sums(tmp_path)
+    extra = ["--resume"] if resume else []
+    cp = subprocess.run(cmd(shardpack, src, out, ".tar", [*extra, "-q"]), capture_output=True,
+                        env=BASE_ENV, timeout=120)
+    said = cp.stderr.decode()
+    assert cp.returncode == 1 and ".train.pack" in said, out_text(cp)
+    assert "not the folder shardpack makes" in said or "in the pack record's folder" in said, said
+    assert tree_sums(tmp_path) == before, "a file outside the record changed"
+    assert not list(out.glob("train-*.tar")), "shards were written beside a refused record"
+    # control: a clean output folder packs, and the victim stays as it was
+    clean = tmp_path / "clean"
+    cp = subprocess.run(cmd(shardpack, src, clean, ".tar", ["-q"]), capture_output=True,
+                        env=BASE_ENV, timeout=120)
+    assert cp.returncode == 0 and not (clean / ".train.pack").exists(), out_text(cp)
+    assert len(list(clean.glob("train-*.tar"))) == IMAGES // 9
+    assert {k: v for k, v in tree_sums(tmp_path).items() if k in before} == before

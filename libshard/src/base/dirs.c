@@ -2,6 +2,7 @@
  * Folders made when missing (dirs.h).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -59,4 +60,25 @@ int shard_private_dir(const char *dir, const char *what, char *err)
                           : st.st_uid != geteuid() ? "owned by another user"
                                                    : "others can write it");
     return 0;
+}
+
+const char *shard_file_kind(unsigned mode)
+{
+    return S_ISLNK(mode) ? "a symbolic link" : S_ISFIFO(mode) ? "a FIFO" : S_ISSOCK(mode) ? "a socket"
+           : S_ISCHR(mode) || S_ISBLK(mode) ? "a device" : S_ISDIR(mode) ? "a folder" : "a file";
+}
+
+int shard_dir_open(const char *dir)
+{
+    char p[PATH_MAX];
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/') /* "link/" would be followed */
+        n--;
+    if (n >= sizeof p) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    memcpy(p, dir, n);
+    p[n] = 0;
+    return open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 }

@@ -66,17 +66,16 @@ static int hash_hex(const char *text, size_t len, int n, char *out)
 /* Removes the indexes of other versions of the shard whose name starts with prefix. */
 static void remove_stale(const char *dir, const char *prefix, const char *keep)
 {
-    DIR *d = opendir(dir);
+    int fd = shard_dir_open(dir); /* names removed relative to it: never through a link */
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (fd >= 0 && !d)
+        close(fd);
     if (!d)
         return;
     size_t n = strlen(prefix);
-    for (struct dirent *e; (e = readdir(d));) {
-        if (strncmp(e->d_name, prefix, n) || !strcmp(e->d_name, keep))
-            continue;
-        char p[PATH_MAX];
-        if (snprintf(p, sizeof p, "%s/%s", dir, e->d_name) < (int)sizeof p)
-            unlink(p);
-    }
+    for (struct dirent *e; (e = readdir(d));)
+        if (!strncmp(e->d_name, prefix, n) && strcmp(e->d_name, keep))
+            unlinkat(dirfd(d), e->d_name, 0);
     closedir(d);
 }
 

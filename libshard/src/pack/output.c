@@ -193,18 +193,14 @@ static int remove_earlier_set(ShardPackPlan *p, int stem_manifests, char *msg)
  * could be read with this one, then this plan's record. */
 static int keep_or_replace(ShardPackPlan *p, const char *manifest_path, char *msg)
 {
-    char *record = shard_pack_record_dir(p);
     ShardPackSettings t = p->s;
     t.pattern = p->pattern;
     char *own = shard_pack_manifest_path(&t); /* the pattern's own manifest name */
     int stem_manifests = !manifest_path || (own && !strcmp(own, manifest_path));
     free(own);
-    if (!record)
-        return shard_fail(msg, SHARD_ERR_NOMEM, "out of memory");
-    if (!shard_sink_in_bucket(record)) /* markers a killed run was writing */
-        shard_sink_sweep(shard_source_local_path(record), NULL);
-    free(record);
-    int rc = p->s.resume ? shard_pack_record_resume(p, &p->resumed, msg) : 0;
+    int rc = shard_pack_record_check(p, msg); /* ours, or nothing in it is touched */
+    if (!rc && p->s.resume)
+        rc = shard_pack_record_resume(p, &p->resumed, msg);
     if (!rc && !p->resumed && !(rc = shard_pack_record_clear(p, msg)) &&
         !(rc = remove_earlier_set(p, stem_manifests, msg)))
         rc = shard_pack_record_start(p, msg);

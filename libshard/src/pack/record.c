@@ -13,17 +13,21 @@
  * whole), so a resume keeps a shard with a marker at its recorded size and its index, and
  * writes the rest: the set is what an uninterrupted run writes, byte for byte.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 
 #include <jansson.h>
 
 #include "base/buf.h"
 #include "base/digest.h"
+#include "base/dirs.h"
 #include "base/error.h"
 #include "base/text.h"
 #include "pack/convention.h"
@@ -70,10 +74,20 @@ static ShardRemote *remote_for(ShardPackPlan *p, const char *url, char *msg)
 
 /* ---- listings ------------------------------------------------------------------------ */
 
+typedef struct Lister {
+    ShardPackListing *l;
+    const char *dir; /* as listed: a name is what follows it */
+} Lister;
+
 static int add_entry(void *cookie, const char *url, uint64_t size)
 {
-    ShardPackListing *l = cookie;
-    char *name = strdup(shard_base_name(url));
+    Lister *x = cookie;
+    ShardPackListing *l = x->l;
+    size_t n = strlen(x->dir);
+    /* a bucket lists a prefix without a delimiter: a nested object keeps its '/', so that
+     * it never stands for an object of the folder itself */
+    const char *rel = !strncmp(url, x->dir, n) ? url + n + (url[n] == '/') : shard_base_name(url);
+    char *name = strdup(rel);
     if (!name || shard_array_grow(&l->v, &l->cap, l->n + 1, sizeof *l->v, 64)) {
         free(name);
         return SHARD_ERR_NOMEM;
@@ -93,7 +107,8 @@ int shard_pack_list(ShardPackPlan *p, const char *dir, ShardPackListing *out, ch
     ShardRemote *r = NULL;
     if (shard_sink_in_bucket(dir) && !(r = shard_pack_plan_remote(p, msg)))
         return SHARD_ERR_NOMEM;
-    int rc = shard_source_list(dir, r, add_entry, out, msg);
+    Lister x = {out, dir};
+    int rc = shard_source_list(dir, r, add_entry, &x, msg);
     if (rc == 1)
         rc = 0; /* a folder not made yet: nothing in it */
     if (rc == SHARD_ERR_NOMEM)
@@ -267,7 +282,11 @@ static int put_in_record(const char *dir, const char *url, const void *data, siz
         if (mkdir(local, 0777) != 0 && errno != EEXIST)
             return shard_fail(msg, shard_errno_code(errno), "%s: cannot make the pack's record "
                               "folder: %s", dir, strerror(errno));
-        struct stat st;
+        struct stat st; /* checked whole before the run; a link put there since is refused */
+        if (lstat(local, &st) == 0 && !S_ISDIR(st.st_mode))
+            return shard_fail(msg, SHARD_ERR_INVALID, "%s: the pack record's place holds %s, "
+                              "not the folder shardpack makes there: it is not followed; remove "
+                              "it (or pack into another folder)", dir, shard_file_kind(st.st_mode));
         if (!(rc = shard_sink_put(url, data, n, ss, msg)) || stat(local, &st) == 0)
             return rc;
     }
@@ -337,35 +356,185 @@ int shard_pack_record_done(const ShardPackPlan *p, size_t j, const ShardFileInfo
     return rc;
 }
 
-int shard_pack_record_clear(ShardPackPlan *p, char *msg)
+/* Whether name is one the record writes: its plan, a part's plan, a shard's marker. */
+static int record_name(const char *name)
 {
-    char *dir = shard_pack_record_dir(p), *mine = dir ? plan_url(p, dir) : NULL;
-    if (!mine) {
-        free(dir);
-        return shard_fail(msg, SHARD_ERR_NOMEM, "out of memory");
+    unsigned long long j, a, b;
+    ShardFileInfo info;
+    int end = 0;
+    return !strcmp(name, "plan") || !parse_marker(name, &j, &info) ||
+           (sscanf(name, "plan.part-%llu-of-%llu%n", &a, &b, &end) == 2 && !name[end]);
+}
+
+/* Whether name is a sink's temporary (".NAME.tmp-RANDOM", sink/filesink.c) of a name the
+ * record writes: a killed run's, or a live writer's. */
+static int record_temporary(const char *name)
+{
+    const char *tmp = NULL;
+    for (const char *q = name; (q = strstr(q, ".tmp-")); q++)
+        tmp = q;
+    if (name[0] != '.' || !tmp)
+        return 0;
+    char *base = strndup(name + 1, (size_t)(tmp - name - 1));
+    int ours = base && record_name(base);
+    free(base);
+    return ours;
+}
+
+int shard_pack_record_folder(const char *dir, int *fdp, char *msg)
+{
+    *fdp = -1;
+    if (shard_sink_in_bucket(dir))
+        return 0; /* objects: no links, no devices; names are checked as listed */
+    char path[4096];
+    const char *local = shard_source_local_path(dir);
+    size_t n = strlen(local);
+    while (n > 1 && local[n - 1] == '/') /* "D/.STEM.pack/" would follow a link */
+        n--;
+    if (n >= sizeof path)
+        return shard_fail(msg, SHARD_ERR_INVALID, "%s: path too long", dir);
+    memcpy(path, local, n);
+    path[n] = 0;
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return errno == ENOENT ? 0
+                               : shard_fail(msg, shard_errno_code(errno), "%s: %s", path,
+                                            strerror(errno));
+    int fd = S_ISDIR(st.st_mode) ? open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+    if (fd < 0)
+        return shard_fail(msg, SHARD_ERR_INVALID,
+                          "%s: the pack record's place holds %s, not the folder shardpack makes "
+                          "there: it is neither followed nor cleared; remove it (or pack into "
+                          "another folder)", path, shard_file_kind(st.st_mode));
+    DIR *d = fdopendir(dup(fd));
+    if (d) /* a dup shares its offset with fd: from the start */
+        rewinddir(d);
+    int rc = d ? 0 : shard_fail(msg, shard_errno_code(errno), "%s: cannot list: %s", path,
+                                strerror(errno));
+    for (struct dirent *e; !rc && (e = readdir(d));) {
+        const char *name = e->d_name;
+        if (!strcmp(name, ".") || !strcmp(name, ".."))
+            continue;
+        int regular = fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
+        if (!regular || !(record_name(name) || record_temporary(name)))
+            rc = shard_fail(msg, SHARD_ERR_INVALID,
+                            "%s/%s: %s in the pack record's folder, which holds only what "
+                            "shardpack writes there (plan, shard-... markers): nothing in it is "
+                            "followed or removed; take it out of the folder (or pack into "
+                            "another folder)",
+                            path, name, regular ? "a file shardpack did not write"
+                                                : shard_file_kind(st.st_mode));
     }
+    if (d)
+        closedir(d);
+    if (rc)
+        close(fd);
+    else
+        *fdp = fd;
+    return rc;
+}
+
+/* Whether a clear of p's record drops name, one the record writes: all of them for a whole
+ * run; for a part, the whole run's plan, this part's plan and its shards' markers. */
+static int dropped(const ShardPackPlan *p, const char *name)
+{
+    unsigned long long j;
+    ShardFileInfo info;
+    size_t lo, hi;
+    if (!p->s.nparts || !strcmp(name, "plan"))
+        return 1;
+    shard_pack_plan_part(p, &lo, &hi);
+    char *mine = plan_url(p, "");
+    int drop = (mine && !strcmp(name, mine)) ||
+               (!parse_marker(name, &j, &info) && j >= lo && j < hi);
+    free(mine);
+    return drop;
+}
+
+/* The record in a bucket cleared: its objects dropped() takes; any other object under its
+ * prefix refused, naming it, and nothing removed. */
+static int clear_bucket(ShardPackPlan *p, const char *dir, char *msg)
+{
     ShardPackListing l;
     int rc = shard_pack_list(p, dir, &l, msg);
-    size_t lo, hi;
-    shard_pack_plan_part(p, &lo, &hi);
     ShardRemote *r = rc ? NULL : remote_for(p, dir, msg);
+    if (!rc && !r)
+        rc = SHARD_ERR_NOMEM;
+    for (size_t i = 0; i < l.n && !rc; i++)
+        if (!record_name(l.v[i].name))
+            rc = shard_fail(msg, SHARD_ERR_INVALID,
+                            "%s%s: an object shardpack did not write, under the pack record's "
+                            "prefix, which holds only what shardpack writes there (plan, "
+                            "shard-... markers): nothing was removed; take it away (or pack "
+                            "under another prefix)", dir, l.v[i].name);
     for (size_t i = 0; i < l.n && !rc; i++) {
-        unsigned long long j;
-        ShardFileInfo info;
-        const char *name = l.v[i].name;
-        int drop = !p->s.nparts || !strcmp(name, "plan") || !strcmp(name, shard_base_name(mine)) ||
-                   (!parse_marker(name, &j, &info) && j >= lo && j < hi);
         char *url = NULL;
-        if (drop && asprintf(&url, "%s%s", dir, name) < 0)
-            rc = shard_fail(msg, SHARD_ERR_NOMEM, "out of memory");
-        else if (drop)
-            rc = shard_sink_remove(url, r, msg);
+        if (!dropped(p, l.v[i].name))
+            continue;
+        rc = asprintf(&url, "%s%s", dir, l.v[i].name) < 0
+                 ? shard_fail(msg, SHARD_ERR_NOMEM, "out of memory")
+                 : shard_sink_remove(url, r, msg);
         free(url);
     }
     shard_pack_listing_free(&l);
-    if (!rc && !shard_sink_in_bucket(dir)) /* gone when nothing of another part is left */
-        rmdir(shard_source_local_path(dir));
-    free(mine);
+    return rc;
+}
+
+/* Removes from the record's folder fd the temporaries that no live writer holds and, with p,
+ * the names dropped() takes; relative to fd: nothing outside the folder can be reached. */
+static int clear_folder(int fd, const char *dir, const ShardPackPlan *p, char *msg)
+{
+    DIR *d = fdopendir(dup(fd));
+    if (!d)
+        return shard_fail(msg, shard_errno_code(errno), "%s: cannot list: %s", dir, strerror(errno));
+    rewinddir(d); /* a dup shares its offset with fd: from the start */
+    int rc = 0;
+    for (struct dirent *e; !rc && (e = readdir(d));) {
+        const char *name = e->d_name;
+        if (record_temporary(name)) {
+            int t = openat(fd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+            if (t >= 0 && flock(t, LOCK_EX | LOCK_NB) == 0)
+                unlinkat(fd, name, 0); /* nobody writes it: a killed writer's */
+            if (t >= 0)
+                close(t);
+        } else if (p && record_name(name) && dropped(p, name) && unlinkat(fd, name, 0) != 0 &&
+                   errno != ENOENT) {
+            rc = shard_fail(msg, shard_errno_code(errno), "%s%s: cannot remove: %s", dir, name,
+                            strerror(errno));
+        }
+    }
+    closedir(d);
+    return rc;
+}
+
+int shard_pack_record_check(const ShardPackPlan *p, char *msg)
+{
+    char *dir = shard_pack_record_dir(p);
+    if (!dir)
+        return shard_fail(msg, SHARD_ERR_NOMEM, "out of memory");
+    int fd, rc = shard_pack_record_folder(dir, &fd, msg);
+    if (!rc && fd >= 0) /* markers a killed run was writing */
+        rc = clear_folder(fd, dir, NULL, msg);
+    if (fd >= 0)
+        close(fd);
+    free(dir);
+    return rc;
+}
+
+int shard_pack_record_clear(ShardPackPlan *p, char *msg)
+{
+    char *dir = shard_pack_record_dir(p);
+    if (!dir)
+        return shard_fail(msg, SHARD_ERR_NOMEM, "out of memory");
+    int fd, rc = shard_pack_record_folder(dir, &fd, msg);
+    if (!rc && fd >= 0) {
+        rc = clear_folder(fd, dir, p, msg);
+        close(fd);
+        if (!rc) /* gone when nothing of another part is left */
+            rmdir(shard_source_local_path(dir));
+    } else if (!rc && shard_sink_in_bucket(dir)) {
+        rc = clear_bucket(p, dir, msg);
+    }
     free(dir);
     return rc;
 }

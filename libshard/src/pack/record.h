@@ -37,9 +37,21 @@ SHARD_HIDDEN void shard_pack_listing_free(ShardPackListing *l);
  * alike), with the trailing slash; malloc'd, NULL when out of memory. */
 SHARD_HIDDEN char *shard_pack_record_dir(const ShardPackPlan *p);
 
+/* The record's folder dir, when local, as ours or refused: a folder (not a link to one), every
+ * name in it a regular file the record writes (its plans, markers, their temporaries); a
+ * link, FIFO, device or foreign file at its place or in it refused, naming it. *fd receives
+ * the folder opened (O_NOFOLLOW), the caller's to close, or -1 when there is none (a bucket:
+ * its names are checked as listed). 0, or an error with msg (SHARD_ERROR_MAX bytes). */
+SHARD_HIDDEN int shard_pack_record_folder(const char *dir, int *fd, char *msg);
+
+/* Checks p's record folder (shard_pack_record_folder) and removes the temporaries killed
+ * runs left in it, before anything reads or writes the record. 0, or an error with msg. */
+SHARD_HIDDEN int shard_pack_record_check(const ShardPackPlan *p, char *msg);
+
 /* Removes the earlier record of p's set: all of it for a whole run; for a part, the whole
- * run's plan, this part's plan and the markers of this part's shards. 0, or an error with
- * msg (SHARD_ERROR_MAX bytes). */
+ * run's plan, this part's plan and the markers of this part's shards; only names the record
+ * writes, relative to its folder opened without following links (a foreign name refused, as
+ * shard_pack_record_folder). 0, or an error with msg (SHARD_ERROR_MAX bytes). */
 SHARD_HIDDEN int shard_pack_record_clear(ShardPackPlan *p, char *msg);
 
 /* Writes p's plan into the record (before any shard). 0, or an error with msg. */

@@ -194,7 +194,10 @@ done:
 
 void shard_sink_file_sweep(const char *dir, const ShardKeySet *names)
 {
-    DIR *d = opendir(dir);
+    int fd = shard_dir_open(dir); /* a link at dir is not followed: nothing there is ours */
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (fd >= 0 && !d)
+        close(fd);
     for (struct dirent *e; d && (e = readdir(d));) {
         const char *tmp = NULL; /* the last ".tmp-": a name may hold one itself */
         for (const char *p = e->d_name; (p = strstr(p, ".tmp-")); p++)
@@ -203,13 +206,11 @@ void shard_sink_file_sweep(const char *dir, const ShardKeySet *names)
             continue;
         char *base = strndup(e->d_name + 1, (size_t)(tmp - e->d_name - 1));
         if (base && (!names || shard_keyset_has(names, base))) {
-            char path[4096];
-            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-            int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-            if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0)
-                unlink(path); /* nobody writes it: a killed writer's */
-            if (fd >= 0)
-                close(fd);
+            int t = openat(dirfd(d), e->d_name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+            if (t >= 0 && flock(t, LOCK_EX | LOCK_NB) == 0)
+                unlinkat(dirfd(d), e->d_name, 0); /* nobody writes it: a killed writer's */
+            if (t >= 0)
+                close(t);
         }
         free(base);
     }

@@ -107,7 +107,7 @@ void shard_cache_fill_write(ShardCacheFill **pf, const void *p, size_t n)
 }
 
 typedef struct Entry {
-    char *path;
+    char *name; /* in the cache's folder */
     struct timespec used;
     uint64_t size;
 } Entry;
@@ -138,32 +138,32 @@ static void trim(const ShardRemote *r)
         return;
     flock(lfd, LOCK_EX);
     shard_sink_sweep(dir, NULL); /* copies a killed process was making */
-    DIR *d = opendir(dir);
+    int fd = shard_dir_open(dir); /* entries named relative to it: never through a link */
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (fd >= 0 && !d)
+        close(fd);
     Entry *v = NULL;
     size_t n = 0, cap = 0;
     uint64_t total = 0;
     struct dirent *e;
     while (d && (e = readdir(d))) {
-        if (e->d_name[0] == '.')
-            continue;
-        char path[4096];
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         struct stat st;
-        if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+        if (e->d_name[0] == '.' || fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+            !S_ISREG(st.st_mode))
             continue;
         if (shard_array_grow(&v, &cap, n + 1, sizeof *v, 64))
             break;
-        v[n++] = (Entry){strdup(path), st.st_mtim, (uint64_t)st.st_size};
+        v[n++] = (Entry){strdup(e->d_name), st.st_mtim, (uint64_t)st.st_size};
         total += (uint64_t)st.st_size;
     }
+    qsort(v, n, sizeof *v, older);
+    for (size_t i = 0; d && i < n && total > limit; i++)
+        if (v[i].name && unlinkat(dirfd(d), v[i].name, 0) == 0)
+            total -= v[i].size;
     if (d)
         closedir(d);
-    qsort(v, n, sizeof *v, older);
-    for (size_t i = 0; i < n && total > limit; i++)
-        if (v[i].path && unlink(v[i].path) == 0)
-            total -= v[i].size;
     for (size_t i = 0; i < n; i++)
-        free(v[i].path);
+        free(v[i].name);
     free(v);
     flock(lfd, LOCK_UN);
     close(lfd);
