@@ -207,13 +207,14 @@ static PyObject *Loader_skipped_by(LoaderObject *self, void *c)
     ShardReaderStats st;
     shard_loader_reader_stats(l, &st);
     unsigned long long samples = shard_loader_skipped(l);
-    return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K}", "image",
+    return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K}", "image",
                          (unsigned long long)shard_loader_skipped_by(l, SHARD_BAD_IMAGE),
                          "no_image",
                          (unsigned long long)shard_loader_skipped_by(l, SHARD_BAD_NO_IMAGE),
                          "label", (unsigned long long)shard_loader_skipped_by(l, SHARD_BAD_LABEL),
                          "shards", (unsigned long long)st.skipped_shards, "shard_samples",
-                         (unsigned long long)st.skipped_samples, "total",
+                         (unsigned long long)st.skipped_samples, "batches",
+                         (unsigned long long)shard_loader_skipped_batches(l), "total",
                          samples + (unsigned long long)st.skipped_samples);
 }
 

@@ -191,16 +191,23 @@ static PyObject *RawStream_tell(RawStreamObject *self, PyObject *unused)
     return PyLong_FromUnsignedLongLong((unsigned long long)shard_stream_tell(self->s));
 }
 
-static PyObject *RawStream_members(RawStreamObject *self, PyObject *unused)
+static PyObject *RawStream_members(RawStreamObject *self, PyObject *args, PyObject *kw)
 {
-    (void)unused;
-    if (raw_live(self))
+    static char *names[] = {"max_member_size", "max_sample_size", NULL};
+    unsigned long long member = 0, sample = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|$KK:members", names, &member, &sample) ||
+        raw_live(self))
         return NULL;
+    if (!member || !sample || member > (1ull << 62) || sample > (1ull << 62)) {
+        PyErr_SetString(PyExc_ValueError, "members(): max_member_size and max_sample_size are "
+                                          "from 1 to 2**62 bytes");
+        return NULL;
+    }
     ShardStream *s = self->s;
     ShardRemote *rm = self->rm;
     self->s = NULL; /* the stream is the members' now: this one is closed */
     self->rm = NULL;
-    return shard_py_tarmembers_new(&s, &rm, self->url);
+    return shard_py_tarmembers_new(&s, &rm, self->url, member, sample);
 }
 
 static PyObject *RawStream_get_closed(RawStreamObject *self, void *c)
@@ -236,9 +243,12 @@ static PyMethodDef RawStream_methods[] = {
     {"read", (PyCFunction)RawStream_read, METH_VARARGS,
      "read(n=-1) -> bytes: the next n bytes (fewer at the end), or all the rest"},
     {"tell", (PyCFunction)RawStream_tell, METH_NOARGS, "Bytes read so far."},
-    {"members", (PyCFunction)RawStream_members, METH_NOARGS,
-     "members() -> TarMembers: the stream, nothing read from it yet, read as a tar: its "
-     "regular files as (name, bytes) in order; the stream is closed, its source theirs"},
+    {"members", (PyCFunction)(void (*)(void))RawStream_members, METH_VARARGS | METH_KEYWORDS,
+     "members(*, max_member_size, max_sample_size) -> TarMembers: the stream, nothing read "
+     "from it yet, read as a tar: its regular files as (name, bytes) in order, a member "
+     "declaring more than max_member_size bytes, or consecutive members of one key "
+     "(WebDataset's grouping) more than max_sample_size, refused before they are read; the "
+     "stream is closed, its source theirs"},
     {"close", (PyCFunction)RawStream_close, METH_NOARGS,
      "Closes the stream (a pipe's command is waited for)."},
     {"remote_stats", (PyCFunction)RawStream_remote_stats, METH_NOARGS,

@@ -140,14 +140,17 @@ static int members_open(void *arg)
     return shard_file_open_stream(&o->f, &o->s, &o->fs, &o->err);
 }
 
-PyObject *shard_py_tarmembers_new(ShardStream **s, ShardRemote **rm, PyObject *url)
+PyObject *shard_py_tarmembers_new(ShardStream **s, ShardRemote **rm, PyObject *url,
+                                  uint64_t max_member, uint64_t max_sample)
 {
     MembersOpen o = {.s = *s};
     *s = NULL;
     shard_file_default_settings(&o.fs);
     o.fs.members = 1;
-    /* WebDataset reads members of any size and name: the limits are the memory's */
-    o.fs.max_member_size = o.fs.max_sample_size = UINT64_MAX / 2;
+    /* the caller's limits (libshard.webdataset's, by default the library's); names of
+     * any length as WebDataset reads them, up to a bound */
+    o.fs.max_member_size = max_member;
+    o.fs.max_sample_size = max_sample;
     o.fs.max_name = 1u << 20;
     o.fs.remote = *rm;
     int rc = 0;

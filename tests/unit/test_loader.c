@@ -292,16 +292,29 @@ Test(loader, a_corrupt_image_fails_or_is_skipped)
 
     s.reader.skip_errors = 1;
     cr_assert_eq(shard_loader_open(&l, &s, &err), 0, "%s", err.message);
-    size_t n = 0;
+    size_t n = 0, repeats = 0;
     while ((rc = shard_loader_next(l, &b)) == 0) {
-        for (size_t i = 0; i < b->size; i++)
+        for (size_t i = 0; i < b->size; i++) {
             cr_assert_str_neq(b->keys[i], "k0013");
+            if (!b->repeats[i])
+                continue;
+            /* the skipped sample's place: a marked repeat of another of its batch */
+            repeats++;
+            size_t j = 0;
+            while (j < b->size && (j == i || b->repeats[j] || strcmp(b->keys[j], b->keys[i])))
+                j++;
+            cr_assert_lt(j, b->size, "repeat of %s is no sample of its batch", b->keys[i]);
+            cr_assert_eq(memcmp((char *)b->images + i * b->image_bytes,
+                                (char *)b->images + j * b->image_bytes, b->image_bytes), 0);
+        }
         n += b->size;
         shard_batch_release(l, b);
     }
     cr_assert_eq(rc, SHARD_EOS);
-    cr_assert_eq(n, NSAMPLES - 1);
+    cr_assert_eq(n, NSAMPLES, "the batch keeps its size");
+    cr_assert_eq(repeats, 1);
     cr_assert_eq(shard_loader_skipped(l), 1);
+    cr_assert_eq(shard_loader_skipped_batches(l), 0);
     shard_loader_free(&l);
 }
 

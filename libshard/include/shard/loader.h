@@ -26,8 +26,9 @@ typedef struct ShardLoaderSettings {
     ShardReaderSettings reader; /**< what to read and how to split and shuffle it */
     ShardTransform transform;   /**< decode and augmentation */
     size_t batch_size;          /**< samples per batch (default 256) */
-    int drop_last;              /**< drop every short batch: the epoch's last, and one that
-                                     skip_errors left short (default 0: keep) */
+    int drop_last;              /**< drop the epoch's last batch when it is short (default 0:
+                                     keep); skip_errors never shortens a batch (a skipped
+                                     sample's place holds a marked repeat) */
     int threads;                /**< decode threads; 0: one per CPU this process may use,
                                      shard_cpus_available (default 0) */
     size_t batches;             /**< batch buffers in the ring (default 4): prefetch depth
@@ -90,8 +91,9 @@ typedef struct ShardBatch {
      *  epoch: earlier shards' sample counts (in the shard list's order) plus its index in
      *  its shard; UINT64_MAX where counts are unknown */
     const uint64_t *indices;
-    /** size flags: 1 where the sample is padding (equal mode with pad), a repeat of one the
-     *  epoch delivers elsewhere, to leave out when gathering results */
+    /** size flags: 1 where the sample is padding, a repeat of one the epoch delivers
+     *  elsewhere (equal mode's; or, with skip_errors, one of the batch in a skipped
+     *  sample's place), to leave out when gathering results */
     const unsigned char *repeats;
     /** size: each sample's seed for its random choices (crop, scale, flip), as
      *  shard_decode_transform takes it: the sample's image decoded alone with the batch's
@@ -171,6 +173,11 @@ SHARD_API void shard_loader_held(const ShardLoader *l, size_t *held, size_t *bat
 
 /** @return samples left out of batches in skip mode (reader.skip_errors), all reasons */
 SHARD_API uint64_t shard_loader_skipped(const ShardLoader *l);
+
+/** @return batches dropped in skip mode because every one of their samples was left out
+ *  (a batch with one good sample keeps its size: the skipped samples' places hold marked
+ *  repeats of its good ones, ShardBatch.repeats) */
+SHARD_API uint64_t shard_loader_skipped_batches(const ShardLoader *l);
 
 /** Why the loader left a sample out in skip mode. */
 typedef enum ShardBadSample {

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "base/text.h"
 #include "base/url.h"
@@ -147,4 +148,62 @@ void shard_url_display(const char *url, char *out, size_t cap)
     shard_url_redact_text(copy);
     snprintf(out, cap, "%s", copy);
     free(copy);
+}
+
+/* Whether the query parameter name (n bytes) signs or authorizes a request. */
+static int signing(const char *name, size_t n)
+{
+    static const char *const prefixes[] = {"x-amz-", "x-goog-"};
+    static const char *const names[] = {
+        "signature", "expires", "googleaccessid", "key-pair-id", "policy", "awsaccesskeyid",
+        "token", "access_token", "sig", "se", "st", "sp", "sv", "sr", "ss", "srt", "spr",
+        "sip", "skoid", "sktid", "skt", "ske", "sks", "skv", "sdd", "sduoid", "saoid", "suoid",
+        "scid"};
+    for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++)
+        if (n >= strlen(prefixes[i]) && !strncasecmp(name, prefixes[i], strlen(prefixes[i])))
+            return 1;
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+        if (n == strlen(names[i]) && !strncasecmp(name, names[i], n))
+            return 1;
+    return 0;
+}
+
+char *shard_url_unsigned(const char *url)
+{
+    size_t len = strlen(url);
+    char *out = malloc(len + 1);
+    if (!out)
+        return NULL;
+    const char *scheme = strstr(url, "://"), *at = url;
+    size_t o = 0;
+    if (scheme) { /* the scheme, then the host without a user:password@ */
+        const char *host = scheme + 3, *end = host + strcspn(host, "/?#");
+        const char *user = NULL;
+        for (const char *q = host; q < end; q++)
+            if (*q == '@')
+                user = q;
+        memcpy(out, url, (size_t)(host - url));
+        o = (size_t)(host - url);
+        at = user ? user + 1 : host;
+    }
+    size_t k = strcspn(at, "?#");
+    memcpy(out + o, at, k);
+    o += k;
+    at += k;
+    if (*at == '?') {
+        at++;
+        char sep = '?';
+        while (*at && *at != '#') {
+            size_t n = strcspn(at, "&#"), name = strcspn(at, "=&#");
+            if (n && !signing(at, name < n ? name : n)) {
+                out[o++] = sep;
+                memcpy(out + o, at, n);
+                o += n;
+                sep = '&';
+            }
+            at += n + (at[n] == '&');
+        }
+    }
+    out[o] = 0; /* a fragment never reaches a server: dropped */
+    return out;
 }

@@ -40,6 +40,13 @@ SHARD_HIDDEN void shard_url_shown(const char *url, char *out, size_t cap);
  * longer than it was). */
 SHARD_HIDDEN void shard_url_redact_text(char *text);
 
+/* What names the same object whoever signs for it: url without a user and password and
+ * without the query parameters that sign or authorize a request (X-Amz-*, X-Goog-*,
+ * Signature, Expires, GoogleAccessId, Key-Pair-Id, Policy, AWSAccessKeyId, and a SAS's sig,
+ * se, st, sp, sv, sr, ss, srt, spr, skoid...), the others (a versionId, a generation) kept
+ * in order. malloc'd, NULL when out of memory. */
+SHARD_HIDDEN char *shard_url_unsigned(const char *url);
+
 /* Whether url stands for every shard under a prefix (gs://B/P/, s3://B/P/: ends in '/'). */
 SHARD_HIDDEN int shard_url_is_prefix(const char *url);
 

@@ -316,49 +316,65 @@ void shard_slot_release_items(ShardSlot *sl)
     }
 }
 
-size_t shard_slot_compact(ShardSlot *sl, size_t image_bytes, uint64_t *by)
+/* Sample i's bytes of raw field f become sample d's: the field's data laid out again, the
+ * samples after i moved. SHARD_ERR_NOMEM leaves the field as it was. */
+static int field_take(ShardRawField *f, size_t n, size_t i, size_t d)
 {
-    size_t o = 0;
-    for (size_t i = 0; i < sl->n; i++) {
-        if (sl->failed[i]) {
-            by[sl->failed[i]]++;
-            sl->keys[i] = NULL;
+    uint64_t from = f->offsets[i], to = f->offsets[i + 1];
+    uint64_t size = f->offsets[d + 1] - f->offsets[d];
+    size_t need = (size_t)(f->size - (to - from) + size);
+    if (need > f->size && shard_alloc_grow(shard_default_allocator(), &f->data, &f->cap, need,
+                                           f->size))
+        return SHARD_ERR_NOMEM;
+    /* the tail after sample i to its new place, then d's bytes into i's; d's own bytes are
+     * read from where they lie after the move */
+    size_t tail = (size_t)(f->size - to);
+    uint64_t dfrom = f->offsets[d] + (d > i ? (size - (to - from)) : 0);
+    if (tail)
+        memmove(f->data + from + size, f->data + to, tail);
+    if (size)
+        memmove(f->data + from, f->data + dfrom, (size_t)size);
+    for (size_t k = i + 1; k <= n; k++)
+        f->offsets[k] = f->offsets[k] - to + from + size;
+    f->present[i] = f->present[d];
+    f->size = need;
+    return 0;
+}
+
+int shard_slot_fill(ShardSlot *sl, size_t image_bytes, uint64_t *by, size_t *failed)
+{
+    size_t *good = malloc((sl->n ? sl->n : 1) * sizeof *good), ngood = 0, k = 0;
+    if (!good)
+        return SHARD_ERR_NOMEM;
+    for (size_t i = 0; i < sl->n; i++)
+        if (!sl->failed[i])
+            good[ngood++] = i;
+    *failed = sl->n - ngood;
+    int rc = 0;
+    for (size_t i = 0; i < sl->n && !rc; i++) {
+        if (!sl->failed[i])
             continue;
-        }
-        if (o != i) {
-            memmove((unsigned char *)sl->images + o * image_bytes,
-                    (unsigned char *)sl->images + i * image_bytes, image_bytes);
-            sl->labels[o] = sl->labels[i];
-            sl->indices[o] = sl->indices[i];
-            sl->seeds[o] = sl->seeds[i];
-            sl->repeats[o] = sl->repeats[i];
-            sl->keys[o] = sl->keys[i];
-            sl->urls[o] = sl->urls[i];
-            sl->sources[o] = sl->sources[i];
-            sl->keys[i] = NULL;
-        }
-        o++;
+        by[sl->failed[i]]++;
+        sl->failed[i] = 0;
+        if (!ngood)
+            continue;
+        size_t d = good[k++ % ngood]; /* the batch's good samples in turn */
+        memcpy((unsigned char *)sl->images + i * image_bytes,
+               (unsigned char *)sl->images + d * image_bytes, image_bytes);
+        sl->labels[i] = sl->labels[d];
+        sl->indices[i] = sl->indices[d];
+        sl->seeds[i] = sl->seeds[d];
+        sl->repeats[i] = 1;
+        sl->keys[i] = sl->keys[d];
+        sl->urls[i] = sl->urls[d];
+        sl->sources[i] = sl->sources[d];
+        for (size_t f = 0; f < sl->nraw && !rc; f++)
+            rc = field_take(&sl->raw[f], sl->n, i, d);
     }
-    for (size_t k = 0; k < sl->nraw; k++) {
-        ShardRawField *f = &sl->raw[k];
-        size_t m = 0;
-        uint64_t at = 0;
-        for (size_t i = 0; i < sl->n; i++) {
-            uint64_t from = f->offsets[i], to = f->offsets[i + 1];
-            if (sl->failed[i])
-                continue;
-            if (to > from) /* data is NULL while no sample had bytes for the field */
-                memmove(f->data + at, f->data + from, (size_t)(to - from));
-            f->present[m] = f->present[i];
-            f->offsets[m] = at;
-            at += to - from;
-            f->offsets[++m] = at;
-        }
-        f->size = (size_t)at;
-    }
-    size_t failed = sl->n - o;
-    sl->n = o;
-    return failed;
+    if (!ngood)
+        sl->n = 0; /* nothing to repeat: the batch goes */
+    free(good);
+    return rc;
 }
 
 void shard_slot_publish(ShardSlot *sl, size_t image_bytes)

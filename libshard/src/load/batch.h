@@ -100,9 +100,12 @@ SHARD_HIDDEN const char *shard_slot_error(const ShardSlot *sl);
 SHARD_HIDDEN void shard_slot_forget_errors(ShardSlot *sl);
 /* Releases the reader's samples (their bytes were decoded or copied). */
 SHARD_HIDDEN void shard_slot_release_items(ShardSlot *sl);
-/* Moves the samples that decoded down over the ones that failed; returns how many failed,
- * adding them by reason to by[why]. */
-SHARD_HIDDEN size_t shard_slot_compact(ShardSlot *sl, size_t image_bytes, uint64_t *by);
+/* Fills each failed sample's place with a repeat of one that decoded (the batch's good
+ * samples in turn: its image, label, key, index, raw fields), marked in repeats, so the
+ * batch keeps its size and order; with none that decoded, the batch is emptied (n 0).
+ * *failed receives how many failed, added by reason to by[why]. 0 or SHARD_ERR_NOMEM. */
+SHARD_HIDDEN int shard_slot_fill(ShardSlot *sl, size_t image_bytes, uint64_t *by,
+                                 size_t *failed);
 /* Fills sl->batch for the caller. */
 SHARD_HIDDEN void shard_slot_publish(ShardSlot *sl, size_t image_bytes);
 /* Forgets the batch's samples (items released, message cleared): the slot is free. */

@@ -241,16 +241,24 @@ static int loader_next(ShardLoader *l, const ShardBatch **out)
             return SHARD_ERR_DECODE;
         }
         shard_slot_forget_errors(sl);
-        if (bad)
-            l->skipped += shard_slot_compact(sl, l->spec.image_bytes, l->skipped_by);
+        size_t failed = 0;
+        if (bad && shard_slot_fill(sl, l->spec.image_bytes, l->skipped_by, &failed)) {
+            shard_fail(l->err, SHARD_ERR_NOMEM, "loader: out of memory");
+            l->ended = 1;
+            recycle(l, sl);
+            return SHARD_ERR_NOMEM;
+        }
+        l->skipped += failed;
         l->delivered_position = sl->end_position;
         if (sl->order != l->delivered_order) {
             shard_order_put(l->delivered_order);
             l->delivered_order = shard_order_ref(sl->order);
         }
-        /* every sample failed, or drop_last and skips left it short (as the epoch's last
-         * short batch is dropped): on to the next batch */
+        /* every sample failed (nothing to repeat in its place), or drop_last and the epoch's
+         * last short batch: on to the next batch. A skipped sample's place is a marked repeat
+         * of another of its batch, so a batch is short only at the epoch's end. */
         if (!sl->n || (l->s.drop_last && sl->n < l->s.batch_size)) {
+            l->dropped_batches += !sl->n;
             recycle(l, sl);
             continue;
         }
@@ -352,6 +360,8 @@ int64_t shard_loader_epoch_batches(const ShardLoader *l)
 uint64_t shard_loader_seed(const ShardLoader *l) { return shard_reader_seed(l->reader); }
 
 uint64_t shard_loader_skipped(const ShardLoader *l) { return l->skipped; }
+
+uint64_t shard_loader_skipped_batches(const ShardLoader *l) { return l->dropped_batches; }
 
 void shard_loader_stop(ShardLoader *l)
 {

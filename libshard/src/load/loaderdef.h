@@ -73,6 +73,7 @@ struct ShardLoader {
     int broken;         /* a restore or new epoch failed: no producer runs, and next says so */
     uint64_t skipped;                  /* samples left out in skip mode, and by reason */
     uint64_t skipped_by[SHARD_BAD_N];
+    uint64_t dropped_batches;          /* batches of skipped samples alone, dropped */
     uint64_t *offsets; /* per shard: samples in the shards before it, or NULL (the spec's) */
     uint32_t *sources; /* per shard: its source in a mix (the spec's) */
     uint64_t delivered_position;

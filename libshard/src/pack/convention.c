@@ -8,6 +8,7 @@
 
 #include <jansson.h>
 
+#include "base/url.h"
 #include "pack/packplandef.h"
 #include "pack/convention.h"
 #include "pack/shrink.h"
@@ -26,8 +27,11 @@ char *shard_pack_sample_json(const Input *x, const ShardShrunk *shrunk)
         json_object_set_new(o, "original_height", json_integer(shrunk->height));
     }
     json_object_set_new(o, "path", json_string(x->rel));
-    if (shard_source_place(x->path) & SHARD_PLACE_REMOTE)
-        json_object_set_new(o, "url", json_string(x->path));
+    if (shard_source_place(x->path) & SHARD_PLACE_REMOTE) { /* as a log may show it */
+        char shown[4096];
+        shard_url_display(x->path, shown, sizeof shown);
+        json_object_set_new(o, "url", json_string(shown));
+    }
     if (x->in.label >= 0)
         json_object_set_new(o, "label", json_integer(x->in.label));
     if (x->class_name)

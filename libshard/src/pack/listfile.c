@@ -194,12 +194,18 @@ static int list_classes(Scan *c, ListRow *rows, size_t nrows, const char *file, 
     return 0;
 }
 
-/* A remote file's name in the dataset: its URL without the scheme, query and fragment
- * ("https://host/a/b.jpg?x=1" gives "host/a/b.jpg"), from which its key is derived. */
+/* A remote file's name in the dataset: its URL without the scheme, a user and password,
+ * the query and the fragment ("https://u:p@host/a/b.jpg?x=1" gives "host/a/b.jpg"), from
+ * which its key is derived: nothing of a credential goes into a shard. */
 static char *url_rel(const char *url)
 {
     const char *p = strstr(url, "://");
     p = p ? p + 3 : url;
+    const char *end = p + strcspn(p, "/?#"), *user = NULL;
+    for (const char *q = p; q < end; q++)
+        if (*q == '@')
+            user = q;
+    p = user ? user + 1 : p;
     return strndup(p, strcspn(p, "?#"));
 }
 

@@ -23,6 +23,7 @@
 #include "shard/names.h"
 #include "shard/pack.h"
 #include "sink/sink.h"
+#include "source/open.h"
 #include "write/shardwriter.h"
 
 void shard_pack_default_settings(ShardPackSettings *s)
@@ -168,7 +169,31 @@ int shard_pack_plan_set_classes(ShardPackPlan *p, const char *const *names, size
     return 0;
 }
 
-/* Keys from relative paths, in input order; a clash gets the smallest free "_N". */
+/* A URL of a list whose key (key) an earlier input has: refused, naming both as a log may
+ * show them (two URLs of one object, signed twice or of two versions, would be one sample
+ * twice under two keys); 0 when input i is a local file (a clash gets "_N"). */
+static int url_clash(const ShardPackPlan *p, size_t i, const char *key, ShardError *err)
+{
+    if (!(shard_source_place(p->v[i].path) & SHARD_PLACE_REMOTE))
+        return 0;
+    size_t k = 0;
+    char *other = malloc(strlen(key) + 32);
+    for (; other && k < i; k++) /* the earlier input of that key */
+        if (shard_key_from_path(p->v[k].rel, other, strlen(p->v[k].rel) + 32) >= 0 &&
+            !strcmp(other, key))
+            break;
+    free(other);
+    char a[1024], b[1024], msg[SHARD_ERROR_MAX];
+    shard_url_display(k < i ? p->v[k].path : "?", a, sizeof a);
+    shard_url_display(p->v[i].path, b, sizeof b);
+    shard_fail(msg, SHARD_ERR_INVALID, "%s and %s give one sample key, '%s' (a key is a URL's "
+               "host and path, its query and any user and password left out): list each "
+               "object once", a, b, key);
+    return shard_report(err, SHARD_ERR_INVALID, msg);
+}
+
+/* Keys from relative paths, in input order; a clash gets the smallest free "_N" (a URL's,
+ * refused: url_clash). */
 static int assign_keys(ShardPackPlan *p, ShardError *err)
 {
     ShardKeySet set = {0}; /* the keys belong to the inputs */
@@ -187,6 +212,10 @@ static int assign_keys(ShardPackPlan *p, ShardError *err)
             break;
         }
         int added = shard_keyset_insert(&set, key);
+        if (added == 0 && (rc = url_clash(p, i, key, err))) {
+            free(key);
+            break;
+        }
         for (unsigned long k = 1; added == 0; k++) {
             char *alt = malloc((size_t)n + 24);
             if (!alt) {

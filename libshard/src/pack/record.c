@@ -30,6 +30,7 @@
 #include "base/dirs.h"
 #include "base/error.h"
 #include "base/text.h"
+#include "base/url.h"
 #include "pack/convention.h"
 #include "pack/packplan.h"
 #include "pack/packplandef.h"
@@ -72,71 +73,6 @@ static ShardRemote *remote_for(ShardPackPlan *p, const char *url, char *msg)
     return shard_sink_in_bucket(url) ? shard_pack_plan_remote(p, msg) : NULL;
 }
 
-/* ---- listings ------------------------------------------------------------------------ */
-
-typedef struct Lister {
-    ShardPackListing *l;
-    const char *dir; /* as listed: a name is what follows it */
-} Lister;
-
-static int add_entry(void *cookie, const char *url, uint64_t size)
-{
-    Lister *x = cookie;
-    ShardPackListing *l = x->l;
-    size_t n = strlen(x->dir);
-    /* a bucket lists a prefix without a delimiter: a nested object keeps its '/', so that
-     * it never stands for an object of the folder itself */
-    const char *rel = !strncmp(url, x->dir, n) ? url + n + (url[n] == '/') : shard_base_name(url);
-    char *name = strdup(rel);
-    if (!name || shard_array_grow(&l->v, &l->cap, l->n + 1, sizeof *l->v, 64)) {
-        free(name);
-        return SHARD_ERR_NOMEM;
-    }
-    l->v[l->n++] = (ShardPackEntry){name, size};
-    return 0;
-}
-
-static int entry_cmp(const void *a, const void *b)
-{
-    return strcmp(((const ShardPackEntry *)a)->name, ((const ShardPackEntry *)b)->name);
-}
-
-int shard_pack_list(ShardPackPlan *p, const char *dir, ShardPackListing *out, char *msg)
-{
-    memset(out, 0, sizeof *out);
-    ShardRemote *r = NULL;
-    if (shard_sink_in_bucket(dir) && !(r = shard_pack_plan_remote(p, msg)))
-        return SHARD_ERR_NOMEM;
-    Lister x = {out, dir};
-    int rc = shard_source_list(dir, r, add_entry, &x, msg);
-    if (rc == 1)
-        rc = 0; /* a folder not made yet: nothing in it */
-    if (rc == SHARD_ERR_NOMEM)
-        snprintf(msg, SHARD_ERROR_MAX, "%s: out of memory", dir);
-    if (rc)
-        shard_pack_listing_free(out);
-    else if (out->n > 1) /* for lookups by name, whatever order the store lists in */
-        qsort(out->v, out->n, sizeof *out->v, entry_cmp);
-    return rc;
-}
-
-int shard_pack_listing_size(const ShardPackListing *l, const char *name, uint64_t *size)
-{
-    ShardPackEntry key = {(char *)name, 0};
-    const ShardPackEntry *at = l->n ? bsearch(&key, l->v, l->n, sizeof *l->v, entry_cmp) : NULL;
-    if (at && size)
-        *size = at->size;
-    return at != NULL;
-}
-
-void shard_pack_listing_free(ShardPackListing *l)
-{
-    for (size_t i = 0; i < l->n; i++)
-        free(l->v[i].name);
-    free(l->v);
-    memset(l, 0, sizeof *l);
-}
-
 /* ---- the plan ------------------------------------------------------------------------ */
 
 /* The digest of shard j's inputs: everything of each that goes into the shard. */
@@ -148,9 +84,18 @@ static int inputs_digest(const ShardPackPlan *p, size_t j, char hex[65])
     for (size_t i = p->first[j]; i < p->first[j + 1]; i++) {
         const Input *x = &p->v[i];
         char num[64];
-        const char *parts[] = {x->path, x->rel, x->field, x->class_name, x->extra, x->key};
+        /* a URL as it names its object whoever signs for it: a list signed anew resumes,
+         * another version (a versionId, a generation) does not */
+        char *path = shard_url_unsigned(x->path);
+        if (!path) {
+            char md5[33];
+            shard_digests_final(&d, md5, hex); /* frees its state */
+            return SHARD_ERR_NOMEM;
+        }
+        const char *parts[] = {path, x->rel, x->field, x->class_name, x->extra, x->key};
         for (size_t k = 0; k < sizeof parts / sizeof *parts; k++)
             shard_digests_update(&d, parts[k] ? parts[k] : "", strlen(parts[k] ? parts[k] : "") + 1);
+        free(path);
         int n = snprintf(num, sizeof num, "%llu %lld", (unsigned long long)x->in.size,
                          (long long)x->in.label);
         shard_digests_update(&d, num, (size_t)n + 1);
@@ -256,9 +201,15 @@ static int plan_differs(const ShardPackPlan *p, const char *then, const char *no
             sscanf(la, "shard %llu %llu %llu %*s %4199[^\n]", &j, &na, &ba, fa);
             sscanf(lb, "shard %*u %llu %llu %*s %4199[^\n]", &nb, &bb, fb);
             char *url = shard_pack_numbered(p->pattern, j);
-            snprintf(why, size, "the input changed: shard %llu (%s) held %llu files from %s "
-                                "(%llu bytes) then, %llu files from %s (%llu bytes) now",
-                     j, url ? url : "?", na, fa, ba, nb, fb, bb);
+            if (na == nb && ba == bb && !strcmp(fa, fb)) /* the same names and sizes */
+                snprintf(why, size, "the input changed: shard %llu (%s) holds %llu files from "
+                                    "%s (%llu bytes) as it did, but their paths, URLs (signing "
+                                    "aside: a new version of an object), labels or extra "
+                                    "fields differ", j, url ? url : "?", na, fa, ba);
+            else
+                snprintf(why, size, "the input changed: shard %llu (%s) held %llu files from "
+                                    "%s (%llu bytes) then, %llu files from %s (%llu bytes) now",
+                         j, url ? url : "?", na, fa, ba, nb, fb, bb);
             free(url);
         } else {
             char *sa = strchr(la, ' '), *sb = strchr(lb, ' ');

@@ -11,27 +11,8 @@
 
 #include "base/attr.h"
 #include "shard/pack.h"
+#include "pack/listing.h"
 #include "shard/writer.h"
-
-/* A folder's or a bucket prefix's objects: base names and sizes, in name order. */
-typedef struct ShardPackEntry {
-    char *name;
-    uint64_t size;
-} ShardPackEntry;
-typedef struct ShardPackListing {
-    ShardPackEntry *v;
-    size_t n, cap;
-} ShardPackListing;
-
-/* Lists dir (a folder, or a bucket's prefix ending in '/') into out (freed by
- * shard_pack_listing_free); a folder that does not exist lists nothing. 0, or an error
- * with msg (SHARD_ERROR_MAX bytes). */
-SHARD_HIDDEN int shard_pack_list(ShardPackPlan *p, const char *dir, ShardPackListing *out,
-                                 char *msg);
-/* 1 when l holds name (its size into *size, which may be NULL), else 0. */
-SHARD_HIDDEN int shard_pack_listing_size(const ShardPackListing *l, const char *name,
-                                         uint64_t *size);
-SHARD_HIDDEN void shard_pack_listing_free(ShardPackListing *l);
 
 /* The record's folder for p's set: D/.STEM.pack/ beside the pattern (a bucket's prefix
  * alike), with the trailing slash; malloc'd, NULL when out of memory. */

@@ -54,6 +54,10 @@ struct ShardTar {
     uint64_t zin_off, zframe_off; /* compressed offsets: of zin, of the frame's start */
     uint64_t base;                /* where in the shard the stream began (a plain tar read
                                      from a sample on: shard_file_seek_in_order) */
+    /* members mode: the sample the caller will group consecutive members into (WebDataset's
+     * key: the path up to the first dot of its file name), so that max_sample_size holds */
+    ShardBuf run_key;
+    uint64_t run_bytes;
 };
 
 static int zstd_magic(const unsigned char *p, size_t n)
@@ -372,6 +376,35 @@ static const char *skip_reason(struct archive_entry *e, const char *member, int 
     return NULL;
 }
 
+/* Members mode: the member of size bytes added to the sample WebDataset's grouping will put
+ * it in (consecutive members of one key, the path up to the first dot of the file name),
+ * refused when that takes the sample past max_sample_size, before its bytes are read. */
+static int check_run(ShardTar *t, const char *member, uint64_t size, uint64_t header_off,
+                     char *err)
+{
+    const char *base = strrchr(member, '/');
+    base = base ? base + 1 : member;
+    const char *dot = strchr(base, '.');
+    size_t klen = dot ? (size_t)(dot - member) : 0;
+    if (!klen || t->run_key.len != klen + 1 || memcmp(t->run_key.data, member, klen)) {
+        t->run_key.len = 0;
+        t->run_bytes = 0;
+        if (klen && (shard_buf_append(&t->run_key, member, klen) ||
+                     shard_buf_append(&t->run_key, "", 1)))
+            return nomem(t, err);
+    }
+    uint64_t max = t->s.max_sample_size ? t->s.max_sample_size : SHARD_DEFAULT_MAX_SAMPLE;
+    if (size > max || t->run_bytes > max - size)
+        return shard_fail(err, SHARD_ERR_FORMAT,
+                          "%s: offset %llu: member '%s' of %llu bytes takes sample '%s' to "
+                          "%llu bytes, more than the limit of %llu (max_sample_size)",
+                          t->src->url, (unsigned long long)header_off, member,
+                          (unsigned long long)size, klen ? (const char *)t->run_key.data : member,
+                          (unsigned long long)(t->run_bytes + size), (unsigned long long)max);
+    t->run_bytes += size;
+    return 0;
+}
+
 /* The limits of the settings on a member (formats/shard.md 2.5): its name, its declared
  * size. Checked before anything is read or kept for it. */
 static int check_limits(const ShardTar *t, struct archive_entry *e,
@@ -427,9 +460,12 @@ int shard_tar_next(ShardTar *t, ShardSampleBuf *sb, uint64_t *offset, char *err)
                 return rc;
             continue;
         }
-        if (shard_sb_has_key(sb) && t->s.members) {
+        if (shard_sb_has_key(sb) && t->s.members)
             break; /* one member a sample */
-        } else if (!shard_sb_has_key(sb)) {
+        if (t->s.members &&
+            (rc = check_run(t, member, (uint64_t)archive_entry_size(e), header_off, err)))
+            return rc;
+        if (!shard_sb_has_key(sb)) {
             if (shard_sb_set_key(sb, member + kstart, klen))
                 return nomem(t, err);
             if (!t->s.members && shard_keyset_has(&t->seen, (const char *)sb->key.data))
@@ -507,6 +543,7 @@ void shard_tar_free(ShardTar **pt)
     if (t->ar)
         archive_read_free(t->ar);
     shard_keyset_free(&t->seen);
+    shard_buf_free(&t->run_key);
     ZSTD_freeDStream(t->zs);
     shard_buf_free(&t->zout);
     free(t->last_member);

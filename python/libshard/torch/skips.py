@@ -6,8 +6,11 @@ from .warn import warn
 
 LOG = logging.getLogger("libshard")
 
-#: the counts, as ShardDataset.skipped and ShardLoader.skipped give them
-KEYS = ("image", "no_image", "label", "shards", "shard_samples", "total")
+#: the counts, as ShardDataset.skipped and ShardLoader.skipped give them: samples by reason
+#: (each one's place in its batch holds a marked repeat of another of the batch, "__pad__"),
+#: shards and the samples counted with them, batches dropped because every sample of them
+#: was skipped, and the samples' total
+KEYS = ("image", "no_image", "label", "shards", "shard_samples", "batches", "total")
 
 
 class ShardSkipWarning(UserWarning):
@@ -22,7 +25,8 @@ def zero():
 def of_reader(stats):
     """The counts a Reader's stats() gives (raw samples: only shards are skipped)."""
     return {"image": 0, "no_image": 0, "label": 0, "shards": stats["skipped_shards"],
-            "shard_samples": stats["skipped_samples"], "total": stats["skipped_samples"]}
+            "shard_samples": stats["skipped_samples"], "batches": 0,
+            "total": stats["skipped_samples"]}
 
 
 def left_out(d):
@@ -37,7 +41,8 @@ def text(d):
              f"{d['no_image']} samples without an image" if d["no_image"] else "",
              f"{d['label']} samples without a valid label" if d["label"] else "",
              f"{d['shards']} shards after errors ({d['shard_samples']} samples counted; what a "
-             f"shard without a count still held is not)" if d["shards"] else ""]
+             f"shard without a count still held is not)" if d["shards"] else "",
+             f"{d['batches']} batches none of whose samples decoded" if d.get("batches") else ""]
     return ", ".join(p for p in parts if p)
 
 

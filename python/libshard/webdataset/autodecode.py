@@ -14,6 +14,7 @@ from functools import partial
 
 import numpy as np
 
+from . import limits as _limits
 from . import utils
 from ..redact import shown
 
@@ -125,7 +126,7 @@ imagespecs = {
 }
 
 
-def check_limits(data, img):
+def check_limits(data, img, memory=None):
     """The C decoders' limits held on PIL's decode, before it starts (PIL has neither): a
     JPEG's scans (each walks every block: the decode's time) and the memory the header asks
     for. ValueError naming the limit."""
@@ -141,10 +142,11 @@ def check_limits(data, img):
     need = w * h * (bands + 3)  # decoded, then converted
     if img.format == "JPEG" and img.info.get("progressive"):
         need += w * h * bands * 2  # every coefficient kept until the last scan
-    limit = DEFAULTS["max_decode_memory"]
+    limit = _limits.limit("max_decode_memory") if memory is None else memory
     if need > limit:
-        raise ValueError(f"a {img.format} of {w}x{h} pixels needs {need} bytes to decode, more "
-                         f"than the limit of {limit} (max_decode_memory)")
+        raise ValueError(_limits.explained(
+            f"a {img.format} of {w}x{h} pixels needs {need} bytes to decode, more than the "
+            f"limit of {limit} (max_decode_memory)"))
 
 
 def _as_mode(a, mode):
@@ -256,11 +258,15 @@ class ImageHandler:
     """Decodes image fields (extensions: IMAGE_EXTENSIONS) as imagespec says: PIL images,
     numpy arrays (HxW or HxWxC; uint8, or float32 from 0 to 1) or torch tensors (CxHxW).
     JPEGs (grey or colour) are decoded by libshard's decoder to the pixels PIL gives (PIL
-    images of them in RGB too), the rest by PIL; counts (counters.Counts) counts which."""
+    images of them in RGB too), the rest by PIL; counts (counters.Counts) counts which. An
+    image whose decode needs more than max_decode_memory bytes (limits.py) is refused
+    before it is decoded."""
 
-    def __init__(self, imagespec, extensions=IMAGE_EXTENSIONS, counts=None):
+    def __init__(self, imagespec, extensions=IMAGE_EXTENSIONS, counts=None,
+                 max_decode_memory=None):
         if imagespec not in imagespecs:
             raise ValueError(f"Unknown imagespec: {imagespec}")
+        self.max_decode_memory = _limits.limit("max_decode_memory", max_decode_memory)
         self.imagespec = imagespec.lower()
         self.extensions = set(extensions)
         from .counters import Counts
@@ -272,14 +278,16 @@ class ImageHandler:
             return None
         atype, etype, mode = imagespecs[self.imagespec]
         planar = atype == "torch" and mode == "rgb"  # CHW from the decoder: no transpose
-        a = _c_pil(data, mode) if atype == "pil" else _c_pixels(data, mode, planar)
+        # the C decoder holds the library's limit: under a lower one, PIL's path checks it
+        c = self.max_decode_memory >= _limits.LIMITS["max_decode_memory"][0]
+        a = None if not c else _c_pil(data, mode) if atype == "pil" else _c_pixels(data, mode, planar)
         self.counts.add(**{"decodes_python" if a is None else "decodes_c": 1})
         if atype == "pil" and a is not None:
             return a
         if a is None:
             with io.BytesIO(data) as stream:
                 img = PIL.Image.open(stream)
-                check_limits(data, img)
+                check_limits(data, img, self.max_decode_memory)
                 img.load()
                 img = img.convert(mode.upper())
             if atype == "pil":
@@ -296,9 +304,9 @@ class ImageHandler:
         return torch_of((a.transpose(2, 0, 1) if a.ndim == 3 else a).copy())
 
 
-def imagehandler(imagespec, extensions=IMAGE_EXTENSIONS):
-    """ImageHandler(imagespec, extensions)."""
-    return ImageHandler(imagespec, extensions)
+def imagehandler(imagespec, extensions=IMAGE_EXTENSIONS, max_decode_memory=None):
+    """ImageHandler(imagespec, extensions, max_decode_memory=...)."""
+    return ImageHandler(imagespec, extensions, max_decode_memory=max_decode_memory)
 
 
 def _media(key, data, extensions, load):

@@ -14,6 +14,7 @@ from types import SimpleNamespace
 from urllib.parse import urlparse
 
 from . import autodecode, cache, filters, shardlists, utils
+from . import limits as _limits
 from .filters import pipelinefilter, reraise_exception
 from .pipeline import DataPipeline
 from .pytorch import DataLoader
@@ -52,10 +53,12 @@ class FluidInterface:
         return self.compose(filters.map(f, handler=handler))
 
     def decode(self, *args, pre=None, post=None, only=None, partial=False,
-               handler=reraise_exception):
+               handler=reraise_exception, max_decode_memory=None):
         """Each field decoded: str arguments are image specs ("pil", "rgb8", ...), others
-        handlers(key, data); the basic handlers after them."""
-        handlers = [autodecode.ImageHandler(x) if isinstance(x, str) else x for x in args]
+        handlers(key, data); the basic handlers after them. max_decode_memory: libshard's,
+        the most decoding one image may take (limits.py)."""
+        handlers = [autodecode.ImageHandler(x, max_decode_memory=max_decode_memory)
+                    if isinstance(x, str) else x for x in args]
         decoder = autodecode.Decoder(handlers, pre=pre, post=post, only=only, partial=partial)
         return self.map(decoder, handler=handler)
 
@@ -123,7 +126,7 @@ def check_empty(source):
 WEBDATASET_KEYWORDS = ("handler", "mode", "resampled", "repeat", "shardshuffle", "cache_size",
                        "cache_dir", "url_to_name", "detshuffle", "nodesplitter",
                        "workersplitter", "select_files", "rename_files", "empty_check",
-                       "verbose", "seed")
+                       "verbose", "seed", "max_member_size", "max_sample_size")
 
 
 def _libshard_settings(owner, settings):
@@ -151,7 +154,8 @@ class WebDataset(DataPipeline, FluidInterface):
     shardshuffle shards (seeded by seed), the opener (cache_dir: through downloaded copies),
     the tar expander and the grouping by key, and with empty_check a ValueError when a
     worker gets no sample. libshard adds: a libshard manifest (.json) or a gs://, s3://
-    prefix as urls; a local folder reads its shards in name order. With libshard's settings
+    prefix as urls; a local folder reads its shards in name order; max_member_size and
+    max_sample_size, the limits a hostile shard is refused at (limits.py). With libshard's settings
     (image_size=..., ...) it is libshard's C pipeline (see the module's documentation)."""
 
     def __new__(cls, urls=None, *args, **kw):
@@ -166,8 +170,11 @@ class WebDataset(DataPipeline, FluidInterface):
                  shardshuffle=None, cache_size=-1, cache_dir=None, url_to_name=cache.pipe_cleaner,
                  detshuffle=False, nodesplitter=shardlists.single_node_only,
                  workersplitter=shardlists.split_by_worker, select_files=None, rename_files=None,
-                 empty_check=True, verbose=False, seed=None):
+                 empty_check=True, verbose=False, seed=None, max_member_size=None,
+                 max_sample_size=None):
         super().__init__()
+        # resolved here, so that DataLoader workers, spawned ones too, read under the same
+        limits = _limits.resolved(max_member_size=max_member_size, max_sample_size=max_sample_size)
         if resampled:
             mode = "resampled"
         if mode == "resampled" and shardshuffle not in (False, None):
@@ -194,7 +201,7 @@ class WebDataset(DataPipeline, FluidInterface):
             self.append(cache.FileCache(cache_dir=args.cache_dir, cache_size=args.cache_size,
                                         handler=handler))
         self.append(pipelinefilter(tar_file_expander)(handler=handler, select_files=select_files,
-                                                      rename_files=rename_files))
+                                                      rename_files=rename_files, **limits))
         self.append(pipelinefilter(group_by_keys)(handler=handler))
         if empty_check:
             self.append(check_empty)

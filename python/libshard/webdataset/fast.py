@@ -57,14 +57,15 @@ class Fluid:
         return self if size < 1 else self._then("shuffle", size, **kw)
 
     def decode(self, *args, pre=None, post=None, only=None, partial=False,
-               handler=reraise_exception):
+               handler=reraise_exception, max_decode_memory=None):
         """Decodes each field: str arguments are image specs ("pil", "rgb8", "torchrgb8",
-        ...), callables handlers(key, data); then the basic handlers (txt, cls, json, ...)."""
+        ...), callables handlers(key, data); then the basic handlers (txt, cls, json, ...);
+        each image under max_decode_memory (limits.py)."""
         for a in args:
             if isinstance(a, str) and a not in imagespecs:
                 raise ValueError(f"Unknown imagespec: {a}")
         return self._then("decode", *args, pre=pre, post=post, only=only, partial=partial,
-                          handler=handler)
+                          handler=handler, max_decode_memory=max_decode_memory)
 
     def map(self, f, handler=reraise_exception):
         """f(sample) for each sample; None drops it; a dict keeps the sample's __key__."""
@@ -173,7 +174,8 @@ class Fluid:
         w = worker()[0]
         for name, args, kw in stages:
             if name == "decode":
-                handlers = [imagehandler(a) if isinstance(a, str) else a for a in args]
+                handlers = [imagehandler(a, max_decode_memory=kw.get("max_decode_memory"))
+                            if isinstance(a, str) else a for a in args]
                 dec = Decoder(handlers, pre=kw["pre"], post=kw["post"], only=kw["only"],
                               partial=kw["partial"])
                 data = STAGES["map"](data, dec, handler=kw["handler"])
@@ -250,6 +252,11 @@ class FastWebDataset(Fluid, torch.utils.data.IterableDataset):
                  select_files=None, rename_files=None, empty_check=True, verbose=False,
                  seed=None, **settings):
         super().__init__()
+        for name in ("max_member_size", "max_sample_size"):
+            if settings.get(name) is not None:
+                self._unsupported(f"take {name}= with libshard's settings", "the C pipeline "
+                                  "bounds a sample by memory_budget= (docs/reliability.md)")
+            settings.pop(name, None)
         for name, value in (("select_files", select_files), ("rename_files", rename_files),
                             ("url_to_name", url_to_name)):
             if value is not None:
@@ -345,12 +352,20 @@ class FastWebDataset(Fluid, torch.utils.data.IterableDataset):
         dtype, layout, _ = _FAST[dargs[0]]
         settings.update(dtype=dtype, layout=layout, batch_size=int(bargs[0]),
                         drop_last=not bkw["partial"], image_fields=targs[0], label_field=targs[1])
+        raw = list(targs[2:])
+        if dkw.get("max_decode_memory") is not None:
+            settings["max_decode_memory"] = dkw["max_decode_memory"]
         if dtype == "float32":  # WebDataset's float images are 0..1, not normalized
             settings.update(mean=(0.0, 0.0, 0.0), std=(1.0, 1.0, 1.0))
         if dkw["handler"] in CONTINUING:
             settings["skip_errors"] = True
-        if len(targs) > 2:
-            settings["raw_fields"] = ";".join(targs[2:])
+        if settings.get("skip_errors"):
+            # a skipped sample's place holds a marked repeat: taken out here and the batches
+            # filled from the next ones, as WebDataset's batched() fills them
+            raw.append("__pad__")
+            settings["drop_last"] = False
+        if raw:
+            settings["raw_fields"] = ";".join(raw)
         return settings, [], targs
 
     def _epoch(self, k):
@@ -366,16 +381,20 @@ class FastWebDataset(Fluid, torch.utils.data.IterableDataset):
         ds.set_epoch(epoch)  # made in this process: its epoch is not shared with others
         if fields is None:
             return self._run(iter(ds), stages, epoch)
-        return self._as_webdataset(ds, fields, _FAST[self.stages[-3][1][0]][2])
+        batches = iter(ds)
+        if settings.get("skip_errors"):
+            batches = _without_repeats(batches, settings["batch_size"],
+                                       self.stages[-1][2]["partial"])
+        return self._as_webdataset(batches, fields, _FAST[self.stages[-3][1][0]][2])
 
     @staticmethod
-    def _as_webdataset(ds, fields, numpy):
+    def _as_webdataset(batches, fields, numpy):
         """The C batches as WebDataset's collation gives them: images a numpy array or a
         torch tensor as the decoder says, labels a numpy int64 array, other fields decoded
         by the basic handlers and combined (numbers to a numpy array, else a list)."""
         decoder = Decoder([])
-        for batch in ds:
-            images, labels, raw = batch if len(fields) > 2 else (*batch, {})
+        for batch in batches:
+            images, labels, raw = batch if len(batch) > 2 else (*batch, {})
             extra = []
             for want in fields[2:]:
                 names = [n for n in want.split(";") if n in raw]
@@ -387,6 +406,44 @@ class FastWebDataset(Fluid, torch.utils.data.IterableDataset):
                     column.append(decoder.decode1(name, raw[name][i]))
                 extra.append(combine_values(column))
             yield (images.numpy() if numpy else images, labels.numpy(), *extra)
+
+
+def _without_repeats(batches, size, partial):
+    """The loader's batches (images, labels, raw fields with "__pad__") without the marked
+    repeats that hold skipped samples' places, made up again to size from the samples after
+    them, as WebDataset's batched() does after a handler skipped a sample; the last one
+    short when partial. A batch with no repeat, nothing held over, passes as it is."""
+    held = None  # (images, labels, raw) of samples waiting for a batch: owned copies
+
+    def take(images, labels, raw, keep):
+        return (images[keep], labels[keep],
+                {n: [v for v, k in zip(vs, keep.tolist()) if k] for n, vs in raw.items()})
+
+    def join(a, b):
+        return (torch.cat([a[0], b[0]]), torch.cat([a[1], b[1]]),
+                {n: a[2][n] + b[2][n] for n in a[2]})
+
+    def cut(x, n):
+        return ((x[0][:n], x[1][:n], {k: v[:n] for k, v in x[2].items()}),
+                (x[0][n:], x[1][n:], {k: v[n:] for k, v in x[2].items()}))
+
+    def shown(x):
+        return (x[0], x[1], x[2]) if x[2] else (x[0], x[1])
+
+    for images, labels, raw in batches:
+        raw = dict(raw)
+        pads = raw.pop("__pad__")
+        if held is None and not bool(pads.any()):
+            yield shown((images, labels, raw))
+            continue
+        got = take(images, labels, raw, ~pads)
+        held = got if held is None else join(held, got)
+        while held is not None and len(held[1]) >= size:
+            out, held = cut(held, size)
+            held = held if len(held[1]) else None  # caught up: batches pass as they are
+            yield shown(out)
+    if held is not None and len(held[1]) and partial:
+        yield shown(held)
 
 
 def owned(x):

@@ -224,11 +224,11 @@ def _log_keys(data, logfile=None):
 log_keys = pipelinefilter(_log_keys)
 
 
-def _decode(data, *args, handler=reraise_exception, counts=None, **kw):
+def _decode(data, *args, handler=reraise_exception, counts=None, max_decode_memory=None, **kw):
     """Each sample decoded (autodecode.Decoder; str arguments are image specs, their
-    decodes counted in counts)."""
-    handlers = [autodecode.ImageHandler(x, counts=counts) if isinstance(x, str) else x
-                for x in args]
+    decodes counted in counts, each image under max_decode_memory: limits.py)."""
+    handlers = [autodecode.ImageHandler(x, counts=counts, max_decode_memory=max_decode_memory)
+                if isinstance(x, str) else x for x in args]
     decoder = autodecode.Decoder(handlers, **kw)
     for sample in data:
         assert isinstance(sample, dict), sample

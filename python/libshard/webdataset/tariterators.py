@@ -12,7 +12,7 @@ import re
 import stat
 import tarfile
 
-from . import filters, gopen
+from . import filters, gopen, limits as _limits
 from .handlers import reraise_exception
 from .utils import braceexpand
 from ..redact import shown
@@ -68,14 +68,16 @@ def _skipped(fname, skip_meta):
     return skip_meta is not None and re.match(skip_meta, fname) is not None
 
 
-def libshard_members(fileobj):
+def libshard_members(fileobj, limits=None):
     """fileobj's members through libshard's C reader, or None where Python's tarfile reads
     it: a stream url_opener opened through libshard (http, https, gs, s3) or a local file,
     nothing read from either yet, is handed over (the file closed, the stream's connection
-    the reader's); a pipe, a user's own opener, a stream already read from stay Python's."""
+    the reader's); a pipe, a user's own opener, a stream already read from stay Python's.
+    limits: max_member_size and max_sample_size (default: limits.resolved())."""
+    limits = limits or _limits.resolved()
     stream = gopen.unread_rawstream(fileobj)
     if stream is not None:
-        members = _open_members(stream)
+        members = _open_members(stream, limits)
         fileobj.close()
         return members
     if type(fileobj) is not io.BufferedReader:
@@ -85,7 +87,7 @@ def libshard_members(fileobj):
         if raw.closed or raw.tell() != 0 or not stat.S_ISREG(os.fstat(raw.fileno()).st_mode):
             return None
         from .._libshard import RawStream
-        members = _open_members(RawStream(raw.name))
+        members = _open_members(RawStream(raw.name), limits)
         fileobj.close()
         return members
     return None
@@ -100,7 +102,17 @@ def _tar_read_error():
         naming the shard, offset and member, and tarfile's, as code written for
         WebDataset catches it."""
 
+    # found by pickle as this module's (__getattr__ below): a DataLoader worker sends its
+    # class to the main process, which would otherwise lose the error
+    TarReadError.__qualname__ = "TarReadError"
+    TarReadError.__module__ = __name__
     return ShardError, TarReadError
+
+
+def __getattr__(name):
+    if name == "TarReadError":
+        return _tar_read_error()[1]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _read_error(exn, reading=True):
@@ -108,12 +120,13 @@ def _read_error(exn, reading=True):
     reading: raised while reading members (not opening the tar)."""
     if exn.code != -5:  # SHARD_ERR_FORMAT: not the network's, not a missing object's
         return None
-    error = _tar_read_error()[1](*exn.args)
+    args = (_limits.explained(str(exn.args[0])),) + exn.args[1:] if exn.args else ()
+    error = _tar_read_error()[1](*args)
     error.url, error.offset, error.member, error.code = exn.url, exn.offset, exn.member, exn.code
     text = str(exn)
     # a member's data cut or damaged (not a header): tarfile fails reading that member
     error.in_member = (reading and "the header after member" not in text
-                       and "first header" not in text)
+                       and "first header" not in text and "(max_" not in text)
     return error
 
 
@@ -130,10 +143,11 @@ def _read_errors(reading):
         raise error from None
 
 
-def _open_members(stream):
-    """stream.members(), a tar that is none or whose start is damaged a TarReadError."""
+def _open_members(stream, limits):
+    """stream.members(**limits), a tar that is none or whose start is damaged a
+    TarReadError."""
     with _read_errors(reading=False):
-        return stream.members()
+        return stream.members(**limits)
 
 
 def _c_members(members):
@@ -142,28 +156,47 @@ def _c_members(members):
         yield from members
 
 
-def _python_members(fileobj):
+def _python_members(fileobj, limits):
+    """fileobj's regular files through tarfile as (name, a function reading its bytes); a
+    member or a sample (consecutive members of one key) past limits refused before it is
+    read, as libshard's reader refuses it."""
     stream = tarfile.open(fileobj=fileobj, mode="r|*")
+    key, held = None, 0
     for info in stream:
         name = info.name
         if info.isreg() and name is not None:
+            k = base_plus_ext(name)[0]
+            held = held + info.size if k is not None and k == key else info.size
+            key = k
+            for what, size, limit in (("declares", info.size, limits["max_member_size"]),
+                                      ("takes its sample to", held, limits["max_sample_size"])):
+                if size > limit:
+                    which = "max_member_size" if what == "declares" else "max_sample_size"
+                    raise tarfile.ReadError(_limits.explained(
+                        f"{shown(str(getattr(fileobj, 'name', fileobj)))}: offset {info.offset}: "
+                        f"member '{name}' {what} {size} bytes, more than the limit of {limit} "
+                        f"({which})"))
             yield name, lambda info=info: stream.extractfile(info).read()
         stream.members = []  # a stream read once: remember nothing of the members
     del stream
 
 
 def tar_file_iterator(fileobj, skip_meta=r"__[^/]*__($|/)", handler=reraise_exception,
-                      select_files=None, rename_files=None, counts=None):
+                      select_files=None, rename_files=None, counts=None, max_member_size=None,
+                      max_sample_size=None):
     """{"fname", "data"} for each regular file of the tar stream fileobj (gzip, bzip2 and
     xz detected), in order; metadata members (__...__) skipped; rename_files(name) renames
     a member, select_files(name) keeps it. A member that fails goes to handler; a damaged
-    archive raises (tarfile.ReadError, or libshard's ShardError naming the offset). Read by
+    archive raises (tarfile.ReadError, or libshard's ShardError naming the offset), and so
+    does a member or sample past max_member_size or max_sample_size (limits.py: the
+    keyword, else the environment's, else the default), before its bytes are read. Read by
     libshard's C reader where libshard_members takes the stream, by tarfile otherwise;
     counts (counters.Counts) counts which."""
-    members = libshard_members(fileobj)
+    limits = _limits.resolved(max_member_size=max_member_size, max_sample_size=max_sample_size)
+    members = libshard_members(fileobj, limits)
     c = members is not None
     n = 0
-    it = _c_members(members) if c else _python_members(fileobj)
+    it = _c_members(members) if c else _python_members(fileobj, limits)
     try:
         while True:
             try:
@@ -207,10 +240,12 @@ def tar_file_iterator(fileobj, skip_meta=r"__[^/]*__($|/)", handler=reraise_exce
 
 
 def tar_file_expander(data, handler=reraise_exception, select_files=None, rename_files=None,
-                      eof_value={}, counts=None):  # noqa: B006 (the marker is never changed)
+                      eof_value={}, counts=None, max_member_size=None,  # noqa: B006
+                      max_sample_size=None):
     """The members of each opened shard ({"url", "stream"}) as {"fname", "data", "__url__"}
     (and "__local_path__" where the opener set one), each shard followed by eof_value
-    (None: no marker)."""
+    (None: no marker); limits as tar_file_iterator's."""
+    limits = _limits.resolved(max_member_size=max_member_size, max_sample_size=max_sample_size)
     for source in data:
         url = source["url"]
         local_path = source.get("local_path")
@@ -219,7 +254,7 @@ def tar_file_expander(data, handler=reraise_exception, select_files=None, rename
             assert "stream" in source
             for member in tar_file_iterator(source["stream"], handler=handler,
                                             select_files=select_files, rename_files=rename_files,
-                                            counts=counts):
+                                            counts=counts, **limits):
                 assert isinstance(member, dict) and "data" in member and "fname" in member
                 member["__url__"] = url
                 if local_path is not None:
@@ -280,11 +315,13 @@ def group_by_keys(data, keys=base_plus_ext, lcase=True, suffixes=None, handler=r
 
 
 def tarfile_samples(src, handler=reraise_exception, select_files=None, rename_files=None,
-                    counts=None):
-    """The samples of the shards src names ({"url": ...} each): opened, expanded, grouped."""
+                    counts=None, max_member_size=None, max_sample_size=None):
+    """The samples of the shards src names ({"url": ...} each): opened, expanded, grouped;
+    limits as tar_file_iterator's."""
     streams = url_opener(src, handler=handler)
     files = tar_file_expander(streams, handler=handler, select_files=select_files,
-                              rename_files=rename_files, counts=counts)
+                              rename_files=rename_files, counts=counts,
+                              max_member_size=max_member_size, max_sample_size=max_sample_size)
     return group_by_keys(files, handler=handler)
 
 
