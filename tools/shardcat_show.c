@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "font5x8.h"
@@ -81,8 +82,8 @@ static void append(png_structp png, png_bytep data, png_size_t n)
 
 static void flush(png_structp png) { (void)png; }
 
-/* Writes c to url (a path, gs://, s3://) as an 8-bit RGB PNG, whole or not at all; 0, or
- * -1 with why in msg. */
+/* Writes c to url (a path, gs://, s3://; "-": standard output) as an 8-bit RGB PNG, whole
+ * or not at all; 0, or -1 with why in msg. */
 static int write_png(const Canvas *c, const char *url, char *msg, size_t size)
 {
     Bytes b = {0};
@@ -103,9 +104,21 @@ static int write_png(const Canvas *c, const char *url, char *msg, size_t size)
     png_write_end(png, info);
     png_destroy_write_struct(&png, &info);
     ShardError err;
-    int rc = b.failed ? -1 : shard_put(url, b.p, b.n, NULL, &err);
-    if (rc)
-        snprintf(msg, size, "%.*s", (int)(size - 1), b.failed ? "out of memory for the PNG" : err.message);
+    int rc = 0;
+    if (b.failed) {
+        rc = -1;
+        snprintf(msg, size, "out of memory for the PNG");
+    } else if (!strcmp(url, "-")) { /* standard output: a PNG is a stream of bytes */
+        if (isatty(STDOUT_FILENO) || fwrite(b.p, 1, b.n, stdout) != b.n || fflush(stdout)) {
+            rc = -1;
+            snprintf(msg, size, "-: %s", isatty(STDOUT_FILENO)
+                                          ? "standard output is a terminal: redirect it to a "
+                                            "file or a viewer"
+                                          : "cannot write the PNG to standard output");
+        }
+    } else if ((rc = shard_put(url, b.p, b.n, NULL, &err))) {
+        snprintf(msg, size, "%.*s", (int)(size - 1), err.message);
+    }
     free(b.p);
     return rc ? -1 : 0;
 }

@@ -13,7 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
+#include "base/dirs.h"
 #include "base/error.h"
 #include "base/url.h"
 #include "remote/handle.h"
@@ -35,10 +37,26 @@ static const char *local_path(const char *url)
 
 int shard_sink_in_bucket(const char *url) { return !local_path(url) && shard_url_is_remote(url); }
 
+/* A local output's name: refused when it is no file a rename may replace (a device, a
+ * FIFO, a socket, a folder; a link is replaced, its target untouched) or "-". */
+static int local_output(const char *path, char *err)
+{
+    struct stat st;
+    if (!strcmp(path, "-"))
+        return shard_fail(err, SHARD_ERR_INVALID, "-: standard output cannot take this output "
+                          "(it is written whole, then renamed into place): name a file");
+    if (lstat(path, &st) != 0 || S_ISREG(st.st_mode) || S_ISLNK(st.st_mode))
+        return 0;
+    return shard_fail(err, SHARD_ERR_INVALID, "%s: %s, not a file: an output is written as a "
+                      "new file and renamed over its name, which would replace it; name a file",
+                      path, shard_file_kind(st.st_mode));
+}
+
 int shard_sink_check(const char *url, char *err)
 {
-    if (local_path(url))
-        return 0;
+    const char *path = local_path(url);
+    if (path)
+        return local_output(path, err);
     if (!strncmp(url, "gs://", 5) || !strncmp(url, "s3://", 5))
         return shard_object_writable(url, err);
     if (shard_url_is_remote(url))
