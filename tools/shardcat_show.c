@@ -162,8 +162,29 @@ static int draw(const ShardBatch *b, int w, int h, int columns, const char *path
     return rc;
 }
 
+/* What show may hold: two batches and the picture, each about count x w x h x 3 bytes, within
+ * a quarter of the machine's memory and at most 2 GiB. 0, or 1 after saying why. */
+static int within_memory(const ShardLoaderSettings *ls)
+{
+    double need = 3.0 * (double)ls->batch_size * ls->transform.width * ls->transform.height * 3;
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    double limit = pages > 0 && page > 0 ? (double)pages * (double)page / 4 : 2.0 * (1 << 30);
+    if (limit > 2.0 * (1 << 30))
+        limit = 2.0 * (1 << 30);
+    if (need <= limit)
+        return 0;
+    fprintf(stderr, "shardcat: show: %zu tiles of %d x %d need about %.0f MB (two batches and "
+                    "the picture), more than show's limit of %.0f MB (a quarter of this "
+                    "machine's memory, at most 2 GiB): draw fewer (--count) or smaller "
+                    "(--image-size) tiles\n",
+            ls->batch_size, ls->transform.width, ls->transform.height, need / 1e6, limit / 1e6);
+    return 1;
+}
+
 int shardcat_show(const ShardcatCli *cli, ShardLoaderSettings *ls, ShardRemote *remote)
 {
+    if (within_memory(ls))
+        return 1;
     ShardReaderSettings *rs = &ls->reader;
     rs->urls = (const char *const *)cli->args;
     rs->nurls = (size_t)cli->nargs;

@@ -75,3 +75,18 @@ def test_dash_is_standard_output_where_the_format_allows(shardpack, shardcat, pa
     assert cp.returncode == 1 and "-: standard output cannot take this output" in \
         cp.stderr.decode(), cp.stderr.decode()
     assert not (tmp_path / "-").exists()
+
+
+def test_show_is_sized_to_memory(shardcat, packed, tmp_path):
+    """4096 tiles of 4096 x 4096 (2 x 206 GB of batches) are refused before any is made,
+    naming what they need; the control: 16 tiles of 64 are drawn."""
+    base = [str(shardcat), "show", str(packed / "d" / "d-000.tar"), "--seed", "0", "-o",
+            str(tmp_path / "g.png")]
+    cp = subprocess.run([*base, "--count", "4096", "--image-size", "4096"], capture_output=True,
+                        env=BASE_ENV, timeout=60)
+    assert cp.returncode == 1 and "more than show's limit" in cp.stderr.decode(), \
+        cp.stderr.decode()
+    assert not (tmp_path / "g.png").exists()
+    cp = subprocess.run([*base, "--count", "16", "--image-size", "64"], capture_output=True,
+                        env=BASE_ENV, timeout=60)
+    assert cp.returncode == 0 and (tmp_path / "g.png").exists(), cp.stderr.decode()

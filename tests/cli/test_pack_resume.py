@@ -395,3 +395,63 @@ def test_a_record_place_that_is_not_ours_is_refused_and_nothing_outside_is_touch
     assert cp.returncode == 0 and not (clean / ".train.pack").exists(), out_text(cp)
     assert len(list(clean.glob("train-*.tar"))) == IMAGES // 9
     assert {k: v for k, v in tree_sums(tmp_path).items() if k in before} == before
+
+
+@pytest.mark.parametrize("tamper", ["bytes", "index-of-another", "index-empty", "link"])
+def test_a_kept_shard_changed_since_is_packed_again(shardpack, src, tmp_path, tamper):
+    """A run killed after some shards, then one of its finished shards changed in place at
+    its size, given another shard's or an empty index, or replaced by a link to a file of
+    its size: --resume reads each kept shard back (SHA-256, count, index), packs the changed
+    one again, and the set is the uninterrupted run's byte for byte (the control, untouched
+    shards all kept: test_a_killed_pack_resumes_to_the_uninterrupted_set)."""
+    import os
+    ref = tmp_path / "ref"
+    cp = subprocess.run(cmd(shardpack, src, ref, ".tar", ["-q"]), env=BASE_ENV, timeout=120)
+    assert cp.returncode == 0
+    out = tmp_path / "out"
+    proc = subprocess.Popen(cmd(shardpack, src, out, ".tar", ["-q", "-j", "1"]), env=BASE_ENV,
+                            stderr=subprocess.DEVNULL)
+    deadline = time.time() + 60
+    while time.time() < deadline and proc.poll() is None and len(markers(out)) < 6:
+        time.sleep(0.002)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    done = markers(out)
+    assert len(done) >= 2, "the run finished too soon to be cut"
+    victim = out / f"train-{done[1]:03d}.tar"
+    if tamper == "bytes":
+        b = bytearray(victim.read_bytes())
+        b[3000:3008] = b"\x55" * 8
+        victim.write_bytes(bytes(b))
+    elif tamper == "index-of-another":
+        shutil.copy(out / f"train-{done[0]:03d}.idx", victim.with_suffix(".idx"))
+    elif tamper == "index-empty":
+        victim.with_suffix(".idx").write_text("")
+    else:
+        twin = tmp_path / "twin.tar"
+        twin.write_bytes(b"\0" * victim.stat().st_size)
+        victim.unlink()
+        os.symlink(twin, victim)
+    got = finish(shardpack, src, out, ".tar", [])
+    assert got["kept_shards"] == len(done) - 1, got
+    assert visible(out) == visible(ref), "the resumed set differs from the uninterrupted run"
+    assert not victim.is_symlink()
+
+
+def test_a_huge_record_plan_is_refused_without_reading_it(shardpack, src, tmp_path):
+    """A 900 MB plan (sparse) ending in its end line: --resume reads no more than its own
+    plan's size and a margin before refusing, in a fraction of the memory."""
+    import resource
+    out = tmp_path / "out"
+    (out / ".train.pack").mkdir(parents=True)
+    plan = out / ".train.pack" / "plan"
+    with open(plan, "wb") as f:
+        f.truncate(900 << 20)
+        f.seek(0, 2)
+        f.write(b"end\n")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    cp = subprocess.run(cmd(shardpack, src, out, ".tar", ["-q", "--resume"]),
+                        capture_output=True, env=BASE_ENV, timeout=120)
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    assert cp.returncode == 1 and "larger than this run's" in cp.stderr.decode(), out_text(cp)
+    assert max(peak, before) < 200 << 10, f"peak RSS {peak} KiB"

@@ -211,6 +211,20 @@ def test_a_state_of_another_seed_or_of_0_3_is_refused(packed):
         ShardLoader([1, 2, 3])
 
 
+def test_a_state_whose_epoch_was_edited_is_refused(packed):
+    """{"epoch": 3} around a state taken in epoch 0 would resume epoch 0's order as epoch 3:
+    refused, naming both; the control: the state as saved loads."""
+    url = str(packed.manifest)
+    first = ShardLoader(ShardDataset(url, **settings()), num_workers=0)
+    batches(first, limit=1)
+    state = first.state_dict()
+    assert state["epoch"] == 0 and state["state"].startswith("v4:0:")
+    for target in (ShardLoader(ShardDataset(url, **settings())), ShardDataset(url, **settings())):
+        with pytest.raises(ValueError, match="'epoch' is 3 and 'state' was taken in epoch 0"):
+            target.load_state_dict(dict(state, epoch=3))
+        target.load_state_dict(state)
+
+
 def test_a_loaders_state_and_a_datasets_state_are_one_form(packed):
     """A ShardLoader's state loads into a ShardDataset (num_workers=0) and the other way."""
     url = str(packed.manifest)

@@ -286,5 +286,10 @@ def test_a_setting_it_cannot_honour_is_refused(shards, monkeypatch):
         within(HANG, lambda: list(DataLoader(make("pipeline", shards), num_workers=1,
                                              batch_size=None)), "an epoch")
     monkeypatch.setenv(crossing.SIZE_VARIABLE, "100")
-    with pytest.raises(ValueError, match="65536 to 2"):
+    with pytest.raises(ValueError, match="65536 to 1073741824"):
         crossing.ring_size()
+    monkeypatch.setenv(crossing.SIZE_VARIABLE, str(1 << 40))  # held every byte it carried
+    with pytest.raises(ValueError, match="65536 to 1073741824"):
+        crossing.ring_size()
+    monkeypatch.setenv(crossing.SIZE_VARIABLE, str(1 << 30))  # the control: the largest
+    assert crossing.ring_size() == 1 << 30

@@ -240,3 +240,33 @@ def test_a_pack_killed_while_uploading_resumes_byte_identical(shardpack, root, s
             assert fetch(server, kind, f"{prefix}/{name}") == (local / name).read_bytes(), \
                 f"attempt {attempt}: {name} differs from the local pack"
         assert record_markers(server, kind, prefix) == [], "the record outlived the run"
+
+
+def test_a_nested_object_never_stands_for_a_missing_shard(shardpack, root):
+    """A pack into a bucket killed after a few shards, one of them then moved under a
+    sub-prefix (p/sub/t-000001.tar): --resume packs p/t-000001.tar again (the listing names
+    objects by their path under the prefix, not their base name) and the set reads whole."""
+    import signal
+    import time
+    src = root.parent / "imgs"
+    up = servers.GcsUploadServer()
+    try:
+        env = {**CLEAN_ENV, "STORAGE_EMULATOR_HOST": up.url}
+        argv = [str(shardpack), str(src), "-o", "gs://b/p/t-%03d.tar", "-c", "20", "-j", "1", "-q"]
+        proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.time() + TIMEOUT
+        while time.time() < deadline and proc.poll() is None and \
+                len([k for k in list(up.objects) if k.startswith("p/.t.pack/shard-")]) < 4:
+            time.sleep(0.005)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        assert "p/t-001.tar" in up.objects, sorted(up.objects)
+        up.objects["p/sub/t-001.tar"] = up.objects.pop("p/t-001.tar")
+        cp = subprocess.run([*argv, "--resume", "--json"], env=env, capture_output=True,
+                            timeout=TIMEOUT)
+        assert cp.returncode == 0, cp.stderr.decode()
+        assert "p/t-001.tar" in up.objects, "the missing shard was not packed again"
+        manifest = json.loads(up.objects["p/t.json"])
+        assert sum(e["nsamples"] for e in manifest["shardlist"]) == 320
+    finally:
+        up.close()

@@ -36,6 +36,7 @@
 #include "pack/packplandef.h"
 #include "pack/record.h"
 #include "shard/file.h"
+#include "shard/verify.h"
 #include "sink/sink.h"
 #include "source/open.h"
 
@@ -490,6 +491,26 @@ int shard_pack_record_clear(ShardPackPlan *p, char *msg)
     return rc;
 }
 
+/* Whether a finished shard in a folder is still what its marker records: a file of its own
+ * (not a link), its SHA-256 and count, and its index its own (read back: the cost of
+ * reading the set once, against packing it again). In a bucket its listed size is taken:
+ * reading every object back would cost what the resume saves. */
+static int still_whole(const char *path, const ShardFileInfo *info)
+{
+    if (shard_sink_in_bucket(path))
+        return 1;
+    struct stat st;
+    if (lstat(shard_source_local_path(path), &st) != 0 || !S_ISREG(st.st_mode))
+        return 0;
+    ShardVerifySettings vs;
+    shard_verify_default_settings(&vs);
+    vs.expect = info;
+    vs.check_index = 1;
+    vs.max_defects = 1;
+    ShardVerifyResult r;
+    return shard_verify(path, &vs, &r, NULL) == 0 && r.has_index;
+}
+
 int shard_pack_record_resume(ShardPackPlan *p, int *found, char *msg)
 {
     *found = 0;
@@ -500,18 +521,24 @@ int shard_pack_record_resume(ShardPackPlan *p, int *found, char *msg)
     ShardRemote *r = rc ? NULL : remote_for(p, url, msg);
     if (!rc && shard_sink_in_bucket(url) && !r)
         rc = SHARD_ERR_NOMEM;
-    if (!rc) {
-        rc = shard_source_slurp(url, r, &then, PLAN_MAX, msg);
+    if (!rc)
+        rc = plan_text(p, &now) ? shard_fail(msg, SHARD_ERR_NOMEM, "out of memory") : 0;
+    if (!rc) { /* read no more of the record's plan than this run's, and a margin: a larger
+                  one differs, whatever it holds */
+        size_t max = now.len + 4096 < PLAN_MAX ? now.len + 4096 : PLAN_MAX;
+        rc = shard_source_slurp(url, r, &then, max, msg);
         if (rc == SHARD_ERR_NOT_FOUND) { /* no earlier run of this set to resume */
             rc = 0;
             goto done;
         }
+        if (rc == SHARD_ERR_FORMAT && strstr(msg, "larger than"))
+            rc = shard_fail(msg, SHARD_ERR_STATE, "cannot resume: the record's plan (%s) is "
+                            "larger than this run's (%zu bytes): the input or the options "
+                            "changed; run again without --resume to pack anew", url, now.len);
         size_t n = strlen(PLAN_END);
         if (!rc && (then.len < n || memcmp(then.data + then.len - n, PLAN_END, n)))
             goto done; /* its plan was cut going up: nothing of that run came after it */
     }
-    if (!rc)
-        rc = plan_text(p, &now) ? shard_fail(msg, SHARD_ERR_NOMEM, "out of memory") : 0;
     char why[4096];
     if (!rc && plan_differs(p, (const char *)then.data, (const char *)now.data, why, sizeof why))
         rc = shard_fail(msg, SHARD_ERR_STATE, "cannot resume: %s; the record of the earlier run "
@@ -542,7 +569,8 @@ int shard_pack_record_resume(ShardPackPlan *p, int *found, char *msg)
         if (!ipath) {
             rc = shard_fail(msg, SHARD_ERR_NOMEM, "out of memory");
         } else if (shard_pack_listing_size(&out, shard_base_name(path), &size) &&
-                   size == info.filesize && shard_pack_listing_size(&out, shard_base_name(ipath), NULL)) {
+                   size == info.filesize && shard_pack_listing_size(&out, shard_base_name(ipath), NULL) &&
+                   still_whole(path, &info)) {
             info.url = path; /* the plan's now */
             path = NULL;
             p->kept[j] = info;

@@ -70,4 +70,9 @@ def check(state, who):
     if text is not None and not (isinstance(text, str) and text[:1] == "v"):
         raise ValueError(f"{who}.load_state_dict: 'state' is {str(text)[:80]!r}, not a reader "
                          f"state (a 'v4:EPOCH:SEED:...' text, or None at an epoch's start)")
+    said = text.split(":", 2)[1] if text and text.count(":") >= 2 else None
+    if said is not None and said.isdigit() and int(said) != epoch:
+        raise ValueError(f"{who}.load_state_dict: 'epoch' is {epoch} and 'state' was taken in "
+                         f"epoch {int(said)}: the two are one state's, saved together; an "
+                         f"edited epoch would resume another epoch's order")
     return epoch, text

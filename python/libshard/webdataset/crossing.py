@@ -33,6 +33,9 @@ from .pytorch import get_worker_info
 #: the environment variable that sets a worker's ring size in bytes (0: no crossing)
 SIZE_VARIABLE = "LIBSHARD_CROSSING_BYTES"
 DEFAULT_SIZE = 32 << 20
+#: the largest ring: its pages are reused as it wraps, so a ring holds up to its size of the
+#: bytes it carried for as long as its worker lives
+LARGEST = 1 << 30
 #: bytes values smaller than this stay in the pickle
 SMALLEST = 16 << 10
 #: containers nested deeper than this are pickled as they are
@@ -50,10 +53,10 @@ def ring_size(setting=None):
         size = int(text)
     except ValueError:
         size = -1
-    if size != 0 and not SMALLEST * 4 <= size <= 1 << 40:
+    if size != 0 and not SMALLEST * 4 <= size <= LARGEST:
         raise ValueError(f"{SIZE_VARIABLE}={text!r}: a worker's shared memory ring in bytes, "
-                         f"{SMALLEST * 4} to 2**40, or 0 to pickle samples' bytes through the "
-                         "pipe")
+                         f"{SMALLEST * 4} to {LARGEST} (1 GiB: a ring holds what it carried "
+                         "until it wraps), or 0 to pickle samples' bytes through the pipe")
     return size
 
 
