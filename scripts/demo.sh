@@ -11,17 +11,17 @@ work=${DEMO_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/libshard-demo.XXXXXX")}
 mkdir -p "$work/shards"
 /usr/bin/python3 examples/make_images.py "$work/images" --classes 4 --per-class 60
 ./build/tools/shardpack "$work/images" -o "$work/shards/demo-%06d.tar" --maxcount 100 --verify -j 2
-./build/tools/shardpack "$work/images" -o "$work/shards/demo-%06d.tar.zst" --maxcount 100 --verify -j 2 \
-  --manifest "$work/shards/demo-zst.json"
+./build/tools/shardpack "$work/images" -o "$work/shards/demo-zst-%06d.tar.zst" --maxcount 100 \
+  --verify -j 2
 echo "--- shards"
 ls -l "$work/shards"
-echo "--- shardcat info demo-000000.tar.zst"
-./build/tools/shardcat info "$work/shards/demo-000000.tar.zst"
+echo "--- shardcat info demo-zst-000000.tar.zst"
+./build/tools/shardcat info "$work/shards/demo-zst-000000.tar.zst"
 echo "--- shardcat ls (first samples)"
 ./build/tools/shardcat ls "$work/shards/demo-{000000..000002}.tar" | sed -n 1,4p
 echo "--- GNU tar and zstd read the same shards"
 tar tvf "$work/shards/demo-000000.tar" | sed -n 1,3p
-zstd -dc "$work/shards/demo-000000.tar.zst" | tar t | wc -l | sed 's/$/ members in demo-000000.tar.zst/'
+zstd -dc "$work/shards/demo-zst-000000.tar.zst" | tar t | wc -l | sed 's/$/ members in demo-zst-000000.tar.zst/'
 echo "--- shardcat verify --decode (structure, index, seek tables, manifest checksums, every JPEG)"
 ./build/tools/shardcat verify --decode "$work/shards/demo.json" "$work/shards/demo-zst.json"
 echo "--- shardcat show: what the loader delivers (crops, flips; key and label under each)"

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "shardcat_health.h"
@@ -79,6 +80,31 @@ static void print_verdict(const char *url, int rc, const ShardVerifyResult *r,
     putchar('\n');
 }
 
+/* A failed local shard whose index another shard beside it shares (one stem, another
+ * extension: a .tar and a .tar.zst set of one name share STEM-NNNNNN.idx), named as the
+ * likely cause. */
+static void say_shared_index(const char *url)
+{
+    static const char *const exts[] = {".tar", ".tar.gz", ".tgz", ".tar.zst"};
+    if (strstr(url, "://"))
+        return;
+    char *ipath = shard_index_path(url);
+    size_t stem = ipath ? strlen(ipath) - 4 : 0; /* without ".idx" */
+    for (size_t i = 0; ipath && i < sizeof exts / sizeof *exts; i++) {
+        char other[4096];
+        if (snprintf(other, sizeof other, "%.*s%s", (int)stem, ipath, exts[i]) >= (int)sizeof other ||
+            !strcmp(other, url) || access(other, F_OK) != 0)
+            continue;
+        char a[4096], b[4096], c[4096];
+        fprintf(stderr, "shardcat: %s: its index %s is also %s's (one stem, another set): the "
+                        "later pack wrote the index of both; pack one set under another name "
+                        "and make its index again (shardcat index)\n", cli_url(url, a, sizeof a),
+                cli_url(ipath, b, sizeof b), cli_url(other, c, sizeof c));
+        break;
+    }
+    free(ipath);
+}
+
 static ShardcatNext verify_shard(ShardcatWalk *w, const ShardListEntry *shard)
 {
     Verify *vf = w->cookie;
@@ -101,8 +127,10 @@ static ShardcatNext verify_shard(ShardcatWalk *w, const ShardListEntry *shard)
                                                                                 : NULL;
     if (error)
         fprintf(stderr, "shardcat: %s\n", error);
-    if (rc)
+    if (rc) {
         vf->failed++;
+        say_shared_index(shard->url);
+    }
     if (w->cli->json)
         print_verdict_json(shard->url, rc, &r, &s, error, vf->defects);
     else

@@ -325,22 +325,39 @@ def test_repair_gives_back_what_the_set_holds(shardpack, run_sc, src, tmp_path):
         assert classes and before["libshard"]["classes"] == classes
 
 
-def test_a_set_beside_another_of_the_same_stem_is_left_alone(shardpack, run_sc, src, tmp_path):
-    """.tar and .tar.zst sets of one stem in one folder, the second with a manifest of its
-    own (as scripts/demo.sh packs them): the second run replaces nothing of the first, whose
-    manifest and shards still verify; control: the same pattern again replaces its set."""
+def test_a_set_of_another_extension_and_the_same_stem_is_refused_not_overwritten(
+        shardpack, run_sc, src, tmp_path):
+    """A .tar set at maxcount 40, then a .tar.zst set of the same stem at 20 in the same
+    folder: their indexes would share STEM-NNN.idx, so the second pack is refused, naming
+    the first set's shard and the index, and writes nothing; the first set still verifies
+    and reads. Under another stem both verify and read. verify names a shared index as the
+    cause where two sets came to share one (written by hand here)."""
     out = tmp_path / "out"
-    base = [str(shardpack), str(src), "-c", "40", "-q"]
-    subprocess.run([*base, "-o", str(out / "d-%06d.tar")], check=True, env=BASE_ENV, timeout=120)
-    cp = subprocess.run([*base, "-o", str(out / "d-%06d.tar.zst"), "--manifest",
-                         str(out / "d-zst.json")], capture_output=True, env=BASE_ENV, timeout=120)
-    assert cp.returncode == 0 and "earlier set" not in cp.stderr.decode(), out_text(cp)
-    for m in ("d.json", "d-zst.json"):
+    base = [str(shardpack), str(src), "-q"]
+    subprocess.run([*base, "-c", "40", "-o", str(out / "d-%06d.tar")], check=True, env=BASE_ENV,
+                   timeout=120)
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    cp = subprocess.run([*base, "-c", "20", "-o", str(out / "d-%06d.tar.zst")],
+                        capture_output=True, env=BASE_ENV, timeout=120)
+    err = cp.stderr.decode()
+    assert cp.returncode == 1 and "d-000000.tar (another set) would share its index d-000000.idx" \
+        in err, err
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before
+    cp = run_sc("verify", out / "d.json")
+    assert cp.returncode == 0, out_text(cp)
+    # another stem: both sets live side by side
+    subprocess.run([*base, "-c", "20", "-o", str(out / "z-%06d.tar.zst")], check=True,
+                   env=BASE_ENV, timeout=120)
+    for m in ("d.json", "z.json"):
         cp = run_sc("verify", out / m)
         assert cp.returncode == 0, out_text(cp)
-    cp = subprocess.run([*base[:-1], "-o", str(out / "d-%06d.tar")], capture_output=True,
-                        env=BASE_ENV, timeout=120)
-    assert cp.returncode == 0 and "an earlier set was here" in cp.stderr.decode(), out_text(cp)
+        n = len(run_sc("stream", out / m, "--seed", "0").stdout.splitlines())
+        assert n == IMAGES, (m, n)
+    # two sets that share an index (as an older shardpack let them): verify names the cause
+    shutil.copy(out / "z-000000.tar.zst", out / "d-000000.tar.zst")
+    cp = run_sc("verify", out / "d-000000.tar.zst")
+    assert cp.returncode == 1 and "its index" in cp.stderr.decode() and \
+        "d-000000.tar's (one stem, another set)" in cp.stderr.decode(), out_text(cp)
 
 
 def tree_sums(root):

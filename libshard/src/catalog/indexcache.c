@@ -200,6 +200,9 @@ int shard_index_cached(const char *dir, const char *url, ShardRemote *remote, ch
         rc = shard_index_scan(f, url, &lines, &n, err);
         shard_file_free(&f);
     }
+    struct stat st; /* a link or a FIFO planted at the name in our own folder: not ours, gone */
+    if (!rc && lstat(key, &st) == 0 && !S_ISREG(st.st_mode))
+        unlink(key);
     if (!rc && !(rc = shard_index_put(key, n, &lines, NULL, err))) {
         char prefix[40];
         snprintf(prefix, sizeof prefix, "%s-", urlhex);

@@ -188,6 +188,56 @@ static int remove_earlier_set(ShardPackPlan *p, int stem_manifests, char *msg)
     return rc;
 }
 
+/* Whether name is a shard's (.tar, .tar.gz, .tgz, .tar.zst), as a folder's listing reads it. */
+static int shard_named(const char *name)
+{
+    static const char *const exts[] = {".tar", ".tar.gz", ".tgz", ".tar.zst"};
+    size_t n = strlen(name);
+    for (size_t i = 0; i < sizeof exts / sizeof *exts; i++)
+        if (n > strlen(exts[i]) && !strcmp(name + n - strlen(exts[i]), exts[i]))
+            return 1;
+    return 0;
+}
+
+/* Another set's shard in the output folder whose index this pack would write (an index is
+ * named for the shard's stem, as DALI's wds2idx names it: a .tar and a .tar.zst set of one
+ * stem would share STEM-NNNNNN.idx): refused, naming both, before anything is written. */
+static int refuse_shared_indexes(ShardPackPlan *p, char *msg)
+{
+    char *first = shard_pack_numbered(p->pattern, 0), *ipat = shard_index_path(p->pattern);
+    char *sdir = first ? listing_dir(first) : NULL;
+    int rc = sdir && ipat ? 0 : shard_fail(msg, SHARD_ERR_NOMEM, "out of memory");
+    ShardPackListing l = {0};
+    if (!rc)
+        rc = shard_pack_list(p, sdir, &l, msg);
+    size_t lo, hi;
+    shard_pack_plan_part(p, &lo, &hi);
+    for (size_t i = 0; i < l.n && !rc; i++) {
+        unsigned long long k, mine;
+        const char *name = l.v[i].name;
+        char *idx = NULL;
+        if (!shard_named(name) || !numbered_as(shard_base_name(p->pattern), name, &mine) ||
+            !(idx = shard_index_path(name)))
+            continue;
+        if (!numbered_as(shard_base_name(ipat), idx, &k) && k >= lo && k < hi) {
+            char *ours = shard_pack_numbered(shard_base_name(p->pattern), k);
+            rc = shard_fail(msg, SHARD_ERR_INVALID,
+                            "%s%s%s (another set) would share its index %s with this pack's %s "
+                            "(an index is named for its shard's stem, as DALI's wds2idx names "
+                            "it): pack into another folder or under another name, or remove "
+                            "that set first", sdir, sdir[strlen(sdir) - 1] == '/' ? "" : "/",
+                            name, idx, ours ? ours : "shard");
+            free(ours);
+        }
+        free(idx);
+    }
+    shard_pack_listing_free(&l);
+    free(first);
+    free(ipat);
+    free(sdir);
+    return rc;
+}
+
 /* The earlier set kept for a resume of this plan, else replaced: its record first (a run
  * killed from here on leaves none, and a resume then packs everything), then what of it
  * could be read with this one, then this plan's record. */
@@ -235,6 +285,9 @@ int shard_pack_prepare(ShardPackPlan *p, const char *manifest_path, ShardError *
             return shard_report(err, rc, msg);
         p->locked = 1;
     }
+    int shared = refuse_shared_indexes(p, msg); /* before anything is removed: a manifest too */
+    if (shared)
+        return shard_report(err, shared, msg);
     if (manifest_path) {
         int remote = shard_sink_in_bucket(manifest_path);
         ShardRemote *r = remote ? shard_pack_plan_remote((ShardPackPlan *)p, msg) : NULL;

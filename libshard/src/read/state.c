@@ -243,7 +243,11 @@ static void compare(const ShardReader *r, const ShardStatePair *theirs, int nt, 
         const char *v = shard_state_value(ours, no, theirs[i].key);
         if (!KEYS[k].compared || !v || !strcmp(v, theirs[i].value))
             continue;
-        add(diffs, "; %s is %s in the state and %s here", KEYS[k].label, theirs[i].value, v);
+        if (!strcmp(KEYS[k].key, "mode")) /* the one a resume on another world size meets */
+            add(diffs, "; mode is %s in the state and %s here (mode=\"%s\" restores it)",
+                theirs[i].value, v, theirs[i].value);
+        else
+            add(diffs, "; %s is %s in the state and %s here", KEYS[k].label, theirs[i].value, v);
     }
     for (size_t k = 0; k < NKEYS; k++) /* one left out would go uncompared */
         if (KEYS[k].compared && !shard_state_value(theirs, nt, KEYS[k].key))

@@ -67,10 +67,17 @@ class ShardDataset(torch.utils.data.IterableDataset):
         if "mode" in settings and settings["mode"] is None:
             del settings["mode"]  # the default: chosen by the world size at iteration
         settings = _settings.check(settings)
-        # a seed drawn here (none given) gives way to a state's (load_state_dict)
+        # a seed drawn here (none given) gives way to a state's (load_state_dict); on several
+        # ranks, rank 0's (split.agreed_seed): now when the process group is up, else before
+        # the first iteration
         self.seed_drawn = settings.get("seed") is None
+        self.seed_pending = False
+        self.mode_taken = False  # from a state (load_state_dict), the dataset made without
         if settings.get("seed") is None and settings.get("mode", _settings.DEFAULTS["mode"]) != "resampled":
-            settings["seed"] = int.from_bytes(os.urandom(8), "little") >> 1
+            drawn = int.from_bytes(os.urandom(8), "little") >> 1
+            agreed = split.agreed_seed(drawn, rank, world_size)
+            settings["seed"] = drawn if agreed is None else agreed
+            self.seed_pending = agreed is None
         self.urls = _settings.specs(urls)
         self.decode = decode
         self.device = self._torch_device(device)
@@ -141,9 +148,18 @@ class ShardDataset(torch.utils.data.IterableDataset):
     def __iter__(self):
         return self._iterate(tagged=False)
 
+    def agree_seed(self):
+        """The drawn seed made the job's (rank 0's) where the process group came up after the
+        dataset was made; refused, naming seed=, where the ranks cannot agree."""
+        if self.seed_pending:
+            self.settings["seed"] = split.agreed_seed(self.settings["seed"], self.rank,
+                                                      self.world_size, final=True)
+            self.seed_pending = False
+
     def _iterate(self, tagged):
         """This process's epoch (tagged: for ShardLoader, each item with its worker and
         state), from a restored position when there is one for this epoch."""
+        self.agree_seed()  # in a DataLoader worker: refused, when the main process did not
         if split.in_worker():
             self.shared.mark_in_workers()
         else:
@@ -227,6 +243,7 @@ class ShardDataset(torch.utils.data.IterableDataset):
         number of ranks continues it (ShardLoader.load_state_dict too, with workers). With
         DataLoader workers the position lives in the workers: use ShardLoader, whose
         state_dict covers them."""
+        self.agree_seed()
         return _state.of_dataset(self, self.epochs)
 
     def take_seed(self, state):
@@ -237,11 +254,13 @@ class ShardDataset(torch.utils.data.IterableDataset):
     def load_state_dict(self, state):
         """Continue, on the next iteration, after the last batch the state was taken at (by
         this dataset or a ShardLoader, on any number of ranks and workers). A dataset made
-        without seed= takes the state's seed. Anything but a libshard state, and a state of
+        without seed= takes the state's seed, and one made without mode= the state's mode
+        (its default follows the world size, which a resume may change). Anything but a libshard state, and a state of
         other settings, is refused here, naming what differs."""
         epoch, text = _state.check(state, "ShardDataset")
-        seed = self.settings.get("seed")
+        seed, mode_given = self.settings.get("seed"), "mode" in self.settings
         self.take_seed(state)
+        _state.take_mode(self, text)
         if text:
             rank, world = split.rank_world(self.rank, self.world_size)
             try:  # refused now, naming what differs, rather than at the first batch
@@ -249,6 +268,8 @@ class ShardDataset(torch.utils.data.IterableDataset):
             except BaseException:
                 if self.seed_drawn:
                     self.settings["seed"] = seed
+                if not mode_given:
+                    self.settings.pop("mode", None)
                 raise
         self.shared.epoch = epoch
         self._resume = text

@@ -97,6 +97,7 @@ class ShardLoader(torch.utils.data.DataLoader):
 
     def __iter__(self):
         ds = self.dataset.shard_dataset
+        ds.agree_seed()  # here, before the workers start: they cannot take part
         n = len(self._states)
         start, rotation = None, 0
         if self._restored is not None and self._restored[0] == ds.epoch:
@@ -208,14 +209,22 @@ class ShardLoader(torch.utils.data.DataLoader):
     def load_state_dict(self, state):
         """Continue, on the next iteration of its epoch (set_epoch to another epoch starts
         that one from its beginning), after the batches the state was taken at: on any
-        number of ranks and workers; anything but a libshard state, and a state of other
-        settings, is refused now, naming what differs."""
+        number of ranks and workers (a dataset made without seed= or mode= takes the
+        state's); anything but a libshard state, and a state of other settings, is refused
+        now, naming what differs."""
         ds = self.dataset.shard_dataset
         epoch, text = _state.check(state, "ShardLoader")
         ds.take_seed(state)
+        mode_given = "mode" in ds.settings
+        _state.take_mode(ds, text)
         rotation = 0
         if text:
-            self._plan(epoch, text)  # refused here, naming what differs
+            try:
+                self._plan(epoch, text)  # refused here, naming what differs
+            except BaseException:
+                if not mode_given:
+                    ds.settings.pop("mode", None)
+                raise
             # on the topology it was taken on, the workers' batches come in the turn the
             # interrupted loader was at
             taken = dict(re.findall(r"[,:](world_size|num_workers)=(\d+)", text.split(";")[0]))

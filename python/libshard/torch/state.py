@@ -1,6 +1,7 @@
 """A ShardDataset's position as a state: what state_dict() returns, and what
 load_state_dict() accepts (formats/order.md describes the state's text)."""
 import operator
+import re
 from collections.abc import Mapping
 
 #: what state_dict() returns, as a refusal names it
@@ -46,6 +47,19 @@ def take_seed(ds, state):
                          f"seed={ds.settings.get('seed')} (make it without seed= to take "
                          f"the state's)")
     ds.settings["seed"] = seed
+    ds.seed_pending = False  # every rank takes it from the same state
+
+
+def take_mode(ds, text):
+    """A state's mode, for a resume: taken when ds was made without mode= (its default
+    follows the world size, which a resume may change: 2 ranks' equal onto 1 rank), as its
+    seed is."""
+    if not text or "mode" in ds.settings:
+        return
+    m = re.search(r"[:,;]mode=(exact|equal|resampled)(?=[,;])", text)
+    if m:
+        ds.settings["mode"] = m.group(1)
+        ds.mode_taken = True
 
 
 def check(state, who):

@@ -25,6 +25,7 @@ import torch.utils.data
 
 from .. import settings as _settings
 from ..torch import ShardDataset
+from ..torch import split
 from ..torch.split import rank_world, worker
 from .autodecode import Decoder, imagehandler, imagespecs
 from .filters import STAGES, combine_values, default_collation_fn
@@ -281,10 +282,15 @@ class FastWebDataset(Fluid, torch.utils.data.IterableDataset):
             if not shardshuffle:
                 self.settings.setdefault("streams", 1)  # one shard after another, in order
         self._seed_drawn = seed is None
+        self._seed_pending = False
         if seed is not None:
             self.settings["seed"] = seed
         elif self.settings.get("mode") != "resampled":  # one seed for every worker's plan
-            self.settings["seed"] = int.from_bytes(os.urandom(8), "little") >> 1
+            drawn = int.from_bytes(os.urandom(8), "little") >> 1
+            # and every rank's, where the ranks split one order (split.agreed_seed)
+            agreed = split.agreed_seed(drawn) if nodesplitter is split_by_node else drawn
+            self.settings["seed"] = drawn if agreed is None else agreed
+            self._seed_pending = agreed is None
         if handler in CONTINUING:
             self.settings["skip_errors"] = True
         if cache_dir is not None:
@@ -318,6 +324,10 @@ class FastWebDataset(Fluid, torch.utils.data.IterableDataset):
         return self.settings.get("seed", 0)
 
     def _split(self):
+        if self._seed_pending:
+            self.settings["seed"] = split.agreed_seed(self.settings["seed"], final=True,
+                                                      who="libshard.webdataset.WebDataset")
+            self._seed_pending = False
         if self.nodesplitter is None:
             rank, world = 0, 1
         else:
