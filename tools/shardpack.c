@@ -277,7 +277,9 @@ static void print_summary(ShardpackRun *run, const char *manifest, size_t nwritt
             nwritten == 1 ? "" : "s", cli_human_bytes((double)stored, hb, sizeof hb),
             cli_human_bytes((double)atomic_load(&run->bytes_done), hi, sizeof hi), dt,
             cli_human_bytes(dt > 0 ? (double)atomic_load(&run->bytes_done) / dt : 0, hr, sizeof hr));
-    if (run->nkept)
+    if (shard_pack_complete(run->plan))
+        fprintf(stderr, "; complete already, nothing written");
+    else if (run->nkept)
         fprintf(stderr, "; %zu shard%s kept from the interrupted run, %zu packed now", run->nkept,
                 run->nkept == 1 ? "" : "s", nwritten - run->nkept);
     size_t nd = shard_pack_plan_duplicates(run->plan);

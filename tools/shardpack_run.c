@@ -264,7 +264,11 @@ int shardpack_run_write(ShardpackRun *run)
     }
     if (run->o->resume && !run->o->quiet) {
         char hb[32];
-        if (shard_pack_resumed(plan))
+        if (shard_pack_complete(plan))
+            fprintf(stderr, "shardpack: the set is complete: the record of the run that finished "
+                            "it names its manifest as it is; nothing to do (without --resume "
+                            "it is packed anew)\n");
+        else if (shard_pack_resumed(plan))
             fprintf(stderr, "shardpack: resuming: %zu of %zu shards finished by the earlier run "
                             "kept (%llu samples); %zu to pack (%llu samples, %s)\n",
                     run->nkept, run->shard_hi - run->shard_lo,

@@ -131,7 +131,8 @@ def test_an_earlier_larger_set_is_replaced_whole(shardpack, src, tmp_path):
     err = out_text(cp)
     assert cp.returncode == 0, err
     assert "an earlier set was here: its 80 files (shards, indexes, manifests) removed" in err, err
-    assert sorted(p.name for p in out.iterdir()) == ["train-000.idx", "train-000.tar",
+    assert sorted(p.name for p in out.iterdir()) == [".train.pack",  # its plan, that it finished
+                                                     "train-000.idx", "train-000.tar",
                                                      "train-001.idx", "train-001.tar",
                                                      "train-002.idx", "train-002.tar",
                                                      "train-003.idx", "train-003.tar",
@@ -167,7 +168,8 @@ def test_one_writer_per_output(shardpack, run_sc, src, tmp_path):
     assert first.wait(timeout=120) == 0
     cp = run_sc("verify", out / "train.json")
     assert cp.returncode == 0, out_text(cp)
-    assert sorted(p.name for p in out.iterdir() if p.name.startswith(".")) == [], "lock left"
+    assert sorted(p.name for p in out.iterdir() if p.name.startswith(".")) == [".train.pack"], \
+        "lock left"
     # killed while it holds the lock: the kernel lets go, the next run writes
     killed = stopped_run(cmd, out / ".train.lock")
     killed.kill()

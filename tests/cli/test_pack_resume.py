@@ -45,6 +45,13 @@ def finish(shardpack, src, out, ext, extra):
     return json.loads(cp.stdout)
 
 
+def finished(record):
+    """Whether a run's record says it finished: its plans and a completion marker alone."""
+    names = sorted(p.name for p in record.iterdir()) if record.is_dir() else []
+    return any(n.startswith("done") for n in names) and \
+        all(n.startswith(("plan", "done")) for n in names)
+
+
 def markers(out, record=".train.pack"):
     """The shards the record says are finished."""
     d = out / record
@@ -57,8 +64,8 @@ def markers(out, record=".train.pack"):
 def test_a_killed_pack_resumes_to_the_uninterrupted_set(shardpack, src, tmp_path, ext, extra,
                                                         part):
     """18 kill points each (54 in all): after each, a resume keeps exactly the shards with a
-    marker and packs the others; the set is the uninterrupted run's byte for byte, with no
-    record left. Every other kill is followed by another killed run first (a resume killed
+    marker and packs the others; the set is the uninterrupted run's byte for byte, its record
+    its plan and a completion marker. Every other kill is followed by another killed run first (a resume killed
     in its turn)."""
     extra = [*extra, "--part", part] if part else extra
     record = ".train.pack"
@@ -71,7 +78,7 @@ def test_a_killed_pack_resumes_to_the_uninterrupted_set(shardpack, src, tmp_path
     assert cp.returncode == 0, out_text(cp)
     want = visible(ref)
     total = sum(n.endswith(ext) for n in want)
-    assert total >= (20 if part else 40) and not (ref / record).exists(), "the record outlived the run"
+    assert total >= (20 if part else 40) and finished(ref / record), "the record says no end"
     out = tmp_path / "out"
     rng = random.Random(f"{ext}{extra}")
     resumed_with_some = 0
@@ -92,8 +99,9 @@ def test_a_killed_pack_resumes_to_the_uninterrupted_set(shardpack, src, tmp_path
             name = f"train-{j:03d}{ext}"
             assert visible(out).get(name) == want[name], f"attempt {attempt}: {name} marked, not whole"
         got = finish(shardpack, src, out, ext, extra)
-        if complete:  # killed after its manifest: its record gone (all packed again) or not yet
-            assert got["kept_shards"] in (0, len(done)), got
+        if complete:  # killed after its manifest: the set complete (nothing packed), its
+            # markers not gone yet (all kept), or gone before the completion marker (all packed)
+            assert got["kept_shards"] in (0, len(done), total), got
         else:
             assert got["kept_shards"] == len(done), f"attempt {attempt}: {got}"
             resumed_with_some += bool(done)
@@ -101,7 +109,7 @@ def test_a_killed_pack_resumes_to_the_uninterrupted_set(shardpack, src, tmp_path
         now = visible(out)
         assert now.keys() == want.keys(), f"attempt {attempt}: {sorted(now.keys() ^ want.keys())}"
         assert all(now[n] == want[n] for n in want), f"attempt {attempt}: not byte-identical"
-        assert not (out / record).exists(), f"attempt {attempt}: the record outlived the run"
+        assert finished(out / record), f"attempt {attempt}: the record says no end"
     assert resumed_with_some >= 3, "too few kills landed mid-run to show a resume"
 
 
@@ -139,7 +147,7 @@ def test_a_changed_input_or_option_is_refused_and_a_plain_run_replaces_the_recor
     shutil.rmtree(data / "zzz")
     cp = subprocess.run([*base, "--json"], capture_output=True, env=BASE_ENV, timeout=120)
     assert cp.returncode == 0, out_text(cp)
-    assert json.loads(cp.stdout)["kept_shards"] == 0 and not (out / ".train.pack").exists()
+    assert json.loads(cp.stdout)["kept_shards"] == 0 and finished(out / ".train.pack")
 
 
 def test_a_plan_cut_on_its_way_up_is_an_earlier_run_with_nothing_to_keep(
@@ -409,7 +417,7 @@ def test_a_record_place_that_is_not_ours_is_refused_and_nothing_outside_is_touch
     clean = tmp_path / "clean"
     cp = subprocess.run(cmd(shardpack, src, clean, ".tar", ["-q"]), capture_output=True,
                         env=BASE_ENV, timeout=120)
-    assert cp.returncode == 0 and not (clean / ".train.pack").exists(), out_text(cp)
+    assert cp.returncode == 0 and finished(clean / ".train.pack"), out_text(cp)
     assert len(list(clean.glob("train-*.tar"))) == IMAGES // 9
     assert {k: v for k, v in tree_sums(tmp_path).items() if k in before} == before
 
@@ -453,6 +461,40 @@ def test_a_kept_shard_changed_since_is_packed_again(shardpack, src, tmp_path, ta
     assert got["kept_shards"] == len(done) - 1, got
     assert visible(out) == visible(ref), "the resumed set differs from the uninterrupted run"
     assert not victim.is_symlink()
+
+
+def test_resume_on_a_finished_set_writes_nothing_and_refuses_changed_options(shardpack, src,
+                                                                           tmp_path):
+    """--resume on a set a run finished: nothing written (every file's mtime and bytes as
+    they were), said; with another option it is refused, naming it, and the set stays; a
+    manifest edited since is no longer the record's: the run keeps nothing it cannot prove
+    and writes the set again (the control)."""
+    import os
+    out = tmp_path / "out"
+    cp = subprocess.run(cmd(shardpack, src, out, ".tar", ["-q"]), env=BASE_ENV, timeout=120)
+    assert cp.returncode == 0
+
+    def stamps():
+        return {p.name: (p.stat().st_mtime_ns, p.read_bytes()) for p in out.rglob("*")
+                if p.is_file()}
+
+    before = stamps()
+    time.sleep(0.05)
+    cp = subprocess.run(cmd(shardpack, src, out, ".tar", ["--resume", "--json"]),
+                        capture_output=True, env=BASE_ENV, timeout=120)
+    assert cp.returncode == 0, out_text(cp)
+    assert "the set is complete" in out_text(cp), out_text(cp)
+    assert json.loads(cp.stdout)["packed_shards"] == 0
+    assert stamps() == before, "a finished set was written again"
+    cp = subprocess.run(cmd(shardpack, src, out, ".tar", ["--resume", "-c", "7"]),
+                        capture_output=True, env=BASE_ENV, timeout=120)
+    assert cp.returncode == 1 and "the options changed: maxcount 9 then, 7 now" in out_text(cp)
+    assert stamps() == before
+    manifest = out / "train.json"
+    manifest.write_text(manifest.read_text().replace('"name": "train"', '"name": "edited"'))
+    got = finish(shardpack, src, out, ".tar", [])
+    assert got["packed_shards"] + got["kept_shards"] == IMAGES // 9 and \
+        "edited" not in manifest.read_text()
 
 
 def test_a_huge_record_plan_is_refused_without_reading_it(shardpack, src, tmp_path):

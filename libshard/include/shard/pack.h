@@ -290,6 +290,11 @@ SHARD_API int shard_pack_kept(const ShardPackPlan *p, size_t j, ShardFileInfo *i
  *  resume, else 0 */
 SHARD_API int shard_pack_resumed(const ShardPackPlan *p);
 
+/** @return 1 when shard_pack_prepare, resuming, found the set (or part) complete: its record
+ *  says a run of this plan finished it and its manifest is the one that run wrote; every
+ *  shard is kept and shard_pack_manifest_write writes nothing. Else 0 */
+SHARD_API int shard_pack_complete(const ShardPackPlan *p);
+
 /** @return the files of an earlier set (manifests, shards, indexes) shard_pack_prepare
  *  removed to replace it */
 SHARD_API size_t shard_pack_replaced(const ShardPackPlan *p);

@@ -21,6 +21,7 @@
 #include "pack/packplan.h"
 #include "pack/packplandef.h"
 #include "pack/record.h"
+#include "pack/recordresume.h"
 #include "sink/sink.h"
 #include "source/open.h"
 #include "shard/file.h"
@@ -271,6 +272,8 @@ int shard_pack_kept(const ShardPackPlan *p, size_t j, ShardFileInfo *info)
 
 int shard_pack_resumed(const ShardPackPlan *p) { return p->resumed; }
 
+int shard_pack_complete(const ShardPackPlan *p) { return p->complete; }
+
 size_t shard_pack_replaced(const ShardPackPlan *p) { return p->replaced; }
 
 int shard_pack_prepare(ShardPackPlan *p, const char *manifest_path, ShardError *err)
@@ -288,6 +291,17 @@ int shard_pack_prepare(ShardPackPlan *p, const char *manifest_path, ShardError *
     int shared = refuse_shared_indexes(p, msg); /* before anything is removed: a manifest too */
     if (shared)
         return shard_report(err, shared, msg);
+    if (p->s.resume && manifest_path) { /* a finished set: nothing to touch */
+        int rc = shard_pack_record_check(p, msg);
+        if (!rc)
+            rc = shard_pack_record_complete(p, manifest_path, &p->complete, msg);
+        if (rc)
+            return shard_report(err, rc, msg);
+        if (p->complete) {
+            p->resumed = 1;
+            return 0;
+        }
+    }
     if (manifest_path) {
         int remote = shard_sink_in_bucket(manifest_path);
         ShardRemote *r = remote ? shard_pack_plan_remote((ShardPackPlan *)p, msg) : NULL;
@@ -405,12 +419,15 @@ int shard_pack_manifest_write(const ShardPackPlan *p, const ShardManifest *m,
 {
     char msg[SHARD_ERROR_MAX];
     ShardRemote *r = NULL;
+    if (p->complete) /* the set as its record says it is: its manifest stays as it was */
+        return 0;
     if (shard_sink_in_bucket(manifest_path) && !(r = shard_pack_plan_remote((ShardPackPlan *)p, msg)))
         return shard_report(err, SHARD_ERR_NOMEM, msg);
     int rc = shard_manifest_write_remote(m, manifest_path, r, err);
-    /* The set (or this part) is whole: its record has nothing left to resume. Left behind
-     * when it cannot go, it is only cleared by the next run. */
-    if (!rc)
-        shard_pack_record_clear((ShardPackPlan *)p, msg);
+    /* The set (or this part) is whole: its record keeps its plan and says so, the markers go
+     * (a --resume then finds nothing to do). Left as it was when that fails: a --resume then
+     * keeps every shard and writes the manifest again. */
+    if (!rc && p->recording)
+        shard_pack_record_finish((ShardPackPlan *)p, manifest_path, msg);
     return rc;
 }

@@ -48,6 +48,8 @@ struct ShardPackPlan {
      * record was found */
     ShardFileInfo *kept;
     int resumed;
+    int complete;  /* a resume of a set its record says is whole, its manifest as written:
+                      every shard kept, nothing to write */
     int recording; /* a marker in the record after each shard written (prepare, attach) */
     size_t replaced; /* files of an earlier set removed (manifests, shards, indexes) */
     ShardPackDup *dups; /* settings.dedup: the inputs left out, in input order */

@@ -40,8 +40,6 @@
 #include "sink/sink.h"
 #include "source/open.h"
 
-#define PLAN_MAX ((size_t)1 << 30)
-
 char *shard_pack_record_dir(const ShardPackPlan *p)
 {
     ShardPackSettings t = p->s;
@@ -60,7 +58,7 @@ char *shard_pack_record_dir(const ShardPackPlan *p)
 }
 
 /* The record's object name (in dir) of p's plan. */
-static char *plan_url(const ShardPackPlan *p, const char *dir)
+char *shard_pack_record_plan_url(const ShardPackPlan *p, const char *dir)
 {
     char *out = NULL;
     int n = p->s.nparts ? asprintf(&out, "%splan.part-%llu-of-%llu", dir,
@@ -69,7 +67,7 @@ static char *plan_url(const ShardPackPlan *p, const char *dir)
     return n < 0 ? NULL : out;
 }
 
-static ShardRemote *remote_for(ShardPackPlan *p, const char *url, char *msg)
+ShardRemote *shard_pack_record_remote(ShardPackPlan *p, const char *url, char *msg)
 {
     return shard_sink_in_bucket(url) ? shard_pack_plan_remote(p, msg) : NULL;
 }
@@ -106,13 +104,9 @@ static int inputs_digest(const ShardPackPlan *p, size_t j, char hex[65])
     return 0;
 }
 
-/* The plan's last line: a plan without it was cut on its way up (a store that keeps what
- * came of a killed upload, as s3rver does), before any shard of its run was written. */
-#define PLAN_END "end\n"
-
 /* p's plan as the record keeps it: a line per setting, a line per shard of the part, the
  * end. */
-static int plan_text(const ShardPackPlan *p, ShardBuf *b)
+int shard_pack_record_plan_text(const ShardPackPlan *p, ShardBuf *b)
 {
     char *opts = shard_pack_options_json(p);
     size_t lo, hi;
@@ -139,86 +133,7 @@ static int plan_text(const ShardPackPlan *p, ShardBuf *b)
         free(q);
         json_decref(rel);
     }
-    return rc ? rc : shard_buf_printf(b, "%s", PLAN_END);
-}
-
-/* The next line of text at *pos (without its newline), into line; 0 at the end. */
-static int next_line(const char *text, size_t *pos, char *line, size_t size)
-{
-    if (!text[*pos])
-        return 0;
-    size_t n = strcspn(text + *pos, "\n");
-    snprintf(line, size, "%.*s", (int)(n < size ? n : size - 1), text + *pos);
-    *pos += n + (text[*pos + n] == '\n');
-    return 1;
-}
-
-/* The options that differ between two options lines' JSON, "name: A then, B now; ...". */
-static void options_differ(const char *then, const char *now, char *out, size_t size)
-{
-    json_t *a = json_loads(then, 0, NULL), *b = json_loads(now, 0, NULL);
-    const char *k;
-    json_t *v;
-    size_t n = 0;
-    out[0] = 0;
-    json_object_foreach(b, k, v) {
-        json_t *w = json_object_get(a, k);
-        if (w && json_equal(v, w))
-            continue;
-        char *sa = w ? json_dumps(w, JSON_ENCODE_ANY) : NULL, *sb = json_dumps(v, JSON_ENCODE_ANY);
-        n += (size_t)snprintf(out + n, n < size ? size - n : 0, "%s%s %s then, %s now",
-                              n ? "; " : "", k, sa ? sa : "unset", sb ? sb : "?");
-        free(sa);
-        free(sb);
-        if (n >= size)
-            break;
-    }
-    json_decref(a);
-    json_decref(b);
-}
-
-/* What differs between the record's plan and p's, in words, into why; 0 when they agree. */
-static int plan_differs(const ShardPackPlan *p, const char *then, const char *now, char *why,
-                        size_t size)
-{
-    size_t a = 0, b = 0;
-    char la[8192], lb[8192];
-    for (;;) {
-        int ha = next_line(then, &a, la, sizeof la), hb = next_line(now, &b, lb, sizeof lb);
-        if (!ha && !hb)
-            return 0;
-        if (ha && hb && !strcmp(la, lb))
-            continue;
-        if (!ha || !hb) {
-            snprintf(why, size, "the plan has %s shards than the record's (the input changed)",
-                     ha ? "fewer" : "more");
-        } else if (!strncmp(la, "options ", 8) && !strncmp(lb, "options ", 8)) {
-            char d[2048];
-            options_differ(la + 8, lb + 8, d, sizeof d);
-            snprintf(why, size, "the options changed: %s", d);
-        } else if (!strncmp(la, "shard ", 6) && !strncmp(lb, "shard ", 6)) {
-            unsigned long long j, na, nb, ba, bb;
-            char fa[4200] = "", fb[4200] = "";
-            sscanf(la, "shard %llu %llu %llu %*s %4199[^\n]", &j, &na, &ba, fa);
-            sscanf(lb, "shard %*u %llu %llu %*s %4199[^\n]", &nb, &bb, fb);
-            char *url = shard_pack_numbered(p->pattern, j);
-            if (na == nb && ba == bb && !strcmp(fa, fb)) /* the same names and sizes */
-                snprintf(why, size, "the input changed: shard %llu (%s) holds %llu files from "
-                                    "%s (%llu bytes) as it did, but their paths, URLs (signing "
-                                    "aside: a new version of an object), labels or extra "
-                                    "fields differ", j, url ? url : "?", na, fa, ba);
-            else
-                snprintf(why, size, "the input changed: shard %llu (%s) held %llu files from "
-                                    "%s (%llu bytes) then, %llu files from %s (%llu bytes) now",
-                         j, url ? url : "?", na, fa, ba, nb, fb, bb);
-            free(url);
-        } else {
-            char *sa = strchr(la, ' '), *sb = strchr(lb, ' ');
-            snprintf(why, size, "%.*s: %.1500s then, %.1500s now", (int)(sa ? sa - la : 0), la,
-                     sa ? sa + 1 : la, sb ? sb + 1 : lb);
-        }
-        return 1;
-    }
+    return rc ? rc : shard_buf_printf(b, "%s", SHARD_PACK_PLAN_END);
 }
 
 /* n bytes as the record's object url: in a folder, made first, and made again when the
@@ -247,13 +162,13 @@ static int put_in_record(const char *dir, const char *url, const void *data, siz
 
 int shard_pack_record_start(ShardPackPlan *p, char *msg)
 {
-    char *dir = shard_pack_record_dir(p), *url = dir ? plan_url(p, dir) : NULL;
+    char *dir = shard_pack_record_dir(p), *url = dir ? shard_pack_record_plan_url(p, dir) : NULL;
     ShardBuf text = {0};
-    int rc = url ? plan_text(p, &text) : SHARD_ERR_NOMEM;
+    int rc = url ? shard_pack_record_plan_text(p, &text) : SHARD_ERR_NOMEM;
     if (rc == SHARD_ERR_NOMEM)
         shard_fail(msg, rc, "out of memory");
     ShardSinkSettings ss = {.sync = p->s.sync};
-    if (!rc && shard_sink_in_bucket(dir) && !(ss.remote = remote_for(p, dir, msg)))
+    if (!rc && shard_sink_in_bucket(dir) && !(ss.remote = shard_pack_record_remote(p, dir, msg)))
         rc = SHARD_ERR_NOMEM;
     if (!rc)
         rc = put_in_record(dir, url, text.data, text.len, &ss, msg);
@@ -265,7 +180,7 @@ int shard_pack_record_start(ShardPackPlan *p, char *msg)
 
 /* A marker's name parsed: shard j and its manifest entry (url unset); 0, or -1 for a name
  * that is not a marker. */
-static int parse_marker(const char *name, unsigned long long *j, ShardFileInfo *info)
+int shard_pack_record_marker(const char *name, unsigned long long *j, ShardFileInfo *info)
 {
     unsigned long long n, size, tar;
     char md5[40], sha[80];
@@ -299,7 +214,7 @@ int shard_pack_record_done(const ShardPackPlan *p, size_t j, const ShardFileInfo
     }
     int rc = 0;
     ShardSinkSettings ss = {.sync = p->s.sync};
-    if (shard_sink_in_bucket(dir) && !(ss.remote = remote_for((ShardPackPlan *)p, dir, msg)))
+    if (shard_sink_in_bucket(dir) && !(ss.remote = shard_pack_record_remote((ShardPackPlan *)p, dir, msg)))
         rc = SHARD_ERR_NOMEM;
     if (!rc)
         rc = put_in_record(dir, url, "", 0, &ss, msg);
@@ -308,14 +223,40 @@ int shard_pack_record_done(const ShardPackPlan *p, size_t j, const ShardFileInfo
     return rc;
 }
 
-/* Whether name is one the record writes: its plan, a part's plan, a shard's marker. */
+char *shard_pack_record_done_name(const ShardPackPlan *p, const char *sha256)
+{
+    char *out = NULL;
+    int n = p->s.nparts ? asprintf(&out, "done.part-%llu-of-%llu-%s", (unsigned long long)p->s.part,
+                                   (unsigned long long)p->s.nparts, sha256)
+                        : asprintf(&out, "done-%s", sha256);
+    return n < 0 ? NULL : out;
+}
+
+/* Whether name is a set's or a part's completion marker (shard_pack_record_done_name); its
+ * part and part count into *a and *b (0 and 0 for a whole set's). */
+static int done_marker(const char *name, unsigned long long *a, unsigned long long *b)
+{
+    int end = 0;
+    char sha[80];
+    *a = *b = 0;
+    if (sscanf(name, "done-%79[0-9a-f]%n", sha, &end) != 1 || name[end] || strlen(sha) != 64)
+        end = 0;
+    if (!end && (sscanf(name, "done.part-%llu-of-%llu-%79[0-9a-f]%n", a, b, sha, &end) != 3 ||
+                 name[end] || strlen(sha) != 64))
+        end = 0;
+    return end != 0;
+}
+
+/* Whether name is one the record writes: its plan, a part's plan, a shard's marker, a
+ * completion marker. */
 static int record_name(const char *name)
 {
     unsigned long long j, a, b;
     ShardFileInfo info;
     int end = 0;
-    return !strcmp(name, "plan") || !parse_marker(name, &j, &info) ||
-           (sscanf(name, "plan.part-%llu-of-%llu%n", &a, &b, &end) == 2 && !name[end]);
+    return !strcmp(name, "plan") || !shard_pack_record_marker(name, &j, &info) ||
+           (sscanf(name, "plan.part-%llu-of-%llu%n", &a, &b, &end) == 2 && !name[end]) ||
+           done_marker(name, &a, &b);
 }
 
 /* Whether name is a sink's temporary (".NAME.tmp-RANDOM", sink/filesink.c) of a name the
@@ -387,29 +328,34 @@ int shard_pack_record_folder(const char *dir, int *fdp, char *msg)
 }
 
 /* Whether a clear of p's record drops name, one the record writes: all of them for a whole
- * run; for a part, the whole run's plan, this part's plan and its shards' markers. */
-static int dropped(const ShardPackPlan *p, const char *name)
+ * run; for a part, the whole run's plan, this part's plan, its shards' markers and its
+ * completion marker. With markers_only, the plans stay. */
+static int dropped(const ShardPackPlan *p, const char *name, int markers_only)
 {
-    unsigned long long j;
+    unsigned long long j, a, b;
     ShardFileInfo info;
     size_t lo, hi;
+    int plan = !strcmp(name, "plan") || !strncmp(name, "plan.part-", 10);
+    if (markers_only && plan)
+        return 0;
     if (!p->s.nparts || !strcmp(name, "plan"))
         return 1;
     shard_pack_plan_part(p, &lo, &hi);
-    char *mine = plan_url(p, "");
+    char *mine = shard_pack_record_plan_url(p, "");
     int drop = (mine && !strcmp(name, mine)) ||
-               (!parse_marker(name, &j, &info) && j >= lo && j < hi);
+               (!shard_pack_record_marker(name, &j, &info) && j >= lo && j < hi) ||
+               (done_marker(name, &a, &b) && a == p->s.part && b == p->s.nparts);
     free(mine);
     return drop;
 }
 
 /* The record in a bucket cleared: its objects dropped() takes; any other object under its
  * prefix refused, naming it, and nothing removed. */
-static int clear_bucket(ShardPackPlan *p, const char *dir, char *msg)
+static int clear_bucket(ShardPackPlan *p, const char *dir, int markers_only, char *msg)
 {
     ShardPackListing l;
     int rc = shard_pack_list(p, dir, &l, msg);
-    ShardRemote *r = rc ? NULL : remote_for(p, dir, msg);
+    ShardRemote *r = rc ? NULL : shard_pack_record_remote(p, dir, msg);
     if (!rc && !r)
         rc = SHARD_ERR_NOMEM;
     for (size_t i = 0; i < l.n && !rc; i++)
@@ -421,7 +367,7 @@ static int clear_bucket(ShardPackPlan *p, const char *dir, char *msg)
                             "under another prefix)", dir, l.v[i].name);
     for (size_t i = 0; i < l.n && !rc; i++) {
         char *url = NULL;
-        if (!dropped(p, l.v[i].name))
+        if (!dropped(p, l.v[i].name, markers_only))
             continue;
         rc = asprintf(&url, "%s%s", dir, l.v[i].name) < 0
                  ? shard_fail(msg, SHARD_ERR_NOMEM, "out of memory")
@@ -434,7 +380,8 @@ static int clear_bucket(ShardPackPlan *p, const char *dir, char *msg)
 
 /* Removes from the record's folder fd the temporaries that no live writer holds and, with p,
  * the names dropped() takes; relative to fd: nothing outside the folder can be reached. */
-static int clear_folder(int fd, const char *dir, const ShardPackPlan *p, char *msg)
+static int clear_folder(int fd, const char *dir, const ShardPackPlan *p, int markers_only,
+                        char *msg)
 {
     DIR *d = fdopendir(dup(fd));
     if (!d)
@@ -449,7 +396,8 @@ static int clear_folder(int fd, const char *dir, const ShardPackPlan *p, char *m
                 unlinkat(fd, name, 0); /* nobody writes it: a killed writer's */
             if (t >= 0)
                 close(t);
-        } else if (p && record_name(name) && dropped(p, name) && unlinkat(fd, name, 0) != 0 &&
+        } else if (p && record_name(name) && dropped(p, name, markers_only) &&
+                   unlinkat(fd, name, 0) != 0 &&
                    errno != ENOENT) {
             rc = shard_fail(msg, shard_errno_code(errno), "%s%s: cannot remove: %s", dir, name,
                             strerror(errno));
@@ -466,126 +414,69 @@ int shard_pack_record_check(const ShardPackPlan *p, char *msg)
         return shard_fail(msg, SHARD_ERR_NOMEM, "out of memory");
     int fd, rc = shard_pack_record_folder(dir, &fd, msg);
     if (!rc && fd >= 0) /* markers a killed run was writing */
-        rc = clear_folder(fd, dir, NULL, msg);
+        rc = clear_folder(fd, dir, NULL, 0, msg);
     if (fd >= 0)
         close(fd);
     free(dir);
     return rc;
 }
 
-int shard_pack_record_clear(ShardPackPlan *p, char *msg)
+/* Clears p's record: all of it, or its markers alone (markers_only: the plans kept). */
+static int clear(ShardPackPlan *p, int markers_only, char *msg)
 {
     char *dir = shard_pack_record_dir(p);
     if (!dir)
         return shard_fail(msg, SHARD_ERR_NOMEM, "out of memory");
     int fd, rc = shard_pack_record_folder(dir, &fd, msg);
     if (!rc && fd >= 0) {
-        rc = clear_folder(fd, dir, p, msg);
+        rc = clear_folder(fd, dir, p, markers_only, msg);
         close(fd);
-        if (!rc) /* gone when nothing of another part is left */
+        if (!rc && !markers_only) /* gone when nothing of another part is left */
             rmdir(shard_source_local_path(dir));
     } else if (!rc && shard_sink_in_bucket(dir)) {
-        rc = clear_bucket(p, dir, msg);
+        rc = clear_bucket(p, dir, markers_only, msg);
     }
     free(dir);
     return rc;
 }
 
-/* Whether a finished shard in a folder is still what its marker records: a file of its own
- * (not a link), its SHA-256 and count, and its index its own (read back: the cost of
- * reading the set once, against packing it again). In a bucket its listed size is taken:
- * reading every object back would cost what the resume saves. */
-static int still_whole(const char *path, const ShardFileInfo *info)
+int shard_pack_record_clear(ShardPackPlan *p, char *msg) { return clear(p, 0, msg); }
+
+void shard_pack_record_sha256(ShardPackPlan *p, const char *url, char hex[65])
 {
-    if (shard_sink_in_bucket(path))
-        return 1;
-    struct stat st;
-    if (lstat(shard_source_local_path(path), &st) != 0 || !S_ISREG(st.st_mode))
-        return 0;
-    ShardVerifySettings vs;
-    shard_verify_default_settings(&vs);
-    vs.expect = info;
-    vs.check_index = 1;
-    vs.max_defects = 1;
-    ShardVerifyResult r;
-    return shard_verify(path, &vs, &r, NULL) == 0 && r.has_index;
+    ShardBuf b = {0};
+    char msg[SHARD_ERROR_MAX], md5[33];
+    ShardDigests d;
+    ShardRemote *r = shard_sink_in_bucket(url) ? shard_pack_plan_remote(p, msg) : NULL;
+    hex[0] = 0;
+    if ((!shard_sink_in_bucket(url) || r) &&
+        !shard_source_slurp(url, r, &b, (size_t)256 << 20, msg) && !shard_digests_init(&d, 0, 1)) {
+        shard_digests_update(&d, b.data, b.len);
+        shard_digests_final(&d, md5, hex);
+    }
+    shard_buf_free(&b);
 }
 
-int shard_pack_record_resume(ShardPackPlan *p, int *found, char *msg)
+int shard_pack_record_finish(ShardPackPlan *p, const char *manifest_path, char *msg)
 {
-    *found = 0;
-    char *dir = shard_pack_record_dir(p), *url = dir ? plan_url(p, dir) : NULL;
-    ShardBuf then = {0}, now = {0};
-    ShardPackListing marks = {0}, out = {0};
-    int rc = url ? 0 : shard_fail(msg, SHARD_ERR_NOMEM, "out of memory");
-    ShardRemote *r = rc ? NULL : remote_for(p, url, msg);
-    if (!rc && shard_sink_in_bucket(url) && !r)
+    char manifest_sha256[65];
+    shard_pack_record_sha256(p, manifest_path, manifest_sha256);
+    if (!manifest_sha256[0])
+        return shard_fail(msg, SHARD_ERR_IO, "%s: cannot be read back", manifest_path);
+    int rc = clear(p, 1, msg);
+    char *dir = rc ? NULL : shard_pack_record_dir(p), *name = NULL, *url = NULL;
+    if (!rc && (!dir || !(name = shard_pack_record_done_name(p, manifest_sha256)) ||
+                asprintf(&url, "%s%s", dir, name) < 0)) {
+        url = NULL;
+        rc = shard_fail(msg, SHARD_ERR_NOMEM, "out of memory");
+    }
+    ShardSinkSettings ss = {.sync = p->s.sync};
+    if (!rc && shard_sink_in_bucket(dir) && !(ss.remote = shard_pack_record_remote(p, dir, msg)))
         rc = SHARD_ERR_NOMEM;
     if (!rc)
-        rc = plan_text(p, &now) ? shard_fail(msg, SHARD_ERR_NOMEM, "out of memory") : 0;
-    if (!rc) { /* read no more of the record's plan than this run's, and a margin: a larger
-                  one differs, whatever it holds */
-        size_t max = now.len + 4096 < PLAN_MAX ? now.len + 4096 : PLAN_MAX;
-        rc = shard_source_slurp(url, r, &then, max, msg);
-        if (rc == SHARD_ERR_NOT_FOUND) { /* no earlier run of this set to resume */
-            rc = 0;
-            goto done;
-        }
-        if (rc == SHARD_ERR_FORMAT && strstr(msg, "larger than"))
-            rc = shard_fail(msg, SHARD_ERR_STATE, "cannot resume: the record's plan (%s) is "
-                            "larger than this run's (%zu bytes): the input or the options "
-                            "changed; run again without --resume to pack anew", url, now.len);
-        size_t n = strlen(PLAN_END);
-        if (!rc && (then.len < n || memcmp(then.data + then.len - n, PLAN_END, n)))
-            goto done; /* its plan was cut going up: nothing of that run came after it */
-    }
-    char why[4096];
-    if (!rc && plan_differs(p, (const char *)then.data, (const char *)now.data, why, sizeof why))
-        rc = shard_fail(msg, SHARD_ERR_STATE, "cannot resume: %s; the record of the earlier run "
-                        "(%s) says what it packed: run again without --resume to pack anew",
-                        why, url);
-    char *first = rc ? NULL : shard_pack_numbered(p->pattern, 0);
-    char *outdir = first ? shard_dir_of(first) : NULL, *slash = NULL;
-    if (!rc && (!outdir || asprintf(&slash, "%s/", outdir) < 0))
-        rc = shard_fail(msg, SHARD_ERR_NOMEM, "out of memory");
-    if (!rc)
-        rc = shard_pack_list(p, dir, &marks, msg);
-    if (!rc)
-        rc = shard_pack_list(p, shard_sink_in_bucket(slash) ? slash : outdir, &out, msg);
-    free(first);
-    free(outdir);
-    free(slash);
-    size_t lo, hi;
-    shard_pack_plan_part(p, &lo, &hi);
-    if (!rc && !p->kept && !(p->kept = calloc(p->nshards + 1, sizeof *p->kept)))
-        rc = shard_fail(msg, SHARD_ERR_NOMEM, "out of memory");
-    for (size_t i = 0; i < marks.n && !rc; i++) {
-        unsigned long long j;
-        ShardFileInfo info;
-        if (parse_marker(marks.v[i].name, &j, &info) || j < lo || j >= hi || p->kept[j].url)
-            continue;
-        char *path = shard_pack_numbered(p->pattern, j), *ipath = path ? shard_index_path(path) : NULL;
-        uint64_t size;
-        if (!ipath) {
-            rc = shard_fail(msg, SHARD_ERR_NOMEM, "out of memory");
-        } else if (shard_pack_listing_size(&out, shard_base_name(path), &size) &&
-                   size == info.filesize && shard_pack_listing_size(&out, shard_base_name(ipath), NULL) &&
-                   still_whole(path, &info)) {
-            info.url = path; /* the plan's now */
-            path = NULL;
-            p->kept[j] = info;
-        }
-        free(path);
-        free(ipath);
-    }
-    if (!rc)
-        *found = 1;
-done:
-    shard_pack_listing_free(&marks);
-    shard_pack_listing_free(&out);
-    shard_buf_free(&then);
-    shard_buf_free(&now);
+        rc = put_in_record(dir, url, "", 0, &ss, msg);
     free(url);
+    free(name);
     free(dir);
     return rc;
 }
