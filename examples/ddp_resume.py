@@ -12,10 +12,13 @@ and DataLoader workers, with libshard's defaults (no partition count chosen in a
 (PYTHONPATH=build/python for a libshard built in the tree; torch.distributed.run is torchrun
 run by the interpreter that has libshard.) The loader's state goes into the checkpoint beside
 the model's and the optimizer's: any rank's is the whole job's, so rank 0 saves for all, and
-every rank of the next job loads the same file. Equal mode, the default with several ranks,
-gives every rank the same number of steps, which DDP's all-reduce needs; after a resume on
-another topology a rank may be topped up with at most one batch of repeats, marked in
-"__pad__", which the loss below leaves out. docs/resume.md says what may change between a
+every rank of the next job loads the same file, and the dataset, made without mode=, takes
+the state's mode. Equal mode, the default with several ranks, gives every rank the same
+number of steps, which DDP's all-reduce needs; after a resume on another topology a rank may
+be topped up with at most one batch of repeats, marked in "__pad__", which the loss below
+leaves out. Exact mode (the default on one rank, so what a resume from one rank goes on
+in) may leave the ranks a batch apart: Join lets the rank done first stand in for the
+other's last all-reduce. docs/resume.md says what may change between a
 checkpoint and its resume.
 """
 import argparse
@@ -26,6 +29,7 @@ from datetime import timedelta
 
 import torch
 import torch.distributed as dist
+from torch.distributed.algorithms.join import Join
 from torch.nn.parallel import DistributedDataParallel
 
 from libshard.torch import ShardDataset, ShardLoader
@@ -90,20 +94,21 @@ def main():
     for epoch in range(first_epoch, a.epochs):
         loader.set_epoch(epoch)  # keeps a restored position for its own epoch
         keys = []
-        for images, labels, fields in loader:
-            real = ~fields["__pad__"]  # equal mode's repeats: in step, out of the loss
-            x = images.float().div_(255)
-            losses = torch.nn.functional.cross_entropy(model(x), labels, reduction="none")
-            loss = (losses * real).sum() / real.sum().clamp(min=1)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            keys += [k for k, r in zip(fields["__key__"], real.tolist()) if r]
-            steps += 1
-            if steps % a.every == 0 and rank == 0:
-                save(a.checkpoint, model, opt, loader, epoch)
-            if a.stop_after and steps == a.stop_after:
-                break
+        with Join([model]):  # exact mode's ranks may be a batch apart
+            for images, labels, fields in loader:
+                real = ~fields["__pad__"]  # repeats: in step, out of the loss
+                x = images.float().div_(255)
+                losses = torch.nn.functional.cross_entropy(model(x), labels, reduction="none")
+                loss = (losses * real).sum() / real.sum().clamp(min=1)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                keys += [k for k, r in zip(fields["__key__"], real.tolist()) if r]
+                steps += 1
+                if steps % a.every == 0 and rank == 0:
+                    save(a.checkpoint, model, opt, loader, epoch)
+                if a.stop_after and steps == a.stop_after:
+                    break
         if a.log:
             gathered = [None] * world
             dist.all_gather_object(gathered, keys)

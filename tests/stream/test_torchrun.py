@@ -400,10 +400,14 @@ def torch_state(path):
     return cp.stdout.strip()
 
 
-def test_the_ddp_example_resumes_on_another_world_size(shardcat, ds, tmp_path):
-    """examples/ddp_resume.py as its docstring runs it: 2 ranks x 2 workers stop after 3
-    steps, 3 ranks x 1 worker load the checkpoint and finish the epoch; every sample of the
-    epoch trains once (equal mode: fewer than its partitions dropped), the repeats out."""
+@pytest.mark.parametrize("before,after", [((2, 2), (3, 1)), ((2, 2), (1, 3)), ((1, 1), (2, 1))],
+                         ids=["2x2-3x1", "2x2-1x3", "1x1-2x1"])
+def test_the_ddp_example_resumes_on_another_world_size(shardcat, ds, tmp_path, before, after):
+    """examples/ddp_resume.py as its docstring runs it, the defaults throughout: stopped
+    after 3 steps, then another world size and worker count load the checkpoint and finish
+    the epoch, onto one rank and from one rank too (the state's mode taken: equal from 2
+    ranks, exact from 1); every sample of the epoch trains once (equal mode: fewer than its
+    partitions dropped), the repeats out."""
     pypath = os.environ.get("LIBSHARD_PYTHONPATH")
     if not pypath:
         pytest.skip("LIBSHARD_PYTHONPATH names no built libshard Python package")
@@ -411,19 +415,89 @@ def test_the_ddp_example_resumes_on_another_world_size(shardcat, ds, tmp_path):
     ckpt, log = tmp_path / "ckpt.pt", tmp_path / "keys.jsonl"
     common = [ds.manifest, "--batch-size", "8", "--image-size", "16", "--every", "2",
               "--checkpoint", ckpt, "--log", log]
-    for nproc, extra in ((2, ["--workers", "2", "--stop-after", "3"]), (3, ["--workers", "1"])):
-        cp, out = torchrun(example, [*common, *extra], tmp_path,
+    for (nproc, workers), extra in ((before, ["--stop-after", "3"]), (after, [])):
+        cp, out = torchrun(example, [*common, "--workers", str(workers), *extra], tmp_path,
                            env={"PYTHONPATH": pypath}, nproc=nproc)
         assert cp.returncode == 0, f"{nproc} ranks: exit {cp.returncode}:\n{out[-5000:]}"
-    assert "resumed in epoch 0 on 3 ranks x 1 workers" in out, out[-3000:]
+    assert f"resumed in epoch 0 on {after[0]} ranks x {after[1]} workers" in out, out[-3000:]
     lines = [json.loads(line) for line in log.read_text().splitlines()]
-    assert [(x["world"], x["rank"]) for x in lines] == [(2, 0), (2, 1), (3, 0), (3, 1), (3, 2)]
+    assert [(x["world"], x["rank"]) for x in lines] == \
+        [(before[0], r) for r in range(before[0])] + [(after[0], r) for r in range(after[0])]
     keys = [k for x in lines for k in x["keys"]]
     state = torch_state(ckpt)
     p = int(re.search(r"[,:]partitions=(\d+)", state).group(1))
+    mode = "equal" if before[0] > 1 else "exact"
     epoch = subprocess.run([str(shardcat), "stream", str(ds.manifest), "--seed", "0",
-                            "--shuffle", "1000", "--partitions", str(p), "--mode", "equal"],
+                            "--shuffle", "1000", "--partitions", str(p), "--mode", mode],
                            capture_output=True, text=True, check=True).stdout
     want = sorted(line.split("\t")[0] for line in epoch.splitlines())
-    assert len(want) == ds.total - ds.total % p
+    assert len(want) == (ds.total - ds.total % p if mode == "equal" else ds.total)
     assert sorted(keys) == want, (len(keys), len(set(keys)), len(want))
+
+
+NOSEED_SCRIPT = textwrap.dedent(r'''
+    import json, os, sys
+    from datetime import timedelta
+
+    import torch.distributed as dist
+
+    sys.path.insert(0, os.environ["LIBSHARD_PYTHONPATH"])
+    from libshard.torch import ShardDataset, ShardLoader
+
+    MANIFEST, RESULT, WORKERS = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    dist.init_process_group("gloo", timeout=timedelta(seconds=120))
+    rank, world = dist.get_rank(), dist.get_world_size()
+    # no seed=: each rank draws one, rank 0's is taken by all
+    ds = ShardDataset(MANIFEST, batch_size=8, image_size=16, shuffle=50,
+                      raw_fields="__key__;__pad__")
+    kw = {"timeout": 120} if WORKERS else {}
+    keys = [k for _, _, f in ShardLoader(ds, num_workers=WORKERS, **kw)
+            for k, p in zip(f["__key__"], f["__pad__"].tolist()) if not p]
+    gathered = [None] * world
+    dist.all_gather_object(gathered, {"seed": ds.seed, "keys": keys})
+    if rank == 0:
+        with open(RESULT, "w") as f:
+            json.dump(gathered, f)
+    dist.barrier()
+    dist.destroy_process_group()
+''')
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_ranks_without_a_seed_agree_on_one(ds, tmp_path, workers):
+    """2 ranks under torchrun, no seed=: both use rank 0's drawn seed, and the epoch's samples
+    come once each across the ranks (equal mode: fewer than its partitions dropped)."""
+    pypath = os.environ.get("LIBSHARD_PYTHONPATH")
+    if not pypath:
+        pytest.skip("LIBSHARD_PYTHONPATH names no built libshard Python package")
+    result = tmp_path / "seed.json"
+    cp, log = torchrun(NOSEED_SCRIPT, [ds.manifest, result, workers], tmp_path,
+                       env={"LIBSHARD_PYTHONPATH": pypath}, nproc=2)
+    assert cp.returncode == 0 and result.exists(), f"exit {cp.returncode}:\n{log[-5000:]}"
+    ranks = json.loads(result.read_text())
+    assert ranks[0]["seed"] == ranks[1]["seed"], ranks
+    keys = ranks[0]["keys"] + ranks[1]["keys"]
+    assert len(keys) == len(set(keys)), "a sample on both ranks"
+    assert len(keys) >= ds.total - 8 and set(keys) <= set(ds.all_keys)
+
+
+def test_ranks_without_a_seed_or_a_group_are_refused(ds, tmp_path):
+    """The negative control: two processes told they are ranks 0 and 1 of 2 (torchrun's
+    environment), no process group, no seed=: each is refused, naming seed=, before it reads
+    (each would draw its own and the shares would overlap); with seed= both read."""
+    pypath = os.environ.get("LIBSHARD_PYTHONPATH")
+    if not pypath:
+        pytest.skip("LIBSHARD_PYTHONPATH names no built libshard Python package")
+    code = ("import sys; sys.path.insert(0, sys.argv[2]); "
+            "from libshard.torch import ShardDataset; "
+            "kw = {'seed': 4} if sys.argv[3] == 'seed' else {}; "
+            "ds = ShardDataset(sys.argv[1], batch_size=8, image_size=16, **kw); "
+            "print(sum(len(y) for _, y in ds))")
+    for rank in (0, 1):
+        env = dict(BASE_ENV, RANK=str(rank), WORLD_SIZE="2", LOCAL_RANK=str(rank))
+        cp = subprocess.run([PYTHON, "-c", code, str(ds.manifest), pypath, "none"],
+                            capture_output=True, text=True, env=env, timeout=120)
+        assert cp.returncode != 0 and "pass seed=" in cp.stderr, cp.stderr[-2000:]
+        cp = subprocess.run([PYTHON, "-c", code, str(ds.manifest), pypath, "seed"],
+                            capture_output=True, text=True, env=env, timeout=120)
+        assert cp.returncode == 0 and int(cp.stdout) > 0, cp.stderr[-2000:]
