@@ -137,6 +137,13 @@ int shardcat_stream(const ShardcatCli *cli, ShardReaderSettings *reader, ShardRe
         fprintf(stderr, "shardcat: skipped: %s\n", shard_reader_kept_error(r, i));
     if (cli->stats)
         print_stats(r);
+    ShardRemoteStats rs;
+    shard_remote_stats(shard_reader_remote(r), &rs);
+    if (rs.range_ignored) /* said whatever --stats: the bytes read exceed the shards' */
+        fprintf(stderr, "shardcat: %llu Range requests were answered with the whole object: "
+                        "each read from an offset fetched it from its start (%llu bytes read); "
+                        "serve the shards from a server that honours Range (nginx, GCS, S3 do)\n",
+                (unsigned long long)rs.range_ignored, (unsigned long long)rs.bytes);
     shard_reader_free(&r);
     return status;
 }

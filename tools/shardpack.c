@@ -287,6 +287,9 @@ static void print_summary(ShardpackRun *run, const char *manifest, size_t nwritt
         fprintf(stderr, "; %zu duplicate%s left out (", nd, nd == 1 ? "" : "s");
         cli_print_url(stderr, run->duplicates);
         fputc(')', stderr);
+        if (run->relabelled)
+            fprintf(stderr, ", %zu of them of another label than the copy packed, whose label "
+                            "stands (both in the report)", run->relabelled);
     }
     uint64_t sk = shardpack_run_skipped(run);
     if (sk) {

@@ -167,12 +167,53 @@ static void *worker(void *arg)
             record_error(run, "%s", err.message);
             break;
         }
+        atomic_fetch_add(&run->shards_done, 1);
     }
     pthread_mutex_lock(&run->lock);
     run->workers_left--;
     pthread_cond_signal(&run->cond);
     pthread_mutex_unlock(&run->lock);
     return NULL;
+}
+
+/* The run a SIGINT or SIGTERM interrupts: the one place a signal handler can find it. */
+static ShardpackRun *interrupted_run;
+
+static size_t put_text(char *buf, size_t n, size_t cap, const char *s)
+{
+    while (*s && n < cap)
+        buf[n++] = *s++;
+    return n;
+}
+
+static size_t put_number(char *buf, size_t n, size_t cap, size_t v)
+{
+    char digits[24];
+    int k = 0;
+    do
+        digits[k++] = (char)('0' + v % 10);
+    while ((v /= 10) && k < 24);
+    while (k && n < cap)
+        buf[n++] = digits[--k];
+    return n;
+}
+
+/* Says what an interrupted run finished and how to go on, then dies of the signal as it
+ * would have (exit status 130 for SIGINT). Async-signal-safe: atomics and write() only. */
+static void on_interrupt(int sig)
+{
+    const ShardpackRun *run = interrupted_run;
+    char buf[512];
+    size_t n = put_text(buf, 0, sizeof buf, "\nshardpack: interrupted: ");
+    n = put_number(buf, n, sizeof buf, atomic_load(&run->shards_done) + run->nkept);
+    n = put_text(buf, n, sizeof buf, " of ");
+    n = put_number(buf, n, sizeof buf, run->shard_hi - run->shard_lo);
+    n = put_text(buf, n, sizeof buf, " shards finished, each recorded beside the set; the same "
+                 "command with --resume keeps them and packs the rest\n");
+    ssize_t w = write(2, buf, n);
+    (void)w;
+    signal(sig, SIG_DFL);
+    raise(sig);
 }
 
 uint64_t shardpack_run_skipped(ShardpackRun *run)
@@ -284,6 +325,9 @@ int shardpack_run_write(ShardpackRun *run)
         nthreads = (int)(run->shard_hi - run->shard_lo);
     pthread_t *threads = calloc((size_t)(nthreads ? nthreads : 1), sizeof *threads);
     run->workers_left = nthreads;
+    interrupted_run = run; /* the workers block signals: they come to this thread */
+    signal(SIGINT, on_interrupt);
+    signal(SIGTERM, on_interrupt);
     for (int i = 0; i < nthreads; i++) {
         if (pthread_create(&threads[i], NULL, worker, run)) {
             fprintf(stderr, "shardpack: cannot start a thread\n");
@@ -293,6 +337,8 @@ int shardpack_run_write(ShardpackRun *run)
     wait_workers(run, total_samples, total_bytes);
     for (int i = 0; i < nthreads; i++)
         pthread_join(threads[i], NULL);
+    signal(SIGINT, SIG_DFL); /* the shards are done: what follows is the manifest */
+    signal(SIGTERM, SIG_DFL);
     free(threads);
     if (run->tty)
         progress(run, total_samples, total_bytes, 1);
@@ -332,14 +378,17 @@ int shardpack_write_duplicates(ShardpackRun *run, const char *manifest, char **u
         fprintf(stderr, "shardpack: out of memory\n");
         return 1;
     }
-    fputs("dropped\tkept\tsha256\n", f);
+    fputs("dropped\tkept\tsha256\tdropped_label\tkept_label\n", f);
     for (size_t i = 0; i < n; i++) {
         const char *dropped, *kept, *sum;
+        int64_t dl, kl;
         shard_pack_plan_duplicate(run->plan, i, &dropped, &kept, &sum);
+        shard_pack_plan_duplicate_labels(run->plan, i, &dl, &kl);
+        run->relabelled += dl != kl; /* a copy in another class: the kept one's label stands */
         tsv_field(f, dropped);
         fputc('\t', f);
         tsv_field(f, kept);
-        fprintf(f, "\t%s\n", sum);
+        fprintf(f, "\t%s\t%lld\t%lld\n", sum, (long long)dl, (long long)kl);
     }
     int rc = 0;
     if (fclose(f)) {

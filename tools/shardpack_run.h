@@ -36,9 +36,11 @@ typedef struct ShardpackRun {
     atomic_size_t next;
     atomic_int failed;
     atomic_ullong samples_done, bytes_done;
+    atomic_size_t shards_done; /* written whole by this run, each with its record's marker */
     atomic_ullong skipped[NSKIP];
     char *ignored_names[3]; /* the first files a folder scan left out, for the summary */
     char *duplicates;       /* --dedup: the report's URL, when inputs were left out */
+    size_t relabelled;      /* duplicates whose copy left out had another label */
     size_t nignored_names;
     atomic_ullong undecoded[NUNDECODED]; /* packed all the same (no --on-error skip) */
     atomic_ullong resized, resized_in, resized_out; /* JPEGs re-encoded (--resize), bytes */

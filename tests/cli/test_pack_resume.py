@@ -231,11 +231,21 @@ def test_dedup_packs_each_image_once_the_same_for_any_jobs(shardpack, run_sc, sr
         got = json.loads(cp.stdout)
         assert got["duplicates"] == ndup and got["samples"] == IMAGES, got
         rows = (out / "train.duplicates.tsv").read_text().splitlines()
-        assert rows[0] == "dropped\tkept\tsha256" and len(rows) == ndup + 1
+        assert rows[0] == "dropped\tkept\tsha256\tdropped_label\tkept_label" and \
+            len(rows) == ndup + 1
+        relabelled = 0
         for row in rows[1:]:
-            dropped, kept, _ = row.split("\t")
+            dropped, kept, _, dl, kl = row.split("\t")
             assert open(dropped, "rb").read() == open(kept, "rb").read()
             assert "/ant/img" in kept, "the first in input order is kept (ant/img* comes first)"
+            assert kl == "0" and dl == str(["ant", "bee", "cow"].index(dropped.split("/")[-2]))
+            relabelled += dl != kl
+        # the copies in other classes are said: their label gave way to the kept copy's
+        assert relabelled == 11
+        cp = subprocess.run([str(shardpack), str(data), "-o", str(out / "train-%03d.tar"),
+                             "-c", "9", "--shuffle", "1", "--dedup"], capture_output=True,
+                            env=BASE_ENV, timeout=120)
+        assert "11 of them of another label than the copy packed" in out_text(cp), out_text(cp)
         cp = run_sc("ls", out / "train.json")
         assert cp.returncode == 0, out_text(cp)
         listed = cp.stdout.decode()
@@ -514,3 +524,22 @@ def test_a_huge_record_plan_is_refused_without_reading_it(shardpack, src, tmp_pa
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     assert cp.returncode == 1 and "larger than this run's" in cp.stderr.decode(), out_text(cp)
     assert max(peak, before) < 200 << 10, f"peak RSS {peak} KiB"
+
+
+def test_ctrl_c_says_what_finished_and_how_to_go_on(shardpack, src, tmp_path):
+    """SIGINT mid-run: the run dies of it (exit status 130 in a shell) after one line naming
+    the shards finished and --resume; the resume keeps that many."""
+    out = tmp_path / "out"
+    proc = subprocess.Popen(cmd(shardpack, src, out, ".tar", ["-q", "-j", "1"]), env=BASE_ENV,
+                            stderr=subprocess.PIPE)
+    deadline = time.time() + 60
+    while time.time() < deadline and proc.poll() is None and len(markers(out)) < 5:
+        time.sleep(0.002)
+    proc.send_signal(signal.SIGINT)
+    err = proc.communicate(timeout=60)[1].decode()
+    assert proc.returncode == -signal.SIGINT, (proc.returncode, err)
+    import re
+    m = re.search(r"interrupted: (\d+) of 40 shards finished.*--resume keeps them", err)
+    assert m, err
+    got = finish(shardpack, src, out, ".tar", [])
+    assert got["kept_shards"] >= int(m.group(1)), (got, err)

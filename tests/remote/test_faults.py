@@ -328,3 +328,24 @@ def test_a_response_header_too_large_is_named_for_what_it_is(run, fault):
     r = run("stream", f"{fault.url}/bigheader=300000/data/d-000.tar", "--seed", "1", *FAST)
     assert r.rc == 1 and "d-000.tar" in r.err and "could not hold the response" in r.err and \
         "response header over its 100 KB limit" in r.err, r.err
+
+
+def test_a_server_that_ignores_range_is_said(run, fault, ShardDataset):
+    """Ranges answered whole cost bytes: shardcat stream says so without --stats, and
+    ShardDataset warns once at the epoch's end; the control: a server that honours Range
+    draws no word."""
+    import warnings
+    base = f"{fault.url}/norange,flaky=0.6"  # each cut resumes at an offset
+    r = run("stream", f"{base}/{SPEC}", "--seed", "3", "--shuffle", "40", *FAST)
+    assert r.rc == 0 and "Range requests were answered with the whole object" in r.err, r.err
+    ctl = run("stream", f"{fault.url}/flaky=0.6/{SPEC}", "--seed", "3", "--shuffle", "40",
+              *FAST)
+    assert ctl.rc == 0 and "Range" not in ctl.err, ctl.err
+    for url, said in ((f"{base}/{SPEC}", True), (f"{fault.url}/flaky=0.6/{SPEC}", False)):
+        ds = ShardDataset(url, decode=False, seed=3, shuffle=40, partitions=8, retries=8,
+                          backoff=0.01)
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            n = sum(1 for _ in ds)
+        hits = [w for w in seen if "answered with the whole object" in str(w.message)]
+        assert n > 0 and bool(hits) == said, [str(w.message) for w in seen]

@@ -193,6 +193,14 @@ SHARD_API size_t shard_pack_plan_duplicates(const ShardPackPlan *p);
 SHARD_API int shard_pack_plan_duplicate(const ShardPackPlan *p, size_t i, const char **dropped,
                                         const char **kept, const char **sha256);
 
+/**
+ * Duplicate i's labels: the one the input left out had and the one the packed copy has
+ * (-1: none); where they differ, the packed copy's stands.
+ * @return 0, or SHARD_ERR_INVALID for i out of range
+ */
+SHARD_API int shard_pack_plan_duplicate_labels(const ShardPackPlan *p, size_t i,
+                                               int64_t *dropped, int64_t *kept);
+
 /** @return the number of inputs */
 SHARD_API size_t shard_pack_plan_inputs(const ShardPackPlan *p);
 

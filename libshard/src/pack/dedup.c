@@ -136,6 +136,7 @@ int shard_pack_dedup(ShardPackPlan *p, ShardError *err)
         ShardPackDup *d = &p->dups[p->ndups++];
         d->dropped = p->v[i];
         d->kept = p->v[dup[i]].path;
+        d->kept_label = p->v[dup[i]].in.label;
         memcpy(d->sha256, sum[i], 65);
     }
     size_t w = 0;

@@ -298,6 +298,16 @@ int shard_pack_plan_duplicate(const ShardPackPlan *p, size_t i, const char **dro
     return 0;
 }
 
+int shard_pack_plan_duplicate_labels(const ShardPackPlan *p, size_t i, int64_t *dropped,
+                                     int64_t *kept)
+{
+    if (i >= p->ndups)
+        return SHARD_ERR_INVALID;
+    *dropped = p->dups[i].dropped.in.label;
+    *kept = p->dups[i].kept_label;
+    return 0;
+}
+
 const ShardPackInput *shard_pack_plan_input(const ShardPackPlan *p, size_t i)
 {
     return i < p->n ? &p->v[i].in : NULL;

@@ -7,6 +7,7 @@
 
 #include <pthread.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "shard/pack.h"
 #include "shard/remote.h"
@@ -24,6 +25,7 @@ typedef struct Input {
 typedef struct ShardPackDup {
     Input dropped;
     const char *kept;
+    int64_t kept_label; /* the kept input's label (-1: none), which its copy's gives way to */
     char sha256[65];
 } ShardPackDup;
 

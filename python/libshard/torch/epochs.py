@@ -50,11 +50,26 @@ class Epochs:
         worker leaves with os._exit, which frees nothing)."""
         try:
             yield from self.run(tagged, resume, logical)
+            self.note_ranges()
         except KeyboardInterrupt:
             if self.mine() is not None:
                 self.source.stop()  # its threads and commands end now, batches held or not
             self.source = self.pid = self.upload = None
             raise
+
+    def note_ranges(self):
+        """Says once, at an epoch's end, that a server answered Range requests with whole
+        objects (counted in remote_stats()["range_ignored"]): each seek then read an object
+        from its start, more bytes than the shards hold."""
+        src = self.mine()
+        rs = src.remote_stats() if src is not None and hasattr(src, "remote_stats") else {}
+        n = rs.get("range_ignored", 0)
+        if n and not getattr(self, "ranges_said", False):
+            self.ranges_said = True
+            warn(f"libshard: {n} Range requests were answered with the whole object: each "
+                 f"read from an offset fetched the object from its start ({rs.get('bytes', 0)} "
+                 f"bytes so far); serve the shards from a server that honours Range (nginx, "
+                 f"GCS, S3 do; python -m http.server does not)", RuntimeWarning)
 
     def run(self, tagged, resume, logical):
         """The epoch's batches (or samples); tagged (for ShardLoader): each as (item,

@@ -91,12 +91,14 @@ def _taken_on(state):
 
 
 def warn_unequal(ds, world, workers, resume=None):
-    """The warning, once per dataset, when mode='exact' leaves this epoch's ranks unequal
+    """The warning, once per dataset and on rank 0 alone, when mode='exact' leaves this epoch's ranks unequal
     batch counts, from its start or from the state it resumes from (a DDP job would wait
     forever for the ranks that have finished)."""
     if ds.warned_unequal or world < 2 or ds.settings.get("mode") != "exact":
         return
     ds.warned_unequal = True
+    if split.rank_world(ds.rank, ds.world_size)[0] != 0:
+        return  # said once for the job, by rank 0: it names every rank's count
     try:
         plan = planner(ds, 0, world, workers)
         if resume:
