@@ -319,3 +319,26 @@ def test_stats_count_spawned_workers_too(photo_shards):
     apart = pickle.loads(pickle.dumps(pipe))
     list(apart)
     assert pipe.stats() == stats and apart.stats()["shards_c"] == 2 * 3
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_the_c_pipelines_stats_count_what_it_read(photo_shards, workers):
+    """WebDataset(..., image_size=...) runs in C: its stats() (and its WebLoader's) count the
+    shards and the images it decoded, in DataLoader workers too, where they said zeros; raw
+    samples count members and bytes. The control: before any epoch, zeros."""
+    url, per_shard = photo_shards
+    ds = (wds.WebDataset(url, shardshuffle=False, image_size=32, skip_errors=True)
+          .decode("torchrgb8").to_tuple("jpg", "cls").batched(4))
+    assert ds.stats()["shards_c"] == 0
+    loader = wds.WebLoader(ds, batch_size=None, num_workers=workers,
+                           **({"timeout": HANG} if workers else {}))
+    n = within(HANG * 2, lambda: sum(len(y) for _, y in loader), "a C epoch")
+    stats = loader.stats()
+    # a worker's share may end inside a shard the next worker goes on in: each reads it
+    assert (stats["shards_c"] >= 3 if workers else stats["shards_c"] == 3), stats
+    assert stats["decodes_c"] == n > 0, stats
+    raw = wds.WebDataset(url, shardshuffle=False, seed=1, streams=1)
+    samples = within(HANG, lambda: list(raw), "a raw epoch")
+    st = raw.stats()
+    assert st["shards_c"] == 3 and st["members_c"] == sum(
+        len([k for k in s if not k.startswith("__")]) for s in samples), st

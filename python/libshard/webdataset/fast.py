@@ -28,6 +28,7 @@ from ..torch import ShardDataset
 from ..torch import split
 from ..torch.split import rank_world, worker
 from .autodecode import Decoder, imagehandler, imagespecs
+from .counters import Counts
 from .filters import STAGES, combine_values, default_collation_fn
 from .handlers import (ignore_and_continue, ignore_and_stop, reraise_exception,
                        warn_and_continue, warn_and_stop)
@@ -46,6 +47,13 @@ class Fluid:
         new = copy.copy(self)
         new.stages = tuple(self.stages) + ((name, args, kw),)
         return new
+
+    def stats(self):
+        """What libshard did for this pipeline, its DataLoader workers' part included, as
+        DataPipeline.stats() counts it: on the C pipeline, shards_c (shards read) and
+        decodes_c (images decoded), or members_c and bytes_c for raw samples."""
+        from .counters import total
+        return total([self])
 
     def _unsupported(self, what, instead):
         raise NotImplementedError(f"libshard.webdataset cannot {what}: {instead}")
@@ -253,6 +261,7 @@ class FastWebDataset(Fluid, torch.utils.data.IterableDataset):
                  select_files=None, rename_files=None, empty_check=True, verbose=False,
                  seed=None, **settings):
         super().__init__()
+        self.counts = Counts()  # what the C pipeline did, its DataLoader workers' too
         for name in ("max_member_size", "max_sample_size"):
             if settings.get(name) is not None:
                 self._unsupported(f"take {name}= with libshard's settings", "the C pipeline "
@@ -374,6 +383,7 @@ class FastWebDataset(Fluid, torch.utils.data.IterableDataset):
             # filled from the next ones, as WebDataset's batched() fills them
             raw.append("__pad__")
             settings["drop_last"] = False
+        raw.append("__url__")  # the shards read, counted in stats() (_counted)
         if raw:
             settings["raw_fields"] = ";".join(raw)
         return settings, [], targs
@@ -390,12 +400,13 @@ class FastWebDataset(Fluid, torch.utils.data.IterableDataset):
         ds.by_worker = bool(self.workersplitter)
         ds.set_epoch(epoch)  # made in this process: its epoch is not shared with others
         if fields is None:
-            return self._run(iter(ds), stages, epoch)
+            return self._run(_counted_samples(iter(ds), self.counts), stages, epoch)
         batches = iter(ds)
         if settings.get("skip_errors"):
             batches = _without_repeats(batches, settings["batch_size"],
                                        self.stages[-1][2]["partial"])
-        return self._as_webdataset(batches, fields, _FAST[self.stages[-3][1][0]][2])
+        return self._as_webdataset(_counted(batches, self.counts), fields,
+                                   _FAST[self.stages[-3][1][0]][2])
 
     @staticmethod
     def _as_webdataset(batches, fields, numpy):
@@ -416,6 +427,32 @@ class FastWebDataset(Fluid, torch.utils.data.IterableDataset):
                     column.append(decoder.decode1(name, raw[name][i]))
                 extra.append(combine_values(column))
             yield (images.numpy() if numpy else images, labels.numpy(), *extra)
+
+
+def _counted(batches, counts):
+    """The C batches with their "__url__" field taken out and counted in counts: the
+    shards read (as they first come) and the images decoded, in C (stats())."""
+    seen = set()
+    for images, labels, raw in batches:
+        raw = dict(raw)
+        urls = raw.pop("__url__")
+        new = set(urls) - seen
+        seen |= new
+        counts.add(shards_c=len(new), decodes_c=len(labels))
+        yield (images, labels, raw) if raw else (images, labels)
+
+
+def _counted_samples(samples, counts):
+    """The C reader's samples, counted in counts as they pass: the shards read (as they first
+    come), their members and bytes (stats())."""
+    seen = set()
+    for sample in samples:
+        url = sample.get("__url__")
+        fields = [v for k, v in sample.items() if not k.startswith("__")]
+        counts.add(shards_c=url not in seen, members_c=len(fields),
+                   bytes_c=sum(len(v) for v in fields if isinstance(v, (bytes, bytearray))))
+        seen.add(url)
+        yield sample
 
 
 def _without_repeats(batches, size, partial):
