@@ -167,6 +167,7 @@ def example_hosts(nginx, dask_port):
         ("--host 10.0.0.1 --port 8786", f"--host 127.0.0.1 --port {dask_port}"),
         ("10.0.0.1:8786", f"127.0.0.1:{dask_port}"),
         ("--nworkers 8", "--nworkers 2"),  # the machine has 2 cores
+        ("--nproc_per_node 8", "--nproc_per_node 2"),
         ("12345", "12"),  # the example's sample index, in the small data set
         ("~/crawl", "~/imagenet/train"),
         ("shards/train-{000000..000009}.tar.zst", "shards/train-{000000..000000}.tar.zst"),
@@ -244,7 +245,8 @@ def test_the_readme_runs(workspace, nginx, gcs, s3, tmp_path, capsys):
             run([PYTHON, str(script)], what)
             previous = code + "\n"
         elif kind == "torchrun":
-            command, program = code.split("\n", 1)
+            # the launch line, then train.py; a launch line alone runs the block before it
+            command, program = code.split("\n", 1) if "\n" in code else (code, previous)
             (workspace / "train.py").write_text(PRELUDE + program.strip() + "\n")
             assert command.startswith("venv/bin/python -m torch.distributed.run ") and \
                 command.endswith(" train.py"), command

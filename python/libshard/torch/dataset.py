@@ -25,7 +25,7 @@ class ShardDataset(torch.utils.data.IterableDataset):
 
     urls: a spec (path or URL, braces, a manifest, a gs:// or s3:// prefix), a list of them,
     or a mix: [(spec or list of specs, weight), ...], each source giving its weight's share of
-    every epoch (README, "Mixing datasets").
+    every epoch (docs/mixing.md).
 
     rank, world_size: this consumer's place in the job (None: torch.distributed's when it is
     initialized, else $RANK / $WORLD_SIZE). device: "cpu", "cuda" or "cuda:N" ("cuda" is
@@ -36,8 +36,7 @@ class ShardDataset(torch.utils.data.IterableDataset):
 
     The settings below, with their defaults (libshard.settings lists them all). shuffle=False
     is dataset order, for evaluation (no shard shuffle, one stream). Remote shards (http://,
-    https://, gs://, s3://) take their credentials from the environment (README, "Remote
-    shards"). trace: with DataLoader workers each writes PATH.worker-N.json. raw_fields: also
+    https://, gs://, s3://) take their credentials from the environment (docs/remote.md). trace: with DataLoader workers each writes PATH.worker-N.json. raw_fields: also
     a list of names, and "__key__", "__url__" (its shard), "__source__" (int64: its source's
     index in a mix), "__index__" (int64) and "__pad__" (bool) give each sample's key, shard,
     source, data-set index and padding flag; batches are then (images, labels, {name:
