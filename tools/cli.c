@@ -282,3 +282,27 @@ json_t *cli_json_text(const char *s)
     free(out);
     return j;
 }
+
+const char *cli_face(const char *msg, char *buf, size_t size)
+{
+    static const char *const names[][2] = {{"shuffle_buffer=", "--shuffle "},
+                                           {"memory_budget=", "--memory-budget "}};
+    size_t n = 0;
+    for (const char *p = msg; *p && n + 1 < size;) {
+        size_t k = 0;
+        while (k < sizeof names / sizeof *names &&
+               (strncmp(p, names[k][0], strlen(names[k][0])) || (p > msg && p[-1] != ' ')))
+            k++;
+        const char *put = k < sizeof names / sizeof *names ? names[k][1] : NULL;
+        if (put) {
+            n += (size_t)snprintf(buf + n, size - n, "%s", put);
+            p += strlen(names[k][0]);
+        } else {
+            buf[n++] = *p++;
+        }
+        if (n >= size)
+            n = size - 1;
+    }
+    buf[n < size ? n : size - 1] = 0;
+    return buf;
+}

@@ -47,6 +47,11 @@ int cli_ends_with(const char *s, const char *suffix);
 /* Seconds from a monotonic clock. */
 double cli_now(void);
 
+/* A library message with the settings it names as the command line names them ("set
+ * shuffle_buffer=N" becomes "set --shuffle N"), into buf (size bytes); a setting inside a
+ * state's text (after ',' or ':') stays as it is. */
+const char *cli_face(const char *msg, char *buf, size_t size);
+
 /* Prints a name from a shard or a path so that control characters and invalid UTF-8 show
  * as \xNN escapes (shard_escape): nothing from a shard reaches the terminal raw. */
 void cli_print_path(FILE *f, const char *path);

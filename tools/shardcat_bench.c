@@ -60,7 +60,8 @@ static double run_once(const Bench *b, uint64_t threads, uint64_t streams, uint6
                 continue;
         }
         if (rc) {
-            fprintf(stderr, "shardcat: %s\n", shard_loader_error(l));
+            char face[SHARD_ERROR_MAX + 256];
+            fprintf(stderr, "shardcat: %s\n", cli_face(shard_loader_error(l), face, sizeof face));
             shard_loader_free(&l);
             return -1;
         }

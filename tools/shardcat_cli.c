@@ -27,7 +27,7 @@ static int die_usage(const char *msg)
 enum { O_CMDS = 150, O_LOCAL, O_CACHE = 200, O_CACHE_SIZE, O_RETRIES, O_TIMEOUT, O_STALL, O_BACKOFF, O_CA,
        O_SHUFFLE = 256, O_SEED, O_EPOCH, O_RANK, O_WORLD, O_WORKER, O_WORKERS, O_MODE, O_PAD,
        O_EPOCH_SAMPLES, O_STREAMS, O_SKIP, O_STATE, O_MIX, O_MAP, O_INDEX_CACHE,
-       O_MAKE_INDEXES, O_PARTITIONS,
+       O_MAKE_INDEXES, O_PARTITIONS, O_MEMORY,
        O_SAMPLES = 300, O_STATS,
        O_COUNT = 350, O_COLUMNS, O_SIZE, O_CROP, O_FLIP, O_NOFAST };
 
@@ -48,6 +48,7 @@ static const struct option long_options[] = {
     {"backoff", required_argument, NULL, O_BACKOFF},
     {"ca-bundle", required_argument, NULL, O_CA},
     {"shuffle", required_argument, NULL, O_SHUFFLE},
+    {"memory-budget", required_argument, NULL, O_MEMORY},
     {"seed", required_argument, NULL, O_SEED},
     {"epoch", required_argument, NULL, O_EPOCH},
     {"rank", required_argument, NULL, O_RANK},
@@ -171,6 +172,11 @@ static int stream_option(int c, char *arg, ShardcatCli *cli, ShardReaderSettings
         }
         break;
     }
+    case O_MEMORY:
+        if (cli_parse_size(arg, &v))
+            return die_usage("--memory-budget wants a size (bytes, or with K, M, G)");
+        rs->memory_budget = (size_t)v;
+        break;
     case O_SEED:
         if (cli_parse_u64(arg, &rs->seed))
             return die_usage("--seed wants a whole number");

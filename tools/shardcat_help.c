@@ -130,6 +130,8 @@ static const struct {
      "The streaming reader's samples, one line each (key, url), as a training job's\n"
      "consumer reads them.\n"
      "  --shuffle N[:INITIAL]   a shuffle buffer of N samples (INITIAL before the first)\n"
+     "  --memory-budget SIZE    what the streams may hold (default 256M; the shuffle\n"
+     "                          buffer may hold this much, or more for a large shuffle)\n"
      "  --seed S --epoch E      the order's seed and the epoch (default: a fresh seed, 0)\n"
      "  --rank R --world-size W this consumer's rank; without them $RANK and $WORLD_SIZE\n"
      "                          are used when set (said on stderr), else rank 0 of 1\n"

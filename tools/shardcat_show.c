@@ -214,7 +214,8 @@ int shardcat_show(const ShardcatCli *cli, ShardLoaderSettings *ls, ShardRemote *
         fprintf(stderr, "shardcat: no samples: the epoch is empty for this consumer\n");
         status = 1;
     } else if (rc) {
-        fprintf(stderr, "shardcat: %s\n", shard_loader_error(l));
+        char face[SHARD_ERROR_MAX + 256];
+        fprintf(stderr, "shardcat: %s\n", cli_face(shard_loader_error(l), face, sizeof face));
         status = 1;
     } else {
         int columns = cli->columns;

@@ -31,7 +31,8 @@ static ShardReader *open_reader(const ShardcatCli *cli, ShardReaderSettings *s,
         fprintf(stderr, "shardcat: seed %llu (random; pass --seed to repeat this order)\n",
                 (unsigned long long)shard_reader_seed(r));
     if (cli->state && shard_reader_restore(r, cli->state)) {
-        fprintf(stderr, "shardcat: %s\n", shard_reader_error(r));
+        char face[SHARD_ERROR_MAX + 256];
+        fprintf(stderr, "shardcat: %s\n", cli_face(shard_reader_error(r), face, sizeof face));
         shard_reader_free(&r);
         return NULL;
     }
@@ -122,7 +123,8 @@ int shardcat_stream(const ShardcatCli *cli, ShardReaderSettings *reader, ShardRe
     int status = 0;
     int rc = print_samples(cli, r);
     if (rc && rc != SHARD_EOS) {
-        fprintf(stderr, "shardcat: %s\n", shard_reader_error(r));
+        char face[SHARD_ERROR_MAX + 256];
+        fprintf(stderr, "shardcat: %s\n", cli_face(shard_reader_error(r), face, sizeof face));
         status = 1;
     }
     if (cli->have_samples) {

@@ -77,10 +77,38 @@ static void set_where(PyObject *e, int code, const char *msg)
     Py_XDECREF(c);
 }
 
+/* A library message with the settings it names as Python's keywords name them ("set
+ * shuffle_buffer=N" becomes "set shuffle=N"), into buf; a setting inside a state's text
+ * (after ',' or ':') stays as it is. */
+static const char *python_names(const char *msg, char *buf, size_t size)
+{
+    static const char *const names[][2] = {{"shuffle_buffer=", "shuffle="}};
+    size_t n = 0;
+    for (const char *p = msg; *p && n + 1 < size;) {
+        size_t k = 0;
+        while (k < sizeof names / sizeof *names &&
+               (strncmp(p, names[k][0], strlen(names[k][0])) || (p > msg && p[-1] != ' ')))
+            k++;
+        if (k < sizeof names / sizeof *names) {
+            n += (size_t)snprintf(buf + n, size - n, "%s", names[k][1]);
+            p += strlen(names[k][0]);
+        } else {
+            buf[n++] = *p++;
+        }
+        if (n >= size)
+            n = size - 1;
+    }
+    buf[n] = 0;
+    return buf;
+}
+
 PyObject *shard_py_raise(int code, const char *msg)
 {
     if (PyErr_Occurred()) /* a KeyboardInterrupt that ended the call goes first */
         return NULL;
+    char named[SHARD_ERROR_MAX + 256];
+    if (msg && *msg)
+        msg = python_names(msg, named, sizeof named);
     PyObject *type = code == SHARD_ERR_INVALID ? PyExc_ValueError
                      : code == SHARD_ERR_NOT_FOUND ? NotFoundType
                      : code == SHARD_ERR_NOMEM    ? PyExc_MemoryError

@@ -120,15 +120,26 @@ def homes(owner):
     return {k: loader.format(k=k) for k in DATALOADER_KEYS}
 
 
+#: the C settings' field names whose keyword here is another (as errors and states name them)
+C_NAMES = {"shuffle_buffer": "shuffle", "trace_path": "trace", "width": "image_size",
+           "height": "image_size", "scale_min": "scale", "scale_max": "scale",
+           "ratio_min": "ratio", "ratio_max": "ratio", "write_index": "index",
+           "shuffle_seed": "shuffle", "max_side": "resize"}
+
+
 def unknown(owner, names, known):
     """The TypeError for settings names that owner does not take: a misplaced one with its
-    right home (homes), a misspelt one with the closest known name."""
+    right home (homes), a C field's name with its keyword here (C_NAMES), a misspelt one
+    with the closest known name."""
     import difflib
     elsewhere = homes(owner)
     misplaced = [f"{owner} does not take {n!r}: it is {elsewhere[n]}"
                  for n in sorted(names) if n in elsewhere]
     parts = []
     for n in sorted(set(names) - set(elsewhere)):
+        if C_NAMES.get(n) in known:
+            parts.append(f"{n!r} (did you mean {C_NAMES[n]!r}? {n} is the C field's name)")
+            continue
         near = difflib.get_close_matches(n, list(known), n=1, cutoff=0.75)
         parts.append(f"{n!r} (did you mean {near[0]!r}?)" if near else repr(n))
     if parts:

@@ -233,3 +233,32 @@ def test_a_lossless_webp_counts_its_huffman_tables(tmp_path):
         list(ShardDataset(str(shard), **opts))
     raised = ShardDataset(str(shard), max_decode_memory=2 << 30, decode_memory=2 << 30, **opts)
     assert [len(y) for _, y in raised] == [1]
+
+
+def test_a_shuffle_past_its_limit_names_the_keywords_of_the_face_that_was_called(tmp_path):
+    """20 samples of 5 MiB, a shuffle buffer of 16 over a 64 MiB budget: refused naming
+    Python's keywords (shuffle=, memory_budget=) with the sizes that would fit; shardcat
+    names its options (--shuffle, --memory-budget); the C message names the C fields
+    (tests/unit/test_reader.c: the control)."""
+    import subprocess
+    from pathlib import Path
+    shard = sparse_samples(tmp_path, 20, 5)
+    from libshard.torch import ShardDataset
+    ds = ShardDataset(str(shard), decode=False, shuffle=16, seed=0, streams=1,
+                      memory_budget=64 << 20)
+    with pytest.raises(ValueError) as e:
+        for _ in ds:
+            pass
+    msg = str(e.value)
+    assert "set shuffle=11 or less, or memory_budget=" in msg and "shuffle_buffer" not in msg, msg
+    shardcat = os.environ.get("SHARDCAT") or str(Path(__file__).resolve().parents[2] / "build" /
+                                                  "tools" / "shardcat")
+    cp = subprocess.run([shardcat, "stream", str(shard), "--shuffle", "16", "--seed", "0",
+                         "--streams", "1", "--memory-budget", "64M"], capture_output=True,
+                        text=True, timeout=120)
+    assert cp.returncode == 1 and "set --shuffle 11 or less, or --memory-budget " in cp.stderr, \
+        cp.stderr
+    assert "shuffle_buffer" not in cp.stderr
+    # a C field's name given to Python: did you mean its keyword
+    with pytest.raises(TypeError, match="'shuffle_buffer' \\(did you mean 'shuffle'\\?"):
+        ShardDataset(str(shard), shuffle_buffer=16)

@@ -490,3 +490,41 @@ Test(reader, resampled_epochs_are_as_long_as_asked)
     cr_assert_eq(shard_reader_next(r, &k, &u, &f, &nf), SHARD_EOS);
     shard_reader_free(&r);
 }
+
+/* A shuffle buffer past its limit: the message names the C fields, with the sizes that
+ * would fit (the faces name their own keywords: tests/python/test_limits.py, the CLI's). */
+Test(reader, a_shuffle_buffer_past_its_limit_names_the_c_fields, .timeout = 60)
+{
+    TuSet t;
+    tu_set_open(&t, dir, "big", ".tar", 100);
+    size_t size = (size_t)5 << 20;
+    char *blob = calloc(1, size);
+    cr_assert_not_null(blob);
+    for (int i = 0; i < 20; i++) {
+        char key[16];
+        snprintf(key, sizeof key, "s%02d", i);
+        ShardField f = {"bin", blob, size};
+        tu_set_add(&t, key, &f, 1);
+    }
+    free(blob);
+    const char *urls[] = {tu_set_finish(&t)};
+    ShardReaderSettings s;
+    settings(&s, urls);
+    s.shuffle_buffer = 16;
+    s.streams = 1;
+    s.memory_budget = (size_t)64 << 20;
+    ShardReader *r;
+    ShardError err;
+    cr_assert_eq(shard_reader_open(&r, &s, &err), 0, "%s", err.message);
+    const char *k, *u;
+    const ShardFieldView *f;
+    size_t nf;
+    int rc;
+    while ((rc = shard_reader_next(r, &k, &u, &f, &nf)) == 0)
+        ;
+    const char *msg = shard_reader_error(r);
+    cr_assert_eq(rc, SHARD_ERR_INVALID, "%s", msg);
+    cr_assert(strstr(msg, "more than its limit of 67108864"), "%s", msg);
+    cr_assert(strstr(msg, "set shuffle_buffer=11 or less, or memory_budget="), "%s", msg);
+    shard_reader_free(&r);
+}

@@ -122,3 +122,17 @@ int shard_cpus_available(void)
         n = (int)ceil(q);
     return n > 0 ? n : 1;
 }
+
+uint64_t shard_memory_total(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    uint64_t total = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : (uint64_t)8 << 30;
+    /* cgroup v2's memory.max of this process's group, where it is a number */
+    FILE *f = fopen("/sys/fs/cgroup/memory.max", "r");
+    unsigned long long max;
+    if (f && fscanf(f, "%llu", &max) == 1 && max && max < total)
+        total = max;
+    if (f)
+        fclose(f);
+    return total;
+}

@@ -432,11 +432,18 @@ int shard_reader_take(ShardReader *r, ShardItem **out)
         ShardItem *it = shard_reader_step(r, pull, &rc);
         if (rc == SHARD_AGAIN)
             return rc; /* shard_reader_set_wait's wait passed: nothing taken */
-        if (rc && r->shuffle.over)
-            shard_fail(r->err, rc, "reader: the shuffle buffer holds %llu bytes in %zu samples, "
-                       "more than memory_budget (%llu): lower shuffle_buffer (%zu) or raise "
-                       "memory_budget", (unsigned long long)r->shuffle.held, r->shuffle.n,
-                       (unsigned long long)r->s.memory_budget, r->s.shuffle_buffer);
+        if (rc && r->shuffle.over) { /* the sizes that would fit, at these samples' mean */
+            uint64_t limit = shard_shuffle_limit(&r->s), held = r->shuffle.held;
+            uint64_t mean = r->shuffle.n ? held / r->shuffle.n : held, fit = mean ? limit / mean : 0;
+            uint64_t need = mean * r->s.shuffle_buffer + mean;
+            shard_fail(r->err, rc, "reader: the shuffle buffer holds %llu bytes in %zu samples "
+                       "(%llu bytes each, on average), more than its limit of %llu (the "
+                       "shuffle asked for at 4 MiB a sample, within an eighth of this "
+                       "machine's memory, memory_budget at least): set shuffle_buffer=%llu or "
+                       "less, or memory_budget=%llu or more", (unsigned long long)held,
+                       r->shuffle.n, (unsigned long long)mean, (unsigned long long)limit,
+                       (unsigned long long)(fit > 1 ? fit - 1 : 1), (unsigned long long)need);
+        }
         if (rc) {
             r->failed = rc;
             return rc;

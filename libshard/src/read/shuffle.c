@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/cpus.h"
 #include "base/error.h"
 #include "read/shuffle.h"
 #include "shard/file.h"
@@ -264,4 +265,15 @@ void shard_shuffle_free(ShardShuffle *sh)
     free(sh->buf);
     free(sh->fin);
     memset(sh, 0, sizeof *sh);
+}
+
+uint64_t shard_shuffle_limit(const ShardReaderSettings *s)
+{
+    if (!s->memory_budget)
+        return 0; /* unbounded, as the streams are */
+    /* the shuffle asked for, at up to 4 MiB a sample, within an eighth of the machine's
+     * memory; memory_budget at least: 5000 ImageNet-sized JPEGs fit on any machine */
+    uint64_t want = (uint64_t)s->shuffle_buffer << 22, machine = shard_memory_total() / 8;
+    uint64_t limit = want < machine ? want : machine;
+    return limit > s->memory_budget ? limit : s->memory_budget;
 }

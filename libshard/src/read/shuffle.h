@@ -16,6 +16,7 @@
 #include "base/attr.h"
 #include "base/rng.h"
 #include "shard/list.h"
+#include "shard/reader.h"
 #include "tar/item.h"
 
 /* The next incoming sample, NULL at the end (with *rc 0) or on failure (*rc set). */
@@ -56,4 +57,9 @@ SHARD_HIDDEN int shard_shuffle_load(ShardShuffle *sh, const ShardList *list, Sha
 SHARD_HIDDEN void shard_shuffle_clear(ShardShuffle *sh);
 SHARD_HIDDEN void shard_shuffle_free(ShardShuffle *sh);
 
+/* The most the shuffle buffer of a reader with settings s may hold, in bytes: counted
+ * apart from the streams', it follows the shuffle asked for (shuffle_buffer x 4 MiB, at
+ * most an eighth of the machine's memory), memory_budget at least; 0 (unbounded) with
+ * memory_budget 0. */
+SHARD_HIDDEN uint64_t shard_shuffle_limit(const ShardReaderSettings *s);
 #endif /* SHARD_READ_SHUFFLE_H */

@@ -237,7 +237,7 @@ int shard_reader_open(ShardReader **out, const ShardReaderSettings *s, ShardErro
                              r->s.memory_budget};
     if (!r->streams || !r->rr || shard_fetch_new(&r->fetch, &fs) ||
         shard_shuffle_init(&r->shuffle, r->s.shuffle_buffer, r->s.shuffle_initial, r->nstreams,
-                           r->s.memory_budget))
+                           shard_shuffle_limit(&r->s)))
         return fail_open(r, err, shard_fail(r->err, SHARD_ERR_NOMEM, "out of memory"));
     rc = shard_reader_plan(r, r->s.epoch, 0, 0);
     if (rc)
