@@ -63,7 +63,7 @@ def drift(tool, binary, man, page):
 
 
 def man_page(binary, tool):
-    path = Path(binary).resolve().parent / "doc" / f"{tool}.1"
+    path = Path(binary).resolve().parent / "doc" / "man1" / f"{tool}.1"
     if not path.exists():
         pytest.skip(f"{path} was not built (a cross build makes no man pages)")
     return path
@@ -114,3 +114,26 @@ def test_bash_completes_commands_and_options(shardcat, shardpack):
     assert "--allow-manifest-local" in complete(shardcat, "shardcat", "ls", "--allow")
     assert complete(shardcat, "shardcat", "zzz") == []      # the control: nothing matches
     assert complete(shardcat, "shardcat", "ls", "--crop") == []   # show's, not ls's
+
+
+def test_man_finds_the_pages_on_the_readmes_build_tree_route(tmp_path):
+    """The README's export lines (PATH, MANPATH) run as written: man finds shardpack(1),
+    shardcat(1) and libshard(3) in the build tree; the control: without the MANPATH line
+    it does not (the pip route: tests/pip_install_test.sh)."""
+    import shutil
+    import subprocess
+    if not shutil.which("man"):
+        pytest.skip("man-db is not installed")
+    readme = (REPO / "README.md").read_text()
+    lines = [l.strip().split("#")[0] for l in readme.splitlines()
+             if l.strip().startswith("export ") and "build/" in l]
+    assert any("MANPATH" in l for l in lines), lines
+    check = "; ".join(lines) + "; man -w shardpack && man -w shardcat && man -w 3 libshard"
+    cp = subprocess.run(["bash", "-c", check], cwd=REPO, capture_output=True, text=True,
+                        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+    assert cp.returncode == 0, cp.stderr
+    assert all("/build/tools/doc/" in p for p in cp.stdout.split()), cp.stdout
+    no_manpath = "; ".join(l for l in lines if "MANPATH" not in l) + "; man -w shardpack"
+    cp = subprocess.run(["bash", "-c", no_manpath], cwd=REPO, capture_output=True, text=True,
+                        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+    assert cp.returncode != 0 or "/build/tools/doc/" not in cp.stdout
