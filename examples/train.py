@@ -35,10 +35,10 @@ def main():
                       image_size=a.image_size, crop="random_resized", flip=True, drop_last=True)
     loader = ShardLoader(ds, num_workers=a.workers)
     model = torchvision.models.resnet18(num_classes=len(classes))
-    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     mean = torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1) * 255
     std = torch.tensor([0.229, 0.224, 0.225]).view(1, 3, 1, 1) * 255
-    step = 0
+    step, losses = 0, []
     t0 = time.time()
     for epoch in range(a.epochs):
         loader.set_epoch(epoch)
@@ -52,12 +52,18 @@ def main():
             loss.backward()
             opt.step()
             step += 1
+            losses.append(loss.item())
             print(f"epoch {epoch} step {step}: loss {loss.item():.3f}")
             if step >= a.steps:
                 break
         if step >= a.steps:
             break
     secs = time.time() - t0
+    if losses:  # the mean of the first and of the last few steps: one batch's loss is noisy
+        k = max(1, len(losses) // 4)
+        first, last = sum(losses[:k]) / k, sum(losses[-k:]) / k
+        print(f"loss: {first:.3f} over the first {k} steps, {last:.3f} over the last {k}"
+              f"{' (falling: the model learns the classes)' if last < first else ''}")
     print(f"{step} steps of {a.batch_size} in {secs:.1f} s: {step * a.batch_size / secs:.0f} "
           f"samples/s (decode, batch and a ResNet-18 step on this CPU); resume state: "
           f"{loader.state_dict()}")

@@ -30,6 +30,6 @@ echo "--- shardcat show: what the loader delivers (crops, flips; key and label u
 echo "--- read back with Python's tarfile, image bytes against the sources"
 /usr/bin/python3 examples/readback.py "$work/shards/demo.json" "$work/shards/demo-zst.json" --images "$work/images"
 echo "--- training: a ResNet-18 on CPU for a few steps, fed by libshard.torch (ShardDataset + ShardLoader)"
-PYTHONPATH=build/python /usr/bin/python3 examples/train.py "$work/shards/demo.json" --steps 10 \
+PYTHONPATH=build/python /usr/bin/python3 examples/train.py "$work/shards/demo.json" --steps 10 --epochs 2 \
   --image-size 64
 echo "demo files are in $work"
