@@ -286,14 +286,30 @@ def all_keys_in_order(outdir, ext=".tar"):
     return keys
 
 
+def is_record(p, d):
+    """Whether p, under d, is in a finished pack's record (.STEM.pack/: its plan, which
+    names the run's paths, and its completion marker): a run's note of what it packed, kept
+    so that --resume knows the set complete, not part of the set."""
+    parts = Path(p).relative_to(d).parts
+    return bool(parts) and parts[0].startswith(".") and parts[0].endswith(".pack")
+
+
 def snapshot(d):
-    """{relative name: bytes} for every file under d (hidden ones included)."""
+    """{relative name: bytes} for every file under d (hidden ones included, the pack's
+    record aside: is_record)."""
     d = Path(d)
-    return {str(p.relative_to(d)): p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file()}
+    return {str(p.relative_to(d)): p.read_bytes() for p in sorted(d.rglob("*"))
+            if p.is_file() and not is_record(p, d)}
 
 
 def hidden_files(d):
-    return [str(p) for p in Path(d).rglob(".*")]
+    """The hidden files and folders under d (temporaries, locks), the pack's record aside."""
+    return [str(p) for p in Path(d).rglob(".*") if not is_record(p, d)]
+
+
+def visible_names(d):
+    """The names in folder d but the pack's record."""
+    return sorted(n for n in os.listdir(d) if not is_record(Path(d) / n, d))
 
 
 def md5(b):

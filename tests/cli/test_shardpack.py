@@ -13,7 +13,7 @@ from PIL import Image
 from conftest import (all_keys_in_order, expected_keys, group_samples, hidden_files,
                       idx_path, image_bytes, is_root, load_manifest, make_tree, md5, ok, out_text,
                       parse_idx, read_members, sample_json, sha256, shard_paths, snapshot,
-                      spec_order, summary_line, tar_bytes, bulk_tree)
+                      spec_order, summary_line, tar_bytes, bulk_tree, visible_names)
 
 # ---- basic layout ------------------------------------------------------------------------
 
@@ -72,7 +72,7 @@ def test_basic_layout_labels_keys(run_sp, tmp_path):
     m = re.search(r"ignored (\d+)", lines[0])
     assert m and int(m.group(1)) == len(NOT_IMAGES), lines[0]
 
-    assert sorted(os.listdir(tmp_path / "out")) == ["train-000000.idx", "train-000000.tar", "train.json"]
+    assert visible_names(tmp_path / "out") == ["train-000000.idx", "train-000000.tar", "train.json"]
     man = load_manifest(tmp_path / "out/train.json")
     assert man["libshard"]["classes"] == CLASSES
     assert expected_keys(list(BASIC)) == {p: k for p, (k, _) in BASIC_KEYS.items()}  # the model agrees
@@ -526,7 +526,7 @@ def test_part_and_join(run_sp, tmp_path):
     assert len(smap["shardlist"]) == 7
     seen = set()
     for i in range(3):
-        before = set(os.listdir(parts))
+        before = set(visible_names(parts))
         ok(run_sp(tmp_path / "src", "-o", parts / "train-%06d.tar", "-c", "3", "--part", f"{i}/3",
                   "--jobs", str(1 + i % 2)))
         mpath = parts / f"train.part-{i}-of-3.json"
@@ -535,7 +535,7 @@ def test_part_and_join(run_sp, tmp_path):
         assert urls, f"part {i} packed nothing"
         assert not urls & seen, f"part {i} repeats shards {urls & seen}"
         seen |= urls
-        new = set(os.listdir(parts)) - before
+        new = set(visible_names(parts)) - before
         want = {mpath.name} | urls | {idx_path(parts / u).name for u in urls}
         assert new == want, f"part {i} wrote {sorted(new)}"
         assert pm["libshard"]["nsamples"] == sum(e["nsamples"] for e in pm["shardlist"])

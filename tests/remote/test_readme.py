@@ -174,6 +174,7 @@ def example_hosts(nginx, dask_port):
         ("n01440764/n01440764_10026", "a/img0000"),
         ("shards/train-{000000..000146}.tar", "shards/train-{000000..000000}.tar"),
         ("examples/", f"{REPO}/examples/"),
+        ("source build/tools/doc/", f"source {REPO}/build/tools/doc/"),
     ]
 
 

@@ -51,7 +51,8 @@ typedef struct ShardListSettings {
      *  it): SHARD_INDEXES_FOR_COUNTS for each shard with no count from a manifest or a .idx
      *  beside it, SHARD_INDEXES_FOR_SEEKING for each shard with no .idx beside it (a
      *  manifest's count is then checked against it), SHARD_INDEXES_WHERE_CHEAP as
-     *  FOR_COUNTS for local uncompressed tars only (a walk over their headers). One pass over the shard's headers (a
+     *  FOR_COUNTS for uncompressed tars, local or remote (a walk over their headers). One
+     *  pass over the shard's headers (a
      *  local file seeks over the data; a remote one streams once; a .tar.gz is inflated
      *  whole), kept in index_cache and found there again while the shard's size and
      *  version (mtime and inode, ETag, generation) are unchanged; never written beside the

@@ -111,8 +111,10 @@ typedef struct ShardReaderSettings {
     /** Make the indexes of shards that have no count (plain tars: no manifest, no .idx)
      *  at open, kept in index_cache: SHARD_READER_INDEXES_AUTO (0, default) for every shard
      *  where the mode needs every count (a mix, equal mode, epoch_samples outside
-     *  resampled mode), else for local uncompressed tars (a walk over their headers), so
-     *  that a state moves to any topology (formats/order.md); SHARD_READER_INDEXES_ALWAYS
+     *  resampled mode), else for uncompressed tars, local or remote (a walk over their
+     *  headers; a remote one's bytes streamed once per machine), so that a state moves to
+     *  any topology and the order is the same wherever the bytes live (formats/order.md);
+     *  SHARD_READER_INDEXES_ALWAYS
      *  (the epoch's length known for any list, as len() wants it);
      *  SHARD_READER_INDEXES_NEVER (a mode that needs counts is refused, naming the shard) */
     int make_indexes;

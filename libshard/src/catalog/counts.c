@@ -78,12 +78,15 @@ static void progress(Counter *c, int last)
     pthread_mutex_unlock(&c->mu);
 }
 
-/* Whether an index of url is a walk over its headers: a local uncompressed tar. */
+/* Whether an index of url is a walk over its headers: an uncompressed tar, local or remote
+ * (a remote one's bytes streamed once per machine, its index then kept in the cache), so
+ * that the plan is the same wherever the bytes live (formats/order.md). */
 static int cheap(const char *url)
 {
-    size_t n = strlen(url);
-    return (shard_source_place(url) & SHARD_PLACE_LOCAL) && n > 4 &&
-           !strcasecmp(url + n - 4, ".tar");
+    size_t n = strcspn(url, "?#"); /* a signed URL's query is no part of its name */
+    unsigned place = shard_source_place(url);
+    return (place & (SHARD_PLACE_LOCAL | SHARD_PLACE_REMOTE)) && n > 4 &&
+           !strncasecmp(url + n - 4, ".tar", 4);
 }
 
 /* Whether entry e is made an index for, where it has none. */

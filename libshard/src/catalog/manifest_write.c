@@ -18,9 +18,28 @@
 #include "sink/sink.h"
 #include "source/open.h"
 
+/* The last shard folder resolved (realpath walks every component: a set's shards share
+ * their folder, resolved once). */
+typedef struct RealDir {
+    char dir[PATH_MAX], real[PATH_MAX];
+} RealDir;
+
+static int resolved(RealDir *c, const char *dir, char *real)
+{
+    if (c->dir[0] && !strcmp(c->dir, dir)) {
+        memcpy(real, c->real, strlen(c->real) + 1);
+        return 1;
+    }
+    if (!realpath(dir, real))
+        return 0;
+    snprintf(c->dir, sizeof c->dir, "%s", dir);
+    snprintf(c->real, sizeof c->real, "%s", real);
+    return 1;
+}
+
 /* The url as the manifest in folder mdir_real records it: relative to that folder (with
  * "../" where the shard lies elsewhere), so a dataset can be moved as a whole. */
-static char *relative_url(const char *url, const char *mdir_real)
+static char *relative_url(const char *url, const char *mdir_real, RealDir *cache)
 {
     if (mdir_real && shard_sink_in_bucket(mdir_real)) {
         /* a manifest in a bucket: shards beside it or below it by name, others absolute */
@@ -33,7 +52,7 @@ static char *relative_url(const char *url, const char *mdir_real)
     char *copy = strdup(url);
     char real[PATH_MAX];
     char *out = NULL;
-    if (sdir && copy && realpath(sdir, real)) {
+    if (sdir && copy && resolved(cache, sdir, real)) {
         const char *base = basename(copy);
         /* The longest common prefix of whole components. */
         size_t common = 0;
@@ -80,14 +99,15 @@ static json_t *to_json(const ShardManifest *m, const char *mdir_real)
     json_t *lib = json_object();
     json_t *classes = json_array();
     json_t *options = json_loads(m->options, 0, NULL);
-    if (!root || !list || !lib || !classes || !options)
+    RealDir *cache = calloc(1, sizeof *cache);
+    if (!root || !list || !lib || !classes || !options || !cache)
         goto fail;
     json_object_set_new(root, "__kind__", json_string(WIDS_KIND));
     json_object_set_new(root, "wids_version", json_integer(1));
     json_object_set_new(root, "name", json_string(m->name));
     for (size_t i = 0; i < m->n; i++) {
         const ShardFileInfo *s = &m->shards[i];
-        char *url = relative_url(s->url, mdir_real);
+        char *url = relative_url(s->url, mdir_real, cache);
         json_t *o = json_object();
         if (!url || !o) {
             free(url);
@@ -120,8 +140,10 @@ static json_t *to_json(const ShardManifest *m, const char *mdir_real)
                                                    "of", (json_int_t)m->nparts, "shards",
                                                    (json_int_t)m->plan_shards));
     json_object_set_new(root, "libshard", lib);
+    free(cache);
     return root;
 fail:
+    free(cache);
     json_decref(root);
     json_decref(list);
     json_decref(lib);

@@ -7,6 +7,7 @@ WebDataset(urls, image_size=..., ...) with libshard's own settings (libshard.set
 reader and batch settings) is libshard's pipeline instead (fast.py): read, shuffled, split,
 decoded, cropped and batched in C, with libshard's order and resume."""
 import difflib
+import inspect
 import os
 import random
 import warnings
@@ -285,3 +286,9 @@ class WebLoader(DataPipeline, FluidInterface):
         if getattr(dataset, "views_buffers", False) and not kw.get("num_workers"):
             from .fast import owned_all
             self.append(owned_all)  # batches kept by later stages: copies, not views
+
+
+# WebDataset(urls, ...) says its keywords (not __new__'s (urls=None, *args, **kw)): help(),
+# IPython's ? and inspect.signature; compat.pyi gives IDEs the same with types
+_init = inspect.signature(WebDataset.__init__)
+WebDataset.__signature__ = _init.replace(parameters=list(_init.parameters.values())[1:])
