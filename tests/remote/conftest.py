@@ -63,6 +63,12 @@ def root(tmp_path_factory, shardpack):
     return top / "www"
 
 
+def set_files(folder):
+    """The files of a packed set in folder: its shards, indexes and manifests, without the
+    pack's record (.STEM.pack/: the run's note of what it packed, its own paths in it)."""
+    return [p for p in folder.iterdir() if p.is_file()]
+
+
 @pytest.fixture(scope="session")
 def nginx(root):
     s = servers.Nginx(root)
@@ -86,7 +92,7 @@ def fault(faults):
 @pytest.fixture(scope="session")
 def gcs(root):
     s = servers.GcsEmulator()
-    for p in sorted((root / "data").iterdir()):
+    for p in sorted(set_files(root / "data")):
         s.upload(BUCKET, f"data/{p.name}", p.read_bytes())
     yield s
     s.close()
@@ -95,7 +101,7 @@ def gcs(root):
 @pytest.fixture(scope="session")
 def s3(root):
     s = servers.S3Server(BUCKET)
-    for p in sorted((root / "data").iterdir()):
+    for p in sorted(set_files(root / "data")):
         s.upload(BUCKET, f"data/{p.name}", p.read_bytes())
     yield s
     s.close()

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import servers
-from conftest import BUCKET, CLEAN_ENV, TIMEOUT, fetch, gcs_env, s3_env
+from conftest import BUCKET, CLEAN_ENV, TIMEOUT, fetch, gcs_env, s3_env, set_files
 
 
 @pytest.fixture(params=["gs", "s3"])
@@ -46,7 +46,7 @@ def test_pack_into_a_bucket_is_byte_identical_to_a_local_pack(shardpack, shardca
     extra = ["--upload-part", part] if part else []
     cp = run_sp(shardpack, src, "-o", url, *opts, *extra, env=env)
     assert cp.returncode == 0, cp.stderr.decode()
-    names = sorted(p.name for p in local.iterdir())
+    names = sorted(p.name for p in set_files(local))
     assert len(names) == 9  # 4 shards, 4 indexes, the manifest
     for name in names:
         got = fetch(server, kind, f"{prefix}/{name}")
@@ -93,12 +93,14 @@ def test_gcs_resumable_upload_resumes_a_cut_chunk(shardpack, root, tmp_path):
         cp = run_sp(shardpack, src, "-o", f"gs://{BUCKET}/res/r-%03d.tar", "-c", "160", "--upload-part", "256K",
                     "-j", "1", env=env)
         assert cp.returncode == 0, cp.stderr.decode()
-        for p in local.iterdir():
+        for p in set_files(local):
             assert up.objects.get(f"res/{p.name}") == p.read_bytes(), p.name
         puts = [rng for verb, rng, _ in up.log if verb == "PUT"]
         assert any(r.startswith("bytes */") for r in puts), "the session was asked what it holds"
-        assert [e for e in up.log if e[0] == "POST"][-1] == ("POST", "media", "res/r.json"), \
-            "the manifest goes last"
+        set_posts = [e for e in up.log if e[0] == "POST" and "/.r.pack/" not in e[2]]
+        assert set_posts[-1] == ("POST", "media", "res/r.json"), "the manifest goes last"
+        # then the record says the set is complete (a --resume of it does nothing)
+        assert any("/.r.pack/done-" in e[2] for e in up.log if e[0] == "POST")
         assert up.log[0] == ("DELETE", "", "res/r.json"), "an earlier manifest goes first"
     finally:
         up.close()
@@ -129,7 +131,7 @@ def test_dask_pack_into_s3_is_byte_identical(root, s3, tmp_path, shardpack):
             else:
                 os.environ[k] = v
     assert res.manifest == f"s3://{BUCKET}/dask/k.json" and res.shards == 5
-    for p in local.iterdir():
+    for p in set_files(local):
         assert fetch(s3, "s3", f"dask/{p.name}") == p.read_bytes(), p.name
 
 
@@ -171,7 +173,7 @@ def test_a_killed_pack_leaves_only_whole_objects_and_no_manifest(shardpack, root
                             capture_output=True, timeout=TIMEOUT)
         assert cp.returncode == 0, cp.stderr.decode()
         assert json.loads(cp.stdout)["kept_shards"] == len(marked)
-        for p in local.iterdir():
+        for p in set_files(local):
             assert up.objects.get(f"kill/{p.name}") == p.read_bytes(), p.name
     finally:
         up.release.set()
@@ -209,7 +211,7 @@ def test_a_pack_killed_while_uploading_resumes_byte_identical(shardpack, root, s
     t0 = time.monotonic()
     cp = run_sp(shardpack, src, "-o", local / "p-%03d.tar.zst", *opts, "-q")
     assert cp.returncode == 0, cp.stderr.decode()
-    names = sorted(p.name for p in local.iterdir())
+    names = sorted(p.name for p in set_files(local))
     total = sum(n.endswith(".tar.zst") for n in names)
     rng = random.Random(kind)
     for attempt in range(6):
@@ -232,8 +234,9 @@ def test_a_pack_killed_while_uploading_resumes_byte_identical(shardpack, root, s
         cp = run_sp(shardpack, src, "-o", url, *opts, "-q", "--resume", "--json", env=env)
         assert cp.returncode == 0, cp.stderr.decode()
         got = json.loads(cp.stdout)
-        # killed after its manifest: its record gone (nothing kept), or not yet (all kept)
-        assert got["kept_shards"] in ((0, len(marked)) if whole else (len(marked),)), \
+        # killed after its manifest: the set complete (every shard kept, nothing written), its
+        # markers not gone yet (all kept), or gone before the completion marker (none kept)
+        assert got["kept_shards"] in ((0, len(marked), total) if whole else (len(marked),)), \
             (attempt, got, marked)
         assert got["packed_shards"] == total - got["kept_shards"]
         for name in names:
