@@ -37,17 +37,10 @@ out=$(bash -c 'source "$1"; COMP_WORDS=(shardpack --max); COMP_CWORD=1; _shardpa
   _ "$(find "$work/venv" -path '*bash-completion/completions/shardpack')")
 [ "$out" = "--maxcount --maxsize" ] || { echo "completion of 'shardpack --max': '$out'"; exit 1; }
 echo "pip install test: shardpack, shardcat, their man pages and completions in $work/venv"
-# man 3 libshard's synopsis after the pip install: a C program built and run against it
-export PKG_CONFIG_PATH=$("$work/venv/bin/python" -c 'import libshard; print(libshard.pkgconfig_dir())')
-cat >"$work/v.c" <<'C'
-#include <stdio.h>
-#include <shard/shard.h>
-int main(void) { printf("%s\n", shard_version()); return 0; }
-C
-cc "$work/v.c" -o "$work/v" $(pkg-config --cflags --libs libshard) \
-  -Wl,-rpath,"$(pkg-config --variable=libdir libshard)" && "$work/v" >/dev/null ||
-  { echo "man 3 libshard's pkg-config line fails after the pip install"; exit 1; }
-echo "pip install test: a C program built with man 3 libshard's pkg-config line runs"
+# man 3 libshard says where the C library comes from: the pip install carries none
+MANWIDTH=100 man 3 libshard 2>/dev/null | grep -q "meson install -C build" ||
+  { echo "man 3 libshard: says not where the C library comes from"; exit 1; }
+
 # the README's launch line with the venv's interpreter (not Debian's torchrun): every rank
 # imports the installed libshard and reads a shard packed by the installed shardpack
 /usr/bin/python3 "$src/examples/make_images.py" "$work/imgs" --classes 2 --per-class 8 >/dev/null

@@ -14,20 +14,7 @@ from ._libshard import (Batch, Loader, Reader, ShardError, ShardNotFoundError, c
 from .writer import ShardWriter, TarWriter
 
 __all__ = ["Reader", "Loader", "Batch", "ShardError", "ShardNotFoundError", "ShardWriter",
-           "TarWriter", "crop_box", "decode", "decode_rgb", "merge_states", "pkgconfig_dir",
-           "resize_rgb", "version"]
+           "TarWriter", "crop_box", "decode", "decode_rgb", "merge_states", "resize_rgb",
+           "version"]
 __version__ = version
 
-
-def pkgconfig_dir():
-    """The folder of this libshard's pkg-config file, for PKG_CONFIG_PATH when building C
-    against it (man 3 libshard): a pip install's (beside the package, in site-packages), a
-    build tree's (its meson-uninstalled/); None for a system install, which pkg-config
-    finds by itself."""
-    import pathlib
-    here = pathlib.Path(__file__).resolve().parent
-    for d in (here.parent / ".libshard.mesonpy.libs" / "pkgconfig",
-              here.parents[1] / "meson-uninstalled"):
-        if d.is_dir() and any(d.glob("libshard*.pc")):
-            return str(d)
-    return None

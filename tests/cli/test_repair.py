@@ -161,13 +161,22 @@ def test_repair_takes_time_linear_in_the_shard_count(run_sc, tmp_path):
         ents.append({"url": f"train-{i:06d}.tar", "nsamples": 1, "filesize": len(data),
                      "sha256": hashlib.sha256(data).hexdigest()})
     (tmp_path / "train.json").write_text(json.dumps({"shardlist": ents}))
-    cpus = []
-    for _ in range(2):  # the better of two: CPU time too grows when the machine is busy
-        t0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cp = run_sc("repair", tmp_path / "train.json")
-        t1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        assert cp.returncode == 0, out_text(cp)
-        cpus.append((t1.ru_utime - t0.ru_utime) + (t1.ru_stime - t0.ru_stime))
-    cpu = min(cpus)
+    def cpu_of(*args):
+        """The better of two runs' CPU seconds (user and system): CPU time too grows when
+        the machine is busy."""
+        best = None
+        for _ in range(2):
+            t0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cp = run_sc(*args)
+            t1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            assert cp.returncode == 0, out_text(cp)
+            spent = (t1.ru_utime - t0.ru_utime) + (t1.ru_stime - t0.ru_stime)
+            best = spent if best is None else min(best, spent)
+        return best
+
+    cpu = cpu_of("repair", tmp_path / "train.json")
+    # verify reads the same set once (linear): on a busy machine, repair's bound grows with it
+    verify = cpu_of("verify", tmp_path / "train.json")
     slow = SLOW * (10 if "ASAN_OPTIONS" in os.environ else 1)
-    assert cpu <= 2.0 * slow, f"repair of {n} shards took {cpu:.2f} s of CPU"
+    assert cpu <= max(2.0, 2.5 * verify) * slow, \
+        f"repair of {n} shards took {cpu:.2f} s of CPU (verify {verify:.2f} s)"

@@ -341,7 +341,8 @@ def test_a_state_follows_its_shards_to_another_folder_but_not_to_other_shards(pa
     moved = tmp_path / "moved"
     moved.mkdir()
     for f in packed.manifest.parent.iterdir():
-        shutil.copy(f, moved / f.name)
+        if f.is_file():  # the set, not the pack's record
+            shutil.copy(f, moved / f.name)
     first = ShardDataset(str(packed.manifest), **settings())
     it = iter(first)
     head = [k for _, _, fields in (next(it), next(it)) for k in fields["__key__"]]
@@ -420,10 +421,11 @@ def test_several_ranks_get_equal_batch_counts_by_default_and_exact_warns(packed)
             exact.append(sum(1 for _ in ds))
             sum(1 for _ in ds)  # a second epoch: said once
         said = [x for x in w if issubclass(x.category, UnequalRanksWarning)]
-        assert len(said) == 1, [str(x.message) for x in w]
-        assert re.search(r"ranks( \d,){5} \d get 2 batches; rank \d gets 1 batch",
-                         str(said[0].message)), said[0].message
-        assert "mode='equal'" in str(said[0].message)
+        assert len(said) == (rank == 0), [str(x.message) for x in w]
+        if said:
+            assert re.search(r"ranks( \d,){5} \d get 2 batches; rank \d gets 1 batch",
+                             str(said[0].message)), said[0].message
+            assert "mode='equal'" in str(said[0].message)
     assert sorted(exact) == [1] + [2] * 6, exact  # the negative control: unequal
     one = ShardDataset(url, rank=0, world_size=1, **opts)
     assert one.setting("mode") is None and sum(1 for _ in one) == len(one) == 8  # exact: 300

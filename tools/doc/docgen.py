@@ -96,10 +96,10 @@ def man3(version, headers):
            ".SH NAME", "libshard \\- WebDataset-style shards: read, stream, decode, batch, write",
            ".SH SYNOPSIS", ".nf", "#include <shard/shard.h>", "cc ... $(pkg-config --cflags "
            "--libs libshard)", "",
-           "# after a pip install (or in a build tree), first:",
-           "export PKG_CONFIG_PATH=$(python -c 'import libshard; print(libshard.pkgconfig_dir())')",
-           "cc ... $(pkg-config --cflags --libs libshard) "
-           "-Wl,-rpath,$(pkg-config --variable=libdir libshard)", ".fi", ".SH DESCRIPTION",
+           "# the C library (headers, libshard.so and .a, libshard.pc) is installed from",
+           "# the source tree (docs/getting-started.md); a pip install carries none:",
+           "meson install -C build", ".fi",
+           ".SH DESCRIPTION",
            "The C API's entry points, header by header, each with what its header says of it. "
            "Errors are negative codes (shard/common.h) with a message saying what and where; "
            "every handle is opaque, made by a function that takes a settings struct filled by "
