@@ -285,13 +285,17 @@ json_t *cli_json_text(const char *s)
 
 const char *cli_face(const char *msg, char *buf, size_t size)
 {
-    static const char *const names[][2] = {{"shuffle_buffer=", "--shuffle "},
-                                           {"memory_budget=", "--memory-budget "}};
+    static const char *const names[][2] = {
+        {"shuffle_buffer=", "--shuffle "}, {"memory_budget=", "--memory-budget "},
+        {"make_indexes=\"never\"", "--make-indexes never"},
+        {"make_indexes=\"always\"", "--make-indexes always"}, {"mode=\"exact\"", "--mode exact"},
+        {"mode=\"equal\"", "--mode equal"}, {"mode=\"resampled\"", "--mode resampled"}};
     size_t n = 0;
     for (const char *p = msg; *p && n + 1 < size;) {
         size_t k = 0;
         while (k < sizeof names / sizeof *names &&
-               (strncmp(p, names[k][0], strlen(names[k][0])) || (p > msg && p[-1] != ' ')))
+               (strncmp(p, names[k][0], strlen(names[k][0])) ||
+                (p > msg && p[-1] != ' ' && p[-1] != '(')))
             k++;
         const char *put = k < sizeof names / sizeof *names ? names[k][1] : NULL;
         if (put) {

@@ -49,7 +49,7 @@ double cli_now(void);
 
 /* A library message with the settings it names as the command line names them ("set
  * shuffle_buffer=N" becomes "set --shuffle N"), into buf (size bytes); a setting inside a
- * state's text (after ',' or ':') stays as it is. */
+ * state's text (after ',' or ':') stays as it is; one is named after a space or '('. */
 const char *cli_face(const char *msg, char *buf, size_t size);
 
 /* Prints a name from a shard or a path so that control characters and invalid UTF-8 show

@@ -152,8 +152,9 @@ static const struct {
      "  --index-cache DIR       where plain tars' indexes are kept (default\n"
      "                          ~/.cache/libshard/index)\n"
      "  --make-indexes auto|always|never\n"
-     "                          index shards with no count: auto, local .tar files\n"
-     "                          always and others where the mode needs counts\n"},
+     "                          index shards with no count: auto, .tar files\n"
+     "                          always (local or remote) and others where the mode\n"
+     "                          needs counts\n"},
     {"show", SHARDCAT_SHOW,
      "usage: shardcat show SHARD... -o FILE [options]\n\n"
      "Draws the first batch the loader delivers for a seed and an epoch as a PNG grid:\n"

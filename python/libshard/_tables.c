@@ -98,7 +98,7 @@ static const ShardPySetting reader_rows[] = {
      .offset = R(make_indexes), .choices = index_makings,
      .doc = "index shards that have no count (plain tars) at open, kept in index_cache: "
             "'auto' all where the mode needs counts (a mix, equal mode, epoch_samples), else "
-            "local uncompressed tars (a walk over their headers), 'always', 'never'"},
+            "uncompressed tars, local or remote (a walk over their headers), 'always', 'never'"},
     {.name = "partitions", .kind = SHARD_PY_INT, .field = SHARD_PY_F_U32,
      .offset = R(partitions), .flags = SHARD_PY_MIN, .min = 0,
      .doc = "canonical partitions of an epoch, each a deterministic stream that ranks and "

@@ -127,3 +127,23 @@ def test_shard_dataset_gives_the_folders_order_from_a_bucket(ShardDataset, root,
         ds = ShardDataset(url, decode=False, seed=0, shuffle=10, rank=0, world_size=1)
         got[name] = [s["__key__"] for s in ds]
     assert got["s3"] == got["folder"] and len(got["folder"]) == sum(COUNTS)
+
+
+def test_a_state_of_an_uncounted_remote_plan_resumes_with_make_indexes_never(
+        shardcat, root, nginx, uneven, tmp_path):
+    """libshard 0.4 planned remote plain tars in exact mode without counts; such a state
+    resumes exactly with --make-indexes never (docs/resume.md), and with the defaults (the
+    tars now counted) is refused or resumes exactly, never silently otherwise."""
+    url = f"{nginx.url}/{uneven['plain']}/u-{{000..008}}.tar"
+    old = ["--seed", "7", "--shuffle", "10", "--world-size", "1", "--make-indexes", "never"]
+    whole, _ = stream(shardcat, [url], {}, tmp_path, *old)
+    head, err = stream(shardcat, [url], {}, tmp_path, *old, "--samples", "30")
+    state = re.search(r"^state: (\S+)$", err, re.M).group(1)
+    tail, _ = stream(shardcat, [url], {}, tmp_path, *old, "--state", state)
+    assert head + tail == whole and len(whole) == sum(COUNTS)
+    cp = subprocess.run([str(shardcat), "stream", url, *old[:-2], "--state", state],
+                        capture_output=True, text=True, timeout=TIMEOUT,
+                        env={**CLEAN_ENV, "XDG_CACHE_HOME": str(tmp_path / "fresh")})
+    got = [line.split("\t")[0] for line in cp.stdout.splitlines()]
+    assert (cp.returncode != 0 and "(--make-indexes never restores it)" in cp.stderr) or \
+        got == tail, (cp.returncode, cp.stderr[-800:], got[:5], tail[:5])

@@ -116,7 +116,7 @@ def test_state_with_another_seed_is_refused(stream, ds):
     (["--world-size", "2", "--rank", "0", "--partitions", "8"],
      "partitions is 4 in the state and 8 here"),
     # with two ranks the default is equal
-    (["--world-size", "2", "--rank", "0", "--mode", "exact"], "mode is equal in the state and exact here"),
+    (["--world-size", "2", "--rank", "0", "--mode", "exact"], "mode is equal in the state and exact here (--mode equal restores it)"),
     (["--world-size", "2", "--rank", "0", "--streams", "2"], "streams is 4 in the state and 2 here"),
 ])
 def test_a_state_taken_with_other_settings_is_refused_naming_them(stream, ds, change, named):

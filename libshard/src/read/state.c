@@ -246,6 +246,12 @@ static void compare(const ShardReader *r, const ShardStatePair *theirs, int nt, 
         if (!strcmp(KEYS[k].key, "mode")) /* the one a resume on another world size meets */
             add(diffs, "; mode is %s in the state and %s here (mode=\"%s\" restores it)",
                 theirs[i].value, v, theirs[i].value);
+        else if (!strcmp(KEYS[k].key, "counted")) /* a state taken with other index making */
+            add(diffs,
+                strtoull(theirs[i].value, NULL, 10) < strtoull(v, NULL, 10)
+                    ? "; %s is %s in the state and %s here (make_indexes=\"never\" restores it)"
+                    : "; %s is %s in the state and %s here (make_indexes=\"always\" restores it)",
+                KEYS[k].label, theirs[i].value, v);
         else
             add(diffs, "; %s is %s in the state and %s here", KEYS[k].label, theirs[i].value, v);
     }
