@@ -78,6 +78,12 @@ if os.environ.get("LIBSHARD_TEST_FORKSERVER"):
 # several times slower, DataLoader workers start slowly).
 SLOW = float(os.environ.get("LIBSHARD_TEST_SLOWDOWN", "1"))
 
+# The README run end to end as written (the demo's training, the quick start on photographs):
+# the plain build's suite runs them; under a sanitizer they take many minutes and reach no C
+# path the rest of the suite does not.
+end_to_end = pytest.mark.skipif(SLOW > 1, reason="a README run end to end: the plain build "
+                                "runs it")
+
 
 def within(seconds, fn, what):
     """Runs fn() on a daemon thread; a hang fails the test instead of the whole suite.

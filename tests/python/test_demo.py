@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import SLOW, _PYPATH
+from .conftest import SLOW, _PYPATH, end_to_end
 
 REPO = Path(__file__).resolve().parents[2]
 
 
+@end_to_end
 def test_the_demos_loss_falls(tmp_path, shardpack):
     subprocess.run([sys.executable, str(REPO / "examples" / "make_images.py"),
                     str(tmp_path / "images"), "--classes", "4", "--per-class", "60"],

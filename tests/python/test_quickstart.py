@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import SLOW, _PYPATH
+from .conftest import SLOW, _PYPATH, end_to_end
 
 REPO = Path(__file__).resolve().parents[2]
 PHOTOS = REPO / "tests" / ".photos" / "usr" / "lib" / "python3" / "dist-packages" / "skimage" / "data"
@@ -62,6 +62,7 @@ def photos(tmp_path_factory, shardpack):
     return root, total
 
 
+@end_to_end
 @pytest.mark.parametrize("workers", [0, 2, 4])
 def test_the_readme_quick_start_runs_on_photographs(photos, workers):
     root, total = photos

@@ -507,7 +507,8 @@ Test(reader, a_shuffle_buffer_past_its_limit_names_the_c_fields, .timeout = 60)
         tu_set_add(&t, key, &f, 1);
     }
     free(blob);
-    const char *urls[] = {tu_set_finish(&t)};
+    char *manifest = tu_set_finish(&t);
+    const char *urls[] = {manifest};
     ShardReaderSettings s;
     settings(&s, urls);
     s.shuffle_buffer = 16;
@@ -527,4 +528,5 @@ Test(reader, a_shuffle_buffer_past_its_limit_names_the_c_fields, .timeout = 60)
     cr_assert(strstr(msg, "more than its limit of 67108864"), "%s", msg);
     cr_assert(strstr(msg, "set shuffle_buffer=11 or less, or memory_budget="), "%s", msg);
     shard_reader_free(&r);
+    free(manifest);
 }
