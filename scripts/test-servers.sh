@@ -1,7 +1,8 @@
 #!/bin/bash
 # Installs the servers the remote tests start on 127.0.0.1: nginx-light from Debian, and
 # the Node packages of tests/remote/node (the Cloud Storage emulator of firebase-tools,
-# s3rver) exactly as its package-lock.json pins them. Idempotent; run as root.
+# s3rver) exactly as its package-lock.json pins them, into a cache shared by every clone on the
+# machine. Idempotent; run as root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 missing=()
@@ -19,11 +20,33 @@ if ! node -e 'process.exit(+process.versions.node.split(".")[0] < 20 ? 1 : 0)'; 
   echo "test-servers: firebase-tools needs Node.js 20 or later; this is $(node --version)" >&2
   exit 1
 fi
+# node_modules lives outside the clone, once per machine, keyed by what decides its bytes:
+# the lock file, the Node version and its module ABI, the architecture. A clone links to it,
+# so a second clone installs nothing (re2, a native module of firebase-tools, compiles for
+# minutes). LIBSHARD_NODE_CACHE names another cache folder (.ci/run times an empty one).
 dir=tests/remote/node
-want=$(sha256sum "$dir/package-lock.json" | cut -d' ' -f1)
-if [ "$(cat "$dir/node_modules/.installed-lock" 2>/dev/null)" != "$want" ]; then
+lock=$(sha256sum "$dir/package-lock.json" | cut -c1-16)
+key=$lock-$(node -p 'process.version + "-abi" + process.versions.modules + "-" + process.arch')
+cache=${LIBSHARD_NODE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/libshard/test-servers}
+home=$cache/$key
+if [ ! -f "$home/.installed" ]; then
   start=$SECONDS
-  npm ci --prefix "$dir" --no-audit --no-fund --loglevel=error
-  echo "$want" >"$dir/node_modules/.installed-lock"
-  echo "test-servers: npm ci in $dir: $((SECONDS - start)) s" >&2
+  mkdir -p "$cache"
+  tmp=$(mktemp -d "$cache/.installing.XXXXXX")
+  trap 'rm -rf "$tmp"' EXIT
+  cp "$dir/package.json" "$dir/package-lock.json" "$tmp/"
+  npm ci --prefix "$tmp" --no-audit --no-fund --loglevel=error
+  touch "$tmp/.installed"
+  [ -f "$home/.installed" ] || rm -rf "$home"  # one left half-made
+  # the rename makes it appear whole; where another install got there first, keep that one
+  mv -T "$tmp" "$home" 2>/dev/null || true
+  echo "test-servers: npm ci into $home: $((SECONDS - start)) s" >&2
+fi
+# a real folder there is an install from before the cache: replaced by the link
+if [ -d "$dir/node_modules" ] && [ ! -L "$dir/node_modules" ]; then
+  rm -rf "$dir/node_modules"
+fi
+if [ "$(readlink "$dir/node_modules" 2>/dev/null)" != "$home/node_modules" ]; then
+  ln -sfn "$home/node_modules" "$dir/node_modules"
+  echo "test-servers: $dir/node_modules -> $home/node_modules" >&2
 fi
