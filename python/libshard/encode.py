@@ -73,7 +73,7 @@ def numpy_npz_dumps(data):
 
 def tenbin_dumps(x):
     """An array, or a list of them, as tenbin (.ten) bytes."""
-    from .webdataset import tenbin
+    from . import tenbin
     return memoryview(tenbin.encode_buffer(x if isinstance(x, list) else [x]))
 
 
