@@ -7,7 +7,10 @@
 - the network stays in remote/: only its files include <curl/curl.h> or remotedef.h (so
   ShardRemote is an incomplete type everywhere else);
 - only the URL switches of sources and sinks (and the URL grammar itself, and the network)
-  test a URL's scheme: every other file asks them.
+  test a URL's scheme: every other file asks them;
+- the stable public headers reach none of the advanced ones;
+- docs/layout.md names every source file and no other, its limits are the ones held here,
+  and the files it and formats/ name exist.
 Each rule has a negative control: a planted violation it must see."""
 import re
 
@@ -262,16 +265,172 @@ def long_functions(path, most):
     return out
 
 
+FILE_LINES, FUNCTION_LINES = 600, 100
+
+
 def test_library_and_tools_files_and_functions_are_short():
     files = [p for p in c_files(SRC) + c_files(REPO / "tools") if p.suffix != ".cu"]
     big = [(str(p.relative_to(REPO)), n) for p in files
-           if (n := len(p.read_text().splitlines())) > 600]
-    assert not big, f"files over 600 lines: {big}"
-    long = [(str(p.relative_to(REPO)), f) for p in files for f in long_functions(p, 100)]
-    assert not long, f"functions over 100 lines: {long}"
+           if (n := len(p.read_text().splitlines())) > FILE_LINES]
+    assert not big, f"files over {FILE_LINES} lines: {big}"
+    long = [(str(p.relative_to(REPO)), f) for p in files
+            for f in long_functions(p, FUNCTION_LINES)]
+    assert not long, f"functions over {FUNCTION_LINES} lines: {long}"
 
 
 def test_long_function_negative_control(tmp_path):
     planted = tmp_path / "long.c"
     planted.write_text("int f(void)\n{\n" + "    x++;\n" * 120 + "}\n")
     assert long_functions(planted, 100) == [("f", 122)]
+
+
+# ---- the tiers of the public headers --------------------------------------------------
+
+STABLE = {"common.h", "remote.h", "sample.h", "file.h", "stream.h", "list.h", "reader.h",
+          "decode.h", "loader.h"}
+ADVANCED = {"names.h", "image.h", "writer.h", "manifest.h", "pack.h", "verify.h", "plan.h",
+            "gpu.h"}
+
+
+def public_headers():
+    return {p.name: p.read_text() for p in PUBLIC.glob("*.h")}
+
+
+def reached(name, headers):
+    """The public headers name includes, directly or through others."""
+    seen, todo = set(), [name]
+    while todo:
+        for inc in re.findall(r'^\s*#\s*include\s+"(?:shard/)?([\w.]+)"', headers[todo.pop()], re.M):
+            if inc in headers and inc not in seen:
+                seen.add(inc)
+                todo.append(inc)
+    return seen
+
+
+def tier_leaks(headers):
+    return {h: sorted(reached(h, headers) & ADVANCED) for h in sorted(STABLE)
+            if reached(h, headers) & ADVANCED}
+
+
+def test_every_public_header_has_a_tier_and_layout_md_says_which():
+    assert set(public_headers()) == STABLE | ADVANCED | {"shard.h"}
+    text = " ".join(LAYOUT.read_text().split())
+    stable = re.search(r"\*\*Stable\*\*(.*?)- \*\*Advanced\*\*", text).group(1)
+    advanced = re.search(r"\*\*Advanced\*\*(.*?)## ", text).group(1)
+    assert set(re.findall(r"`(\w+\.h)`", stable)) == STABLE
+    assert set(re.findall(r"`(\w+\.h)`", advanced)) == ADVANCED
+
+
+def test_no_stable_header_reaches_an_advanced_one():
+    leaks = tier_leaks(public_headers())
+    assert not leaks, f"stable headers that bring in advanced ones: {leaks}"
+
+
+def test_tiers_negative_control():
+    headers = public_headers()
+    headers["list.h"] += '\n#include "manifest.h"\n'
+    leaks = tier_leaks(headers)
+    assert leaks["list.h"] == ["manifest.h", "writer.h"] or "manifest.h" in leaks["list.h"]
+    assert "manifest.h" in leaks["reader.h"]  # reader.h includes list.h
+
+
+# ---- the map and the tree -------------------------------------------------------------
+
+LAYOUT = REPO / "docs" / "layout.md"
+
+
+def source_files():
+    """What layout.md must name: the library's C and CUDA files and its headers that stand
+    alone (no .c of their stem), the tools' C files and their doc generator, the binding's
+    C and Python files."""
+    out = set()
+    for p in SRC.rglob("*"):
+        alone = p.suffix == ".h" and not any(p.with_suffix(x).exists() for x in (".c", ".cu"))
+        if p.suffix in (".c", ".cu") or alone:
+            out.add(p)
+    out |= set((REPO / "tools").glob("*.c")) | set((REPO / "tools" / "doc").glob("*.py"))
+    out |= set((REPO / "python").glob("*.py"))
+    out |= {p for p in (REPO / "python" / "libshard").rglob("*") if p.suffix in (".c", ".py")}
+    return {str(p.relative_to(REPO)) for p in out}
+
+
+def layout_files(text):
+    """The files of layout.md's "Every file" section, as paths."""
+    out, folder = set(), None
+    for line in text.split("\n## Every file\n", 1)[1].splitlines():
+        if line.startswith("## "):
+            break
+        if m := re.match(r"### (\S+)/$", line):
+            folder = m.group(1)
+        elif m := re.match(r"- `([^`]+)`:", line):
+            out.add(f"{folder}/{m.group(1)}")
+    return out
+
+
+def test_layout_md_names_every_source_file_and_no_other():
+    listed, tree = layout_files(LAYOUT.read_text()), source_files()
+    assert not tree - listed, f"files docs/layout.md does not name: {sorted(tree - listed)}"
+    assert not listed - tree, f"files docs/layout.md names that are not there: {sorted(listed - tree)}"
+
+
+def test_layout_md_every_file_negative_control():
+    text = LAYOUT.read_text().replace("- `cut.c`:", "- `cutting.c`:")
+    listed = layout_files(text)
+    assert "libshard/src/read/cutting.c" in listed - source_files()
+    assert len(layout_files(LAYOUT.read_text())) > 200
+
+
+def test_layout_md_states_the_limits_held_here():
+    text = " ".join(LAYOUT.read_text().split())
+    assert (f"no library or tools file over {FILE_LINES} lines, no function over "
+            f"{FUNCTION_LINES}") in text
+
+
+# Files of other projects the format pages cite, and headers of the system.
+ELSEWHERE = {"wds2idx.py", "wids_specs.py", "wids_index.py", "wids_mmtar.py", "zstd_seekable.h",
+             "zstdseek_compress.c", "zstdseek_decompress.c", "archive_write_set_format_ustar.c",
+             "archive_write_set_format_pax.c", "archive_read_support_format_tar.c",
+             "curl/curl.h", "tools/wds2idx.py", "webdataset/wids/wids_specs.py",
+             "libarchive/archive_write_set_format_ustar.c",
+             "libarchive/archive_read_support_format_tar.c"}
+NAMED = re.compile(r"(?<![\w./*-])((?:[\w-]+/)*[\w-]+\.(?:c|h|cu|py))\b")
+
+
+def repo_names():
+    names = set()
+    for top in ("libshard", "tools", "python", "tests", "scripts", "bench", "examples", "formats"):
+        for p in (REPO / top).rglob("*"):
+            if "node_modules" not in p.parts and p.is_file():
+                names.add(p.name)
+    return names
+
+
+def missing_names(text, names):
+    """Names of files in text that are not there: a path must resolve from the repository,
+    libshard/src, libshard/include or the package; a bare name must be some file's."""
+    out = []
+    for n in NAMED.findall(text):
+        if n in ELSEWHERE:
+            continue
+        if "/" in n:
+            roots = (REPO, SRC, PUBLIC.parent, REPO / "python" / "libshard")
+            if not any((d / n).exists() for d in roots):
+                out.append(n)
+        elif n not in names:
+            out.append(n)
+    return sorted(set(out))
+
+
+def test_layout_md_and_formats_name_only_files_that_exist():
+    names = repo_names()
+    pages = [LAYOUT] + sorted((REPO / "formats").glob("*.md"))
+    found = {str(p.relative_to(REPO)): m for p in pages
+             if (m := missing_names(p.read_text(), names))}
+    assert not found, f"files named that are not there: {found}"
+
+
+def test_named_files_negative_control():
+    names = repo_names()
+    assert missing_names("`read/cut.c`, `tar/seek.c`, `reader.h`", names) == []
+    assert missing_names("the cut (`read/cutting.c`), `zstdseek.c`", names) == [
+        "read/cutting.c", "zstdseek.c"]

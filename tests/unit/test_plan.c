@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <shard/plan.h>
 #include <shard/reader.h>
 
 /* Marks every sample each consumer's plan covers; returns per-rank counts in per_rank. */

@@ -28,6 +28,18 @@ extern "C" {
 
 typedef struct ShardFile ShardFile;
 
+/** What is known of one shard file: what a writer wrote, what a manifest says of it. */
+typedef struct ShardFileInfo {
+    /** Path or URL of the shard. In a manifest read from disk, already resolved against
+     *  the manifest's folder. Owned by whoever owns the struct (writer or manifest). */
+    const char *url;
+    uint64_t nsamples; /**< samples in the shard */
+    uint64_t filesize; /**< bytes of the file as stored (compressed for .tar.zst) */
+    uint64_t tarsize;  /**< bytes of the uncompressed tar; 0 if unknown */
+    char md5[33];      /**< hex MD5 of the stored file, "" if unknown */
+    char sha256[65];   /**< hex SHA-256 of the stored file, "" if unknown */
+} ShardFileInfo;
+
 /** Why a member is left out of the samples (ShardFileSettings.on_skip_reason). */
 typedef enum ShardSkipReason {
     SHARD_SKIP_NO_NAME = 1,  /**< the header has no name */

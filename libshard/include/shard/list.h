@@ -11,11 +11,14 @@
 
 #include "common.h"
 #include "remote.h"
-#include "manifest.h"
+#include "file.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/** A manifest (manifest.h, where it is made and read); here only the list's own. */
+typedef struct ShardManifest ShardManifest;
 
 /** A sample count that is not known (no manifest, no index). */
 /** One shard of a list. Everything is owned by the list. */

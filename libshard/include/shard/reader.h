@@ -26,12 +26,23 @@
 #include "remote.h"
 #include "file.h"
 #include "list.h"
-#include "plan.h"
 #include "sample.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/** How an epoch's samples are split between consumers. */
+typedef enum ShardMode {
+    /** Each sample of the epoch goes to exactly one consumer; counts differ by at most one
+     *  sample between consumers when sample counts are known. */
+    SHARD_MODE_EXACT = 0,
+    /** Every rank gets the same number of samples (needs sample counts): the remainder is
+     *  dropped, or padded by repeating samples from the start of the epoch (pad). */
+    SHARD_MODE_EQUAL = 1,
+    /** Shards drawn with replacement, endless or epoch_samples long per consumer. */
+    SHARD_MODE_RESAMPLED = 2,
+} ShardMode;
 
 /** One source of a mix: shard specs as ShardReaderSettings.urls takes them, and a weight. */
 typedef struct ShardMixInput {

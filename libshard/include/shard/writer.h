@@ -15,24 +15,13 @@
 
 #include "common.h"
 #include "remote.h"
+#include "file.h" /* ShardFileInfo */
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 typedef struct ShardWriter ShardWriter;
-
-/** What is known of one written shard. */
-typedef struct ShardFileInfo {
-    /** Path or URL of the shard. In a manifest read from disk, already resolved against
-     *  the manifest's folder. Owned by whoever owns the struct (writer or manifest). */
-    const char *url;
-    uint64_t nsamples; /**< samples in the shard */
-    uint64_t filesize; /**< bytes of the file as stored (compressed for .tar.zst) */
-    uint64_t tarsize;  /**< bytes of the uncompressed tar; 0 if unknown */
-    char md5[33];      /**< hex MD5 of the stored file, "" if unknown */
-    char sha256[65];   /**< hex SHA-256 of the stored file, "" if unknown */
-} ShardFileInfo;
 
 typedef enum ShardCompression {
     SHARD_COMPRESSION_AUTO = 0, /**< from the pattern: ".tar.zst" gives zstd, else none */

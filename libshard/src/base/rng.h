@@ -77,8 +77,8 @@ enum {
     SHARD_RNG_BUFFER = 2,         /* the shuffle buffer's draws */
     SHARD_RNG_RESAMPLE = 3,       /* resampled mode's shard draws */
     SHARD_RNG_MIX = 4,            /* the places of mixed sources' samples in an epoch */
-    SHARD_RNG_AUGMENT = 0xa116e,  /* a sample's seed for its augmentation (loader.c) */
-    SHARD_RNG_CROP = 0x5eed,      /* the draws from that seed: crop box and flip (decode.c) */
+    SHARD_RNG_AUGMENT = 0xa116e,  /* a sample's seed for its augmentation (load/producer.c) */
+    SHARD_RNG_CROP = 0x5eed,      /* the draws from that seed: crop box and flip (decode/crop.c) */
 };
 
 #endif /* SHARD_BASE_RNG_H */

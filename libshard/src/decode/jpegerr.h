@@ -1,6 +1,6 @@
 /*
- * libjpeg's errors as libshard takes them, for every file that calls libjpeg (transform.c,
- * image.c, shrink.c): an error longjmps back to the caller's setjmp with libjpeg's message,
+ * libjpeg's errors as libshard takes them, for every file that calls libjpeg (jpeg.c,
+ * imagecheck.c, pack/shrink.c): an error longjmps back to the caller's setjmp with libjpeg's message,
  * and the first warning (corrupt data libjpeg would otherwise paper over with grey) is kept
  * in the same message for the caller to judge.
  */

@@ -1,6 +1,6 @@
 /*
- * The resampler's parts (resize.c, and on x86-64 resize_x86.c, resize_simd.c,
- * resize_avx2.c and resize_vnni.c): the filter's coefficients and the crop box both passes
+ * The resampler's parts (resize.c, and on x86-64 x86/dispatch.c, x86/rows.c,
+ * x86/avx2.c and x86/vnni.c): the filter's coefficients and the crop box both passes
  * read, shared by the portable code and the SIMD paths.
  */
 #ifndef SHARD_DECODE_RESAMPLE_H
@@ -66,7 +66,7 @@ typedef struct ShardResizeBox {
 enum { SHARD_SIMD_NONE, SHARD_SIMD_AVX2, SHARD_SIMD_AVX512, SHARD_SIMD_VNNI };
 
 #ifdef SHARD_RESIZE_X86
-/* The best path this CPU has (resize_x86.c). */
+/* The best path this CPU has (x86/dispatch.c). */
 SHARD_HIDDEN int shard_resize_cpu_level(void);
 /* Both passes, vertical first, on the path level (not NONE), into out: interleaved RGB, or
  * with planar three planes (mirrored when flip). */

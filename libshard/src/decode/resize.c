@@ -6,7 +6,7 @@
  *
  * The decode pool's variant (shard_resize_fast, within 1 of PIL) runs the vertical pass
  * first, with no 8-bit rounding in between, in SIMD code chosen at run time on x86-64
- * (resize_x86.c: integer AVX-512 VBMI + VNNI, or an integer vertical and a float
+ * (x86/dispatch.c: integer AVX-512 VBMI + VNNI, or an integer vertical and a float
  * horizontal pass in AVX2, also built for AVX-512VL), or in the plain C here, which every
  * other machine runs. LIBSHARD_SIMD caps the choice.
  */
@@ -72,7 +72,7 @@ static int coeffs_make(Coeffs *c, ShardScratch *sc, int bounds_buf, int k_buf, i
 }
 
 /* The column pass for this CPU: the same loop built for AVX2 where the CPU has it
- * (resize_x86.c), plain otherwise. Chosen by hand rather than by an ifunc (target_clones),
+ * (x86/dispatch.c), plain otherwise. Chosen by hand rather than by an ifunc (target_clones),
  * whose resolver runs before a sanitizer's runtime is ready. */
 static void column_pass(const unsigned char *src, size_t src_stride, int first, size_t n,
                         const Coeffs *c, int out_rows, unsigned char *dst, size_t dst_stride,

@@ -2,7 +2,7 @@
  * The streaming reader's insides, shared by its files: the handle (streamreader.c), an epoch's
  * reading piece after piece (epoch.c), a partition's steps and their replay
  * (steps.c), a restore (resume.c) and states (state.c). It puts together the shard
- * list (catalog/list.c), the epoch plan (epochplan.c) or a mix (mix.c), the fetch stage
+ * list (catalog/shardlist.c), the epoch plan (epochplan.c) or a mix (mix.c), the fetch stage
  * (fetch.c) and the shuffle buffer (shuffle.c).
  *
  * DESIGN

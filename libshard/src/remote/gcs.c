@@ -1,5 +1,5 @@
 /*
- * Google Cloud Storage (objstore.h): the JSON API (media downloads with Range, pinned to a
+ * Google Cloud Storage (store.h): the JSON API (media downloads with Range, pinned to a
  * generation; listings by prefix, page by page) and OAuth2 access tokens found as Google's
  * client libraries find them:
  *   STORAGE_EMULATOR_HOST   an emulator: its URL (scheme optional), no credentials sent

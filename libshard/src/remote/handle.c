@@ -1,6 +1,6 @@
 /*
  * The remote reader handle (shard/remote.h): settings, counters, lifetime. The network
- * itself is in net.c, the sources in source_remote.c, each store's conventions in gcs.c
+ * itself is in net.c, the sources in source/remotesource.c, each store's conventions in gcs.c
  * and s3.c.
  */
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /*
- * Amazon S3 and S3-compatible stores (objstore.h): requests signed with SigV4 by libcurl
+ * Amazon S3 and S3-compatible stores (store.h): requests signed with SigV4 by libcurl
  * (CURLOPT_AWS_SIGV4), credentials as the AWS SDKs find them, ListObjectsV2 for prefixes.
  *
  * SigV4 signs the query exactly as sent, so list queries are built with their parameters

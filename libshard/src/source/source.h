@@ -97,7 +97,7 @@ typedef struct ShardSourceOps {
 
 /* What reading a source cost its reading thread, for the fetch stage's statistics: source.c
  * times its reads (a wait on the disk or network included), the decompressors reading
- * through it (tar.c, indexed.c) their frames. */
+ * through it (tar/tar.c, tar/seek.c) their frames. */
 typedef struct ShardReadCost {
     double read_seconds, unpack_seconds;
     uint64_t read_bytes, unpack_bytes; /* in from the source; out of the decompressor */

@@ -1,5 +1,5 @@
 /*
- * A sample being read (tar.c, indexed.c), published to callers as a ShardSampleView: field
+ * A sample being read (tar.c, seek.c), published to callers as a ShardSampleView: field
  * names, members and copied data in one arena reused from sample to sample, or data viewed
  * where the source keeps them (with a hold, released when the next sample begins).
  */

@@ -1,5 +1,5 @@
 /*
- * Random access (indexed.h).
+ * Random access (seek.h).
  */
 #include <stdlib.h>
 #include <string.h>

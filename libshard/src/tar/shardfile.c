@@ -1,6 +1,6 @@
 /*
  * Reading one shard (shard/file.h): a source (source.h) opened by URL, read in order by
- * the tar reader (tar.c) or, after a seek, sample by sample through the index (indexed.c).
+ * the tar reader (tar.c) or, after a seek, sample by sample through the index (seek.c).
  * Samples are built in a sample buffer (samplebuf.c) and handed out as views, or as owned
  * items (item.c) that keep viewing the source's mapping through a hold.
  */

@@ -1,5 +1,5 @@
 /*
- * The resampler's AVX2 path (resize_simd.h): an integer vertical pass and a float horizontal
+ * The resampler's AVX2 path (simd.h): an integer vertical pass and a float horizontal
  * pass as a banded matrix product, built twice, for AVX2 and for AVX-512VL.
  */
 #include <string.h>

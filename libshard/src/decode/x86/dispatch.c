@@ -1,7 +1,7 @@
 /*
  * The resampler's x86-64 paths (resample.h): which one the CPU can run, and the set-up they
  * share (the box, the filter's weights as 16-bit integers or as a banded matrix of floats
- * per block of 8 output pixels), then the row loop in resize_avx2.c or resize_vnni.c.
+ * per block of 8 output pixels), then the row loop in avx2.c or vnni.c.
  */
 #include <string.h>
 

@@ -1,5 +1,5 @@
 /*
- * What the resampler's x86-64 paths share (resize_simd.h): weights as 16-bit integers, and
+ * What the resampler's x86-64 paths share (simd.h): weights as 16-bit integers, and
  * output rows packed to bytes, interleaved or into planes.
  */
 #include <string.h>

@@ -1,5 +1,5 @@
 /*
- * The resampler's x86-64 paths (resize_x86.c, resize_avx2.c, resize_vnni.c): the pieces
+ * The resampler's x86-64 paths (dispatch.c, rows.c, avx2.c, vnni.c): the pieces
  * they share. Compiled only on x86-64; every function carries the ISA it needs as a target
  * attribute and runs only where the CPU has it.
  */
@@ -43,7 +43,7 @@ static inline int shard_window(const unsigned char *box, size_t in_stride, int y
 SHARD_HIDDEN void shard_emit_row(const int32_t *rowout, size_t wpad, int out_w, int yy,
                                  const ResizeOut *o);
 
-/* The AVX2 path (resize_avx2.c), and the same code built for AVX-512VL. */
+/* The AVX2 path (avx2.c), and the same code built for AVX-512VL. */
 SHARD_HIDDEN void shard_resize_avx2(const unsigned char *box, size_t in_stride, int ybox0,
                                     size_t n, const Coeffs *cv, const int16_t *kv,
                                     const float *band, const int *start, int span, int out_w,
@@ -56,7 +56,7 @@ SHARD_HIDDEN void shard_resize_avx512(const unsigned char *box, size_t in_stride
                                       const unsigned char **vrow, int32_t *vw,
                                       const ResizeOut *o);
 
-/* The AVX-512 VBMI + VNNI path (resize_vnni.c). */
+/* The AVX-512 VBMI + VNNI path (vnni.c). */
 SHARD_HIDDEN void shard_split_planes(const unsigned char *box, size_t in_stride, int rows,
                                      size_t n, size_t pcols, unsigned char *planar);
 SHARD_HIDDEN void shard_resize_vnni(const unsigned char *planar, size_t pcols, int ybox0,

@@ -1,5 +1,5 @@
 /*
- * The resampler's AVX-512 VBMI + VNNI path (resize_simd.h).
+ * The resampler's AVX-512 VBMI + VNNI path (simd.h).
  */
 #include "decode/x86/simd.h"
 
