@@ -111,6 +111,10 @@ class IndexedShards:
         d["__shardindex__"] = j
         return d
 
+    def close(self):
+        """Lets go of the open shards (opened again at the next read)."""
+        self._files = None
+
     def remote_stats(self):
         """This process's remote counters (bytes, requests, ...); {} before the first read."""
         return self._files.remote_stats() if self._files is not None else {}

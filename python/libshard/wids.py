@@ -199,7 +199,7 @@ class ShardListDataset(Dataset):
 
     def close(self):
         """Lets go of the open shards."""
-        self.indexed._files = None
+        self.indexed.close()
 
 
 def _ranges(lengths):

@@ -10,8 +10,10 @@
   test a URL's scheme: every other file asks them;
 - the stable public headers reach none of the advanced ones;
 - docs/layout.md names every source file and no other, its limits are the ones held here,
-  and the files it and formats/ name exist.
+  and the files it and formats/ name exist;
+- in the Python package, a class's attributes are assigned by its own module alone.
 Each rule has a negative control: a planted violation it must see."""
+import ast
 import re
 
 import pytest
@@ -434,3 +436,86 @@ def test_named_files_negative_control():
     assert missing_names("`read/cut.c`, `tar/seek.c`, `reader.h`", names) == []
     assert missing_names("the cut (`read/cutting.c`), `zstdseek.c`", names) == [
         "read/cutting.c", "zstdseek.c"]
+
+
+# ---- Python objects own their fields --------------------------------------------------
+
+PACKAGE = REPO / "python" / "libshard"
+
+
+def assigned(tree):
+    """(line, target) of every attribute assigned in a module (a subscript's too: d.x[k] = v
+    changes d.x)."""
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        else:
+            continue
+        for t in targets:
+            for e in (t.elts if isinstance(t, (ast.Tuple, ast.List)) else [t]):
+                while isinstance(e, ast.Subscript):
+                    e = e.value
+                if isinstance(e, ast.Attribute):
+                    out.append((e.lineno, e))
+    return out
+
+
+def own(e, classes):
+    """Whether an assignment to e stays inside its module's objects: self.x, cls.x, or an
+    attribute of a class the module defines (C.__init__.__signature__)."""
+    if isinstance(e.value, ast.Name):
+        return e.value.id in ("self", "cls") or e.value.id in classes
+    root = e.value
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    return isinstance(root, ast.Name) and root.id in classes
+
+
+def owners(modules):
+    """{attribute: modules whose classes assign it to self}."""
+    out = {}
+    for name, tree in modules.items():
+        for _, e in assigned(tree):
+            if isinstance(e.value, ast.Name) and e.value.id == "self":
+                out.setdefault(e.attr, set()).add(name)
+    return out
+
+
+def foreign_assignments(modules):
+    """Assignments to another module's objects: in libshard's own modules (the package's
+    top level and libshard.torch) any attribute not of self, cls or the module's classes;
+    in libshard.webdataset (WebDataset's API, which sets attributes of tar entries, streams
+    and exceptions as WebDataset does) the attributes libshard's own classes own."""
+    mine = {n: t for n, t in modules.items() if not n.startswith("webdataset/")}
+    owned = owners(mine)
+    out = []
+    for name, tree in sorted(modules.items()):
+        classes = {c.name for c in ast.walk(tree) if isinstance(c, ast.ClassDef)}
+        for line, e in assigned(tree):
+            if own(e, classes):
+                continue
+            if name in mine or owned.get(e.attr, {name}) - {name}:
+                out.append(f"{name}:{line}: {ast.unparse(e)}")
+    return out
+
+
+def package_modules():
+    return {str(p.relative_to(PACKAGE)): ast.parse(p.read_text()) for p in PACKAGE.rglob("*.py")}
+
+
+def test_python_objects_own_their_fields():
+    found = foreign_assignments(package_modules())
+    assert not found, f"modules that assign another class's attributes: {found}"
+
+
+def test_own_fields_negative_control():
+    modules = package_modules()
+    modules["torch/loader.py"] = ast.parse("def f(ds, epoch):\n    ds.started = (epoch, None)\n"
+                                           "    ds.shared.set_epoch(epoch)\n")
+    modules["webdataset/fast.py"] = ast.parse("def g(ds, e):\n    ds.by_worker = False\n"
+                                              "    e.args = ()\n")
+    assert foreign_assignments(modules) == ["torch/loader.py:2: ds.started",
+                                            "webdataset/fast.py:2: ds.by_worker"]

@@ -142,7 +142,7 @@ class ShardDataset(torch.utils.data.IterableDataset):
             self._resume = self._resume_epoch = None
         if self.started is not None and self.started[0] != epoch:
             self.started = None
-        self.shared.epoch = epoch
+        self.shared.set_epoch(epoch)
 
     def __iter__(self):
         return self._iterate(tagged=False)
@@ -245,10 +245,45 @@ class ShardDataset(torch.utils.data.IterableDataset):
         self.agree_seed()
         return _state.of_dataset(self, self.epochs)
 
-    def take_seed(self, state):
-        """A state's seed, for a resume: taken when this dataset drew its own (made without
-        seed=, as in a new process), refused when it was given another."""
-        _state.take_seed(self, state)
+    def take_state(self, state, text):
+        """A state's seed and mode, for a resume (state.py says when it takes which); what
+        give_back_state needs to undo it, when the state is refused after."""
+        undo = (dict(self.settings), self.seed_pending, self.mode_taken)
+        seed = _state.seed_to_take(state, self.settings, self.seed_drawn)
+        if seed is not None:
+            self.settings["seed"] = seed
+            self.seed_pending = False  # every rank takes it from the same state
+        mode = _state.mode_to_take(text, self.settings)
+        if mode is not None:
+            self.settings["mode"] = mode
+            self.mode_taken = True
+        return undo
+
+    def give_back_state(self, undo):
+        """The seed and mode as they were before take_state."""
+        settings, self.seed_pending, self.mode_taken = undo
+        self.settings.clear()
+        self.settings.update(settings)
+
+    def begin_at(self, epoch, state):
+        """The next iteration reads epoch, from state (None: its start), in every process."""
+        self.shared.set_epoch(epoch)
+        self.started = (epoch, state)
+
+    def note_start(self, state):
+        """The running iteration of this epoch began from state (None: its start)."""
+        self.started = (self.epoch, state)
+
+    def warn_unequal(self, world, workers, resume=None):
+        """plan.warn_unequal, asked once per dataset."""
+        if not self.warned_unequal and world >= 2 and self.settings.get("mode") == "exact":
+            self.warned_unequal = True
+            plan.warn_unequal(self, world, workers, resume)
+
+    def split_by_worker(self, by_worker):
+        """Whether DataLoader workers split the rank's share between them (True) or each
+        reads all of it."""
+        self.by_worker = bool(by_worker)
 
     def load_state_dict(self, state):
         """Continue, on the next iteration, after the last batch the state was taken at (by
@@ -257,23 +292,17 @@ class ShardDataset(torch.utils.data.IterableDataset):
         (its default follows the world size, which a resume may change). Anything but a libshard state, and a state of
         other settings, is refused here, naming what differs."""
         epoch, text = _state.check(state, "ShardDataset")
-        seed, mode_given = self.settings.get("seed"), "mode" in self.settings
-        self.take_seed(state)
-        _state.take_mode(self, text)
+        undo = self.take_state(state, text)
         if text:
             rank, world = split.rank_world(self.rank, self.world_size)
             try:  # refused now, naming what differs, rather than at the first batch
                 plan.planner(self, rank, world, 1, epoch=epoch).restore(text)
             except BaseException:
-                if self.seed_drawn:
-                    self.settings["seed"] = seed
-                if not mode_given:
-                    self.settings.pop("mode", None)
+                self.give_back_state(undo)
                 raise
-        self.shared.epoch = epoch
         self._resume = text
         self._resume_epoch = epoch
-        self.started = (epoch, text)
+        self.begin_at(epoch, text)
 
 
 ShardDataset.__doc__ += f"""

@@ -83,7 +83,7 @@ class Epochs:
                              "libshard.torch.ShardLoader(ds, num_workers=...)")
         place = plan.placement(ds, logical)
         if not place["worker"] and not (tagged and split.in_worker()):  # ShardLoader's own
-            plan.warn_unequal(ds, place["world_size"], place["num_workers"], resume)
+            ds.warn_unequal(place["world_size"], place["num_workers"], resume)
         if not ds.decode:
             yield from self.samples(place, resume, tagged, logical)
             return

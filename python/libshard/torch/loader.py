@@ -104,10 +104,10 @@ class ShardLoader(torch.utils.data.DataLoader):
             _, start, rotation = self._restored
         self._restored = None
         ds.shared.set_plan(start, n, rotation)
-        ds.started = (ds.epoch, start)
+        ds.note_start(start)
         if self.num_workers > 0:  # the workers' own would be in their processes
             rank, world = split.rank_world(ds.rank, ds.world_size)
-            plan.warn_unequal(ds, world, n, start)
+            ds.warn_unequal(world, n, start)
         self._start, self._run_epoch, self._batches = start, ds.epoch, 0
         self._first = self._next = rotation
         self._states = [None] * n
@@ -214,16 +214,13 @@ class ShardLoader(torch.utils.data.DataLoader):
         now, naming what differs."""
         ds = self.dataset.shard_dataset
         epoch, text = _state.check(state, "ShardLoader")
-        ds.take_seed(state)
-        mode_given = "mode" in ds.settings
-        _state.take_mode(ds, text)
+        undo = ds.take_state(state, text)
         rotation = 0
         if text:
             try:
                 self._plan(epoch, text)  # refused here, naming what differs
             except BaseException:
-                if not mode_given:
-                    ds.settings.pop("mode", None)
+                ds.give_back_state(undo)
                 raise
             # on the topology it was taken on, the workers' batches come in the turn the
             # interrupted loader was at
@@ -231,8 +228,7 @@ class ShardLoader(torch.utils.data.DataLoader):
             rank, world = split.rank_world(ds.rank, ds.world_size)
             if taken == {"world_size": str(world), "num_workers": str(len(self._states))}:
                 rotation = int(state.get("next", 0)) % len(self._states)
-        ds.shared.epoch = epoch
-        ds.started = (epoch, text)
+        ds.begin_at(epoch, text)
         self._restored = (epoch, text, rotation)
 
 

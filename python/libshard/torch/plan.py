@@ -91,12 +91,9 @@ def _taken_on(state):
 
 
 def warn_unequal(ds, world, workers, resume=None):
-    """The warning, once per dataset and on rank 0 alone, when mode='exact' leaves this epoch's ranks unequal
-    batch counts, from its start or from the state it resumes from (a DDP job would wait
+    """The warning, on rank 0 alone, when mode='exact' leaves this epoch's ranks unequal
+    batch counts (ShardDataset.warn_unequal asks once per dataset), from its start or from the state it resumes from (a DDP job would wait
     forever for the ranks that have finished)."""
-    if ds.warned_unequal or world < 2 or ds.settings.get("mode") != "exact":
-        return
-    ds.warned_unequal = True
     if split.rank_world(ds.rank, ds.world_size)[0] != 0:
         return  # said once for the job, by rank 0: it names every rank's count
     try:

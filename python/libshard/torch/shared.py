@@ -23,8 +23,7 @@ class Shared:
         """The epoch the next iteration reads."""
         return int(self._slots[_EPOCH])
 
-    @epoch.setter
-    def epoch(self, epoch):
+    def set_epoch(self, epoch):
         self._slots[_EPOCH] = int(epoch)
 
     def mark_in_workers(self):

@@ -36,30 +36,27 @@ def refuse_old(state, how):
                          f"{how}({int(state['epoch']) + 1}), with no state")
 
 
-def take_seed(ds, state):
-    """A state's seed, for a resume: taken when ds drew its own (made without seed=, as in
-    a new process), refused when it was given another."""
+def seed_to_take(state, settings, drawn):
+    """A state's seed, for a resume, or None: taken by a dataset that drew its own (drawn:
+    made without seed=, as in a new process), refused when it was given another."""
     seed = state.get("seed")
-    if seed is None or seed == ds.settings.get("seed"):
-        return
-    if not ds.seed_drawn:
+    if seed is None or seed == settings.get("seed"):
+        return None
+    if not drawn:
         raise ValueError(f"the state was taken with seed {seed}, this dataset was given "
-                         f"seed={ds.settings.get('seed')} (make it without seed= to take "
+                         f"seed={settings.get('seed')} (make it without seed= to take "
                          f"the state's)")
-    ds.settings["seed"] = seed
-    ds.seed_pending = False  # every rank takes it from the same state
+    return seed
 
 
-def take_mode(ds, text):
-    """A state's mode, for a resume: taken when ds was made without mode= (its default
-    follows the world size, which a resume may change: 2 ranks' equal onto 1 rank), as its
-    seed is."""
-    if not text or "mode" in ds.settings:
-        return
+def mode_to_take(text, settings):
+    """A state's mode, for a resume, or None: taken by a dataset made without mode= (its
+    default follows the world size, which a resume may change: 2 ranks' equal onto 1 rank),
+    as its seed is."""
+    if not text or "mode" in settings:
+        return None
     m = re.search(r"[:,;]mode=(exact|equal|resampled)(?=[,;])", text)
-    if m:
-        ds.settings["mode"] = m.group(1)
-        ds.mode_taken = True
+    return m.group(1) if m else None
 
 
 def check(state, who):

@@ -397,7 +397,7 @@ class FastWebDataset(Fluid, torch.utils.data.IterableDataset):
                               **{k_: v for k_, v in settings.items() if k_ in _settings.READER_KEYS})
         else:
             ds = ShardDataset(self.urls, rank=rank, world_size=world, **settings)
-        ds.by_worker = bool(self.workersplitter)
+        ds.split_by_worker(self.workersplitter)
         ds.set_epoch(epoch)  # made in this process: its epoch is not shared with others
         if fields is None:
             return self._run(_counted_samples(iter(ds), self.counts), stages, epoch)
