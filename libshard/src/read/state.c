@@ -34,32 +34,36 @@
 
 static const char *const MODE_NAMES[] = {"exact", "equal", "resampled"};
 
-/* The recorded settings: key, how a refusal names it, and whether it is compared. */
+/* The recorded settings: key, how a refusal names it, whether it is compared, and for a key
+ * added after the v4 state's first form (libshard 0.5) the value a state without it reads
+ * as, the one that orders as before the key was added (formats/order.md, section 4: how the
+ * state grows); NULL where every v4 state says it. */
 static const struct {
     const char *key, *label;
     int compared;
+    const char *absent;
 } KEYS[] = {
-    {"mode", "mode", 1},
-    {"pad", "pad", 1},
-    {"epoch_samples", "epoch_samples", 1},
-    {"shuffle_shards", "shuffle_shards", 1},
-    {"shuffle_buffer", "shuffle_buffer (shuffle=)", 1},
-    {"shuffle_initial", "shuffle_initial", 1},
-    {"streams", "streams", 1},
-    {"sources", "the number of sources", 1},
-    {"weights", "the sources' weights (fingerprint)", 1},
-    {"shards", "the number of shards listed", 1},
-    {"counted", "the number of shards with a known sample count", 1},
-    {"list", "the shard list (fingerprint of its shards' names and counts)", 1},
-    {"partitions", "partitions", 0}, /* compared where this reader sets its own */
-    {"total", "total", 0},
-    {"world_size", "world_size", 0},
-    {"num_workers", "num_workers", 0},
-    {"rank", "rank", 0},
-    {"worker", "worker", 0},
-    {"delivered", "delivered", 0},
-    {"draws", "draws", 0},
-    {"since", "since", 0},
+    {"mode", "mode", 1, NULL},
+    {"pad", "pad", 1, NULL},
+    {"epoch_samples", "epoch_samples", 1, NULL},
+    {"shuffle_shards", "shuffle_shards", 1, NULL},
+    {"shuffle_buffer", "shuffle_buffer (shuffle=)", 1, NULL},
+    {"shuffle_initial", "shuffle_initial", 1, NULL},
+    {"streams", "streams", 1, NULL},
+    {"sources", "the number of sources", 1, NULL},
+    {"weights", "the sources' weights (fingerprint)", 1, NULL},
+    {"shards", "the number of shards listed", 1, NULL},
+    {"counted", "the number of shards with a known sample count", 1, NULL},
+    {"list", "the shard list (fingerprint of its shards' names and counts)", 1, NULL},
+    {"partitions", "partitions", 0, NULL}, /* compared where this reader sets its own */
+    {"total", "total", 0, NULL},
+    {"world_size", "world_size", 0, NULL},
+    {"num_workers", "num_workers", 0, NULL},
+    {"rank", "rank", 0, NULL},
+    {"worker", "worker", 0, NULL},
+    {"delivered", "delivered", 0, NULL},
+    {"draws", "draws", 0, NULL},
+    {"since", "since", 0, NULL},
 };
 #define NKEYS (sizeof KEYS / sizeof KEYS[0])
 
@@ -255,9 +259,16 @@ static void compare(const ShardReader *r, const ShardStatePair *theirs, int nt, 
         else
             add(diffs, "; %s is %s in the state and %s here", KEYS[k].label, theirs[i].value, v);
     }
-    for (size_t k = 0; k < NKEYS; k++) /* one left out would go uncompared */
-        if (KEYS[k].compared && !shard_state_value(theirs, nt, KEYS[k].key))
+    for (size_t k = 0; k < NKEYS; k++) { /* one left out would go uncompared */
+        if (!KEYS[k].compared || shard_state_value(theirs, nt, KEYS[k].key))
+            continue;
+        const char *v = shard_state_value(ours, no, KEYS[k].key);
+        if (!KEYS[k].absent)
             add(diffs, "; the state does not say its %s%s%s", KEYS[k].label, "", "");
+        else if (v && strcmp(v, KEYS[k].absent))
+            add(diffs, "; %s is %s here, and the state, taken before libshard had it, reads as %s",
+                KEYS[k].label, v, KEYS[k].absent);
+    }
 }
 
 /* The numbers a state gives, each bounded by what the data and the settings allow: 0, or
