@@ -11,7 +11,8 @@
 - the stable public headers reach none of the advanced ones;
 - docs/layout.md names every source file and no other, its limits are the ones held here,
   and the files it and formats/ name exist;
-- in the Python package, a class's attributes are assigned by its own module alone.
+- in the Python package, a class's attributes are assigned by its own module alone;
+- resume/ is one room: the rest of the library reaches it through resume/resume.h alone.
 Each rule has a negative control: a planted violation it must see."""
 import ast
 import re
@@ -378,7 +379,7 @@ def test_layout_md_names_every_source_file_and_no_other():
 def test_layout_md_every_file_negative_control():
     text = LAYOUT.read_text().replace("- `cut.c`:", "- `cutting.c`:")
     listed = layout_files(text)
-    assert "libshard/src/read/cutting.c" in listed - source_files()
+    assert "libshard/src/resume/cutting.c" in listed - source_files()
     assert len(layout_files(LAYOUT.read_text())) > 200
 
 
@@ -433,7 +434,7 @@ def test_layout_md_and_formats_name_only_files_that_exist():
 
 def test_named_files_negative_control():
     names = repo_names()
-    assert missing_names("`read/cut.c`, `tar/seek.c`, `reader.h`", names) == []
+    assert missing_names("`resume/cut.c`, `tar/seek.c`, `reader.h`", names) == []
     assert missing_names("the cut (`read/cutting.c`), `zstdseek.c`", names) == [
         "read/cutting.c", "zstdseek.c"]
 
@@ -519,3 +520,30 @@ def test_own_fields_negative_control():
                                               "    e.args = ()\n")
     assert foreign_assignments(modules) == ["torch/loader.py:2: ds.started",
                                             "webdataset/fast.py:2: ds.by_worker"]
+
+
+# ---- resume, one room -----------------------------------------------------------------
+
+def resume_side_doors(files):
+    """Files outside resume/ that include one of its headers other than resume/resume.h."""
+    out = []
+    for p in files:
+        if p.is_relative_to(SRC / "resume"):
+            continue
+        for inc in re.findall(r'^\s*#\s*include\s+"(resume/[\w.]+)"', p.read_text(), re.M):
+            if inc != "resume/resume.h":
+                out.append(f"{p.relative_to(REPO) if p.is_relative_to(REPO) else p.name}: {inc}")
+    return out
+
+
+def test_resume_is_reached_through_its_one_header():
+    assert (SRC / "resume" / "resume.h").exists()
+    assert "DESIGN" in (SRC / "resume" / "resume.h").read_text()
+    found = resume_side_doors(all_c_files())
+    assert not found, f"files that reach into resume/ past resume/resume.h: {found}"
+
+
+def test_resume_one_header_negative_control(tmp_path):
+    planted = tmp_path / "planted.c"
+    planted.write_text('#include "resume/resume.h"\n#include "resume/cut.h"\n')
+    assert resume_side_doors(all_c_files() + [planted]) == ["planted.c: resume/cut.h"]

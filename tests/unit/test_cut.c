@@ -1,4 +1,4 @@
-/* The cut (libshard/src/read/cut.h): what is left of an epoch and which consumer reads it.
+/* The cut (libshard/src/resume/cut.h): what is left of an epoch and which consumer reads it.
  * The properties the elastic resume rests on, with the deliveries simulated sample by sample
  * apart from the arithmetic under test: a cut computed from one rank's count of batches,
  * taken on W x K consumers and continued on any W' x K' (and again on W'' x K''), delivers
@@ -11,8 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "read/cut.h"
-#include "read/partition.h"
+#include "resume/resume.h"
 #include "shard/common.h"
 
 TestSuite(cut, .timeout = 120);

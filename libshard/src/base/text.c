@@ -1,6 +1,7 @@
 /*
  * Text (base/text.h).
  */
+#include <errno.h>
 #include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,4 +106,18 @@ size_t shard_text_escape(const char *in, char *out, size_t outsize)
     if (out && outsize)
         out[kept] = 0;
     return len;
+}
+
+int shard_text_u64(const char **s, uint64_t *v)
+{
+    if (**s < '0' || **s > '9')
+        return -1;
+    errno = 0;
+    char *end;
+    unsigned long long x = strtoull(*s, &end, 10);
+    if (errno)
+        return -1;
+    *s = end;
+    *v = x;
+    return 0;
 }

@@ -6,8 +6,13 @@
 #define SHARD_BASE_TEXT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "base/attr.h"
+
+/* A decimal number at *s into *v, moving *s past it: 0, or -1 (*s as it was) when there is
+ * none or it does not fit in 64 bits. The one parser of the state's numbers. */
+SHARD_HIDDEN int shard_text_u64(const char **s, uint64_t *v);
 
 /* Whether s ends with suffix. */
 SHARD_HIDDEN int shard_ends_with(const char *s, const char *suffix);

@@ -10,7 +10,7 @@
 #include "base/alloc.h"
 #include "base/buf.h"
 #include "load/batch.h"
-#include "read/order.h"
+#include "resume/resume.h"
 #include "shard/common.h"
 
 /* ---- field selection ------------------------------------------------------------------ */

@@ -18,7 +18,7 @@
 #include "load/decodepool.h"
 #include "load/loaderdef.h"
 #include "load/producer.h"
-#include "read/order.h"
+#include "resume/resume.h"
 #include "read/streamreader.h"
 #include "read/state.h"
 #include "shard/loader.h"

@@ -15,7 +15,7 @@
 #include "load/decodepool.h"
 #include "load/loaderdef.h"
 #include "load/producer.h"
-#include "read/order.h"
+#include "resume/resume.h"
 #include "read/streamreader.h"
 #include "shard/loader.h"
 #include "tar/item.h"

@@ -14,6 +14,7 @@
 #include "base/buf.h"
 #include "base/rng.h"
 #include "read/epochplan.h"
+#include "resume/resume.h"
 #include "shard/common.h"
 
 int shard_seglist_push(ShardSegList *l, uint32_t shard, uint64_t first, uint64_t count,
@@ -69,23 +70,6 @@ int shard_plan_cover(ShardSegList *l, const uint32_t *order, const uint64_t *pre
             return rc;
     }
     return 0;
-}
-
-uint64_t shard_gcd(uint64_t a, uint64_t b)
-{
-    while (b) {
-        uint64_t t = a % b;
-        a = b;
-        b = t;
-    }
-    return a;
-}
-
-void shard_plan_split(uint64_t total, uint64_t m, uint64_t k, uint64_t *lo, uint64_t *hi)
-{
-    uint64_t q = total / m, r = total % m;
-    *lo = k * q + (k < r ? k : r);
-    *hi = *lo + q + (k < r);
 }
 
 void shard_plan_range(uint64_t total, const ShardPlanSettings *p, uint64_t *a, uint64_t *b)

@@ -32,12 +32,6 @@ SHARD_HIDDEN int shard_plan_cover(ShardSegList *l, const uint32_t *order, const 
                                   size_t n, uint64_t a, uint64_t b, uint32_t base, uint32_t flags,
                                   uint32_t round);
 
-/* The part [*lo, *hi) of [0, total) that piece k of m gets, sizes differing by at most
- * one, the larger first. */
-SHARD_HIDDEN void shard_plan_split(uint64_t total, uint64_t m, uint64_t k, uint64_t *lo,
-                                   uint64_t *hi);
-/* The greatest common divisor of a and b (a when b is 0). */
-SHARD_HIDDEN uint64_t shard_gcd(uint64_t a, uint64_t b);
 
 /* This consumer's range [a, b) of an epoch's sequence of total samples, by p's rank, worker,
  * mode, pad and worker_align; b passes total where padding wraps around to the start. */

@@ -26,6 +26,7 @@
 #include "base/error.h"
 #include "base/rng.h"
 #include "read/mix.h"
+#include "resume/resume.h"
 
 #define MIX_MAX_TOTAL (1ull << 40)
 

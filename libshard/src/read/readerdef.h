@@ -1,12 +1,12 @@
 /*
  * The streaming reader's insides, shared by its files: the handle (streamreader.c), an epoch's
  * reading piece after piece (epoch.c), a partition's steps and their replay
- * (steps.c), a restore (resume.c) and states (state.c). It puts together the shard
+ * (steps.c), a restore (restore.c) and states (state.c). It puts together the shard
  * list (catalog/shardlist.c), the epoch plan (epochplan.c) or a mix (mix.c), the fetch stage
  * (fetch.c) and the shuffle buffer (shuffle.c).
  *
  * DESIGN
- * - Order (order.c, cut.c, formats/order.md): each epoch the sequence of the shuffled
+ * - Order (resume/resume.h, formats/order.md): each epoch the sequence of the shuffled
  *   shards' samples (or of a mix's) is cut into P canonical partitions, each a
  *   deterministic stream. With every count known, the partitions laid end to end are a
  *   line of points; a consumer reads what is left of its region of it, in pieces (a
@@ -47,7 +47,7 @@
 #include "base/attr.h"
 #include "read/fetch.h"
 #include "read/mix.h"
-#include "read/order.h"
+#include "resume/resume.h"
 #include "read/shuffle.h"
 #include "shard/reader.h"
 

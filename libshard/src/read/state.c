@@ -18,12 +18,9 @@
 
 #include "base/digest.h"
 #include "base/error.h"
-#include "read/cut.h"
-#include "read/order.h"
-#include "read/partition.h"
+#include "resume/resume.h"
 #include "read/readerdef.h"
 #include "read/state.h"
-#include "read/statetext.h"
 #include "tar/item.h"
 
 /* The most ranks, workers a rank, and consumers a state may say (a restore's work and

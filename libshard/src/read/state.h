@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "base/attr.h"
-#include "read/order.h"
+#include "resume/resume.h"
 #include "read/readerdef.h"
 
 /* Fingerprints the reader's shard list (URLs, counts, sources) and weights, once at open.

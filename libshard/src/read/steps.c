@@ -9,7 +9,7 @@
 #include "base/error.h"
 #include "base/rng.h"
 #include "read/mix.h"
-#include "read/order.h"
+#include "resume/resume.h"
 #include "read/readerdef.h"
 #include "read/shuffle.h"
 #include "read/steps.h"

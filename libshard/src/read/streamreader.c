@@ -1,7 +1,7 @@
 /*
  * The streaming reader's handle (streamreader.h, shard/reader.h): opening (the shard list, a mix,
  * the fetch stage, the shuffle buffer), epochs and states, statistics, freeing. An epoch's
- * order is epoch.c's; a restore's replay is resume.c's.
+ * order is epoch.c's; a restore is restore.c's.
  */
 #include <stdatomic.h>
 #include <stdio.h>
@@ -17,11 +17,10 @@
 #include "read/epoch.h"
 #include "read/fetch.h"
 #include "read/mix.h"
-#include "read/order.h"
-#include "read/partition.h"
+#include "resume/resume.h"
 #include "read/streamreader.h"
 #include "read/readerdef.h"
-#include "read/resume.h"
+#include "read/restore.h"
 #include "read/shuffle.h"
 #include "read/state.h"
 #include "read/steps.h"

@@ -8,9 +8,26 @@
 #include <string.h>
 
 #include "base/error.h"
-#include "read/partition.h"
-#include "read/epochplan.h"
+#include "base/text.h"
+#include "resume/partition.h"
 #include "shard/common.h"
+
+uint64_t shard_gcd(uint64_t a, uint64_t b)
+{
+    while (b) {
+        uint64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+void shard_plan_split(uint64_t total, uint64_t m, uint64_t k, uint64_t *lo, uint64_t *hi)
+{
+    uint64_t q = total / m, r = total % m;
+    *lo = k * q + (k < r ? k : r);
+    *hi = *lo + q + (k < r);
+}
 
 uint64_t shard_partition_total(uint64_t t, uint32_t p, ShardMode mode, int pad)
 {
@@ -162,21 +179,6 @@ int shard_runs_format(const uint64_t *pos, const uint64_t *len, uint32_t p, char
     return 0;
 }
 
-/* A decimal number at *s, moving past it; -1 when there is none or it overflows. */
-static int number(const char **s, uint64_t *v)
-{
-    if (**s < '0' || **s > '9')
-        return -1;
-    errno = 0;
-    char *end;
-    unsigned long long x = strtoull(*s, &end, 10);
-    if (errno)
-        return -1;
-    *s = end;
-    *v = x;
-    return 0;
-}
-
 int shard_runs_parse(const char *text, const uint64_t *len, uint32_t p, uint64_t *pos, char *msg)
 {
     const char *s = text;
@@ -184,12 +186,12 @@ int shard_runs_parse(const char *text, const uint64_t *len, uint32_t p, uint64_t
     while (*s) {
         const char *run = s;
         uint64_t a, b, n = 0;
-        if (number(&s, &a))
+        if (shard_text_u64(&s, &a))
             goto bad;
         b = a;
         if (*s == '-') {
             s++;
-            if (number(&s, &b))
+            if (shard_text_u64(&s, &b))
                 goto bad;
         }
         if (*s++ != ':')
@@ -197,7 +199,7 @@ int shard_runs_parse(const char *text, const uint64_t *len, uint32_t p, uint64_t
         char k = *s;
         if ((k == 'd' && len) || k == '?' || (k == '0' && (s[1] == ',' || !s[1])))
             s++;
-        else if (number(&s, &n))
+        else if (shard_text_u64(&s, &n))
             goto bad;
         else
             k = 'n';

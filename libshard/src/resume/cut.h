@@ -12,8 +12,8 @@
  * So any topology resumes, and the ranks differ by at most a batch.
  * The arithmetic only: no reading. Not installed.
  */
-#ifndef SHARD_READ_CUT_H
-#define SHARD_READ_CUT_H
+#ifndef SHARD_RESUME_CUT_H
+#define SHARD_RESUME_CUT_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -103,4 +103,4 @@ SHARD_HIDDEN int shard_cut_format(const ShardCut *c, char *out, size_t cap);
 SHARD_HIDDEN int shard_cut_parse(ShardCut *c, const char *text, uint64_t length, int world,
                                  int workers, char *msg);
 
-#endif /* SHARD_READ_CUT_H */
+#endif /* SHARD_RESUME_CUT_H */

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "read/order.h"
-#include "read/partition.h"
+#include "resume/order.h"
+#include "resume/partition.h"
 #include "shard/common.h"
 #include "shard/list.h"
 

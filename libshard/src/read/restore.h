@@ -1,8 +1,8 @@
 /*
- * A restore (resume.c): a state's epoch begun where its cut says.
+ * A restore (restore.c): a state's epoch begun where its cut says.
  */
-#ifndef SHARD_READ_RESUME_H
-#define SHARD_READ_RESUME_H
+#ifndef SHARD_READ_RESTORE_H
+#define SHARD_READ_RESTORE_H
 
 #include <stdint.h>
 
@@ -13,4 +13,4 @@
 /* Begins a checked state's epoch where its cut says (partitions entered lazily). */
 SHARD_HIDDEN int shard_reader_resume(ShardReader *r, const ShardStateIn *in);
 
-#endif /* SHARD_READ_RESUME_H */
+#endif /* SHARD_READ_RESTORE_H */

@@ -8,9 +8,9 @@
 #include <string.h>
 
 #include "base/error.h"
-#include "read/cut.h"
-#include "read/epochplan.h"
-#include "read/partition.h"
+#include "base/text.h"
+#include "resume/cut.h"
+#include "resume/partition.h"
 #include "shard/common.h"
 
 static size_t consumers(const ShardCut *c) { return (size_t)c->world * (size_t)c->workers; }
@@ -381,21 +381,6 @@ int shard_cut_format(const ShardCut *c, char *out, size_t cap)
     return 0;
 }
 
-/* A decimal number at *s, moving past it; -1 when there is none or it overflows. */
-static int number(const char **s, uint64_t *v)
-{
-    if (**s < '0' || **s > '9')
-        return -1;
-    errno = 0;
-    char *end;
-    unsigned long long x = strtoull(*s, &end, 10);
-    if (errno)
-        return -1;
-    *s = end;
-    *v = x;
-    return 0;
-}
-
 int shard_cut_parse(ShardCut *c, const char *text, uint64_t length, int world, int workers,
                     char *msg)
 {
@@ -422,7 +407,7 @@ int shard_cut_parse(ShardCut *c, const char *text, uint64_t length, int world, i
     uint64_t last = 0;
     while (*s && *s != ';') {
         uint64_t a, b;
-        if (number(&s, &a) || *s++ != '-' || number(&s, &b))
+        if (shard_text_u64(&s, &a) || *s++ != '-' || shard_text_u64(&s, &b))
             goto bad;
         if (a >= b || b > length || (c->n && a <= last)) {
             shard_cut_free(c);
@@ -444,7 +429,7 @@ int shard_cut_parse(ShardCut *c, const char *text, uint64_t length, int world, i
     s += 7;
     size_t nc = consumers(c), k = 1;
     for (; *s && k < nc; k++) {
-        if ((k > 1 && *s++ != ',') || number(&s, &c->edge[k]))
+        if ((k > 1 && *s++ != ',') || shard_text_u64(&s, &c->edge[k]))
             goto bad;
         if (c->edge[k] < c->edge[k - 1] || c->edge[k] > length) {
             uint64_t e = c->edge[k];

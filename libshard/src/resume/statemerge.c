@@ -8,10 +8,10 @@
 #include <string.h>
 
 #include "base/error.h"
-#include "read/cut.h"
-#include "read/order.h"
-#include "read/partition.h"
-#include "read/statetext.h"
+#include "resume/cut.h"
+#include "resume/order.h"
+#include "resume/partition.h"
+#include "resume/statetext.h"
 #include "shard/reader.h"
 
 /* The pairs of a state (between "vN:EPOCH:SEED:" and ';'); the count, or -1. */

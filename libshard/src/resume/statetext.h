@@ -3,8 +3,8 @@
  * (";sum=" and 16 hex digits of SHA-256 over what comes before: a state cut short or
  * edited is refused rather than continued wrong).
  */
-#ifndef SHARD_READ_STATETEXT_H
-#define SHARD_READ_STATETEXT_H
+#ifndef SHARD_RESUME_STATETEXT_H
+#define SHARD_RESUME_STATETEXT_H
 
 #include <stddef.h>
 
@@ -33,4 +33,4 @@ SHARD_HIDDEN const char *shard_state_value(const ShardStatePair *pairs, int n, c
 SHARD_HIDDEN int shard_state_number(const ShardStatePair *pairs, int n, const char *key,
                                     unsigned long long def, unsigned long long *out);
 
-#endif /* SHARD_READ_STATETEXT_H */
+#endif /* SHARD_RESUME_STATETEXT_H */

@@ -6,8 +6,8 @@
  * arithmetic only: no reading.
  * Not installed.
  */
-#ifndef SHARD_READ_PARTITION_H
-#define SHARD_READ_PARTITION_H
+#ifndef SHARD_RESUME_PARTITION_H
+#define SHARD_RESUME_PARTITION_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -23,6 +23,12 @@
 /* The most partitions an epoch may have. */
 #define SHARD_PARTITIONS_MAX (1u << 20)
 
+/* The part [*lo, *hi) of [0, total) that piece k of m gets, sizes differing by at most
+ * one, the larger first. */
+SHARD_HIDDEN void shard_plan_split(uint64_t total, uint64_t m, uint64_t k, uint64_t *lo,
+                                   uint64_t *hi);
+/* The greatest common divisor of a and b (a when b is 0). */
+SHARD_HIDDEN uint64_t shard_gcd(uint64_t a, uint64_t b);
 /* The epoch's length for t samples in p partitions: t in exact mode; in equal mode every
  * partition the same length, t - t mod p, or with pad ceil(t / p) * p (repeats past t). */
 SHARD_HIDDEN uint64_t shard_partition_total(uint64_t t, uint32_t p, ShardMode mode, int pad);
@@ -70,4 +76,4 @@ SHARD_HIDDEN int shard_runs_format(const uint64_t *pos, const uint64_t *len, uin
 SHARD_HIDDEN int shard_runs_parse(const char *text, const uint64_t *len, uint32_t p,
                                  uint64_t *pos, char *msg);
 
-#endif /* SHARD_READ_PARTITION_H */
+#endif /* SHARD_RESUME_PARTITION_H */

@@ -10,15 +10,15 @@
  * taken while the reader has gone on into the next epoch is that of the batches handed
  * out.
  */
-#ifndef SHARD_READ_ORDER_H
-#define SHARD_READ_ORDER_H
+#ifndef SHARD_RESUME_ORDER_H
+#define SHARD_RESUME_ORDER_H
 
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "base/attr.h"
-#include "read/cut.h"
+#include "resume/cut.h"
 #include "shard/plan.h"
 
 typedef struct ShardOrder {
@@ -94,4 +94,4 @@ SHARD_HIDDEN int shard_order_cut_at(const ShardOrder *o, uint64_t position, uint
  * draw at the start (the state adds the draws taken since). */
 SHARD_HIDDEN void shard_order_runs_at(const ShardOrder *o, uint64_t position, uint64_t *pos);
 
-#endif /* SHARD_READ_ORDER_H */
+#endif /* SHARD_RESUME_ORDER_H */

@@ -7,7 +7,7 @@
 
 #include "base/digest.h"
 #include "base/error.h"
-#include "read/statetext.h"
+#include "resume/statetext.h"
 
 static void sum_of(const char *text, size_t n, char out[17])
 {

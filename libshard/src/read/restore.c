@@ -9,12 +9,10 @@
 #include <string.h>
 
 #include "base/error.h"
-#include "read/cut.h"
+#include "resume/resume.h"
 #include "read/epoch.h"
-#include "read/order.h"
-#include "read/partition.h"
 #include "read/readerdef.h"
-#include "read/resume.h"
+#include "read/restore.h"
 #include "read/state.h"
 
 /* A v3 state's cut, runs of partitions delivered from their start, as a line's cut in the
