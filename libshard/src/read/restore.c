@@ -15,14 +15,14 @@
 #include "read/restore.h"
 #include "read/state.h"
 
-/* A v3 state's cut, runs of partitions delivered from their start, as a line's cut in the
- * blocks of the topology it was taken on. */
+/* A cut of runs of partitions delivered from their start (a v3 state's with counts), as a
+ * line's cut in the blocks of the topology it was taken on. */
 static int cut_of_runs(const ShardOrder *o, const ShardStateIn *in, ShardCut *cut, char *msg)
 {
     uint64_t *pos = malloc(o->parts * sizeof *pos);
     if (!pos)
         return SHARD_ERR_NOMEM;
-    int rc = shard_runs_parse(in->cut, o->len, o->parts, pos, msg);
+    int rc = shard_runs_parse(in->runs, o->len, o->parts, pos, msg);
     for (uint32_t p = 0; !rc && p < o->parts; p++)
         if (pos[p] == SHARD_CUT_UNKNOWN)
             rc = shard_fail(msg, SHARD_ERR_INVALID, "the state does not say how far partition "
@@ -66,9 +66,8 @@ static int begin_cut(ShardReader *r, const ShardStateIn *in, int same)
     ShardOrder *o = r->order;
     char msg[SHARD_ERROR_MAX];
     ShardCut cut;
-    int rc = in->version == 4
-                 ? shard_cut_parse(&cut, in->cut, o->length, in->world, in->workers, msg)
-                 : cut_of_runs(o, in, &cut, msg);
+    int rc = in->cut ? shard_cut_parse(&cut, in->cut, o->length, in->world, in->workers, msg)
+                     : cut_of_runs(o, in, &cut, msg);
     if (rc == SHARD_ERR_NOMEM)
         return shard_fail(r->err, rc, "out of memory");
     if (rc)
@@ -100,6 +99,10 @@ static int begin_runs(ShardReader *r, const ShardStateIn *in, int same, uint32_t
 {
     ShardOrder *o = r->order;
     int resampled = r->s.mode == SHARD_MODE_RESAMPLED;
+    if (!in->runs)
+        return shard_fail(r->err, SHARD_ERR_INVALID, "reader: the state's cut is a line's, "
+                          "taken with every sample count known, which this reader's epoch "
+                          "does not have");
     uint32_t np = state_parts > o->parts ? state_parts : o->parts;
     uint64_t *start = malloc(np * sizeof *start), *next = malloc(np * sizeof *next);
     if (!start || !next) {
@@ -108,8 +111,7 @@ static int begin_runs(ShardReader *r, const ShardStateIn *in, int same, uint32_t
         return shard_fail(r->err, SHARD_ERR_NOMEM, "out of memory");
     }
     char msg[SHARD_ERROR_MAX];
-    const char *runs = in->cut + (in->version == 4 && !strncmp(in->cut, "parts=", 6) ? 6 : 0);
-    if (shard_runs_parse(runs, resampled ? NULL : o->len, state_parts, start, msg)) {
+    if (shard_runs_parse(in->runs, resampled ? NULL : o->len, state_parts, start, msg)) {
         free(start);
         free(next);
         return shard_fail(r->err, SHARD_ERR_INVALID, "reader: %s", msg);

@@ -298,32 +298,16 @@ static int numbers(const ShardStatePair *theirs, int nt, ShardStateIn *in, const
 
 int shard_reader_state_check(ShardReader *r, const char *state, ShardStateIn *in)
 {
-    unsigned long long e, p, sd;
-    int at = 0;
+    ShardStateForm f;
     in->text = NULL;
-    if (sscanf(state, "v1:%llu:%llu:%llu", &e, &p, &sd) == 3 ||
-        sscanf(state, "v2:%llu:%llu:%llu:", &e, &p, &sd) == 3)
-        return shard_fail(r->err, SHARD_ERR_INVALID,
-                          "reader: the state '%.60s...' is of the order before canonical "
-                          "partitions (libshard 0.2 and 0.3), which this libshard no longer "
-                          "reads: go on from the next epoch's start, set_epoch(%llu) with no "
-                          "state (formats/order.md)",
-                          state, e + 1);
-    char *text = shard_state_unsealed(state, r->err);
+    char *text = shard_state_open(state, &f, r->err);
     if (!text)
         return SHARD_ERR_INVALID;
-    int version = !strncmp(text, "v3:", 3) ? 3 : 4;
-    if (text[0] != 'v' || sscanf(text + 1, "%*1[34]:%llu:%llu:%n", &e, &sd, &at) != 2 || !at) {
-        free(text);
-        return shard_fail(r->err, SHARD_ERR_INVALID,
-                          "reader: '%.200s' is not a reader state (v4:EPOCH:SEED:SETTINGS;CUT)",
-                          state);
-    }
-    at++;
-    const char *cut = strchr(text + at, ';'), *why;
+    unsigned long long e = f.epoch, sd = f.seed;
+    const char *cut = f.pairs_end, *why;
     ShardStatePair theirs[SHARD_STATE_PAIRS_MAX], ours[SHARD_STATE_PAIRS_MAX];
     char here[1024], diffs[SHARD_ERROR_MAX] = "";
-    int nt = cut ? shard_state_pairs_parse(text + at, cut, theirs, SHARD_STATE_PAIRS_MAX) : -1, no = -1;
+    int nt = cut ? shard_state_pairs_parse(f.pairs, cut, theirs, SHARD_STATE_PAIRS_MAX) : -1, no = -1;
     int len = nt < 0 ? -1 : settings_pairs(r, here, sizeof here);
     if (len >= 0)
         no = shard_state_pairs_parse(here, here + len, ours, SHARD_STATE_PAIRS_MAX);
@@ -361,8 +345,8 @@ int shard_reader_state_check(ShardReader *r, const char *state, ShardStateIn *in
         r->s.seed = sd; /* this reader drew its seed: the state's continues the run */
     in->epoch = e;
     in->seed = sd;
-    in->cut = cut + 1;
-    in->version = version;
+    in->cut = f.cut;
+    in->runs = f.runs;
     in->text = text;
     return 0;
 }

@@ -29,9 +29,8 @@ typedef struct ShardStateIn {
     uint64_t since; /* resampled: samples delivered since its draws' start */
     uint32_t parts;
     int world, workers; /* the topology it was taken on */
-    const char *cut; /* into the state's text: v4's "left=...;edges=..." or "parts=RUNS",
-                        v3's runs */
-    int version;     /* 3 or 4 */
+    const char *cut;  /* into the state's text: a line's cut, "left=...;edges=...", or NULL */
+    const char *runs; /* into it: the cut as runs of partitions (v3's, v4's "parts="), or NULL */
     char *text;      /* the state without its checksum, which cut points into: the caller
                         frees it once the restore is done */
 } ShardStateIn;

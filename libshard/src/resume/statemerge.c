@@ -14,23 +14,12 @@
 #include "resume/statetext.h"
 #include "shard/reader.h"
 
-/* The pairs of a state (between "vN:EPOCH:SEED:" and ';'); the count, or -1. */
-static int state_pairs(const char *state, ShardStatePair *out)
-{
-    int at = 0;
-    const char *cut = strchr(state, ';');
-    if (state[0] != 'v' || sscanf(state + 1, "%*1[34]:%*u:%*u:%n", &at) != 0 || !at || !cut ||
-        state + 1 + at > cut)
-        return -1;
-    return shard_state_pairs_parse(state + 1 + at, cut, out, SHARD_STATE_PAIRS_MAX);
-}
-
 /* The part of a state's settings every consumer's shares: up to ';' without the pairs of
  * the consumer that took it. */
-static int common_part(const char *state, char *out, size_t cap)
+static int common_part(const char *state, const ShardStateForm *f, char *out, size_t cap)
 {
-    const char *cut = strchr(state, ';');
-    if ((strncmp(state, "v3:", 3) && strncmp(state, "v4:", 3)) || !cut)
+    const char *cut = f->pairs_end;
+    if (!cut)
         return -1;
     size_t at = 0;
     for (const char *p = state; p < cut;) {
@@ -61,10 +50,12 @@ typedef struct Merging {
     long long consumer;
 } Merging;
 
-static int merging_of(const char *state, Merging *m)
+static int merging_of(const ShardStateForm *f, Merging *m)
 {
     ShardStatePair pairs[SHARD_STATE_PAIRS_MAX];
-    int np = state_pairs(state, pairs);
+    int np = f->pairs_end ? shard_state_pairs_parse(f->pairs, f->pairs_end, pairs,
+                                                    SHARD_STATE_PAIRS_MAX)
+                          : -1;
     unsigned long long total, rank, worker, pad;
     const char *mode = np >= 0 ? shard_state_value(pairs, np, "mode") : NULL;
     if (np < 0 || shard_state_number(pairs, np, "partitions", 0, &m->parts) || !m->parts ||
@@ -87,8 +78,8 @@ static int merging_of(const char *state, Merging *m)
 
 /* Runs (without counts): each partition as the consumer whose block holds it says, else as
  * any state says; out: the merged runs. */
-static int merge_runs(const char *const *states, size_t n, const Merging *m0, int v4,
-                      char *out, size_t cap, char *msg)
+static int merge_runs(const ShardStateForm *forms, size_t n, const Merging *m0, char *out,
+                      size_t cap, char *msg)
 {
     uint64_t parts = m0->parts;
     uint64_t *len = malloc(parts * sizeof *len), *merged = malloc(parts * sizeof *merged),
@@ -100,19 +91,18 @@ static int merge_runs(const char *const *states, size_t n, const Merging *m0, in
         merged[p] = SHARD_CUT_UNKNOWN;
     }
     for (size_t k = 0; !rc && k < n; k++) {
-        const char *runs = strchr(states[k], ';') + 1;
-        if (v4 && strncmp(runs, "parts=", 6)) {
+        if (!forms[k].runs) {
             rc = shard_fail(msg, SHARD_ERR_INVALID, "merging states: state %zu is not one "
                             "without counts, as state 0 is", k);
             break;
         }
-        if (shard_runs_parse(runs + (v4 ? 6 : 0), len, (uint32_t)parts, vals, msg)) {
+        if (shard_runs_parse(forms[k].runs, len, (uint32_t)parts, vals, msg)) {
             rc = SHARD_ERR_INVALID;
             break;
         }
         Merging m;
         uint32_t lo = 0, hi = 0;
-        if (!merging_of(states[k], &m) && m.consumer >= 0)
+        if (!merging_of(&forms[k], &m) && m.consumer >= 0)
             shard_partition_block((uint32_t)parts, (int)m.world, (int)m.workers,
                                   (int)(m.consumer / (long long)m.workers),
                                   (int)(m.consumer % (long long)m.workers), &lo, &hi);
@@ -133,12 +123,13 @@ static int merge_runs(const char *const *states, size_t n, const Merging *m0, in
             }
         }
     }
-    if (!rc && (cap < 7 || shard_runs_format(merged, len, (uint32_t)parts, out + (v4 ? 6 : 0),
-                                            cap - 6)))
+    size_t tag = strlen(forms[0].runs_tag);
+    if (!rc && (cap < tag + 1 ||
+                shard_runs_format(merged, len, (uint32_t)parts, out + tag, cap - tag)))
         rc = shard_fail(msg, SHARD_ERR_INVALID, "merging states: the merged state does not "
                         "fit in the room given");
-    if (!rc && v4)
-        memcpy(out, "parts=", 6);
+    if (!rc)
+        memcpy(out, forms[0].runs_tag, tag);
     free(len);
     free(merged);
     free(vals);
@@ -147,7 +138,7 @@ static int merge_runs(const char *const *states, size_t n, const Merging *m0, in
 }
 
 /* Cuts (with counts): each consumer's region as its own state says, else as state 0 does. */
-static int merge_cuts(const char *const *states, size_t n, const Merging *m0, char *out,
+static int merge_cuts(const ShardStateForm *forms, size_t n, const Merging *m0, char *out,
                       size_t cap, char *msg)
 {
     size_t nc = (size_t)(m0->world * m0->workers);
@@ -156,8 +147,13 @@ static int merge_cuts(const char *const *states, size_t n, const Merging *m0, ch
     int rc = cuts && from ? 0 : SHARD_ERR_NOMEM;
     for (size_t k = 0; !rc && k < n; k++) {
         Merging m;
-        if ((rc = shard_cut_parse(&cuts[k], strchr(states[k], ';') + 1, m0->length,
-                                  (int)m0->world, (int)m0->workers, msg)))
+        if (!forms[k].cut) {
+            rc = shard_fail(msg, SHARD_ERR_INVALID, "merging states: state %zu is not one "
+                            "with counts, as state 0 is", k);
+            break;
+        }
+        if ((rc = shard_cut_parse(&cuts[k], forms[k].cut, m0->length, (int)m0->world,
+                                  (int)m0->workers, msg)))
             break;
         if (memcmp(cuts[k].edge, cuts[0].edge, (nc + 1) * sizeof *cuts[k].edge)) {
             rc = shard_fail(msg, SHARD_ERR_INVALID, "merging states: state %zu reads the epoch "
@@ -165,7 +161,7 @@ static int merge_cuts(const char *const *states, size_t n, const Merging *m0, ch
                             "consumer)", k);
             break;
         }
-        if (!merging_of(states[k], &m) && m.consumer >= 0) {
+        if (!merging_of(&forms[k], &m) && m.consumer >= 0) {
             if (from[m.consumer] && shard_cut_rest(from[m.consumer], (size_t)m.consumer) !=
                                         shard_cut_rest(&cuts[k], (size_t)m.consumer)) {
                 rc = shard_fail(msg, SHARD_ERR_INVALID, "merging states: two states of "
@@ -194,35 +190,33 @@ static int merge_cuts(const char *const *states, size_t n, const Merging *m0, ch
     return rc;
 }
 
-static int merge_unsealed(const char *const *states, size_t n, char *buf, size_t size,
-                          ShardError *err)
+static int merge_opened(char *const *states, const ShardStateForm *forms, size_t n, char *buf,
+                        size_t size, ShardError *err)
 {
     char msg[SHARD_ERROR_MAX] = "";
     char first[1024], other[1024];
     Merging m0;
-    if (common_part(states[0], first, sizeof first) || merging_of(states[0], &m0)) {
+    if (common_part(states[0], &forms[0], first, sizeof first) || merging_of(&forms[0], &m0)) {
         shard_fail(msg, SHARD_ERR_INVALID,
                    "merging states: '%.200s' is not a reader state saying its partitions and "
                    "topology", states[0]);
         return shard_report(err, SHARD_ERR_INVALID, msg);
     }
     for (size_t k = 1; k < n; k++)
-        if (common_part(states[k], other, sizeof other) || strcmp(first, other)) {
+        if (common_part(states[k], &forms[k], other, sizeof other) || strcmp(first, other)) {
             shard_fail(msg, SHARD_ERR_INVALID,
                        "merging states: state %zu is of another epoch, seed or settings than "
                        "state 0 ('%.200s')",
                        k, states[k]);
             return shard_report(err, SHARD_ERR_INVALID, msg);
         }
-    size_t head = (size_t)(strchr(states[0], ';') - states[0]) + 1;
+    size_t head = (size_t)(forms[0].pairs_end - states[0]) + 1;
     if (head >= size)
         return shard_report(err, SHARD_ERR_INVALID, "merging states: the merged state does "
                                                     "not fit in the room given");
     memcpy(buf, states[0], head);
-    int v4 = states[0][1] == '4';
-    int rc = v4 && !strncmp(states[0] + head, "left=", 5)
-                 ? merge_cuts(states, n, &m0, buf + head, size - head, msg)
-                 : merge_runs(states, n, &m0, v4, buf + head, size - head, msg);
+    int rc = forms[0].cut ? merge_cuts(forms, n, &m0, buf + head, size - head, msg)
+                          : merge_runs(forms, n, &m0, buf + head, size - head, msg);
     if (rc == SHARD_ERR_NOMEM)
         return shard_report(err, rc, "out of memory");
     return rc ? shard_report(err, rc, msg) : 0;
@@ -234,19 +228,19 @@ int shard_reader_state_merge(const char *const *states, size_t n, char *buf, siz
     if (!n)
         return shard_report(err, SHARD_ERR_INVALID, "merging states: none given");
     char **texts = calloc(n, sizeof *texts), msg[SHARD_ERROR_MAX];
-    if (!texts)
-        return shard_report(err, SHARD_ERR_NOMEM, "out of memory");
-    int rc = 0;
+    ShardStateForm *forms = calloc(n, sizeof *forms);
+    int rc = texts && forms ? 0 : shard_report(err, SHARD_ERR_NOMEM, "out of memory");
     for (size_t k = 0; k < n && !rc; k++)
-        if (!(texts[k] = shard_state_unsealed(states[k], msg)))
+        if (!(texts[k] = shard_state_open(states[k], &forms[k], msg)))
             rc = shard_report(err, SHARD_ERR_INVALID, msg);
     if (!rc)
-        rc = merge_unsealed((const char *const *)texts, n, buf, size, err);
+        rc = merge_opened(texts, forms, n, buf, size, err);
     if (!rc && shard_state_seal(buf, size))
         rc = shard_report(err, SHARD_ERR_INVALID, "merging states: the merged state does not "
                                                   "fit in the room given");
-    for (size_t k = 0; k < n; k++)
+    for (size_t k = 0; texts && k < n; k++)
         free(texts[k]);
     free(texts);
+    free(forms);
     return rc;
 }

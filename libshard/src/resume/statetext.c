@@ -36,7 +36,7 @@ int shard_state_seal(char *buf, size_t size)
 
 /* The state without its sum, malloc'd, once the sum checks (a v3 state, before sums, as it
  * is); NULL with msg saying why. */
-char *shard_state_unsealed(const char *state, char *msg)
+static char *unsealed(const char *state, char *msg)
 {
     const char *tag = strstr(state, SHARD_STATE_SUM_TAG);
     for (const char *t = tag; t; t = strstr(t + 1, SHARD_STATE_SUM_TAG))
@@ -53,6 +53,47 @@ char *shard_state_unsealed(const char *state, char *msg)
         return NULL;
     }
     return strndup(state, (size_t)(tag - state));
+}
+
+char *shard_state_open(const char *state, ShardStateForm *f, char *msg)
+{
+    unsigned long long e, p, sd;
+    int at = 0;
+    memset(f, 0, sizeof *f);
+    if (sscanf(state, "v1:%llu:%llu:%llu", &e, &p, &sd) == 3 ||
+        sscanf(state, "v2:%llu:%llu:%llu:", &e, &p, &sd) == 3) {
+        shard_fail(msg, SHARD_ERR_INVALID,
+                   "reader: the state '%.60s...' is of the order before canonical partitions "
+                   "(libshard 0.2 and 0.3), which this libshard no longer reads: go on from the "
+                   "next epoch's start, set_epoch(%llu) with no state (formats/order.md)",
+                   state, e + 1);
+        return NULL;
+    }
+    char *text = unsealed(state, msg);
+    if (!text)
+        return NULL;
+    if (text[0] != 'v' || sscanf(text + 1, "%*1[34]:%llu:%llu:%n", &e, &sd, &at) != 2 || !at) {
+        shard_fail(msg, SHARD_ERR_INVALID,
+                   "reader: '%.200s' is not a reader state (v4:EPOCH:SEED:SETTINGS;CUT)", state);
+        free(text);
+        return NULL;
+    }
+    f->version = text[1] - '0';
+    f->epoch = e;
+    f->seed = sd;
+    f->pairs = text + 1 + at;
+    f->pairs_end = strchr(f->pairs, ';');
+    f->runs_tag = f->version == 4 ? "parts=" : ""; /* v3's cut is runs alone */
+    if (f->pairs_end) {
+        const char *c = f->pairs_end + 1;
+        if (f->version == 3)
+            f->runs = c;
+        else if (!strncmp(c, "parts=", 6))
+            f->runs = c + 6;
+        else
+            f->cut = c;
+    }
+    return text;
 }
 
 /* Splits "k=v,k=v" (up to end) into pairs; the count, or -1 for text that is not such a

@@ -18,11 +18,25 @@ typedef struct ShardStatePair {
     char key[32], value[40];
 } ShardStatePair;
 
+/* A state's text as its version frames it (formats/order.md, section 4): pointers into the
+ * text shard_state_open returns. */
+typedef struct ShardStateForm {
+    int version;                   /* 3 or 4 */
+    unsigned long long epoch, seed;
+    const char *pairs, *pairs_end; /* the settings' "k=v,..." up to ';' (NULL: none) */
+    const char *cut;               /* a line's cut, "left=...;edges=...", or NULL */
+    const char *runs;              /* the cut as runs of partitions, or NULL */
+    const char *runs_tag;          /* what the version writes before runs ("parts=", v3 "") */
+} ShardStateForm;
+
 /* Appends the seal to the state in buf. 0, or SHARD_ERR_INVALID when it does not fit. */
 SHARD_HIDDEN int shard_state_seal(char *buf, size_t size);
-/* The state without its seal, malloc'd, once the seal checks (a v3 state, before seals, as
- * it is); NULL with msg (SHARD_ERROR_MAX bytes) saying why. */
-SHARD_HIDDEN char *shard_state_unsealed(const char *state, char *msg);
+/* The one place that knows each version of the state: state opened, its seal checked (v4;
+ * v3 had none), its framing read into *f. The text without its seal, malloc'd, f pointing
+ * into it; NULL with msg (SHARD_ERROR_MAX bytes) saying why: the states of the orders
+ * before partitions (v1, v2) refused saying how to go on, anything else not a state of a
+ * version this libshard reads. */
+SHARD_HIDDEN char *shard_state_open(const char *state, ShardStateForm *f, char *msg);
 /* Splits "k=v,k=v" (up to stop) into out (max pairs); the count, or -1 for text that is not
  * such a list. */
 SHARD_HIDDEN int shard_state_pairs_parse(const char *p, const char *stop, ShardStatePair *out,
