@@ -1,4 +1,4 @@
-/* Canonical partitions (libshard/src/resume/partition.h): ranges and blocks that cover
+/* Canonical partitions (libshard/src/resume/cut.h): ranges and blocks that cover
  * everything once, the checks' messages, the runs' text both ways, and a partition's plan
  * as its slice of the epoch's sequence. The cut a resume goes on from: test_cut.c. */
 #include <criterion/criterion.h>

@@ -62,8 +62,7 @@ static void stop_reading(ShardReader *r)
     r->prefetched = -1;
 }
 
-/* Forgets the epoch's reading: epoch e, nothing entered, none delivered. */
-static void reset_epoch(ShardReader *r, uint64_t e)
+void shard_reader_reset(ShardReader *r, uint64_t e)
 {
     stop_reading(r);
     r->start_due = 0; /* the caller says when the new plan may start */
@@ -90,7 +89,18 @@ static uint64_t sequence_length(const ShardReader *r)
 
 int shard_reader_plan(ShardReader *r, uint64_t e, uint32_t parts, uint64_t total)
 {
-    reset_epoch(r, e);
+    shard_reader_reset(r, e);
+    int rc = shard_reader_plan_order(r, parts, total);
+    if (!rc && shard_order_begin(r->order, NULL, NULL, r->s.batch_size, r->s.drop_last))
+        return shard_fail(r->err, SHARD_ERR_NOMEM, "out of memory");
+    if (!rc)
+        shard_reader_set_length(r);
+    return rc;
+}
+
+int shard_reader_plan_order(ShardReader *r, uint32_t parts, uint64_t total)
+{
+    uint64_t e = r->epoch;
     const ShardReaderSettings *s = &r->s;
     if (r->mixing) { /* a state's length of the epoch (epoch_samples on another topology) */
         uint64_t want = total ? total : r->mix_own_total;
@@ -145,13 +155,10 @@ int shard_reader_plan(ShardReader *r, uint64_t e, uint32_t parts, uint64_t total
     ShardOrder *o = shard_order_new(e, s->mode, s->world_size, s->num_workers, s->rank,
                                     s->worker, parts, t, length, len);
     free(len);
-    if (!o || shard_order_begin(o, NULL, NULL, s->batch_size, s->drop_last)) {
-        shard_order_put(o);
+    if (!o)
         return shard_fail(r->err, SHARD_ERR_NOMEM, "out of memory");
-    }
     shard_order_put(r->order);
     r->order = o;
-    shard_reader_set_length(r);
     return 0;
 }
 

@@ -15,9 +15,16 @@
 SHARD_HIDDEN int shard_reader_start(ShardReader *r);
 /* Drops the samples buffered and handed out, and the streams' holds. */
 SHARD_HIDDEN void shard_reader_clear(ShardReader *r);
-/* Begins epoch e (threads stopped, not started): its order, of parts partitions (0: the
- * setting's or the automatic count) over a sequence of total samples (0: this topology's;
- * a state's differs with a mix of epoch_samples); nothing entered, none delivered. */
+/* Stops the epoch's reading and forgets it: epoch e, nothing entered, none delivered
+ * (threads stopped, not started). */
+SHARD_HIDDEN void shard_reader_reset(ShardReader *r, uint64_t e);
+/* The order of the epoch a reset began: parts partitions (0: the setting's or the automatic
+ * count) over a sequence of total samples (0: this topology's; a state's differs with a mix
+ * of epoch_samples), not yet begun (shard_order_begin: from the start, or a state's cut;
+ * then shard_reader_set_length). */
+SHARD_HIDDEN int shard_reader_plan_order(ShardReader *r, uint32_t parts, uint64_t total);
+/* Begins epoch e from its start: shard_reader_reset, shard_reader_plan_order, the order
+ * begun. */
 SHARD_HIDDEN int shard_reader_plan(ShardReader *r, uint64_t e, uint32_t parts, uint64_t total);
 /* Sets epoch_length from the order. */
 SHARD_HIDDEN void shard_reader_set_length(ShardReader *r);

@@ -1,5 +1,5 @@
 /*
- * A restore (restore.c): a state's epoch begun where its cut says.
+ * A restore (restore.c): a state's epoch, reset (shard_reader_reset), begun where its cut says.
  */
 #ifndef SHARD_READ_RESTORE_H
 #define SHARD_READ_RESTORE_H

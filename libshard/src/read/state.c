@@ -296,6 +296,26 @@ static int numbers(const ShardStatePair *theirs, int nt, ShardStateIn *in, const
     return 0;
 }
 
+/* A partition of a mix is planned shard reading by shard reading: the most a state may ask
+ * for (its total is trusted for nothing more). */
+#define MIX_READINGS_MAX (1u << 22)
+
+/* Whether a state's total fits this mix: its sources' sizes without epoch_samples; with it,
+ * a multiple of epoch_samples (times the consumers the epoch began on) whose partitions
+ * each take at most MIX_READINGS_MAX readings of a shard of the mean size. */
+static int mix_total_plausible(const ShardReader *r, const ShardStateIn *in)
+{
+    if (!r->s.epoch_samples)
+        return in->total == r->mix_own_total;
+    uint64_t samples = 0;
+    for (size_t i = 0; i < r->nurls; i++)
+        samples += r->counts[i];
+    uint64_t mean = samples / (r->nurls ? r->nurls : 1);
+    mean = mean ? mean : 1;
+    return in->total && in->total % r->s.epoch_samples == 0 &&
+           in->total / in->parts / mean <= MIX_READINGS_MAX;
+}
+
 int shard_reader_state_check(ShardReader *r, const char *state, ShardStateIn *in)
 {
     ShardStateForm f;
@@ -320,6 +340,13 @@ int shard_reader_state_check(ShardReader *r, const char *state, ShardStateIn *in
                  ? shard_fail(r->err, SHARD_ERR_INVALID, "reader: the state '%.160s' is refused: "
                               "%s", state, why)
                  : 0;
+    if (!rc && r->mixing && !mix_total_plausible(r, in))
+        rc = shard_fail(r->err, SHARD_ERR_INVALID,
+                        "reader: the state's epoch of %llu samples in %u partitions is not "
+                        "this mix's (its sources' sizes without epoch_samples; with it, a "
+                        "multiple of epoch_samples that plans at most %u shard readings a "
+                        "partition)",
+                        (unsigned long long)in->total, in->parts, MIX_READINGS_MAX);
     if (!rc) {
         compare(r, theirs, nt, ours, no, sd, diffs);
         if (r->s.partitions && in->parts != r->s.partitions) {

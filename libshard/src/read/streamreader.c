@@ -269,10 +269,13 @@ int shard_reader_restore(ShardReader *r, const char *state)
     if (rc)
         return rc;
     r->failed = 0;
+    shard_reader_reset(r, in.epoch); /* stopped before the restore plans from the state */
     rc = shard_reader_resume(r, &in);
     free(in.text);
-    if (rc)
+    if (rc && shard_reader_plan(r, in.epoch, 0, 0) != SHARD_ERR_NOMEM) /* a begun order */
         r->failed = rc;
+    else if (rc)
+        r->failed = SHARD_ERR_NOMEM;
     return rc;
 }
 

@@ -1,5 +1,6 @@
 /*
- * The cut (cut.h; formats/order.md, sections 4 and 5).
+ * The line's arithmetic (cut.h; formats/order.md, sections 3 to 5): canonical partitions,
+ * and the cut of what is left of them. Its text is cuttext.c's.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -10,13 +11,138 @@
 #include "base/error.h"
 #include "base/text.h"
 #include "resume/cut.h"
-#include "resume/partition.h"
 #include "shard/common.h"
+
+/* ---- canonical partitions ------------------------------------------------------------ */
+
+uint64_t shard_gcd(uint64_t a, uint64_t b)
+{
+    while (b) {
+        uint64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+void shard_plan_split(uint64_t total, uint64_t m, uint64_t k, uint64_t *lo, uint64_t *hi)
+{
+    uint64_t q = total / m, r = total % m;
+    *lo = k * q + (k < r ? k : r);
+    *hi = *lo + q + (k < r);
+}
+
+uint64_t shard_partition_total(uint64_t t, uint32_t p, ShardMode mode, int pad)
+{
+    if (mode != SHARD_MODE_EQUAL || !p)
+        return t;
+    return pad ? (t + p - 1) / p * p : t - t % p;
+}
+
+/* The start of partition i: the remainder's extra samples spread evenly (i x r / p), so
+ * that any run of partitions of a length holds as many of them as any other, one apart:
+ * ranks and workers, whatever their count, get samples one apart. */
+static uint64_t partition_start(uint64_t total, uint32_t p, uint64_t i)
+{
+    uint64_t q = total / p, r = total % p;
+    return i * q + (uint64_t)((unsigned __int128)i * r / p);
+}
+
+void shard_partition_range(uint64_t total, uint32_t p, uint32_t i, uint64_t *a, uint64_t *b)
+{
+    *a = partition_start(total, p, i);
+    *b = partition_start(total, p, (uint64_t)i + 1);
+}
+
+void shard_partition_block(uint32_t p, int world, int workers, int rank, int worker,
+                           uint32_t *lo, uint32_t *hi)
+{
+    uint64_t rlo, rhi, wlo, whi;
+    shard_plan_split(p, (uint64_t)world, (uint64_t)rank, &rlo, &rhi);
+    shard_plan_split(rhi - rlo, (uint64_t)workers, (uint64_t)worker, &wlo, &whi);
+    *lo = (uint32_t)(rlo + wlo);
+    *hi = (uint32_t)(rlo + whi);
+}
+
+int shard_partition_check(uint32_t p, int world, int workers, ShardMode mode, char *msg)
+{
+    if (!p)
+        return shard_fail(msg, SHARD_ERR_INVALID, "partitions: at least 1");
+    if (world < 1 || workers < 1)
+        return shard_fail(msg, SHARD_ERR_INVALID, "partitions: world_size and num_workers "
+                                                  "are at least 1");
+    uint64_t w = (uint64_t)world, lcm = p / shard_gcd(p, w) * w;
+    if (mode == SHARD_MODE_EQUAL && p % w)
+        return shard_fail(msg, SHARD_ERR_INVALID,
+                          "partitions=%" PRIu32 " do not divide among world_size=%d ranks "
+                          "(equal mode gives every rank the same number of whole partitions): "
+                          "set partitions to a multiple of %d, such as %" PRIu64,
+                          p, world, world, lcm);
+    if ((uint64_t)workers > p / w)
+        return shard_fail(msg, SHARD_ERR_INVALID,
+                          "partitions=%" PRIu32 " over world_size=%d ranks leave %" PRIu64
+                          " to a rank, fewer than its num_workers=%d: a worker would have "
+                          "none (fewer workers, or partitions=%" PRIu64 ")",
+                          p, world, p / w, workers, w * (uint64_t)workers);
+    return 0;
+}
+
+int shard_partition_whole(uint32_t p, int world, int workers, ShardMode mode)
+{
+    uint64_t w = (uint64_t)world;
+    return p >= w * (uint64_t)workers && (mode != SHARD_MODE_EQUAL || p % w == 0);
+}
+
+/* Partition counts with many divisors, largest first (2880 = 2^6 x 3^2 x 5). */
+static const uint32_t AUTO_COUNTS[] = {2880, 1440, 720, 360, 240, 120, 60, 24, 12, 6, 2, 1};
+
+/* Numbers with many divisors, for the partitions a rank takes where the count above does
+ * not fit the world size. */
+static const uint32_t PER_RANK[] = {1, 2, 3, 4, 6, 12, 24, 36, 48, 60, 120, 180, 240, 360,
+                                    720, 1440, 2880, 5040, 10080};
+
+/* Whether p gives every worker of every rank the same number of partitions. */
+static int fits(uint64_t p, int world, int workers)
+{
+    return p % ((uint64_t)world * (uint64_t)workers) == 0;
+}
+
+uint32_t shard_partition_auto(uint64_t t, int counted, size_t nshards, size_t shuffle,
+                              size_t streams, int world, int workers, ShardMode mode)
+{
+    /* long enough to shuffle as the buffer can, and to interleave `streams` shards */
+    uint64_t least = shuffle > 256 ? shuffle : 256;
+    if (counted && nshards && streams * ((t + nshards - 1) / nshards) > least)
+        least = streams * ((t + nshards - 1) / nshards);
+    uint64_t p = 1;
+    for (size_t i = 0; i < sizeof AUTO_COUNTS / sizeof *AUTO_COUNTS; i++) {
+        uint64_t c = AUTO_COUNTS[i];
+        if (counted ? t / c >= least : nshards / c >= 1) {
+            p = c;
+            break;
+        }
+    }
+    (void)mode;
+    if (world < 1 || workers < 1 || fits(p, world, workers))
+        return (uint32_t)p;
+    /* every worker the same number of partitions, a rank's count one with many divisors */
+    uint64_t w = (uint64_t)world, k = (uint64_t)workers, per = (p + w - 1) / w;
+    uint64_t chosen = (per + k - 1) / k * k;
+    for (size_t i = 0; i < sizeof PER_RANK / sizeof *PER_RANK; i++)
+        if (PER_RANK[i] >= per && PER_RANK[i] % k == 0) {
+            chosen = PER_RANK[i];
+            break;
+        }
+    p = chosen * w;
+    return p > SHARD_PARTITIONS_MAX ? SHARD_PARTITIONS_MAX : (uint32_t)p;
+}
+
+/* ---- the cut ----------------------------------------------------------------------------- */
 
 static size_t consumers(const ShardCut *c) { return (size_t)c->world * (size_t)c->workers; }
 
 /* Appends [a, b) (nothing when empty), joined to the last span where they touch. */
-static int push(ShardCut *c, uint64_t a, uint64_t b)
+int shard_cut_push(ShardCut *c, uint64_t a, uint64_t b)
 {
     if (a >= b)
         return 0;
@@ -37,7 +163,7 @@ static int push(ShardCut *c, uint64_t a, uint64_t b)
 }
 
 /* Regions for world x workers consumers, every edge at 0 but the last. */
-static int regions(ShardCut *c, int world, int workers)
+int shard_cut_regions(ShardCut *c, int world, int workers)
 {
     uint64_t *e = calloc((size_t)world * (size_t)workers + 1, sizeof *e);
     if (!e)
@@ -54,7 +180,7 @@ int shard_cut_init(ShardCut *c, uint64_t length)
 {
     memset(c, 0, sizeof *c);
     c->length = length;
-    return push(c, 0, length);
+    return shard_cut_push(c, 0, length);
 }
 
 int shard_cut_copy(ShardCut *dst, const ShardCut *src)
@@ -113,7 +239,7 @@ uint64_t shard_cut_rest(const ShardCut *c, size_t consumer)
 
 int shard_cut_blocks(ShardCut *c, uint32_t parts, int world, int workers)
 {
-    if (regions(c, world, workers))
+    if (shard_cut_regions(c, world, workers))
         return SHARD_ERR_NOMEM;
     for (int r = 0; r < world; r++)
         for (int w = 0; w < workers; w++) {
@@ -147,7 +273,7 @@ static uint64_t point_after(const ShardCut *c, size_t *i, uint64_t *used, uint64
 
 int shard_cut_spread(ShardCut *c, int world, int workers)
 {
-    if (regions(c, world, workers))
+    if (shard_cut_regions(c, world, workers))
         return SHARD_ERR_NOMEM;
     uint64_t total = shard_cut_left_in(c, 0, c->length);
     size_t i = 0;
@@ -281,7 +407,7 @@ int shard_cut_take(ShardCut *c, const uint64_t *took)
             uint64_t end = k + 1 < nc && c->edge[k + 1] < old[i].b ? c->edge[k + 1] : old[i].b;
             uint64_t drop = end - g < want[k] ? end - g : want[k];
             want[k] -= drop;
-            rc = push(c, g + drop, end);
+            rc = shard_cut_push(c, g + drop, end);
             g = end;
         }
     }
@@ -349,110 +475,6 @@ int shard_cut_advance(ShardCut *c, uint64_t bs, int drop_last, uint64_t batches,
     return rc;
 }
 
-/* ---- as text ----------------------------------------------------------------------------- */
-
-/* Appends printf output at *at; -1 when it does not fit. */
-static int put(char *out, size_t cap, size_t *at, const char *fmt, uint64_t a, uint64_t b)
-{
-    int n = snprintf(out + *at, cap - *at, fmt, a, b);
-    if (n < 0 || (size_t)n >= cap - *at)
-        return -1;
-    *at += (size_t)n;
-    return 0;
-}
-
-int shard_cut_format(const ShardCut *c, char *out, size_t cap)
-{
-    size_t at = 0;
-    if (!cap)
-        return SHARD_ERR_INVALID;
-    out[0] = 0;
-    if (put(out, cap, &at, "left=", 0, 0) < 0)
-        return SHARD_ERR_INVALID;
-    for (size_t i = 0; i < c->n; i++)
-        if (put(out, cap, &at, i ? ",%" PRIu64 "-%" PRIu64 : "%" PRIu64 "-%" PRIu64,
-                c->left[i].a, c->left[i].b) < 0)
-            return SHARD_ERR_INVALID;
-    if (put(out, cap, &at, ";edges=", 0, 0) < 0)
-        return SHARD_ERR_INVALID;
-    for (size_t k = 1; k < consumers(c); k++)
-        if (put(out, cap, &at, k > 1 ? ",%" PRIu64 : "%" PRIu64, c->edge[k], 0) < 0)
-            return SHARD_ERR_INVALID;
-    return 0;
-}
-
-int shard_cut_parse(ShardCut *c, const char *text, uint64_t length, int world, int workers,
-                    char *msg)
-{
-    memset(c, 0, sizeof *c);
-    c->length = length;
-    /* the edges the text gives, counted before the regions are made: a topology the text
-     * does not back is refused before its memory is taken */
-    const char *edges = strstr(text, ";edges=");
-    size_t given = 0;
-    for (const char *e = edges ? edges + 7 : ""; *e; e++)
-        given += *e == ',';
-    given += edges && edges[7];
-    size_t want = (size_t)world * (size_t)workers - 1;
-    if (edges && given != want)
-        return shard_fail(msg, SHARD_ERR_INVALID,
-                          "the cut gives %zu edges where %d ranks of %d workers have %zu", given,
-                          world, workers, want);
-    if (regions(c, world, workers))
-        return SHARD_ERR_NOMEM;
-    const char *s = text;
-    if (strncmp(s, "left=", 5))
-        goto bad;
-    s += 5;
-    uint64_t last = 0;
-    while (*s && *s != ';') {
-        uint64_t a, b;
-        if (shard_text_u64(&s, &a) || *s++ != '-' || shard_text_u64(&s, &b))
-            goto bad;
-        if (a >= b || b > length || (c->n && a <= last)) {
-            shard_cut_free(c);
-            return shard_fail(msg, SHARD_ERR_INVALID,
-                              "the cut's span %" PRIu64 "-%" PRIu64 " is empty, out of order "
-                              "or past the epoch's %" PRIu64 " samples",
-                              a, b, length);
-        }
-        if (push(c, a, b)) {
-            shard_cut_free(c);
-            return SHARD_ERR_NOMEM;
-        }
-        last = b;
-        if (*s == ',')
-            s++;
-    }
-    if (strncmp(s, ";edges=", 7))
-        goto bad;
-    s += 7;
-    size_t nc = consumers(c), k = 1;
-    for (; *s && k < nc; k++) {
-        if ((k > 1 && *s++ != ',') || shard_text_u64(&s, &c->edge[k]))
-            goto bad;
-        if (c->edge[k] < c->edge[k - 1] || c->edge[k] > length) {
-            uint64_t e = c->edge[k];
-            shard_cut_free(c);
-            return shard_fail(msg, SHARD_ERR_INVALID,
-                              "the cut's edge %zu (%" PRIu64 ") is before the one before it or "
-                              "past the epoch's %" PRIu64 " samples",
-                              k, e, length);
-        }
-    }
-    if (*s || k != nc) {
-        shard_cut_free(c);
-        return shard_fail(msg, SHARD_ERR_INVALID,
-                          "the cut gives %zu edges where %d ranks of %d workers have %zu", k - 1,
-                          world, workers, nc - 1);
-    }
-    return 0;
-bad:
-    shard_cut_free(c);
-    return shard_fail(msg, SHARD_ERR_INVALID,
-                      "the cut '%.80s' is not left=A-B,...;edges=E,... (formats/order.md)", text);
-}
-
 int shard_cut_join(ShardCut *dst, const ShardCut *const *from)
 {
     ShardSpan *old = dst->left;
@@ -463,7 +485,7 @@ int shard_cut_join(ShardCut *dst, const ShardCut *const *from)
         const ShardCut *c = from[k];
         uint64_t lo = dst->edge[k], hi = dst->edge[k + 1];
         for (size_t i = span_after(c, lo); i < c->n && c->left[i].a < hi && !rc; i++)
-            rc = push(dst, c->left[i].a > lo ? c->left[i].a : lo,
+            rc = shard_cut_push(dst, c->left[i].a > lo ? c->left[i].a : lo,
                       c->left[i].b < hi ? c->left[i].b : hi);
     }
     free(old);

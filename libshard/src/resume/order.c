@@ -5,7 +5,6 @@
 #include <string.h>
 
 #include "resume/order.h"
-#include "resume/partition.h"
 #include "shard/common.h"
 #include "shard/list.h"
 
@@ -23,6 +22,7 @@ ShardOrder *shard_order_new(uint64_t epoch, ShardMode mode, int world, int worke
     o->workers = workers;
     o->rank = rank;
     o->worker = worker;
+    o->self = (size_t)rank * (size_t)workers + (size_t)worker;
     o->parts = parts;
     o->total = total;
     o->length = length;
@@ -59,11 +59,6 @@ void shard_order_put(ShardOrder *o)
     free(o);
 }
 
-static size_t consumer(const ShardOrder *o)
-{
-    return (size_t)o->rank * (size_t)o->workers + (size_t)o->worker;
-}
-
 /* Whether partition p was delivered whole before the reading began (without counts). */
 static int started_done(const ShardOrder *o, uint32_t p)
 {
@@ -97,7 +92,7 @@ static int cut_pieces(ShardOrder *o, const ShardCut *cut)
     }
     if (rc)
         return rc;
-    size_t c = consumer(o);
+    size_t c = o->self;
     if ((rc = shard_cut_pieces(&o->cut, c, o->parts, &o->piece, &o->npieces)))
         return rc;
     o->base = o->cut.edge[c + 1] - o->cut.edge[c] - shard_cut_rest(&o->cut, c);
@@ -131,7 +126,7 @@ int shard_order_begin(ShardOrder *o, const ShardCut *cut, const uint64_t *start,
     }
     for (size_t i = 0; i <= o->npieces; i++)
         atomic_init(&o->entered[i], UINT64_MAX);
-    o->pad = pads[consumer(o)];
+    o->pad = pads[o->self];
     free(pads);
     return 0;
 }
@@ -170,17 +165,36 @@ void shard_order_draws_after(const uint64_t *start, uint32_t parts, int world, i
         }
 }
 
+/* Resampled mode on a topology its partitions do not fit: every partition of this one's
+ * count starts past the last draw any had taken (no exactly-once in this mode). */
+static void draws_past(const uint64_t *next, uint32_t parts, uint32_t nparts, uint64_t *start)
+{
+    uint64_t most = 0;
+    for (uint32_t p = 0; p < parts; p++)
+        most = next[p] > most ? next[p] : most;
+    for (uint32_t p = 0; p < nparts; p++)
+        start[p] = most;
+}
+
+void shard_order_draws_resumed(const uint64_t *start, uint32_t parts, int world, int workers,
+                               uint64_t taken, uint32_t nparts, uint64_t *next)
+{
+    shard_order_draws_after(start, parts, world, workers, taken, next);
+    if (parts != nparts)
+        draws_past(next, parts, nparts, next);
+}
+
 int64_t shard_order_consumer_length(const ShardOrder *o)
 {
     if (!o->counted)
         return -1;
-    size_t c = consumer(o);
+    size_t c = o->self;
     return (int64_t)(o->cut.edge[c + 1] - o->cut.edge[c] + o->pad);
 }
 
 int shard_order_cut_at(const ShardOrder *o, uint64_t position, uint64_t unit, ShardCut *out)
 {
-    size_t n = (size_t)o->world * (size_t)o->workers, c = consumer(o);
+    size_t n = (size_t)o->world * (size_t)o->workers, c = o->self;
     uint64_t *took = malloc(n * sizeof *took);
     if (!took || shard_cut_copy(out, &o->cut)) {
         free(took);

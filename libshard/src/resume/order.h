@@ -26,6 +26,7 @@ typedef struct ShardOrder {
     uint64_t epoch;
     ShardMode mode;
     int world, workers, rank, worker;
+    size_t self;             /* this consumer: rank * workers + worker */
     uint32_t parts;          /* P */
     uint32_t lo, hi;         /* this consumer's block of whole partitions (without counts,
                                 and resampled mode's draws) */
@@ -78,6 +79,14 @@ SHARD_HIDDEN int64_t shard_order_rank_batches(const ShardOrder *o, int rank, uin
  * workers took `taken` draws from start (its block's partitions in turn), into next. */
 SHARD_HIDDEN void shard_order_draws_after(const uint64_t *start, uint32_t parts, int world,
                                           int workers, uint64_t taken, uint64_t *next);
+
+/* Resampled mode resumed on another topology: each of nparts partitions' next draw, into
+ * next (room for the larger of parts and nparts): shard_order_draws_after where the
+ * partitions are the state's, else every one past the last draw any had taken (no
+ * exactly-once in this mode). */
+SHARD_HIDDEN void shard_order_draws_resumed(const uint64_t *start, uint32_t parts, int world,
+                                            int workers, uint64_t taken, uint32_t nparts,
+                                            uint64_t *next);
 
 /* Samples this consumer reads in the epoch, those of its region delivered before the start
  * included; -1 without counts. */

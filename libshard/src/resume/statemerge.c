@@ -10,7 +10,7 @@
 #include "base/error.h"
 #include "resume/cut.h"
 #include "resume/order.h"
-#include "resume/partition.h"
+#include "resume/cuttext.h"
 #include "resume/statetext.h"
 #include "shard/reader.h"
 
