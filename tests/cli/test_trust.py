@@ -232,3 +232,36 @@ except Exception as e:
     print("refused:", e)
 """, write_tar(tmp_path / "s.tar", samples(8)))
     assert "refused:" in cp.stdout and "disagree" in cp.stdout, cp.stdout + cp.stderr
+
+
+def test_a_restore_refused_after_its_check_leaves_a_reader_that_goes_on(tmp_path):
+    """A state whose seal and settings hold but whose cut does not fit the epoch passes the
+    check and is refused by the restore itself (the reader already reset): the reader keeps
+    the refusal (reading says it again rather than reading from anywhere), its state is
+    whole, and a good state restores it; the control: before the refusal it read."""
+    cp = py("""
+import hashlib, libshard
+r = libshard.Reader(sys.argv[1], seed=3, mode="exact", shuffle=0, make_indexes="always")
+it = iter(r)
+first = [next(it)["__key__"] for _ in range(5)]
+good = r.state()
+body = good.rsplit(";sum=", 1)[0]
+forged = body.split(";", 1)[0] + ";left=0-999999;edges="
+bad = forged + ";sum=" + hashlib.sha256(forged.encode()).hexdigest()[:16]
+try:
+    r.restore(bad)
+    print("restored")
+except Exception as e:
+    print("refused:", e)
+print("state:", r.state()[:3])
+try:
+    print("read:", len([s for s in r]))
+except Exception as e:
+    print("again:", e)
+r.restore(good)
+print("good:", len([s for s in r]))
+""", write_tar(tmp_path / "s.tar", samples(12)))
+    out = cp.stdout
+    assert "refused:" in out and "state: v4:" in out, out + cp.stderr
+    assert "again: reader: the cut's span 0-999999" in out, out + cp.stderr
+    assert "good: 7" in out and len(out.split("refused:")[0]) == 0, out + cp.stderr

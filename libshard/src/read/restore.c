@@ -1,5 +1,5 @@
 /*
- * A restore (resume.h): the state's epoch planned with its partitions and cut, this
+ * A restore (restore.h): the state's epoch planned with its partitions and cut, this
  * consumer's pieces of what is left (the regions it was read in, on the topology it was
  * taken on; spread over this one otherwise); the pieces that begin inside a partition are
  * replayed when the reading reaches them (steps.c), so that the samples delivered before
