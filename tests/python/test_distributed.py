@@ -7,6 +7,7 @@ import subprocess
 import pytest
 
 distributed = pytest.importorskip("distributed", reason="python3-distributed (Dask) is not installed")
+import dask  # noqa: E402 (with distributed)
 
 from libshard import ShardError  # noqa: E402
 from libshard.distributed import pack  # noqa: E402
@@ -14,10 +15,18 @@ from libshard.distributed import pack  # noqa: E402
 from .conftest import SLOW, make_imagefolder  # noqa: E402
 
 
+# The scheduler runs in this process, and its event loop's profiler would stay after the
+# cluster closes, calling sys._current_frames every 10 ms for the rest of the session: a
+# collection that runs inside it and frees a Reader or Loader (whose free lets go of the GIL
+# while it joins the threads) deadlocks the interpreter (a later test hung so, seen with gdb).
+NO_PROFILER = {"distributed.worker.profile.enabled": False}
+
+
 @pytest.fixture(scope="module")
 def client():
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       dashboard_address=None, silence_logs=40)
+    with dask.config.set(NO_PROFILER):
+        cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                           dashboard_address=None, silence_logs=40)
     with distributed.Client(cluster, timeout=60 * SLOW) as c:
         yield c
     cluster.close()
@@ -189,3 +198,11 @@ def test_dedup_on_the_cluster_is_shardpacks(client, folder, shardpack, tmp_path)
     assert [(os.path.basename(d), k) for d, k, _ in res.duplicates] == [
         (f"zz-copy{k}.jpg", str(first)) for k in range(2)]
     assert res.samples == 90
+
+
+def test_the_cluster_leaves_no_profiler_thread_in_this_process(client):
+    """The in-process scheduler's profiler is off (NO_PROFILER): no thread of this process
+    calls sys._current_frames for the rest of the session (with it on, a 'Profile' thread
+    stays after the cluster closes)."""
+    import threading
+    assert "Profile" not in {t.name for t in threading.enumerate()}

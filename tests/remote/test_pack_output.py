@@ -109,6 +109,7 @@ def test_gcs_resumable_upload_resumes_a_cut_chunk(shardpack, root, tmp_path):
 def test_dask_pack_into_s3_is_byte_identical(root, s3, tmp_path, shardpack):
     """libshard.distributed.pack with an s3:// pattern: the workers upload the shards."""
     distributed = pytest.importorskip("distributed", reason="python3-distributed (Dask) is not installed")
+    import dask  # with distributed
     import os
     import sys
     sys.path.insert(0, os.environ.get("LIBSHARD_PYTHONPATH", str(Path(__file__).resolve().parents[2] / "build" / "python")))
@@ -121,8 +122,11 @@ def test_dask_pack_into_s3_is_byte_identical(root, s3, tmp_path, shardpack):
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)  # the worker processes inherit the credentials
     try:
-        with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                                      silence_logs=40) as cluster, distributed.Client(cluster) as client:
+        # no profiler thread left in this process (tests/python/test_distributed.py says why)
+        with dask.config.set({"distributed.worker.profile.enabled": False}), \
+                distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                         dashboard_address=None, silence_logs=40) as cluster, \
+                distributed.Client(cluster) as client:
             res = pack(src, f"s3://{BUCKET}/dask/k-%03d.tar", client=client, maxcount=64)
     finally:
         for k, v in saved.items():
