@@ -24,6 +24,7 @@ class Shared:
         return int(self._slots[_EPOCH])
 
     def set_epoch(self, epoch):
+        """Sets the epoch the next iteration reads, in every process that shares this."""
         self._slots[_EPOCH] = int(epoch)
 
     def mark_in_workers(self):
