@@ -2,7 +2,8 @@
 # Every test: install what is missing, build, run all meson test suites, print a summary.
 # Without arguments it then runs, each timed:
 #   - the C unit tests built with AddressSanitizer and UndefinedBehaviorSanitizer (build-asan/),
-#     and against that build the CLI suite and the Python suite (runtime preloaded)
+#     and against that build the CLI suite and the Python files that drive the extension's C
+#     code (runtime preloaded; tests/meson.build lists them)
 #   - the threaded C tests built with ThreadSanitizer (build-tsan/: queue, reader, mix, loader, gpu)
 #   - in both, the remote-shard tests that run shardcat, against the sanitized shardcat
 #   - the library, tools and unit tests cross-built for aarch64, run under qemu-aarch64
