@@ -272,10 +272,10 @@ int shard_reader_restore(ShardReader *r, const char *state)
     shard_reader_reset(r, in.epoch); /* stopped before the restore plans from the state */
     rc = shard_reader_resume(r, &in);
     free(in.text);
-    if (rc && shard_reader_plan(r, in.epoch, 0, 0) != SHARD_ERR_NOMEM) /* a begun order */
-        r->failed = rc;
-    else if (rc)
-        r->failed = SHARD_ERR_NOMEM;
+    if (rc) { /* refused: the state's epoch begun from its start, the refusal kept */
+        int replanned = shard_reader_plan(r, in.epoch, 0, 0);
+        r->failed = replanned == SHARD_ERR_NOMEM ? replanned : rc;
+    }
     return rc;
 }
 
