@@ -11,9 +11,8 @@ shardpack manifest (every count known, the cut a line)."""
 import argparse
 import statistics
 import subprocess
-import time
 
-from benchtools import warm
+from benchtools import timed, warm
 
 
 def shardcat(build):
@@ -38,12 +37,6 @@ def commands(build, manifest, state):
     }
 
 
-def seconds(cmd):
-    t = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    return time.perf_counter() - t
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("before")
@@ -64,12 +57,12 @@ def main():
     print(f"{'bench':8} {'before s':>9} {'after s':>9} {'before/after':>13}  (pairs)")
     for bench in ("decode", "stream", "resume"):
         for k in builds:
-            seconds(cmds[k][bench])  # warm-up
+            timed(cmds[k][bench], quiet=True)  # warm-up
         t = {k: [] for k in builds}
         for r in range(a.rounds):
             order = list(builds) if r % 2 == 0 else list(reversed(builds))
             for k in order:
-                t[k].append(seconds(cmds[k][bench]))
+                t[k].append(timed(cmds[k][bench], quiet=True))
         ratios = [b / f for b, f in zip(t["before"], t["after"])]
         print(f"{bench:8} {statistics.median(t['before']):9.3f} {statistics.median(t['after']):9.3f} "
               f"{statistics.median(ratios):13.3f}  ({', '.join(f'{x:.3f}' for x in ratios)})")
