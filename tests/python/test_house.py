@@ -8,6 +8,9 @@
   ShardRemote is an incomplete type everywhere else);
 - only the URL switches of sources and sinks (and the URL grammar itself, and the network)
   test a URL's scheme: every other file asks them;
+- a URL's store is decided once, in remote/store.c's switch: no file outside the store and
+  the source and sink switches asks where the bytes live (a local path, a file's or a
+  command's transport); every other caller calls the store's operations;
 - the stable public headers reach none of the advanced ones;
 - docs/layout.md names every source file and no other, its limits are the ones held here,
   and the files it and formats/ name exist;
@@ -223,6 +226,54 @@ def test_scheme_negative_control():
     assert SCHEME_TEST.search('if (shard_url_is_remote(path))')
     assert SCHEME_TEST.search('b->s3 = !strncmp(url, "s3://", 5);')
     assert not SCHEME_TEST.search('snprintf(msg, n, "%s: not gs:// or s3://", url);')
+
+
+# ---- where the bytes live: asked of the store alone ----------------------------------------
+
+# The files that may ask how a store's bytes travel (a kernel path, a command's pipe): the
+# stores themselves (remote/), and the switches that open a source or a sink on them.
+PLACE_ASKERS = {
+    "libshard/src/source/open.c": "opens a source by how its store's bytes travel",
+    "libshard/src/sink/sink.c": "opens a sink by how its store's bytes travel",
+}
+PLACE_ASK = re.compile(
+    r"\b(shard_source_place|shard_sink_in_bucket|shard_source_local_path|shard_store_bytes"
+    r"|shard_url_file_path)\s*\(|\bSHARD_(PLACE_\w+|STORE_FILES|STORE_COMMAND)\b"
+    r"|\(\s*ShardPackPlan\s*\*\s*\)")
+
+
+def place_askers(files):
+    out = []
+    for p in files:
+        rel = str(p.relative_to(REPO)) if p.is_relative_to(REPO) else str(p)
+        if rel in PLACE_ASKERS or p.is_relative_to(SRC / "remote") or p.is_relative_to(SRC / "base"):
+            continue
+        if PLACE_ASK.search(strip_comments(p.read_text(errors="replace"))):
+            out.append(rel)
+    return out
+
+
+def test_only_the_store_asks_where_the_bytes_live():
+    found = place_askers(all_c_files())
+    assert not found, (f"files that ask where a URL's bytes live (or cast a plan's const away "
+                       f"to fetch a handle) instead of calling its store's operations "
+                       f"(remote/store.h): {found}")
+
+
+def test_place_negative_control(tmp_path):
+    planted = tmp_path / "planted.c"
+    planted.write_text("int f(const char *u) { const char *p; return shard_store_bytes(u, &p) != 0; }\n")
+    other = tmp_path / "other.c"
+    other.write_text("int g(const char *u) { return shard_store_can(u) & SHARD_STORE_FILES; }\n")
+    cast = tmp_path / "cast.c"
+    cast.write_text("void h(const ShardPackPlan *p) { k((ShardPackPlan *)p); }\n")
+    fine = tmp_path / "fine.c"
+    fine.write_text("int k(const char *u) { return shard_store_can(u) & SHARD_STORE_COSTLY; }\n")
+    found = place_askers(all_c_files() + [planted, other, cast, fine])
+    assert found == [str(planted), str(other), str(cast)]
+    # and the switch itself, were it not allowed, is seen
+    opener = SRC / "source" / "open.c"
+    assert PLACE_ASK.search(strip_comments(opener.read_text()))
 
 
 # ---- public headers -------------------------------------------------------------------

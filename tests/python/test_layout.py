@@ -101,6 +101,10 @@ WRITERS_ALLOWED = {
 }
 
 
+# A store removes what it holds (remote/store.h's shard_store_remove); it makes nothing.
+REMOVERS = {"libshard/src/remote/bucketstore.c": "a bucket's object removed, none made"}
+
+
 def test_only_the_sinks_upload_or_make_files():
     found = []
     for path in sorted((REPO / "libshard").rglob("*.[ch]")) + sorted((REPO / "tools").glob("*.[ch]")) + C_FILES:
@@ -108,6 +112,8 @@ def test_only_the_sinks_upload_or_make_files():
         if rel.startswith("libshard/src/sink/") or rel.startswith("libshard/src/remote/upload."):
             continue
         text = path.read_text()
+        if rel in REMOVERS:
+            text = re.sub(r"\bshard_object_delete\s*\(", "", text)
         if UPLOADS.search(text) or (FILE_WRITES.search(text) and rel not in WRITERS_ALLOWED):
             found.append(rel)
     assert not found, f"files that write around the sinks: {found}"

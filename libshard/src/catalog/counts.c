@@ -16,6 +16,7 @@
 #include "catalog/counts.h"
 #include "catalog/indexcache.h"
 #include "catalog/listdef.h"
+#include "remote/store.h"
 #include "source/open.h"
 #include "tar/idx.h"
 
@@ -23,7 +24,7 @@
  * index's first line is read. */
 static uint64_t index_count(const char *url, ShardRemote *remote)
 {
-    if (!(shard_source_place(url) & (SHARD_PLACE_LOCAL | SHARD_PLACE_REMOTE)))
+    if (!(shard_store_can(url) & SHARD_STORE_BESIDE))
         return SHARD_COUNT_UNKNOWN;
     char *ip = shard_index_path(url);
     ShardSource *s = NULL;
@@ -84,8 +85,7 @@ static void progress(Counter *c, int last)
 static int cheap(const char *url)
 {
     size_t n = strcspn(url, "?#"); /* a signed URL's query is no part of its name */
-    unsigned place = shard_source_place(url);
-    return (place & (SHARD_PLACE_LOCAL | SHARD_PLACE_REMOTE)) && n > 4 &&
+    return (shard_store_can(url) & SHARD_STORE_BESIDE) && n > 4 &&
            !strncasecmp(url + n - 4, ".tar", 4);
 }
 
@@ -158,9 +158,9 @@ int shard_list_fill_counts(ShardList *l, const ShardListSettings *s, char *msg)
     int seeking = s->build_indexes == SHARD_INDEXES_FOR_SEEKING;
     for (size_t i = 0; i < l->n; i++) {
         int look = !l->v[i].info || seeking;
-        unsigned place = shard_source_place(l->v[i].url);
-        todo += look && !(place & SHARD_PLACE_COMMAND) && to_make(s, &l->v[i]);
-        costly += look && (place & SHARD_PLACE_REMOTE);
+        unsigned can = shard_store_can(l->v[i].url);
+        todo += look && (can & SHARD_STORE_BESIDE) && to_make(s, &l->v[i]);
+        costly += look && (can & SHARD_STORE_COSTLY);
     }
     Counter c = {.l = l, .s = s};
     if (s->build_indexes && todo) {

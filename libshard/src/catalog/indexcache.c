@@ -24,6 +24,7 @@
 #include "base/text.h"
 #include "catalog/indexcache.h"
 #include "remote/handle.h"
+#include "remote/store.h"
 #include "source/open.h"
 #include "tar/idx.h"
 #include "tar/idxbuild.h"
@@ -125,8 +126,7 @@ static int lock_shard(const char *dir, const char *urlhex)
  * one shard), a remote URL as given. */
 static char *identity(const char *url)
 {
-    const char *path = shard_source_local_path(url);
-    char *real = path ? realpath(path, NULL) : NULL;
+    char *real = shard_store_identity(url);
     return real ? real : strdup(url);
 }
 
@@ -136,7 +136,7 @@ int shard_index_cached(const char *dir, const char *url, ShardRemote *remote, ch
     *path = NULL;
     *count = 0;
     *built = 0;
-    if (shard_source_place(url) & SHARD_PLACE_COMMAND)
+    if (shard_store_can(url) && !(shard_store_can(url) & SHARD_STORE_BESIDE))
         return shard_fail(err, SHARD_ERR_UNSUPPORTED,
                           "%s: a pipe's output cannot be indexed and kept (it has no version)",
                           url);

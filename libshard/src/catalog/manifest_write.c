@@ -15,8 +15,8 @@
 #include "base/error.h"
 #include "base/text.h"
 #include "catalog/manifestdef.h"
+#include "remote/store.h"
 #include "sink/sink.h"
-#include "source/open.h"
 
 /* The last shard folder resolved (realpath walks every component: a set's shards share
  * their folder, resolved once). */
@@ -41,12 +41,13 @@ static int resolved(RealDir *c, const char *dir, char *real)
  * "../" where the shard lies elsewhere), so a dataset can be moved as a whole. */
 static char *relative_url(const char *url, const char *mdir_real, RealDir *cache)
 {
-    if (mdir_real && shard_sink_in_bucket(mdir_real)) {
-        /* a manifest in a bucket: shards beside it or below it by name, others absolute */
+    if (mdir_real && mdir_real[0] != '/') {
+        /* a manifest in a bucket (its folder's identity a URL, not a real path): shards
+         * beside it or below it by name, others absolute */
         size_t n = strlen(mdir_real);
         return strdup(!strncmp(url, mdir_real, n) && url[n] == '/' && url[n + 1] ? url + n + 1 : url);
     }
-    if (!(shard_source_place(url) & (SHARD_PLACE_LOCAL | SHARD_PLACE_REMOTE)) || !mdir_real)
+    if (!(shard_store_can(url) & SHARD_STORE_BESIDE) || !mdir_real)
         return strdup(url);
     char *sdir = shard_dir_of(url);
     char *copy = strdup(url);
@@ -163,11 +164,10 @@ int shard_manifest_write_remote(const ShardManifest *m, const char *path, ShardR
     char msg[SHARD_ERROR_MAX];
     char *mdir = shard_dir_of(path);
     char real[PATH_MAX];
-    int in_bucket = shard_sink_in_bucket(path);
-    const char *mdir_real = mdir && (in_bucket ? snprintf(real, sizeof real, "%s", mdir) < (int)sizeof real
-                                            : realpath(mdir, real) != NULL)
-                                ? real
-                                : NULL;
+    /* the folder's real path, or a bucket's prefix as it is named */
+    char *id = mdir ? shard_store_identity(mdir) : NULL;
+    const char *mdir_real = id && strlen(id) < sizeof real ? strcpy(real, id) : NULL;
+    free(id);
     free(mdir);
     if (!mdir_real) {
         int e = errno;

@@ -14,9 +14,9 @@
 #include "catalog/counts.h"
 #include "catalog/listdef.h"
 #include "catalog/manifest_remote.h"
+#include "remote/store.h"
 #include "shard/file.h"
 #include "shard/list.h"
-#include "source/open.h"
 
 /* the most names, and bytes of them, a list may hold: a typo fails instead of filling
  * memory */
@@ -82,10 +82,10 @@ static int check_empty(const char *url, ShardRemote *remote, const char *spec, s
     return rc;
 }
 
-/* Whether a spec names a manifest. */
-static int is_manifest(const char *spec)
+/* Whether a spec its store can (can: shard_store_can) names a manifest. */
+static int is_manifest(const char *spec, unsigned can)
 {
-    return shard_ends_with(spec, ".json") && !(shard_source_place(spec) & SHARD_PLACE_COMMAND);
+    return shard_ends_with(spec, ".json") && (can & SHARD_STORE_BESIDE);
 }
 
 typedef struct Names {
@@ -125,43 +125,47 @@ static int listed_add(void *cookie, const char *url, uint64_t size)
 
 /* The shards of a local folder or a bucket's prefix (gs://B/P/, s3://B/P/), in name order:
  * 0, 1 when spec names neither, or an error with msg. */
-static int expand_listing(List *l, const char *spec, size_t which, ShardRemote *remote,
-                          char *msg)
+static int expand_listing(List *l, const char *spec, unsigned can, size_t which,
+                          ShardRemote *remote, char *msg)
 {
     size_t first = l->n;
     Names x = {l, spec, which};
-    int rc = shard_source_list(spec, remote, listed_add, &x, msg);
+    ShardStore *st;
+    int rc = shard_store_open(&st, spec, remote, msg);
+    if (!rc)
+        rc = shard_store_list(st, spec, listed_add, &x, msg);
+    shard_store_free(&st);
     if (rc == SHARD_ERR_NOMEM)
         shard_fail(msg, rc, "out of memory");
     if (!rc && l->n == first)
         rc = shard_fail(msg, SHARD_ERR_NOT_FOUND, "%s: no shards %s (.tar, .tar.gz, .tgz, "
-                        ".tar.zst)", spec, shard_source_place(spec) & SHARD_PLACE_PREFIX
-                                               ? "under this prefix" : "in this folder");
+                        ".tar.zst)", spec, can & SHARD_STORE_COSTLY ? "under this prefix"
+                                                                    : "in this folder");
     return rc;
 }
 
 /* The shards a manifest lists, each allowed by the settings and its count of 0 checked. */
-static int expand_manifest(List *l, const char *spec, size_t which, const ShardListSettings *s,
-                           char *msg)
+static int expand_manifest(List *l, const char *spec, unsigned can, size_t which,
+                           const ShardListSettings *s, char *msg)
 {
     ShardError e;
     int rc = shard_manifest_read_remote(&l->manifests[which], spec, s->remote, &e);
     if (rc)
         return shard_fail(msg, rc, "%s", e.message);
     const ShardManifest *m = l->manifests[which];
-    int from_afar = (shard_source_place(spec) & SHARD_PLACE_REMOTE) != 0;
+    int from_afar = !(can & SHARD_STORE_PRIVATE);
     for (size_t i = 0; i < shard_manifest_count(m) && !rc; i++) {
         const ShardFileInfo *fi = shard_manifest_shard(m, i);
-        unsigned place = shard_source_place(fi->url);
-        /* a manifest from elsewhere must not run anything the user did not allow */
-        if ((place & SHARD_PLACE_COMMAND) && !s->manifest_commands)
+        unsigned its = shard_store_can(fi->url);
+        /* a manifest must not run anything the user did not allow */
+        if ((its & SHARD_STORE_PRIVATE) && !(its & SHARD_STORE_BESIDE) && !s->manifest_commands)
             return shard_fail(msg, SHARD_ERR_INVALID,
                               "%s: shardlist[%zu] is a command ('%.40s...'): a manifest "
                               "runs commands only when allowed (manifest_commands; "
                               "shardcat --allow-manifest-commands)",
                               spec, i, fi->url);
         /* nor reach local files from elsewhere */
-        if (from_afar && !s->manifest_local && (place & SHARD_PLACE_LOCAL))
+        if (from_afar && !s->manifest_local && (its & SHARD_STORE_PRIVATE))
             return shard_fail(msg, SHARD_ERR_INVALID,
                               "%s: shardlist[%zu] is a local file ('%.60s'): a remote "
                               "manifest lists remote shards only unless allowed "
@@ -177,15 +181,15 @@ static int expand_manifest(List *l, const char *spec, size_t which, const ShardL
 static int expand_one(List *l, const char *spec, size_t which, const ShardListSettings *s,
                       char *msg)
 {
-    unsigned place = shard_source_place(spec);
-    if (!(place & SHARD_PLACE_COMMAND) && (!strchr(spec, '{') || (place & SHARD_PLACE_PREFIX))) {
-        int rc = expand_listing(l, spec, which, s->remote, msg);
+    unsigned can = shard_store_can(spec); /* asked once: the answer goes with the spec */
+    if ((can & SHARD_STORE_PREFIX) && (!strchr(spec, '{') || shard_ends_with(spec, "/"))) {
+        int rc = expand_listing(l, spec, can, which, s->remote, msg);
         if (rc <= 0)
             return rc;
     }
-    if (is_manifest(spec))
-        return expand_manifest(l, spec, which, s, msg);
-    if (place & SHARD_PLACE_COMMAND) {
+    if (is_manifest(spec, can))
+        return expand_manifest(l, spec, can, which, s, msg);
+    if (!(can & SHARD_STORE_BESIDE) && can) { /* a command's output: one shard */
         int rc = list_push(l, strdup(spec), which);
         return rc ? shard_fail(msg, rc, "out of memory") : 0;
     }

@@ -12,8 +12,8 @@
 #include "pack/packplandef.h"
 #include "pack/convention.h"
 #include "pack/shrink.h"
+#include "remote/store.h"
 #include "shard/writer.h"
-#include "source/open.h"
 
 /* The sample's .json: its extra fields, path, label and class (and, resized, the
  * original's size). */
@@ -27,7 +27,7 @@ char *shard_pack_sample_json(const Input *x, const ShardShrunk *shrunk)
         json_object_set_new(o, "original_height", json_integer(shrunk->height));
     }
     json_object_set_new(o, "path", json_string(x->rel));
-    if (shard_source_place(x->path) & SHARD_PLACE_REMOTE) { /* as a log may show it */
+    if (shard_store_can(x->path) & SHARD_STORE_COSTLY) { /* as a log may show it */
         char shown[4096];
         shard_url_display(x->path, shown, sizeof shown);
         json_object_set_new(o, "url", json_string(shown));

@@ -11,8 +11,8 @@
 #include "base/buf.h"
 #include "base/error.h"
 #include "pack/inputs.h"
+#include "remote/store.h"
 #include "shard/names.h"
-#include "source/open.h"
 
 static const char *const image_exts[] = {"jpg", "jpeg", "png", "ppm", "bmp", "pgm", "tif", "tiff", "webp"};
 
@@ -87,7 +87,7 @@ void shard_scan_add(Scan *c, const char *path, const char *rel, const char *ext,
         shard_scan_bad(c, path, SHARD_PACK_BAD_NAME, "file name is not valid UTF-8");
         return;
     }
-    int remote = (shard_source_place(path) & SHARD_PLACE_REMOTE) != 0;
+    int remote = (shard_store_can(path) & SHARD_STORE_COSTLY) != 0;
     struct stat st;
     memset(&st, 0, sizeof st);
     if (remote) {

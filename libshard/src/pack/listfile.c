@@ -22,6 +22,7 @@
 #include "pack/inputs.h"
 #include "pack/listfile.h"
 #include "pack/packplan.h"
+#include "remote/store.h"
 #include "shard/names.h"
 #include "source/open.h"
 
@@ -250,7 +251,7 @@ static int stat_remote(Scan *c, char *msg)
         n += c->v[i].remote;
     if (!n)
         return 0;
-    ShardRemote *r = shard_pack_plan_remote(c->plan, msg);
+    ShardRemote *r = shard_pack_plan_reach(c->plan, msg);
     if (!r)
         return SHARD_ERR_NOMEM;
     SizeJob j = {c, r, malloc(n * sizeof(size_t)), n, 0};
@@ -354,7 +355,7 @@ static int add_rows(Scan *c, ListRow *rows, size_t nrows, const char *base, cons
     for (size_t i = 0; i < nrows; i++) {
         if (!rc && !c->nomem) {
             const char *p = rows[i].path;
-            int remote = (shard_source_place(p) & SHARD_PLACE_REMOTE) != 0;
+            int remote = (shard_store_can(p) & SHARD_STORE_COSTLY) != 0;
             char *full = remote || p[0] == '/' ? strdup(p) : shard_scan_join(c, base, p);
             char *relcopy = remote ? url_rel(p) : NULL;
             const char *rel = remote ? relcopy : p;

@@ -9,9 +9,8 @@
 #include "base/error.h"
 #include "base/text.h"
 #include "pack/listing.h"
-#include "pack/packplan.h"
-#include "sink/sink.h"
-#include "source/open.h"
+#include "pack/packplandef.h"
+#include "remote/store.h"
 
 typedef struct Lister {
     ShardPackListing *l;
@@ -40,14 +39,11 @@ static int entry_cmp(const void *a, const void *b)
     return strcmp(((const ShardPackEntry *)a)->name, ((const ShardPackEntry *)b)->name);
 }
 
-int shard_pack_list(ShardPackPlan *p, const char *dir, ShardPackListing *out, char *msg)
+int shard_pack_list(const ShardPackPlan *p, const char *dir, ShardPackListing *out, char *msg)
 {
     memset(out, 0, sizeof *out);
-    ShardRemote *r = NULL;
-    if (shard_sink_in_bucket(dir) && !(r = shard_pack_plan_remote(p, msg)))
-        return SHARD_ERR_NOMEM;
     Lister x = {out, dir};
-    int rc = shard_source_list(dir, r, add_entry, &x, msg);
+    int rc = shard_store_list(p->out, dir, add_entry, &x, msg);
     if (rc == 1)
         rc = 0; /* a folder not made yet: nothing in it */
     if (rc == SHARD_ERR_NOMEM)

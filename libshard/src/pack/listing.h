@@ -23,10 +23,10 @@ typedef struct ShardPackListing {
     size_t n, cap;
 } ShardPackListing;
 
-/* Lists dir (a folder, or a bucket's prefix ending in '/') into out (freed by
+/* Lists dir (a folder or a bucket's prefix, in the plan's output store) into out (freed by
  * shard_pack_listing_free); a folder that does not exist lists nothing. 0, or an error
  * with msg (SHARD_ERROR_MAX bytes). */
-SHARD_HIDDEN int shard_pack_list(ShardPackPlan *p, const char *dir, ShardPackListing *out,
+SHARD_HIDDEN int shard_pack_list(const ShardPackPlan *p, const char *dir, ShardPackListing *out,
                                  char *msg);
 /* 1 when l holds name (its size into *size, which may be NULL), else 0. */
 SHARD_HIDDEN int shard_pack_listing_size(const ShardPackListing *l, const char *name,

@@ -22,8 +22,8 @@
 #include "pack/packplandef.h"
 #include "pack/record.h"
 #include "pack/recordresume.h"
+#include "remote/store.h"
 #include "sink/sink.h"
-#include "source/open.h"
 #include "shard/file.h"
 #include "shard/manifest.h"
 #include "shard/pack.h"
@@ -62,9 +62,10 @@ static int lock_output(ShardPackPlan *p, char *msg)
     int rc = !set || (p->s.nparts && !part) ? shard_fail(msg, SHARD_ERR_NOMEM, "out of memory")
                                             : 0;
     if (!rc)
-        rc = shard_sink_lock(&p->set_lock, set, p->s.nparts != 0, p->pattern, NULL, hint, msg);
+        rc = shard_sink_lock_output(&p->set_lock, set, p->s.nparts != 0, p->pattern, NULL,
+                                    hint, msg);
     if (!rc && part)
-        rc = shard_sink_lock(&p->part_lock, part, 0, p->pattern, ", a part", hint, msg);
+        rc = shard_sink_lock_output(&p->part_lock, part, 0, p->pattern, ", a part", hint, msg);
     if (rc)
         shard_sink_unlock(&p->set_lock);
     free(set);
@@ -99,11 +100,7 @@ static int remove_in(ShardPackPlan *p, const char *dir, const char *name, char *
     size_t n = strlen(dir);
     if (asprintf(&url, "%s%s%s", dir, n && dir[n - 1] == '/' ? "" : "/", name) < 0)
         return shard_fail(msg, SHARD_ERR_NOMEM, "out of memory");
-    ShardRemote *r = NULL;
-    int rc = shard_sink_in_bucket(url) && !(r = shard_pack_plan_remote(p, msg)) ? SHARD_ERR_NOMEM
-                                                                              : 0;
-    if (!rc)
-        rc = shard_sink_remove(url, r, msg);
+    int rc = shard_store_remove(p->out, url, msg);
     if (!rc)
         p->replaced++;
     free(url);
@@ -114,11 +111,10 @@ static int remove_in(ShardPackPlan *p, const char *dir, const char *name, char *
 static char *listing_dir(const char *path)
 {
     char *d = shard_dir_of(path), *out = NULL;
-    if (d && shard_sink_in_bucket(path) && asprintf(&out, "%s/", d) >= 0) {
-        free(d);
-        return out;
-    }
-    return d;
+    if (d && asprintf(&out, "%s/", d) < 0)
+        out = NULL;
+    free(d);
+    return out;
 }
 
 /* What of an earlier set could be read with the new one, gone: the set's manifests (for a
@@ -282,7 +278,7 @@ int shard_pack_prepare(ShardPackPlan *p, const char *manifest_path, ShardError *
         return shard_report(err, SHARD_ERR_STATE, "pack: build the plan before preparing its output");
     char msg[SHARD_ERROR_MAX];
     /* before anything of the set is touched; a bucket's outputs are not locked */
-    if (!p->locked && !shard_sink_in_bucket(p->pattern)) {
+    if (!p->locked) {
         int rc = lock_output(p, msg);
         if (rc)
             return shard_report(err, rc, msg);
@@ -303,22 +299,23 @@ int shard_pack_prepare(ShardPackPlan *p, const char *manifest_path, ShardError *
         }
     }
     if (manifest_path) {
-        int remote = shard_sink_in_bucket(manifest_path);
-        ShardRemote *r = remote ? shard_pack_plan_remote((ShardPackPlan *)p, msg) : NULL;
-        int rc = remote && !r ? SHARD_ERR_NOMEM : shard_sink_remove(manifest_path, r, msg);
+        ShardStore *m;
+        int rc = shard_store_open(&m, manifest_path, p->remote, msg);
+        if (!rc)
+            rc = shard_store_remove(m, manifest_path, msg);
+        shard_store_free(&m);
         if (rc)
             return shard_report(err, rc, msg);
     }
-    /* temporaries of killed runs: in folders only (an upload that never completed is no
+    /* temporaries of killed runs (a bucket has none: an upload that never completed is no
      * object). First those of this part's shards and indexes. */
     ShardKeySet mine = {.owns = 1};
     size_t lo, hi;
     shard_pack_plan_part(p, &lo, &hi);
-    int shards_local = !shard_sink_in_bucket(p->pattern);
-    char *first = shards_local ? shard_pack_numbered(p->pattern, lo) : NULL;
+    char *first = shard_pack_numbered(p->pattern, lo);
     char *dir = first ? shard_dir_of(first) : NULL;
-    int rc = !shards_local || (first && dir) ? 0 : SHARD_ERR_NOMEM;
-    for (size_t j = lo; shards_local && j < hi && !rc; j++) {
+    int rc = first && dir ? 0 : SHARD_ERR_NOMEM;
+    for (size_t j = lo; j < hi && !rc; j++) {
         char *path = shard_pack_numbered(p->pattern, j), *ipath = path ? shard_index_path(path) : NULL;
         char *a = path ? strdup(shard_base_name(path)) : NULL;
         char *b = ipath ? strdup(shard_base_name(ipath)) : NULL;
@@ -327,11 +324,10 @@ int shard_pack_prepare(ShardPackPlan *p, const char *manifest_path, ShardError *
         free(path);
         free(ipath);
     }
-    if (!rc && shards_local)
+    if (!rc)
         shard_sink_sweep(dir, &mine);
     shard_keyset_free(&mine);
-    if (!rc && manifest_path && !shard_sink_in_bucket(manifest_path)) { /* a run killed while
-                                                                        writing its manifest */
+    if (!rc && manifest_path) { /* a run killed while writing its manifest */
         ShardKeySet m = {.owns = 1};
         char *mdir = shard_dir_of(manifest_path), *mbase = strdup(shard_base_name(manifest_path));
         if (mdir && mbase && shard_keyset_insert(&m, mbase) >= 0)
@@ -355,20 +351,21 @@ size_t shard_pack_leftovers(const ShardPackPlan *p, void (*fn)(void *cookie, con
                             void *cookie)
 {
     size_t found = 0;
-    if (p->s.nparts || shard_sink_in_bucket(p->pattern))
-        return 0; /* a part does not know how many shards the others write; a bucket is
-                     not listed for this */
+    if (p->s.nparts || (shard_store_can(p->pattern) & SHARD_STORE_COSTLY))
+        return 0; /* a part does not know how many shards the others write; a store far
+                     away is not asked for this, a request per name */
     /* an earlier run numbered its shards on from 0: follow the numbers past this run's */
     for (uint64_t k = p->nshards;; k++) {
         char *path = shard_pack_numbered(p->pattern, k), *ipath = path ? shard_index_path(path) : NULL;
         int any = 0;
-        struct stat st;
-        if (path && stat(path, &st) == 0) {
+        uint64_t size;
+        char msg[SHARD_ERROR_MAX];
+        if (path && shard_store_stat(p->out, path, &size, msg) == 0) {
             fn(cookie, path);
             found++;
             any = 1;
         }
-        if (ipath && stat(ipath, &st) == 0) {
+        if (ipath && shard_store_stat(p->out, ipath, &size, msg) == 0) {
             fn(cookie, ipath);
             found++;
             any = 1;
@@ -418,16 +415,18 @@ int shard_pack_manifest_write(const ShardPackPlan *p, const ShardManifest *m,
                               const char *manifest_path, ShardError *err)
 {
     char msg[SHARD_ERROR_MAX];
-    ShardRemote *r = NULL;
     if (p->complete) /* the set as its record says it is: its manifest stays as it was */
         return 0;
-    if (shard_sink_in_bucket(manifest_path) && !(r = shard_pack_plan_remote((ShardPackPlan *)p, msg)))
-        return shard_report(err, SHARD_ERR_NOMEM, msg);
-    int rc = shard_manifest_write_remote(m, manifest_path, r, err);
+    ShardStore *to;
+    int rc = shard_store_open(&to, manifest_path, p->remote, msg);
+    if (rc)
+        return shard_report(err, rc, msg);
+    rc = shard_manifest_write_remote(m, manifest_path, shard_store_remote(to), err);
+    shard_store_free(&to);
     /* The set (or this part) is whole: its record keeps its plan and says so, the markers go
      * (a --resume then finds nothing to do). Left as it was when that fails: a --resume then
      * keeps every shard and writes the manifest again. */
     if (!rc && p->recording)
-        shard_pack_record_finish((ShardPackPlan *)p, manifest_path, msg);
+        shard_pack_record_finish(p, manifest_path, msg);
     return rc;
 }

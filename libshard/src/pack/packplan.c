@@ -23,7 +23,6 @@
 #include "shard/names.h"
 #include "shard/pack.h"
 #include "sink/sink.h"
-#include "source/open.h"
 #include "write/shardwriter.h"
 
 void shard_pack_default_settings(ShardPackSettings *s)
@@ -73,7 +72,6 @@ int shard_pack_plan_new(ShardPackPlan **out, const ShardPackSettings *s, ShardEr
         p->s.inflight = 1;
     if (p->s.inflight > 256)
         p->s.inflight = 256;
-    pthread_mutex_init(&p->remote_mu, NULL);
     p->remote = s->remote ? shard_remote_ref(s->remote) : NULL;
     p->s.remote = NULL; /* the plan's own reference is p->remote */
     p->pattern = s->pattern ? strdup(s->pattern) : NULL;
@@ -86,6 +84,12 @@ int shard_pack_plan_new(ShardPackPlan **out, const ShardPackSettings *s, ShardEr
     ShardWriter *w;
     int rc = shard_writer_open(&w, &ws, err);
     shard_writer_free(&w);
+    char msg[SHARD_ERROR_MAX];
+    /* the output's store, its remote the run's when it has one */
+    if (!rc && (rc = shard_store_open(&p->out, p->pattern, p->remote, msg)))
+        shard_report(err, rc, msg);
+    if (!rc && !p->remote && shard_store_remote(p->out))
+        p->remote = shard_remote_ref(shard_store_remote(p->out));
     if (rc) {
         shard_pack_plan_free(&p);
         return rc;
@@ -94,14 +98,11 @@ int shard_pack_plan_new(ShardPackPlan **out, const ShardPackSettings *s, ShardEr
     return 0;
 }
 
-ShardRemote *shard_pack_plan_remote(ShardPackPlan *p, char *err)
+ShardRemote *shard_pack_plan_reach(ShardPackPlan *p, char *err)
 {
-    pthread_mutex_lock(&p->remote_mu);
     if (!p->remote)
         p->remote = shard_remote_resolve(NULL, err);
-    ShardRemote *r = p->remote;
-    pthread_mutex_unlock(&p->remote_mu);
-    return r;
+    return p->remote;
 }
 
 unsigned shard_pack_plan_inflight(const ShardPackPlan *p)
@@ -143,6 +144,11 @@ int shard_pack_plan_add(ShardPackPlan *p, const ShardPackInput *in)
         free(x->path), free(x->rel), free(x->class_name), free(x->extra), free(x->field);
         return SHARD_ERR_NOMEM;
     }
+    char msg[SHARD_ERROR_MAX];
+    if ((shard_store_can(x->path) & SHARD_STORE_COSTLY) && !shard_pack_plan_reach(p, msg)) {
+        free(x->path), free(x->rel), free(x->class_name), free(x->extra), free(x->field);
+        return SHARD_ERR_NOMEM;
+    }
     x->in = (ShardPackInput){x->path, x->rel, x->field, in->label, x->class_name, x->extra,
                              in->size};
     p->n++;
@@ -174,7 +180,7 @@ int shard_pack_plan_set_classes(ShardPackPlan *p, const char *const *names, size
  * twice under two keys); 0 when input i is a local file (a clash gets "_N"). */
 static int url_clash(const ShardPackPlan *p, size_t i, const char *key, ShardError *err)
 {
-    if (!(shard_source_place(p->v[i].path) & SHARD_PLACE_REMOTE))
+    if (!(shard_store_can(p->v[i].path) & SHARD_STORE_COSTLY))
         return 0;
     size_t k = 0;
     char *other = malloc(strlen(key) + 32);
@@ -359,9 +365,8 @@ void shard_pack_plan_free(ShardPackPlan **pp)
     free(p->classes);
     free(p->first);
     free(p->pattern);
-    if (p->remote)
-        shard_remote_put(p->remote);
-    pthread_mutex_destroy(&p->remote_mu);
+    shard_store_free(&p->out);
+    shard_remote_put(p->remote);
     free(p);
     *pp = NULL;
 }

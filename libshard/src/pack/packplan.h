@@ -9,9 +9,10 @@
 #include "shard/remote.h"
 #include "shard/writer.h"
 
-/* The ShardRemote a plan reads remote inputs through, made when first needed; NULL when
- * out of memory (err, SHARD_ERROR_MAX bytes, says so). Thread-safe. */
-SHARD_HIDDEN ShardRemote *shard_pack_plan_remote(ShardPackPlan *p, char *err);
+/* The ShardRemote remote inputs are read through (borrowed: the plan's), made for the
+ * first of them (a scan's or shard_pack_plan_add's, before the plan is shared); NULL when
+ * out of memory (err, SHARD_ERROR_MAX bytes, says so). */
+SHARD_HIDDEN ShardRemote *shard_pack_plan_reach(ShardPackPlan *p, char *err);
 /* Remote inputs a plan requests at once (ShardPackSettings.inflight, clamped). */
 SHARD_HIDDEN unsigned shard_pack_plan_inflight(const ShardPackPlan *p);
 

@@ -5,10 +5,10 @@
 #ifndef SHARD_PACK_PACKPLANDEF_H
 #define SHARD_PACK_PACKPLANDEF_H
 
-#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "remote/store.h"
 #include "shard/pack.h"
 #include "shard/remote.h"
 #include "shard/writer.h"
@@ -38,8 +38,11 @@ struct ShardPackPlan {
     size_t nclasses;
     size_t *first; /* nshards + 1 boundaries */
     size_t nshards;
-    ShardRemote *remote; /* a reference: remote inputs are read through it; NULL until one */
-    pthread_mutex_t remote_mu;
+    ShardStore *out;     /* where the pattern's shards and the pack's record go: made with
+                            the plan */
+    ShardRemote *remote; /* a reference: remote inputs are read and a bucket written through
+                            it; the caller's, the output's, or made for the first remote
+                            input; NULL while none needs one */
     int built;
     /* the output set's locks, from shard_pack_prepare on (output.c): the set's, alone for a
      * whole run, shared by a part set's runs; and a part's own */

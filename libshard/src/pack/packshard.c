@@ -17,11 +17,11 @@
 #include "pack/convention.h"
 #include "pack/record.h"
 #include "pack/shrink.h"
+#include "remote/store.h"
 #include "shard/file.h"
 #include "shard/image.h"
 #include "shard/pack.h"
 #include "shard/writer.h"
-#include "sink/sink.h"
 #include "source/open.h"
 
 /* The inputs of the shard being written: the buffer they are read into, and the remote ones
@@ -89,7 +89,7 @@ static void open_ahead(const ShardPackPlan *p, Reading *rd, size_t i)
         const Input *x = &p->v[rd->next];
         ShardSource *s = NULL;
         char err[SHARD_ERROR_MAX];
-        if ((shard_source_place(x->path) & SHARD_PLACE_REMOTE) &&
+        if ((shard_store_can(x->path) & SHARD_STORE_COSTLY) &&
             !shard_source_open(&s, x->path, rd->remote, SHARD_SOURCE_SEQUENTIAL, err))
             shard_source_prefetch(s);
         rd->ring[rd->next % rd->win] = s;
@@ -154,7 +154,7 @@ static int read_one(const ShardPackPlan *p, size_t i, Reading *rd, const ShardPa
     const Input *x = &p->v[i];
     char what[SHARD_ERROR_MAX];
     int e;
-    if (rd->remote && (shard_source_place(x->path) & SHARD_PLACE_REMOTE)) {
+    if (rd->remote && (shard_store_can(x->path) & SHARD_STORE_COSTLY)) {
         open_ahead(p, rd, i);
         e = read_remote(rd->remote, x, rd->ring[i % rd->win], &rd->buf, &rd->cap, what);
         rd->ring[i % rd->win] = NULL;
@@ -242,18 +242,15 @@ int shard_pack_write_shard(const ShardPackPlan *p, size_t j, const ShardPackCall
     ShardWriterSettings ws;
     shard_pack_writer_settings(p, j, &ws);
     char msg[SHARD_ERROR_MAX] = "";
-    /* into a bucket: one remote for the run's shards, with the caller's settings */
-    if (shard_sink_in_bucket(p->pattern) && !(ws.remote = shard_pack_plan_remote((ShardPackPlan *)p, msg)))
-        return shard_report(err, SHARD_ERR_NOMEM, msg);
+    ws.remote = shard_store_remote(p->out); /* into a bucket: the run's one remote */
     ShardWriter *w;
     int rc = shard_writer_open(&w, &ws, err);
     if (rc)
         return rc;
     Reading rd = {.win = p->s.inflight, .next = p->first[j], .end = p->first[j + 1]};
-    for (size_t i = p->first[j]; i < rd.end && !rd.remote && !rc; i++)
-        if ((shard_source_place(p->v[i].path) & SHARD_PLACE_REMOTE) &&
-            !(rd.remote = shard_pack_plan_remote((ShardPackPlan *)p, msg)))
-            rc = SHARD_ERR_NOMEM;
+    for (size_t i = p->first[j]; i < rd.end && !rd.remote; i++)
+        if (shard_store_can(p->v[i].path) & SHARD_STORE_COSTLY)
+            rd.remote = p->remote; /* made with the plan's first remote input */
     if (rd.remote && !(rd.ring = calloc(rd.win, sizeof *rd.ring)))
         rc = shard_fail(msg, SHARD_ERR_NOMEM, "out of memory");
     for (size_t i = p->first[j]; i < rd.end && !rc; i++)

@@ -35,6 +35,7 @@
 #include "pack/packplan.h"
 #include "pack/packplandef.h"
 #include "pack/record.h"
+#include "remote/store.h"
 #include "shard/file.h"
 #include "shard/verify.h"
 #include "sink/sink.h"
@@ -65,11 +66,6 @@ char *shard_pack_record_plan_url(const ShardPackPlan *p, const char *dir)
                                    (unsigned long long)p->s.part, (unsigned long long)p->s.nparts)
                         : asprintf(&out, "%splan", dir);
     return n < 0 ? NULL : out;
-}
-
-ShardRemote *shard_pack_record_remote(ShardPackPlan *p, const char *url, char *msg)
-{
-    return shard_sink_in_bucket(url) ? shard_pack_plan_remote(p, msg) : NULL;
 }
 
 /* ---- the plan ------------------------------------------------------------------------ */
@@ -136,42 +132,44 @@ int shard_pack_record_plan_text(const ShardPackPlan *p, ShardBuf *b)
     return rc ? rc : shard_buf_printf(b, "%s", SHARD_PACK_PLAN_END);
 }
 
-/* n bytes as the record's object url: in a folder, made first, and made again when the
- * last part of a set to finish took it away meanwhile (the parts of a set share it). */
-static int put_in_record(const char *dir, const char *url, const void *data, size_t n,
-                         const ShardSinkSettings *ss, char *msg)
+/* The record's place refused (the store's message in msg), as the record names it. */
+static int not_ours(int rc, char *msg)
 {
-    if (shard_sink_in_bucket(dir))
-        return shard_sink_put(url, data, n, ss, msg);
-    const char *local = shard_source_local_path(dir);
+    if (rc == SHARD_ERR_INVALID) {
+        char why[SHARD_ERROR_MAX];
+        snprintf(why, sizeof why, "%s", msg);
+        shard_fail(msg, rc, "%.1500s: the pack record's place, not the folder shardpack makes "
+                   "there; remove it (or pack into another folder)", why);
+    }
+    return rc;
+}
+
+/* n bytes as the record's object url, its place made first, and made again when the last
+ * part of a set to finish took it away meanwhile (the parts of a set share it). */
+static int put_in_record(const ShardPackPlan *p, const char *dir, const char *url,
+                         const void *data, size_t n, char *msg)
+{
+    ShardSinkSettings ss = {.sync = p->s.sync, .remote = shard_store_remote(p->out)};
     int rc = 0;
     for (int tries = 0; tries < 4; tries++) {
-        if (mkdir(local, 0777) != 0 && errno != EEXIST)
-            return shard_fail(msg, shard_errno_code(errno), "%s: cannot make the pack's record "
-                              "folder: %s", dir, strerror(errno));
-        struct stat st; /* checked whole before the run; a link put there since is refused */
-        if (lstat(local, &st) == 0 && !S_ISDIR(st.st_mode))
-            return shard_fail(msg, SHARD_ERR_INVALID, "%s: the pack record's place holds %s, "
-                              "not the folder shardpack makes there: it is not followed; remove "
-                              "it (or pack into another folder)", dir, shard_file_kind(st.st_mode));
-        if (!(rc = shard_sink_put(url, data, n, ss, msg)) || stat(local, &st) == 0)
+        /* checked whole before the run; a link put there since is refused */
+        if ((rc = shard_store_room(p->out, dir, msg)))
+            return not_ours(rc, msg);
+        if ((rc = shard_sink_put(url, data, n, &ss, msg)) != SHARD_ERR_NOT_FOUND)
             return rc;
     }
     return rc;
 }
 
-int shard_pack_record_start(ShardPackPlan *p, char *msg)
+int shard_pack_record_start(const ShardPackPlan *p, char *msg)
 {
     char *dir = shard_pack_record_dir(p), *url = dir ? shard_pack_record_plan_url(p, dir) : NULL;
     ShardBuf text = {0};
     int rc = url ? shard_pack_record_plan_text(p, &text) : SHARD_ERR_NOMEM;
     if (rc == SHARD_ERR_NOMEM)
         shard_fail(msg, rc, "out of memory");
-    ShardSinkSettings ss = {.sync = p->s.sync};
-    if (!rc && shard_sink_in_bucket(dir) && !(ss.remote = shard_pack_record_remote(p, dir, msg)))
-        rc = SHARD_ERR_NOMEM;
     if (!rc)
-        rc = put_in_record(dir, url, text.data, text.len, &ss, msg);
+        rc = put_in_record(p, dir, url, text.data, text.len, msg);
     shard_buf_free(&text);
     free(url);
     free(dir);
@@ -212,12 +210,7 @@ int shard_pack_record_done(const ShardPackPlan *p, size_t j, const ShardFileInfo
         free(dir);
         return shard_fail(msg, SHARD_ERR_NOMEM, "out of memory");
     }
-    int rc = 0;
-    ShardSinkSettings ss = {.sync = p->s.sync};
-    if (shard_sink_in_bucket(dir) && !(ss.remote = shard_pack_record_remote((ShardPackPlan *)p, dir, msg)))
-        rc = SHARD_ERR_NOMEM;
-    if (!rc)
-        rc = put_in_record(dir, url, "", 0, &ss, msg);
+    int rc = put_in_record(p, dir, url, "", 0, msg);
     free(url);
     free(dir);
     return rc;
@@ -274,36 +267,19 @@ static int record_temporary(const char *name)
     return ours;
 }
 
-int shard_pack_record_folder(const char *dir, int *fdp, char *msg)
+int shard_pack_record_folder(const ShardPackPlan *p, const char *dir, int *fdp, char *msg)
 {
+    /* a bucket's objects: no links, no devices; names are checked as listed */
+    int fd, rc = shard_store_hold(p->out, dir, &fd, msg);
     *fdp = -1;
-    if (shard_sink_in_bucket(dir))
-        return 0; /* objects: no links, no devices; names are checked as listed */
-    char path[4096];
-    const char *local = shard_source_local_path(dir);
-    size_t n = strlen(local);
-    while (n > 1 && local[n - 1] == '/') /* "D/.STEM.pack/" would follow a link */
-        n--;
-    if (n >= sizeof path)
-        return shard_fail(msg, SHARD_ERR_INVALID, "%s: path too long", dir);
-    memcpy(path, local, n);
-    path[n] = 0;
+    if (rc || fd < 0)
+        return not_ours(rc, msg);
     struct stat st;
-    if (lstat(path, &st) != 0)
-        return errno == ENOENT ? 0
-                               : shard_fail(msg, shard_errno_code(errno), "%s: %s", path,
-                                            strerror(errno));
-    int fd = S_ISDIR(st.st_mode) ? open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
-    if (fd < 0)
-        return shard_fail(msg, SHARD_ERR_INVALID,
-                          "%s: the pack record's place holds %s, not the folder shardpack makes "
-                          "there: it is neither followed nor cleared; remove it (or pack into "
-                          "another folder)", path, shard_file_kind(st.st_mode));
     DIR *d = fdopendir(dup(fd));
     if (d) /* a dup shares its offset with fd: from the start */
         rewinddir(d);
-    int rc = d ? 0 : shard_fail(msg, shard_errno_code(errno), "%s: cannot list: %s", path,
-                                strerror(errno));
+    rc = d ? 0 : shard_fail(msg, shard_errno_code(errno), "%s: cannot list: %s", dir,
+                            strerror(errno));
     for (struct dirent *e; !rc && (e = readdir(d));) {
         const char *name = e->d_name;
         if (!strcmp(name, ".") || !strcmp(name, ".."))
@@ -311,11 +287,11 @@ int shard_pack_record_folder(const char *dir, int *fdp, char *msg)
         int regular = fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
         if (!regular || !(record_name(name) || record_temporary(name)))
             rc = shard_fail(msg, SHARD_ERR_INVALID,
-                            "%s/%s: %s in the pack record's folder, which holds only what "
+                            "%s%s: %s in the pack record's folder, which holds only what "
                             "shardpack writes there (plan, shard-... markers): nothing in it is "
                             "followed or removed; take it out of the folder (or pack into "
                             "another folder)",
-                            path, name, regular ? "a file shardpack did not write"
+                            dir, name, regular ? "a file shardpack did not write"
                                                 : shard_file_kind(st.st_mode));
     }
     if (d)
@@ -351,13 +327,10 @@ static int dropped(const ShardPackPlan *p, const char *name, int markers_only)
 
 /* The record in a bucket cleared: its objects dropped() takes; any other object under its
  * prefix refused, naming it, and nothing removed. */
-static int clear_bucket(ShardPackPlan *p, const char *dir, int markers_only, char *msg)
+static int clear_bucket(const ShardPackPlan *p, const char *dir, int markers_only, char *msg)
 {
     ShardPackListing l;
     int rc = shard_pack_list(p, dir, &l, msg);
-    ShardRemote *r = rc ? NULL : shard_pack_record_remote(p, dir, msg);
-    if (!rc && !r)
-        rc = SHARD_ERR_NOMEM;
     for (size_t i = 0; i < l.n && !rc; i++)
         if (!record_name(l.v[i].name))
             rc = shard_fail(msg, SHARD_ERR_INVALID,
@@ -371,7 +344,7 @@ static int clear_bucket(ShardPackPlan *p, const char *dir, int markers_only, cha
             continue;
         rc = asprintf(&url, "%s%s", dir, l.v[i].name) < 0
                  ? shard_fail(msg, SHARD_ERR_NOMEM, "out of memory")
-                 : shard_sink_remove(url, r, msg);
+                 : shard_store_remove(p->out, url, msg);
         free(url);
     }
     shard_pack_listing_free(&l);
@@ -412,7 +385,7 @@ int shard_pack_record_check(const ShardPackPlan *p, char *msg)
     char *dir = shard_pack_record_dir(p);
     if (!dir)
         return shard_fail(msg, SHARD_ERR_NOMEM, "out of memory");
-    int fd, rc = shard_pack_record_folder(dir, &fd, msg);
+    int fd, rc = shard_pack_record_folder(p, dir, &fd, msg);
     if (!rc && fd >= 0) /* markers a killed run was writing */
         rc = clear_folder(fd, dir, NULL, 0, msg);
     if (fd >= 0)
@@ -422,42 +395,44 @@ int shard_pack_record_check(const ShardPackPlan *p, char *msg)
 }
 
 /* Clears p's record: all of it, or its markers alone (markers_only: the plans kept). */
-static int clear(ShardPackPlan *p, int markers_only, char *msg)
+static int clear(const ShardPackPlan *p, int markers_only, char *msg)
 {
     char *dir = shard_pack_record_dir(p);
     if (!dir)
         return shard_fail(msg, SHARD_ERR_NOMEM, "out of memory");
-    int fd, rc = shard_pack_record_folder(dir, &fd, msg);
-    if (!rc && fd >= 0) {
+    int fd, rc = shard_pack_record_folder(p, dir, &fd, msg);
+    if (!rc && fd >= 0) { /* a folder: removals relative to it */
         rc = clear_folder(fd, dir, p, markers_only, msg);
         close(fd);
         if (!rc && !markers_only) /* gone when nothing of another part is left */
-            rmdir(shard_source_local_path(dir));
-    } else if (!rc && shard_sink_in_bucket(dir)) {
+            shard_store_tidy(p->out, dir);
+    } else if (!rc) { /* objects by name, as listed (no folder: nothing listed) */
         rc = clear_bucket(p, dir, markers_only, msg);
     }
     free(dir);
     return rc;
 }
 
-int shard_pack_record_clear(ShardPackPlan *p, char *msg) { return clear(p, 0, msg); }
+int shard_pack_record_clear(const ShardPackPlan *p, char *msg) { return clear(p, 0, msg); }
 
-void shard_pack_record_sha256(ShardPackPlan *p, const char *url, char hex[65])
+void shard_pack_record_sha256(const ShardPackPlan *p, const char *url, char hex[65])
 {
     ShardBuf b = {0};
     char msg[SHARD_ERROR_MAX], md5[33];
     ShardDigests d;
-    ShardRemote *r = shard_sink_in_bucket(url) ? shard_pack_plan_remote(p, msg) : NULL;
+    ShardStore *st;
     hex[0] = 0;
-    if ((!shard_sink_in_bucket(url) || r) &&
-        !shard_source_slurp(url, r, &b, (size_t)256 << 20, msg) && !shard_digests_init(&d, 0, 1)) {
+    int rc = shard_store_open(&st, url, p->remote, msg);
+    if (!rc && !shard_source_slurp(url, shard_store_remote(st), &b, (size_t)256 << 20, msg) &&
+        !shard_digests_init(&d, 0, 1)) {
         shard_digests_update(&d, b.data, b.len);
         shard_digests_final(&d, md5, hex);
     }
+    shard_store_free(&st);
     shard_buf_free(&b);
 }
 
-int shard_pack_record_finish(ShardPackPlan *p, const char *manifest_path, char *msg)
+int shard_pack_record_finish(const ShardPackPlan *p, const char *manifest_path, char *msg)
 {
     char manifest_sha256[65];
     shard_pack_record_sha256(p, manifest_path, manifest_sha256);
@@ -470,11 +445,8 @@ int shard_pack_record_finish(ShardPackPlan *p, const char *manifest_path, char *
         url = NULL;
         rc = shard_fail(msg, SHARD_ERR_NOMEM, "out of memory");
     }
-    ShardSinkSettings ss = {.sync = p->s.sync};
-    if (!rc && shard_sink_in_bucket(dir) && !(ss.remote = shard_pack_record_remote(p, dir, msg)))
-        rc = SHARD_ERR_NOMEM;
     if (!rc)
-        rc = put_in_record(dir, url, "", 0, &ss, msg);
+        rc = put_in_record(p, dir, url, "", 0, msg);
     free(url);
     free(name);
     free(dir);

@@ -24,12 +24,14 @@
  * alike), with the trailing slash; malloc'd, NULL when out of memory. */
 SHARD_HIDDEN char *shard_pack_record_dir(const ShardPackPlan *p);
 
-/* The record's folder dir, when local, as ours or refused: a folder (not a link to one), every
- * name in it a regular file the record writes (its plans, markers, their temporaries); a
- * link, FIFO, device or foreign file at its place or in it refused, naming it. *fd receives
- * the folder opened (O_NOFOLLOW), the caller's to close, or -1 when there is none (a bucket:
- * its names are checked as listed). 0, or an error with msg (SHARD_ERROR_MAX bytes). */
-SHARD_HIDDEN int shard_pack_record_folder(const char *dir, int *fd, char *msg);
+/* The record's folder dir (in p's output store), held as ours or refused: a folder (not a
+ * link to one), every name in it a regular file the record writes (its plans, markers,
+ * their temporaries); a link, FIFO, device or foreign file at its place or in it refused,
+ * naming it. *fd receives the folder held (shard_store_hold), the caller's to close, or -1
+ * when there is none (a bucket: its names are checked as listed). 0, or an error with msg
+ * (SHARD_ERROR_MAX bytes). */
+SHARD_HIDDEN int shard_pack_record_folder(const ShardPackPlan *p, const char *dir, int *fd,
+                                          char *msg);
 
 /* Checks p's record folder (shard_pack_record_folder) and removes the temporaries killed
  * runs left in it, before anything reads or writes the record. 0, or an error with msg. */
@@ -39,7 +41,7 @@ SHARD_HIDDEN int shard_pack_record_check(const ShardPackPlan *p, char *msg);
  * run's plan, this part's plan and the markers of this part's shards; only names the record
  * writes, relative to its folder opened without following links (a foreign name refused, as
  * shard_pack_record_folder). 0, or an error with msg (SHARD_ERROR_MAX bytes). */
-SHARD_HIDDEN int shard_pack_record_clear(ShardPackPlan *p, char *msg);
+SHARD_HIDDEN int shard_pack_record_clear(const ShardPackPlan *p, char *msg);
 
 /* The record's object name (in dir, which ends in '/') of p's plan; malloc'd, NULL when out
  * of memory. */
@@ -54,21 +56,17 @@ SHARD_HIDDEN int shard_pack_record_marker(const char *name, unsigned long long *
 /* The name of the marker that says p's set (or part) is complete, its manifest's SHA-256 in
  * it; malloc'd, NULL when out of memory. */
 SHARD_HIDDEN char *shard_pack_record_done_name(const ShardPackPlan *p, const char *sha256);
-/* The remote handle the record at url is written through (NULL for a folder). */
-SHARD_HIDDEN ShardRemote *shard_pack_record_remote(ShardPackPlan *p, const char *url,
-                                                   char *msg);
-
 /* Writes p's plan into the record (before any shard). 0, or an error with msg. */
-SHARD_HIDDEN int shard_pack_record_start(ShardPackPlan *p, char *msg);
+SHARD_HIDDEN int shard_pack_record_start(const ShardPackPlan *p, char *msg);
 
 /* The SHA-256 (hex) of the object at url (a manifest, at most 256 MiB), "" when it cannot
  * be read. */
-SHARD_HIDDEN void shard_pack_record_sha256(ShardPackPlan *p, const char *url, char hex[65]);
+SHARD_HIDDEN void shard_pack_record_sha256(const ShardPackPlan *p, const char *url, char hex[65]);
 
 /* p's set (or part) is whole, its manifest written at manifest_path: the markers go and a
  * completion marker names the manifest's SHA-256, the plans stay (a --resume of a finished
  * set then does nothing: shard_pack_record_complete). 0, or an error with msg. */
-SHARD_HIDDEN int shard_pack_record_finish(ShardPackPlan *p, const char *manifest_path,
+SHARD_HIDDEN int shard_pack_record_finish(const ShardPackPlan *p, const char *manifest_path,
                                           char *msg);
 
 /* Records shard j of p as finished, its manifest entry info in the marker's name (written

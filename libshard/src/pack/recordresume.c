@@ -21,10 +21,10 @@
 #include "pack/packplandef.h"
 #include "pack/record.h"
 #include "pack/recordresume.h"
+#include "remote/store.h"
 #include "shard/file.h"
 #include "shard/manifest.h"
 #include "shard/verify.h"
-#include "sink/sink.h"
 #include "source/open.h"
 
 #define PLAN_MAX ((size_t)1 << 30)
@@ -113,12 +113,13 @@ static int plan_differs(const ShardPackPlan *p, const char *then, const char *no
  * (not a link), its SHA-256 and count, and its index its own (read back: the cost of
  * reading the set once, against packing it again). In a bucket its listed size is taken:
  * reading every object back would cost what the resume saves. */
-static int still_whole(const char *path, const ShardFileInfo *info)
+static int still_whole(const ShardPackPlan *p, const char *path, const ShardFileInfo *info)
 {
-    if (shard_sink_in_bucket(path))
+    if (shard_store_can(path) & SHARD_STORE_COSTLY)
         return 1;
-    struct stat st;
-    if (lstat(shard_source_local_path(path), &st) != 0 || !S_ISREG(st.st_mode))
+    uint64_t size;
+    char msg[SHARD_ERROR_MAX];
+    if (shard_store_stat(p->out, path, &size, msg) != 0) /* a file of its own, not a link */
         return 0;
     ShardVerifySettings vs;
     shard_verify_default_settings(&vs);
@@ -172,24 +173,21 @@ int shard_pack_record_resume(ShardPackPlan *p, int *found, char *msg)
     char *dir = shard_pack_record_dir(p), *url = dir ? shard_pack_record_plan_url(p, dir) : NULL;
     ShardPackListing marks = {0}, out = {0};
     int rc = url ? 0 : shard_fail(msg, SHARD_ERR_NOMEM, "out of memory"), present = 0;
-    ShardRemote *r = rc ? NULL : shard_pack_record_remote(p, url, msg);
-    if (!rc && shard_sink_in_bucket(url) && !r)
-        rc = SHARD_ERR_NOMEM;
+    ShardRemote *r = shard_store_remote(p->out);
     if (!rc)
         rc = read_plan(p, url, r, &present, msg);
     if (!present)
         goto done;
     char *first = rc ? NULL : shard_pack_numbered(p->pattern, 0);
-    char *outdir = first ? shard_dir_of(first) : NULL, *slash = NULL;
-    if (!rc && (!outdir || asprintf(&slash, "%s/", outdir) < 0))
+    char *outdir = first ? shard_dir_of(first) : NULL;
+    if (!rc && !outdir)
         rc = shard_fail(msg, SHARD_ERR_NOMEM, "out of memory");
     if (!rc)
         rc = shard_pack_list(p, dir, &marks, msg);
     if (!rc)
-        rc = shard_pack_list(p, shard_sink_in_bucket(slash) ? slash : outdir, &out, msg);
+        rc = shard_pack_list(p, outdir, &out, msg);
     free(first);
     free(outdir);
-    free(slash);
     size_t lo, hi;
     shard_pack_plan_part(p, &lo, &hi);
     if (!rc && !p->kept && !(p->kept = calloc(p->nshards + 1, sizeof *p->kept)))
@@ -205,7 +203,7 @@ int shard_pack_record_resume(ShardPackPlan *p, int *found, char *msg)
             rc = shard_fail(msg, SHARD_ERR_NOMEM, "out of memory");
         } else if (shard_pack_listing_size(&out, shard_base_name(path), &size) &&
                    size == info.filesize && shard_pack_listing_size(&out, shard_base_name(ipath), NULL) &&
-                   still_whole(path, &info)) {
+                   still_whole(p, path, &info)) {
             info.url = path; /* the plan's now */
             path = NULL;
             p->kept[j] = info;
@@ -260,12 +258,8 @@ int shard_pack_record_complete(ShardPackPlan *p, const char *manifest_path, int 
     *complete = 0;
     char *dir = shard_pack_record_dir(p), *url = dir ? shard_pack_record_plan_url(p, dir) : NULL;
     int rc = url ? 0 : shard_fail(msg, SHARD_ERR_NOMEM, "out of memory"), present = 0;
-    ShardRemote *r = rc ? NULL : shard_pack_record_remote(p, url, msg);
-    if (!rc && shard_sink_in_bucket(url) && !r)
-        rc = SHARD_ERR_NOMEM;
-    ShardRemote *mr = NULL;
-    if (!rc && shard_sink_in_bucket(manifest_path) && !(mr = shard_pack_plan_remote(p, msg)))
-        rc = SHARD_ERR_NOMEM;
+    ShardRemote *r = shard_store_remote(p->out); /* the record's, beside the shards */
+    ShardRemote *mr = p->remote; /* NULL: the defaults, for a manifest in a bucket */
     if (!rc)
         rc = read_plan(p, url, r, &present, msg); /* a changed plan refused, named */
     ShardPackListing marks = {0};

@@ -24,9 +24,9 @@
 #include "base/thread.h"
 #include "base/trace.h"
 #include "read/fetch.h"
+#include "remote/store.h"
 #include "tar/tar.h"
 #include "shard/file.h"
-#include "source/open.h"
 #include "tar/shardfile.h"
 
 #define KEPT_ERRORS 16
@@ -220,8 +220,8 @@ static ShardFile *open_ahead(Stream *st, size_t n)
     ShardError err;
     const ShardListEntry *e;
     if (f->s.segment(f->s.cookie, st->id, n, &next) && next.first == 0 && next.count != 0 &&
-        (shard_source_place((e = shard_list_entry(f->s.list, next.shard))->url) &
-         SHARD_PLACE_REMOTE) &&
+        (shard_store_can((e = shard_list_entry(f->s.list, next.shard))->url) &
+         SHARD_STORE_COSTLY) &&
         open_shard(st, e, &file, &err) == 0)
         shard_file_prefetch(file);
     return file;
@@ -234,7 +234,7 @@ static int open_failed(Stream *st, const ShardListEntry *entry, const ShardError
 {
     char msg[SHARD_ERROR_MAX];
     if (err->code == SHARD_ERR_NOT_FOUND && entry->info &&
-        shard_source_local_path(entry->url) == entry->url) {
+        (~shard_store_can(entry->url) & (SHARD_STORE_PRIVATE | SHARD_STORE_BESIDE)) == 0) {
         snprintf(msg, sizeof msg, "%.700s (a manifest's shard names resolve against the "
                                   "manifest's own folder)", err->message);
         return failed(st, msg, count, err->code);

@@ -7,8 +7,8 @@
 #include "base/cpus.h"
 #include "base/error.h"
 #include "read/shuffle.h"
+#include "remote/store.h"
 #include "shard/file.h"
-#include "source/open.h"
 #include "tar/shardfile.h"
 
 int shard_shuffle_init(ShardShuffle *sh, size_t size, size_t initial, size_t keep,
@@ -183,7 +183,7 @@ static int load_shard(ShardShuffle *sh, const Wanted *want, size_t n, uint32_t s
         return shard_fail(err, e.code, "reader: restoring the shuffle buffer: %s", e.message);
     const ShardSampleView *v = NULL;
     uint64_t next = 0; /* the index shard_file_next gives next */
-    int seekable = 1, rc = 0, costly = (shard_source_place(url) & SHARD_PLACE_REMOTE) != 0;
+    int seekable = 1, rc = 0, costly = (shard_store_can(url) & SHARD_STORE_COSTLY) != 0;
     uint64_t gap = costly ? LOAD_READ_THROUGH : 0;
     for (size_t k = 0; k < n && !rc; k++) {
         ShardItem *x = sh->buf[want[k].slot];

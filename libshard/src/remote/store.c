@@ -1,108 +1,128 @@
 /*
- * Remote objects (store.h): the scheme switch, and what every store shares.
+ * Stores (store.h): the switch from a URL to its store's row, and the operations as every
+ * caller calls them.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/error.h"
-#include "remote/gcs.h"
+#include "base/url.h"
+#include "remote/bucketstore.h"
+#include "remote/handle.h"
+#include "remote/localstore.h"
+#include "remote/readonly.h"
 #include "remote/store.h"
-#include "remote/s3.h"
-#include "remote/request.h"
-#include "remote/xfer.h"
+#include "remote/storedef.h"
 
-static ShardObjectKind kind_of(const char *url, size_t *skip)
+/* The switch: the one place a URL's scheme picks its store. A new store is a row here. */
+static const ShardStoreRow *row_of(const char *url)
 {
-    if (!strncmp(url, "gs://", 5)) {
-        *skip = 5;
-        return SHARD_OBJ_GCS;
-    }
-    if (!strncmp(url, "s3://", 5)) {
-        *skip = 5;
-        return SHARD_OBJ_S3;
-    }
-    *skip = 0;
-    return SHARD_OBJ_HTTP;
+    if (!strncmp(url, "gs://", 5))
+        return &shard_store_gcs;
+    if (!strncmp(url, "s3://", 5))
+        return &shard_store_s3;
+    if (!strncmp(url, "http://", 7) || !strncmp(url, "https://", 8))
+        return &shard_store_web;
+    if (shard_url_is_command(url))
+        return &shard_store_command;
+    if (shard_url_file_path(url) || !shard_url_has_scheme(url))
+        return &shard_store_folder;
+    return NULL;
 }
 
-int shard_object_parse(ShardObject *o, const char *url, char *err)
+int shard_store_open(ShardStore **out, const char *url, ShardRemote *remote, char *err)
 {
-    memset(o, 0, sizeof *o);
-    o->url = url;
-    size_t skip;
-    o->kind = kind_of(url, &skip);
-    if (o->kind == SHARD_OBJ_HTTP)
-        return 0;
-    const char *b = url + skip, *slash = strchr(b, '/');
-    if (slash == b || !*b)
-        return shard_fail(err, SHARD_ERR_INVALID, "%s: no bucket (want %.5sBUCKET/NAME)", url,
-                          url);
-    size_t nb = slash ? (size_t)(slash - b) : strlen(b);
-    o->bucket = malloc(nb + 1);
-    o->key = strdup(slash ? slash + 1 : "");
-    if (!o->bucket || !o->key) {
-        shard_object_clear(o);
-        return shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
+    *out = NULL;
+    const ShardStoreRow *row = row_of(url);
+    if (!row)
+        return shard_fail(err, SHARD_ERR_UNSUPPORTED,
+                          "%s: unsupported scheme '%.*s' (libshard reads paths, file:///PATH, "
+                          "pipe:, http://, https://, gs:// and s3://)",
+                          url, (int)(strstr(url, "://") - url), url);
+    ShardStore *st = calloc(1, sizeof *st);
+    if (!st || (row->network && !(st->remote = shard_remote_resolve(remote, err)))) {
+        free(st);
+        return shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", url);
     }
-    memcpy(o->bucket, b, nb);
-    o->bucket[nb] = 0;
+    st->row = row;
+    *out = st;
     return 0;
 }
 
-void shard_object_clear(ShardObject *o)
+void shard_store_free(ShardStore **st)
 {
-    free(o->bucket);
-    free(o->key);
-    memset(o, 0, sizeof *o);
+    if (!st || !*st)
+        return;
+    shard_remote_put((*st)->remote);
+    free(*st);
+    *st = NULL;
 }
 
-int shard_object_request(ShardRemote *r, const ShardObject *o, const char *pin, ShardRequest *q,
-                         char *err)
+unsigned shard_store_can(const char *url)
 {
-    int rc;
-    switch (o->kind) {
-    case SHARD_OBJ_GCS:
-        return shard_gcs_request(r, o, pin, q, err);
-    case SHARD_OBJ_S3:
-        rc = shard_s3_request(r, o, q, err);
-        break;
-    default:
-        q->url = strdup(o->url);
-        rc = q->url ? 0 : shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
-        break;
-    }
-    if (!rc && pin && !(q->if_range = strdup(pin)))
-        rc = shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
-    return rc;
+    const ShardStoreRow *row = row_of(url);
+    unsigned can = row ? row->can : 0;
+    int prefix = row && (row->network ? shard_url_is_prefix(url) : (can & SHARD_STORE_LIST) != 0);
+    return prefix ? can | SHARD_STORE_PREFIX : can;
 }
 
-const char *shard_object_version(const ShardObject *o, const ShardResponse *rs)
+ShardRemote *shard_store_remote(const ShardStore *st) { return st->remote; }
+
+unsigned shard_store_bytes(const char *url, const char **path)
 {
-    if (o->kind == SHARD_OBJ_GCS)
-        return rs->generation;
-    return rs->etag[0] ? rs->etag : rs->last_modified;
+    const ShardStoreRow *row = row_of(url);
+    *path = row && row->path ? row->path(url) : NULL;
+    return shard_store_can(url);
 }
 
-int shard_object_list(ShardRemote *r, const char *url, ShardListFn fn, void *cookie, char *err)
+static int cannot(const ShardStore *st, const char *url, const char *what, char *err)
 {
-    ShardObject o;
-    int rc = shard_object_parse(&o, url, err);
-    if (rc)
-        return rc;
-    switch (o.kind) {
-    case SHARD_OBJ_GCS:
-        rc = shard_gcs_list(r, &o, fn, cookie, err);
-        break;
-    case SHARD_OBJ_S3:
-        rc = shard_s3_list(r, &o, fn, cookie, err);
-        break;
-    default:
-        rc = shard_fail(err, SHARD_ERR_UNSUPPORTED,
-                        "%s: plain HTTP has no listing: name the shards (a brace pattern or a "
-                        "manifest), or use gs:// or s3://",
-                        url);
-    }
-    shard_object_clear(&o);
-    return rc;
+    return shard_fail(err, SHARD_ERR_UNSUPPORTED, "%s: cannot be %s: %s is read, never "
+                      "written (write to a folder, gs:// or s3://)", url, what, st->row->name);
+}
+
+int shard_store_list(const ShardStore *st, const char *dir, ShardListFn fn, void *cookie,
+                     char *err)
+{
+    return st->row->list ? st->row->list(st, dir, fn, cookie, err) : 1;
+}
+
+int shard_store_stat(const ShardStore *st, const char *url, uint64_t *size, char *err)
+{
+    *size = 0;
+    if (!st->row->stat)
+        return shard_fail(err, SHARD_ERR_UNSUPPORTED, "%s: %s tells no size before it is read",
+                          url, st->row->name);
+    return st->row->stat(st, url, size, err);
+}
+
+int shard_store_remove(const ShardStore *st, const char *url, char *err)
+{
+    return st->row->remove ? st->row->remove(st, url, err) : cannot(st, url, "removed", err);
+}
+
+int shard_store_room(const ShardStore *st, const char *dir, char *err)
+{
+    return st->row->room ? st->row->room(st, dir, err) : cannot(st, dir, "written into", err);
+}
+
+void shard_store_tidy(const ShardStore *st, const char *dir)
+{
+    if (st->row->tidy)
+        st->row->tidy(st, dir);
+}
+
+int shard_store_hold(const ShardStore *st, const char *dir, int *fd, char *err)
+{
+    *fd = -1;
+    return st->row->hold ? st->row->hold(st, dir, fd, err) : 0;
+}
+
+char *shard_store_identity(const char *url)
+{
+    const char *path;
+    shard_store_bytes(url, &path);
+    return path ? realpath(path, NULL) : strdup(url);
 }

@@ -20,7 +20,7 @@
 #include "base/digest.h"
 #include "base/error.h"
 #include "remote/gcs.h"
-#include "remote/store.h"
+#include "remote/object.h"
 #include "remote/s3.h"
 #include "remote/remotedef.h"
 #include "remote/request.h"

@@ -17,25 +17,16 @@
 
 #include "base/dirs.h"
 #include "base/error.h"
-#include "base/url.h"
-#include "remote/handle.h"
+#include "remote/store.h"
 #include "remote/upload.h"
 #include "shard/common.h"
 #include "sink/filesink.h"
+#include "sink/lock.h"
 #include "sink/objectsink.h"
 #include "sink/sink.h"
 #include "sink/sinkdef.h"
 
 #define SINK_BUFSIZE (1u << 20)
-
-/* The local path a URL names (a path, or file://), else NULL for a bucket's. */
-static const char *local_path(const char *url)
-{
-    const char *p = shard_url_file_path(url);
-    return p ? p : shard_url_has_scheme(url) ? NULL : url;
-}
-
-int shard_sink_in_bucket(const char *url) { return !local_path(url) && shard_url_is_remote(url); }
 
 /* A local output's name: refused when it is no file a rename may replace (a device, a
  * FIFO, a socket, a folder; a link is replaced, its target untouched) or "-". */
@@ -54,17 +45,19 @@ static int local_output(const char *path, char *err)
 
 int shard_sink_check(const char *url, char *err)
 {
-    const char *path = local_path(url);
+    const char *path;
+    unsigned can = shard_store_bytes(url, &path);
     if (path)
         return local_output(path, err);
-    if (!strncmp(url, "gs://", 5) || !strncmp(url, "s3://", 5))
+    if (can & SHARD_STORE_WRITE)
         return shard_object_writable(url, err);
-    if (shard_url_is_remote(url))
+    if (can & SHARD_STORE_COSTLY)
         return shard_fail(err, SHARD_ERR_UNSUPPORTED,
                           "%s: can be written to a folder, gs:// or s3://, not plain HTTP (it has "
                           "no upload)", url);
     return shard_fail(err, SHARD_ERR_UNSUPPORTED,
-                      "%s: can be written to a folder, file://, gs:// or s3://, not this scheme", url);
+                      "%s: can be written to a folder, file://, gs:// or s3://, not %s", url,
+                      can ? "a command's output (it is read, never written)" : "this scheme");
 }
 
 static void sink_free(ShardSink *k)
@@ -100,7 +93,8 @@ int shard_sink_open(ShardSink **out, const char *url, const ShardSinkSettings *s
         goto fail;
     }
     k->cap = SINK_BUFSIZE;
-    const char *path = local_path(url);
+    const char *path;
+    shard_store_bytes(url, &path);
     rc = path ? shard_sink_file_open(k, path, s->sync, err)
               : shard_sink_object_open(k, url, s->remote, err);
     if (rc)
@@ -207,25 +201,26 @@ int shard_sink_put(const char *url, const void *p, size_t n, const ShardSinkSett
 
 int shard_sink_remove(const char *url, ShardRemote *remote, char *err)
 {
-    int rc = shard_sink_check(url, err);
-    if (rc)
-        return rc;
-    const char *path = local_path(url);
-    if (path) {
-        if (unlink(path) == 0 || errno == ENOENT)
-            return 0;
-        int e = errno;
-        return shard_fail(err, shard_errno_code(e), "%s: cannot remove: %s", url, strerror(e));
-    }
-    ShardRemote *r = shard_remote_resolve(remote, err);
-    if (!r)
-        return SHARD_ERR_NOMEM;
-    rc = shard_object_delete(r, url, err);
-    shard_remote_put(r);
+    ShardStore *st;
+    int rc = shard_store_open(&st, url, remote, err);
+    if (!rc)
+        rc = shard_store_remove(st, url, err);
+    shard_store_free(&st);
     return rc;
+}
+
+int shard_sink_lock_output(ShardSinkLock *l, const char *url, int shared, const char *what,
+                           const char *note, const char *hint, char *err)
+{
+    const char *path;
+    shard_store_bytes(url, &path);
+    return path ? shard_sink_lock(l, path, shared, what, note, hint, err) : 0;
 }
 
 void shard_sink_sweep(const char *dir, const ShardKeySet *names)
 {
-    shard_sink_file_sweep(dir, names);
+    const char *path;
+    shard_store_bytes(dir, &path);
+    if (path)
+        shard_sink_file_sweep(path, names);
 }

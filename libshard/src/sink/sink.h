@@ -27,6 +27,7 @@
 #include "base/attr.h"
 #include "base/keyset.h"
 #include "shard/remote.h"
+#include "sink/lock.h"
 
 typedef struct ShardSink ShardSink;
 
@@ -36,10 +37,6 @@ typedef struct ShardSinkSettings {
     ShardRemote *remote; /* gs://, s3://: borrowed (the sink keeps a reference); NULL: one
                             with the default settings */
 } ShardSinkSettings;
-
-/* Whether url writes into a bucket (gs://, s3://) rather than a local file: the writing
- * side's one local-or-remote decision (an opener resolves a ShardRemote for it). */
-SHARD_HIDDEN int shard_sink_in_bucket(const char *url);
 
 /* 0 when url names something a sink can write (a path, file://, gs://, s3://), else an
  * error naming it. */
@@ -64,11 +61,18 @@ SHARD_HIDDEN void shard_sink_abort(ShardSink **k);
 /* n bytes at p as the object url names, whole or not at all: open, write, commit. */
 SHARD_HIDDEN int shard_sink_put(const char *url, const void *p, size_t n,
                                 const ShardSinkSettings *s, char *err);
-/* Removes the object url names (remote: borrowed, NULL for the default); one that does not
- * exist is no error. */
+/* Removes the object url names, through its store (remote/store.h: remote borrowed, NULL
+ * for the defaults); one that does not exist is no error. */
 SHARD_HIDDEN int shard_sink_remove(const char *url, ShardRemote *remote, char *err);
-/* Removes the temporaries killed writers left in the local folder dir for the final names
- * in names (base names; NULL: every name). A temporary a live writer holds is left alone. */
+/* An output's lock (sink/lock.h's shard_sink_lock) taken at url when url is in a folder;
+ * in a bucket nothing is taken (no lock file can be held there: a pack's record tells its
+ * runs apart), and l stays one not held. */
+SHARD_HIDDEN int shard_sink_lock_output(ShardSinkLock *l, const char *url, int shared,
+                                        const char *what, const char *note, const char *hint,
+                                        char *err);
+/* Removes the temporaries killed writers left in the folder dir for the final names in
+ * names (base names; NULL: every name). A temporary a live writer holds is left alone. A
+ * bucket has none (an upload never completed is no object): nothing is done there. */
 SHARD_HIDDEN void shard_sink_sweep(const char *dir, const ShardKeySet *names);
 
 #endif /* SHARD_SINK_SINK_H */

@@ -1,15 +1,13 @@
 /*
  * The URL switch (open.h): the one place that turns a URL into the source that reads it,
- * tells what kind of place a URL names, and lists a folder or a bucket's prefix.
+ * by how its store's bytes travel.
  */
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/buf.h"
 #include "base/error.h"
-#include "base/url.h"
 #include "remote/handle.h"
 #include "remote/store.h"
 #include "source/filesource.h"
@@ -22,21 +20,21 @@ int shard_source_open_on(ShardSource **out, const char *url, ShardRemote *remote
                          ShardSourceThread *thread, char *err)
 {
     *out = NULL;
-    if (shard_url_is_remote(url))
+    const char *path;
+    unsigned can = shard_store_bytes(url, &path); /* asked once */
+    int rc;
+    if (path)
+        rc = shard_source_file(out, path, flags, err);
+    else if (can & SHARD_STORE_COMMAND)
+        rc = shard_source_pipe(out, url, url + 5, thread, err);
+    else if (can)
         return shard_source_remote(out, url, remote, flags, shard_source_thread_lane(thread),
                                    err);
-    int rc;
-    if (shard_url_is_command(url))
-        rc = shard_source_pipe(out, url, url + 5, thread, err);
-    else if (shard_url_file_path(url))
-        rc = shard_source_file(out, shard_url_file_path(url), flags, err);
-    else if (shard_url_has_scheme(url))
+    else
         return shard_fail(err, SHARD_ERR_UNSUPPORTED,
                           "%s: unsupported scheme '%.*s' (libshard reads paths, file:///PATH, "
                           "pipe:, http://, https://, gs:// and s3://)",
                           url, (int)(strstr(url, "://") - url), url);
-    else
-        rc = shard_source_file(out, url, flags, err);
     if (!rc && remote)
         (*out)->remote = shard_remote_ref(remote);
     return rc;
@@ -95,36 +93,4 @@ int shard_source_slurp(const char *url, ShardRemote *remote, ShardBuf *out, size
     if (!rc)
         out->data[out->len] = 0;
     return rc;
-}
-
-
-unsigned shard_source_place(const char *url)
-{
-    if (shard_url_is_remote(url))
-        return SHARD_PLACE_REMOTE | (shard_url_is_prefix(url) ? SHARD_PLACE_PREFIX : 0);
-    if (shard_url_is_command(url))
-        return SHARD_PLACE_COMMAND;
-    return shard_source_local_path(url) ? SHARD_PLACE_LOCAL : 0;
-}
-
-const char *shard_source_local_path(const char *url)
-{
-    const char *p = shard_url_file_path(url);
-    return p ? p : shard_url_has_scheme(url) || shard_url_is_command(url) ? NULL : url;
-}
-
-int shard_source_list(const char *url, ShardRemote *remote, ShardListFn fn, void *cookie,
-                      char *err)
-{
-    unsigned place = shard_source_place(url);
-    if (place & SHARD_PLACE_PREFIX) {
-        ShardRemote *r = shard_remote_resolve(remote, err);
-        if (!r)
-            return SHARD_ERR_NOMEM;
-        int rc = shard_object_list(r, url, fn, cookie, err);
-        shard_remote_put(r);
-        return rc;
-    }
-    const char *path = place & SHARD_PLACE_LOCAL ? shard_source_local_path(url) : NULL;
-    return path ? shard_file_list(path, fn, cookie, err) : 1;
 }

@@ -1,9 +1,8 @@
 /*
  * The URL switch (open.c): every reader of shards, indexes and manifests opens them here,
  * by URL, so no other file knows a scheme: "pipe:COMMAND" (the command's standard output),
- * http://, https://, gs://, s3:// (read through a ShardRemote), file:///PATH or a local path.
- * What kind of place a URL names, and the listing of a folder or a bucket's prefix, are
- * asked here too: the reading side's one local-or-remote decision.
+ * http://, https://, gs://, s3:// (read through a ShardRemote), file:///PATH or a local path,
+ * as the URL's store (remote/store.h) says its bytes travel.
  */
 #ifndef SHARD_SOURCE_OPEN_H
 #define SHARD_SOURCE_OPEN_H
@@ -52,24 +51,5 @@ SHARD_HIDDEN int shard_source_each(const char *url, ShardRemote *remote, ShardBl
  */
 SHARD_HIDDEN int shard_source_slurp(const char *url, ShardRemote *remote, ShardBuf *out,
                                     size_t max, char *err);
-
-/* What kind of place a URL names, as this switch reads it (shard_source_place's flags). */
-#define SHARD_PLACE_LOCAL 1u   /* a local path or file:///PATH */
-#define SHARD_PLACE_COMMAND 2u /* pipe:COMMAND: no siblings, no version */
-#define SHARD_PLACE_REMOTE 4u  /* http(s)://, gs://, s3://: each open a round trip away */
-#define SHARD_PLACE_PREFIX 8u  /* with REMOTE: every object under gs://B/P/ or s3://B/P/ */
-SHARD_HIDDEN unsigned shard_source_place(const char *url);
-
-/* The local path url names (a pointer into url: a path, or file:///PATH's), else NULL. */
-SHARD_HIDDEN const char *shard_source_local_path(const char *url);
-
-/*
- * The objects in a local folder (not hidden ones) or under a bucket's prefix (through
- * remote, borrowed; NULL: the defaults), each handed to fn (remote/objectname.h's ShardListFn)
- * in name order.
- * @return 0; 1 when url names neither (nothing listed); fn's error, or another with err
- */
-SHARD_HIDDEN int shard_source_list(const char *url, ShardRemote *remote, ShardListFn fn,
-                                   void *cookie, char *err);
 
 #endif /* SHARD_SOURCE_OPEN_H */

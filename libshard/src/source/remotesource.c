@@ -17,8 +17,8 @@
 
 #include "base/error.h"
 #include "remote/lane.h"
-#include "remote/store.h"
 #include "remote/handle.h"
+#include "remote/object.h"
 #include "remote/request.h"
 #include "remote/retry.h"
 #include "remote/xfer.h"

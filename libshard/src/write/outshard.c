@@ -11,8 +11,8 @@
 
 #include "base/buf.h"
 #include "base/error.h"
+#include "remote/store.h"
 #include "shard/file.h"
-#include "remote/handle.h"
 #include "sink/sink.h"
 #include "tar/seektable.h"
 #include "tar/idxbuild.h"
@@ -132,7 +132,7 @@ static int remove_index(ShardWriter *w)
     char *ipath = shard_index_path(w->path);
     if (!ipath)
         return shard_fail(w->err, SHARD_ERR_NOMEM, "writer: out of memory");
-    int rc = shard_sink_remove(ipath, w->remote, w->err);
+    int rc = shard_store_remove(w->store, ipath, w->err);
     free(ipath);
     return rc;
 }

@@ -16,10 +16,10 @@
 #include "base/buf.h"
 #include "base/error.h"
 #include "base/text.h"
+#include "remote/store.h"
 #include "shard/file.h"
 #include "shard/names.h"
 #include "shard/writer.h"
-#include "remote/handle.h"
 #include "sink/sink.h"
 #include "tar/seektable.h"
 #include "write/outshard.h"
@@ -162,11 +162,13 @@ int shard_writer_open(ShardWriter **out, const ShardWriterSettings *s, ShardErro
     w->s.pattern = w->pattern;
     w->next_number = s->first_shard;
     w->single = convs == 0;
-    /* into a bucket: the remote resolved once, for every shard */
-    if (shard_sink_in_bucket(s->pattern) && !(w->remote = shard_remote_resolve(s->remote, msg))) {
+    /* the pattern's store, resolved once for every shard (its remote, for a bucket) */
+    int src = shard_store_open(&w->store, s->pattern, s->remote, msg);
+    if (src) {
         shard_writer_free(&w);
-        return shard_report(err, SHARD_ERR_NOMEM, msg);
+        return shard_report(err, src, msg);
     }
+    w->remote = shard_store_remote(w->store);
     if (zstd) {
         w->cctx = ZSTD_createCCtx();
         if (w->cctx) {
@@ -395,7 +397,7 @@ void shard_writer_free(ShardWriter **pw)
     if (w->ar)
         archive_write_free(w->ar);
     shard_sink_abort(&w->sink);
-    shard_remote_put(w->remote);
+    shard_store_free(&w->store);
     archive_entry_free(w->entry);
     if (w->utf8)
         freelocale(w->utf8);

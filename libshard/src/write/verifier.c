@@ -14,6 +14,7 @@
 #include "base/digest.h"
 #include "base/error.h"
 #include "base/text.h"
+#include "remote/store.h"
 #include "shard/file.h"
 #include "shard/image.h"
 #include "shard/names.h"
@@ -481,7 +482,7 @@ int shard_verify(const char *url, const ShardVerifySettings *s, ShardVerifyResul
     Check k = {0};
     int rc = check_open(&c, &k, err);
     if (!rc) {
-        int stored = k.local || (shard_source_place(url) & SHARD_PLACE_REMOTE);
+        int stored = k.local || (shard_store_can(url) & SHARD_STORE_BESIDE);
         k.ipath = stored && s->check_index ? shard_index_path(url) : NULL;
         char msg[SHARD_ERROR_MAX];
         int irc = k.ipath ? shard_index_load(&k.idx, k.ipath, s->remote, NULL, msg)

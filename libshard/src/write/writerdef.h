@@ -20,6 +20,7 @@
 #include <zstd.h>
 
 #include "base/buf.h"
+#include "remote/store.h"
 #include "shard/writer.h"
 #include "sink/sink.h"
 #include "tar/seektable.h"
@@ -34,7 +35,8 @@ struct ShardWriter {
     int failed;
     int finished;
     int single;          /* the pattern names the one shard (no conversion) */
-    ShardRemote *remote; /* a reference, for a bucket's pattern; NULL until the first shard */
+    ShardStore *store;   /* the pattern's, made at open */
+    ShardRemote *remote; /* the store's, for a bucket's pattern (borrowed from it); else NULL */
     char err[SHARD_ERROR_MAX];
     uint64_t next_number;
 
