@@ -47,17 +47,17 @@ int shard_sink_check(const char *url, char *err)
 {
     const char *path;
     unsigned can = shard_store_bytes(url, &path);
-    if (path)
-        return local_output(path, err);
     if (can & SHARD_STORE_WRITE)
-        return shard_object_writable(url, err);
+        return path ? local_output(path, err) : shard_object_writable(url, err);
     if (can & SHARD_STORE_COSTLY)
         return shard_fail(err, SHARD_ERR_UNSUPPORTED,
                           "%s: can be written to a folder, gs:// or s3://, not plain HTTP (it has "
                           "no upload)", url);
     return shard_fail(err, SHARD_ERR_UNSUPPORTED,
                       "%s: can be written to a folder, file://, gs:// or s3://, not %s", url,
-                      can ? "a command's output (it is read, never written)" : "this scheme");
+                      can & SHARD_STORE_COMMAND ? "a command's output (it is read, never written)"
+                      : can                     ? "this store (it is read, never written)"
+                                                : "this scheme");
 }
 
 static void sink_free(ShardSink *k)
