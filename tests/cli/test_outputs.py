@@ -77,6 +77,20 @@ def test_dash_is_standard_output_where_the_format_allows(shardpack, shardcat, pa
     assert not (tmp_path / "-").exists()
 
 
+def test_a_manifest_name_it_cannot_write_is_refused_before_anything_is_touched(shardpack, packed,
+                                                                              tmp_path):
+    """--manifest - is refused before the run starts: a file of that name stays, and no shard
+    is written."""
+    (tmp_path / "-").write_text("mine")
+    cp = subprocess.run([str(shardpack), str(packed / "src"), "-o", str(tmp_path / "p-%03d.tar"),
+                         "-c", "8", "-q", "--manifest", "-"], capture_output=True, env=BASE_ENV,
+                        timeout=120, cwd=tmp_path)
+    assert cp.returncode == 1 and "-: standard output cannot take this output" in \
+        cp.stderr.decode(), cp.stderr.decode()
+    assert (tmp_path / "-").read_text() == "mine"
+    assert not list(tmp_path.glob("p-*.tar")), "shards written before the manifest was refused"
+
+
 def test_show_is_sized_to_memory(shardcat, packed, tmp_path):
     """4096 tiles of 4096 x 4096 (2 x 206 GB of batches) are refused before any is made,
     naming what they need; the control: 16 tiles of 64 are drawn."""

@@ -179,3 +179,16 @@ def test_a_remote_manifest_reaches_no_local_file(run, root, nginx):
         assert ok.rc == 0 and len(ok.lines) == 40, ok.err
         m = run("stream", str(root / f"reach{i}.json"), "--seed", "1")
         assert m.rc == 0 and len(m.lines) == 40, m.err
+
+
+def test_a_remote_manifests_commands_need_their_own_leave_alone(run, root, nginx):
+    """A pipe: entry of a manifest served over http is a command, not a local file: allowed by
+    --allow-manifest-commands alone, and refused without it, named as a command."""
+    import json
+    local = root / "data"
+    (root / "cmd.json").write_text(json.dumps({"shardlist": [
+        {"url": f"pipe:cat {local}/d-000.tar", "nsamples": 40}]}))
+    m = run("stream", f"{nginx.url}/cmd.json", "--seed", "1")
+    assert m.rc == 1 and "is a command" in m.err and "local file" not in m.err and not m.lines, m.err
+    ok = run("stream", f"{nginx.url}/cmd.json", "--seed", "1", "--allow-manifest-commands")
+    assert ok.rc == 0 and len(ok.lines) == 40, ok.err

@@ -165,7 +165,9 @@ static int expand_manifest(List *l, const char *spec, unsigned can, size_t which
                               "shardcat --allow-manifest-commands)",
                               spec, i, fi->url);
         /* nor reach local files from elsewhere */
-        if (from_afar && !s->manifest_local && (its & SHARD_STORE_PRIVATE))
+        if (from_afar && !s->manifest_local &&
+            (its & (SHARD_STORE_PRIVATE | SHARD_STORE_BESIDE)) ==
+                (SHARD_STORE_PRIVATE | SHARD_STORE_BESIDE))
             return shard_fail(msg, SHARD_ERR_INVALID,
                               "%s: shardlist[%zu] is a local file ('%.60s'): a remote "
                               "manifest lists remote shards only unless allowed "
@@ -182,6 +184,10 @@ static int expand_one(List *l, const char *spec, size_t which, const ShardListSe
                       char *msg)
 {
     unsigned can = shard_store_can(spec); /* asked once: the answer goes with the spec */
+    if (!can) { /* no store reads it: refused here, naming it */
+        ShardStore *none;
+        return shard_store_open(&none, spec, NULL, msg);
+    }
     if ((can & SHARD_STORE_PREFIX) && (!strchr(spec, '{') || shard_ends_with(spec, "/"))) {
         int rc = expand_listing(l, spec, can, which, s->remote, msg);
         if (rc <= 0)

@@ -16,7 +16,6 @@
 #include "pack/dedup.h"
 #include "pack/packplandef.h"
 #include "remote/store.h"
-#include "source/open.h"
 
 #define HEAD_BYTES 4096
 
@@ -35,29 +34,31 @@ static int by_size(const void *a, const void *b)
 }
 
 /* SHA-256 of path's first limit bytes (limit 0: all) into hex; -1 when it cannot be read
- * (the writer names it when it packs that input). */
-static int digest_of(const char *path, uint64_t limit, char hex[65])
+ * (the writer names it when it packs that input). path is a local input's, opened as the
+ * writer opens it (packshard.c). */
+static int digest_of(const char *path, uint64_t limit, unsigned char *buf, size_t cap, char hex[65])
 {
-    char err[SHARD_ERROR_MAX];
-    ShardSource *s;
-    if (shard_source_open(&s, path, NULL, SHARD_SOURCE_SEQUENTIAL, err))
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
         return -1;
     ShardDigests d;
     if (shard_digests_init(&d, 0, 1)) {
-        shard_source_put(s);
+        close(fd);
         return -1;
     }
     uint64_t done = 0;
     ssize_t k = 0;
     while (!limit || done < limit) {
-        const void *block;
-        if ((k = shard_source_read(s, &block)) <= 0)
+        size_t want = limit && limit - done < cap ? (size_t)(limit - done) : cap;
+        k = read(fd, buf, want);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
             break;
-        size_t n = limit && limit - done < (uint64_t)k ? (size_t)(limit - done) : (size_t)k;
-        shard_digests_update(&d, block, n);
-        done += n;
+        shard_digests_update(&d, buf, (size_t)k);
+        done += (uint64_t)k;
     }
-    shard_source_put(s);
+    close(fd);
     char md5[33];
     shard_digests_final(&d, md5, hex);
     return k < 0 ? -1 : 0;
@@ -65,10 +66,11 @@ static int digest_of(const char *path, uint64_t limit, char hex[65])
 
 /* Within c[lo, hi) (one size, in input order): each input equal to an earlier one marked
  * in dup[] with the earlier's place. */
-static void mark_group(const ShardPackPlan *p, Cand *c, size_t lo, size_t hi, size_t *dup)
+static void mark_group(const ShardPackPlan *p, Cand *c, size_t lo, size_t hi, size_t *dup,
+                       unsigned char *buf, size_t cap)
 {
     for (size_t a = lo; a < hi; a++)
-        if (digest_of(p->v[c[a].i].path, HEAD_BYTES, c[a].head))
+        if (digest_of(p->v[c[a].i].path, HEAD_BYTES, buf, cap, c[a].head))
             c[a].head[0] = 0;
     for (size_t a = lo; a < hi; a++) {
         if (!c[a].head[0] || dup[c[a].i] != (size_t)-1)
@@ -76,9 +78,9 @@ static void mark_group(const ShardPackPlan *p, Cand *c, size_t lo, size_t hi, si
         for (size_t b = a + 1; b < hi; b++) {
             if (dup[c[b].i] != (size_t)-1 || strcmp(c[a].head, c[b].head))
                 continue;
-            if (!c[a].sum[0] && digest_of(p->v[c[a].i].path, 0, c[a].sum))
+            if (!c[a].sum[0] && digest_of(p->v[c[a].i].path, 0, buf, cap, c[a].sum))
                 break;
-            if (!c[b].sum[0] && digest_of(p->v[c[b].i].path, 0, c[b].sum))
+            if (!c[b].sum[0] && digest_of(p->v[c[b].i].path, 0, buf, cap, c[b].sum))
                 continue;
             if (!strcmp(c[a].sum, c[b].sum))
                 dup[c[b].i] = c[a].i;
@@ -96,10 +98,12 @@ int shard_pack_dedup(ShardPackPlan *p, ShardError *err)
                        p->v[i].path);
             return shard_report(err, SHARD_ERR_INVALID, msg);
         }
+    size_t cap = 1 << 20;
     Cand *c = calloc(p->n ? p->n : 1, sizeof *c);
     size_t *dup = malloc((p->n ? p->n : 1) * sizeof *dup);
-    if (!c || !dup) {
-        free(c), free(dup);
+    unsigned char *buf = malloc(cap);
+    if (!c || !dup || !buf) {
+        free(c), free(dup), free(buf);
         return shard_report(err, SHARD_ERR_NOMEM, "out of memory");
     }
     for (size_t i = 0; i < p->n; i++) {
@@ -111,7 +115,7 @@ int shard_pack_dedup(ShardPackPlan *p, ShardError *err)
         for (hi = lo + 1; hi < p->n && c[hi].size == c[lo].size; hi++)
             ;
         if (hi - lo > 1 && c[lo].size > 0)
-            mark_group(p, c, lo, hi, dup);
+            mark_group(p, c, lo, hi, dup, buf, cap);
     }
     size_t ndup = 0;
     for (size_t i = 0; i < p->n; i++)
@@ -145,5 +149,6 @@ int shard_pack_dedup(ShardPackPlan *p, ShardError *err)
     free(sum);
     free(c);
     free(dup);
+    free(buf);
     return rc;
 }

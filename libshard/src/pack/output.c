@@ -299,8 +299,10 @@ int shard_pack_prepare(ShardPackPlan *p, const char *manifest_path, ShardError *
         }
     }
     if (manifest_path) {
-        ShardStore *m;
-        int rc = shard_store_open(&m, manifest_path, p->remote, msg);
+        ShardStore *m = NULL;
+        int rc = shard_sink_check(manifest_path, msg); /* a name it can write, or nothing done */
+        if (!rc)
+            rc = shard_store_open(&m, manifest_path, p->remote, msg);
         if (!rc)
             rc = shard_store_remove(m, manifest_path, msg);
         shard_store_free(&m);

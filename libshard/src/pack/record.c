@@ -155,7 +155,8 @@ static int put_in_record(const ShardPackPlan *p, const char *dir, const char *ur
         /* checked whole before the run; a link put there since is refused */
         if ((rc = shard_store_room(p->out, dir, msg)))
             return not_ours(rc, msg);
-        if ((rc = shard_sink_put(url, data, n, &ss, msg)) != SHARD_ERR_NOT_FOUND)
+        if ((rc = shard_sink_put(url, data, n, &ss, msg)) != SHARD_ERR_NOT_FOUND ||
+            (shard_store_can(dir) & SHARD_STORE_COSTLY)) /* a bucket's prefix is never taken away */
             return rc;
     }
     return rc;

@@ -42,9 +42,11 @@ int shard_store_open(ShardStore **out, const char *url, ShardRemote *remote, cha
                           "pipe:, http://, https://, gs:// and s3://)",
                           url, (int)(strstr(url, "://") - url), url);
     ShardStore *st = calloc(1, sizeof *st);
-    if (!st || (row->network && !(st->remote = shard_remote_resolve(remote, err)))) {
-        free(st);
+    if (!st)
         return shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", url);
+    if (row->network && !(st->remote = shard_remote_resolve(remote, err))) {
+        free(st);
+        return SHARD_ERR_NOMEM; /* err says what (shard_remote_resolve) */
     }
     st->row = row;
     *out = st;

@@ -201,8 +201,10 @@ int shard_sink_put(const char *url, const void *p, size_t n, const ShardSinkSett
 
 int shard_sink_remove(const char *url, ShardRemote *remote, char *err)
 {
-    ShardStore *st;
-    int rc = shard_store_open(&st, url, remote, err);
+    ShardStore *st = NULL;
+    int rc = shard_sink_check(url, err);
+    if (!rc)
+        rc = shard_store_open(&st, url, remote, err);
     if (!rc)
         rc = shard_store_remove(st, url, err);
     shard_store_free(&st);
