@@ -58,11 +58,11 @@ static int folder_list(const ShardStore *st, const char *dir, ShardListFn fn, vo
     }
     if (!rc && n)
         qsort(names, n, sizeof *names, name_cmp);
-    size_t plen = strlen(dir);
-    int slash = plen && dir[plen - 1] == '/';
+    size_t plen = strlen(path);
+    int slash = plen && path[plen - 1] == '/';
     for (size_t i = 0; i < n; i++) {
-        char *full = NULL;
-        if (!rc && asprintf(&full, "%s%s%s", dir, slash ? "" : "/", names[i]) < 0) {
+        char *full = NULL; /* a path, as a file:// folder's shards are read */
+        if (!rc && asprintf(&full, "%s%s%s", path, slash ? "" : "/", names[i]) < 0) {
             full = NULL;
             rc = shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", path);
         }

@@ -49,7 +49,8 @@ SHARD_HIDDEN unsigned shard_store_bytes(const char *url, const char **path);
  * refuses remove and room with SHARD_ERR_UNSUPPORTED, naming the URL. */
 
 /* The objects in the folder or under the prefix dir (with or without its '/'; hidden files
- * left out), each handed to fn in name order with its size. Not atomic: a listing sees
+ * left out), each handed to fn in name order with its size and its full name (a folder's as a
+ * path, file:// taken off; a bucket's as a URL). Not atomic: a listing sees
  * what was there while it ran. @return 0; 1 when dir names nothing (no such folder, a
  * store that lists nothing); fn's error, or another naming dir */
 SHARD_HIDDEN int shard_store_list(const ShardStore *st, const char *dir, ShardListFn fn,
