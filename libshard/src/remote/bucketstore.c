@@ -64,18 +64,9 @@ static int bucket_room(const ShardStore *st, const char *dir, char *err)
     return shard_object_writable(dir, err);
 }
 
-const ShardStoreRow shard_store_gcs = {
-    .name = "a GCS bucket",
-    .can = SHARD_STORE_WRITE | SHARD_STORE_LIST | SHARD_STORE_BESIDE | SHARD_STORE_COSTLY,
-    .network = 1,
-    .list = bucket_list,
-    .stat = bucket_stat,
-    .remove = bucket_remove,
-    .room = bucket_room,
-};
-
-const ShardStoreRow shard_store_s3 = {
-    .name = "an S3 bucket",
+/* One row for both: their conventions differ in the requests (object.c), not here. */
+const ShardStoreRow shard_store_bucket = {
+    .name = "a bucket (gs://, s3://)",
     .can = SHARD_STORE_WRITE | SHARD_STORE_LIST | SHARD_STORE_BESIDE | SHARD_STORE_COSTLY,
     .network = 1,
     .list = bucket_list,

@@ -8,6 +8,6 @@
 #include "base/attr.h"
 #include "remote/storedef.h"
 
-SHARD_HIDDEN extern const ShardStoreRow shard_store_gcs, shard_store_s3;
+SHARD_HIDDEN extern const ShardStoreRow shard_store_bucket;
 
 #endif /* SHARD_REMOTE_BUCKETSTORE_H */

@@ -19,10 +19,8 @@
 /* The switch: the one place a URL's scheme picks its store. A new store is a row here. */
 static const ShardStoreRow *row_of(const char *url)
 {
-    if (!strncmp(url, "gs://", 5))
-        return &shard_store_gcs;
-    if (!strncmp(url, "s3://", 5))
-        return &shard_store_s3;
+    if (!strncmp(url, "gs://", 5) || !strncmp(url, "s3://", 5))
+        return &shard_store_bucket;
     if (!strncmp(url, "http://", 7) || !strncmp(url, "https://", 8))
         return &shard_store_web;
     if (shard_url_is_command(url))
@@ -62,13 +60,15 @@ void shard_store_free(ShardStore **st)
     *st = NULL;
 }
 
-unsigned shard_store_can(const char *url)
+/* What url's store (its row, NULL for none) can do. */
+static unsigned can_of(const ShardStoreRow *row, const char *url)
 {
-    const ShardStoreRow *row = row_of(url);
     unsigned can = row ? row->can : 0;
     int prefix = row && (row->network ? shard_url_is_prefix(url) : (can & SHARD_STORE_LIST) != 0);
     return prefix ? can | SHARD_STORE_PREFIX : can;
 }
+
+unsigned shard_store_can(const char *url) { return can_of(row_of(url), url); }
 
 ShardRemote *shard_store_remote(const ShardStore *st) { return st->remote; }
 
@@ -76,7 +76,7 @@ unsigned shard_store_bytes(const char *url, const char **path)
 {
     const ShardStoreRow *row = row_of(url);
     *path = row && row->path ? row->path(url) : NULL;
-    return shard_store_can(url);
+    return can_of(row, url);
 }
 
 static int cannot(const ShardStore *st, const char *url, const char *what, char *err)
