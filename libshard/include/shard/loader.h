@@ -104,6 +104,14 @@ typedef struct ShardBatch {
     /** size: each sample's source in a mix (its index in ShardReaderSettings.sources); 0
      *  without a mix */
     const uint32_t *sources;
+    /** Samples whose images the GPU decodes (an uploader with ShardUploadSettings.decoder
+     *  "auto" or "gpu" asked for them): gpu_count of them, in batch order, their places in
+     *  images not written on the host; each one's JPEG bytes (borrowed from the batch) and
+     *  their sizes. 0 and NULL for every other batch. */
+    size_t gpu_count;
+    const uint32_t *gpu_index;
+    const unsigned char *const *gpu_data;
+    const size_t *gpu_size;
 } ShardBatch;
 
 typedef struct ShardLoader ShardLoader;

@@ -197,6 +197,14 @@ int shard_slot_init(ShardSlot *sl, const ShardBatchSpec *spec)
     sl->failed = calloc(bs, 1);
     sl->errors = calloc(bs, sizeof *sl->errors);
     sl->keyoff = calloc(bs, sizeof *sl->keyoff);
+    sl->gpu = calloc(bs, 1);
+    sl->gpuoff = calloc(bs, sizeof *sl->gpuoff);
+    sl->gpusize = calloc(bs, sizeof *sl->gpusize);
+    sl->gpu_index = calloc(bs, sizeof *sl->gpu_index);
+    sl->gpu_data = calloc(bs, sizeof *sl->gpu_data);
+    sl->gpu_sizes = calloc(bs, sizeof *sl->gpu_sizes);
+    if (!sl->gpu_sizes || !sl->gpu || !sl->gpuoff || !sl->gpusize || !sl->gpu_index || !sl->gpu_data)
+        return SHARD_ERR_NOMEM;
     if (!sl->images || !sl->labels || !sl->indices || !sl->seeds || !sl->repeats || !sl->keys || !sl->urls || !sl->sources || !sl->items || !sl->img ||
         !sl->img_size || !sl->failed || !sl->errors || !sl->keyoff)
         return SHARD_ERR_NOMEM;
@@ -219,6 +227,7 @@ void shard_slot_begin(ShardSlot *sl, const ShardBatchSpec *spec, uint64_t seq, u
     sl->n = 0;
     sl->end = sl->code = sl->discarded = 0;
     sl->keylen = 0;
+    sl->gpulen = 0;
     if (spec->raw_all)
         sl->nraw = 0;
     for (size_t k = 0; k < sl->nraw; k++)
@@ -241,6 +250,7 @@ int shard_slot_add(ShardSlot *sl, const ShardBatchSpec *spec, ShardItem *it, con
     sl->indices[n] = spec->offsets ? spec->offsets[it->shard] + it->v.index : UINT64_MAX;
     sl->repeats[n] = (unsigned char)it->repeat;
     sl->failed[n] = 0;
+    sl->gpu[n] = 0;
     if (take_key(sl, shard_default_allocator(), n, it->v.key) ||
         (spec->raw_fields && take_raw(sl, spec, n, f, nf, im, lab))) {
         sl->items[n] = NULL;
@@ -249,6 +259,20 @@ int shard_slot_add(ShardSlot *sl, const ShardBatchSpec *spec, ShardItem *it, con
     }
     sl->n = n + 1;
     sl->end_position = it->position + 1;
+    return 0;
+}
+
+int shard_slot_defer(ShardSlot *sl, size_t i)
+{
+    size_t size = sl->img_size[i];
+    if (shard_alloc_grow(shard_default_allocator(), &sl->gpubuf, &sl->gpucap,
+                         sl->gpulen + size, sl->gpulen))
+        return SHARD_ERR_NOMEM;
+    memcpy(sl->gpubuf + sl->gpulen, sl->img[i], size);
+    sl->gpuoff[i] = sl->gpulen;
+    sl->gpusize[i] = size;
+    sl->gpulen += size;
+    sl->gpu[i] = 1;
     return 0;
 }
 
@@ -365,6 +389,9 @@ int shard_slot_fill(ShardSlot *sl, size_t image_bytes, uint64_t *by, size_t *fai
         sl->indices[i] = sl->indices[d];
         sl->seeds[i] = sl->seeds[d];
         sl->repeats[i] = 1;
+        sl->gpu[i] = sl->gpu[d];
+        sl->gpuoff[i] = sl->gpuoff[d];
+        sl->gpusize[i] = sl->gpusize[d];
         sl->keys[i] = sl->keys[d];
         sl->urls[i] = sl->urls[d];
         sl->sources[i] = sl->sources[d];
@@ -398,6 +425,18 @@ void shard_slot_publish(ShardSlot *sl, size_t image_bytes)
     b->fields = sl->views;
     b->epoch = sl->epoch;
     b->index = sl->index;
+    size_t g = 0;
+    for (size_t i = 0; i < sl->n; i++)
+        if (sl->gpu[i]) {
+            sl->gpu_index[g] = (uint32_t)i;
+            sl->gpu_data[g++] = sl->gpubuf + sl->gpuoff[i];
+        }
+    b->gpu_count = g;
+    b->gpu_index = g ? sl->gpu_index : NULL;
+    b->gpu_data = g ? sl->gpu_data : NULL;
+    for (size_t m = 0; m < g; m++)
+        sl->gpu_sizes[m] = sl->gpusize[sl->gpu_index[m]];
+    b->gpu_size = g ? sl->gpu_sizes : NULL;
 }
 
 void shard_slot_clear(ShardSlot *sl)
@@ -435,6 +474,13 @@ void shard_slot_free(ShardSlot *sl, const ShardBatchSpec *spec)
     free(sl->failed);
     free(sl->errors);
     free(sl->keyoff);
+    free(sl->gpu);
+    free(sl->gpuoff);
+    free(sl->gpusize);
+    free(sl->gpu_index);
+    free(sl->gpu_data);
+    free(sl->gpu_sizes);
+    h->free(h->cookie, sl->gpubuf, sl->gpucap);
     for (size_t k = 0; k < sl->rawcap; k++) {
         free(sl->raw[k].name);
         h->free(h->cookie, sl->raw[k].data, sl->raw[k].cap);

@@ -62,6 +62,13 @@ typedef struct ShardSlot {
     const unsigned char **img;  /* each sample's image bytes, in its item */
     size_t *img_size;
     unsigned char *failed;
+    unsigned char *gpu;          /* 1: left for the GPU to decode (load/defer.h) */
+    unsigned char *gpubuf;       /* their JPEG bytes, copied back to back (grow-only) */
+    size_t gpulen, gpucap;
+    size_t *gpuoff, *gpusize;    /* each sample's, in gpubuf */
+    uint32_t *gpu_index;         /* published: the GPU's samples, in order */
+    const unsigned char **gpu_data;
+    size_t *gpu_sizes;
     char **errors;               /* each failed sample's message, NULL for none: written
                                     by its decode thread only */
     uint64_t end_position;       /* the reader's position after this batch */
@@ -74,6 +81,10 @@ typedef struct ShardSlot {
     ShardBatchField *views;
     char message[SHARD_ERROR_MAX]; /* with code: what ended the epoch */
 } ShardSlot;
+
+/* Leaves sample i for the GPU: its image bytes copied into the slot (the reader's go
+ * before the batch is out). @return 0 or SHARD_ERR_NOMEM */
+SHARD_HIDDEN int shard_slot_defer(ShardSlot *sl, size_t i);
 
 /* Allocates a slot's buffers; the fields named in raw_fields are in every batch. */
 SHARD_HIDDEN int shard_slot_init(ShardSlot *sl, const ShardBatchSpec *spec);

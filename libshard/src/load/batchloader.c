@@ -104,6 +104,7 @@ int shard_loader_open(ShardLoader **out, const ShardLoaderSettings *s, ShardErro
         return shard_report(err, SHARD_ERR_NOMEM, "out of memory");
     l->s = *s;
     pthread_mutex_init(&l->at_end_lock, NULL);
+    pthread_mutex_init(&l->defer_lock, NULL);
     l->image_fields = strdup(s->image_fields ? s->image_fields : "jpg;jpeg;png;webp");
     l->label_field = s->label_field ? strdup(s->label_field) : NULL;
     l->raw_fields = s->raw_fields && *s->raw_fields ? strdup(s->raw_fields) : NULL;
@@ -427,6 +428,7 @@ void shard_loader_free(ShardLoader **pl)
     }
     free(l->trace_path);
     pthread_mutex_destroy(&l->at_end_lock);
+    pthread_mutex_destroy(&l->defer_lock);
     free(l);
     *pl = NULL;
 }

@@ -38,6 +38,31 @@ void shard_loader_decoded(void *cookie, const ShardDecodeJob *j, int rc, const c
         shard_queue_put(&l->ready_q, &sl, (uint64_t)sl->n * l->spec.image_bytes);
 }
 
+/* Asks the hook (load/defer.h) which samples a later stage decodes: those are copied into
+ * the slot and their labels checked here. *cpu: the samples left to the decode threads,
+ * *last: the last of them. @return 0 or SHARD_ERR_NOMEM */
+static int defer_samples(ShardLoader *l, ShardSlot *sl, size_t *cpu, size_t *last)
+{
+    int rc = 0;
+    pthread_mutex_lock(&l->defer_lock);
+    for (size_t i = 0; i < sl->n && l->defer.take && !rc; i++) {
+        if (!sl->img[i] || !l->defer.take(l->defer.ctx, sl->img[i], sl->img_size[i]))
+            continue;
+        if ((rc = shard_slot_defer(sl, i)))
+            break;
+        char why[320];
+        if (l->spec.missing_label == SHARD_LABEL_ERROR &&
+            shard_slot_no_label(sl, &l->spec, i, why, sizeof why))
+            shard_slot_fail(sl, i, SHARD_BAD_LABEL, why);
+    }
+    pthread_mutex_unlock(&l->defer_lock);
+    *cpu = 0;
+    for (size_t i = 0; i < sl->n; i++)
+        if (!sl->gpu[i])
+            (*cpu)++, *last = i;
+    return rc;
+}
+
 /* The next free slot, begun for a new batch; NULL when the producer is to stop. */
 static ShardSlot *take_slot(ShardLoader *l)
 {
@@ -102,17 +127,33 @@ static int produce_epoch(ShardLoader *l)
             put_end(l, sl, 0, NULL);
             return 1;
         }
-        atomic_store(&sl->pending, n);
+        /* each sample's own draws: the same pixels whichever consumer (and decoder) takes
+         * it, and when */
         for (size_t i = 0; i < n; i++) {
-            /* the sample's own draws: the same pixels whichever consumer reads it, and when */
             const ShardItem *it = sl->items[i];
             ShardRng r;
             shard_rng_init(&r, shard_reader_seed(l->reader), SHARD_RNG_AUGMENT, sl->epoch,
                            it->shard, (uint64_t)it->round << 40 ^ it->v.index);
             sl->seeds[i] = shard_rng_next(&r);
-            ShardDecodeJob j = {sl->img[i], sl->img_size[i], sl->seeds[i],
-                                (unsigned char *)sl->images + i * l->spec.image_bytes, sl, i};
-            shard_pool_submit(l->pool, &j); /* the pool closes only after the producer ends */
+        }
+        size_t cpu = n, last = n;
+        if ((rc = defer_samples(l, sl, &cpu, &last))) {
+            put_end(l, sl, rc, "loader: out of memory for the GPU's JPEGs");
+            return 0;
+        }
+        if (!cpu) { /* the GPU's, every one: out as it is */
+            shard_queue_put(&l->ready_q, &sl, (uint64_t)n * l->spec.image_bytes);
+        } else {
+            atomic_store(&sl->pending, cpu);
+            for (size_t i = 0; i < n; i++) {
+                if (sl->gpu[i])
+                    continue;
+                ShardDecodeJob j = {sl->img[i], sl->img_size[i], sl->seeds[i],
+                                    (unsigned char *)sl->images + i * l->spec.image_bytes, sl, i};
+                shard_pool_submit(l->pool, &j); /* the pool closes only after the producer ends */
+                if (i == last)
+                    break; /* the slot may be the consumer's already */
+            }
         }
         if (l->trace)
             shard_trace_span(l->trace, "batch", batch_from, shard_seconds(), n);
