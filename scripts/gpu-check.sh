@@ -10,6 +10,8 @@
 #                                       tests, compute-sanitizer memcheck (about 5 minutes)
 #   bash scripts/gpu-check.sh bench     there: bench/gpu_bench.py and bench/decode_scaling.py
 #                                       (about 6 minutes)
+#   bash scripts/gpu-check.sh nvjpeg    there: the GPU's JPEG decoder: its tests, memcheck,
+#                                       bench/gpu_decode.py's split sweep (about 6 minutes)
 #
 # The GPU machine needs the NVIDIA driver, compute-sanitizer and a python3 with torch (CUDA),
 # numpy, pytest and PIL; nothing else (no compiler, meson or apt). check and bench end with one
@@ -286,9 +288,51 @@ bench() {
   finish
 }
 
+# The GPU's JPEG decoder (about 6 minutes): its tests, memcheck of one, the split sweep.
+nvjpeg() {
+  environment
+  : >"$logs/summary-details"
+  STEP=60
+  criterion "C: test_split" "$out/build/tests/test_split"
+  STEP=150
+  GPU_PHOTOS="$PWD/$out/photos" pytest_run "python: test_nvjpeg" tests/python/test_nvjpeg.py
+  local san rc
+  san=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
+  if [ -n "$san" ]; then
+    GPU_PHOTOS="$PWD/$out/photos" timeout 150 "$san" --tool memcheck --error-exitcode 86 \
+      --target-processes all "$py" -m pytest -q -p no:cacheprovider tests/python/test_nvjpeg.py \
+      -k "pixels and False" >"$logs/memcheck-nvjpeg.log" 2>&1
+    rc=$?
+    if [ $rc -eq 0 ]; then
+      tally "memcheck: the JPEG kernels" 1 0 0 ""
+    else
+      tally "memcheck: the JPEG kernels" 0 1 0 "" && grep -E 'ERROR SUMMARY|Invalid|failed|Error' "$logs/memcheck-nvjpeg.log" | head -10 | sed 's/^/    /' >>"$logs/summary-details"
+    fi
+  else
+    tally "memcheck" 0 1 0 "" && echo "    no compute-sanitizer on this machine" >>"$logs/summary-details"
+  fi
+  timeout 80 "$py" bench/gpu_decode.py "$PWD/$out/photos" --build "$PWD/$out/build" --seconds 4 \
+    --shares "" >"$logs/gpu_decode.log" 2>&1
+  timeout 130 "$py" bench/gpu_decode.py "$PWD/$out/photos" --build "$PWD/$out/build" --seconds 4 \
+    --side 700x525 --shares 0.4,0.7 >"$logs/gpu_decode_small.log" 2>&1
+  rc=$?
+  if [ $rc -eq 0 ] && grep -q '^auto / better' "$logs/gpu_decode_small.log"; then
+    tally "bench/gpu_decode.py" 1 0 0 ""
+  else
+    tally "bench/gpu_decode.py" 0 1 0 ""
+  fi
+  {
+    echo "  figures:"
+    sed 's/^/    /' "$logs/gpu_decode.log"
+    sed 's/^/    /' "$logs/gpu_decode_small.log"
+  } >>"$logs/summary-details"
+  finish
+}
+
 case "$what" in
   prepare) prepare ;;
   check) check ;;
   bench) bench ;;
+  nvjpeg) nvjpeg ;;
   *) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

@@ -289,6 +289,10 @@ static const ShardPyChoice gpu_dtypes[] = {
     {"uint8", SHARD_GPU_UINT8, 0}, {"float32", SHARD_GPU_FLOAT32, 0},
     {"float16", SHARD_GPU_FLOAT16, 0}, {"bfloat16", SHARD_GPU_BFLOAT16, 0}, {NULL, 0, 0}};
 
+static const ShardPyChoice decoders[] = {
+    {"auto", SHARD_DECODER_AUTO, 0}, {"cpu", SHARD_DECODER_CPU, 0}, {"gpu", SHARD_DECODER_GPU, 0},
+    {NULL, 0, 0}};
+
 static const ShardPySetting upload_rows[] = {
     {.name = "buffers", .kind = SHARD_PY_INT, .field = SHARD_PY_F_SIZE, .offset = U(buffers),
      .flags = SHARD_PY_MIN, .min = 1,
@@ -309,6 +313,11 @@ static const ShardPySetting upload_rows[] = {
      .count = 3, .accepts = rgb_words, .doc = "per channel, subtracted for the float types"},
     {.name = "std", .kind = SHARD_PY_NUMBERS, .field = SHARD_PY_F_FLOAT, .offset = U(std),
      .count = 3, .accepts = rgb_words, .doc = "per channel, divided by for the float types"},
+    {.name = "decoder", .kind = SHARD_PY_CHOICE, .field = SHARD_PY_F_INT, .offset = U(decoder),
+     .choices = decoders,
+     .doc = "who decodes the loader's JPEGs: 'auto' (the CPU threads and the GPU's JPEG "
+            "decoder, split by measured throughput; the CPU alone where the GPU's decoder "
+            "cannot start), 'cpu', or 'gpu' (every JPEG the GPU takes)"},
 };
 
 static void upload_defaults(void *s) { shard_upload_default_settings(s); }

@@ -49,15 +49,15 @@ static PyTypeObject DeviceBatchType, DeviceArrayType;
 
 static const char *const uploader_params[] = {"gpu", "loader", "buffers", "batch_size",
                                               "height", "width", "dtype", "layout", "mean",
-                                              "std", NULL};
-static const ShardPySignature uploader_signature = {"Uploader", uploader_params, 10, 1, 1};
+                                              "std", "decoder", NULL};
+static const ShardPySignature uploader_signature = {"Uploader", uploader_params, 11, 1, 1};
 
 static int Uploader_init(UploaderObject *self, PyObject *args, PyObject *kw)
 {
     ShardUploadSettings s;
     shard_upload_default_settings(&s);
     ShardPyTarget target = {&shard_py_upload_table, &s};
-    PyObject *values[10], *keep = NULL;
+    PyObject *values[11], *keep = NULL;
     int rc = shard_py_parse(&uploader_signature, args, kw, &target, 1, values, &keep);
     Py_XDECREF(keep); /* no strings among the upload settings */
     if (rc)
@@ -276,13 +276,29 @@ static PyObject *Uploader_stats(UploaderObject *self, PyObject *unused)
     NEED_UPLOADER(self);
     ShardUploadStats st;
     shard_uploader_stats(self->u, &st);
-    return Py_BuildValue("{s:K,s:K,s:d,s:d,s:d,s:d,s:K,s:K,s:n}", "batches",
-                         (unsigned long long)st.batches, "bytes", (unsigned long long)st.bytes,
-                         "copy_seconds", st.copy_seconds, "finish_seconds", st.finish_seconds,
-                         "wait_seconds", st.wait_seconds, "put_seconds", st.put_seconds,
-                         "in_flight", (unsigned long long)st.in_flight, "max_in_flight",
-                         (unsigned long long)st.max_in_flight, "buffers",
-                         (Py_ssize_t)st.buffers);
+    PyObject *d = Py_BuildValue(
+        "{s:K,s:K,s:d,s:d,s:d,s:d,s:K,s:K,s:n}", "batches", (unsigned long long)st.batches,
+        "bytes", (unsigned long long)st.bytes, "copy_seconds", st.copy_seconds,
+        "finish_seconds", st.finish_seconds, "wait_seconds", st.wait_seconds, "put_seconds",
+        st.put_seconds, "in_flight", (unsigned long long)st.in_flight, "max_in_flight",
+        (unsigned long long)st.max_in_flight, "buffers", (Py_ssize_t)st.buffers);
+    PyObject *dec = d ? Py_BuildValue(
+        "{s:s,s:K,s:K,s:K,s:K,s:d,s:d,s:{s:K,s:K,s:K,s:K,s:K}}", "decoder",
+        shard_uploader_decoder(self->u), "gpu_decoded", (unsigned long long)st.gpu_decoded,
+        "cpu_decoded", (unsigned long long)st.cpu_decoded, "cpu_split",
+        (unsigned long long)st.cpu_split, "gpu_retried", (unsigned long long)st.gpu_retried,
+        "gpu_share", st.gpu_share, "gpu_seconds", st.gpu_seconds, "cpu_because",
+        "not_jpeg", (unsigned long long)st.cpu_not_jpeg, "progressive",
+        (unsigned long long)st.cpu_progressive, "colour", (unsigned long long)st.cpu_colour,
+        "sampling", (unsigned long long)st.cpu_sampling, "other",
+        (unsigned long long)st.cpu_other) : NULL;
+    if (!dec || PyDict_Update(d, dec)) {
+        Py_XDECREF(dec);
+        Py_XDECREF(d);
+        return NULL;
+    }
+    Py_DECREF(dec);
+    return d;
 }
 
 static PyObject *Uploader_close(UploaderObject *self, PyObject *unused)

@@ -82,6 +82,7 @@ static ShardUploader *uploader_for(ShardGpu *g, ShardLoader *l, ShardGpuDType dt
 {
     ShardUploadSettings us;
     shard_upload_default_settings(&us);
+    us.decoder = SHARD_DECODER_CPU; /* exact: the GPU decodes alike, not bit for bit */
     us.batch_size = 8;
     us.height = 12;
     us.width = 20;
@@ -259,6 +260,7 @@ Test(gpu, put_batches_come_back_and_a_full_ring_says_so)
     ShardGpu *g = gpu_or_skip();
     ShardUploadSettings us;
     shard_upload_default_settings(&us);
+    us.decoder = SHARD_DECODER_CPU; /* exact: the GPU decodes alike, not bit for bit */
     us.batch_size = 4;
     us.height = us.width = 8;
     us.dtype = SHARD_GPU_UINT8;
@@ -369,6 +371,7 @@ Test(gpu, the_upload_is_a_stage_of_the_loaders_statistics)
     ShardUploadSettings us;
     ShardError err;
     shard_upload_default_settings(&us);
+    us.decoder = SHARD_DECODER_CPU; /* exact: the GPU decodes alike, not bit for bit */
     cr_assert_eq(shard_uploader_open(&u, g, &us, NULL, &err), 0, "%s", err.message);
     shard_uploader_loader_stats(u, &st);
     cr_assert_null(st.stages[SHARD_STAGE_DELIVER].name, "no loader: nothing to say");
@@ -397,6 +400,7 @@ static int work_done_before_the_buffer_was_rewritten(void *release_on)
     ShardGpu *g = gpu_or_skip();
     ShardUploadSettings us;
     shard_upload_default_settings(&us);
+    us.decoder = SHARD_DECODER_CPU; /* exact: the GPU decodes alike, not bit for bit */
     us.batch_size = 4;
     us.height = us.width = 8;
     us.layout = SHARD_LAYOUT_NHWC;
@@ -450,6 +454,7 @@ Test(gpu, a_loader_batch_that_does_not_fit_the_ring_is_refused)
     ShardLoader *gl = pinned_loader(g); /* batches of 8 images of 20x12 */
     ShardUploadSettings us;
     shard_upload_default_settings(&us);
+    us.decoder = SHARD_DECODER_CPU; /* exact: the GPU decodes alike, not bit for bit */
     us.batch_size = 4;
     us.height = 12;
     us.width = 20;
@@ -511,6 +516,7 @@ Test(gpu, bytes_are_counted_with_the_copy_time)
     ShardGpu *g = gpu_or_skip();
     ShardUploadSettings us;
     shard_upload_default_settings(&us);
+    us.decoder = SHARD_DECODER_CPU; /* exact: the GPU decodes alike, not bit for bit */
     us.batch_size = 64;
     us.layout = SHARD_LAYOUT_NHWC; /* 224x224: 9.6 MB a batch */
     ShardUploader *u;

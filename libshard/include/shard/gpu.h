@@ -79,6 +79,20 @@ typedef enum ShardGpuDType {
     SHARD_GPU_BFLOAT16 = 3, /**< as FLOAT32, rounded to bfloat16 */
 } ShardGpuDType;
 
+/** Who decodes the JPEGs of an uploader's loader. */
+typedef enum ShardDecoder {
+    /** Split between the loader's CPU threads and the GPU's JPEG decoder (nvJPEG: the
+     *  hardware engines where the GPU has them) by their measured throughput, adapted while
+     *  running; the CPU alone where the GPU's decoder cannot start (shard_uploader_decoder
+     *  says why). The order, the seeds and resume are the same either way. */
+    SHARD_DECODER_AUTO = 0,
+    SHARD_DECODER_CPU = 1, /**< the loader's threads decode every image */
+    /** The GPU decodes every JPEG it takes (baseline, 4:4:4 / 4:2:2 / 4:2:0 / grey); the
+     *  others (progressive, CMYK, 4:4:0, PNG, ...) go to the CPU threads. Opening fails
+     *  where the GPU's decoder cannot start. */
+    SHARD_DECODER_GPU = 2,
+} ShardDecoder;
+
 typedef struct ShardUploadSettings {
     /** Device buffers in the ring (default 3): the batches the consumer holds, plus one
      *  being uploaded, plus those uploaded ahead */
@@ -88,8 +102,10 @@ typedef struct ShardUploadSettings {
     ShardGpuDType dtype;   /**< on the GPU (default SHARD_GPU_UINT8) */
     ShardLayout layout;    /**< on the GPU (default SHARD_LAYOUT_NCHW) */
     float mean[3], std[3]; /**< for the float types (default ImageNet's) */
+    /** Who decodes the loader's JPEGs (default SHARD_DECODER_AUTO); with a loader only */
+    ShardDecoder decoder;
     /** Zero: room for settings added later without changing the struct's size. */
-    unsigned char reserved[32];
+    unsigned char reserved[28];
 } ShardUploadSettings;
 
 /** Fills s with the defaults written beside each field. */
@@ -127,6 +143,18 @@ typedef struct ShardUploadStats {
     uint64_t in_flight;      /**< buffers now uploading, uploaded ahead or held */
     uint64_t max_in_flight;  /**< the most at once */
     size_t buffers;          /**< the ring's size */
+    /* Decoding, in the batches this uploader took (shard_uploader_decoder says by what): */
+    uint64_t gpu_decoded;    /**< images the GPU decoded */
+    uint64_t cpu_decoded;    /**< images the loader's CPU threads decoded, of which: */
+    uint64_t cpu_split;      /**< JPEGs the split gave the CPU (decoder "auto") */
+    /** images the GPU does not take, by why: not a JPEG (PNG, WebP), progressive or
+     *  arithmetic-coded, a colour space other than YCbCr and grey (CMYK), a chroma sampling
+     *  other than 4:4:4, 4:2:2 and 4:2:0 (4:4:0, 4:1:1), other (12-bit, cut short, too
+     *  large, a crop shrunk more than 30 times) */
+    uint64_t cpu_not_jpeg, cpu_progressive, cpu_colour, cpu_sampling, cpu_other;
+    uint64_t gpu_retried;    /**< JPEGs the GPU failed, decoded again by the CPU */
+    double gpu_share;        /**< the split's share for the GPU now (0..1) */
+    double gpu_seconds;      /**< time the upload thread spent in GPU decodes */
 } ShardUploadStats;
 
 typedef struct ShardUploader ShardUploader;
@@ -244,6 +272,10 @@ SHARD_API void shard_uploader_loader_stats(const ShardUploader *u, ShardLoaderSt
 
 /** @return the message of the last failure (borrowed), "" if none */
 SHARD_API const char *shard_uploader_error(const ShardUploader *u);
+
+/** @return who decodes the JPEGs, in words (borrowed): "gpu (nvJPEG 13.0.1, hardware), auto
+ *  split", "cpu", or "cpu: <why the GPU's decoder could not start>" for decoder "auto" */
+SHARD_API const char *shard_uploader_decoder(const ShardUploader *u);
 
 /**
  * Stops the upload thread, waits for the copies in flight and gives every host batch back

@@ -12,6 +12,7 @@
 #include "gpu/finish.h"
 #include "gpu/device.h"
 #include "gpu/ring.h"
+#include "gpu/jpegstage.h"
 #include "gpu/uploaderdef.h"
 
 #ifdef SHARD_HAVE_KERNELS
@@ -234,6 +235,17 @@ int shard_ring_upload(ShardUploader *u, Slot *sl, const void *images, const int6
         r = cu->EventRecord(sl->start, u->copy);
     if (r == CUDA_SUCCESS)
         r = cu->MemcpyHtoDAsync(sl->raw, images, n * u->in_bytes, u->copy);
+    /* the GPU's samples over their places, after the copy (it carried nothing for them) */
+    int rc = 0;
+    if (r == CUDA_SUCCESS && host && host->gpu_count && u->jpeg &&
+        (rc = shard_jpeg_stage_run(u->jpeg, u->copy, sl->raw, u->in_bytes, host, msg))) {
+        pthread_mutex_lock(&u->mu);
+        shard_batch_release(u->loader, host); /* nothing will read it: back to the loader */
+        u->host_out--;
+        pthread_cond_broadcast(&u->cv);
+        pthread_mutex_unlock(&u->mu);
+        return rc;
+    }
     if (r == CUDA_SUCCESS)
         r = cu->MemcpyHtoDAsync(sl->labels, sl->labstage, n * sizeof *labels, u->copy);
     if (r == CUDA_SUCCESS)

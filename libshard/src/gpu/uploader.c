@@ -14,6 +14,7 @@
 #include "base/thread.h"
 #include "gpu/device.h"
 #include "gpu/ring.h"
+#include "gpu/jpegstage.h"
 #include "gpu/uploaderdef.h"
 #include "load/stats.h"
 
@@ -58,6 +59,25 @@ static void stop_thread(ShardUploader *u)
 }
 
 
+/* The GPU's JPEG decoder for the loader's batches, as the setting asks: "auto" goes on
+ * with the CPU alone where it cannot start, saying why; "gpu" fails. The context current. */
+static int open_decoder(ShardUploader *u, char *msg)
+{
+    snprintf(u->decoder, sizeof u->decoder, "cpu");
+    if (!u->loader || u->s.decoder == SHARD_DECODER_CPU)
+        return 0;
+    char why[SHARD_ERROR_MAX];
+    int rc = shard_jpeg_stage_open(&u->jpeg, u->g, u->loader, u->s.decoder, u->s.batch_size, why);
+    if (!rc) {
+        snprintf(u->decoder, sizeof u->decoder, "%s", shard_jpeg_stage_name(u->jpeg));
+        return 0;
+    }
+    if (u->s.decoder == SHARD_DECODER_GPU)
+        return shard_fail(msg, rc, "uploader: decoder \"gpu\": %s", why);
+    snprintf(u->decoder, sizeof u->decoder, "cpu: %s", why);
+    return 0;
+}
+
 int shard_uploader_open(ShardUploader **out, ShardGpu *g, const ShardUploadSettings *s,
                         ShardLoader *loader, ShardError *err)
 {
@@ -67,6 +87,7 @@ int shard_uploader_open(ShardUploader **out, ShardGpu *g, const ShardUploadSetti
         return shard_report(err, SHARD_ERR_INVALID, "uploader: no GPU or no settings");
     if (s->buffers < 1 || s->buffers > 64 || s->batch_size < 1 || s->height < 1 || s->width < 1 ||
         s->height > 16384 || s->width > 16384 || (unsigned)s->dtype > SHARD_GPU_BFLOAT16 ||
+        (unsigned)s->decoder > SHARD_DECODER_GPU ||
         (s->layout != SHARD_LAYOUT_NCHW && s->layout != SHARD_LAYOUT_NHWC)) {
         shard_fail(msg, SHARD_ERR_INVALID, "uploader: buffers %zu (1 to 64), batch_size %zu, "
                    "%dx%d, dtype %d, layout %d: not valid", s->buffers, s->batch_size,
@@ -107,11 +128,14 @@ int shard_uploader_open(ShardUploader **out, ShardGpu *g, const ShardUploadSetti
             rc = shard_ring_load_finish(u, msg);
         for (size_t i = 0; i < u->n && !rc; i++)
             rc = shard_ring_slot_init(u, &u->slots[i], msg);
+        if (!rc)
+            rc = open_decoder(u, msg);
         shard_gpu_leave(g);
     }
     if (!rc && loader)
         rc = start_thread(u, msg);
     if (rc) {
+        shard_jpeg_stage_free(&u->jpeg);
         shard_ring_destroy(u);
         return shard_report(err, rc, msg);
     }
@@ -398,6 +422,8 @@ void shard_uploader_stats(const ShardUploader *cu, ShardUploadStats *out)
     *out = u->st;
     out->in_flight = u->busy;
     pthread_mutex_unlock(&u->mu);
+    if (u->jpeg)
+        shard_jpeg_stage_stats(u->jpeg, out);
     if (entered)
         shard_gpu_leave(u->g);
 }
@@ -428,6 +454,8 @@ void shard_uploader_loader_stats(const ShardUploader *u, ShardLoaderStats *o)
 
 const char *shard_uploader_error(const ShardUploader *u) { return u->err; }
 
+const char *shard_uploader_decoder(const ShardUploader *u) { return u->decoder; }
+
 void shard_uploader_free(ShardUploader **pu)
 {
     if (!pu || !*pu)
@@ -439,6 +467,7 @@ void shard_uploader_free(ShardUploader **pu)
         u->cu->StreamSynchronize(u->copy); /* every queued copy and callback has run */
         shard_gpu_leave(u->g);
     }
+    shard_jpeg_stage_free(&u->jpeg); /* the loader is no longer asked, before it may go */
     /* the loader may be freed next: every host batch goes back to it now */
     for (size_t i = 0; i < u->n; i++)
         shard_ring_host_done(&u->slots[i]);

@@ -80,6 +80,8 @@ struct ShardUploader {
     int has_thread;
     atomic_int refs; /* the owner's, and one per held slot */
     ShardUploadStats st;
+    struct ShardJpegStage *jpeg; /* the GPU's JPEG decode (jpegstage.h), or NULL */
+    char decoder[SHARD_ERROR_MAX + 8]; /* shard_uploader_decoder's words */
     char end_msg[SHARD_ERROR_MAX];
     char err[SHARD_ERROR_MAX];
 };

@@ -31,6 +31,12 @@ class ShardDataset(torch.utils.data.IterableDataset):
     initialized, else $RANK / $WORLD_SIZE). device: "cpu", "cuda" or "cuda:N" ("cuda" is
     torch.cuda.current_device(), so set_device(LOCAL_RANK) picks each rank's GPU);
     device_buffers: device buffers in the ring, the batches held plus those uploaded ahead.
+    decoder (device="cuda"): who decodes the JPEGs: "auto" (the CPU threads and the GPU's
+    JPEG decoder, nvJPEG, split by their measured throughput as it runs; the CPU alone, with
+    a warning saying why, where the GPU's decoder cannot start), "cpu", or "gpu" (every
+    JPEG the GPU takes; progressive, CMYK, 4:4:0 and other images go to the CPU). The order,
+    the crops and resume are the same whichever decodes; gpu_stats() says how many went
+    where and why.
     report_every (seconds; None: off) with report ("log": the libshard logger at INFO,
     "stderr", or a callable taking the report dict): the periodic report while iterating.
 
@@ -46,7 +52,7 @@ class ShardDataset(torch.utils.data.IterableDataset):
 
     def __init__(self, urls, *, decode=True, device="cpu", rank=None, world_size=None,
                  device_buffers=_settings.DEFAULTS["device_buffers"], report_every=None,
-                 report="log", **settings):
+                 report="log", decoder="auto", **settings):
         super().__init__()
         unknown = set(settings) - set(_settings.READER_KEYS) - set(_settings.LOADER_KEYS)
         if unknown:
@@ -84,6 +90,11 @@ class ShardDataset(torch.utils.data.IterableDataset):
             raise ValueError(f"dtype {settings['dtype']!r} is made on the GPU (device='cuda'); "
                              f"on the CPU: 'uint8' or 'float32'")
         self.device_buffers = _settings.check_value("device_buffers", device_buffers)
+        if decoder not in ("auto", "cpu", "gpu"):
+            raise ValueError(f"decoder: 'auto', 'cpu' or 'gpu', not {decoder!r}")
+        if decoder == "gpu" and self.device.type != "cuda":
+            raise ValueError("decoder='gpu' decodes on the GPU: it needs device='cuda'")
+        self.decoder = decoder
         if report_every is not None and not report_every > 0:
             raise ValueError(f"report_every: seconds between reports, more than 0, not "
                              f"{report_every!r}")

@@ -181,7 +181,8 @@ class Epochs:
         if device is not None:
             if self.upload is None or not self.upload.fits(device, ds.settings,
                                                             ds.device_buffers, loader):
-                self.upload = Upload(device, ds.settings, ds.device_buffers, loader)
+                self.upload = Upload(device, ds.settings, ds.device_buffers, loader,
+                                     decoder=ds.decoder)
             batches = self.upload.from_loader(host=bool(names))
         else:
             batches = host_batches(ds, loader, "nhwc" if cuda else ds.setting("layout"))

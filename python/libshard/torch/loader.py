@@ -114,6 +114,10 @@ class ShardLoader(torch.utils.data.DataLoader):
         self._skips = {}
         items = super().__iter__()
         if ds.device.type == "cuda" and self.num_workers > 0:
+            if ds.decoder == "gpu":
+                raise ValueError("decoder='gpu': with DataLoader workers the workers decode "
+                                 "on their CPUs; the GPU's JPEG decoder takes the batches "
+                                 "of num_workers=0")
             # the workers' host batches go to the GPU from here, through one ring for every
             # epoch of this loader
             up, device = self._upload, Device(ds.device)

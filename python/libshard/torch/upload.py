@@ -16,8 +16,10 @@ until the other stream's work is queued and done. tensor.record_stream does not 
 One ring serves every epoch of its dataset or ShardLoader (begin() starts the next on it): its
 device memory, copy stream and kernels are made once, not per epoch.
 """
+
 import collections
 import time
+import warnings
 
 import torch
 
@@ -41,7 +43,8 @@ class Device:
 
 
 # the Uploader's counters that add up over its life (the others are levels)
-_SUMS = ("batches", "bytes", "copy_seconds", "finish_seconds", "wait_seconds", "put_seconds")
+_SUMS = ("batches", "bytes", "copy_seconds", "finish_seconds", "wait_seconds", "put_seconds",
+         "gpu_decoded", "cpu_decoded", "cpu_split", "gpu_retried", "gpu_seconds")
 
 
 def stats(up, last=None, base=None):
@@ -68,9 +71,16 @@ class Upload:
     dataset settings `options`, fed by loader's thread (a Loader) or, without one, by put
     (from_host). Closed, it keeps its last counters."""
 
-    def __init__(self, device, options, buffers, loader=None):
+    def __init__(self, device, options, buffers, loader=None, decoder="cpu"):
         args, layout = self._args(options, buffers)
+        if loader is not None:  # the GPU decodes the loader's JPEGs; put batches come decoded
+            args["decoder"] = decoder
         self.up = _libshard.Uploader(device.gpu, loader, **args)
+        decoding = self.up.stats()["decoder"] if loader is not None else "cpu"
+        if decoder == "auto" and decoding.startswith("cpu: "):
+            warnings.warn(f"decoder='auto': the CPU threads decode every image, the GPU's JPEG "
+                          f"decoder did not start: {decoding[5:]}", RuntimeWarning,
+                          stacklevel=4)
         self.loader = loader
         self.key = self._key(device, options, buffers)
         self.device = device.torch
