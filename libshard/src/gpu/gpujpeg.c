@@ -245,6 +245,9 @@ int shard_gpujpeg_decode(ShardGpuJpeg *d, CUstream s, ShardGpuJpegJob *jobs, siz
             if (im->css != NVJPEG_CSS_GRAY) {
                 p->channel[1] = base + pix, p->pitch[1] = (size_t)im->cw;
                 p->channel[2] = base + pix + (size_t)im->cw * im->ch, p->pitch[2] = (size_t)im->cw;
+            } else { /* unwritten for grey; given anyway, a decoder may check them */
+                p->channel[1] = base + pix, p->pitch[1] = (size_t)im->w;
+                p->channel[2] = base + 2 * pix, p->pitch[2] = (size_t)im->w;
             }
         }
         for (int c = 0; c < 3; c++) {
