@@ -112,6 +112,7 @@ def test_what_the_gpu_does_not_take_goes_to_the_cpu(tmp_path):
     cpu, _ = epoch(spec, device="cpu", fast=False)
     st = ds.gpu_stats()
     why = st["cpu_because"]
+    # counted once per sample uploaded (the producer's read-ahead and remade batches not)
     assert why["progressive"] == 8 and why["colour"] == 8 and why["not_jpeg"] == 8, st
     assert st["gpu_decoded"] == 64 + 8, st  # the grey ones too
     assert sum(len(y) for _, y in gpu) == len(samples)

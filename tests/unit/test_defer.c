@@ -93,7 +93,7 @@ static int take(void *ctx, const unsigned char *data, size_t size)
               shard_jpeg_kind(data, size, 0, &w, &h) == SHARD_JPEG_GPU_OK;
     if (yes)
         atomic_fetch_add(&t->taken, 1);
-    return yes;
+    return yes ? 0 : 7; /* 0: taken; else the taker's reason, given back with the batch */
 }
 
 /* The keys of a whole epoch without a hook, and their number. */
@@ -121,7 +121,11 @@ static void check_batch(const ShardBatch *b, char keys[][8], int *at, size_t *ta
         cr_assert_str_eq(b->keys[i], keys[*at + (int)i], "the order is the hook-less one");
         int k = atoi(b->keys[i] + 1);
         cr_assert_eq(b->labels[i], k % 5);
-        if (g < b->gpu_count && b->gpu_index[g] == i) {
+        int is_taken = g < b->gpu_count && b->gpu_index[g] == i;
+        cr_assert(b->gpu_why || !b->gpu_count, "a batch the taker saw has its word");
+        if (b->gpu_why)
+            cr_assert_eq(b->gpu_why[i], is_taken ? 0 : 7, "sample %d: the taker's word", k);
+        if (is_taken) {
             /* taken: its JPEG's bytes, exactly */
             unsigned long size;
             unsigned char *want = jpeg_of(k, &size);
@@ -155,6 +159,7 @@ static void epoch_with(int every)
     int at = 0, rc;
     size_t taken = 0;
     while ((rc = shard_loader_next(l, &b)) == 0) {
+        cr_assert_not_null(b->gpu_why, "every batch made after the hook");
         check_batch(b, keys, &at, &taken);
         shard_batch_release(l, b);
     }

@@ -112,6 +112,9 @@ typedef struct ShardBatch {
     const uint32_t *gpu_index;
     const unsigned char *const *gpu_data;
     const size_t *gpu_size;
+    /** size, with a GPU decoder hooked (else NULL): for each sample the GPU did not take, why
+     *  (the decoder's code, counted in ShardUploadStats), 0 for the ones it took */
+    const unsigned char *gpu_why;
 } ShardBatch;
 
 typedef struct ShardLoader ShardLoader;

@@ -29,24 +29,34 @@ struct ShardJpegStage {
     uint64_t cpu_items_seen; /* the decode threads' counters at the last observation */
     double cpu_busy_seen;
     char name[160];
+    int hooked;
 };
 
 /* The producer's question, per sample with an image: the split first (no header read for
- * what it gives the CPU), then whether the GPU takes this JPEG. */
+ * what it gives the CPU), then whether the GPU takes this JPEG. 0: taken; else the
+ * JPEG's kind (jpegkind.h), or WHY_SPLIT. Counted when the batch is uploaded, not here:
+ * the producer reads ahead, and batches it made may be made again. */
+#define WHY_SPLIT 100
+
 static int take(void *ctx, const unsigned char *data, size_t size)
 {
     ShardJpegStage *j = ctx;
-    if (!shard_split_take(&j->split)) {
-        atomic_fetch_add(&j->cpu_split, 1);
-        return 0;
-    }
+    if (!shard_split_take(&j->split))
+        return WHY_SPLIT;
     int w, h;
-    ShardJpegKind k = shard_jpeg_kind(data, size, j->t->max_pixels, &w, &h);
-    if (k != SHARD_JPEG_GPU_OK) {
-        atomic_fetch_add(&j->by_kind[k], 1);
-        return 0;
+    return (int)shard_jpeg_kind(data, size, j->t->max_pixels, &w, &h);
+}
+
+/* What the batch's samples were, as the producer's take() said. */
+static void count(ShardJpegStage *j, const ShardBatch *host)
+{
+    for (size_t i = 0; host->gpu_why && i < host->size; i++) {
+        int why = host->gpu_why[i];
+        if (why == WHY_SPLIT)
+            atomic_fetch_add(&j->cpu_split, 1);
+        else if (why > 0 && why < SHARD_JPEG_KINDS)
+            atomic_fetch_add(&j->by_kind[why], 1);
     }
-    return 1;
 }
 
 int shard_jpeg_stage_open(ShardJpegStage **out, ShardGpu *g, ShardLoader *loader,
@@ -94,6 +104,7 @@ int shard_jpeg_stage_open(ShardJpegStage **out, ShardGpu *g, ShardLoader *loader
     int threads;
     shard_loader_decode_work(loader, &threads, &j->cpu_items_seen, &j->cpu_busy_seen);
     shard_loader_defer_from_here(loader, &(ShardDefer){take, j});
+    j->hooked = 1;
     *out = j;
     return 0;
 }
@@ -101,6 +112,7 @@ int shard_jpeg_stage_open(ShardJpegStage **out, ShardGpu *g, ShardLoader *loader
 int shard_jpeg_stage_run(ShardJpegStage *j, CUstream s, CUdeviceptr raw, size_t image_bytes,
                          const ShardBatch *host, char *msg)
 {
+    count(j, host);
     size_t n = host->gpu_count;
     for (size_t m = 0; m < n; m++) {
         size_t i = host->gpu_index[m];
@@ -108,7 +120,7 @@ int shard_jpeg_stage_run(ShardJpegStage *j, CUstream s, CUdeviceptr raw, size_t 
                                        raw + i * image_bytes, 0};
     }
     double secs = 0;
-    int rc = shard_gpujpeg_decode(j->dec, s, j->jobs, n, &secs, msg);
+    int rc = n ? shard_gpujpeg_decode(j->dec, s, j->jobs, n, &secs, msg) : 0;
     if (rc)
         return rc;
     size_t good = 0;
@@ -168,7 +180,10 @@ void shard_jpeg_stage_free(ShardJpegStage **jp)
     if (!j)
         return;
     *jp = NULL;
-    shard_loader_defer(j->loader, NULL);
+    /* batches made for the GPU and not taken are made again, decoded, for whoever reads the
+     * loader next */
+    if (j->hooked)
+        shard_loader_defer_from_here(j->loader, NULL);
     shard_gpujpeg_free(&j->dec);
     free(j->jobs);
     free(j);

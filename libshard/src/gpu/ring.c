@@ -237,7 +237,7 @@ int shard_ring_upload(ShardUploader *u, Slot *sl, const void *images, const int6
         r = cu->MemcpyHtoDAsync(sl->raw, images, n * u->in_bytes, u->copy);
     /* the GPU's samples over their places, after the copy (it carried nothing for them) */
     int rc = 0;
-    if (r == CUDA_SUCCESS && host && host->gpu_count && u->jpeg &&
+    if (r == CUDA_SUCCESS && host && u->jpeg &&
         (rc = shard_jpeg_stage_run(u->jpeg, u->copy, sl->raw, u->in_bytes, host, msg))) {
         pthread_mutex_lock(&u->mu);
         shard_batch_release(u->loader, host); /* nothing will read it: back to the loader */

@@ -203,7 +203,8 @@ int shard_slot_init(ShardSlot *sl, const ShardBatchSpec *spec)
     sl->gpu_index = calloc(bs, sizeof *sl->gpu_index);
     sl->gpu_data = calloc(bs, sizeof *sl->gpu_data);
     sl->gpu_sizes = calloc(bs, sizeof *sl->gpu_sizes);
-    if (!sl->gpu_sizes || !sl->gpu || !sl->gpuoff || !sl->gpusize || !sl->gpu_index || !sl->gpu_data)
+    sl->why = calloc(bs, 1);
+    if (!sl->why || !sl->gpu_sizes || !sl->gpu || !sl->gpuoff || !sl->gpusize || !sl->gpu_index || !sl->gpu_data)
         return SHARD_ERR_NOMEM;
     if (!sl->images || !sl->labels || !sl->indices || !sl->seeds || !sl->repeats || !sl->keys || !sl->urls || !sl->sources || !sl->items || !sl->img ||
         !sl->img_size || !sl->failed || !sl->errors || !sl->keyoff)
@@ -228,6 +229,7 @@ void shard_slot_begin(ShardSlot *sl, const ShardBatchSpec *spec, uint64_t seq, u
     sl->end = sl->code = sl->discarded = 0;
     sl->keylen = 0;
     sl->gpulen = 0;
+    sl->has_why = 0;
     if (spec->raw_all)
         sl->nraw = 0;
     for (size_t k = 0; k < sl->nraw; k++)
@@ -390,6 +392,7 @@ int shard_slot_fill(ShardSlot *sl, size_t image_bytes, uint64_t *by, size_t *fai
         sl->seeds[i] = sl->seeds[d];
         sl->repeats[i] = 1;
         sl->gpu[i] = sl->gpu[d];
+        sl->why[i] = sl->why[d];
         sl->gpuoff[i] = sl->gpuoff[d];
         sl->gpusize[i] = sl->gpusize[d];
         sl->keys[i] = sl->keys[d];
@@ -437,6 +440,7 @@ void shard_slot_publish(ShardSlot *sl, size_t image_bytes)
     for (size_t m = 0; m < g; m++)
         sl->gpu_sizes[m] = sl->gpusize[sl->gpu_index[m]];
     b->gpu_size = g ? sl->gpu_sizes : NULL;
+    b->gpu_why = sl->has_why ? sl->why : NULL;
 }
 
 void shard_slot_clear(ShardSlot *sl)
@@ -480,6 +484,7 @@ void shard_slot_free(ShardSlot *sl, const ShardBatchSpec *spec)
     free(sl->gpu_index);
     free(sl->gpu_data);
     free(sl->gpu_sizes);
+    free(sl->why);
     h->free(h->cookie, sl->gpubuf, sl->gpucap);
     for (size_t k = 0; k < sl->rawcap; k++) {
         free(sl->raw[k].name);

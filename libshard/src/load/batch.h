@@ -69,6 +69,8 @@ typedef struct ShardSlot {
     uint32_t *gpu_index;         /* published: the GPU's samples, in order */
     const unsigned char **gpu_data;
     size_t *gpu_sizes;
+    unsigned char *why;          /* the taker's word per sample (load/defer.h) */
+    int has_why;                 /* a taker was asked for this batch */
     char **errors;               /* each failed sample's message, NULL for none: written
                                     by its decode thread only */
     uint64_t end_position;       /* the reader's position after this batch */

@@ -13,7 +13,8 @@
 #include "shard/loader.h"
 
 typedef struct ShardDefer {
-    /* 1: the taker decodes this image; called on the producer's thread only */
+    /* 0: the taker decodes this image; else why not (1..255, the taker's code, given with
+     * the batch in ShardBatch.gpu_why). Called on the producer's thread only. */
     int (*take)(void *ctx, const unsigned char *data, size_t size);
     void *ctx;
 } ShardDefer;
