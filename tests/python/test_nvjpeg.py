@@ -2,9 +2,11 @@
 bench photographs (4:2:0 and 4:4:4; GPU_PHOTOS, made by scripts/gpu-check.sh prepare): the
 pixels against the CPU path, the JPEGs the GPU does not take falling back, every sample once,
 resume. Without a GPU: the settings that cannot be honoured are refused."""
+import faulthandler
 import io
 import math
 import os
+import sys
 import tarfile
 from pathlib import Path
 
@@ -18,6 +20,15 @@ from libshard.torch import ShardDataset  # noqa: E402
 
 needs_gpu = pytest.mark.skipif(not (torch.cuda.is_available() and _libshard.gpu_kernels),
                                reason="no CUDA device here, or libshard built without nvcc")
+
+
+@pytest.fixture(autouse=True)
+def say_where_a_hang_is():
+    """A test that stops moving prints every thread's Python stack after 60 s (the device
+    step gives the file 150 s): where it waits is the first thing to know."""
+    faulthandler.dump_traceback_later(60, exit=False, file=sys.__stderr__)
+    yield
+    faulthandler.cancel_dump_traceback_later()
 
 
 def photos():
