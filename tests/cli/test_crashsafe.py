@@ -216,6 +216,8 @@ def test_a_killed_rerun_over_another_runs_output_pairs_no_index_with_the_wrong_s
         p.wait(timeout=60)
         pairs = [out / n.name.replace(".idx", ".tar") for n in sorted(out.glob("train-*.idx"))]
         assert all(s.exists() for s in pairs), f"attempt {attempt}: an index without its shard"
+        if not pairs:  # no pair there at that moment: nothing to pair wrongly
+            continue
         cp = run_sc("verify", *pairs)
         assert cp.returncode == 0, f"attempt {attempt}: {out_text(cp)}"
 

@@ -165,9 +165,11 @@ static void epoch_with(int every)
     }
     cr_assert_eq(rc, SHARD_EOS, "%s", shard_loader_error(l));
     cr_assert_eq(at, NSAMPLES);
-    /* asked once per sample: the batches made before the hook were made again, not kept */
-    cr_assert_eq(atomic_load(&t.asked), NSAMPLES);
-    cr_assert_eq(taken, (size_t)atomic_load(&t.taken));
+    /* asked once per sample: the batches made before the hook were made again, not kept;
+     * the producer goes on into the next epoch meanwhile (at most its slots' worth) */
+    int asked = atomic_load(&t.asked), ahead = (int)((s.batches + 1) * s.batch_size);
+    cr_assert(asked >= NSAMPLES && asked <= NSAMPLES + ahead, "asked %d", asked);
+    cr_assert_leq(taken, (size_t)atomic_load(&t.taken));
     shard_loader_defer(l, NULL);
     shard_loader_free(&l);
 }
@@ -203,7 +205,9 @@ Test(defer, set_mid_epoch_the_order_goes_on_where_it_stood)
     }
     cr_assert_eq(rc, SHARD_EOS, "%s", shard_loader_error(l));
     cr_assert_eq(at, NSAMPLES);
-    cr_assert_eq(atomic_load(&t.asked), NSAMPLES - 16, "the rest, each once");
+    int asked = atomic_load(&t.asked), ahead = (int)((s.batches + 1) * s.batch_size);
+    cr_assert(asked >= NSAMPLES - 16 && asked <= NSAMPLES - 16 + ahead,
+              "the rest, each once (and what the producer read ahead): %d", asked);
     cr_assert_str_eq(held->keys[0], keys[8], "a held batch stays as it was");
     shard_batch_release(l, held);
     shard_loader_free(&l);
