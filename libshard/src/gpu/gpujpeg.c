@@ -166,70 +166,48 @@ static void bounds(int in_size, float in0, float in1, int out_size, int xx, int 
 
 static size_t up256(size_t n) { return (n + 255) & ~(size_t)255; }
 
-int shard_gpujpeg_decode(ShardGpuJpeg *d, CUstream s, ShardGpuJpegJob *jobs, size_t n,
-                         double *seconds, char *msg)
+/* Job j's descriptor in *im, where the GPU takes it: the image's size and sampling, the
+ * crop and mirror of its seed, the rows the vertical pass reads, its place in the batch.
+ * @return the arena bytes it needs; 0 when the CPU is to decode it */
+static size_t plan_image(const ShardGpuJpeg *d, const ShardGpuJpegJob *j, ShardJpegImage *im)
 {
-    double t0 = shard_seconds();
-    ShardCuda *cu = d->cu;
     int W = d->t.width, H = d->t.height;
-    size_t k = 0, need = 0;
-    int maxpix = 0, maxrows = 0;
-    /* what each image needs, and which the GPU takes */
-    for (size_t i = 0; i < n && i < d->cap; i++) {
-        ShardGpuJpegJob *j = &jobs[i];
-        ShardJpegImage *im = &d->host[k];
-        int comps = 0, css = -1, w[NVJPEG_MAX_COMPONENT] = {0}, h[NVJPEG_MAX_COMPONENT] = {0};
-        j->failed = 1;
-        if (d->nj.GetImageInfo(d->h, j->data, j->size, &comps, &css, w, h) ||
-            !(css == NVJPEG_CSS_444 || css == NVJPEG_CSS_422 || css == NVJPEG_CSS_420 ||
-              css == NVJPEG_CSS_GRAY) ||
-            w[0] < 1 || h[0] < 1)
-            continue;
-        double box[4];
-        int flip = 0;
-        if (shard_transform_box(&d->t, w[0], h[0], j->seed, box, &flip) ||
-            box[2] / W > MAX_SHRINK || box[3] / H > MAX_SHRINK)
-            continue;
-        memset(im, 0, sizeof *im);
-        im->w = w[0], im->h = h[0];
-        im->cw = css == NVJPEG_CSS_GRAY ? 0 : w[1];
-        im->ch = css == NVJPEG_CSS_GRAY ? 0 : h[1];
-        im->css = css;
-        for (int c = 0; c < 4; c++)
-            im->box[c] = (float)box[c];
-        im->flip = flip;
-        int first, count, last, lcount;
-        bounds(im->h, im->box[1], im->box[1] + im->box[3], H, 0, &first, &count);
-        bounds(im->h, im->box[1], im->box[1] + im->box[3], H, H - 1, &last, &lcount);
-        im->y0 = first;
-        im->y1 = last + lcount;
-        if (im->y1 <= im->y0)
-            continue;
-        im->out = (unsigned char *)(uintptr_t)j->out;
-        size_t pix = (size_t)im->w * im->h;
-        /* planes (room for RGBI too), the converted image, the horizontal pass's rows */
-        need += up256(pix * 3) + up256(pix * 3) + up256((size_t)(im->y1 - im->y0) * W * 3);
-        maxpix = (int)pix > maxpix ? (int)pix : maxpix;
-        maxrows = im->y1 - im->y0 > maxrows ? im->y1 - im->y0 : maxrows;
-        d->which[k] = i;
-        d->data[k] = j->data;
-        d->sizes[k] = j->size;
-        k++;
-    }
-    if (!k) {
-        *seconds = shard_seconds() - t0;
+    int comps = 0, css = -1, w[NVJPEG_MAX_COMPONENT] = {0}, h[NVJPEG_MAX_COMPONENT] = {0};
+    if (d->nj.GetImageInfo(d->h, j->data, j->size, &comps, &css, w, h) ||
+        !(css == NVJPEG_CSS_444 || css == NVJPEG_CSS_422 || css == NVJPEG_CSS_420 ||
+          css == NVJPEG_CSS_GRAY) ||
+        w[0] < 1 || h[0] < 1 || (uint64_t)w[0] * (uint64_t)h[0] > INT32_MAX)
         return 0;
-    }
-    CUresult r = CUDA_SUCCESS;
-    if (need > d->arena_size) { /* grow-only; the last call's work is done (it waited) */
-        if (d->arena)
-            cu->MemFree(d->arena);
-        d->arena = 0;
-        d->arena_size = 0;
-        if ((r = cu->MemAlloc(&d->arena, need + need / 4)) != CUDA_SUCCESS)
-            return shard_cuda_fail(cu, r, msg, "GPU JPEG decode: the decode arena");
-        d->arena_size = need + need / 4;
-    }
+    double box[4];
+    int flip = 0;
+    if (shard_transform_box(&d->t, w[0], h[0], j->seed, box, &flip) ||
+        box[2] / W > MAX_SHRINK || box[3] / H > MAX_SHRINK)
+        return 0;
+    memset(im, 0, sizeof *im);
+    im->w = w[0], im->h = h[0];
+    im->cw = css == NVJPEG_CSS_GRAY ? 0 : w[1];
+    im->ch = css == NVJPEG_CSS_GRAY ? 0 : h[1];
+    im->css = css;
+    for (int c = 0; c < 4; c++)
+        im->box[c] = (float)box[c];
+    im->flip = flip;
+    int first, count, last, lcount;
+    bounds(im->h, im->box[1], im->box[1] + im->box[3], H, 0, &first, &count);
+    bounds(im->h, im->box[1], im->box[1] + im->box[3], H, H - 1, &last, &lcount);
+    im->y0 = first;
+    im->y1 = last + lcount;
+    if (im->y1 <= im->y0)
+        return 0;
+    im->out = (unsigned char *)(uintptr_t)j->out;
+    size_t pix = (size_t)im->w * im->h;
+    /* planes (room for RGBI too), the converted image, the horizontal pass's rows */
+    return up256(pix * 3) + up256(pix * 3) + up256((size_t)(im->y1 - im->y0) * W * 3);
+}
+
+/* The k images' places in the arena, for nvJPEG's planes and the kernels' buffers. */
+static void lay_out(ShardGpuJpeg *d, size_t k)
+{
+    int W = d->t.width;
     size_t at = 0;
     for (size_t m = 0; m < k; m++) {
         ShardJpegImage *im = &d->host[m];
@@ -260,6 +238,46 @@ int shard_gpujpeg_decode(ShardGpuJpeg *d, CUstream s, ShardGpuJpegJob *jobs, siz
         im->tmp = (unsigned char *)(uintptr_t)(d->arena + at);
         at += up256((size_t)(im->y1 - im->y0) * W * 3);
     }
+}
+
+int shard_gpujpeg_decode(ShardGpuJpeg *d, CUstream s, ShardGpuJpegJob *jobs, size_t n,
+                         double *seconds, char *msg)
+{
+    double t0 = shard_seconds();
+    ShardCuda *cu = d->cu;
+    int W = d->t.width, H = d->t.height;
+    size_t k = 0, need = 0;
+    int maxpix = 0, maxrows = 0;
+    /* what each image needs, and which the GPU takes */
+    for (size_t i = 0; i < n && i < d->cap; i++) {
+        jobs[i].failed = 1;
+        size_t bytes = plan_image(d, &jobs[i], &d->host[k]);
+        if (!bytes)
+            continue;
+        const ShardJpegImage *im = &d->host[k];
+        need += bytes;
+        maxpix = im->w * im->h > maxpix ? im->w * im->h : maxpix;
+        maxrows = im->y1 - im->y0 > maxrows ? im->y1 - im->y0 : maxrows;
+        d->which[k] = i;
+        d->data[k] = jobs[i].data;
+        d->sizes[k] = jobs[i].size;
+        k++;
+    }
+    if (!k) {
+        *seconds = shard_seconds() - t0;
+        return 0;
+    }
+    CUresult r = CUDA_SUCCESS;
+    if (need > d->arena_size) { /* grow-only; the last call's work is done (it waited) */
+        if (d->arena)
+            cu->MemFree(d->arena);
+        d->arena = 0;
+        d->arena_size = 0;
+        if ((r = cu->MemAlloc(&d->arena, need + need / 4)) != CUDA_SUCCESS)
+            return shard_cuda_fail(cu, r, msg, "GPU JPEG decode: the decode arena");
+        d->arena_size = need + need / 4;
+    }
+    lay_out(d, k);
     nvjpegStatus_t ns = NVJPEG_STATUS_SUCCESS;
     if (d->init_n != (int)k)
         ns = d->nj.DecodeBatchedInitialize(d->h, d->st, (int)k, 1, d->format);

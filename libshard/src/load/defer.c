@@ -3,7 +3,6 @@
  */
 #include <pthread.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "load/decodepool.h"
 #include "load/defer.h"
@@ -14,10 +13,8 @@
 void shard_loader_defer(ShardLoader *l, const ShardDefer *d)
 {
     pthread_mutex_lock(&l->defer_lock);
-    if (d)
-        l->defer = *d;
-    else
-        memset(&l->defer, 0, sizeof l->defer);
+    l->defer_take = d ? d->take : NULL;
+    l->defer_ctx = d ? d->ctx : NULL;
     pthread_mutex_unlock(&l->defer_lock);
 }
 

@@ -34,7 +34,6 @@
 #include "base/trace.h"
 #include "load/batch.h"
 #include "load/decodepool.h"
-#include "load/defer.h"
 #include "shard/loader.h"
 
 struct ShardLoader {
@@ -60,8 +59,10 @@ struct ShardLoader {
     uint64_t fill_index;    /* the producer's: the next batch's number in that epoch */
     atomic_ullong ahead;    /* the epoch the producer went on into by itself (0: none) */
     pthread_mutex_t at_end_lock; /* guards at_end* and ahead_order */
-    pthread_mutex_t defer_lock;  /* guards defer; the producer holds it deciding a batch */
-    ShardDefer defer;            /* load/defer.h: take NULL for none */
+    pthread_mutex_t defer_lock;  /* guards defer_*; the producer holds it deciding a batch */
+    int (*defer_take)(void *ctx, const unsigned char *data, size_t size); /* load/defer.h's
+                                    hook, NULL for none */
+    void *defer_ctx;
     struct ShardOrder *ahead_order; /* that epoch's order (a reference) */
     ShardReaderStats at_end; /* the reader's counters when the producer left at_end_epoch */
     uint64_t at_end_epoch;

@@ -45,9 +45,9 @@ static int defer_samples(ShardLoader *l, ShardSlot *sl, size_t *cpu, size_t *las
 {
     int rc = 0;
     pthread_mutex_lock(&l->defer_lock);
-    sl->has_why = l->defer.take != NULL;
-    for (size_t i = 0; i < sl->n && l->defer.take && !rc; i++) {
-        int not = sl->img[i] ? l->defer.take(l->defer.ctx, sl->img[i], sl->img_size[i]) : 255;
+    sl->has_why = l->defer_take != NULL;
+    for (size_t i = 0; i < sl->n && l->defer_take && !rc; i++) {
+        int not = sl->img[i] ? l->defer_take(l->defer_ctx, sl->img[i], sl->img_size[i]) : 255;
         sl->why[i] = (unsigned char)not;
         if (not)
             continue;
