@@ -8,7 +8,7 @@
  * main reads the command line (shardcat_cli.c), makes the remote every shard is read
  * through, and runs the command: ls, info, cat (shardcat_inspect.c), extract
  * (shardcat_extract.c), verify, index (shardcat_verify.c), stream (shardcat_stream.c),
- * show (shardcat_show.c), bench (shardcat_bench.c), all but the last three walking their
+ * show (shardcat_show.c), batch (shardcat_batch.c), bench (shardcat_bench.c), all but the last three walking their
  * shards through shardcat_walk.c.
  */
 #include <errno.h>
@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "shardcat_batch.h"
 #include "shardcat_bench.h"
 #include "shardcat_cli.h"
 #include "shardcat_extract.h"
@@ -32,6 +33,7 @@ static int run(const ShardcatCli *cli, ShardLoaderSettings *loader, ShardRemote 
     switch (cli->command) {
     case SHARDCAT_STREAM: return shardcat_stream(cli, &loader->reader, remote);
     case SHARDCAT_SHOW: return shardcat_show(cli, loader, remote);
+    case SHARDCAT_BATCH: return shardcat_batch(cli, loader, remote);
     case SHARDCAT_CAT: return shardcat_cat(cli, remote); /* says itself when stdout fails */
     case SHARDCAT_LS: status = shardcat_ls(cli, remote); break;
     case SHARDCAT_INFO: status = shardcat_info(cli, remote); break;
@@ -71,7 +73,8 @@ int main(int argc, char **argv)
         return 2;
     }
     status = shardcat_check(&cli);
-    if (status < 0 && (cli.command == SHARDCAT_STREAM || cli.command == SHARDCAT_SHOW) &&
+    if (status < 0 && (cli.command == SHARDCAT_STREAM || cli.command == SHARDCAT_SHOW ||
+                       cli.command == SHARDCAT_BATCH) &&
         shardcat_placement(&cli, &loader.reader))
         status = 2;
     if (status < 0)

@@ -22,14 +22,16 @@ static int die_usage(const char *msg)
 
 /* ---- options ------------------------------------------------------------------------- */
 
-/* Options from O_SHUFFLE on place and order a stream (stream and show), from O_SAMPLES on
- * go with stream only, from O_COUNT on with show only. */
+/* Options from O_SHUFFLE on place and order a stream (stream, show and batch), from
+ * O_SAMPLES on go with stream only, from O_COUNT on with show only, from O_STEP on with
+ * batch only. */
 enum { O_CMDS = 150, O_LOCAL, O_CACHE = 200, O_CACHE_SIZE, O_RETRIES, O_TIMEOUT, O_STALL, O_BACKOFF, O_CA,
        O_SHUFFLE = 256, O_SEED, O_EPOCH, O_RANK, O_WORLD, O_WORKER, O_WORKERS, O_MODE, O_PAD,
        O_EPOCH_SAMPLES, O_STREAMS, O_SKIP, O_STATE, O_MIX, O_MAP, O_INDEX_CACHE,
        O_MAKE_INDEXES, O_PARTITIONS, O_MEMORY,
        O_SAMPLES = 300, O_STATS,
-       O_COUNT = 350, O_COLUMNS, O_SIZE, O_CROP, O_FLIP, O_NOFAST };
+       O_COUNT = 350, O_COLUMNS, O_SIZE, O_CROP, O_FLIP, O_NOFAST,
+       O_STEP = 400, O_BATCH_SIZE, O_DROP_LAST, O_KEY };
 
 static const char short_options[] = ":C:o:hq";
 
@@ -74,6 +76,10 @@ static const struct option long_options[] = {
     {"crop", required_argument, NULL, O_CROP},
     {"flip", no_argument, NULL, O_FLIP},
     {"no-fast", no_argument, NULL, O_NOFAST},
+    {"step", required_argument, NULL, O_STEP},
+    {"batch-size", required_argument, NULL, O_BATCH_SIZE},
+    {"drop-last", no_argument, NULL, O_DROP_LAST},
+    {"key", required_argument, NULL, O_KEY},
     {NULL, 0, NULL, 0},
 };
 
@@ -187,6 +193,8 @@ static int stream_option(int c, char *arg, ShardcatCli *cli, ShardReaderSettings
             return die_usage("--epoch wants a whole number");
         break;
     case O_RANK:
+        cli->have_rank = 1;
+        return count_option(c, arg, rs);
     case O_WORLD:
     case O_WORKER:
     case O_WORKERS:
@@ -270,12 +278,35 @@ static int show_option(int c, const char *arg, ShardcatCli *cli, ShardLoaderSett
     return -1;
 }
 
+/* batch's options: the step or key, and the job's batches; -1, or 2 after saying what is
+ * wrong. */
+static int batch_option(int c, const char *arg, ShardcatCli *cli, ShardLoaderSettings *ls)
+{
+    uint64_t v;
+    switch (c) {
+    case O_STEP:
+        if (cli_parse_u64(arg, &cli->step))
+            return die_usage("--step wants a whole number");
+        cli->have_step = 1;
+        break;
+    case O_BATCH_SIZE:
+        if (cli_parse_u64(arg, &v) || v < 1 || v > (1u << 24))
+            return die_usage("--batch-size wants 1 to 16777216");
+        ls->batch_size = (size_t)v;
+        cli->have_batch_size = 1;
+        break;
+    case O_DROP_LAST: ls->drop_last = 1; break;
+    case O_KEY: cli->key = arg; break;
+    }
+    return -1;
+}
+
 /* The options after COMMAND; -1, or the exit status after help or bad usage. */
 static int read_options(int argc, char **argv, ShardcatCli *cli, ShardLoaderSettings *ls,
                         ShardRemoteSettings *ro)
 {
     ShardReaderSettings *rs = &ls->reader;
-    int c, quiet = 0, placing = 0, stream_only = 0, show_only = 0, status = -1;
+    int c, quiet = 0, placing = 0, stream_only = 0, show_only = 0, batch_only = 0, status = -1;
     optind = 2;
     opterr = 0; /* one message for an unknown option, ours */
     while (status < 0 && (c = getopt_long(argc, argv, short_options, long_options, NULL)) != -1) {
@@ -291,7 +322,10 @@ static int read_options(int argc, char **argv, ShardcatCli *cli, ShardLoaderSett
         case ':':
         case '?': return cli_option_error("shardcat", c, argv[optind - 1], long_options);
         default:
-            if (c >= O_COUNT) {
+            if (c >= O_STEP) {
+                batch_only = 1;
+                status = batch_option(c, optarg, cli, ls);
+            } else if (c >= O_COUNT) {
                 show_only = 1;
                 status = show_option(c, optarg, cli, ls);
             } else if (c >= O_SHUFFLE) {
@@ -308,8 +342,10 @@ static int read_options(int argc, char **argv, ShardcatCli *cli, ShardLoaderSett
     ShardcatCommand cmd = cli->command;
     if (stream_only && cmd != SHARDCAT_STREAM)
         return die_usage("that option goes with stream");
-    if (placing && cmd != SHARDCAT_STREAM && cmd != SHARDCAT_SHOW)
-        return die_usage("that option goes with stream and show");
+    if (placing && cmd != SHARDCAT_STREAM && cmd != SHARDCAT_SHOW && cmd != SHARDCAT_BATCH)
+        return die_usage("that option goes with stream, show and batch");
+    if (batch_only && cmd != SHARDCAT_BATCH)
+        return die_usage("that option goes with batch");
     if ((show_only || cli->output) && cmd != SHARDCAT_SHOW)
         return die_usage("that option goes with show");
     cli->args = argv + optind;
@@ -427,9 +463,29 @@ static int check_show(const ShardcatCli *cli)
     return -1;
 }
 
+static int check_batch(const ShardcatCli *cli)
+{
+    if (cli->nargs < 1 && !cli->nmix)
+        return die_usage("no shards given");
+    if (cli->nmix && cli->nargs)
+        return die_usage("give the shards as arguments or with --mix, not both");
+    if (cli->have_step == !!cli->key)
+        return die_usage("batch wants --step N or --key K");
+    if (!cli->have_batch_size)
+        return die_usage("batch wants --batch-size B, the job's");
+    if (cli->state)
+        return die_usage("batch does not take --state yet: steps are named for an epoch "
+                         "read from its start");
+    if (cli->decode || cli->dir)
+        return die_usage("--decode and -C do not go with batch");
+    return -1;
+}
+
 int shardcat_check(const ShardcatCli *cli)
 {
     ShardcatCommand c = cli->command;
+    if (c == SHARDCAT_BATCH)
+        return check_batch(cli);
     if (c == SHARDCAT_STREAM)
         return check_stream(cli);
     if (c == SHARDCAT_SHOW)
@@ -459,7 +515,7 @@ int shardcat_check(const ShardcatCli *cli)
                      near);
         else
             snprintf(msg, sizeof msg, "unknown command '%.100s' (ls, cat, info, verify, index, "
-                                      "repair, extract, stream, show, bench)", cli->name);
+                                      "repair, extract, stream, show, batch, bench)", cli->name);
         return die_usage(msg);
     }
     if (cli->nargs < 1)

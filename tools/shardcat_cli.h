@@ -36,6 +36,12 @@ typedef struct ShardcatCli {
                          * ShardReaderSettings.sources points at them */
     const char **spec;
     size_t nmix;
+    int have_rank;     /* --rank given (batch: that rank only) */
+    /* batch's own */
+    uint64_t step;     /* --step N */
+    int have_step;
+    const char *key;   /* --key K */
+    int have_batch_size; /* --batch-size B */
     /* show's own */
     const char *output; /* -o FILE: the PNG */
     int columns;        /* --columns N; 0: as square as the count allows */

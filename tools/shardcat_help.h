@@ -19,6 +19,7 @@ typedef enum ShardcatCommand {
     SHARDCAT_STREAM,
     SHARDCAT_SHOW,
     SHARDCAT_REPAIR,
+    SHARDCAT_BATCH,
 } ShardcatCommand;
 
 /* The global help, to f. */

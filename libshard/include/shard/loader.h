@@ -272,6 +272,74 @@ SHARD_API const char *shard_loader_error(const ShardLoader *l);
 /** Stops the threads and frees everything; accepts NULL; sets *l to NULL. */
 SHARD_API void shard_loader_free(ShardLoader **l);
 
+/**
+ * Which samples were in step N: a job's batches named from the order alone (manifests and
+ * indexes; no sample byte read), for the job's loader settings and topology. A rank's
+ * steps are its workers' batches as a DataLoader hands them out (worker 0 first, then each
+ * in turn, a worker whose batches ended passed over), counted from the epoch's start.
+ */
+typedef struct ShardStepPlan ShardStepPlan;
+
+/** One sample of a step. Strings borrowed from the plan: valid until its next call. */
+typedef struct ShardStepSample {
+    const char *key;   /**< the sample's key */
+    const char *url;   /**< its shard */
+    uint32_t shard;    /**< the shard's number in the job's shard list */
+    uint64_t index;    /**< the sample's number in its shard, from 0 */
+    int rank, worker;  /**< the consumer that delivers it */
+    uint64_t position; /**< its place in that consumer's epoch */
+    uint64_t step;     /**< the rank's step it is in, from the epoch's start */
+    uint64_t slot;     /**< its place in that step's batch */
+    int repeat;        /**< equal mode's pad ("__pad__"): a repeat of an earlier sample */
+} ShardStepSample;
+
+/** shard_step_keys' rank: every rank's batch of the step, rank after rank */
+enum { SHARD_STEP_ALL_RANKS = -1 };
+
+/**
+ * Opens a step plan for the job s describes: its reader settings (the seed given:
+ * have_seed), batch_size and drop_last; s->reader.world_size and num_workers are the job's
+ * topology (rank and worker are ignored). Shards without an index are indexed once (the
+ * index cache), as the loader would for a mode that needs every count.
+ * @param out receives the plan, owned by the caller (shard_step_plan_free)
+ * @return 0, or the reader's error (a shard list that does not open, resampled mode)
+ */
+SHARD_API int shard_step_plan_open(ShardStepPlan **out, const ShardLoaderSettings *s,
+                                   ShardError *err);
+
+/** Steps of epoch `epoch` on rank `rank`; a negative error code (the message:
+ *  shard_step_plan_error). */
+SHARD_API int64_t shard_step_plan_steps(ShardStepPlan *p, uint64_t epoch, int rank);
+
+/**
+ * The samples of step `step` of epoch `epoch` on rank `rank` (SHARD_STEP_ALL_RANKS: every
+ * rank's), in batch order; only the partition each lies in is replayed.
+ * @param out receives the samples, borrowed from the plan until its next call
+ * @return 0, or SHARD_ERR_INVALID (a step past the epoch's end, naming its last; a rank not
+ *         below the world size, naming it), or an index's error
+ */
+SHARD_API int shard_step_keys(ShardStepPlan *p, uint64_t epoch, uint64_t step, int rank,
+                              const ShardStepSample **out, size_t *n);
+
+/**
+ * The reverse: every (step, rank, slot) of key in epoch `epoch` (a mix may repeat a
+ * sample). Names the whole epoch of every consumer: its time and memory are the epoch's
+ * order's, read index by index (bench/RESULTS.md).
+ * @return 0, SHARD_ERR_NOT_FOUND ("not in epoch E"), or an index's error
+ */
+SHARD_API int shard_step_where(ShardStepPlan *p, const char *key, uint64_t epoch,
+                               const ShardStepSample **out, size_t *n);
+
+/** The order_only reader the plan names samples with (its list, remote and statistics);
+ *  borrowed from the plan. */
+SHARD_API ShardReader *shard_step_plan_reader(ShardStepPlan *p);
+
+/** What the plan's last failing call said. */
+SHARD_API const char *shard_step_plan_error(const ShardStepPlan *p);
+
+/** Frees a plan and sets *p to NULL; accepts NULL. */
+SHARD_API void shard_step_plan_free(ShardStepPlan **p);
+
 #ifdef __cplusplus
 }
 #endif

@@ -139,8 +139,16 @@ typedef struct ShardReaderSettings {
      *  its own, and resumes on any topology (default 0) */
     uint32_t partitions;
     int drop_last; /**< see batch_size (default 0) */
+    /** Name the samples without reading them (default 0): the epoch's order from the
+     *  manifests and indexes alone, for shard_reader_name_next and shard_reader_seek (which
+     *  step in the question "which samples were in step N"). No fetch thread runs and no
+     *  sample byte is read; every shard's count is needed (made_indexes is then 'always'),
+     *  and each shard's index is read for its names when first named. Refused with
+     *  resampled mode, whose draws are no order to look up. shard_reader_take and
+     *  shard_reader_next are refused on such a reader. */
+    unsigned char order_only;
     /** Zero: room for settings added later without changing the struct's size. */
-    unsigned char reserved[4];
+    unsigned char reserved[3];
 } ShardReaderSettings;
 
 /** ShardReaderSettings.make_indexes */
@@ -321,6 +329,47 @@ SHARD_API const char *shard_reader_kept_error(const ShardReader *r, size_t i);
 
 /** @return the message of the last failure (borrowed), "" if none */
 SHARD_API const char *shard_reader_error(const ShardReader *r);
+
+/** A sample named without reading it (ShardReaderSettings.order_only). Strings borrowed:
+ *  valid until the next call on the reader. */
+typedef struct ShardSampleName {
+    const char *key;   /**< its key, from its shard's index */
+    const char *url;   /**< its shard, as listed */
+    uint32_t shard;    /**< the shard's number in shard_reader_list */
+    uint64_t index;    /**< the sample's number in its shard, from 0 */
+    uint64_t position; /**< its place in this consumer's epoch, from 0 */
+    int repeat;        /**< equal mode's pad: a repeat of a sample from the epoch's start */
+} ShardSampleName;
+
+/**
+ * An order_only reader's next sample, named from the order alone: the one the same reader
+ * reading would give (with skip_errors: the planned one, as though no sample failed).
+ * @return 0, SHARD_EOS at the epoch's end, or an error (a shard with no index to name its
+ *         samples from, named)
+ */
+SHARD_API int shard_reader_name_next(ShardReader *r, ShardSampleName *out);
+
+/**
+ * Moves an order_only reader so that its next sample is the one at `position` of this
+ * consumer's epoch (the epoch set, or the state restored; positions from the epoch's
+ * start): only the partition it lies in is replayed, on identities. Past the epoch's end,
+ * the next call ends the epoch.
+ * @return 0, or SHARD_ERR_INVALID (not order_only; a position delivered before the
+ *         restored state's reading began)
+ */
+SHARD_API int shard_reader_seek(ShardReader *r, uint64_t position);
+
+/**
+ * Makes an order_only reader name consumer (rank, worker)'s order of the same topology
+ * (world_size, num_workers) from the start of epoch e: one reader, its list and indexes,
+ * answers for every consumer of a job.
+ * @return 0, or SHARD_ERR_INVALID (not order_only; a rank or worker out of range, named)
+ */
+SHARD_API int shard_reader_set_consumer(ShardReader *r, int rank, int worker, uint64_t e);
+
+/** Indexes an order_only reader has read to name samples (the bytes it read: these and the
+ *  list's). */
+SHARD_API uint64_t shard_reader_indexes_read(const ShardReader *r);
 
 /** Stops the threads, frees the reader and sets *r to NULL; accepts NULL. */
 SHARD_API void shard_reader_free(ShardReader **r);

@@ -263,10 +263,10 @@ static int plan_streams(ShardReader *r, int64_t i)
     return 0;
 }
 
-/* Enters piece i (n: the repeats): its partition's segments dealt to the streams, its
- * buffer seeded, and, where it begins inside the partition, the samples before it passed
- * over. The fetch threads start at the next pull. */
-static int enter(ShardReader *r, int64_t i)
+/* Enters piece i (n: the repeats) `skip` samples past its start: its partition's segments
+ * dealt to the streams, its buffer seeded, and, where it begins inside the partition, the
+ * samples before it passed over. The fetch threads start at the next pull. */
+int shard_reader_enter(ShardReader *r, int64_t i, uint64_t skip)
 {
     ShardOrder *o = r->order;
     int resampled = r->s.mode == SHARD_MODE_RESAMPLED;
@@ -275,14 +275,23 @@ static int enter(ShardReader *r, int64_t i)
     int rc = plan_streams(r, i);
     if (rc)
         return rc;
+    if (r->s.order_only && !r->counts_known)
+        return shard_fail(r->err, SHARD_ERR_UNSUPPORTED,
+                          "reader: order_only names samples from every shard's count, and "
+                          "partition %lld has a shard without one",
+                          i < (int64_t)o->npieces ? (long long)o->piece[i].p : -1LL);
     uint64_t n = resampled ? r->resume_skip : i < (int64_t)o->npieces ? o->piece[i].from : 0;
+    n += skip;
+    if (r->piece_left != UINT64_MAX)
+        r->piece_left -= skip;
     r->resume_skip = 0;
-    if (n && r->counts_known && !r->s.skip_errors)
+    /* naming the order replays it even where errors may change what is read: the plan */
+    if (n && r->counts_known && (!r->s.skip_errors || r->s.order_only))
         rc = shard_reader_replay(r, n);
     else if (n) /* no counts to replay on, or errors may have changed them: read and drop */
         r->drop_left = n;
     if (!rc)
-        r->start_due = 1;
+        r->start_due = !r->s.order_only;
     return rc;
 }
 
@@ -303,7 +312,7 @@ static void prefetch(ShardReader *r)
 {
     const ShardOrder *o = r->order;
     int64_t i = following(r), n = (int64_t)o->npieces;
-    if (r->s.mode == SHARD_MODE_RESAMPLED || i > n || r->prefetched >= 0 ||
+    if (r->s.mode == SHARD_MODE_RESAMPLED || r->s.order_only || i > n || r->prefetched >= 0 ||
         (i < n && o->piece[i].from) || !to_the_end(o, r->cur))
         return;
     stop_streams(r); /* every stream has ended: the threads are done */
@@ -319,7 +328,7 @@ static int next_piece(ShardReader *r)
     int64_t n = (int64_t)o->npieces;
     if (r->s.mode == SHARD_MODE_RESAMPLED) {
         if (r->cur < 0 && n > 0)
-            return enter(r, 0);
+            return shard_reader_enter(r, 0, 0);
         r->cur = n + 1;
         return SHARD_EOS;
     }
@@ -330,7 +339,7 @@ static int next_piece(ShardReader *r)
         return SHARD_EOS;
     }
     if (i != r->prefetched)
-        return enter(r, i);
+        return shard_reader_enter(r, i, 0);
     /* its streams read since its predecessor's input ended: the buffer's turn */
     r->prefetched = -1;
     open_piece(r, i);
@@ -401,6 +410,8 @@ static ShardItem *pull_next(ShardReader *r, int *rc)
 static ShardItem *pull(void *cookie, int *rc)
 {
     ShardReader *r = cookie;
+    if (r->s.order_only)
+        return shard_reader_pull_ids(r, rc);
     ShardItem *it = pull_next(r, rc);
     if (!it && !*rc)
         prefetch(r);
@@ -416,7 +427,7 @@ static void note_draw(ShardReader *r, const ShardItem *it)
         atomic_store(&o->taken, j);
 }
 
-int shard_reader_take(ShardReader *r, ShardItem **out)
+int shard_reader_take_next(ShardReader *r, ShardItem **out)
 {
     *out = NULL;
     shard_item_release(r->last);
@@ -473,6 +484,15 @@ int shard_reader_take(ShardReader *r, ShardItem **out)
         *out = it;
         return 0;
     }
+}
+
+int shard_reader_take(ShardReader *r, ShardItem **out)
+{
+    *out = NULL;
+    if (r->s.order_only)
+        return shard_fail(r->err, SHARD_ERR_INVALID, "reader: an order_only reader names its "
+                          "samples (shard_reader_name_next) and reads none");
+    return shard_reader_take_next(r, out);
 }
 
 int shard_reader_next(ShardReader *r, const char **key, const char **url,

@@ -26,6 +26,12 @@ SHARD_HIDDEN int shard_reader_plan_order(ShardReader *r, uint32_t parts, uint64_
 /* Begins epoch e from its start: shard_reader_reset, shard_reader_plan_order, the order
  * begun. */
 SHARD_HIDDEN int shard_reader_plan(ShardReader *r, uint64_t e, uint32_t parts, uint64_t total);
+/* Enters piece i of the order (npieces: the repeats) skip samples past where it begins,
+ * those before passed over (replayed on identities, or read and dropped). */
+SHARD_HIDDEN int shard_reader_enter(ShardReader *r, int64_t i, uint64_t skip);
+/* shard_reader_take for any reader, order_only included (whose items are identities:
+ * shard, sample number, repeat, position). */
+SHARD_HIDDEN int shard_reader_take_next(ShardReader *r, ShardItem **out);
 /* Sets epoch_length from the order. */
 SHARD_HIDDEN void shard_reader_set_length(ShardReader *r);
 

@@ -101,6 +101,8 @@ struct ShardReader {
     ShardFetch *fetch;
     ShardShuffle shuffle;
     ShardItem *last; /* handed out by shard_reader_next, released at the next call */
+    struct ShardNames *names; /* order_only: the indexes that name samples, made when first
+                                 asked */
     double wait;     /* shard_reader_set_wait: the longest a take waits, 0: no limit */
     int pending_src; /* the source drawn for a pull that had to wait, -1: none */
     int start_due;   /* the fetch threads start at the first pull: a restore or set_epoch

@@ -119,8 +119,7 @@ static ShardItem *pull_sim_from(ShardReader *r, size_t src, int *rc)
     return NULL;
 }
 
-/* The identity of the next sample of the round-robin, advancing the replay state. */
-static ShardItem *pull_sim(void *cookie, int *rc)
+ShardItem *shard_reader_pull_ids(void *cookie, int *rc)
 {
     ShardReader *r = cookie;
     *rc = 0;
@@ -137,7 +136,7 @@ int shard_reader_replay(ShardReader *r, uint64_t n)
 {
     int rc = 0;
     for (uint64_t i = 0; i < n; i++) {
-        ShardItem *it = shard_reader_step(r, pull_sim, &rc);
+        ShardItem *it = shard_reader_step(r, shard_reader_pull_ids, &rc);
         if (rc)
             return rc;
         if (!it)
@@ -154,6 +153,8 @@ int shard_reader_replay(ShardReader *r, uint64_t n)
         st->start_seg = st->sim_seg;
         st->start_off = st->sim_off;
     }
+    if (r->s.order_only)
+        return 0;
     return shard_shuffle_load(&r->shuffle, r->list, r->s.remote, r->err);
 }
 

@@ -25,9 +25,13 @@ SHARD_HIDDEN int shard_reader_source(ShardReader *r);
 /* The next sample of the partition through its shuffle buffer, pulled with pullf; NULL at
  * its end or on failure (*rc). */
 SHARD_HIDDEN ShardItem *shard_reader_step(ShardReader *r, ShardPullFn pullf, int *rc);
+/* A ShardPullFn on sample identities alone (shard, sample number; no byte read): the next
+ * one of the round-robin, advancing the replay's bookkeeping. */
+SHARD_HIDDEN ShardItem *shard_reader_pull_ids(void *cookie, int *rc);
 /* Passes over the first n samples of the partition just entered, as though it had yielded
  * them: its round-robin and buffer replayed on sample identities (every count known), the
- * buffered samples then read by index. The fetch threads start at the next pull. */
+ * buffered samples then read by index (not for an order_only reader, whose buffer holds identities). The
+ * fetch threads start at the next pull. */
 SHARD_HIDDEN int shard_reader_replay(ShardReader *r, uint64_t n);
 
 #endif /* SHARD_READ_STEPS_H */

@@ -19,6 +19,7 @@
 #include "read/mix.h"
 #include "resume/resume.h"
 #include "read/streamreader.h"
+#include "catalog/samplenames.h"
 #include "read/readerdef.h"
 #include "read/restore.h"
 #include "read/shuffle.h"
@@ -103,7 +104,7 @@ static int open_list(ShardReader *r, const ShardReaderSettings *s)
     ls.remote = r->s.remote;
     ls.manifest_commands = s->manifest_commands;
     ls.manifest_local = s->manifest_local;
-    int needs_counts = s->nsources > 1 || s->mode == SHARD_MODE_EQUAL ||
+    int needs_counts = s->order_only || s->nsources > 1 || s->mode == SHARD_MODE_EQUAL ||
                        (s->epoch_samples && s->mode != SHARD_MODE_RESAMPLED);
     if (s->make_indexes == SHARD_READER_INDEXES_ALWAYS ||
         (s->make_indexes == SHARD_READER_INDEXES_AUTO && needs_counts))
@@ -200,6 +201,10 @@ int shard_reader_open(ShardReader **out, const ShardReaderSettings *s, ShardErro
                                             r->s.num_workers));
     if (r->s.mode < SHARD_MODE_EXACT || r->s.mode > SHARD_MODE_RESAMPLED)
         return fail_open(r, err, shard_fail(r->err, SHARD_ERR_INVALID, "reader: unknown mode"));
+    if (r->s.order_only && r->s.mode == SHARD_MODE_RESAMPLED)
+        return fail_open(r, err, shard_fail(r->err, SHARD_ERR_UNSUPPORTED,
+                                            "reader: order_only names an epoch's order, and "
+                                            "resampled mode draws shards without one"));
     if (!r->s.streams)
         r->s.streams = 1;
     if (!r->s.queue_depth)
@@ -378,6 +383,7 @@ void shard_reader_free(ShardReader **pr)
     shard_order_put(r->order);
     free(r->segs);
     free(r->counts);
+    shard_names_free(&r->names);
     shard_list_free(&r->list);
     shard_remote_free(&r->own_remote);
     free(r);
