@@ -35,6 +35,7 @@
 #include "_gpu.h"
 #include "_indexed.h"
 #include "_loader.h"
+#include "_steps.h"
 #include "_pack.h"
 #include "_rawstream.h"
 #include "_reader.h"
@@ -284,7 +285,7 @@ PyMODINIT_FUNC PyInit__libshard(void)
         shard_py_indexed_ready(m) || shard_py_tarmembers_ready(m) ||
         shard_py_crossing_ready(m) ||
         shard_py_rawstream_ready(m) || shard_py_gpu_ready(m) ||
-        shard_py_loader_ready(m) || shard_py_upload_ready(m) || shard_py_writer_ready(m) ||
+        shard_py_loader_ready(m) || shard_py_steps_ready(m) || shard_py_upload_ready(m) || shard_py_writer_ready(m) ||
         shard_py_pack_ready(m) ||
         PyModule_AddStringConstant(m, "version", shard_version())) {
         Py_DECREF(m);

@@ -182,6 +182,23 @@ class ShardDataset(torch.utils.data.IterableDataset):
         self._resume = self._resume_epoch = None
         return self.epochs.iterate(tagged, resume, logical)
 
+    def batch_keys(self, epoch, step, rank=None):
+        """Which samples were in step `step` of epoch `epoch` (steps from the epoch's start,
+        as this dataset iterated without DataLoader workers delivers them; ShardLoader's own
+        counts its workers): a dict per sample, in batch order (__key__, __url__, index:
+        the sample's number in its shard, rank, worker, step, slot, position, pad: equal
+        mode's repeat), from the manifests and indexes alone, no sample byte read. rank:
+        None for this rank, "all" for every rank's, else that rank. A step past the
+        epoch's end, or a rank not below the world size, is a ValueError naming the last
+        step or the world size. With skip_errors, the planned samples."""
+        return plan.batch_keys(self, 1, epoch, step, rank)
+
+    def where_is(self, key, epoch):
+        """Every (step, rank, slot) of key in epoch `epoch`, as batch_keys' dicts;
+        libshard.ShardNotFoundError "not in epoch E" when it is in none. Names the whole epoch (its cost is stated in
+        bench/RESULTS.md)."""
+        return plan.where_is(self, 1, key, epoch)
+
     def gpu_stats(self):
         """The upload's counters for this process's current or last iteration with
         device="cuda" (num_workers=0; ShardLoader.gpu_stats with workers): batches, bytes,

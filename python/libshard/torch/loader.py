@@ -136,6 +136,16 @@ class ShardLoader(torch.utils.data.DataLoader):
             self._batches += 1
             yield item
 
+    def batch_keys(self, epoch, step, rank=None):
+        """ShardDataset.batch_keys for this loader's job: its steps are its workers' batches
+        as the DataLoader hands them out, worker 0 first, each in turn."""
+        return plan.batch_keys(self.dataset.shard_dataset, max(self.num_workers, 1), epoch,
+                               step, rank)
+
+    def where_is(self, key, epoch):
+        """ShardDataset.where_is for this loader's job (its workers counted)."""
+        return plan.where_is(self.dataset.shard_dataset, max(self.num_workers, 1), key, epoch)
+
     def stats(self):
         """ShardDataset.stats for this loader: with num_workers=0 the dataset's; with workers
         {"workers": {worker: that worker's stats as of its last batch handed out}} (and

@@ -1,0 +1,173 @@
+/*
+ * libshard._libshard.StepPlan: which samples were in step N (shard/loader.h,
+ * shard_step_plan_*), for a job of the Loader's settings and topology, from the order
+ * alone. Each answer is a list of dicts, one per sample.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <shard/shard.h>
+
+#include "_common.h"
+#include "_settings.h"
+#include "_steps.h"
+#include "_stream.h"
+
+typedef struct {
+    PyObject_HEAD
+    ShardStepPlan *p;
+    ShardRemote *rm; /* freed after p */
+} StepPlanObject;
+
+static const char *const plan_params[] = {"urls", NULL};
+static const ShardPySignature plan_signature = {"StepPlan", plan_params, 1, 1, 0};
+
+static void plan_clear(StepPlanObject *self)
+{
+    Py_BEGIN_ALLOW_THREADS
+    shard_step_plan_free(&self->p);
+    shard_remote_free(&self->rm);
+    Py_END_ALLOW_THREADS
+}
+
+typedef struct {
+    const ShardLoaderSettings *s;
+    ShardStepPlan *p;
+    ShardError err;
+    int rc;
+} PlanOpen;
+
+static int StepPlan_init(StepPlanObject *self, PyObject *args, PyObject *kw)
+{
+    plan_clear(self);
+    ShardLoaderSettings s;
+    shard_loader_default_settings(&s);
+    ShardPyTarget more[] = {{&shard_py_loader_table, &s},
+                            {&shard_py_transform_table, &s.transform}};
+    PyObject *values[1], *keep = NULL;
+    ShardPySpecs sp;
+    int rc = shard_py_stream_settings(&plan_signature, args, kw, &s.reader, more, 2, values,
+                                      &sp, &self->rm, &keep);
+    if (!rc) {
+        PlanOpen o = {&s, NULL, {0}, 0};
+        Py_BEGIN_ALLOW_THREADS
+        o.rc = shard_step_plan_open(&o.p, &s, &o.err);
+        Py_END_ALLOW_THREADS
+        self->p = o.p;
+        if (o.rc) {
+            shard_py_raise(o.rc, o.err.message);
+            rc = -1;
+        }
+    }
+    shard_py_specs_free(&sp);
+    Py_XDECREF(keep);
+    return rc;
+}
+
+static void StepPlan_dealloc(StepPlanObject *self)
+{
+    plan_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int live(StepPlanObject *self)
+{
+    if (self->p)
+        return 0;
+    PyErr_SetString(PyExc_ValueError, "StepPlan: not opened");
+    return -1;
+}
+
+static PyObject *answer(StepPlanObject *self, int rc, const ShardStepSample *v, size_t n)
+{
+    if (rc)
+        return shard_py_raise(rc, shard_step_plan_error(self->p));
+    PyObject *list = PyList_New((Py_ssize_t)n);
+    for (size_t i = 0; list && i < n; i++) {
+        const ShardStepSample *x = &v[i];
+        PyObject *d = Py_BuildValue(
+            "{s:s,s:s,s:I,s:K,s:i,s:i,s:K,s:K,s:K,s:O}", "__key__", x->key, "__url__", x->url,
+            "shard", (unsigned)x->shard, "index", (unsigned long long)x->index, "rank", x->rank,
+            "worker", x->worker, "position", (unsigned long long)x->position, "step",
+            (unsigned long long)x->step, "slot", (unsigned long long)x->slot, "pad",
+            x->repeat ? Py_True : Py_False);
+        if (!d) {
+            Py_CLEAR(list);
+            break;
+        }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, d);
+    }
+    return list;
+}
+
+static PyObject *StepPlan_keys(StepPlanObject *self, PyObject *args)
+{
+    unsigned long long epoch, step;
+    int rank;
+    if (!PyArg_ParseTuple(args, "KKi:keys", &epoch, &step, &rank) || live(self))
+        return NULL;
+    const ShardStepSample *v;
+    size_t n;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = shard_step_keys(self->p, epoch, step, rank, &v, &n);
+    Py_END_ALLOW_THREADS
+    return answer(self, rc, v, n);
+}
+
+static PyObject *StepPlan_where(StepPlanObject *self, PyObject *args)
+{
+    const char *key;
+    unsigned long long epoch;
+    if (!PyArg_ParseTuple(args, "sK:where", &key, &epoch) || live(self))
+        return NULL;
+    const ShardStepSample *v;
+    size_t n;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = shard_step_where(self->p, key, epoch, &v, &n);
+    Py_END_ALLOW_THREADS
+    return answer(self, rc, v, n);
+}
+
+static PyObject *StepPlan_steps(StepPlanObject *self, PyObject *args)
+{
+    unsigned long long epoch;
+    int rank;
+    if (!PyArg_ParseTuple(args, "Ki:steps", &epoch, &rank) || live(self))
+        return NULL;
+    int64_t n;
+    Py_BEGIN_ALLOW_THREADS
+    n = shard_step_plan_steps(self->p, epoch, rank);
+    Py_END_ALLOW_THREADS
+    if (n < 0)
+        return shard_py_raise((int)n, shard_step_plan_error(self->p));
+    return PyLong_FromLongLong(n);
+}
+
+static PyMethodDef StepPlan_methods[] = {
+    {"keys", (PyCFunction)StepPlan_keys, METH_VARARGS,
+     "keys(epoch, step, rank) -> the samples of the step on rank (-1: every rank's)"},
+    {"where", (PyCFunction)StepPlan_where, METH_VARARGS,
+     "where(key, epoch) -> every place of key in the epoch"},
+    {"steps", (PyCFunction)StepPlan_steps, METH_VARARGS,
+     "steps(epoch, rank) -> the rank's steps in the epoch"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject StepPlanType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "libshard._libshard.StepPlan",
+    .tp_basicsize = sizeof(StepPlanObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "StepPlan(urls, **loader settings): a job's steps named from the order alone.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)StepPlan_init,
+    .tp_dealloc = (destructor)StepPlan_dealloc,
+    .tp_methods = StepPlan_methods,
+};
+
+int shard_py_steps_ready(PyObject *m)
+{
+    PyTypeObject *types[] = {&StepPlanType};
+    return shard_py_add_types(m, types, 1);
+}

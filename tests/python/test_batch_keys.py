@@ -1,0 +1,82 @@
+"""batch_keys and where_is on ShardDataset and ShardLoader: from the order alone, each step's
+keys equal what the loader delivered at that step (raw_fields="__key__"), for DataLoader
+workers and ranks, plain tars without indexes; where_is inverts it."""
+import io
+import random
+import tarfile
+
+import pytest
+
+import libshard
+
+from libshard.torch import ShardDataset, ShardLoader
+from PIL import Image
+
+SIZES = [13, 21, 8, 17, 25, 11]
+
+
+@pytest.fixture(scope="module")
+def spec(tmp_path_factory):
+    d = tmp_path_factory.mktemp("bk")
+    for s, n in enumerate(SIZES):
+        with tarfile.open(d / f"s-{s}.tar", "w") as t:
+            for i in range(n):
+                b = io.BytesIO()
+                Image.new("RGB", (20 + i, 16), (i * 9 % 255, s * 30, 7)).save(b, "PNG")
+                for ext, data in (("png", b.getvalue()), ("cls", str(i % 4).encode())):
+                    info = tarfile.TarInfo(f"k{s}_{i:03d}.{ext}")
+                    info.size = len(data)
+                    t.addfile(info, io.BytesIO(data))
+    return str(d / "s-{0..5}.tar"), str(d / "idx")
+
+
+def dataset(spec, **kw):
+    urls, cache = spec
+    return ShardDataset(urls, seed=3, batch_size=8, image_size=16, shuffle=20,
+                        raw_fields="__key__", index_cache=cache, **kw)
+
+
+def check(ld, epoch):
+    ld.set_epoch(epoch)
+    got = [list(f["__key__"]) for _, _, f in ld]
+    assert got
+    for step, keys in enumerate(got):
+        named = ld.batch_keys(epoch, step)
+        assert [d["__key__"] for d in named] == keys, (epoch, step)
+        assert all(d["step"] == step and d["slot"] == i for i, d in enumerate(named))
+    for step in (0, len(got) - 1):
+        key = got[step][-1]
+        assert any(p["step"] == step and p["slot"] == len(got[step]) - 1
+                   for p in ld.where_is(key, epoch))
+    with pytest.raises(ValueError, match=f"has {len(got)} steps there \\(the last is "
+                                         f"{len(got) - 1}\\)"):
+        ld.batch_keys(epoch, len(got))
+    return got
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_every_step_is_what_the_loader_delivered(spec, workers):
+    ld = ShardLoader(dataset(spec), num_workers=workers)
+    for e in (0, 1):
+        check(ld, e)
+
+
+def test_ranks_and_workers(spec):
+    """2 ranks x 2 workers, equal mode: each rank's steps, and rank="all" is them together."""
+    per_rank = []
+    for r in range(2):
+        ld = ShardLoader(dataset(spec, rank=r, world_size=2), num_workers=2)
+        per_rank.append(check(ld, 0))
+    both = ld.batch_keys(0, 1, rank="all")
+    assert [d["__key__"] for d in both if d["rank"] == 0] == per_rank[0][1]
+    assert [d["__key__"] for d in both if d["rank"] == 1] == per_rank[1][1]
+    with pytest.raises(ValueError, match="rank 2, and the job's world size is 2"):
+        ld.batch_keys(0, 0, rank=2)
+
+
+def test_the_dataset_alone(spec):
+    ds = dataset(spec)
+    got = [list(f["__key__"]) for _, _, f in ds]
+    assert [[d["__key__"] for d in ds.batch_keys(0, s)] for s in range(len(got))] == got
+    with pytest.raises(libshard.ShardNotFoundError, match="key 'nope' is not in epoch 0"):
+        ds.where_is("nope", 0)
