@@ -72,6 +72,18 @@ int shardcat_batch(const ShardcatCli *cli, ShardLoaderSettings *ls, ShardRemote 
     }
     for (size_t i = 0; i < n; i++)
         print_sample(&v[i], cli->json);
+    if (cli->stats) { /* what naming them read: the list's and the indexes' bytes */
+        ShardReader *r = shard_step_plan_reader(p);
+        ShardRemoteStats rs;
+        shard_remote_stats(shard_reader_remote(r), &rs);
+        ShardReaderStats st;
+        shard_reader_stats(r, &st);
+        fprintf(stderr, "shardcat: %llu shards listed in %.3f s; %llu indexes read to name "
+                        "samples; remote: %llu requests, %llu bytes\n",
+                (unsigned long long)st.shards, st.list_seconds,
+                (unsigned long long)shard_reader_indexes_read(r),
+                (unsigned long long)rs.requests, (unsigned long long)rs.bytes);
+    }
     shard_step_plan_free(&p);
     return 0;
 }

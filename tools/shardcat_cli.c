@@ -330,7 +330,7 @@ static int read_options(int argc, char **argv, ShardcatCli *cli, ShardLoaderSett
                 status = show_option(c, optarg, cli, ls);
             } else if (c >= O_SHUFFLE) {
                 placing = 1;
-                stream_only |= c >= O_SAMPLES;
+                stream_only |= c >= O_SAMPLES && c != O_STATS; /* batch's too */
                 status = stream_option(c, optarg, cli, rs, argc);
             } else {
                 status = remote_option(c, optarg, ro);
@@ -344,6 +344,8 @@ static int read_options(int argc, char **argv, ShardcatCli *cli, ShardLoaderSett
         return die_usage("that option goes with stream");
     if (placing && cmd != SHARDCAT_STREAM && cmd != SHARDCAT_SHOW && cmd != SHARDCAT_BATCH)
         return die_usage("that option goes with stream, show and batch");
+    if (cli->stats && cmd != SHARDCAT_STREAM && cmd != SHARDCAT_BATCH)
+        return die_usage("--stats goes with stream and batch");
     if (batch_only && cmd != SHARDCAT_BATCH)
         return die_usage("that option goes with batch");
     if ((show_only || cli->output) && cmd != SHARDCAT_SHOW)

@@ -174,6 +174,7 @@ static const struct {
      "  --drop-last             the job drops each worker's short last batch\n"
      "  --rank R                this rank's batch only (default: every rank's)\n"
      "  --json                  JSON lines\n"
+     "  --stats                 on stderr: shards listed, indexes read, remote bytes\n"
      "  stream's --seed (required: the job's), --epoch, --shuffle, --world-size,\n"
      "  --workers, --mode, --pad, --mix, --streams, --partitions, --skip-errors,\n"
      "  --epoch-samples, --index-cache and --make-indexes: the job's settings\n"},
