@@ -80,3 +80,35 @@ def test_the_dataset_alone(spec):
     assert [[d["__key__"] for d in ds.batch_keys(0, s)] for s in range(len(got))] == got
     with pytest.raises(libshard.ShardNotFoundError, match="key 'nope' is not in epoch 0"):
         ds.where_is("nope", 0)
+
+
+def test_skip_errors_names_the_planned_batch(tmp_path):
+    """One image that does not decode: the loader fills its place with a marked repeat
+    (__pad__), and batch_keys names the planned sample there; every other slot agrees."""
+    bad = "k1_004"
+    with tarfile.open(tmp_path / "b-0.tar", "w") as t:
+        for s in range(2):
+            for i in range(10):
+                b = io.BytesIO()
+                Image.new("RGB", (18, 16), (i * 20, s * 90, 3)).save(b, "PNG")
+                png = b"not a png at all" if f"k{s}_{i:03d}" == bad else b.getvalue()
+                for ext, data in (("png", png), ("cls", b"1")):
+                    info = tarfile.TarInfo(f"k{s}_{i:03d}.{ext}")
+                    info.size = len(data)
+                    t.addfile(info, io.BytesIO(data))
+    ds = ShardDataset(str(tmp_path / "b-0.tar"), seed=4, batch_size=6, image_size=16,
+                      shuffle=8, raw_fields="__key__;__pad__", skip_errors=True,
+                      index_cache=str(tmp_path / "idx"))
+    seen = 0
+    with pytest.warns(UserWarning):
+        batches = [(list(f["__key__"]), f["__pad__"].tolist()) for _, _, f in ds]
+    for step, (keys, pads) in enumerate(batches):
+        named = ds.batch_keys(0, step)
+        assert len(named) == len(keys)
+        for d, k, pad in zip(named, keys, pads):
+            if pad:  # the skipped sample's place, a repeat of the batch's in it
+                assert d["__key__"] == bad and not d["pad"] and k in keys
+                seen += 1
+            else:
+                assert d["__key__"] == k
+    assert seen == 1
