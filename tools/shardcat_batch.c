@@ -54,7 +54,7 @@ int shardcat_batch(const ShardcatCli *cli, ShardLoaderSettings *ls, ShardRemote 
     rs->manifest_local = cli->manifest_local;
     ShardStepPlan *p;
     ShardError err;
-    if (shard_step_plan_open(&p, ls, &err)) {
+    if (shard_step_plan_open(&p, ls, cli->state, &err)) {
         fprintf(stderr, "shardcat: %s\n", err.message);
         return 1;
     }

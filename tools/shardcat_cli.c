@@ -475,9 +475,6 @@ static int check_batch(const ShardcatCli *cli)
         return die_usage("batch wants --step N or --key K");
     if (!cli->have_batch_size)
         return die_usage("batch wants --batch-size B, the job's");
-    if (cli->state)
-        return die_usage("batch does not take --state yet: steps are named for an epoch "
-                         "read from its start");
     if (cli->decode || cli->dir)
         return die_usage("--decode and -C do not go with batch");
     return -1;

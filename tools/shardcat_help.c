@@ -175,6 +175,9 @@ static const struct {
      "  --rank R                this rank's batch only (default: every rank's)\n"
      "  --json                  JSON lines\n"
      "  --stats                 on stderr: shards listed, indexes read, remote bytes\n"
+     "  --state STATE           the state the job resumed the epoch from (or saved\n"
+     "                          later): steps count from the epoch's start across\n"
+     "                          resumes, each named on the topology that delivered it\n"
      "  stream's --seed (required: the job's), --epoch, --shuffle, --world-size,\n"
      "  --workers, --mode, --pad, --mix, --streams, --partitions, --skip-errors,\n"
      "  --epoch-samples, --index-cache and --make-indexes: the job's settings\n"},

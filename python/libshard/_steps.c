@@ -19,7 +19,7 @@ typedef struct {
     ShardRemote *rm; /* freed after p */
 } StepPlanObject;
 
-static const char *const plan_params[] = {"urls", NULL};
+static const char *const plan_params[] = {"urls", "state", NULL};
 static const ShardPySignature plan_signature = {"StepPlan", plan_params, 1, 1, 0};
 
 static void plan_clear(StepPlanObject *self)
@@ -44,14 +44,17 @@ static int StepPlan_init(StepPlanObject *self, PyObject *args, PyObject *kw)
     shard_loader_default_settings(&s);
     ShardPyTarget more[] = {{&shard_py_loader_table, &s},
                             {&shard_py_transform_table, &s.transform}};
-    PyObject *values[1], *keep = NULL;
+    PyObject *values[2], *keep = NULL;
     ShardPySpecs sp;
     int rc = shard_py_stream_settings(&plan_signature, args, kw, &s.reader, more, 2, values,
                                       &sp, &self->rm, &keep);
+    const char *state = NULL;
+    if (!rc && values[1] && values[1] != Py_None && !(state = PyUnicode_AsUTF8(values[1])))
+        rc = -1;
     if (!rc) {
         PlanOpen o = {&s, NULL, {0}, 0};
         Py_BEGIN_ALLOW_THREADS
-        o.rc = shard_step_plan_open(&o.p, &s, &o.err);
+        o.rc = shard_step_plan_open(&o.p, &s, state, &o.err);
         Py_END_ALLOW_THREADS
         self->p = o.p;
         if (o.rc) {
@@ -159,7 +162,7 @@ static PyTypeObject StepPlanType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "libshard._libshard.StepPlan",
     .tp_basicsize = sizeof(StepPlanObject),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "StepPlan(urls, **loader settings): a job's steps named from the order alone.",
+    .tp_doc = "StepPlan(urls, state=None, **loader settings): a job's steps named from the order alone.",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)StepPlan_init,
     .tp_dealloc = (destructor)StepPlan_dealloc,

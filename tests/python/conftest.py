@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from testtools import shardpack, tool_path  # noqa: E402,F401 (fixtures)
+from testtools import shardcat, shardpack, tool_path  # noqa: E402,F401 (fixtures)
 
 REPO = Path(__file__).resolve().parents[2]
 _PYPATH = Path(os.environ.get("LIBSHARD_PYTHONPATH", REPO / "build" / "python")).resolve()

@@ -2,7 +2,7 @@
 keys equal what the loader delivered at that step (raw_fields="__key__"), for DataLoader
 workers and ranks, plain tars without indexes; where_is inverts it."""
 import io
-import random
+import subprocess
 import tarfile
 
 import pytest
@@ -32,8 +32,8 @@ def spec(tmp_path_factory):
 
 def dataset(spec, **kw):
     urls, cache = spec
-    return ShardDataset(urls, seed=3, batch_size=8, image_size=16, shuffle=20,
-                        raw_fields="__key__", index_cache=cache, **kw)
+    return ShardDataset(urls, **{**dict(seed=3, batch_size=8, image_size=16, shuffle=20,
+                                        raw_fields="__key__", index_cache=cache), **kw})
 
 
 def check(ld, epoch):
@@ -112,3 +112,55 @@ def test_skip_errors_names_the_planned_batch(tmp_path):
             else:
                 assert d["__key__"] == k
     assert seen == 1
+
+
+@pytest.mark.parametrize("mode", ["exact", "equal"])
+def test_named_across_an_elastic_resume(spec, mode, shardcat):
+    """2 ranks x 2 workers take 3 steps and save; 3 ranks x 1 worker resume and finish.
+    Every step of the epoch, before and after, is named on the topology that delivered it,
+    from the new job's loaders and from the state they save."""
+    saved_at = 3
+    before, state = {}, None
+    for r in range(2):
+        ld = ShardLoader(dataset(spec, rank=r, world_size=2, mode=mode), num_workers=2)
+        got = []
+        for _, _, f in ld:
+            got.append(list(f["__key__"]))
+            if len(got) == saved_at:
+                break
+        before[r] = got
+        if r == 0:
+            state = ld.state_dict()
+        del ld
+    delivered = [k for r in before for b in before[r] for k in b]
+    for r in range(3):
+        ld = ShardLoader(dataset(spec, rank=r, world_size=3, mode=mode), num_workers=0)
+        ld.load_state_dict(state)
+        after = [list(f["__key__"]) for _, _, f in ld]
+        assert after
+        delivered += [k for b in after for k in b]
+        for i, keys in enumerate(after):
+            assert [d["__key__"] for d in ld.batch_keys(0, saved_at + i)] == keys, (r, i)
+        if r < 2:  # the steps before, on the ranks of the job then
+            for s in range(saved_at):
+                assert [d["__key__"] for d in ld.batch_keys(0, s, rank=r)] == before[r][s]
+        with pytest.raises(ValueError, match="rank 2 at step 0, which the job took on 2 ranks"):
+            ld.batch_keys(0, 0, rank=2)
+        last = ld.state_dict()["state"]
+        assert ";resumes=0@2.2@-|3@3.1@" in last, last
+        # where_is finds a key of the old job's at its old step, and one of the new job's
+        key = before[0][1][0]
+        assert any(p["step"] == 1 and p["rank"] == 0 for p in ld.where_is(key, 0))
+        key = after[0][-1]
+        assert any(p["step"] == saved_at and p["rank"] == r for p in ld.where_is(key, 0))
+    if mode == "exact":  # every sample once, across the two topologies
+        assert sorted(delivered) == sorted(f"k{s}_{i:03d}" for s, n in enumerate(SIZES)
+                                           for i in range(n))
+    # shardcat batch, given the state the new job saved, names the same steps
+    urls, cache = spec
+    cp = subprocess.run([str(shardcat), "batch", urls, "--index-cache", cache, "--seed", "3",
+                         "--shuffle", "20", "--mode", mode, "--world-size", "3",
+                         "--batch-size", "8", "--state", last, "--step", "1", "--rank", "1"],
+                        capture_output=True, text=True)
+    assert cp.returncode == 0, cp.stderr
+    assert [l.split("\t")[4] for l in cp.stdout.splitlines()] == before[1][1]

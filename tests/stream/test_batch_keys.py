@@ -140,7 +140,14 @@ def test_bad_questions_say_what_is_wrong(shardcat, shards):
     cp = batch(shardcat, shards, row, "--key", "a03_999")
     assert cp.returncode == 1 and "key 'a03_999' is not in epoch 0" in cp.stderr
     cp = batch(shardcat, shards, row, "--step", 0, "--state", "x")
-    assert cp.returncode == 2 and "--state" in cp.stderr
+    assert cp.returncode == 1 and "cut short or edited" in cp.stderr
+    # a state of another job's settings: refused as a restore refuses it, naming them
+    other = run(shardcat, "stream", *[("60" if a == "40" else a) for a in job_args(shards, row)],
+                "--samples", 20)
+    state = [l[7:] for l in other.stderr.splitlines() if l.startswith("state: ")][0]
+    cp = batch(shardcat, shards, row, "--step", 0, "--state", state)
+    assert cp.returncode == 1 and "shuffle_buffer (shuffle=) is 60 in the state and 40 here" \
+        in cp.stderr, cp.stderr
     args = [a for a in job_args(shards, row)]
     i = args.index("--seed")
     del args[i:i + 2]

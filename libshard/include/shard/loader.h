@@ -301,11 +301,16 @@ enum { SHARD_STEP_ALL_RANKS = -1 };
  * have_seed), batch_size and drop_last; s->reader.world_size and num_workers are the job's
  * topology (rank and worker are ignored). Shards without an index are indexed once (the
  * index cache), as the loader would for a mode that needs every count.
+ * @param state the state the job resumed its epoch from (shard_loader_state's, the job's;
+ *        NULL: none), checked as a restore checks it: its epoch's steps are named across the
+ *        topologies it ran on (the state records its last 8), from the epoch's start.
+ *        Borrowed for the call.
  * @param out receives the plan, owned by the caller (shard_step_plan_free)
- * @return 0, or the reader's error (a shard list that does not open, resampled mode)
+ * @return 0, or the reader's error (a shard list that does not open, resampled mode, a
+ *         state of other settings, named)
  */
 SHARD_API int shard_step_plan_open(ShardStepPlan **out, const ShardLoaderSettings *s,
-                                   ShardError *err);
+                                   const char *state, ShardError *err);
 
 /** Steps of epoch `epoch` on rank `rank`; a negative error code (the message:
  *  shard_step_plan_error). */
@@ -316,7 +321,8 @@ SHARD_API int64_t shard_step_plan_steps(ShardStepPlan *p, uint64_t epoch, int ra
  * rank's), in batch order; only the partition each lies in is replayed.
  * @param out receives the samples, borrowed from the plan until its next call
  * @return 0, or SHARD_ERR_INVALID (a step past the epoch's end, naming its last; a rank not
- *         below the world size, naming it), or an index's error
+ *         below the world size the job had at that step, naming it; a step before the
+ *         readings the state keeps), or an index's error
  */
 SHARD_API int shard_step_keys(ShardStepPlan *p, uint64_t epoch, uint64_t step, int rank,
                               const ShardStepSample **out, size_t *n);

@@ -3,20 +3,31 @@
  * one order_only reader that names every consumer's epoch in turn. A rank's steps are its
  * workers' batches as a DataLoader hands them out: one from each worker in turn, worker 0
  * first, a worker whose batches have ended passed over; a worker's batch k is the samples
- * at positions [kB, kB + B) of its epoch.
+ * at positions [kB, kB + B) of its epoch. A job resumed on other topologies within the
+ * epoch (a state's readings, resume/history.h) numbers its steps from the epoch's start
+ * across them: step N is named on the topology that delivered it, from the cut its reading
+ * began at.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/error.h"
+#include "read/ordernames.h"
+#include "resume/resume.h"
 #include "shard/loader.h"
 
 struct ShardStepPlan {
     ShardReader *r;
     uint64_t bs;
     int drop_last;
-    int world, workers;
+    int world, workers; /* the job's topology now */
+    ShardReading fresh; /* an epoch read from its start on it */
+    int restored;       /* a state was given: its epoch's readings below */
+    uint64_t epoch;
+    uint32_t parts;
+    uint64_t total;
+    ShardHistory readings;
     char err[SHARD_ERROR_MAX];
     ShardStepSample *v; /* the last answer */
     size_t *at;         /* where each one's key is in keys */
@@ -31,6 +42,7 @@ void shard_step_plan_free(ShardStepPlan **pp)
     if (!p)
         return;
     shard_reader_free(&p->r);
+    shard_history_free(&p->readings);
     free(p->v);
     free(p->at);
     free(p->keys);
@@ -38,7 +50,8 @@ void shard_step_plan_free(ShardStepPlan **pp)
     *pp = NULL;
 }
 
-int shard_step_plan_open(ShardStepPlan **out, const ShardLoaderSettings *s, ShardError *err)
+int shard_step_plan_open(ShardStepPlan **out, const ShardLoaderSettings *s, const char *state,
+                         ShardError *err)
 {
     *out = NULL;
     if (!s->batch_size)
@@ -65,6 +78,20 @@ int shard_step_plan_open(ShardStepPlan **out, const ShardLoaderSettings *s, Shar
     p->drop_last = s->drop_last;
     p->world = rs.world_size;
     p->workers = rs.num_workers;
+    p->fresh = (ShardReading){0, p->world, p->workers, NULL};
+    if (state) { /* checked as a restore checks it; its readings, this one's added */
+        if ((rc = shard_reader_restore(p->r, state))) {
+            shard_report(err, rc, shard_reader_error(p->r));
+            shard_step_plan_free(&p);
+            return rc;
+        }
+        p->restored = 1;
+        const ShardHistory *h = shard_reader_readings(p->r, &p->epoch, &p->parts, &p->total);
+        if (shard_history_copy(&p->readings, h)) {
+            shard_step_plan_free(&p);
+            return shard_report(err, SHARD_ERR_NOMEM, "out of memory");
+        }
+    }
     *out = p;
     return 0;
 }
@@ -79,42 +106,60 @@ static int fail_reader(ShardStepPlan *p, int rc)
     return rc;
 }
 
-/* Batches of consumer (rank, w) in epoch e, into *b. */
-static int worker_batches(ShardStepPlan *p, uint64_t e, int rank, int w, uint64_t *b)
+/* An epoch's readings: a state's for its epoch, else one from the start on this topology. */
+typedef struct Readings {
+    const ShardReading *v;
+    size_t n;
+    uint32_t parts;
+    uint64_t total;
+    uint64_t epoch;
+} Readings;
+
+static Readings readings_of(const ShardStepPlan *p, uint64_t e)
 {
-    int rc = shard_reader_set_consumer(p->r, rank, w, e);
+    Readings g = {&p->fresh, 1, 0, 0, e};
+    if (p->restored && e == p->epoch) {
+        g.parts = p->parts;
+        g.total = p->total;
+        if (p->readings.n) {
+            g.v = p->readings.v;
+            g.n = p->readings.n;
+        }
+    }
+    return g;
+}
+
+/* Names consumer (rank, w) of reading i; its batches in the reading and where its
+ * positions begin. */
+static int enter(ShardStepPlan *p, const Readings *g, size_t i, int rank, int w, uint64_t *b,
+                 uint64_t *base)
+{
+    int rc = shard_reader_name_reading(p->r, g->epoch, g->parts, g->total, &g->v[i],
+                                       i ? &g->v[i - 1] : NULL, rank, w);
     if (rc)
         return fail_reader(p, rc);
-    int64_t len = shard_reader_epoch_length(p->r);
-    if (len < 0)
-        return shard_fail(p->err, SHARD_ERR_UNSUPPORTED, "step plan: the epoch's length is not "
-                          "known");
-    uint64_t n = (uint64_t)len;
-    *b = p->drop_last ? n / p->bs : (n + p->bs - 1) / p->bs;
+    uint64_t len;
+    shard_reader_reading_span(p->r, base, &len);
+    *b = p->drop_last ? len / p->bs : (len + p->bs - 1) / p->bs;
     return 0;
 }
 
-static int check_rank(ShardStepPlan *p, int rank)
+/* The batches of each worker of rank in reading i, into b (room for its workers), and the
+ * rank's steps in it (cut where the next reading began). */
+static int rank_batches(ShardStepPlan *p, const Readings *g, size_t i, int rank, uint64_t *b,
+                        uint64_t *steps)
 {
-    if (rank < 0 || rank >= p->world)
-        return shard_fail(p->err, SHARD_ERR_INVALID,
-                          "step plan: rank %d, and the job's world size is %d", rank, p->world);
-    return 0;
-}
-
-int64_t shard_step_plan_steps(ShardStepPlan *p, uint64_t epoch, int rank)
-{
-    int rc = check_rank(p, rank);
-    if (rc)
-        return rc;
-    uint64_t total = 0;
-    for (int w = 0; w < p->workers; w++) {
-        uint64_t b = 0;
-        if ((rc = worker_batches(p, epoch, rank, w, &b)))
+    uint64_t total = 0, base;
+    for (int w = 0; w < g->v[i].workers; w++) {
+        int rc = enter(p, g, i, rank, w, &b[w], &base);
+        if (rc)
             return rc;
-        total += b;
+        total += b[w];
     }
-    return (int64_t)total;
+    if (i + 1 < g->n && g->v[i + 1].step - g->v[i].step < total)
+        total = g->v[i + 1].step - g->v[i].step;
+    *steps = total;
+    return 0;
 }
 
 /* The worker and its batch that make `step` of a rank whose workers give b[w] batches. */
@@ -159,6 +204,59 @@ static uint64_t step_of(const uint64_t *b, int workers, int w, uint64_t k)
     for (int i = 0; i < w; i++) /* this round's before it */
         step += b[i] > k;
     return step;
+}
+
+/* Worker w's batches among a rank's first m steps. */
+static uint64_t batches_within(const uint64_t *b, int workers, int w, uint64_t m)
+{
+    int last;
+    uint64_t k;
+    if (!m || locate(b, workers, m - 1, &last, &k))
+        return 0;
+    uint64_t n = w <= last ? k + 1 : k;
+    return n < b[w] ? n : b[w];
+}
+
+static int check_rank(ShardStepPlan *p, int rank, int world, uint64_t step)
+{
+    if (rank >= 0 && rank < world)
+        return 0;
+    if (world == p->world)
+        return shard_fail(p->err, SHARD_ERR_INVALID,
+                          "step plan: rank %d, and the job's world size is %d", rank, world);
+    return shard_fail(p->err, SHARD_ERR_INVALID,
+                      "step plan: rank %d at step %llu, which the job took on %d ranks", rank,
+                      (unsigned long long)step, world);
+}
+
+/* The reading step N of epoch e lies in; -1 after saying why (before the readings kept). */
+static int64_t reading_at(ShardStepPlan *p, const Readings *g, uint64_t step)
+{
+    if (step < g->v[0].step) {
+        shard_fail(p->err, SHARD_ERR_INVALID,
+                   "step plan: the state keeps the epoch's last %d readings, from step %llu: "
+                   "step %llu came before them", SHARD_HISTORY_MAX,
+                   (unsigned long long)g->v[0].step, (unsigned long long)step);
+        return -1;
+    }
+    size_t i = g->n - 1;
+    while (i > 0 && step < g->v[i].step)
+        i--;
+    return (int64_t)i;
+}
+
+int64_t shard_step_plan_steps(ShardStepPlan *p, uint64_t epoch, int rank)
+{
+    Readings g = readings_of(p, epoch);
+    const ShardReading *last = &g.v[g.n - 1];
+    int rc = check_rank(p, rank, last->world, last->step);
+    uint64_t *b = rc ? NULL : malloc((size_t)last->workers * sizeof *b), steps = 0;
+    if (!rc && !b)
+        rc = shard_fail(p->err, SHARD_ERR_NOMEM, "out of memory");
+    if (!rc)
+        rc = rank_batches(p, &g, g.n - 1, rank, b, &steps);
+    free(b);
+    return rc ? rc : (int64_t)(last->step + steps);
 }
 
 static void forget_answer(ShardStepPlan *p)
@@ -218,40 +316,32 @@ static void settle(ShardStepPlan *p, const ShardStepSample **out, size_t *n)
     *n = p->n;
 }
 
-/* Appends rank's step `step` of epoch e. */
-static int rank_step(ShardStepPlan *p, uint64_t e, uint64_t step, int rank)
+/* Appends rank's step `step` of reading i (0: a rank whose steps there ended before it:
+ * *found 0). */
+static int rank_step(ShardStepPlan *p, const Readings *g, size_t i, uint64_t step, int rank,
+                     int *found)
 {
-    uint64_t *b = malloc((size_t)p->workers * sizeof *b);
+    const ShardReading *at = &g->v[i];
+    uint64_t *b = malloc((size_t)at->workers * sizeof *b), steps = 0, base;
     if (!b)
         return shard_fail(p->err, SHARD_ERR_NOMEM, "out of memory");
-    int rc = 0;
-    uint64_t steps = 0;
-    for (int w = 0; !rc && w < p->workers; w++) {
-        rc = worker_batches(p, e, rank, w, &b[w]);
-        steps += b[w];
-    }
-    int w = 0;
-    uint64_t k = 0;
-    if (!rc && locate(b, p->workers, step, &w, &k))
-        rc = shard_fail(p->err, SHARD_ERR_INVALID,
-                        "step plan: step %llu of epoch %llu on rank %d: the epoch has %llu "
-                        "steps there%s%llu)", (unsigned long long)step, (unsigned long long)e,
-                        rank, (unsigned long long)steps, steps ? " (the last is " : " (",
-                        (unsigned long long)(steps ? steps - 1 : 0));
+    int rc = rank_batches(p, g, i, rank, b, &steps), w = 0;
+    uint64_t k = 0, local = step - at->step;
+    *found = !rc && local < steps && !locate(b, at->workers, local, &w, &k);
     free(b);
-    if (rc)
+    if (rc || !*found)
         return rc;
-    if ((rc = shard_reader_set_consumer(p->r, rank, w, e)) ||
-        (rc = shard_reader_seek(p->r, k * p->bs)))
-        return fail_reader(p, rc);
-    for (uint64_t i = 0; i < p->bs; i++) {
+    if ((rc = enter(p, g, i, rank, w, &steps, &base)) ||
+        (rc = shard_reader_seek(p->r, base + k * p->bs)))
+        return rc == SHARD_ERR_NOMEM || p->err[0] ? rc : fail_reader(p, rc);
+    for (uint64_t j = 0; j < p->bs; j++) {
         ShardSampleName nm;
         rc = shard_reader_name_next(p->r, &nm);
         if (rc == SHARD_EOS)
             break;
         if (rc)
             return fail_reader(p, rc);
-        if ((rc = keep(p, &nm, rank, w, step, i)))
+        if ((rc = keep(p, &nm, rank, w, step, j)))
             return rc;
     }
     return 0;
@@ -263,28 +353,57 @@ int shard_step_keys(ShardStepPlan *p, uint64_t epoch, uint64_t step, int rank,
     *out = NULL;
     *n = 0;
     forget_answer(p);
-    int rc = 0;
-    if (rank == SHARD_STEP_ALL_RANKS) { /* exact mode's ranks may end a step apart */
-        int64_t most = 0, steps;
-        for (int r = 0; !rc && r < p->world; r++) {
-            if ((steps = shard_step_plan_steps(p, epoch, r)) < 0)
-                return (int)steps;
-            most = steps > most ? steps : most;
-            if ((uint64_t)steps > step)
-                rc = rank_step(p, epoch, step, r);
-        }
-        if (!rc && (uint64_t)most <= step)
-            rc = shard_fail(p->err, SHARD_ERR_INVALID,
-                            "step plan: step %llu of epoch %llu: its ranks have at most %llu "
-                            "steps (the last is %lld)", (unsigned long long)step,
-                            (unsigned long long)epoch, (unsigned long long)most,
-                            (long long)most - 1);
-    } else if (!(rc = check_rank(p, rank))) {
-        rc = rank_step(p, epoch, step, rank);
+    Readings g = readings_of(p, epoch);
+    int64_t i = reading_at(p, &g, step);
+    if (i < 0)
+        return SHARD_ERR_INVALID;
+    int world = g.v[i].world, rc = 0, found = 0, any = 0;
+    if (rank != SHARD_STEP_ALL_RANKS && (rc = check_rank(p, rank, world, step)))
+        return rc;
+    for (int r = rank == SHARD_STEP_ALL_RANKS ? 0 : rank; !rc && r < world; r++) {
+        rc = rank_step(p, &g, (size_t)i, step, r, &found); /* exact mode's ranks may end a
+                                                              step apart */
+        any |= found;
+        if (rank != SHARD_STEP_ALL_RANKS)
+            break;
+    }
+    if (!rc && !any) {
+        int64_t last = shard_step_plan_steps(p, epoch, rank == SHARD_STEP_ALL_RANKS ? 0 : rank);
+        if (last < 0)
+            return (int)last;
+        char who[32] = "every rank";
+        if (rank != SHARD_STEP_ALL_RANKS)
+            snprintf(who, sizeof who, "rank %d", rank);
+        rc = shard_fail(p->err, SHARD_ERR_INVALID,
+                        "step plan: step %llu of epoch %llu on %s: the epoch has %lld steps "
+                        "there (the last is %lld)", (unsigned long long)step,
+                        (unsigned long long)epoch, who, (long long)last, (long long)last - 1);
     }
     if (!rc)
         settle(p, out, n);
     return rc;
+}
+
+/* Appends every place of key among consumer (rank, w)'s first `count` batches of reading i,
+ * whose rank's workers give b[] batches there. */
+static int where_in(ShardStepPlan *p, const Readings *g, size_t i, const char *key, int rank,
+                    int w, const uint64_t *b, uint64_t count)
+{
+    uint64_t mine, base;
+    int rc = enter(p, g, i, rank, w, &mine, &base);
+    if (rc || !count)
+        return rc;
+    uint64_t end = base + count * p->bs;
+    ShardSampleName nm;
+    while (!(rc = shard_reader_name_next(p->r, &nm)) && nm.position < end) {
+        uint64_t local = nm.position - base;
+        if (!strcmp(nm.key, key) &&
+            (rc = keep(p, &nm, rank, w,
+                       g->v[i].step + step_of(b, g->v[i].workers, w, local / p->bs),
+                       local % p->bs)))
+            return rc;
+    }
+    return rc == SHARD_EOS || !rc ? 0 : p->err[0] ? rc : fail_reader(p, rc);
 }
 
 int shard_step_where(ShardStepPlan *p, const char *key, uint64_t epoch,
@@ -293,32 +412,21 @@ int shard_step_where(ShardStepPlan *p, const char *key, uint64_t epoch,
     *out = NULL;
     *n = 0;
     forget_answer(p);
-    uint64_t *b = malloc((size_t)p->workers * sizeof *b);
-    if (!b)
-        return shard_fail(p->err, SHARD_ERR_NOMEM, "out of memory");
+    Readings g = readings_of(p, epoch);
     int rc = 0;
-    for (int rank = 0; !rc && rank < p->world; rank++) {
-        for (int w = 0; !rc && w < p->workers; w++)
-            rc = worker_batches(p, epoch, rank, w, &b[w]);
-        for (int w = 0; !rc && w < p->workers; w++) {
-            if ((rc = shard_reader_set_consumer(p->r, rank, w, epoch))) {
-                fail_reader(p, rc);
-                break;
-            }
-            uint64_t end = p->drop_last ? b[w] * p->bs : UINT64_MAX;
-            ShardSampleName nm;
-            while (!(rc = shard_reader_name_next(p->r, &nm)) && nm.position < end)
-                if (!strcmp(nm.key, key) &&
-                    (rc = keep(p, &nm, rank, w, step_of(b, p->workers, w, nm.position / p->bs),
-                               nm.position % p->bs)))
-                    break;
-            if (rc == SHARD_EOS || (!rc && nm.position >= end))
-                rc = 0;
-            else if (rc && !p->err[0])
-                fail_reader(p, rc);
+    for (size_t i = 0; !rc && i < g.n; i++) {
+        const ShardReading *at = &g.v[i];
+        uint64_t *b = malloc((size_t)at->workers * sizeof *b), steps;
+        if (!b)
+            return shard_fail(p->err, SHARD_ERR_NOMEM, "out of memory");
+        for (int rank = 0; !rc && rank < at->world; rank++) {
+            rc = rank_batches(p, &g, i, rank, b, &steps);
+            for (int w = 0; !rc && w < at->workers; w++)
+                rc = where_in(p, &g, i, key, rank, w, b,
+                              batches_within(b, at->workers, w, steps));
         }
+        free(b);
     }
-    free(b);
     if (!rc && !p->n)
         rc = shard_fail(p->err, SHARD_ERR_NOT_FOUND, "step plan: key '%s' is not in epoch %llu",
                         key, (unsigned long long)epoch);

@@ -9,6 +9,9 @@
 #include "base/error.h"
 #include "catalog/samplenames.h"
 #include "read/epoch.h"
+#include "read/ordernames.h"
+#include "read/restore.h"
+#include "read/state.h"
 #include "read/readerdef.h"
 #include "resume/resume.h"
 #include "shard/reader.h"
@@ -96,6 +99,49 @@ int shard_reader_set_consumer(ShardReader *r, int rank, int worker, uint64_t e)
     r->s.rank = rank;
     r->s.worker = worker;
     return shard_reader_set_epoch(r, e);
+}
+
+const ShardHistory *shard_reader_readings(const ShardReader *r, uint64_t *epoch,
+                                          uint32_t *parts, uint64_t *total)
+{
+    const ShardOrder *o = r->order;
+    *epoch = o->epoch;
+    *parts = o->parts;
+    *total = o->total;
+    return &o->history;
+}
+
+int shard_reader_name_reading(ShardReader *r, uint64_t e, uint32_t parts, uint64_t total,
+                              const ShardReading *g, const ShardReading *before, int rank,
+                              int worker)
+{
+    if (!r->s.order_only)
+        return not_order_only(r, "shard_reader_name_reading");
+    r->s.world_size = g->world;
+    r->s.num_workers = g->workers;
+    r->s.rank = rank;
+    r->s.worker = worker;
+    r->failed = 0;
+    if (!g->cut || !before)
+        return shard_reader_plan(r, e, parts, total);
+    ShardStateIn in = {0};
+    in.epoch = e;
+    in.seed = r->s.seed;
+    in.total = total;
+    in.parts = parts;
+    in.world = before->world;
+    in.workers = before->workers;
+    in.cut = g->cut;
+    shard_reader_reset(r, e);
+    return shard_reader_resume(r, &in);
+}
+
+void shard_reader_reading_span(const ShardReader *r, uint64_t *base, uint64_t *len)
+{
+    const ShardOrder *o = r->order;
+    int64_t n = shard_order_consumer_length(o);
+    *base = o->base;
+    *len = n > (int64_t)o->base ? (uint64_t)n - o->base : 0;
 }
 
 uint64_t shard_reader_indexes_read(const ShardReader *r)

@@ -61,6 +61,7 @@ static const struct {
     {"delivered", "delivered", 0, NULL},
     {"draws", "draws", 0, NULL},
     {"since", "since", 0, NULL},
+    {"step", "step", 0, "0"}, /* recorded: the rank's steps of the epoch (batch_keys) */
 };
 #define NKEYS (sizeof KEYS / sizeof KEYS[0])
 
@@ -141,7 +142,8 @@ static int settings_pairs(const ShardReader *r, char *buf, size_t size)
 
 /* The state of order o into buf: its cut (with counts) or runs pos. */
 static int format_state(const ShardReader *r, const ShardOrder *o, uint64_t delivered,
-                        const ShardCut *cut, const uint64_t *pos, char *buf, size_t size)
+                        uint64_t step, const ShardCut *cut, const uint64_t *pos, char *buf,
+                        size_t size)
 {
     int n = snprintf(buf, size, "v4:%llu:%llu:", (unsigned long long)o->epoch,
                      (unsigned long long)r->s.seed);
@@ -153,9 +155,9 @@ static int format_state(const ShardReader *r, const ShardOrder *o, uint64_t deli
     at += (size_t)n;
     n = snprintf(buf + at, size - at,
                  ",partitions=%" PRIu32 ",total=%llu,world_size=%d,num_workers=%d,rank=%d,"
-                 "worker=%d,delivered=%llu",
+                 "worker=%d,delivered=%llu,step=%llu",
                  o->parts, (unsigned long long)o->total, o->world, o->workers, o->rank,
-                 o->worker, (unsigned long long)delivered);
+                 o->worker, (unsigned long long)delivered, (unsigned long long)step);
     if (n >= 0 && (size_t)n < size - at && o->mode == SHARD_MODE_RESAMPLED)
         n += snprintf(buf + at + n, size - at - (size_t)n, ",draws=%llu,since=%llu",
                       (unsigned long long)atomic_load(&((ShardOrder *)o)->taken),
@@ -168,7 +170,21 @@ static int format_state(const ShardReader *r, const ShardOrder *o, uint64_t deli
     int rc = cut ? shard_cut_format(cut, buf + at, size - at)
                  : shard_runs_format(pos, o->mode == SHARD_MODE_RESAMPLED ? NULL : o->len,
                                      o->parts, buf + at, size - at);
+    if (!rc && o->history.n) {
+        at = strlen(buf);
+        if (snprintf(buf + at, size - at, SHARD_STATE_RESUMES_TAG) >= (int)(size - at))
+            return SHARD_ERR_INVALID;
+        rc = shard_history_format(&o->history, buf, size);
+    }
     return rc ? rc : shard_state_seal(buf, size);
+}
+
+/* The rank's steps of the epoch at position: a step a unit of samples (a sample for a
+ * reader's own state), counted from the reading's start on. */
+static uint64_t steps(const ShardOrder *o, uint64_t position, uint64_t unit)
+{
+    uint64_t since = position > o->base ? position - o->base : 0;
+    return o->step0 + (since + unit - 1) / (unit ? unit : 1);
 }
 
 int shard_reader_state_at(const ShardReader *r, const ShardOrder *o, uint64_t position,
@@ -178,7 +194,7 @@ int shard_reader_state_at(const ShardReader *r, const ShardOrder *o, uint64_t po
         ShardCut cut;
         if (shard_order_cut_at(o, position, unit, &cut))
             return SHARD_ERR_NOMEM;
-        int rc = format_state(r, o, position, &cut, NULL, buf, size);
+        int rc = format_state(r, o, position, steps(o, position, unit), &cut, NULL, buf, size);
         shard_cut_free(&cut);
         return rc;
     }
@@ -186,7 +202,7 @@ int shard_reader_state_at(const ShardReader *r, const ShardOrder *o, uint64_t po
     if (!pos)
         return SHARD_ERR_NOMEM;
     shard_order_runs_at(o, position, pos);
-    int rc = format_state(r, o, position, NULL, pos, buf, size);
+    int rc = format_state(r, o, position, steps(o, position, unit), NULL, pos, buf, size);
     free(pos);
     return rc;
 }
@@ -207,7 +223,8 @@ int shard_reader_state_after(const ShardReader *r, uint64_t batches, uint64_t ba
     }
     int rc = shard_cut_advance(&cut, batch_size, drop_last, batches, first, pads);
     if (!rc)
-        rc = format_state(r, o, batches * batch_size, &cut, NULL, buf, size);
+        rc = format_state(r, o, batches * batch_size, o->step0 + batches, &cut, NULL, buf,
+                          size);
     shard_cut_free(&cut);
     free(pads);
     return rc;
@@ -272,14 +289,15 @@ static void compare(const ShardReader *r, const ShardStatePair *theirs, int nt, 
  * -1 with what is wrong in why. */
 static int numbers(const ShardStatePair *theirs, int nt, ShardStateIn *in, const char **why)
 {
-    unsigned long long parts, total, delivered, taken, since, world, workers;
+    unsigned long long parts, total, delivered, taken, since, world, workers, step;
     *why = "its partitions, total, topology and delivered samples are not numbers";
     if (shard_state_number(theirs, nt, "partitions", 0, &parts) ||
         shard_state_number(theirs, nt, "total", 0, &total) ||
         shard_state_number(theirs, nt, "delivered", 0, &delivered) ||
         shard_state_number(theirs, nt, "draws", 0, &taken) || shard_state_number(theirs, nt, "since", 0, &since) ||
         shard_state_number(theirs, nt, "world_size", 1, &world) ||
-        shard_state_number(theirs, nt, "num_workers", 1, &workers))
+        shard_state_number(theirs, nt, "num_workers", 1, &workers) ||
+        shard_state_number(theirs, nt, "step", 0, &step))
         return -1;
     *why = "its numbers are past what any job has (partitions, ranks, workers, samples)";
     if (!parts || parts > SHARD_PARTITIONS_MAX || since > delivered || !world || !workers ||
@@ -291,6 +309,7 @@ static int numbers(const ShardStatePair *theirs, int nt, ShardStateIn *in, const
     in->delivered = delivered;
     in->taken = taken;
     in->since = since;
+    in->step = step;
     in->world = (int)world;
     in->workers = (int)workers;
     return 0;
@@ -374,6 +393,7 @@ int shard_reader_state_check(ShardReader *r, const char *state, ShardStateIn *in
     in->seed = sd;
     in->cut = f.cut;
     in->runs = f.runs;
+    in->resumes = f.resumes;
     in->text = text;
     return 0;
 }

@@ -31,6 +31,8 @@ typedef struct ShardStateIn {
     int world, workers; /* the topology it was taken on */
     const char *cut;  /* into the state's text: a line's cut, "left=...;edges=...", or NULL */
     const char *runs; /* into it: the cut as runs of partitions (v3's, v4's "parts="), or NULL */
+    uint64_t step;    /* the rank's steps of the epoch delivered (0 where not said) */
+    const char *resumes; /* into it: the epoch's readings on other topologies, or NULL */
     char *text;      /* the state without its checksum, which cut points into: the caller
                         frees it once the restore is done */
 } ShardStateIn;

@@ -267,6 +267,27 @@ int shard_reader_state(const ShardReader *r, char *buf, size_t size)
     return shard_reader_state_at(r, r->order, r->position, 1, buf, size);
 }
 
+/* The restored order's step and readings: the state's, and this reading where it is on
+ * another topology than the state's (on its own, the epoch goes on as though never
+ * stopped). */
+static int note_readings(ShardReader *r, const ShardStateIn *in)
+{
+    ShardOrder *o = r->order;
+    o->step0 = in->step;
+    int rc = in->resumes ? shard_history_parse(&o->history, in->resumes, r->err) : 0;
+    int same = in->world == r->s.world_size && in->workers == r->s.num_workers;
+    if (!rc && !same && in->cut) {
+        if (!o->history.n) /* the epoch began on the state's topology */
+            rc = shard_history_add(&o->history, 0, in->world, in->workers, NULL);
+        if (!rc)
+            rc = shard_history_add(&o->history, in->step, r->s.world_size, r->s.num_workers,
+                                   in->cut);
+        if (rc)
+            rc = shard_fail(r->err, rc, "out of memory");
+    }
+    return rc;
+}
+
 int shard_reader_restore(ShardReader *r, const char *state)
 {
     ShardStateIn in;
@@ -276,6 +297,8 @@ int shard_reader_restore(ShardReader *r, const char *state)
     r->failed = 0;
     shard_reader_reset(r, in.epoch); /* stopped before the restore plans from the state */
     rc = shard_reader_resume(r, &in);
+    if (!rc)
+        rc = note_readings(r, &in);
     free(in.text);
     if (rc) { /* refused: the state's epoch begun from its start, the refusal kept */
         int replanned = shard_reader_plan(r, in.epoch, 0, 0);

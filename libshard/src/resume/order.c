@@ -56,6 +56,7 @@ void shard_order_put(ShardOrder *o)
     free(o->piece);
     free(o->entered);
     shard_cut_free(&o->cut);
+    shard_history_free(&o->history);
     free(o);
 }
 

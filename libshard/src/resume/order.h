@@ -19,6 +19,7 @@
 
 #include "base/attr.h"
 #include "resume/cut.h"
+#include "resume/history.h"
 #include "shard/plan.h"
 
 typedef struct ShardOrder {
@@ -46,6 +47,10 @@ typedef struct ShardOrder {
                                 repeats last); UINT64_MAX before */
     atomic_ullong taken;     /* resampled: one past the last of this consumer's draws (its
                                 block's partitions in turn) a sample was taken from */
+    uint64_t step0;          /* the rank's steps of the epoch before this reading began (a
+                                restore's state's) */
+    ShardHistory history;    /* the epoch's readings on other topologies, this one last;
+                                empty when it ran on this one alone */
 } ShardOrder;
 
 /* An order of parts partitions (lengths len, NULL without counts) for consumer (rank,

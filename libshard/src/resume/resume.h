@@ -37,6 +37,7 @@
 #include "resume/cut.h"
 #include "resume/order.h"
 #include "resume/cuttext.h"
+#include "resume/history.h"
 #include "resume/statetext.h"
 
 #endif /* SHARD_RESUME_RESUME_H */

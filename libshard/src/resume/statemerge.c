@@ -27,7 +27,7 @@ static int common_part(const char *state, const ShardStateForm *f, char *out, si
         if (!end)
             end = cut;
         int mine = !strncmp(p, "rank=", 5) || !strncmp(p, "worker=", 7) ||
-                   !strncmp(p, "delivered=", 10);
+                   !strncmp(p, "delivered=", 10) || !strncmp(p, "step=", 5);
         size_t n = (size_t)(end - p);
         if (!mine) {
             if (at + n + 2 > cap)

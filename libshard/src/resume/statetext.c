@@ -7,6 +7,7 @@
 
 #include "base/digest.h"
 #include "base/error.h"
+#include "resume/history.h"
 #include "resume/statetext.h"
 
 static void sum_of(const char *text, size_t n, char out[17])
@@ -84,6 +85,12 @@ char *shard_state_open(const char *state, ShardStateForm *f, char *msg)
     f->pairs = text + 1 + at;
     f->pairs_end = strchr(f->pairs, ';');
     f->runs_tag = f->version == 4 ? "parts=" : ""; /* v3's cut is runs alone */
+    char *resumes = f->pairs_end && f->version == 4 ? strstr(f->pairs_end, SHARD_STATE_RESUMES_TAG)
+                                                    : NULL;
+    if (resumes) { /* the last section: the cut ends before it */
+        *resumes = 0;
+        f->resumes = resumes + strlen(SHARD_STATE_RESUMES_TAG);
+    }
     if (f->pairs_end) {
         const char *c = f->pairs_end + 1;
         if (f->version == 3)

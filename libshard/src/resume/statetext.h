@@ -27,6 +27,7 @@ typedef struct ShardStateForm {
     const char *cut;               /* a line's cut, "left=...;edges=...", or NULL */
     const char *runs;              /* the cut as runs of partitions, or NULL */
     const char *runs_tag;          /* what the version writes before runs ("parts=", v3 "") */
+    const char *resumes;           /* the epoch's readings (history.h), or NULL */
 } ShardStateForm;
 
 /* Appends the seal to the state in buf. 0, or SHARD_ERR_INVALID when it does not fit. */

@@ -187,17 +187,27 @@ class ShardDataset(torch.utils.data.IterableDataset):
         as this dataset iterated without DataLoader workers delivers them; ShardLoader's own
         counts its workers): a dict per sample, in batch order (__key__, __url__, index:
         the sample's number in its shard, rank, worker, step, slot, position, pad: equal
-        mode's repeat), from the manifests and indexes alone, no sample byte read. rank:
+        mode's repeat), from the manifests and indexes alone, no sample byte read; an epoch
+        resumed (load_state_dict) on other ranks and workers is named across its topologies,
+        steps from the epoch's start. rank:
         None for this rank, "all" for every rank's, else that rank. A step past the
         epoch's end, or a rank not below the world size, is a ValueError naming the last
         step or the world size. With skip_errors, the planned samples."""
-        return plan.batch_keys(self, 1, epoch, step, rank)
+        return plan.batch_keys(self, 1, self._began(epoch), epoch, step, rank)
 
     def where_is(self, key, epoch):
         """Every (step, rank, slot) of key in epoch `epoch`, as batch_keys' dicts;
         libshard.ShardNotFoundError "not in epoch E" when it is in none. Names the whole epoch (its cost is stated in
         bench/RESULTS.md)."""
-        return plan.where_is(self, 1, key, epoch)
+        return plan.where_is(self, 1, self._began(epoch), key, epoch)
+
+    def _began(self, epoch):
+        """The state epoch `epoch` resumed from here (load_state_dict), or None."""
+        if self._resume and self._resume_epoch == epoch:
+            return self._resume
+        if self.started is not None and self.started[0] == epoch:
+            return self.started[1]
+        return None
 
     def gpu_stats(self):
         """The upload's counters for this process's current or last iteration with

@@ -139,12 +139,21 @@ class ShardLoader(torch.utils.data.DataLoader):
     def batch_keys(self, epoch, step, rank=None):
         """ShardDataset.batch_keys for this loader's job: its steps are its workers' batches
         as the DataLoader hands them out, worker 0 first, each in turn."""
-        return plan.batch_keys(self.dataset.shard_dataset, max(self.num_workers, 1), epoch,
-                               step, rank)
+        return plan.batch_keys(self.dataset.shard_dataset, max(self.num_workers, 1),
+                               self._began(epoch), epoch, step, rank)
 
     def where_is(self, key, epoch):
         """ShardDataset.where_is for this loader's job (its workers counted)."""
-        return plan.where_is(self.dataset.shard_dataset, max(self.num_workers, 1), key, epoch)
+        return plan.where_is(self.dataset.shard_dataset, max(self.num_workers, 1),
+                             self._began(epoch), key, epoch)
+
+    def _began(self, epoch):
+        """The state epoch `epoch` resumed from (load_state_dict), or None."""
+        if self._restored is not None and self._restored[0] == epoch:
+            return self._restored[1]
+        if self._run_epoch == epoch:
+            return self._start
+        return None
 
     def stats(self):
         """ShardDataset.stats for this loader: with num_workers=0 the dataset's; with workers

@@ -55,9 +55,10 @@ def planner(ds, rank, world, workers, make_indexes=None, epoch=None, worker=0):
                             queue_depth=1, **args)
 
 
-def steps_of(ds, workers):
-    """A StepPlan of ds's job with `workers` DataLoader workers per rank: its steps named
-    from the order alone (batch_keys, where_is)."""
+def steps_of(ds, workers, state=None):
+    """A StepPlan of ds's job with `workers` DataLoader workers per rank, resumed from state
+    (the one its epoch began from, or None): its steps named from the order alone
+    (batch_keys, where_is)."""
     if ds.settings.get("mode") == "resampled":
         raise ValueError("batch_keys and where_is name an epoch's order, and mode='resampled' "
                          "draws shards without one")
@@ -68,26 +69,25 @@ def steps_of(ds, workers):
     keys = set(_settings.READER_KEYS) | set(_settings.LOADER_KEYS)
     args = {k: v for k, v in ds.settings.items() if k in keys and k not in ("trace", "layout")}
     args.update(mode=mode(ds, world), batch_size=unit(ds))
-    return rank, world, _libshard.StepPlan(ds.urls, world_size=world, num_workers=workers,
-                                           **args)
+    return rank, world, _libshard.StepPlan(ds.urls, state=state, world_size=world,
+                                           num_workers=workers, **args)
 
 
-def batch_keys(ds, workers, epoch, step, rank):
+def batch_keys(ds, workers, state, epoch, step, rank):
     """The samples of step `step` of epoch `epoch` (dicts: __key__, __url__, index, rank,
-    worker, step, slot, position, pad) on rank (None: this one; "all": every rank's)."""
-    mine, world, p = steps_of(ds, workers)
+    worker, step, slot, position, pad) on rank (None: this one; "all": every rank's), the
+    epoch resumed from state (None: read from its start)."""
+    mine, world, p = steps_of(ds, workers, state)
     if rank is None:
         rank = mine
     elif rank == "all":
         rank = -1
-    elif not 0 <= int(rank) < world:
-        raise ValueError(f"rank {rank}, and the job's world size is {world}")
     return p.keys(int(epoch), int(step), int(rank))
 
 
-def where_is(ds, workers, key, epoch):
+def where_is(ds, workers, state, key, epoch):
     """Every place (dicts as batch_keys') of key in epoch `epoch`, every rank's."""
-    return steps_of(ds, workers)[2].where(str(key), int(epoch))
+    return steps_of(ds, workers, state)[2].where(str(key), int(epoch))
 
 
 def resumed(ds):

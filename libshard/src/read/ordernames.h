@@ -1,0 +1,32 @@
+/*
+ * An order_only reader's hidden calls (ordernames.c; its public ones are in shard/reader.h):
+ * naming a reading of an epoch's history, on the topology it ran on.
+ */
+#ifndef SHARD_READ_ORDERNAMES_H
+#define SHARD_READ_ORDERNAMES_H
+
+#include <stdint.h>
+
+#include "base/attr.h"
+#include "resume/resume.h"
+#include "shard/reader.h"
+
+/* The readings of the epoch a restored state left (the reader's order's: empty when it ran
+ * on one topology), with the state's epoch, partitions, total and step; 0 from an epoch's
+ * start (set_epoch). */
+SHARD_HIDDEN const ShardHistory *shard_reader_readings(const ShardReader *r, uint64_t *epoch,
+                                                       uint32_t *parts, uint64_t *total);
+
+/* Makes an order_only reader name consumer (rank, worker) of reading g of epoch e (on g's
+ * topology; g->cut, whose regions are for the topology of the reading before it, `before`,
+ * spread over g's), with the state's partitions and total (0, 0: the epoch's own, as a
+ * fresh plan chooses them). Its positions then start at shard_reader_reading_base. */
+SHARD_HIDDEN int shard_reader_name_reading(ShardReader *r, uint64_t e, uint32_t parts,
+                                           uint64_t total, const ShardReading *g,
+                                           const ShardReading *before, int rank, int worker);
+
+/* Where the reading named begins in its consumer's positions, and its samples from there
+ * (equal mode's repeats included), into *base and *len. */
+SHARD_HIDDEN void shard_reader_reading_span(const ShardReader *r, uint64_t *base, uint64_t *len);
+
+#endif /* SHARD_READ_ORDERNAMES_H */
