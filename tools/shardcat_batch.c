@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "shardcat_batch.h"
+#include "shardcat_show.h"
 #include "shardcat_walk.h"
 
 static void print_sample(const ShardStepSample *x, int json)
@@ -34,6 +35,42 @@ static void print_sample(const ShardStepSample *x, int json)
     putchar('\n');
 }
 
+/* --show: the consumer that delivered the step, restored to where it did, draws its first
+ * batch as shardcat show does. */
+static int draw_step(const ShardcatCli *cli, ShardLoaderSettings *ls, ShardRemote *remote,
+                     ShardStepPlan *p)
+{
+    ShardReaderSettings *rs = &ls->reader;
+    int world = shard_step_plan_world(p);
+    if (!cli->have_rank && world > 1) {
+        fprintf(stderr, "shardcat: batch --show draws one rank's batch: --rank R (of %d)\n",
+                world);
+        shard_step_plan_free(&p);
+        return 2;
+    }
+    char *state = malloc(SHARD_READER_STATE_MAX);
+    ShardStepConsumer who;
+    int rc = state ? shard_step_state(p, rs->epoch, cli->step, cli->have_rank ? rs->rank : 0,
+                                      &who, state, SHARD_READER_STATE_MAX)
+                   : SHARD_ERR_NOMEM;
+    if (rc) {
+        char face[SHARD_ERROR_MAX + 256];
+        fprintf(stderr, "shardcat: %s\n",
+                state ? cli_face(shard_step_plan_error(p), face, sizeof face) : "out of memory");
+        free(state);
+        shard_step_plan_free(&p);
+        return 1;
+    }
+    shard_step_plan_free(&p);
+    rs->world_size = who.world_size;
+    rs->num_workers = who.num_workers;
+    rs->rank = who.rank;
+    rs->worker = who.worker;
+    int status = shardcat_show_from(cli, ls, remote, state);
+    free(state);
+    return status;
+}
+
 int shardcat_batch(const ShardcatCli *cli, ShardLoaderSettings *ls, ShardRemote *remote)
 {
     ShardReaderSettings *rs = &ls->reader;
@@ -58,6 +95,8 @@ int shardcat_batch(const ShardcatCli *cli, ShardLoaderSettings *ls, ShardRemote 
         fprintf(stderr, "shardcat: %s\n", err.message);
         return 1;
     }
+    if (cli->show)
+        return draw_step(cli, ls, remote, p);
     const ShardStepSample *v;
     size_t n;
     int rc = cli->key ? shard_step_where(p, cli->key, rs->epoch, &v, &n)

@@ -31,7 +31,7 @@ enum { O_CMDS = 150, O_LOCAL, O_CACHE = 200, O_CACHE_SIZE, O_RETRIES, O_TIMEOUT,
        O_MAKE_INDEXES, O_PARTITIONS, O_MEMORY,
        O_SAMPLES = 300, O_STATS,
        O_COUNT = 350, O_COLUMNS, O_SIZE, O_CROP, O_FLIP, O_NOFAST,
-       O_STEP = 400, O_BATCH_SIZE, O_DROP_LAST, O_KEY };
+       O_STEP = 400, O_BATCH_SIZE, O_DROP_LAST, O_KEY, O_SHOW };
 
 static const char short_options[] = ":C:o:hq";
 
@@ -80,6 +80,7 @@ static const struct option long_options[] = {
     {"batch-size", required_argument, NULL, O_BATCH_SIZE},
     {"drop-last", no_argument, NULL, O_DROP_LAST},
     {"key", required_argument, NULL, O_KEY},
+    {"show", no_argument, NULL, O_SHOW},
     {NULL, 0, NULL, 0},
 };
 
@@ -297,6 +298,7 @@ static int batch_option(int c, const char *arg, ShardcatCli *cli, ShardLoaderSet
         break;
     case O_DROP_LAST: ls->drop_last = 1; break;
     case O_KEY: cli->key = arg; break;
+    case O_SHOW: cli->show = 1; break;
     }
     return -1;
 }
@@ -306,7 +308,8 @@ static int read_options(int argc, char **argv, ShardcatCli *cli, ShardLoaderSett
                         ShardRemoteSettings *ro)
 {
     ShardReaderSettings *rs = &ls->reader;
-    int c, quiet = 0, placing = 0, stream_only = 0, show_only = 0, batch_only = 0, status = -1;
+    int c, quiet = 0, placing = 0, stream_only = 0, show_only = 0, batch_only = 0, count = 0,
+        status = -1;
     optind = 2;
     opterr = 0; /* one message for an unknown option, ours */
     while (status < 0 && (c = getopt_long(argc, argv, short_options, long_options, NULL)) != -1) {
@@ -327,6 +330,7 @@ static int read_options(int argc, char **argv, ShardcatCli *cli, ShardLoaderSett
                 status = batch_option(c, optarg, cli, ls);
             } else if (c >= O_COUNT) {
                 show_only = 1;
+                count |= c == O_COUNT;
                 status = show_option(c, optarg, cli, ls);
             } else if (c >= O_SHUFFLE) {
                 placing = 1;
@@ -348,8 +352,11 @@ static int read_options(int argc, char **argv, ShardcatCli *cli, ShardLoaderSett
         return die_usage("--stats goes with stream and batch");
     if (batch_only && cmd != SHARDCAT_BATCH)
         return die_usage("that option goes with batch");
-    if ((show_only || cli->output) && cmd != SHARDCAT_SHOW)
-        return die_usage("that option goes with show");
+    if ((show_only || cli->output) && cmd != SHARDCAT_SHOW && !(cmd == SHARDCAT_BATCH && cli->show))
+        return die_usage(cmd == SHARDCAT_BATCH ? "that option goes with show, and with batch --show"
+                                               : "that option goes with show");
+    if (count && cmd == SHARDCAT_BATCH)
+        return die_usage("batch --show draws the step's batch: --batch-size B, the job's, not --count");
     cli->args = argv + optind;
     cli->nargs = argc - optind;
     cli->bar = !quiet && isatty(2); /* a progress line where someone watches */
@@ -477,6 +484,10 @@ static int check_batch(const ShardcatCli *cli)
         return die_usage("batch wants --batch-size B, the job's");
     if (cli->decode || cli->dir)
         return die_usage("--decode and -C do not go with batch");
+    if (cli->show && (!cli->have_step || !cli->output))
+        return die_usage("batch --show draws a step: --step N and -o FILE");
+    if (cli->show && cli->json)
+        return die_usage("--json does not go with --show");
     return -1;
 }
 

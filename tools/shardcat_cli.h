@@ -42,6 +42,7 @@ typedef struct ShardcatCli {
     int have_step;
     const char *key;   /* --key K */
     int have_batch_size; /* --batch-size B */
+    int show;          /* --show: the step drawn into -o FILE, as show draws */
     /* show's own */
     const char *output; /* -o FILE: the PNG */
     int columns;        /* --columns N; 0: as square as the count allows */

@@ -183,6 +183,12 @@ static int within_memory(const ShardLoaderSettings *ls)
 
 int shardcat_show(const ShardcatCli *cli, ShardLoaderSettings *ls, ShardRemote *remote)
 {
+    return shardcat_show_from(cli, ls, remote, cli->state);
+}
+
+int shardcat_show_from(const ShardcatCli *cli, ShardLoaderSettings *ls, ShardRemote *remote,
+                       const char *state)
+{
     if (within_memory(ls))
         return 1;
     ShardReaderSettings *rs = &ls->reader;
@@ -207,7 +213,7 @@ int shardcat_show(const ShardcatCli *cli, ShardLoaderSettings *ls, ShardRemote *
                 (unsigned long long)shard_loader_seed(l));
     int status = 0;
     const ShardBatch *b = NULL;
-    int rc = cli->state ? shard_loader_restore(l, cli->state) : 0;
+    int rc = state ? shard_loader_restore(l, state) : 0;
     if (!rc)
         rc = shard_loader_next(l, &b);
     if (rc == SHARD_EOS) {

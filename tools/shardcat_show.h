@@ -13,4 +13,9 @@
  * key and label under it. @return the exit status: 0, or 1 after saying what failed */
 int shardcat_show(const ShardcatCli *cli, ShardLoaderSettings *loader, ShardRemote *remote);
 
+/* shardcat_show's drawing, the loader restored to state (NULL: none) instead of cli's:
+ * shardcat batch --show draws a step's batch so. */
+int shardcat_show_from(const ShardcatCli *cli, ShardLoaderSettings *loader, ShardRemote *remote,
+                       const char *state);
+
 #endif /* SHARD_TOOLS_SHARDCAT_SHOW_H */

@@ -148,11 +148,36 @@ static PyObject *StepPlan_steps(StepPlanObject *self, PyObject *args)
     return PyLong_FromLongLong(n);
 }
 
+static PyObject *StepPlan_state(StepPlanObject *self, PyObject *args)
+{
+    unsigned long long epoch, step;
+    int rank;
+    if (!PyArg_ParseTuple(args, "KKi:state", &epoch, &step, &rank) || live(self))
+        return NULL;
+    char *buf = PyMem_Malloc(SHARD_READER_STATE_MAX);
+    if (!buf)
+        return PyErr_NoMemory();
+    ShardStepConsumer who;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS
+    rc = shard_step_state(self->p, epoch, step, rank, &who, buf, SHARD_READER_STATE_MAX);
+    Py_END_ALLOW_THREADS
+    PyObject *out = rc ? shard_py_raise(rc, shard_step_plan_error(self->p))
+                       : Py_BuildValue("{s:s,s:i,s:i,s:i,s:i}", "state", buf, "world_size",
+                                       who.world_size, "num_workers", who.num_workers, "rank",
+                                       who.rank, "worker", who.worker);
+    PyMem_Free(buf);
+    return out;
+}
+
 static PyMethodDef StepPlan_methods[] = {
     {"keys", (PyCFunction)StepPlan_keys, METH_VARARGS,
      "keys(epoch, step, rank) -> the samples of the step on rank (-1: every rank's)"},
     {"where", (PyCFunction)StepPlan_where, METH_VARARGS,
      "where(key, epoch) -> every place of key in the epoch"},
+    {"state", (PyCFunction)StepPlan_state, METH_VARARGS,
+     "state(epoch, step, rank) -> {state, world_size, num_workers, rank, worker}: the "
+     "consumer that delivers the step, and the state it delivers it first from"},
     {"steps", (PyCFunction)StepPlan_steps, METH_VARARGS,
      "steps(epoch, rank) -> the rank's steps in the epoch"},
     {NULL, NULL, 0, NULL},

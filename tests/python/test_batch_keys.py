@@ -74,6 +74,28 @@ def test_ranks_and_workers(spec):
         ld.batch_keys(0, 0, rank=2)
 
 
+@pytest.mark.parametrize("ranks,workers,mode,mixed", [
+    (3, 1, "exact", False), (3, 1, "equal", False), (1, 1, "exact", True),
+    (2, 2, "exact", True)])
+def test_ranks_modes_and_a_mix(spec, ranks, workers, mode, mixed):
+    """Each rank's delivered steps, named; rank="all" gives them together (a mix: two
+    sources, weights 2:1)."""
+    urls, cache = spec
+    src = [(urls.replace("{0..5}", "{0..2}"), 2.0), (urls.replace("{0..5}", "{3..5}"), 1.0)] \
+        if mixed else urls
+    per_rank = []
+    for r in range(ranks):
+        ld = ShardLoader(ShardDataset(src, seed=3, batch_size=8, image_size=16, shuffle=20,
+                                      raw_fields="__key__", index_cache=cache, mode=mode,
+                                      rank=r, world_size=ranks), num_workers=workers)
+        per_rank.append(check(ld, 0))
+    for step in range(max(len(x) for x in per_rank)):
+        both = ld.batch_keys(0, step, rank="all")
+        for r in range(ranks):
+            want = per_rank[r][step] if step < len(per_rank[r]) else []
+            assert [d["__key__"] for d in both if d["rank"] == r] == want, (step, r)
+
+
 def test_the_dataset_alone(spec):
     ds = dataset(spec)
     got = [list(f["__key__"]) for _, _, f in ds]
@@ -164,3 +186,38 @@ def test_named_across_an_elastic_resume(spec, mode, shardcat):
                         capture_output=True, text=True)
     assert cp.returncode == 0, cp.stderr
     assert [l.split("\t")[4] for l in cp.stdout.splitlines()] == before[1][1]
+
+
+def test_a_steps_consumer_restored_delivers_it_first_and_shardcat_draws_it(spec, shardcat,
+                                                                          tmp_path):
+    """StepPlan.state: the consumer that delivered a step, restored, hands out that very
+    batch first; `shardcat batch --show` draws the picture `shardcat show` draws from it."""
+    from libshard import _libshard
+    urls, cache = spec
+    ld = ShardLoader(dataset(spec, rank=1, world_size=2), num_workers=2)
+    got = [list(f["__key__"]) for _, _, f in ld]
+    plan = _libshard.StepPlan(urls, seed=3, batch_size=8, shuffle=20, mode="equal",
+                              index_cache=cache, world_size=2, num_workers=2)
+    step = len(got) - 2
+    at = plan.state(0, step, 1)
+    assert (at["world_size"], at["num_workers"], at["rank"]) == (2, 2, 1)
+    r = _libshard.Reader(urls, seed=3, shuffle=20, mode="equal", index_cache=cache,
+                         rank=1, world_size=2, worker=at["worker"], num_workers=2)
+    r.restore(at["state"])
+    first = [next(r)["__key__"] for _ in range(len(got[step]))]
+    assert first == got[step]
+    job = [urls, "--index-cache", cache, "--seed", "3", "--shuffle", "20", "--mode", "equal",
+           "--world-size", "2", "--image-size", "16", "--no-fast"]
+    one = subprocess.run([str(shardcat), "batch", *job, "--workers", "2", "--batch-size", "8",
+                          "--step", str(step), "--rank", "1", "--show", "-o",
+                          str(tmp_path / "a.png")], capture_output=True, text=True)
+    assert one.returncode == 0, one.stderr
+    two = subprocess.run([str(shardcat), "show", *job, "--workers", "2", "--count", "8",
+                          "--rank", "1", "--worker", str(at["worker"]), "--state", at["state"],
+                          "-o", str(tmp_path / "b.png")], capture_output=True, text=True)
+    assert two.returncode == 0, two.stderr
+    assert (tmp_path / "a.png").read_bytes() == (tmp_path / "b.png").read_bytes()
+    bad = subprocess.run([str(shardcat), "batch", *job, "--batch-size", "8", "--step", "0",
+                          "--show", "-o", str(tmp_path / "c.png")], capture_output=True,
+                         text=True)
+    assert bad.returncode == 2 and "--rank R (of 2)" in bad.stderr

@@ -336,9 +336,30 @@ SHARD_API int shard_step_keys(ShardStepPlan *p, uint64_t epoch, uint64_t step, i
 SHARD_API int shard_step_where(ShardStepPlan *p, const char *key, uint64_t epoch,
                                const ShardStepSample **out, size_t *n);
 
+/** A consumer of a job: its topology then, and its place in it. */
+typedef struct ShardStepConsumer {
+    int world_size, num_workers; /**< the job's topology at the step */
+    int rank, worker;            /**< the consumer that delivers the step */
+} ShardStepConsumer;
+
+/**
+ * The state from which the consumer that delivers step `step` of rank `rank` delivers that
+ * step's batch first: a loader of the plan's settings placed as *who says (its reader's
+ * world_size, num_workers, rank and worker), restored to it, hands out the very batch,
+ * decoded and augmented as the job had it (shardcat batch --show draws it).
+ * @param buf receives the state (SHARD_READER_STATE_MAX is always enough)
+ * @return 0, or SHARD_ERR_INVALID (a step past the epoch's end on that rank; a rank not
+ *         below the world size then; the state does not fit in size bytes)
+ */
+SHARD_API int shard_step_state(ShardStepPlan *p, uint64_t epoch, uint64_t step, int rank,
+                               ShardStepConsumer *who, char *buf, size_t size);
+
 /** The order_only reader the plan names samples with (its list, remote and statistics);
  *  borrowed from the plan. */
 SHARD_API ShardReader *shard_step_plan_reader(ShardStepPlan *p);
+
+/** The plan's world size: the job's now. */
+SHARD_API int shard_step_plan_world(const ShardStepPlan *p);
 
 /** What the plan's last failing call said. */
 SHARD_API const char *shard_step_plan_error(const ShardStepPlan *p);

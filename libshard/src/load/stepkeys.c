@@ -14,6 +14,7 @@
 
 #include "base/error.h"
 #include "read/ordernames.h"
+#include "read/state.h"
 #include "resume/resume.h"
 #include "shard/loader.h"
 
@@ -97,6 +98,8 @@ int shard_step_plan_open(ShardStepPlan **out, const ShardLoaderSettings *s, cons
 }
 
 const char *shard_step_plan_error(const ShardStepPlan *p) { return p->err; }
+
+int shard_step_plan_world(const ShardStepPlan *p) { return p->world; }
 
 ShardReader *shard_step_plan_reader(ShardStepPlan *p) { return p->r; }
 
@@ -344,6 +347,40 @@ static int rank_step(ShardStepPlan *p, const Readings *g, size_t i, uint64_t ste
         if ((rc = keep(p, &nm, rank, w, step, j)))
             return rc;
     }
+    return 0;
+}
+
+int shard_step_state(ShardStepPlan *p, uint64_t epoch, uint64_t step, int rank,
+                     ShardStepConsumer *who, char *buf, size_t size)
+{
+    forget_answer(p);
+    Readings g = readings_of(p, epoch);
+    int64_t i = reading_at(p, &g, step);
+    if (i < 0)
+        return SHARD_ERR_INVALID;
+    const ShardReading *at = &g.v[i];
+    int rc = check_rank(p, rank, at->world, step);
+    uint64_t *b = rc ? NULL : malloc((size_t)at->workers * sizeof *b), steps = 0, k = 0, base;
+    if (!rc && !b)
+        rc = shard_fail(p->err, SHARD_ERR_NOMEM, "out of memory");
+    if (!rc)
+        rc = rank_batches(p, &g, (size_t)i, rank, b, &steps);
+    int w = 0;
+    if (!rc && (step - at->step >= steps || locate(b, at->workers, step - at->step, &w, &k)))
+        rc = shard_fail(p->err, SHARD_ERR_INVALID,
+                        "step plan: step %llu of epoch %llu on rank %d: past the epoch's end "
+                        "there", (unsigned long long)step, (unsigned long long)epoch, rank);
+    free(b);
+    if (!rc)
+        rc = enter(p, &g, (size_t)i, rank, w, &steps, &base);
+    if (rc)
+        return rc;
+    *who = (ShardStepConsumer){at->world, at->workers, rank, w};
+    rc = shard_reader_state_at(p->r, shard_reader_order_of(p->r), base + k * p->bs, p->bs, buf,
+                               size);
+    if (rc)
+        return shard_fail(p->err, rc, "step plan: the consumer's state does not fit in %zu "
+                          "bytes", size);
     return 0;
 }
 

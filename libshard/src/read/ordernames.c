@@ -144,6 +144,8 @@ void shard_reader_reading_span(const ShardReader *r, uint64_t *base, uint64_t *l
     *len = n > (int64_t)o->base ? (uint64_t)n - o->base : 0;
 }
 
+const ShardOrder *shard_reader_order_of(const ShardReader *r) { return r->order; }
+
 uint64_t shard_reader_indexes_read(const ShardReader *r)
 {
     return r->names ? shard_names_reads(r->names) : 0;

@@ -29,4 +29,7 @@ SHARD_HIDDEN int shard_reader_name_reading(ShardReader *r, uint64_t e, uint32_t 
  * (equal mode's repeats included), into *base and *len. */
 SHARD_HIDDEN void shard_reader_reading_span(const ShardReader *r, uint64_t *base, uint64_t *len);
 
+/* The order the reader names (borrowed). */
+SHARD_HIDDEN const struct ShardOrder *shard_reader_order_of(const ShardReader *r);
+
 #endif /* SHARD_READ_ORDERNAMES_H */
