@@ -117,9 +117,11 @@ int shardcat_batch(const ShardcatCli *cli, ShardLoaderSettings *ls, ShardRemote 
         shard_remote_stats(shard_reader_remote(r), &rs);
         ShardReaderStats st;
         shard_reader_stats(r, &st);
-        fprintf(stderr, "shardcat: %llu shards listed in %.3f s; %llu indexes read to name "
-                        "samples; remote: %llu requests, %llu bytes\n",
+        fprintf(stderr, "shardcat: %llu shards listed in %.3f s (indexes: %llu made, %llu from "
+                        "the cache); %llu indexes read to name samples; remote: %llu requests, "
+                        "%llu bytes\n",
                 (unsigned long long)st.shards, st.list_seconds,
+                (unsigned long long)st.indexes_built, (unsigned long long)st.indexes_cached,
                 (unsigned long long)shard_reader_indexes_read(r),
                 (unsigned long long)rs.requests, (unsigned long long)rs.bytes);
     }

@@ -77,9 +77,9 @@ def test_ranks_and_workers(spec):
 @pytest.mark.parametrize("ranks,workers,mode,mixed", [
     (3, 1, "exact", False), (3, 1, "equal", False), (1, 1, "exact", True),
     (2, 2, "exact", True)])
-def test_ranks_modes_and_a_mix(spec, ranks, workers, mode, mixed):
-    """Each rank's delivered steps, named; rank="all" gives them together (a mix: two
-    sources, weights 2:1)."""
+def test_ranks_modes_and_a_mix(spec, shardcat, ranks, workers, mode, mixed):
+    """Each rank's delivered steps, named; rank="all" gives them together, and so does
+    shardcat batch (a mix: two sources, weights 2:1)."""
     urls, cache = spec
     src = [(urls.replace("{0..5}", "{0..2}"), 2.0), (urls.replace("{0..5}", "{3..5}"), 1.0)] \
         if mixed else urls
@@ -89,11 +89,22 @@ def test_ranks_modes_and_a_mix(spec, ranks, workers, mode, mixed):
                                       raw_fields="__key__", index_cache=cache, mode=mode,
                                       rank=r, world_size=ranks), num_workers=workers)
         per_rank.append(check(ld, 0))
-    for step in range(max(len(x) for x in per_rank)):
+    job = [*(["--mix", f"2:{src[0][0]}", "--mix", f"1:{src[1][0]}"] if mixed else [urls]),
+           "--index-cache", cache, "--seed", "3", "--shuffle", "20", "--mode", mode,
+           "--world-size", str(ranks), "--workers", str(workers), "--batch-size", "8"]
+    last = max(len(x) for x in per_rank) - 1
+    for step in range(last + 1):
         both = ld.batch_keys(0, step, rank="all")
         for r in range(ranks):
             want = per_rank[r][step] if step < len(per_rank[r]) else []
             assert [d["__key__"] for d in both if d["rank"] == r] == want, (step, r)
+        if step in (0, last):  # shardcat batch says the same
+            cp = subprocess.run([str(shardcat), "batch", *job, "--step", str(step)],
+                                capture_output=True, text=True)
+            assert cp.returncode == 0, cp.stderr
+            lines = [l.split("\t") for l in cp.stdout.splitlines()]
+            assert [(int(f[1]), f[4]) for f in lines] == [(d["rank"], d["__key__"])
+                                                          for d in both]
 
 
 def test_the_dataset_alone(spec):
