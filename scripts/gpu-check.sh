@@ -288,14 +288,49 @@ bench() {
   finish
 }
 
-# The GPU's JPEG decoder (about 6 minutes): its tests, memcheck of one, the split sweep.
+# One test run alone, its native stacks taken (cuda-gdb, else gdb) if it still runs after
+# `at` seconds, killed at `limit`: the stacks say where a hang waits. NAME AT LIMIT TEST-ID
+# [VAR=VALUE...]
+hang_probe() {
+  local name=$1 at=$2 limit=$3 test=$4 log=$logs/$1.log
+  shift 4
+  env GPU_PHOTOS="$PWD/$out/photos" "$@" timeout "$limit" "$py" -m pytest -q -p no:cacheprovider \
+    "$test" >"$log" 2>&1 &
+  local pid=$! waited=0
+  while kill -0 "$pid" 2>/dev/null && [ $waited -lt "$at" ]; do
+    sleep 1
+    waited=$((waited + 1))
+  done
+  if kill -0 "$pid" 2>/dev/null; then
+    local dbg target
+    dbg=$(command -v cuda-gdb || ls /usr/local/cuda/bin/cuda-gdb 2>/dev/null || command -v gdb || true)
+    target=$(pgrep -f "pytest -q -p no:cacheprovider $test" | head -1)
+    echo "== still running after ${at} s: native stacks of $target ($dbg)" >>"$log"
+    [ -n "$dbg" ] && [ -n "$target" ] &&
+      timeout 60 "$dbg" -batch -p "$target" -ex "thread apply all bt" >>"$log" 2>&1
+  fi
+  wait "$pid"
+  local rc=$?
+  if [ $rc -eq 0 ]; then
+    tally "$name" 1 0 0 ""
+  else
+    tally "$name" 0 1 0 "" && echo "    $name: exit $rc; $log has its stacks" >>"$logs/summary-details"
+  fi
+}
+
+# The GPU's JPEG decoder (about 7 minutes): its tests, the auto split's test alone with a
+# fixed share and then measured (a hang's stacks taken), memcheck of one, the split sweep.
 nvjpeg() {
   environment
   : >"$logs/summary-details"
   STEP=60
   criterion "C: test_split" "$out/build/tests/test_split"
-  STEP=150
-  GPU_PHOTOS="$PWD/$out/photos" pytest_run "python: test_nvjpeg" tests/python/test_nvjpeg.py
+  STEP=120
+  GPU_PHOTOS="$PWD/$out/photos" pytest_run "python: test_nvjpeg" tests/python/test_nvjpeg.py \
+    -k "not auto"
+  local auto=tests/python/test_nvjpeg.py::test_auto_gives_every_sample_once_and_resumes_exactly
+  hang_probe "auto, share fixed at 0.5" 40 70 "$auto" SHARD_GPU_SHARE=0.5
+  hang_probe "auto, share measured" 40 70 "$auto"
   local san rc
   san=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
   if [ -n "$san" ]; then
