@@ -10,10 +10,9 @@
 #include <stdint.h>
 
 #include "base/attr.h"
+#include "decode/pilfilter.h"
 #include "decode/scratch.h"
 
-
-#define PRECISION_BITS (32 - 8 - 2)
 #define VBITS 14 /* the SIMD passes' 16-bit weights: 1.0 fits */
 
 typedef struct Coeffs {

@@ -19,41 +19,25 @@
 #include "decode/scratch.h"
 #include "shard/decode.h"
 
-static double triangle(double x)
-{
-    if (x < 0)
-        x = -x;
-    return x < 1 ? 1 - x : 0;
-}
-
 /* The filter's windows and weights for one axis, in the scratch buffers named. */
 static int coeffs_make(Coeffs *c, ShardScratch *sc, int bounds_buf, int k_buf, int in_size,
                        double in0, double in1, int out_size)
 {
     double scale = (in1 - in0) / out_size;
-    double filterscale = scale < 1 ? 1 : scale;
-    double support = 1.0 * filterscale;
-    int ksize = (int)ceil(support) * 2 + 1;
+    int ksize = (int)ceil(shard_pil_filterscale(scale)) * 2 + 1;
     c->ksize = ksize;
     c->bounds = shard_scratch(sc, bounds_buf, (size_t)out_size * 2 * sizeof *c->bounds);
     c->k = shard_scratch(sc, k_buf, (size_t)out_size * (size_t)ksize * sizeof *c->k);
     double *kd = shard_scratch(sc, SHARD_SCR_KD, (size_t)ksize * sizeof *kd);
     if (!c->bounds || !c->k || !kd)
         return SHARD_ERR_NOMEM;
-    double ss = 1.0 / filterscale;
     for (int xx = 0; xx < out_size; xx++) {
-        double center = in0 + (xx + 0.5) * scale;
-        int xmin = (int)(center - support + 0.5);
-        if (xmin < 0)
-            xmin = 0;
-        int xmax = (int)(center + support + 0.5);
-        if (xmax > in_size)
-            xmax = in_size;
-        xmax -= xmin;
+        double center;
+        int xmin, xmax = shard_pil_window(in_size, in0, scale, xx, &center, &xmin);
         double ww = 0;
         int x;
         for (x = 0; x < xmax && x < ksize; x++) {
-            double w = triangle((x + xmin - center + 0.5) * ss);
+            double w = shard_pil_weight(x, xmin, center, scale);
             kd[x] = w;
             ww += w;
         }
@@ -61,9 +45,7 @@ static int coeffs_make(Coeffs *c, ShardScratch *sc, int bounds_buf, int k_buf, i
             xmax = x;
         int32_t *k = c->k + (size_t)xx * (size_t)ksize;
         for (x = 0; x < ksize; x++) {
-            double w = x < xmax && ww != 0 ? kd[x] / ww : 0;
-            /* round half away from zero, as PIL */
-            k[x] = (int32_t)(w < 0 ? w * (1 << PRECISION_BITS) - 0.5 : w * (1 << PRECISION_BITS) + 0.5);
+            k[x] = shard_pil_fixed(x < xmax && ww != 0 ? kd[x] / ww : 0);
         }
         c->bounds[xx * 2] = xmin;
         c->bounds[xx * 2 + 1] = xmax;

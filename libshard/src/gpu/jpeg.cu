@@ -9,9 +9,8 @@
  *   (Resample.c: antialiased when shrinking, 22-bit fixed-point weights, each pass rounded
  *   to 8 bits), horizontal first as PIL does, the mirror applied as the CPU's store does.
  */
+#include "decode/pilfilter.h"
 #include "gpu/jpegargs.h"
-
-#define PRECISION_BITS 22 /* PIL's: 32 - 8 - 2 */
 
 __device__ static inline int clamp_i(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
 
@@ -82,33 +81,17 @@ extern "C" __global__ void shard_jpeg_rgb(ShardJpegArgs a)
 __device__ static int coeffs(int in_size, float in0, float in1, int out_size, int xx, int *k,
                              int kmax, int *xmin_out)
 {
-    double scale = (double)(in1 - in0) / out_size;
-    double filterscale = scale < 1.0 ? 1.0 : scale;
-    double support = 1.0 * filterscale; /* bilinear's support is 1 */
-    double center = in0 + (xx + 0.5) * scale;
-    double ss = 1.0 / filterscale;
-    int xmin = (int)(center - support + 0.5);
-    if (xmin < 0)
-        xmin = 0;
-    int xmax = (int)(center + support + 0.5);
-    if (xmax > in_size)
-        xmax = in_size;
-    xmax -= xmin;
+    double scale = (double)(in1 - in0) / out_size, center;
+    int xmax = shard_pil_window(in_size, in0, scale, xx, &center, xmin_out);
     if (xmax > kmax)
         xmax = kmax;
     double w[64], ww = 0.0;
     for (int x = 0; x < xmax; x++) {
-        double t = (x + xmin - center + 0.5) * ss;
-        t = t < 0 ? -t : t;
-        w[x] = t < 1.0 ? 1.0 - t : 0.0;
+        w[x] = shard_pil_weight(x, *xmin_out, center, scale);
         ww += w[x];
     }
-    for (int x = 0; x < xmax; x++) {
-        double v = ww != 0.0 ? w[x] / ww : w[x];
-        k[x] = v < 0 ? (int)(-0.5 + v * (1 << PRECISION_BITS))
-                     : (int)(0.5 + v * (1 << PRECISION_BITS));
-    }
-    *xmin_out = xmin;
+    for (int x = 0; x < xmax; x++)
+        k[x] = shard_pil_fixed(ww != 0.0 ? w[x] / ww : w[x]);
     return xmax;
 }
 
