@@ -13,68 +13,31 @@
 
 #include "decode/jpegkind.h"
 #include "load/defer.h"
-#include "testjpeg.h"
-#include "testshard.h"
+#include "testloader.h"
 
 #define NSAMPLES 90
 
-static char *dir;
+static char *dir, *manifest;
 static void setup(void) { dir = tu_mkdtemp(); }
 static void teardown(void)
 {
     tu_rmtree(dir);
     free(dir);
+    free(manifest);
+    manifest = NULL;
 }
 TestSuite(defer, .init = setup, .fini = teardown, .timeout = 120);
-
-static void coloured(int x, int y, int w, int h, int seed, unsigned char rgb[3])
-{
-    (void)w, (void)h;
-    rgb[0] = (unsigned char)(seed * 37);
-    rgb[1] = (unsigned char)(x * 4 + y);
-    rgb[2] = (unsigned char)(200 - seed);
-}
-
-/* Sample i's JPEG (malloc'd), as the shards hold it. */
-static unsigned char *jpeg_of(int i, unsigned long *size)
-{
-    return tu_jpeg(40 + i % 7, 30 + i % 5, coloured, i, size);
-}
 
 /* NSAMPLES samples (jpg, cls = i % 5) in shards of 16; sample 13's jpg cut short when
  * damage. */
 static const char *make_shards(int damage)
 {
-    TuSet t;
-    tu_set_open(&t, dir, "d", ".tar", 16);
-    for (int i = 0; i < NSAMPLES; i++) {
-        char key[32], cls[8];
-        snprintf(key, sizeof key, "k%04d", i);
-        snprintf(cls, sizeof cls, "%d", i % 5);
-        unsigned long size;
-        unsigned char *img = jpeg_of(i, &size);
-        if (damage && i == 13)
-            size /= 2;
-        ShardField f[] = {{"jpg", img, size}, {"cls", cls, strlen(cls)}};
-        tu_set_add(&t, key, f, 2);
-        free(img);
-    }
-    return tu_set_finish(&t);
+    return manifest = tu_jpeg_shards(dir, "d", NSAMPLES, damage, 0);
 }
 
 static void settings(ShardLoaderSettings *s, const char **urls)
 {
-    shard_loader_default_settings(s);
-    s->reader.urls = urls;
-    s->reader.nurls = 1;
-    s->reader.seed = 3;
-    s->reader.have_seed = 1;
-    s->reader.world_size = 1;
-    s->reader.shuffle_buffer = 20;
-    s->batch_size = 8;
-    s->threads = 3;
-    s->batches = 3;
-    s->transform.width = s->transform.height = 16;
+    tu_loader_settings(s, urls);
     s->transform.fast = 0;
 }
 
@@ -128,7 +91,7 @@ static void check_batch(const ShardBatch *b, char keys[][8], int *at, size_t *ta
         if (is_taken) {
             /* taken: its JPEG's bytes, exactly */
             unsigned long size;
-            unsigned char *want = jpeg_of(k, &size);
+            unsigned char *want = tu_sample_jpeg(k, &size);
             cr_assert_eq(b->gpu_size[g], size, "sample %d", k);
             cr_assert_eq(memcmp(b->gpu_data[g], want, size), 0, "sample %d's bytes", k);
             free(want);

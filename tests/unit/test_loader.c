@@ -11,8 +11,7 @@
 
 #include <shard/shard.h>
 
-#include "testjpeg.h"
-#include "testshard.h"
+#include "testloader.h"
 
 static char *dir;
 static char *manifest;
@@ -28,52 +27,14 @@ TestSuite(loader, .init = setup, .fini = teardown, .timeout = 120);
 
 #define NSAMPLES 90
 
-/* Red from the seed, green from the position, blue from the seed again. */
-static void coloured(int x, int y, int w, int h, int seed, unsigned char rgb[3])
-{
-    (void)w, (void)h;
-    rgb[0] = (unsigned char)(seed * 37);
-    rgb[1] = (unsigned char)(x * 4 + y);
-    rgb[2] = (unsigned char)(200 - seed);
-}
-
 /* NSAMPLES samples (jpg, cls = i % 5, json on even ones; sample 13's jpg is damaged when
  * damage) in shards of 16, with a manifest. */
 static const char *make_shards(int damage)
 {
-    TuSet t;
-    tu_set_open(&t, dir, "l", ".tar", 16);
-    for (int i = 0; i < NSAMPLES; i++) {
-        char key[32], cls[8], json[32];
-        snprintf(key, sizeof key, "k%04d", i);
-        snprintf(cls, sizeof cls, "%d", i % 5);
-        int nj = snprintf(json, sizeof json, "{\"i\": %d}", i);
-        unsigned long size;
-        unsigned char *img = tu_jpeg(40 + i % 7, 30 + i % 5, coloured, i, &size);
-        if (damage && i == 13)
-            size /= 2;
-        ShardField f[] = {{"jpg", img, size}, {"cls", cls, strlen(cls)}, {"json", json, (size_t)nj}};
-        tu_set_add(&t, key, f, i % 2 ? 2 : 3);
-        free(img);
-    }
-    return manifest = tu_set_finish(&t);
+    return manifest = tu_jpeg_shards(dir, "l", NSAMPLES, damage, 1);
 }
 
-static void settings(ShardLoaderSettings *s, const char **urls)
-{
-    shard_loader_default_settings(s);
-    s->reader.urls = urls;
-    s->reader.nurls = 1;
-    s->reader.seed = 3;
-    s->reader.have_seed = 1;
-    s->reader.rank = 0;
-    s->reader.world_size = 1;
-    s->reader.shuffle_buffer = 20;
-    s->batch_size = 8;
-    s->threads = 3;
-    s->batches = 3;
-    s->transform.width = s->transform.height = 16;
-}
+static void settings(ShardLoaderSettings *s, const char **urls) { tu_loader_settings(s, urls); }
 
 /* The sample numbers of the reader alone, in its order, for the same settings. */
 static int reader_order(const ShardLoaderSettings *s, int *out)
