@@ -200,6 +200,24 @@ static PyObject *py_cpus_available(PyObject *m, PyObject *unused)
     return PyLong_FromLong(shard_cpus_available());
 }
 
+static PyObject *py_image_geometry(PyObject *m, PyObject *arg)
+{
+    (void)m;
+    Py_buffer b;
+    if (PyObject_GetBuffer(arg, &b, PyBUF_SIMPLE) < 0)
+        return NULL;
+    int w = 0, h = 0;
+    size_t need = 0;
+    char msg[256];
+    int rc = shard_image_geometry(b.buf, (size_t)b.len, &w, &h, &need, msg, sizeof msg);
+    PyBuffer_Release(&b);
+    if (rc == SHARD_AGAIN)
+        return PyLong_FromSize_t(need);
+    if (rc)
+        return shard_py_raise(rc, msg);
+    return Py_BuildValue("(ii)", w, h);
+}
+
 static PyObject *py_merge_states(PyObject *m, PyObject *arg)
 {
     (void)m;
@@ -251,6 +269,10 @@ static PyMethodDef module_methods[] = {
      "merge_states([state, ...]) -> str: one state from those of a job's consumers taken at "
      "the same point, each partition as the consumer that reads it says "
      "(shard_reader_state_merge)"},
+    {"image_geometry", py_image_geometry, METH_O,
+     "image_geometry(data) -> (width, height) from the header alone (JPEG, PNG, WebP; as "
+     "PIL's Image.size), or an int: the bytes to read before asking again, when data ends "
+     "before the header does (shard_image_geometry)"},
     {"cpus_available", py_cpus_available, METH_NOARGS,
      "cpus_available() -> int: the CPUs this process may use (affinity, cgroup quota): what "
      "threads=0 starts"},

@@ -26,6 +26,23 @@ SHARD_API const char *shard_image_format(const void *data, size_t size);
 SHARD_API int shard_image_decoded(const char *format);
 
 /**
+ * An image's size as stored, from its header alone (JPEG: the frame header, its EXIF
+ * orientation not applied, as PIL's Image.size; PNG: IHDR; WebP: VP8, VP8L or VP8X's
+ * canvas): what a loader plans batches by shape from without decoding. data may be the
+ * image's first bytes only: when the header lies past them, SHARD_AGAIN and *need the
+ * bytes to read (at least) before asking again, so that a ranged read takes no more than
+ * the header (a JPEG's: past its EXIF and other application segments); given the whole
+ * image, SHARD_AGAIN says it is cut short.
+ * @param need optional; receives the bytes wanted on SHARD_AGAIN
+ * @param msg optional buffer for what is wrong, with the byte offset
+ * @return 0 and *width, *height; SHARD_AGAIN; SHARD_ERR_DECODE for a header that is not
+ *         what its format says; SHARD_ERR_UNSUPPORTED for a format the loader does not
+ *         decode (or none)
+ */
+SHARD_API int shard_image_geometry(const void *data, size_t size, int *width, int *height,
+                                   size_t *need, char *msg, size_t msgsize);
+
+/**
  * Checks that data is an image. JPEGs are decoded in full with libjpeg-turbo and any
  * warning (truncated data, corrupt entropy data) counts as a failure; PNGs and WebPs are
  * decoded as the loader decodes them; other formats are checked by signature only. The
