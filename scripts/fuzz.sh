@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 secs=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(tar tarlimits indexed index manifest seektable names listing decode scans resize)
+[ ${#targets[@]} -eq 0 ] && targets=(tar tarlimits indexed index manifest seektable names listing decode scans resize columns)
 
 if [ ! -f build-fuzz/build.ninja ]; then
   rm -rf build-fuzz

@@ -72,7 +72,8 @@ int shard_history_parse(ShardHistory *h, const char *text, char *msg)
     while (*p) {
         unsigned long long step;
         int world, workers, at = 0;
-        if (sscanf(p, "%llu@%d.%d@%n", &step, &world, &workers, &at) != 3 || !at ||
+        if (*p < '0' || *p > '9' || /* no sign: sscanf would take one */
+            sscanf(p, "%llu@%d.%d@%n", &step, &world, &workers, &at) != 3 || !at ||
             world < 1 || workers < 1) {
             shard_history_free(h);
             return shard_fail(msg, SHARD_ERR_INVALID, "reader: the state's resumes '%.80s' "

@@ -1,0 +1,43 @@
+/*
+ * Columns beside the index (columns.c; formats/columns.md): per-sample values (an image's
+ * stored width and height) parsed and formatted.
+ */
+#ifndef SHARD_TAR_COLUMNS_H
+#define SHARD_TAR_COLUMNS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/attr.h"
+
+/* A value the file says is none ("-"). */
+#define SHARD_COLUMN_NONE UINT32_MAX
+/* The most columns a file may hold. */
+#define SHARD_COLUMNS_MAX 64
+
+typedef struct ShardColumns {
+    char *text;        /* the file, tokens NUL-terminated in place */
+    uint64_t n;        /* samples */
+    size_t ncols;
+    const char *names[SHARD_COLUMNS_MAX]; /* into text */
+    uint32_t *v;       /* n x ncols values, row by row; SHARD_COLUMN_NONE: none */
+} ShardColumns;
+
+/* Parses the len bytes of text (NUL-terminated after them), taking ownership of text
+ * (malloc'd; freed by shard_columns_clear, or here on failure). name says in messages what
+ * was parsed. 0, or SHARD_ERR_FORMAT with err (SHARD_ERROR_MAX bytes) naming the line, or
+ * SHARD_ERR_NOMEM. */
+SHARD_HIDDEN int shard_columns_parse(ShardColumns *c, char *text, size_t len, const char *name,
+                                     char *err);
+/* Column name's number, or -1. */
+SHARD_HIDDEN int shard_columns_find(const ShardColumns *c, const char *name);
+/* Value of sample i in column k. */
+SHARD_HIDDEN uint32_t shard_columns_value(const ShardColumns *c, uint64_t i, int k);
+SHARD_HIDDEN void shard_columns_clear(ShardColumns *c);
+
+/* The text of n samples' values v (n x ncols, row by row) in columns names: malloc'd, *len
+ * bytes; NULL when out of memory. */
+SHARD_HIDDEN char *shard_columns_format(const char *const *names, size_t ncols, const uint32_t *v,
+                                        uint64_t n, size_t *len);
+
+#endif /* SHARD_TAR_COLUMNS_H */
