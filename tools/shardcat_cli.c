@@ -25,7 +25,7 @@ static int die_usage(const char *msg)
 /* Options from O_SHUFFLE on place and order a stream (stream, show and batch), from
  * O_SAMPLES on go with stream only, from O_COUNT on with show only, from O_STEP on with
  * batch only. */
-enum { O_CMDS = 150, O_LOCAL, O_CACHE = 200, O_CACHE_SIZE, O_RETRIES, O_TIMEOUT, O_STALL, O_BACKOFF, O_CA,
+enum { O_CMDS = 150, O_LOCAL, O_GEOMETRY, O_CACHE = 200, O_CACHE_SIZE, O_RETRIES, O_TIMEOUT, O_STALL, O_BACKOFF, O_CA,
        O_SHUFFLE = 256, O_SEED, O_EPOCH, O_RANK, O_WORLD, O_WORKER, O_WORKERS, O_MODE, O_PAD,
        O_EPOCH_SAMPLES, O_STREAMS, O_SKIP, O_STATE, O_MIX, O_MAP, O_INDEX_CACHE,
        O_MAKE_INDEXES, O_PARTITIONS, O_MEMORY,
@@ -42,6 +42,7 @@ static const struct option long_options[] = {
     {"quiet", no_argument, NULL, 'q'},
     {"allow-manifest-commands", no_argument, NULL, O_CMDS},
     {"allow-manifest-local", no_argument, NULL, O_LOCAL},
+    {"geometry", no_argument, NULL, O_GEOMETRY},
     {"cache-dir", required_argument, NULL, O_CACHE},
     {"cache-size", required_argument, NULL, O_CACHE_SIZE},
     {"retries", required_argument, NULL, O_RETRIES},
@@ -322,6 +323,7 @@ static int read_options(int argc, char **argv, ShardcatCli *cli, ShardLoaderSett
         case 'q': quiet = 1; break;
         case O_CMDS: cli->manifest_commands = 1; break;
         case O_LOCAL: cli->manifest_local = 1; break;
+        case O_GEOMETRY: cli->geometry = 1; break;
         case ':':
         case '?': return cli_option_error("shardcat", c, argv[optind - 1], long_options);
         default:
@@ -506,6 +508,8 @@ int shardcat_check(const ShardcatCli *cli)
         return die_usage("--decode goes with verify");
     if (cli->dir && c != SHARDCAT_EXTRACT)
         return die_usage("-C goes with extract");
+    if (cli->geometry && c != SHARDCAT_INDEX)
+        return die_usage("--geometry goes with index");
     if (c == SHARDCAT_CAT) {
         if (cli->nargs != 2)
             return die_usage("cat wants SHARD KEY.FIELD");

@@ -26,6 +26,7 @@ typedef struct ShardcatCli {
     int bar;               /* a progress line on stderr: a terminal, and no -q */
     int manifest_commands; /* --allow-manifest-commands */
     int manifest_local;    /* --allow-manifest-local */
+    int geometry;          /* --geometry: index writes the columns beside the index too */
     /* stream's own */
     uint64_t samples; /* --samples N: stop after N, print the state to resume from */
     int have_samples;

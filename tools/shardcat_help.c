@@ -19,7 +19,8 @@ void shardcat_usage(FILE *f)
           "                                structure, index, seek table, manifest checksums,\n"
           "                                key rules; with --decode every image decodes and\n"
           "                                every image field holds its kind of image\n"
-          "  index SHARD...                write SHARD's .idx (DALI v1.2) for shards made elsewhere\n"
+          "  index [--geometry] SHARD...   write SHARD's .idx (DALI v1.2) for shards made elsewhere;\n"
+          "                                --geometry: the image sizes beside it too (.cols)\n"
           "  repair MANIFEST               rebuild a local set's indexes and manifest, cut a\n"
           "                                damaged shard to its whole samples (the original kept)\n"
           "  extract SHARD... -C DIR       extract sample members into DIR, safely\n"
@@ -117,8 +118,11 @@ static const struct {
      "A manifest is also checked as a set against its folder: shards it lists that\n"
      "are not there, gaps in its numbering, shards of its numbering it does not list.\n"},
     {"index", SHARDCAT_INDEX,
-     "usage: shardcat index SHARD...\n\n"
-     "Writes SHARD's .idx (DALI v1.2) beside it, for shards made elsewhere.\n"},
+     "usage: shardcat index [--geometry] SHARD...\n\n"
+     "Writes SHARD's .idx (DALI v1.2) beside it, for shards made elsewhere.\n"
+     "  --geometry   also the columns beside it (.cols: each sample's image width\n"
+     "               and height, formats/columns.md), from each image's header alone\n"
+     "               read by range (an uncompressed tar, local or remote)\n"},
     {"repair", SHARDCAT_REPAIR,
      "usage: shardcat repair MANIFEST\n\n"
      "Rebuilds what a local set's files can give back without its source: indexes that\n"

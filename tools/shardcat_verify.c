@@ -207,6 +207,18 @@ static ShardcatNext index_shard(ShardcatWalk *w, const ShardListEntry *shard)
     char *ipath = shard_index_path(shard->url), ib[4096];
     printf("%s: %llu samples\n", ipath ? cli_url(ipath, ib, sizeof ib) : "", (unsigned long long)n);
     free(ipath);
+    if (!w->cli->geometry)
+        return SHARDCAT_NEXT;
+    ShardGeometryStats st;
+    if (shard_geometry_build(shard->url, NULL, NULL, w->remote, 0, &st, &err)) {
+        fprintf(stderr, "shardcat: %s\n", err.message);
+        return SHARDCAT_FAILED;
+    }
+    char *cpath = shard_columns_path(shard->url);
+    printf("%s: %llu samples' image sizes, %llu bytes of their headers read\n",
+           cpath ? cli_url(cpath, ib, sizeof ib) : "", (unsigned long long)st.samples,
+           (unsigned long long)st.bytes_read);
+    free(cpath);
     return SHARDCAT_NEXT;
 }
 

@@ -218,6 +218,38 @@ static PyObject *py_image_geometry(PyObject *m, PyObject *arg)
     return Py_BuildValue("(ii)", w, h);
 }
 
+typedef struct {
+    const char *url, *idx, *cols;
+    int skip, rc;
+    ShardGeometryStats st;
+    ShardError err;
+} GeometryBuild;
+
+static int geometry_build_fn(void *arg)
+{
+    GeometryBuild *g = arg;
+    g->rc = shard_geometry_build(g->url, g->idx, g->cols, NULL, g->skip, &g->st, &g->err);
+    return 0;
+}
+
+static PyObject *py_geometry_build(PyObject *m, PyObject *args, PyObject *kw)
+{
+    (void)m;
+    static char *kwlist[] = {"url", "idx_url", "cols_path", "skip_errors", NULL};
+    GeometryBuild g = {0};
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "s|zzp:geometry_build", kwlist, &g.url, &g.idx,
+                                     &g.cols, &g.skip))
+        return NULL;
+    Py_BEGIN_ALLOW_THREADS
+    geometry_build_fn(&g);
+    Py_END_ALLOW_THREADS
+    if (g.rc)
+        return shard_py_raise(g.rc, g.err.message);
+    return Py_BuildValue("{s:K,s:K,s:K}", "samples", (unsigned long long)g.st.samples,
+                         "bytes_read", (unsigned long long)g.st.bytes_read, "skipped",
+                         (unsigned long long)g.st.skipped);
+}
+
 static PyObject *py_merge_states(PyObject *m, PyObject *arg)
 {
     (void)m;
@@ -273,6 +305,11 @@ static PyMethodDef module_methods[] = {
      "image_geometry(data) -> (width, height) from the header alone (JPEG, PNG, WebP; as "
      "PIL's Image.size), or an int: the bytes to read before asking again, when data ends "
      "before the header does (shard_image_geometry)"},
+    {"geometry_build", (PyCFunction)(void (*)(void))py_geometry_build,
+     METH_VARARGS | METH_KEYWORDS,
+     "geometry_build(url, idx_url=None, cols_path=None, skip_errors=False) -> {samples, "
+     "bytes_read, skipped}: the columns beside a shard's index (its images' sizes) from each "
+     "image's header alone, read by range (shard_geometry_build)"},
     {"cpus_available", py_cpus_available, METH_NOARGS,
      "cpus_available() -> int: the CPUs this process may use (affinity, cgroup quota): what "
      "threads=0 starts"},

@@ -67,6 +67,36 @@ SHARD_API int shard_verify(const char *url, const ShardVerifySettings *s, ShardV
 SHARD_API int shard_index_build(const char *url, const char *idx_path, uint64_t *nsamples,
                                 ShardError *err);
 
+/** What shard_geometry_build read and wrote. */
+typedef struct ShardGeometryStats {
+    uint64_t samples;    /**< samples in the index */
+    uint64_t bytes_read; /**< bytes of the shard read: the image headers' */
+    uint64_t skipped;    /**< images whose header did not parse ("-"; skip_errors) */
+} ShardGeometryStats;
+
+/**
+ * Writes the columns beside a shard's index (formats/columns.md: each sample's image width
+ * and height, as PIL's Image.size gives them) from the index's offsets and a ranged read of
+ * each image's header alone: about a kilobyte a sample, a JPEG's large application segments
+ * read past, no pixel. An uncompressed tar with an index, local or remote; atomically.
+ * @param idx_url the index to read offsets from; NULL: the one beside the shard
+ * @param cols_path where to write; NULL: beside the index (shard_columns_path)
+ * @param remote what remote shards are read and written through (borrowed; NULL: the
+ *        defaults)
+ * @param skip_errors 0: an image whose header does not parse is an error naming the shard,
+ *        sample, member and offset; 1: its values are "-" and it is counted
+ * @param st optional; receives what was read
+ * @return 0; SHARD_ERR_UNSUPPORTED for a compressed shard; SHARD_ERR_NOT_FOUND without an
+ *         index; SHARD_ERR_DECODE for a bad header; the source's and sink's errors
+ */
+SHARD_API int shard_geometry_build(const char *url, const char *idx_url, const char *cols_path,
+                                   ShardRemote *remote, int skip_errors, ShardGeometryStats *st,
+                                   ShardError *err);
+
+/** The columns' path of a shard: its index's (shard_index_path) with ".cols" for ".idx";
+ *  malloc'd, NULL when out of memory. */
+SHARD_API char *shard_columns_path(const char *url);
+
 #ifdef __cplusplus
 }
 #endif
