@@ -1,7 +1,9 @@
 /*
  * libshard._libshard.StepPlan: which samples were in step N (shard/loader.h,
  * shard_step_plan_*), for a job of the Loader's settings and topology, from the order
- * alone. Each answer is a list of dicts, one per sample.
+ * alone. Each answer is a list of dicts, one per sample. A plan answers one call at a time
+ * (its answer is borrowed until the next): calls from several threads take turns on its
+ * lock, the GIL let go while they wait and while the plan works.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -17,7 +19,23 @@ typedef struct {
     PyObject_HEAD
     ShardStepPlan *p;
     ShardRemote *rm; /* freed after p */
+    PyThread_type_lock mu; /* one call on p at a time */
 } StepPlanObject;
+
+/* Takes the plan's lock, the GIL let go while waiting; 0, or -1 with MemoryError. */
+static int take(StepPlanObject *self)
+{
+    if (!self->mu && !(self->mu = PyThread_allocate_lock())) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    PyThread_acquire_lock(self->mu, WAIT_LOCK);
+    Py_END_ALLOW_THREADS
+    return 0;
+}
+
+static void give(StepPlanObject *self) { PyThread_release_lock(self->mu); }
 
 static const char *const plan_params[] = {"urls", "state", NULL};
 static const ShardPySignature plan_signature = {"StepPlan", plan_params, 1, 1, 0};
@@ -39,7 +57,10 @@ typedef struct {
 
 static int StepPlan_init(StepPlanObject *self, PyObject *args, PyObject *kw)
 {
+    if (take(self))
+        return -1;
     plan_clear(self);
+    give(self);
     ShardLoaderSettings s;
     shard_loader_default_settings(&s);
     ShardPyTarget more[] = {{&shard_py_loader_table, &s},
@@ -56,8 +77,15 @@ static int StepPlan_init(StepPlanObject *self, PyObject *args, PyObject *kw)
         Py_BEGIN_ALLOW_THREADS
         o.rc = shard_step_plan_open(&o.p, &s, state, &o.err);
         Py_END_ALLOW_THREADS
-        self->p = o.p;
-        if (o.rc) {
+        if (take(self)) {
+            shard_step_plan_free(&o.p);
+            rc = -1;
+        } else {
+            plan_clear(self); /* another thread's __init__ meanwhile */
+            self->p = o.p;
+            give(self);
+        }
+        if (!rc && o.rc) {
             shard_py_raise(o.rc, o.err.message);
             rc = -1;
         }
@@ -70,6 +98,8 @@ static int StepPlan_init(StepPlanObject *self, PyObject *args, PyObject *kw)
 static void StepPlan_dealloc(StepPlanObject *self)
 {
     plan_clear(self);
+    if (self->mu)
+        PyThread_free_lock(self->mu);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -103,11 +133,24 @@ static PyObject *answer(StepPlanObject *self, int rc, const ShardStepSample *v, 
     return list;
 }
 
+/* The plan's lock taken for a call on a live plan: 0, or -1 with an exception (the lock
+ * not held). */
+static int begin(StepPlanObject *self)
+{
+    if (take(self))
+        return -1;
+    if (live(self)) {
+        give(self);
+        return -1;
+    }
+    return 0;
+}
+
 static PyObject *StepPlan_keys(StepPlanObject *self, PyObject *args)
 {
     unsigned long long epoch, step;
     int rank;
-    if (!PyArg_ParseTuple(args, "KKi:keys", &epoch, &step, &rank) || live(self))
+    if (!PyArg_ParseTuple(args, "KKi:keys", &epoch, &step, &rank) || begin(self))
         return NULL;
     const ShardStepSample *v;
     size_t n;
@@ -115,14 +158,16 @@ static PyObject *StepPlan_keys(StepPlanObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     rc = shard_step_keys(self->p, epoch, step, rank, &v, &n);
     Py_END_ALLOW_THREADS
-    return answer(self, rc, v, n);
+    PyObject *out = answer(self, rc, v, n);
+    give(self);
+    return out;
 }
 
 static PyObject *StepPlan_where(StepPlanObject *self, PyObject *args)
 {
     const char *key;
     unsigned long long epoch;
-    if (!PyArg_ParseTuple(args, "sK:where", &key, &epoch) || live(self))
+    if (!PyArg_ParseTuple(args, "sK:where", &key, &epoch) || begin(self))
         return NULL;
     const ShardStepSample *v;
     size_t n;
@@ -130,33 +175,40 @@ static PyObject *StepPlan_where(StepPlanObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     rc = shard_step_where(self->p, key, epoch, &v, &n);
     Py_END_ALLOW_THREADS
-    return answer(self, rc, v, n);
+    PyObject *out = answer(self, rc, v, n);
+    give(self);
+    return out;
 }
 
 static PyObject *StepPlan_steps(StepPlanObject *self, PyObject *args)
 {
     unsigned long long epoch;
     int rank;
-    if (!PyArg_ParseTuple(args, "Ki:steps", &epoch, &rank) || live(self))
+    if (!PyArg_ParseTuple(args, "Ki:steps", &epoch, &rank) || begin(self))
         return NULL;
     int64_t n;
     Py_BEGIN_ALLOW_THREADS
     n = shard_step_plan_steps(self->p, epoch, rank);
     Py_END_ALLOW_THREADS
-    if (n < 0)
-        return shard_py_raise((int)n, shard_step_plan_error(self->p));
-    return PyLong_FromLongLong(n);
+    PyObject *out = n < 0 ? shard_py_raise((int)n, shard_step_plan_error(self->p))
+                          : PyLong_FromLongLong(n);
+    give(self);
+    return out;
 }
 
 static PyObject *StepPlan_state(StepPlanObject *self, PyObject *args)
 {
     unsigned long long epoch, step;
     int rank;
-    if (!PyArg_ParseTuple(args, "KKi:state", &epoch, &step, &rank) || live(self))
+    if (!PyArg_ParseTuple(args, "KKi:state", &epoch, &step, &rank))
         return NULL;
     char *buf = PyMem_Malloc(SHARD_READER_STATE_MAX);
     if (!buf)
         return PyErr_NoMemory();
+    if (begin(self)) {
+        PyMem_Free(buf);
+        return NULL;
+    }
     ShardStepConsumer who;
     int rc;
     Py_BEGIN_ALLOW_THREADS
@@ -166,6 +218,7 @@ static PyObject *StepPlan_state(StepPlanObject *self, PyObject *args)
                        : Py_BuildValue("{s:s,s:i,s:i,s:i,s:i}", "state", buf, "world_size",
                                        who.world_size, "num_workers", who.num_workers, "rank",
                                        who.rank, "worker", who.worker);
+    give(self);
     PyMem_Free(buf);
     return out;
 }

@@ -232,3 +232,65 @@ def test_a_steps_consumer_restored_delivers_it_first_and_shardcat_draws_it(spec,
                           "--show", "-o", str(tmp_path / "c.png")], capture_output=True,
                          text=True)
     assert bad.returncode == 2 and "--rank R (of 2)" in bad.stderr
+
+
+def reseal(text):
+    """A state's text sealed again (formats/order.md, section 4: ;sum= SHA-256's first 16)."""
+    import hashlib
+    body = text[:text.rindex(";sum=")]
+    return body + ";sum=" + hashlib.sha256(body.encode()).hexdigest()[:16]
+
+
+def test_readings_let_go_are_refused_not_named_wrong(spec):
+    """A state whose oldest kept reading began from a cut (the ones before it let go) names
+    the steps from the next reading on, and refuses those before, saying so."""
+    from libshard import _libshard
+    urls, cache = spec
+    saved_at = 3
+    ld = ShardLoader(dataset(spec, rank=0, world_size=2, mode="exact"), num_workers=2)
+    for n, _ in enumerate(ld, 1):
+        if n == saved_at:
+            break
+    state = ld.state_dict()
+    del ld
+    ld = ShardLoader(dataset(spec, rank=0, world_size=3, mode="exact"), num_workers=0)
+    ld.load_state_dict(state)
+    for _ in ld:
+        break
+    text = ld.state_dict()["state"]  # at step 4, on 3 x 1
+    head, resumes = text[:text.rindex(";sum=")].split(";resumes=")
+    cut_then = resumes.split("|")[1].split("@", 2)[2]  # the 2 x 2 cut the 3 x 1 reading began at
+    cut_now = head.split(";", 1)[1].replace(";", "/")  # this state's, on 3 x 1
+    # as though older readings were let go: the oldest kept (from step 3) began from a cut
+    # whose topology before it is not said; a later one began at step 4 from this state's
+    crafted = reseal(f"{head};resumes=3@3.1@{cut_then}|4@3.1@{cut_now};sum=x")
+    plan = _libshard.StepPlan(urls, state=crafted, seed=3, batch_size=8, shuffle=20,
+                              mode="exact", index_cache=cache, world_size=3, num_workers=1)
+    with pytest.raises(ValueError, match="keeps the epoch's last 8 readings, from step 4: "
+                                         "step 3 came before them"):
+        plan.keys(0, 3, 0)
+    assert plan.keys(0, 4, 0)  # from the reading it can name
+
+
+def test_one_plan_answers_threads_in_turn(spec):
+    """Calls on one StepPlan from several threads take turns: each answer is whole."""
+    import threading
+    from libshard import _libshard
+    urls, cache = spec
+    plan = _libshard.StepPlan(urls, seed=3, batch_size=8, shuffle=20, mode="equal",
+                              index_cache=cache, world_size=2, num_workers=2)
+    steps = plan.steps(0, 0)
+    want = {s: [d["__key__"] for d in plan.keys(0, s, -1)] for s in range(steps)}
+    bad = []
+
+    def ask():
+        for s in list(range(steps)) * 3:
+            if [d["__key__"] for d in plan.keys(0, s, -1)] != want[s]:
+                bad.append(s)
+
+    threads = [threading.Thread(target=ask) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not bad

@@ -48,7 +48,9 @@ Test(history, the_last_readings_are_kept)
 
 Test(history, text_that_is_not_a_history_is_refused)
 {
-    static const char *const bad[] = {"x", "3@2@-", "3@0.1@-", "3@2.1", "-1@2.2@-|"};
+    static const char *const bad[] = {"x", "3@2@-", "3@0.1@-", "3@2.1", "-1@2.2@-|",
+                                      "0@1.1@-|0@1000000000.1000000000@-", /* no such job */
+                                      "0@1.1@-|9@2.1@left=1-2;edges=|4@3.1@left=1-2;edges="};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         ShardHistory h;
         char msg[SHARD_ERROR_MAX];

@@ -132,11 +132,21 @@ static Readings readings_of(const ShardStepPlan *p, uint64_t e)
     return g;
 }
 
+/* Whether reading i can be named: it began at the epoch's start, or from a cut whose
+ * topology the reading before it says (the first kept after older ones were let go has
+ * none). */
+static int nameable(const Readings *g, size_t i) { return !g->v[i].cut || i > 0; }
+
 /* Names consumer (rank, w) of reading i; its batches in the reading and where its
  * positions begin. */
 static int enter(ShardStepPlan *p, const Readings *g, size_t i, int rank, int w, uint64_t *b,
                  uint64_t *base)
 {
+    if (!nameable(g, i))
+        return shard_fail(p->err, SHARD_ERR_INVALID, "step plan: the state keeps the epoch's "
+                          "last %d readings, and the steps before step %llu came before them",
+                          SHARD_HISTORY_MAX,
+                          (unsigned long long)(g->n > 1 ? g->v[1].step : g->v[0].step));
     int rc = shard_reader_name_reading(p->r, g->epoch, g->parts, g->total, &g->v[i],
                                        i ? &g->v[i - 1] : NULL, rank, w);
     if (rc)
@@ -235,11 +245,13 @@ static int check_rank(ShardStepPlan *p, int rank, int world, uint64_t step)
 /* The reading step N of epoch e lies in; -1 after saying why (before the readings kept). */
 static int64_t reading_at(ShardStepPlan *p, const Readings *g, uint64_t step)
 {
-    if (step < g->v[0].step) {
+    size_t first = nameable(g, 0) ? 0 : 1;
+    if (first >= g->n || step < g->v[first].step) {
         shard_fail(p->err, SHARD_ERR_INVALID,
                    "step plan: the state keeps the epoch's last %d readings, from step %llu: "
                    "step %llu came before them", SHARD_HISTORY_MAX,
-                   (unsigned long long)g->v[0].step, (unsigned long long)step);
+                   (unsigned long long)(first < g->n ? g->v[first].step : g->v[0].step),
+                   (unsigned long long)step);
         return -1;
     }
     size_t i = g->n - 1;
@@ -370,12 +382,18 @@ int shard_step_state(ShardStepPlan *p, uint64_t epoch, uint64_t step, int rank,
         rc = shard_fail(p->err, SHARD_ERR_INVALID,
                         "step plan: step %llu of epoch %llu on rank %d: past the epoch's end "
                         "there", (unsigned long long)step, (unsigned long long)epoch, rank);
+    /* the state says every consumer of the rank delivered k batches: the rank's steps then
+     * (before worker 0's batch k), and the readings up to this one */
+    uint64_t then = rc ? 0 : at->step + step_of(b, at->workers, 0, k);
     free(b);
     if (!rc)
         rc = enter(p, &g, (size_t)i, rank, w, &steps, &base);
     if (rc)
         return rc;
     *who = (ShardStepConsumer){at->world, at->workers, rank, w};
+    if (shard_reader_note_reading(p->r, then - k, g.n > 1 || at->cut ? g.v : NULL,
+                                  (size_t)i + 1))
+        return shard_fail(p->err, SHARD_ERR_NOMEM, "out of memory");
     rc = shard_reader_state_at(p->r, shard_reader_order_of(p->r), base + k * p->bs, p->bs, buf,
                                size);
     if (rc)
@@ -405,9 +423,16 @@ int shard_step_keys(ShardStepPlan *p, uint64_t epoch, uint64_t step, int rank,
             break;
     }
     if (!rc && !any) {
-        int64_t last = shard_step_plan_steps(p, epoch, rank == SHARD_STEP_ALL_RANKS ? 0 : rank);
-        if (last < 0)
-            return (int)last;
+        int64_t last = 0;
+        const ShardReading *end = &g.v[g.n - 1];
+        for (int r = rank == SHARD_STEP_ALL_RANKS ? 0 : rank; r < end->world; r++) {
+            int64_t n = shard_step_plan_steps(p, epoch, r); /* exact mode: they may differ */
+            if (n < 0)
+                return (int)n;
+            last = n > last ? n : last;
+            if (rank != SHARD_STEP_ALL_RANKS)
+                break;
+        }
         char who[32] = "every rank";
         if (rank != SHARD_STEP_ALL_RANKS)
             snprintf(who, sizeof who, "rank %d", rank);
@@ -451,7 +476,7 @@ int shard_step_where(ShardStepPlan *p, const char *key, uint64_t epoch,
     forget_answer(p);
     Readings g = readings_of(p, epoch);
     int rc = 0;
-    for (size_t i = 0; !rc && i < g.n; i++) {
+    for (size_t i = nameable(&g, 0) ? 0 : 1; !rc && i < g.n; i++) {
         const ShardReading *at = &g.v[i];
         uint64_t *b = malloc((size_t)at->workers * sizeof *b), steps;
         if (!b)

@@ -76,6 +76,8 @@ int shard_reader_seek(ShardReader *r, uint64_t position)
             r->position = at; /* where the piece is entered, for the order's record */
             int rc = shard_reader_enter(r, i, position - at);
             r->position = position;
+            if (rc)
+                r->failed = rc; /* half entered: nothing more is named from it */
             return rc;
         }
         at += len;
@@ -145,6 +147,17 @@ void shard_reader_reading_span(const ShardReader *r, uint64_t *base, uint64_t *l
 }
 
 const ShardOrder *shard_reader_order_of(const ShardReader *r) { return r->order; }
+
+int shard_reader_note_reading(ShardReader *r, uint64_t step0, const ShardReading *v, size_t n)
+{
+    ShardOrder *o = r->order;
+    o->step0 = step0;
+    shard_history_free(&o->history);
+    for (size_t i = 0; v && i < n; i++)
+        if (shard_history_add(&o->history, v[i].step, v[i].world, v[i].workers, v[i].cut))
+            return SHARD_ERR_NOMEM;
+    return 0;
+}
 
 uint64_t shard_reader_indexes_read(const ShardReader *r)
 {

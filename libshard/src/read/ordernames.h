@@ -29,6 +29,12 @@ SHARD_HIDDEN int shard_reader_name_reading(ShardReader *r, uint64_t e, uint32_t 
  * (equal mode's repeats included), into *base and *len. */
 SHARD_HIDDEN void shard_reader_reading_span(const ShardReader *r, uint64_t *base, uint64_t *len);
 
+/* Records in the named order the rank's steps before its reading began and the epoch's
+ * readings v[0..n) (NULL: none), so that a state taken from it is the job's. 0 or
+ * SHARD_ERR_NOMEM. */
+SHARD_HIDDEN int shard_reader_note_reading(ShardReader *r, uint64_t step0, const ShardReading *v,
+                                           size_t n);
+
 /* The order the reader names (borrowed). */
 SHARD_HIDDEN const struct ShardOrder *shard_reader_order_of(const ShardReader *r);
 

@@ -143,7 +143,9 @@ int shard_reader_replay(ShardReader *r, uint64_t n)
             return shard_fail(r->err, SHARD_ERR_INVALID,
                               "reader: the state delivers %llu samples of partition %lld, "
                               "which has %llu",
-                              (unsigned long long)n, (long long)r->order->piece[r->cur].p,
+                              (unsigned long long)n,
+                              r->cur < (int64_t)r->order->npieces
+                                  ? (long long)r->order->piece[r->cur].p : -1LL,
                               (unsigned long long)i);
         shard_item_release(it);
     }

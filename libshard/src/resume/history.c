@@ -74,10 +74,14 @@ int shard_history_parse(ShardHistory *h, const char *text, char *msg)
         int world, workers, at = 0;
         if (*p < '0' || *p > '9' || /* no sign: sscanf would take one */
             sscanf(p, "%llu@%d.%d@%n", &step, &world, &workers, &at) != 3 || !at ||
-            world < 1 || workers < 1) {
+            world < 1 || workers < 1 || world > SHARD_HISTORY_WORLD_MAX ||
+            workers > SHARD_HISTORY_WORKERS_MAX ||
+            (long long)world * workers > SHARD_HISTORY_CONSUMERS_MAX ||
+            (h->n && step < h->v[h->n - 1].step)) {
             shard_history_free(h);
             return shard_fail(msg, SHARD_ERR_INVALID, "reader: the state's resumes '%.80s' "
-                              "are not STEP@RANKS.WORKERS@CUT", p);
+                              "are not STEP@RANKS.WORKERS@CUT, steps in order and topologies "
+                              "a job can have", p);
         }
         p += at;
         size_t len = strcspn(p, "|");

@@ -15,6 +15,10 @@
 #include "base/attr.h"
 
 #define SHARD_HISTORY_MAX 8
+/* The topologies a reading may say: a state's own bounds (read/state.c). */
+#define SHARD_HISTORY_WORLD_MAX (1 << 20)
+#define SHARD_HISTORY_WORKERS_MAX (1 << 16)
+#define SHARD_HISTORY_CONSUMERS_MAX (1ll << 24)
 #define SHARD_STATE_RESUMES_TAG ";resumes="
 
 typedef struct ShardReading {

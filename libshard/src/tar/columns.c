@@ -87,7 +87,8 @@ int shard_columns_parse(ShardColumns *c, char *text, size_t len, const char *nam
         return fail(c, err, name, 1, "not a columns file (libshard-cols VERSION COUNT COLUMNS)");
     if (version != 1)
         return fail(c, err, name, 1, "a version this libshard does not read (it reads 1)");
-    for (char *tok = strtok(text + at, " "); tok; tok = strtok(NULL, " ")) {
+    char *save = NULL;
+    for (char *tok = strtok_r(text + at, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
         char *colon = strchr(tok, ':');
         if (!colon || strcmp(colon + 1, "u32"))
             return fail(c, err, name, 1, "a column that is not NAME:u32");

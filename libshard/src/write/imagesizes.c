@@ -72,7 +72,10 @@ static int sample_size(ShardSource *src, const ShardIndex *x, uint64_t i, const 
         if (want > have) {
             int rc = shard_source_read_at(src, e->offset + have, buf->data + have, want - have);
             if (rc)
-                return shard_fail(msg, rc, "%s", src->err[0] ? src->err : "read failed");
+                return shard_fail(msg, rc, "%.200s: sample %llu, member '%.100s' at offset "
+                                  "%llu: %.600s", url, (unsigned long long)i,
+                                  e->name ? e->name : e->ext, (unsigned long long)e->offset,
+                                  src->err[0] ? src->err : "read failed");
             *bytes += want - have;
             have = want;
         }
