@@ -81,9 +81,13 @@ static int StepPlan_init(StepPlanObject *self, PyObject *args, PyObject *kw)
             shard_step_plan_free(&o.p);
             rc = -1;
         } else {
-            plan_clear(self); /* another thread's __init__ meanwhile */
+            ShardStepPlan *old = self->p; /* another thread's __init__ meanwhile; the remote
+                                             this one made (self->rm) stays */
             self->p = o.p;
             give(self);
+            Py_BEGIN_ALLOW_THREADS
+            shard_step_plan_free(&old);
+            Py_END_ALLOW_THREADS
         }
         if (!rc && o.rc) {
             shard_py_raise(o.rc, o.err.message);
