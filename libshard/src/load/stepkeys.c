@@ -66,19 +66,16 @@ int shard_step_plan_open(ShardStepPlan **out, const ShardLoaderSettings *s, cons
     rs.drop_last = s->drop_last;
     rs.rank = 0;
     rs.worker = 0;
-    if (rs.world_size < 0) { /* the job's, as the loader would take it */
-        const char *w = getenv("WORLD_SIZE");
-        rs.world_size = w && *w ? atoi(w) : 1;
-    }
-    int rc = shard_reader_open(&p->r, &rs, err);
+    int rc = shard_reader_open(&p->r, &rs, err); /* world_size -1: $WORLD_SIZE, checked */
     if (rc) {
         free(p);
         return rc;
     }
     p->bs = s->batch_size;
     p->drop_last = s->drop_last;
-    p->world = rs.world_size;
-    p->workers = rs.num_workers;
+    const ShardOrder *o = shard_reader_order_of(p->r); /* the topology the reader took */
+    p->world = o->world;
+    p->workers = o->workers;
     p->fresh = (ShardReading){0, p->world, p->workers, NULL};
     if (state) { /* checked as a restore checks it; its readings, this one's added */
         if ((rc = shard_reader_restore(p->r, state))) {
