@@ -3,7 +3,7 @@
  * without its source. The set is exactly the manifest's: the shards it lists and those of
  * their numbering in its folder (with the manifest gone, STEM-NNN.tar and .tar.zst), never
  * a file that merely shares its stem. Each is verified: one whose structure holds but
- * whose index is missing or wrong gets its index again; a damaged one is read up to the
+ * whose index or columns (its image sizes) are missing or wrong gets them again; a damaged one is read up to the
  * damage and its whole samples written as NAME.repaired.EXT beside it (the original is
  * left as it is); one whose bytes are not those the manifest records (bit rot: the tar
  * whole, its checksum not) keeps the manifest's entry, checksums and all, and its samples
@@ -318,7 +318,7 @@ static void taken(Repair *rp, const char *name)
     rp->seen[rp->nseen++] = (Named){name, NULL};
 }
 
-/* One shard of the set: kept, given its index again, or cut; its entry into the new
+/* One shard of the set: kept, given its index and columns again, or cut; its entry into the new
  * manifest, or named as lost. */
 static void repair_shard(Repair *rp, const char *path)
 {
@@ -329,25 +329,26 @@ static void repair_shard(Repair *rp, const char *path)
     ShardError err;
     char buf[1024];
     taken(rp, name);
-    if (verify(path, had, 1, &r) == 0 && r.has_index) {
-        info = had ? *had : (ShardFileInfo){.nsamples = r.samples, .filesize = r.filesize,
-                                             .tarsize = r.tarsize};
-    } else if (verify(path, NULL, 0, &r) == 0) { /* whole: its index missing or wrong */
-        if (had && verify(path, had, 0, &r) != 0) {
+    int whole = verify(path, had, 1, &r) == 0 && r.has_index;
+    if (whole && r.has_columns) {
+        /* kept as it is */
+    } else if (whole || verify(path, NULL, 0, &r) == 0) { /* its index or columns wrong */
+        if (!whole && had && verify(path, had, 0, &r) != 0) {
             rotted(rp, path, had);
             return;
         }
-        uint64_t n;
-        if (shard_index_build(path, NULL, &n, &err)) {
+        /* the image sizes: "-" for a header that does not parse, as the writer gives it */
+        uint64_t n = r.samples;
+        if ((!whole && shard_index_build(path, NULL, &n, &err)) ||
+            shard_geometry_build(path, NULL, NULL, NULL, 1, NULL, &err)) {
             fprintf(stderr, "shardcat: %s\n", err.message);
             rp->unrepaired++;
             return;
         }
-        printf("%s: index made again (%llu samples)\n", shown(path, buf, sizeof buf),
+        printf("%s: %s made again (%llu samples)\n", shown(path, buf, sizeof buf),
+               whole ? "image sizes (.cols)" : "index and image sizes (.cols)",
                (unsigned long long)n);
         rp->repaired++;
-        info = had ? *had : (ShardFileInfo){.nsamples = r.samples, .filesize = r.filesize,
-                                             .tarsize = r.tarsize};
     } else {
         uint64_t kept;
         int more;
@@ -364,6 +365,8 @@ static void repair_shard(Repair *rp, const char *path)
         free((char *)info.url);
         return;
     }
+    info = had ? *had : (ShardFileInfo){.nsamples = r.samples, .filesize = r.filesize,
+                                         .tarsize = r.tarsize};
     info.url = path;
     shard_manifest_add(rp->after, &info);
 }

@@ -42,6 +42,7 @@ static void print_verdict_json(const char *url, int rc, const ShardVerifyResult 
     json_object_set_new(o, "samples", json_integer((json_int_t)r->samples));
     json_object_set_new(o, "members", json_integer((json_int_t)r->members));
     json_object_set_new(o, "index", json_boolean(r->has_index));
+    json_object_set_new(o, "columns", json_boolean(r->has_columns));
     json_object_set_new(o, "frames", json_integer((json_int_t)r->frames));
     if (s->decode)
         json_object_set_new(o, "jpegs", json_integer((json_int_t)r->jpegs));
@@ -68,6 +69,8 @@ static void print_verdict(const char *url, int rc, const ShardVerifyResult *r,
     }
     printf(": ok: %llu samples, %llu members%s", (unsigned long long)r->samples,
            (unsigned long long)r->members, r->has_index ? ", index matches" : ", no index");
+    if (r->has_columns)
+        printf(", image sizes (.cols) match");
     if (r->frames)
         printf(", %llu zstd frame%s checked", (unsigned long long)r->frames,
                r->frames == 1 ? "" : "s");

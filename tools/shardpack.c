@@ -204,7 +204,7 @@ static int scan(ShardpackRun *run, const char *manifest, uint64_t *ignored)
         return 1;
     size_t gone = shard_pack_replaced(run->plan);
     if (gone && !run->o->quiet)
-        fprintf(stderr, "shardpack: an earlier set was here: its %zu file%s (shards, indexes, "
+        fprintf(stderr, "shardpack: an earlier set was here: its %zu file%s (shards, indexes, columns, "
                         "manifests%s) removed, to be replaced%s\n",
                 gone, gone == 1 ? "" : "s", run->o->have_part ? " of this part" : "",
                 run->o->resume ? "" : " (--resume keeps what an interrupted run of the same "
@@ -263,7 +263,13 @@ static void print_summary(ShardpackRun *run, const char *manifest, size_t nwritt
     /* a line per kind the loader does not decode, before the summary (the last line) */
     for (int i = 0; i < NUNDECODED; i++) {
         uint64_t k = atomic_load(&run->undecoded[i]);
-        if (k)
+        if (k && !strcmp(shardpack_undecoded_names[i], "broken"))
+            fprintf(stderr, "shardpack: %llu JPEG, PNG or WebP image%s packed whose header does "
+                            "not parse: the loader cannot decode %s, %s size is '-' in the "
+                            "columns (--on-error skip leaves them out)\n",
+                    (unsigned long long)k, k == 1 ? "" : "s", k == 1 ? "it" : "them",
+                    k == 1 ? "its" : "their");
+        else if (k)
             fprintf(stderr, "shardpack: %llu %s image%s packed that the loader does not decode "
                             "(JPEG, PNG and WebP are; --on-error skip leaves them out)\n",
                     (unsigned long long)k, shardpack_undecoded_names[i], k == 1 ? "" : "s");

@@ -25,7 +25,8 @@ const char *const shardpack_skip_names[NSKIP] = {
     "invalid name", "zero-byte", "unreadable", "not an image", "corrupt image", "changed while packing",
     "not decoded by the loader", "other",
 };
-const char *const shardpack_undecoded_names[NUNDECODED] = {"gif", "bmp", "tiff", "pnm", "other"};
+const char *const shardpack_undecoded_names[NUNDECODED] = {"gif", "bmp", "tiff", "pnm", "broken",
+                                                            "other"};
 /* The summary's count for a reason; a reason added to the library after this tool, "other". */
 static atomic_ullong *skip_slot(ShardpackRun *run, ShardPackBad reason)
 {

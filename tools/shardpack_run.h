@@ -21,7 +21,7 @@ enum { SKIP_NAME, SKIP_EMPTY, SKIP_UNREADABLE, SKIP_NOT_IMAGE, SKIP_CORRUPT, SKI
 extern const char *const shardpack_skip_names[NSKIP];
 
 /* The image formats packed that the loader does not decode, counted kind by kind. */
-enum { NUNDECODED = 5 };
+enum { NUNDECODED = 6 };
 extern const char *const shardpack_undecoded_names[NUNDECODED];
 
 /* One pack run, shared by main and the workers. */

@@ -14,7 +14,8 @@ gzip-compressed; fields starting with "_" are metadata and are not written.
 What the C writer adds: patterns may name a folder, file://, gs:// or s3:// (shards go up
 as they are written, with the remote settings of libshard.settings.BUCKET_KEYS: retries,
 ca_bundle, gcs_token, upload_part, ...); every shard gets a DALI-compatible .idx beside it
-(index=False: none) and a SHA-256 (checksums=), is complete under its final name or absent
+and its samples' image sizes (.cols, formats/columns.md) beside that (index=False: neither),
+and a SHA-256 (checksums=), is complete under its final name or absent
 (in a bucket as on disk), and the same
 samples give byte-identical shards (member mtime 0 unless given). ".tar.zst" patterns give
 zstd frames on sample boundaries with a seek table. Keys follow libshard's key rules

@@ -130,12 +130,10 @@ def test_an_earlier_larger_set_is_replaced_whole(shardpack, src, tmp_path):
     cp = subprocess.run(small + ["-c", "100"], env=BASE_ENV, capture_output=True)
     err = out_text(cp)
     assert cp.returncode == 0, err
-    assert "an earlier set was here: its 80 files (shards, indexes, manifests) removed" in err, err
+    assert "an earlier set was here: its 120 files (shards, indexes, columns, manifests) removed" in err, err
     assert sorted(p.name for p in out.iterdir()) == [".train.pack",  # its plan, that it finished
-                                                     "train-000.idx", "train-000.tar",
-                                                     "train-001.idx", "train-001.tar",
-                                                     "train-002.idx", "train-002.tar",
-                                                     "train-003.idx", "train-003.tar",
+                                                     *[f"train-00{i}.{ext}" for i in range(4)
+                                                       for ext in ("cols", "idx", "tar")],
                                                      "train.json"], sorted(out.iterdir())
 
 

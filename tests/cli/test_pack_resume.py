@@ -310,12 +310,22 @@ def test_repair_gives_back_what_the_set_holds(shardpack, run_sc, src, tmp_path):
         damaged.write_bytes(data[:len(data) * 2 // 3])
         (out / f"train-007{ext}").unlink()
         (out / "train-007.idx").unlink()
+        cols = (out / "train-006.cols").read_bytes()
+        (out / "train-006.cols").unlink()
+        lines = (out / "train-005.cols").read_text().splitlines()
+        lines[3] = "1 1"
+        (out / "train-005.cols").write_text("\n".join(lines) + "\n")
         manifest.unlink()
         cp = run_sc("repair", manifest)
         said = cp.stdout.decode()
         assert cp.returncode == 1, out_text(cp)  # train-007 could not come back
         assert "train.json: gone: made again" in said
-        assert "train-001" in said and "train-002" in said and "index made again" in said
+        assert "train-001" in said and "train-002" in said and \
+            "index and image sizes (.cols) made again" in said
+        assert f"train-006{ext}: image sizes (.cols) made again" in said, said
+        assert f"train-005{ext}: index and image sizes (.cols) made again" in said, said
+        assert (out / "train-006.cols").read_bytes() == cols
+        assert (out / "train-005.cols").read_text().splitlines()[3] != "1 1"
         assert f"train-004{ext}: damaged: its first" in said and f"train-004.repaired{ext}" in said
         assert damaged.read_bytes() == data[:len(data) * 2 // 3], "the original kept"
         after = json.loads(manifest.read_text())
@@ -432,11 +442,13 @@ def test_a_record_place_that_is_not_ours_is_refused_and_nothing_outside_is_touch
     assert {k: v for k, v in tree_sums(tmp_path).items() if k in before} == before
 
 
-@pytest.mark.parametrize("tamper", ["bytes", "index-of-another", "index-empty", "link"])
+@pytest.mark.parametrize("tamper", ["bytes", "index-of-another", "index-empty", "link",
+                                    "columns-gone", "columns-wrong"])
 def test_a_kept_shard_changed_since_is_packed_again(shardpack, src, tmp_path, tamper):
     """A run killed after some shards, then one of its finished shards changed in place at
-    its size, given another shard's or an empty index, or replaced by a link to a file of
-    its size: --resume reads each kept shard back (SHA-256, count, index), packs the changed
+    its size, given another shard's or an empty index, its columns gone or wrong, or replaced
+    by a link to a file of its size: --resume reads each kept shard back (SHA-256, count,
+    index, columns), packs the changed
     one again, and the set is the uninterrupted run's byte for byte (the control, untouched
     shards all kept: test_a_killed_pack_resumes_to_the_uninterrupted_set)."""
     import os
@@ -462,6 +474,12 @@ def test_a_kept_shard_changed_since_is_packed_again(shardpack, src, tmp_path, ta
         shutil.copy(out / f"train-{done[0]:03d}.idx", victim.with_suffix(".idx"))
     elif tamper == "index-empty":
         victim.with_suffix(".idx").write_text("")
+    elif tamper == "columns-gone":  # killed between the index and its columns
+        victim.with_suffix(".cols").unlink()
+    elif tamper == "columns-wrong":
+        lines = victim.with_suffix(".cols").read_text().splitlines()
+        lines[1] = "7 7"
+        victim.with_suffix(".cols").write_text("\n".join(lines) + "\n")
     else:
         twin = tmp_path / "twin.tar"
         twin.write_bytes(b"\0" * victim.stat().st_size)

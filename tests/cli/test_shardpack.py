@@ -72,7 +72,8 @@ def test_basic_layout_labels_keys(run_sp, tmp_path):
     m = re.search(r"ignored (\d+)", lines[0])
     assert m and int(m.group(1)) == len(NOT_IMAGES), lines[0]
 
-    assert visible_names(tmp_path / "out") == ["train-000000.idx", "train-000000.tar", "train.json"]
+    assert visible_names(tmp_path / "out") == ["train-000000.cols", "train-000000.idx",
+                                               "train-000000.tar", "train.json"]
     man = load_manifest(tmp_path / "out/train.json")
     assert man["libshard"]["classes"] == CLASSES
     assert expected_keys(list(BASIC)) == {p: k for p, (k, _) in BASIC_KEYS.items()}  # the model agrees
@@ -96,6 +97,16 @@ def test_basic_layout_labels_keys(run_sp, tmp_path):
             ti = x["info"]
             assert ti.isreg() and ti.mode == 0o644 and ti.uid == 0 and ti.gid == 0 and ti.mtime == 0
             assert ti.uname == "" and ti.gname == ""
+    # the columns beside the index: each sample's image size as PIL's Image.size, in tar
+    # order; "-" for a format the loader does not decode
+    cols = (tmp_path / "out/train-000000.cols").read_text().splitlines()
+    assert cols[0] == f"libshard-cols 1 {len(samples)} width:u32 height:u32", cols[0]
+    want = []
+    for key, ms in samples:
+        got = {x["field"]: x["data"] for x in ms}
+        image = next((got[f] for f in ("jpg", "jpeg", "png", "webp") if f in got), None)
+        want.append("%d %d" % Image.open(io.BytesIO(image)).size if image else "- -")
+    assert cols[1:] == want
     names = " ".join(x["name"] for x in members)
     for hidden in ("hidden", "secret", "notes", "labels", "bak"):
         assert hidden not in names
@@ -536,7 +547,8 @@ def test_part_and_join(run_sp, tmp_path):
         assert not urls & seen, f"part {i} repeats shards {urls & seen}"
         seen |= urls
         new = set(visible_names(parts)) - before
-        want = {mpath.name} | urls | {idx_path(parts / u).name for u in urls}
+        want = ({mpath.name} | urls | {idx_path(parts / u).name for u in urls}
+                | {idx_path(parts / u).with_suffix(".cols").name for u in urls})
         assert new == want, f"part {i} wrote {sorted(new)}"
         assert pm["libshard"]["nsamples"] == sum(e["nsamples"] for e in pm["shardlist"])
     assert seen == {e["url"] for e in smap["shardlist"]}

@@ -2,7 +2,7 @@
 columns equal PIL's Image.size for every sample (JPEG with EXIF, progressive, PNG, WebP, and
 one without an image), local and over nginx, where each image costs at most 2 KiB of ranged
 reads (counted in nginx's access log) and a large EXIF segment is read past, not the pixels;
-a compressed shard and a bad header are refused, naming what and where."""
+a compressed shard is read whole once; a bad header is refused, naming what and where."""
 import io
 import os
 import random
@@ -115,14 +115,25 @@ def test_over_http_each_image_costs_its_header(shards, shardcat, tmp_path):
     assert body < (d / "g-0.tar").stat().st_size / 20
 
 
-def test_refusals_name_what_and_where(shards, shardcat, tmp_path):
-    d, _ = shards
-    # compressed
+def test_a_compressed_shard_is_read_whole(shards, shardcat, tmp_path):
+    d, want = shards
     z = tmp_path / "c.tar.zst"
     subprocess.run(["zstd", "-q", "-f", str(d / "g-0.tar"), "-o", str(z)], check=True)
     cp = subprocess.run([str(shardcat), "index", "--geometry", z], env=CLEAN_ENV,
                         capture_output=True, text=True, timeout=TIMEOUT)
-    assert cp.returncode == 1 and "needs an uncompressed tar" in cp.stderr, cp.stderr
+    assert cp.returncode == 0, cp.stderr
+    assert cols(tmp_path / "c.cols") == want["g-0"]
+    # an index that is not the shard's: named, nothing written
+    (tmp_path / "c.cols").unlink()
+    idx = (tmp_path / "c.idx").read_text().splitlines()
+    (tmp_path / "c.idx").write_text("\n".join([f"v1.2 {len(idx) - 2}"] + idx[1:-1]) + "\n")
+    with pytest.raises(Exception, match=r"c.tar.zst: more samples than its index's"):
+        lib().geometry_build(str(z))
+    assert not (tmp_path / "c.cols").exists()
+
+
+def test_refusals_name_what_and_where(shards, shardcat, tmp_path):
+    d, _ = shards
     # a JPEG whose header is garbage, as the 3rd sample
     bad = tmp_path / "b.tar"
     with tarfile.open(bad, "w") as t:

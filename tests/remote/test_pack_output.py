@@ -47,7 +47,7 @@ def test_pack_into_a_bucket_is_byte_identical_to_a_local_pack(shardpack, shardca
     cp = run_sp(shardpack, src, "-o", url, *opts, *extra, env=env)
     assert cp.returncode == 0, cp.stderr.decode()
     names = sorted(p.name for p in set_files(local))
-    assert len(names) == 9  # 4 shards, 4 indexes, the manifest
+    assert len(names) == 13  # 4 shards, 4 indexes, 4 columns, the manifest
     for name in names:
         got = fetch(server, kind, f"{prefix}/{name}")
         assert got == (local / name).read_bytes(), f"{name} differs from the local pack"

@@ -102,7 +102,7 @@ def test_shardwriter_into_a_bucket_is_byte_identical(local, gcs, s3, kind, ext, 
     opts = {"upload_part": part} if part else {}
     write_shards(f"{kind}://{BUCKET}/{prefix}/{STEM[ext]}-%03d{ext}", env, **opts)
     want = names(local, ext)
-    assert len(want) == 7  # 3 shards, 3 indexes, the manifest
+    assert len(want) == 10  # 3 shards, 3 indexes, 3 columns, the manifest
     for name in want:
         assert fetch(server, kind, f"{prefix}/{name}") == (local / name).read_bytes(), \
             f"{name} differs from the local write"
@@ -151,7 +151,7 @@ def test_an_abort_leaves_nothing_and_cancels_the_session(local, upload):
             pattern=f"gs://{BUCKET}/ab/w-%03d.tar", manifest=f"gs://{BUCKET}/ab/w.json")
     assert cp.returncode == 3, cp.stderr.decode()
     have = sorted(k for k in upload.objects if k.startswith("ab/"))
-    assert have == ["ab/w-000.idx", "ab/w-000.tar"], have
+    assert have == ["ab/w-000.cols", "ab/w-000.idx", "ab/w-000.tar"], have
     assert upload.objects["ab/w-000.tar"] == (local / "w-000.tar").read_bytes()
     cancelled = [sid for verb, what, sid in upload.log if verb == "DELETE" and what == "session"]
     assert len(cancelled) == 1 and cancelled[0] not in upload.sessions

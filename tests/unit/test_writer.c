@@ -347,11 +347,12 @@ Test(writer, unfinished_shard_leaves_nothing)
         ShardSample s = {key, f, nf};
         cr_assert_eq(shard_writer_add(w, &s), 0);
     }
-    /* Shard 0 is complete (with its index); shard 1 is in progress under a hidden name. */
+    /* Shard 0 is complete (with its index and columns); shard 1 is in progress under a
+     * hidden name. */
     cr_assert_eq(shard_writer_count(w), 1);
-    cr_assert_eq(tu_count(dir), 3);
+    cr_assert_eq(tu_count(dir), 4);
     shard_writer_free(&w);
-    cr_assert_eq(tu_count(dir), 2, "only u-0.tar.zst and u-0.idx remain");
+    cr_assert_eq(tu_count(dir), 3, "only u-0.tar.zst, u-0.idx and u-0.cols remain");
     char *p0 = tu_path(dir, "u-0.tar.zst"), *p1 = tu_path(dir, "u-1.tar.zst");
     cr_assert_eq(access(p0, F_OK), 0);
     cr_assert_neq(access(p1, F_OK), 0);

@@ -100,8 +100,9 @@ typedef enum ShardPackBad {
     SHARD_PACK_BAD_NAME = 5,   /**< its name is not valid UTF-8 (found by a scan) */
     SHARD_PACK_EMPTY = 6,      /**< a zero-byte file (found by a scan) */
     /** an image the loader does not decode (GIF, BMP, TIFF, PNM; what begins with the
-     *  format's name as shard_image_format gives it): on_bad returns 1 to leave it out, 0
-     *  to pack it as it is (it never fails the shard) */
+     *  format's name as shard_image_format gives it), or a JPEG, PNG or WebP whose header
+     *  does not parse (what begins with "broken"; its size is "-" in the columns): on_bad
+     *  returns 1 to leave it out, 0 to pack it as it is (it never fails the shard) */
     SHARD_PACK_UNDECODED = 7,
     /** a class folder with no images (found by a folder scan; torchvision's ImageFolder
      *  refuses one): on_bad returns 1 to keep it as a class with no samples, 0 to fail */

@@ -15,7 +15,9 @@ extern "C" {
 typedef struct ShardVerifySettings {
     int decode;      /**< decode every JPEG fully with libjpeg-turbo, and name each image
                          the loader does not decode (GIF, BMP, TIFF, PNM) (default 0) */
-    int check_index; /**< compare the shard's .idx, when present, member by member (default 1) */
+    /** compare the shard's .idx, when present, member by member, and the columns beside it
+     *  (.cols, formats/columns.md), when present, sample by sample (default 1) */
+    int check_index;
     /** What a manifest says of this shard (size, checksums, counts); NULL when none.
      *  Borrowed for the call. */
     const ShardFileInfo *expect;
@@ -40,6 +42,7 @@ typedef struct ShardVerifyResult {
     uint64_t images;   /**< images decoded (with decode): JPEGs, PNGs and WebPs */
     int has_index;     /**< a .idx was found and compared */
     uint64_t defects;  /**< defects found */
+    int has_columns;   /**< columns (.cols) were found beside the index and compared */
 } ShardVerifyResult;
 
 /** Fills s with the defaults written beside each field. */
@@ -70,7 +73,8 @@ SHARD_API int shard_index_build(const char *url, const char *idx_path, uint64_t 
 /** What shard_geometry_build read and wrote. */
 typedef struct ShardGeometryStats {
     uint64_t samples;    /**< samples in the index */
-    uint64_t bytes_read; /**< bytes of the shard read: the image headers' */
+    uint64_t bytes_read; /**< bytes of the shard read: the image headers' (a compressed
+                              shard: its images' bytes, read whole) */
     uint64_t skipped;    /**< images whose header did not parse ("-"; skip_errors) */
 } ShardGeometryStats;
 
@@ -78,7 +82,8 @@ typedef struct ShardGeometryStats {
  * Writes the columns beside a shard's index (formats/columns.md: each sample's image width
  * and height, as PIL's Image.size gives them) from the index's offsets and a ranged read of
  * each image's header alone: about a kilobyte a sample, a JPEG's large application segments
- * read past, no pixel. An uncompressed tar with an index, local or remote; atomically.
+ * read past, no pixel (a compressed shard, .tar.zst or .tar.gz, is read whole, once: no
+ * range reaches into its stream). A shard with an index, local or remote; atomically.
  * @param idx_url the index to read offsets from; NULL: the one beside the shard
  * @param cols_path where to write; NULL: beside the index (shard_columns_path)
  * @param remote what remote shards are read and written through (borrowed; NULL: the
@@ -86,8 +91,9 @@ typedef struct ShardGeometryStats {
  * @param skip_errors 0: an image whose header does not parse is an error naming the shard,
  *        sample, member and offset; 1: its values are "-" and it is counted
  * @param st optional; receives what was read
- * @return 0; SHARD_ERR_UNSUPPORTED for a compressed shard; SHARD_ERR_NOT_FOUND without an
- *         index; SHARD_ERR_DECODE for a bad header; the source's and sink's errors
+ * @return 0; SHARD_ERR_NOT_FOUND without an index; SHARD_ERR_DECODE for a bad header;
+ *         SHARD_ERR_FORMAT when a compressed shard's samples are not its index's; the
+ *         source's and sink's errors
  */
 SHARD_API int shard_geometry_build(const char *url, const char *idx_url, const char *cols_path,
                                    ShardRemote *remote, int skip_errors, ShardGeometryStats *st,

@@ -51,7 +51,10 @@ typedef struct ShardWriterSettings {
     int level;                    /**< zstd level, 1..22 (default 3) */
     size_t frame_size;            /**< target uncompressed bytes per zstd frame (default 4 MiB) */
     int64_t mtime;                /**< mtime of every member (default 0) */
-    int write_index;              /**< write the .idx beside each shard (default 1) */
+    /** write the .idx beside each shard, and the columns beside it (formats/columns.md:
+     *  each sample's image size, from its header; "-" where it has no image or the header
+     *  does not parse) (default 1) */
+    int write_index;
     int checksums;                /**< digests of each shard: SHARD_DIGEST_* bits, 0 for none
                                        (default SHARD_DIGEST_SHA256) */
     int sync;                     /**< fsync shards and folders before renaming, writeback

@@ -27,6 +27,7 @@
 #include "shard/file.h"
 #include "shard/manifest.h"
 #include "shard/pack.h"
+#include "shard/verify.h"
 #include "write/shardwriter.h"
 
 /* A lock file's path: the manifest's name (shard_pack_manifest_path) hidden, ".lock" for
@@ -119,16 +120,16 @@ static char *listing_dir(const char *path)
 
 /* What of an earlier set could be read with the new one, gone: the set's manifests (for a
  * whole run also its parts'; a part's own is manifest_path, gone already) and the shards
- * and indexes the pattern numbers (all of them for a whole run, a part's own for a part). */
+ * and the indexes and columns beside them the pattern numbers (all of them for a whole run, a part's own for a part). */
 static int remove_earlier_set(ShardPackPlan *p, int stem_manifests, char *msg)
 {
     ShardPackSettings t = p->s;
     t.pattern = p->pattern;
     t.nparts = t.part = 0;
     char *set = shard_pack_manifest_path(&t), *first = shard_pack_numbered(p->pattern, 0);
-    char *ipat = shard_index_path(p->pattern);
+    char *ipat = shard_index_path(p->pattern), *cpat = shard_columns_path(p->pattern);
     char *mdir = set ? listing_dir(set) : NULL, *sdir = first ? listing_dir(first) : NULL;
-    int rc = mdir && sdir && ipat ? 0 : shard_fail(msg, SHARD_ERR_NOMEM, "out of memory");
+    int rc = mdir && sdir && ipat && cpat ? 0 : shard_fail(msg, SHARD_ERR_NOMEM, "out of memory");
     ShardPackListing l = {0};
     if (!rc)
         rc = shard_pack_list(p, mdir, &l, msg);
@@ -151,26 +152,28 @@ static int remove_earlier_set(ShardPackPlan *p, int stem_manifests, char *msg)
         rc = shard_pack_list(p, sdir, &l, msg);
     size_t lo, hi;
     shard_pack_plan_part(p, &lo, &hi);
-    /* the pattern's shards, and the index of each (another set's shards of another
-     * extension may share an index's name: STEM-000000.idx beside .tar and .tar.zst) */
+    /* the pattern's shards, and the index and columns of each (another set's shards of
+     * another extension may share their names: STEM-000000.idx beside .tar and .tar.zst) */
     ShardKeySet shards = {.owns = 1};
+    const char *beside[] = {shard_base_name(ipat), shard_base_name(cpat)};
     for (size_t i = 0; i < l.n && !rc; i++) {
         unsigned long long k;
-        char *name = NULL;
         if (numbered_as(shard_base_name(p->pattern), l.v[i].name, &k))
             continue;
-        int added = (name = shard_pack_numbered(shard_base_name(ipat), k)) ?
-                    shard_keyset_insert(&shards, name) : SHARD_ERR_NOMEM;
-        if (added <= 0)
-            free(name);
-        if (added < 0)
-            rc = shard_fail(msg, SHARD_ERR_NOMEM, "out of memory");
+        for (size_t b = 0; b < 2 && !rc; b++) {
+            char *name = shard_pack_numbered(beside[b], k);
+            int added = name ? shard_keyset_insert(&shards, name) : SHARD_ERR_NOMEM;
+            if (added <= 0)
+                free(name);
+            if (added < 0)
+                rc = shard_fail(msg, SHARD_ERR_NOMEM, "out of memory");
+        }
     }
     for (size_t i = 0; i < l.n && !rc; i++) {
         unsigned long long k;
         const char *name = l.v[i].name;
         int shard = !numbered_as(shard_base_name(p->pattern), name, &k);
-        int index = !shard && !numbered_as(shard_base_name(ipat), name, &k) &&
+        int index = !shard && (!numbered_as(beside[0], name, &k) || !numbered_as(beside[1], name, &k)) &&
                     shard_keyset_has(&shards, name);
         if ((shard || index) && (!p->s.nparts || (k >= lo && k < hi)))
             rc = remove_in(p, sdir, name, msg);
@@ -180,6 +183,7 @@ static int remove_earlier_set(ShardPackPlan *p, int stem_manifests, char *msg)
     free(set);
     free(first);
     free(ipat);
+    free(cpat);
     free(mdir);
     free(sdir);
     return rc;
@@ -310,7 +314,7 @@ int shard_pack_prepare(ShardPackPlan *p, const char *manifest_path, ShardError *
             return shard_report(err, rc, msg);
     }
     /* temporaries of killed runs (a bucket has none: an upload that never completed is no
-     * object). First those of this part's shards and indexes. */
+     * object). First those of this part's shards, indexes and columns. */
     ShardKeySet mine = {.owns = 1};
     size_t lo, hi;
     shard_pack_plan_part(p, &lo, &hi);
@@ -319,12 +323,16 @@ int shard_pack_prepare(ShardPackPlan *p, const char *manifest_path, ShardError *
     int rc = first && dir ? 0 : SHARD_ERR_NOMEM;
     for (size_t j = lo; j < hi && !rc; j++) {
         char *path = shard_pack_numbered(p->pattern, j), *ipath = path ? shard_index_path(path) : NULL;
+        char *cpath = path ? shard_columns_path(path) : NULL;
         char *a = path ? strdup(shard_base_name(path)) : NULL;
         char *b = ipath ? strdup(shard_base_name(ipath)) : NULL;
-        if (!a || !b || shard_keyset_insert(&mine, a) < 0 || shard_keyset_insert(&mine, b) < 0)
+        char *c = cpath ? strdup(shard_base_name(cpath)) : NULL;
+        if (!a || !b || !c || shard_keyset_insert(&mine, a) < 0 || shard_keyset_insert(&mine, b) < 0 ||
+            shard_keyset_insert(&mine, c) < 0)
             rc = SHARD_ERR_NOMEM;
         free(path);
         free(ipath);
+        free(cpath);
     }
     if (!rc)
         shard_sink_sweep(dir, &mine);
@@ -358,22 +366,21 @@ size_t shard_pack_leftovers(const ShardPackPlan *p, void (*fn)(void *cookie, con
                      away is not asked for this, a request per name */
     /* an earlier run numbered its shards on from 0: follow the numbers past this run's */
     for (uint64_t k = p->nshards;; k++) {
-        char *path = shard_pack_numbered(p->pattern, k), *ipath = path ? shard_index_path(path) : NULL;
+        char *path = shard_pack_numbered(p->pattern, k);
+        char *beside[3] = {path, path ? shard_index_path(path) : NULL,
+                           path ? shard_columns_path(path) : NULL};
         int any = 0;
-        uint64_t size;
-        char msg[SHARD_ERROR_MAX];
-        if (path && shard_store_stat(p->out, path, &size, msg) == 0) {
-            fn(cookie, path);
-            found++;
-            any = 1;
+        for (size_t b = 0; b < 3; b++) {
+            uint64_t size;
+            char msg[SHARD_ERROR_MAX];
+            if (beside[b] && shard_store_stat(p->out, beside[b], &size, msg) == 0) {
+                fn(cookie, beside[b]);
+                found++;
+                any = 1;
+            }
         }
-        if (ipath && shard_store_stat(p->out, ipath, &size, msg) == 0) {
-            fn(cookie, ipath);
-            found++;
-            any = 1;
-        }
-        free(path);
-        free(ipath);
+        for (size_t b = 0; b < 3; b++)
+            free(beside[b]);
         if (!any)
             break;
     }

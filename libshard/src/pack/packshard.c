@@ -197,6 +197,17 @@ static int write_one(const ShardPackPlan *p, size_t i, Reading *rd, ShardWriter 
         return bad_input(cb, i, x, vr == SHARD_ERR_FORMAT ? SHARD_PACK_NOT_IMAGE : SHARD_PACK_CORRUPT,
                          what, msg) ? 0 : vr;
     const char *fmt = shard_image_format(buf, x->in.size);
+    int gw, gh;
+    char why[200];
+    if (shard_image_decoded(fmt) &&
+        (vr = shard_image_geometry(buf, x->in.size, &gw, &gh, NULL, why, sizeof why))) {
+        /* packed as bytes, its size "-" in the columns, unless the caller leaves it out:
+         * the loader cannot decode it, said now */
+        snprintf(what, sizeof what, "broken %s image (its header: %s), which the loader cannot "
+                 "decode", fmt, vr == SHARD_AGAIN ? "cut short" : why);
+        if (cb && cb->on_bad && cb->on_bad(cb->cookie, i, SHARD_PACK_UNDECODED, what))
+            return 0;
+    }
     if (!shard_image_decoded(fmt)) {
         /* packed as bytes unless the caller leaves it out: said now, not at training time */
         snprintf(what, sizeof what, "%s image, which the loader does not decode (JPEG, PNG and "

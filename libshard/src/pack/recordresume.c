@@ -110,7 +110,7 @@ static int plan_differs(const ShardPackPlan *p, const char *then, const char *no
 
 
 /* Whether a finished shard in a folder is still what its marker records: a file of its own
- * (not a link), its SHA-256 and count, and its index its own (read back: the cost of
+ * (not a link), its SHA-256 and count, its index and columns its own (read back: the cost of
  * reading the set once, against packing it again). In a bucket its listed size is taken:
  * reading every object back would cost what the resume saves. */
 static int still_whole(const ShardPackPlan *p, const char *path, const ShardFileInfo *info)
@@ -127,7 +127,7 @@ static int still_whole(const ShardPackPlan *p, const char *path, const ShardFile
     vs.check_index = 1;
     vs.max_defects = 1;
     ShardVerifyResult r;
-    return shard_verify(path, &vs, &r, NULL) == 0 && r.has_index;
+    return shard_verify(path, &vs, &r, NULL) == 0 && r.has_index && r.has_columns;
 }
 
 /* The record's plan of p, read: *present 0 when there is none to go by (no record, or a plan
@@ -198,11 +198,13 @@ int shard_pack_record_resume(ShardPackPlan *p, int *found, char *msg)
         if (shard_pack_record_marker(marks.v[i].name, &j, &info) || j < lo || j >= hi || p->kept[j].url)
             continue;
         char *path = shard_pack_numbered(p->pattern, j), *ipath = path ? shard_index_path(path) : NULL;
+        char *cpath = path ? shard_columns_path(path) : NULL;
         uint64_t size;
-        if (!ipath) {
+        if (!ipath || !cpath) {
             rc = shard_fail(msg, SHARD_ERR_NOMEM, "out of memory");
         } else if (shard_pack_listing_size(&out, shard_base_name(path), &size) &&
                    size == info.filesize && shard_pack_listing_size(&out, shard_base_name(ipath), NULL) &&
+                   shard_pack_listing_size(&out, shard_base_name(cpath), NULL) &&
                    still_whole(p, path, &info)) {
             info.url = path; /* the plan's now */
             path = NULL;
@@ -210,6 +212,7 @@ int shard_pack_record_resume(ShardPackPlan *p, int *found, char *msg)
         }
         free(path);
         free(ipath);
+        free(cpath);
     }
     if (!rc)
         *found = 1;

@@ -5,11 +5,42 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
+#include "base/buf.h"
 #include "base/error.h"
+#include "shard/image.h"
+#include "source/open.h"
 #include "tar/columns.h"
 
 #define VALUE_MAX 2147483647u
+/* As an index's limit: 22 bytes a sample at most, millions of samples a shard. */
+#define MAX_COLUMNS_BYTES ((size_t)256 << 20)
+
+const char *const shard_geometry_names[SHARD_GEOMETRY_NCOLS] = {"width", "height"};
+
+int shard_columns_image_rank(const char *field)
+{
+    static const char *const fields[] = {"jpg", "jpeg", "png", "webp"};
+    for (int i = 0; i < (int)(sizeof fields / sizeof *fields); i++)
+        if (!strcasecmp(field, fields[i])) /* as the loader reads fields: lower-cased */
+            return i;
+    return -1;
+}
+
+int shard_columns_geometry(const void *data, size_t size, uint32_t out[2], char *why,
+                           size_t why_size)
+{
+    int w, h;
+    char scratch[8];
+    int rc = shard_image_geometry(data, size, &w, &h, NULL, why ? why : scratch,
+                                  why ? why_size : sizeof scratch);
+    if (rc == SHARD_AGAIN && why)
+        snprintf(why, why_size, "the image ends inside its header");
+    out[0] = rc ? SHARD_COLUMN_NONE : (uint32_t)w;
+    out[1] = rc ? SHARD_COLUMN_NONE : (uint32_t)h;
+    return rc;
+}
 
 void shard_columns_clear(ShardColumns *c)
 {
@@ -127,6 +158,18 @@ int shard_columns_parse(ShardColumns *c, char *text, size_t len, const char *nam
     if (p != end)
         return fail(c, err, name, n + 2, "more lines than the count");
     return 0;
+}
+
+int shard_columns_load(ShardColumns *c, const char *url, ShardRemote *remote, char *err)
+{
+    memset(c, 0, sizeof *c);
+    ShardBuf b = {0};
+    int rc = shard_source_slurp(url, remote, &b, MAX_COLUMNS_BYTES, err);
+    if (rc) {
+        shard_buf_free(&b);
+        return rc;
+    }
+    return shard_columns_parse(c, (char *)b.data, b.len, url, err);
 }
 
 char *shard_columns_format(const char *const *names, size_t ncols, const uint32_t *v, uint64_t n,

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "base/attr.h"
+#include "shard/remote.h"
 
 /* A value the file says is none ("-"). */
 #define SHARD_COLUMN_NONE UINT32_MAX
@@ -29,11 +30,31 @@ typedef struct ShardColumns {
  * SHARD_ERR_NOMEM. */
 SHARD_HIDDEN int shard_columns_parse(ShardColumns *c, char *text, size_t len, const char *name,
                                      char *err);
+/* The columns at url (a path, file://, http(s)://, gs://, s3://; remote borrowed, NULL for
+ * the defaults), read whole and parsed. 0; SHARD_ERR_NOT_FOUND when there are none; another
+ * code with err naming the URL or line. */
+SHARD_HIDDEN int shard_columns_load(ShardColumns *c, const char *url, ShardRemote *remote,
+                                    char *err);
 /* Column name's number, or -1. */
 SHARD_HIDDEN int shard_columns_find(const ShardColumns *c, const char *name);
 /* Value of sample i in column k. */
 SHARD_HIDDEN uint32_t shard_columns_value(const ShardColumns *c, uint64_t i, int k);
 SHARD_HIDDEN void shard_columns_clear(ShardColumns *c);
+
+/* The columns this version writes (formats/columns.md, section 3), in this order. */
+#define SHARD_GEOMETRY_NCOLS 2
+SHARD_HIDDEN extern const char *const shard_geometry_names[SHARD_GEOMETRY_NCOLS];
+
+/* Where a field of this name stands among the image fields the loader decodes by default
+ * (the first of "jpg", "jpeg", "png", "webp" a sample has is its image): 0..3, or -1 for
+ * another field. */
+SHARD_HIDDEN int shard_columns_image_rank(const char *field);
+
+/* A whole image's stored size into out[2] (width, height), or {NONE, NONE} when its header
+ * does not parse (said in why, why_size bytes, when given). 0, or the error of
+ * shard_image_geometry. */
+SHARD_HIDDEN int shard_columns_geometry(const void *data, size_t size, uint32_t out[2], char *why,
+                                        size_t why_size);
 
 /* The text of n samples' values v (n x ncols, row by row) in columns names: malloc'd, *len
  * bytes; NULL when out of memory. */

@@ -1,8 +1,8 @@
 /*
  * Image geometry beside the index (shard/verify.h: shard_geometry_build): each sample's
  * image size, from its index's offsets and a ranged read of each image's header alone
- * (shard_image_geometry says how many bytes it needs), written as the columns beside the
- * index (formats/columns.md).
+ * (shard_image_geometry says how many bytes it needs), or for a compressed shard from one
+ * read of it whole, written as the columns beside the index (formats/columns.md).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +12,7 @@
 #include "base/error.h"
 #include "shard/file.h"
 #include "shard/image.h"
+#include "shard/sample.h"
 #include "shard/verify.h"
 #include "shard/writer.h"
 #include "source/open.h"
@@ -22,9 +23,6 @@
 /* The first read of an image: a JPEG's frame header lies within it unless large application
  * segments come before. */
 #define FIRST_READ 1024
-
-/* The image member the loader decodes by default: the first of these a sample has. */
-static const char *const IMAGE_FIELDS[] = {"jpg", "jpeg", "png", "webp"};
 
 char *shard_columns_path(const char *url)
 {
@@ -39,14 +37,19 @@ char *shard_columns_path(const char *url)
     return out;
 }
 
-/* The entry of sample i's image, or NULL. */
+/* The entry of sample i's image (the image field of lowest rank), or NULL. */
 static const ShardIndexEntry *image_of(const ShardIndex *x, uint64_t i)
 {
-    for (size_t f = 0; f < sizeof IMAGE_FIELDS / sizeof *IMAGE_FIELDS; f++)
-        for (uint64_t e = x->first[i]; e < x->first[i + 1]; e++)
-            if (!strcmp(x->entries[e].ext, IMAGE_FIELDS[f]))
-                return &x->entries[e];
-    return NULL;
+    const ShardIndexEntry *best = NULL;
+    int rank = -1;
+    for (uint64_t e = x->first[i]; e < x->first[i + 1]; e++) {
+        int r = shard_columns_image_rank(x->entries[e].ext);
+        if (r >= 0 && (rank < 0 || r < rank)) {
+            rank = r;
+            best = &x->entries[e];
+        }
+    }
+    return best;
 }
 
 static int compressed(const char *url)
@@ -99,6 +102,67 @@ static int sample_size(ShardSource *src, const ShardIndex *x, uint64_t i, const 
     }
 }
 
+/* The sizes of a compressed shard's images, read whole in order (no range reaches into a
+ * zstd or gzip stream's middle): the index's count of samples into v. */
+static int whole_sizes(const char *url, ShardRemote *remote, const ShardIndex *x, uint32_t *v,
+                       int skip_errors, ShardGeometryStats *s, char *msg)
+{
+    ShardFileSettings fs;
+    shard_file_default_settings(&fs);
+    fs.load_index = 0;
+    fs.remote = remote;
+    ShardFile *f;
+    ShardError e;
+    int rc = shard_file_open(&f, url, &fs, &e);
+    if (rc)
+        return shard_fail(msg, rc, "%s", e.message);
+    const ShardSampleView *sv;
+    uint64_t i = 0;
+    while (!(rc = shard_file_next(f, &sv))) {
+        if (i == x->nsamples) {
+            rc = shard_fail(msg, SHARD_ERR_FORMAT, "%s: more samples than its index's %llu "
+                            "(sample '%s' at offset %llu): make the index again (shardcat "
+                            "index)", url, (unsigned long long)x->nsamples, sv->key,
+                            (unsigned long long)sv->offset);
+            break;
+        }
+        const ShardFieldView *image = NULL;
+        int rank = -1;
+        for (size_t k = 0; k < sv->nfields; k++) {
+            int r = shard_columns_image_rank(sv->fields[k].name);
+            if (r >= 0 && (rank < 0 || r < rank)) {
+                rank = r;
+                image = &sv->fields[k];
+            }
+        }
+        uint32_t *out = v + 2 * i++;
+        out[0] = out[1] = SHARD_COLUMN_NONE;
+        if (!image)
+            continue;
+        s->bytes_read += image->size;
+        char why[256];
+        if (!shard_columns_geometry(image->data, (size_t)image->size, out, why, sizeof why))
+            continue;
+        if (!skip_errors) {
+            rc = shard_fail(msg, SHARD_ERR_DECODE, "%s: sample %llu, member '%s' at offset "
+                            "%llu: %s", url, (unsigned long long)(i - 1), image->member,
+                            (unsigned long long)image->offset, why);
+            break;
+        }
+        s->skipped++;
+    }
+    if (rc == SHARD_EOS)
+        rc = i == x->nsamples ? 0
+                              : shard_fail(msg, SHARD_ERR_FORMAT, "%s: %llu samples, its index "
+                                           "lists %llu: make the index again (shardcat index)",
+                                           url, (unsigned long long)i,
+                                           (unsigned long long)x->nsamples);
+    else if (rc && rc != SHARD_ERR_FORMAT && rc != SHARD_ERR_DECODE)
+        shard_fail(msg, rc, "%s", shard_file_error(f));
+    shard_file_free(&f);
+    return rc;
+}
+
 int shard_geometry_build(const char *url, const char *idx_url, const char *cols_path,
                          ShardRemote *remote, int skip_errors, ShardGeometryStats *st,
                          ShardError *err)
@@ -107,12 +171,6 @@ int shard_geometry_build(const char *url, const char *idx_url, const char *cols_
     ShardGeometryStats zero = {0};
     if (st)
         *st = zero;
-    if (compressed(url)) {
-        snprintf(msg, sizeof msg, "%.300s: reading each image's header by range needs an "
-                 "uncompressed tar (the columns of a compressed shard are made where its bytes "
-                 "are read whole: shardpack)", url);
-        return shard_report(err, SHARD_ERR_UNSUPPORTED, msg);
-    }
     char *beside = idx_url ? NULL : shard_index_path(url);
     ShardIndex x;
     int rc = shard_index_load(&x, idx_url ? idx_url : beside, remote, NULL, msg);
@@ -125,9 +183,11 @@ int shard_geometry_build(const char *url, const char *idx_url, const char *cols_
     uint32_t *v = calloc(x.nsamples ? (size_t)x.nsamples * 2 : 1, sizeof *v);
     ShardBuf buf = {0};
     ShardGeometryStats s = {0};
-    rc = v ? shard_source_open(&src, url, remote, 0, msg)
-           : shard_fail(msg, SHARD_ERR_NOMEM, "out of memory");
-    for (uint64_t i = 0; !rc && i < x.nsamples; i++) {
+    int whole = compressed(url);
+    rc = !v ? shard_fail(msg, SHARD_ERR_NOMEM, "out of memory")
+         : whole ? whole_sizes(url, remote, &x, v, skip_errors, &s, msg)
+                 : shard_source_open(&src, url, remote, 0, msg);
+    for (uint64_t i = 0; !rc && !whole && i < x.nsamples; i++) {
         rc = sample_size(src, &x, i, url, &buf, v + 2 * i, &s.bytes_read, msg);
         if (rc == SHARD_ERR_DECODE && skip_errors) { /* "-", counted */
             s.skipped++;
@@ -139,8 +199,8 @@ int shard_geometry_build(const char *url, const char *idx_url, const char *cols_
     shard_buf_free(&buf);
     char *text = NULL, *path = NULL;
     size_t len = 0;
-    static const char *const names[] = {"width", "height"};
-    if (!rc && !(text = shard_columns_format(names, 2, v, x.nsamples, &len)))
+    if (!rc && !(text = shard_columns_format(shard_geometry_names, SHARD_GEOMETRY_NCOLS, v,
+                                             x.nsamples, &len)))
         rc = shard_fail(msg, SHARD_ERR_NOMEM, "out of memory");
     if (!rc && !(path = cols_path ? strdup(cols_path) : shard_columns_path(url)))
         rc = shard_fail(msg, SHARD_ERR_NOMEM, "out of memory");

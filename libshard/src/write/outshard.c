@@ -15,6 +15,8 @@
 #include "shard/file.h"
 #include "sink/sink.h"
 #include "tar/seektable.h"
+#include "shard/verify.h"
+#include "tar/columns.h"
 #include "tar/idxbuild.h"
 #include "write/outshard.h"
 #include "write/writerdef.h"
@@ -114,26 +116,40 @@ static int record_info(ShardWriter *w, const ShardFileInfo *info)
 }
 
 /* "x.tar", "x.tar.zst", "x.tar.gz", "x.tgz" all index as "x.idx", as DALI's wds2idx names
- * them, so one index serves a shard compressed or not (offsets are of the plain tar). */
+ * them, so one index serves a shard compressed or not (offsets are of the plain tar); the
+ * columns go beside it as "x.cols" (formats/columns.md), after it. */
 static int write_index(ShardWriter *w)
 {
-    char *ipath = shard_index_path(w->path);
-    if (!ipath)
-        return shard_fail(w->err, SHARD_ERR_NOMEM, "writer: out of memory");
+    char *ipath = shard_index_path(w->path), *cpath = shard_columns_path(w->path);
+    size_t len = 0;
+    char *text = shard_columns_format(shard_geometry_names, SHARD_GEOMETRY_NCOLS, w->cols,
+                                      w->count, &len);
     ShardSinkSettings ks = {.sync = w->s.sync, .remote = w->remote};
-    int rc = shard_index_put(ipath, w->count, &w->idx, &ks, w->err);
+    int rc = ipath && cpath && text ? shard_index_put(ipath, w->count, &w->idx, &ks, w->err)
+                                    : shard_fail(w->err, SHARD_ERR_NOMEM, "writer: out of memory");
+    ShardSink *k = NULL;
+    if (!rc)
+        rc = shard_sink_open(&k, cpath, &ks, w->err);
+    if (!rc && (rc = shard_sink_write(k, text, len, w->err)))
+        shard_sink_abort(&k);
+    if (!rc)
+        rc = shard_sink_commit(&k, NULL, NULL, w->err);
     free(ipath);
+    free(cpath);
+    free(text);
     return rc;
 }
 
-/* The index an earlier run left at this shard's index path, removed. */
+/* The index and columns an earlier run left at this shard's names, removed. */
 static int remove_index(ShardWriter *w)
 {
-    char *ipath = shard_index_path(w->path);
-    if (!ipath)
-        return shard_fail(w->err, SHARD_ERR_NOMEM, "writer: out of memory");
-    int rc = shard_store_remove(w->store, ipath, w->err);
+    char *ipath = shard_index_path(w->path), *cpath = shard_columns_path(w->path);
+    int rc = ipath && cpath ? shard_store_remove(w->store, ipath, w->err)
+                            : shard_fail(w->err, SHARD_ERR_NOMEM, "writer: out of memory");
+    if (!rc)
+        rc = shard_store_remove(w->store, cpath, w->err);
     free(ipath);
+    free(cpath);
     return rc;
 }
 

@@ -21,6 +21,7 @@
 #include "shard/names.h"
 #include "shard/writer.h"
 #include "sink/sink.h"
+#include "tar/columns.h"
 #include "tar/seektable.h"
 #include "write/outshard.h"
 #include "write/shardwriter.h"
@@ -314,6 +315,29 @@ fail:
                       archive_error_string(w->ar));
 }
 
+/* The sample's image size, for the columns beside the index: "-" without an image or when
+ * its header does not parse (the writer packs bytes; whoever hands them in checks them). */
+static int note_geometry(ShardWriter *w, const ShardSample *sample)
+{
+    if (shard_array_grow(&w->cols, &w->capcols, (size_t)(w->count + 1) * SHARD_GEOMETRY_NCOLS,
+                         sizeof *w->cols, 256))
+        return SHARD_ERR_NOMEM;
+    const ShardField *image = NULL;
+    int best = -1;
+    for (size_t i = 0; i < sample->nfields; i++) {
+        int r = shard_columns_image_rank(sample->fields[i].name);
+        if (r >= 0 && (best < 0 || r < best)) {
+            best = r;
+            image = &sample->fields[i];
+        }
+    }
+    uint32_t *out = w->cols + w->count * SHARD_GEOMETRY_NCOLS;
+    out[0] = out[1] = SHARD_COLUMN_NONE;
+    if (image)
+        shard_columns_geometry(image->data, image->size, out, NULL, 0);
+    return 0;
+}
+
 int shard_writer_add(ShardWriter *w, const ShardSample *sample)
 {
     if (w->failed || w->finished)
@@ -333,7 +357,7 @@ int shard_writer_add(ShardWriter *w, const ShardSample *sample)
     for (size_t i = 0; i < sample->nfields; i++)
         if ((rc = write_member(w, sample->key, w->sorted[i])))
             goto fail;
-    if (w->s.write_index && shard_buf_append(&w->idx, "\n", 1)) {
+    if (w->s.write_index && (shard_buf_append(&w->idx, "\n", 1) || note_geometry(w, sample))) {
         rc = shard_fail(w->err, SHARD_ERR_NOMEM, "writer: out of memory");
         goto fail;
     }
@@ -410,6 +434,7 @@ void shard_writer_free(ShardWriter **pw)
     free(w->seek);
     free(w->sorted);
     shard_buf_free(&w->idx);
+    free(w->cols);
     shard_buf_free(&w->frame);
     shard_buf_free(&w->zout);
     shard_buf_free(&w->name);

@@ -20,6 +20,7 @@
 #include "shard/names.h"
 #include "shard/verify.h"
 #include "source/open.h"
+#include "tar/columns.h"
 #include "tar/idx.h"
 #include "tar/ustar.h"
 #include "tar/seektable.h"
@@ -249,6 +250,9 @@ typedef struct Check {
     ShardIndex idx;
     int have_idx;
     char *ipath;
+    ShardColumns cols;       /* the columns beside the index, when found */
+    int have_cols, kw, kh;   /* kw, kh: the width and height columns, or -1 */
+    char *cpath;
     uint64_t *starts;        /* sample starts, to hold against the frames */
     size_t nstarts, capstarts;
     uint64_t tar_end;        /* the end of the last member's data */
@@ -361,6 +365,46 @@ static void check_images(Ctx *c, const ShardSampleView *v)
     }
 }
 
+/* Sample v's image size against its line of the columns beside the index. */
+static void check_columns_line(Ctx *c, Check *k, const ShardSampleView *v)
+{
+    uint64_t i = v->index;
+    if (i >= k->cols.n) {
+        if (i == k->cols.n)
+            defect(c, "%s: the columns list %llu samples, the shard has more (sample '%s' at "
+                      "offset %llu)", k->cpath, (unsigned long long)k->cols.n, v->key,
+                   (unsigned long long)v->offset);
+        return;
+    }
+    const ShardFieldView *image = NULL;
+    int rank = -1;
+    for (size_t j = 0; j < v->nfields; j++) {
+        int r = shard_columns_image_rank(v->fields[j].name);
+        if (r >= 0 && (rank < 0 || r < rank)) {
+            rank = r;
+            image = &v->fields[j];
+        }
+    }
+    uint32_t want[2] = {SHARD_COLUMN_NONE, SHARD_COLUMN_NONE};
+    if (image)
+        shard_columns_geometry(image->data, (size_t)image->size, want, NULL, 0);
+    uint32_t w = k->kw >= 0 ? shard_columns_value(&k->cols, i, k->kw) : want[0];
+    uint32_t h = k->kh >= 0 ? shard_columns_value(&k->cols, i, k->kh) : want[1];
+    if (w == want[0] && h == want[1])
+        return;
+    char said[48], is[80];
+    snprintf(said, sizeof said, w == SHARD_COLUMN_NONE ? "none" : "%u x %u", w, h);
+    if (!image)
+        snprintf(is, sizeof is, "the sample has no image");
+    else if (want[0] == SHARD_COLUMN_NONE)
+        snprintf(is, sizeof is, "its header does not parse");
+    else
+        snprintf(is, sizeof is, "its header says %u x %u", want[0], want[1]);
+    defect(c, "%s: line %llu: sample '%s' (member '%s' at offset %llu): the columns say %s, %s",
+           k->cpath, (unsigned long long)i + 2, v->key, image ? image->member : "-",
+           (unsigned long long)(image ? image->offset : v->offset), said, is);
+}
+
 /* Every sample in order; the reader's last code (SHARD_EOS at a clean end). */
 static int check_samples(Ctx *c, Check *k)
 {
@@ -380,6 +424,8 @@ static int check_samples(Ctx *c, Check *k)
         check_names(c, c->url, v);
         if (k->have_idx)
             check_index_line(c, k, v);
+        if (k->have_cols)
+            check_columns_line(c, k, v);
         if (c->s->decode)
             check_images(c, v);
     }
@@ -444,6 +490,9 @@ static void check_end(Ctx *c, Check *k, int rc)
     if (rc == SHARD_EOS && k->have_idx && r->samples < k->idx.nsamples)
         defect(c, "%s: the index lists %llu samples, the shard has %llu", k->ipath,
                (unsigned long long)k->idx.nsamples, (unsigned long long)r->samples);
+    if (rc == SHARD_EOS && k->have_cols && r->samples < k->cols.n)
+        defect(c, "%s: the columns list %llu samples, the shard has %llu", k->cpath,
+               (unsigned long long)k->cols.n, (unsigned long long)r->samples);
     /* Frames end on sample boundaries: every frame start is a sample start (or the end). */
     if (rc == SHARD_EOS && k->nbounds) {
         qsort(k->starts, k->nstarts, sizeof *k->starts, cmp_u64);
@@ -491,6 +540,16 @@ int shard_verify(const char *url, const ShardVerifySettings *s, ShardVerifyResul
             defect(&c, "%s", msg);
         else if (!irc)
             k.have_idx = r->has_index = 1;
+        k.cpath = stored && s->check_index ? shard_columns_path(url) : NULL;
+        int crc = k.cpath ? shard_columns_load(&k.cols, k.cpath, s->remote, msg)
+                          : SHARD_ERR_NOT_FOUND;
+        if (crc && crc != SHARD_ERR_NOT_FOUND) {
+            defect(&c, "%s", msg);
+        } else if (!crc) {
+            k.have_cols = r->has_columns = 1;
+            k.kw = shard_columns_find(&k.cols, "width");
+            k.kh = shard_columns_find(&k.cols, "height");
+        }
         int end = check_samples(&c, &k);
         r->tarsize = k.tar_end ? k.tar_end + 1024 : 0;
         check_end(&c, &k, end);
@@ -498,6 +557,8 @@ int shard_verify(const char *url, const ShardVerifySettings *s, ShardVerifyResul
     free(k.starts);
     free(k.bounds);
     free(k.ipath);
+    free(k.cpath);
+    shard_columns_clear(&k.cols);
     if (k.have_idx)
         shard_index_clear(&k.idx);
     shard_file_free(&k.f);

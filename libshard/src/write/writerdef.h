@@ -51,6 +51,8 @@ struct ShardWriter {
     uint64_t size_est;
     int cb_rc;
     ShardBuf idx;
+    uint32_t *cols; /* the shard's columns beside its index: width, height per sample */
+    size_t capcols;
 
     /* zstd framing */
     ZSTD_CCtx *cctx;
