@@ -271,8 +271,12 @@ static int show_option(int c, const char *arg, ShardcatCli *cli, ShardLoaderSett
             ls->transform.crop = SHARD_CROP_CENTER;
         else if (!strcmp(arg, "none") || !strcmp(arg, "resize"))
             ls->transform.crop = SHARD_CROP_NONE;
+        else if (!strcmp(arg, "cover"))
+            ls->transform.crop = SHARD_CROP_COVER;
+        else if (!strcmp(arg, "cover_random"))
+            ls->transform.crop = SHARD_CROP_COVER_RANDOM;
         else
-            return die_usage("--crop wants random_resized, center or none");
+            return die_usage("--crop wants random_resized, center, none, cover or cover_random");
         break;
     case O_FLIP: ls->transform.flip = 1; break;
     case O_NOFAST: ls->transform.fast = 0; break;

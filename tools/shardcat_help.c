@@ -122,7 +122,8 @@ static const struct {
      "Writes SHARD's .idx (DALI v1.2) beside it, for shards made elsewhere.\n"
      "  --geometry   also the columns beside it (.cols: each sample's image width\n"
      "               and height, formats/columns.md), from each image's header alone\n"
-     "               read by range (an uncompressed tar, local or remote)\n"},
+     "               read by range, local or remote (a compressed shard is read\n"
+     "               whole, once)\n"},
     {"repair", SHARDCAT_REPAIR,
      "usage: shardcat repair MANIFEST\n\n"
      "Rebuilds what a local set's files can give back without its source: indexes that\n"
@@ -199,8 +200,9 @@ static const struct {
      "  --count N               samples drawn (default 16)\n"
      "  --columns N             tiles a row (default: as square as the count allows)\n"
      "  --image-size N          each tile's side in pixels (default 224)\n"
-     "  --crop KIND             random_resized (default), center or none (the whole\n"
-     "                          image resized)\n"
+     "  --crop KIND             random_resized (default), center, none (the whole\n"
+     "                          image resized), cover (resized to cover, aspect kept,\n"
+     "                          the middle taken) or cover_random (a random place)\n"
      "  --flip                  random horizontal flips, as flip=True\n"
      "  --no-fast               full-size decode, as fast=False\n"
      "  stream's --seed, --epoch, --shuffle, --rank, --world-size, --worker, --workers,\n"

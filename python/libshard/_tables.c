@@ -223,7 +223,8 @@ const ShardPyTable shard_py_loader_table = {"loader", "ShardLoaderSettings",
 
 static const ShardPyChoice crops[] = {
     {"random_resized", SHARD_CROP_RANDOM_RESIZED, 0}, {"center", SHARD_CROP_CENTER, 0},
-    {"none", SHARD_CROP_NONE, 0}, {"resize", SHARD_CROP_NONE, 1}, {NULL, 0, 0}};
+    {"none", SHARD_CROP_NONE, 0}, {"resize", SHARD_CROP_NONE, 1},
+    {"cover", SHARD_CROP_COVER, 0}, {"cover_random", SHARD_CROP_COVER_RANDOM, 0}, {NULL, 0, 0}};
 static const ShardPyChoice dtypes[] = {
     {"uint8", SHARD_DTYPE_UINT8, 0}, {"float32", SHARD_DTYPE_FLOAT32, 0}, {NULL, 0, 0}};
 
@@ -234,8 +235,9 @@ static const ShardPySetting transform_rows[] = {
      .doc = "the images' size: an int, or (height, width)"},
     {.name = "crop", .kind = SHARD_PY_CHOICE, .field = SHARD_PY_F_INT, .offset = T(crop),
      .choices = crops,
-     .doc = "'random_resized' (RandomResizedCrop, for training), 'center' (for evaluation) "
-            "or 'none' (the whole image resized)"},
+     .doc = "'random_resized' (RandomResizedCrop, for training), 'center' (for evaluation), "
+            "'none' (the whole image resized), 'cover' (resized to cover the size, aspect kept, "
+            "the middle taken: an aspect bucket's crop) or 'cover_random' (a random place)"},
     {.name = "flip", .kind = SHARD_PY_BOOL, .field = SHARD_PY_F_INT, .offset = T(flip),
      .doc = "a random horizontal flip"},
     {.name = "fast", .kind = SHARD_PY_BOOL, .field = SHARD_PY_F_INT, .offset = T(fast),
@@ -353,7 +355,7 @@ static const ShardPySetting writer_rows[] = {
     {.name = "sync", .kind = SHARD_PY_BOOL, .field = SHARD_PY_F_INT, .offset = W(sync),
      .doc = "fsync shards and folders before renaming them into place"},
     {.name = "index", .kind = SHARD_PY_BOOL, .field = SHARD_PY_F_INT, .offset = W(write_index),
-     .doc = "write the .idx beside each shard"},
+     .doc = "write the .idx beside each shard, and its image sizes (.cols) beside it"},
 };
 
 static const ShardPySetting pack_rows[] = {

@@ -12,6 +12,11 @@ Tolerances, each measured and stated here:
   puts it, and the resampler is PIL's); with fast=True (the DCT-scaled partial decode):
   mean abs <= 3 and PSNR >= 35 dB, as for the fast path below (measured: mean 0.5 to 2.4,
   PSNR 38 to 46 dB on the photographs);
+- crop="cover" (an aspect bucket's crop: resized to cover the output, aspect kept, the middle
+  taken) with fast=False against PIL's resize((round(W*s), round(H*s)), BILINEAR) + crop:
+  max abs <= 1; with fast=True mean abs <= 3 and PSNR >= 35 dB; crop="cover_random" takes
+  the output at each whole-pixel offset of the resized image, each as likely, and its
+  pixels are PIL's resize + crop at that offset;
 - random_resized: the boxes drawn are distributed as torchvision's RandomResizedCrop
   draws them (area, aspect, position; two-sample Kolmogorov-Smirnov at 1%);
 - the fast path (DCT-scaled, cropped partial decode) vs the full decode, and vs PIL's
@@ -273,6 +278,69 @@ def test_center_crop_full_decode_equals_pil(size):
     theirs = pil_resize(full, box, 224, 224)
     d = absdiff(ours, theirs)
     assert d.max() <= 1, f"center crop vs PIL resize of box {box}: max {d.max()}"
+
+
+def pil_cover(arr, ow, oh, x=None, y=None):
+    """Resized with PIL to cover ow x oh, aspect kept (sides rounded as Python rounds), then
+    ow x oh cropped at (x, y), the middle by default: as diffusion trainers bucket."""
+    H, W = arr.shape[:2]
+    s = max(ow / W, oh / H)
+    rw, rh = max(ow, round(W * s)), max(oh, round(H * s))
+    big = Image.fromarray(arr).resize((rw, rh), Image.BILINEAR)
+    x = (rw - ow) // 2 if x is None else x
+    y = (rh - oh) // 2 if y is None else y
+    return np.asarray(big.crop((x, y, x + ow, y + oh))), (rw, rh)
+
+
+# (image, bucket): wider and taller than the bucket, square into landscape and portrait,
+# upscaled (a small image into a large bucket), odd sizes
+COVER_CASES = [((500, 375), (256, 192)), ((375, 500), (192, 256)), ((500, 375), (192, 256)),
+               ((400, 400), (320, 180)), ((400, 400), (180, 320)), ((160, 90), (448, 256)),
+               ((333, 221), (224, 224)), ((1600, 1200), (512, 384))]
+
+
+@pytest.mark.parametrize("size,out", COVER_CASES, ids=str)
+def test_cover_crop_equals_pil_resize_then_crop(size, out):
+    W, H = size
+    ow, oh = out
+    data = jpeg(textured(W, H, seed=12))
+    full = pil_rgb(data)
+    theirs, _ = pil_cover(full, ow, oh)
+    exact = decode(data, ow, oh, crop="cover", fast=False)
+    d = absdiff(exact, theirs)
+    assert d.max() <= 1, f"cover {size} -> {out}: max {d.max()}"
+    fast = decode(data, ow, oh, crop="cover", fast=True)
+    f = absdiff(fast, theirs)
+    assert f.mean() <= FAST_MEAN and psnr(fast, theirs) >= FAST_PSNR, (f.mean(), psnr(fast, theirs))
+
+
+@pytest.mark.parametrize("size,out", [((500, 375), (256, 128)), ((300, 500), (200, 200))], ids=str)
+def test_cover_random_offsets_are_uniform_and_pil_at_each(size, out):
+    W, H = size
+    ow, oh = out
+    full = textured(W, H, seed=13)
+    _, (rw, rh) = pil_cover(full, ow, oh)
+    span = (rw - ow) if rw > ow else (rh - oh)
+    assert span > 0 and (rw == ow or rh == oh)  # one side free
+    offsets = []
+    for seed in range(400):
+        (x, y, w, h), _ = libshard.crop_box(W, H, ow, oh, crop="cover_random", seed=seed)
+        assert w == pytest.approx(ow * W / rw) and h == pytest.approx(oh * H / rh)
+        k = x * rw / W if rw > ow else y * rh / H
+        assert abs(k - round(k)) < 1e-6 and 0 <= round(k) <= span
+        offsets.append(round(k))
+    # every offset as likely: chi-square of the counts in 4 bins at 1%
+    counts = np.bincount(np.array(offsets) * 4 // (span + 1), minlength=4)
+    assert ((counts - 100) ** 2 / 100).sum() < 11.34, counts
+    # negative control: a box always in the middle is not uniform
+    mid = np.bincount(np.full(400, span // 2) * 4 // (span + 1), minlength=4)
+    assert ((mid - 100) ** 2 / 100).sum() >= 11.34
+    data = jpeg(full)
+    for seed in (1, 2, 3):
+        (x, y, _, _), _ = libshard.crop_box(W, H, ow, oh, crop="cover_random", seed=seed)
+        theirs, _ = pil_cover(pil_rgb(data), ow, oh, round(x * rw / W), round(y * rh / H))
+        ours = decode(data, ow, oh, crop="cover_random", fast=False, seed=seed)
+        assert absdiff(ours, theirs).max() <= 1
 
 
 PHOTO_SIZES = [None, (500, 375), (375, 500), (333, 221), (257, 300)]

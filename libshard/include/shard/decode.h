@@ -20,6 +20,13 @@ typedef enum ShardCrop {
     SHARD_CROP_CENTER = 1,         /**< torchvision's Resize(floor(size / center_fraction))
                                         + CenterCrop(size), as one box (evaluation) */
     SHARD_CROP_NONE = 2,           /**< the whole image resized to the output size */
+    /** resized to cover the output size, its aspect kept (the scale max(width / w,
+     *  height / h), sides rounded), and the output's size taken from the middle: an aspect
+     *  bucket's crop, as diffusion trainers make it */
+    SHARD_CROP_COVER = 3,
+    /** as SHARD_CROP_COVER, the output's size taken at a random place of the resized image
+     *  (every whole-pixel offset as likely) */
+    SHARD_CROP_COVER_RANDOM = 4,
 } ShardCrop;
 
 typedef enum ShardLayout {

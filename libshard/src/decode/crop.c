@@ -2,6 +2,7 @@
  * The crop box (crop.h).
  */
 #include <math.h>
+#include <stdint.h>
 
 #include "base/rng.h"
 #include "decode/crop.h"
@@ -11,11 +12,40 @@ static double uniform(ShardRng *r)
     return (double)(shard_rng_next(r) >> 11) * (1.0 / 9007199254740992.0);
 }
 
+/* A whole number in [0, n], each as likely (n small: the bias of the multiply is 2^-53). */
+static int64_t upto(ShardRng *r, int64_t n)
+{
+    int64_t k = (int64_t)(uniform(r) * (double)(n + 1));
+    return k > n ? n : k;
+}
+
+/* Resized to cover the output (aspect kept), the output's size taken from the middle or at
+ * a random whole-pixel place: PIL's resize((rw, rh)) then crop, as one box of the original. */
+static ShardBox cover_box(const ShardTransform *t, int W, int H, ShardRng *r)
+{
+    double s = fmax((double)t->width / W, (double)t->height / H);
+    int64_t rw = (int64_t)nearbyint(W * s), rh = (int64_t)nearbyint(H * s);
+    if (rw < t->width)
+        rw = t->width;
+    if (rh < t->height)
+        rh = t->height;
+    int64_t x = (rw - t->width) / 2, y = (rh - t->height) / 2;
+    if (t->crop == SHARD_CROP_COVER_RANDOM) {
+        x = upto(r, rw - t->width);
+        y = upto(r, rh - t->height);
+    }
+    double sx = (double)W / (double)rw, sy = (double)H / (double)rh;
+    ShardBox b = {x * sx, y * sy, t->width * sx, t->height * sy};
+    return b;
+}
+
 ShardBox shard_crop_box(const ShardTransform *t, int W, int H, ShardRng *r)
 {
     ShardBox b = {0, 0, W, H};
     if (t->crop == SHARD_CROP_NONE)
         return b;
+    if (t->crop == SHARD_CROP_COVER || t->crop == SHARD_CROP_COVER_RANDOM)
+        return cover_box(t, W, H, r);
     if (t->crop == SHARD_CROP_CENTER) {
         /* torchvision's Resize(n) + CenterCrop((height, width)), n = floor(size / fraction),
          * as one box of the original: the shorter side resized to n, the longer to

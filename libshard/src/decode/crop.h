@@ -1,6 +1,7 @@
 /*
  * The crop box (crop.c): torchvision's RandomResizedCrop.get_params drawn from a sample's
- * generator, the evaluation crop (Resize + CenterCrop as one box), or the whole image.
+ * generator, the evaluation crop (Resize + CenterCrop as one box), an aspect bucket's
+ * cover crop (middle or random), or the whole image.
  */
 #ifndef SHARD_DECODE_CROP_H
 #define SHARD_DECODE_CROP_H

@@ -34,6 +34,7 @@
 #ifndef SHARD_RESUME_RESUME_H
 #define SHARD_RESUME_RESUME_H
 
+#include "resume/buckets.h"
 #include "resume/cut.h"
 #include "resume/order.h"
 #include "resume/cuttext.h"
