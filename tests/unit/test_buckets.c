@@ -107,3 +107,50 @@ Test(buckets, auto_fits_equal_area_sizes_to_the_histogram)
     shard_buckets_fit(&b, hist, 256);
     cr_assert(b.n == 1 && b.v[0].height == 256 && b.v[0].width == 256);
 }
+
+Test(buckets, batches_are_uniform_whole_and_each_sample_once)
+{
+    ShardGrouper g;
+    const size_t nb = 5, B = 7, N = 2000;
+    cr_assert_eq(shard_grouper_init(&g, nb, B), 0);
+    static unsigned seen[2000];
+    uint64_t x = 12345;
+    size_t batches = 0, most = 0;
+    for (uint64_t i = 0; i < N; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        size_t b = (size_t)(x >> 33) % (i < N / 2 ? nb : 2); /* later buckets go quiet */
+        ShardGroupItem it = {i, b, i * 3};
+        const ShardGroupItem *out = shard_grouper_add(&g, b, &it);
+        size_t held = 0;
+        for (size_t k = 0; k < nb; k++) {
+            size_t n;
+            shard_grouper_pending(&g, k, &n);
+            held += n;
+        }
+        most = held > most ? held : most;
+        if (!out)
+            continue;
+        batches++;
+        for (size_t k = 0; k < B; k++) {
+            cr_assert_eq(out[k].shard, b, "a batch of one bucket");
+            cr_assert(k == 0 || out[k].point > out[k - 1].point, "in the order they came");
+            seen[out[k].point]++;
+        }
+        cr_assert_eq(out[B - 1].point, i, "a batch goes out at the point that completes it");
+    }
+    size_t partial = 0;
+    for (size_t b = 0; b < nb; b++) {
+        size_t n;
+        const ShardGroupItem *v = shard_grouper_pending(&g, b, &n);
+        cr_assert_lt(n, B);
+        partial += n > 0;
+        for (size_t k = 0; k < n; k++)
+            seen[v[k].point]++;
+    }
+    for (size_t i = 0; i < N; i++)
+        cr_assert_eq(seen[i], 1, "sample %zu delivered %u times", i, seen[i]);
+    cr_assert(most <= nb * (B - 1) && partial <= nb && batches >= (N - nb * B) / B);
+    shard_grouper_free(&g);
+    cr_assert_eq(shard_grouper_init(&g, 0, 4), SHARD_ERR_INVALID);
+    cr_assert_eq(shard_grouper_init(&g, 3, 0), SHARD_ERR_INVALID);
+}

@@ -146,3 +146,50 @@ size_t shard_bucket_of(const ShardBuckets *b, uint32_t width, uint32_t height)
     }
     return best;
 }
+
+/* ---- batches by bucket ------------------------------------------------------------------- */
+
+int shard_grouper_init(ShardGrouper *g, size_t nbuckets, size_t batch)
+{
+    memset(g, 0, sizeof *g);
+    if (!nbuckets || !batch || nbuckets > SIZE_MAX / batch / sizeof *g->pend)
+        return SHARD_ERR_INVALID;
+    g->pend = malloc(nbuckets * batch * sizeof *g->pend);
+    g->npend = calloc(nbuckets, sizeof *g->npend);
+    if (!g->pend || !g->npend) {
+        shard_grouper_free(g);
+        return SHARD_ERR_NOMEM;
+    }
+    g->nbuckets = nbuckets;
+    g->batch = batch;
+    return 0;
+}
+
+const ShardGroupItem *shard_grouper_add(ShardGrouper *g, size_t b, const ShardGroupItem *it)
+{
+    ShardGroupItem *p = g->pend + b * g->batch;
+    p[g->npend[b]++] = *it;
+    if (g->npend[b] < g->batch)
+        return NULL;
+    g->npend[b] = 0; /* the batch stays readable until the bucket's next item */
+    return p;
+}
+
+const ShardGroupItem *shard_grouper_pending(const ShardGrouper *g, size_t b, size_t *n)
+{
+    *n = g->npend[b];
+    return g->pend + b * g->batch;
+}
+
+void shard_grouper_clear(ShardGrouper *g)
+{
+    if (g->npend)
+        memset(g->npend, 0, g->nbuckets * sizeof *g->npend);
+}
+
+void shard_grouper_free(ShardGrouper *g)
+{
+    free(g->pend);
+    free(g->npend);
+    memset(g, 0, sizeof *g);
+}

@@ -53,4 +53,38 @@ SHARD_HIDDEN void shard_buckets_fit(ShardBuckets *b, const uint64_t *hist, int s
  * equals. b has at least one bucket. */
 SHARD_HIDDEN size_t shard_bucket_of(const ShardBuckets *b, uint32_t width, uint32_t height);
 
+/* ---- batches by bucket --------------------------------------------------------------------
+ * A bucketed epoch's batches, planned on the line (resume.h): its samples taken in the
+ * line's order, each into its bucket's pending batch; a batch goes out whole when its
+ * bucket's B-th sample comes, so a batch is known by the point that completed it, and what
+ * is pending at any point is a function of the line before it (replayed on identities
+ * where a reading begins). What is pending at the line's end are the epoch's partial
+ * batches: at most one per bucket. Pending holds at most buckets x (B - 1) samples. */
+
+/* A sample as the planner knows it: its point on the line, and where it is read. */
+typedef struct ShardGroupItem {
+    uint64_t point;
+    uint64_t shard;  /* the shard's number in the list */
+    uint64_t sample; /* its number in the shard */
+} ShardGroupItem;
+
+typedef struct ShardGrouper {
+    size_t nbuckets, batch;
+    ShardGroupItem *pend; /* nbuckets x batch: bucket b's pending at pend + b * batch */
+    size_t *npend;
+} ShardGrouper;
+
+/* 0, or SHARD_ERR_NOMEM / SHARD_ERR_INVALID (no bucket, a batch of 0). */
+SHARD_HIDDEN int shard_grouper_init(ShardGrouper *g, size_t nbuckets, size_t batch);
+/* Adds it to bucket b: its batch, when it completes one (batch items in the order they
+ * came, valid until the next call), the bucket then empty; else NULL. */
+SHARD_HIDDEN const ShardGroupItem *shard_grouper_add(ShardGrouper *g, size_t b,
+                                                     const ShardGroupItem *it);
+/* Bucket b's pending items (*n of them, in the order they came). */
+SHARD_HIDDEN const ShardGroupItem *shard_grouper_pending(const ShardGrouper *g, size_t b,
+                                                         size_t *n);
+/* Every bucket emptied. */
+SHARD_HIDDEN void shard_grouper_clear(ShardGrouper *g);
+SHARD_HIDDEN void shard_grouper_free(ShardGrouper *g);
+
 #endif /* SHARD_RESUME_BUCKETS_H */
