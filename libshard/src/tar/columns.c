@@ -19,13 +19,17 @@
 
 const char *const shard_geometry_names[SHARD_GEOMETRY_NCOLS] = {"width", "height"};
 
-int shard_columns_image_rank(const char *field)
+int shard_columns_better_image(const char *field, int *rank)
 {
     static const char *const fields[] = {"jpg", "jpeg", "png", "webp"};
     for (int i = 0; i < (int)(sizeof fields / sizeof *fields); i++)
-        if (!strcasecmp(field, fields[i])) /* as the loader reads fields: lower-cased */
-            return i;
-    return -1;
+        if (!strcasecmp(field, fields[i])) { /* as the loader reads fields: lower-cased */
+            if (*rank >= 0 && *rank <= i)
+                return 0;
+            *rank = i;
+            return 1;
+        }
+    return 0;
 }
 
 int shard_columns_geometry(const void *data, size_t size, uint32_t out[2], char *why,

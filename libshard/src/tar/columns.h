@@ -45,10 +45,10 @@ SHARD_HIDDEN void shard_columns_clear(ShardColumns *c);
 #define SHARD_GEOMETRY_NCOLS 2
 SHARD_HIDDEN extern const char *const shard_geometry_names[SHARD_GEOMETRY_NCOLS];
 
-/* Where a field of this name stands among the image fields the loader decodes by default
- * (the first of "jpg", "jpeg", "png", "webp" a sample has is its image): 0..3, or -1 for
- * another field. */
-SHARD_HIDDEN int shard_columns_image_rank(const char *field);
+/* Whether a field of this name is a better image than the best so far (*rank: its place
+ * among "jpg", "jpeg", "png", "webp", the first of which a sample has being the image the
+ * loader decodes by default; -1 before any), which it then becomes. */
+SHARD_HIDDEN int shard_columns_better_image(const char *field, int *rank);
 
 /* A whole image's stored size into out[2] (width, height), or {NONE, NONE} when its header
  * does not parse (said in why, why_size bytes, when given). 0, or the error of

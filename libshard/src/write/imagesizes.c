@@ -42,13 +42,9 @@ static const ShardIndexEntry *image_of(const ShardIndex *x, uint64_t i)
 {
     const ShardIndexEntry *best = NULL;
     int rank = -1;
-    for (uint64_t e = x->first[i]; e < x->first[i + 1]; e++) {
-        int r = shard_columns_image_rank(x->entries[e].ext);
-        if (r >= 0 && (rank < 0 || r < rank)) {
-            rank = r;
+    for (uint64_t e = x->first[i]; e < x->first[i + 1]; e++)
+        if (shard_columns_better_image(x->entries[e].ext, &rank))
             best = &x->entries[e];
-        }
-    }
     return best;
 }
 
@@ -128,13 +124,9 @@ static int whole_sizes(const char *url, ShardRemote *remote, const ShardIndex *x
         }
         const ShardFieldView *image = NULL;
         int rank = -1;
-        for (size_t k = 0; k < sv->nfields; k++) {
-            int r = shard_columns_image_rank(sv->fields[k].name);
-            if (r >= 0 && (rank < 0 || r < rank)) {
-                rank = r;
+        for (size_t k = 0; k < sv->nfields; k++)
+            if (shard_columns_better_image(sv->fields[k].name, &rank))
                 image = &sv->fields[k];
-            }
-        }
         uint32_t *out = v + 2 * i++;
         out[0] = out[1] = SHARD_COLUMN_NONE;
         if (!image)

@@ -323,14 +323,10 @@ static int note_geometry(ShardWriter *w, const ShardSample *sample)
                          sizeof *w->cols, 256))
         return SHARD_ERR_NOMEM;
     const ShardField *image = NULL;
-    int best = -1;
-    for (size_t i = 0; i < sample->nfields; i++) {
-        int r = shard_columns_image_rank(sample->fields[i].name);
-        if (r >= 0 && (best < 0 || r < best)) {
-            best = r;
+    int rank = -1;
+    for (size_t i = 0; i < sample->nfields; i++)
+        if (shard_columns_better_image(sample->fields[i].name, &rank))
             image = &sample->fields[i];
-        }
-    }
     uint32_t *out = w->cols + w->count * SHARD_GEOMETRY_NCOLS;
     out[0] = out[1] = SHARD_COLUMN_NONE;
     if (image)

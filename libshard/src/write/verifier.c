@@ -378,13 +378,9 @@ static void check_columns_line(Ctx *c, Check *k, const ShardSampleView *v)
     }
     const ShardFieldView *image = NULL;
     int rank = -1;
-    for (size_t j = 0; j < v->nfields; j++) {
-        int r = shard_columns_image_rank(v->fields[j].name);
-        if (r >= 0 && (rank < 0 || r < rank)) {
-            rank = r;
+    for (size_t j = 0; j < v->nfields; j++)
+        if (shard_columns_better_image(v->fields[j].name, &rank))
             image = &v->fields[j];
-        }
-    }
     uint32_t want[2] = {SHARD_COLUMN_NONE, SHARD_COLUMN_NONE};
     if (image)
         shard_columns_geometry(image->data, (size_t)image->size, want, NULL, 0);
