@@ -22,7 +22,7 @@ static int parse_remote(const ShardPySignature *sig, PyObject *args, PyObject *k
     return shard_py_parse(sig, args, kw, &target, 1, values, keep);
 }
 
-static PyObject *entries_list(const ShardList *list)
+static PyObject *entries_list(const ShardList *list, int columns)
 {
     PyObject *out = PyList_New(0);
     for (size_t i = 0; out && i < shard_list_count(list); i++) {
@@ -30,7 +30,9 @@ static PyObject *entries_list(const ShardList *list)
         PyObject *n = e->nsamples == SHARD_COUNT_UNKNOWN
                           ? Py_NewRef(Py_None)
                           : PyLong_FromUnsignedLongLong((unsigned long long)e->nsamples);
-        PyObject *t = n ? Py_BuildValue("(sNz)", e->url, n, e->index) : NULL;
+        PyObject *t = !n ? NULL
+                      : columns ? Py_BuildValue("(sNzz)", e->url, n, e->index, e->columns)
+                                : Py_BuildValue("(sNz)", e->url, n, e->index);
         if (!t || PyList_Append(out, t))
             Py_CLEAR(out);
         Py_XDECREF(t);
@@ -76,7 +78,7 @@ static PyObject *manifests_info(const ShardList *list, size_t nspecs)
 }
 
 static const char *const list_params[] = {"specs", "make_indexes", "index_cache",
-                                          "manifests", NULL};
+                                          "manifests", "columns", NULL};
 static const ShardPySignature list_signature = {"list_shards", list_params, 1, 1, 0};
 
 typedef struct {
@@ -97,16 +99,19 @@ static PyObject *py_list_shards(PyObject *m, PyObject *args, PyObject *kw)
 {
     (void)m;
     ShardRemoteSettings rs;
-    PyObject *values[4] = {NULL, NULL, NULL, NULL}, *keep = NULL, *out = NULL, *cache = NULL;
+    PyObject *values[5] = {NULL, NULL, NULL, NULL, NULL}, *keep = NULL, *out = NULL;
+    PyObject *cache = NULL;
     ShardPySpecs sp = {0};
     ShardRemote *rm = NULL;
-    int make = 0, info = 0;
+    int make = 0, info = 0, columns = 0;
     if (parse_remote(&list_signature, args, kw, &rs, values, &keep) ||
         shard_py_specs_parse(values[0], &sp))
         goto done;
     if (values[1] && (make = PyObject_IsTrue(values[1])) < 0)
         goto done;
     if (values[3] && (info = PyObject_IsTrue(values[3])) < 0)
+        goto done;
+    if (values[4] && (columns = PyObject_IsTrue(values[4])) < 0)
         goto done;
     if (values[2] && values[2] != Py_None && !(cache = PyOS_FSPath(values[2])))
         goto done;
@@ -127,12 +132,13 @@ static PyObject *py_list_shards(PyObject *m, PyObject *args, PyObject *kw)
     ls.build_indexes = make ? SHARD_INDEXES_FOR_SEEKING : 0;
     ls.index_cache = cache ? PyUnicode_AsUTF8(cache) : NULL;
     ls.progress = 1;
+    ls.columns = (unsigned char)columns;
     if (cache && !ls.index_cache)
         goto done;
     ListExpand x = {sp.urls, sp.n, &ls, NULL, {0}};
     int rc;
     if (shard_py_blocking(list_expand, &x, rm, &rc) == 0)
-        out = rc ? shard_py_raise(rc, x.err.message) : entries_list(x.list);
+        out = rc ? shard_py_raise(rc, x.err.message) : entries_list(x.list, columns);
     if (out && info) {
         PyObject *mi = manifests_info(x.list, sp.n);
         Py_SETREF(out, mi ? PyTuple_Pack(2, out, mi) : NULL);

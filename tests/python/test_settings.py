@@ -49,7 +49,7 @@ def stub_parameters():
     ("Reader", ("reader", "remote"), {"self", "urls"}),
     ("Loader", ("reader", "remote", "loader", "transform"), {"self", "urls", "gpu"}),
     ("ShardFiles", ("remote",), {"self", "urls", "open_files", "indexes"}),
-    ("list_shards", ("remote",), {"specs", "make_indexes", "index_cache"}),
+    ("list_shards", ("remote",), {"specs", "make_indexes", "index_cache", "manifests", "columns"}),
     ("Writer", ("writer", "bucket"), {"self", "pattern"}),
     ("PackPlan", ("pack", "bucket"), {"self", "src", "pattern", "list", "on_error"}),
     ("Uploader", ("upload",), {"self", "gpu", "loader"}),

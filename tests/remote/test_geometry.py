@@ -152,3 +152,51 @@ def test_refusals_name_what_and_where(shards, shardcat, tmp_path):
     cp = subprocess.run([str(shardcat), "ls", "--geometry", bad], env=CLEAN_ENV,
                         capture_output=True, text=True, timeout=TIMEOUT)
     assert cp.returncode == 2 and "--geometry goes with index" in cp.stderr
+
+
+def test_a_list_finds_its_shards_sizes_beside_or_in_the_index_cache(shards, tmp_path):
+    """ShardListSettings.columns (list_shards(columns=True)): the .cols beside a shard; for a
+    plain tar (no index, no columns) those made into the index cache from its headers, over
+    nginx too, found there again while the shard is unchanged and made anew (the older
+    removed) when it changes; without making indexes, none (None), named by the planner."""
+    d, want = shards
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    for s in ("g-0", "g-1"):
+        (plain / f"{s}.tar").write_bytes((d / f"{s}.tar").read_bytes())
+    cache = tmp_path / "cache"
+    specs = [str(plain / "g-0.tar"), str(plain / "g-1.tar")]
+    got = lib().list_shards(specs, make_indexes=True, index_cache=str(cache), columns=True)
+    for (url, n, idx, c), s in zip(got, ("g-0", "g-1")):
+        assert n == 18 and idx and c and Path(c).parent == cache and c.endswith(".cols"), (url, c)
+        assert Path(c).name[:-5] == Path(idx).name[:-4]  # named as its cached index is
+        assert cols(c) == want[s]
+    first = Path(got[0][3])
+    made = first.stat().st_mtime_ns
+    again = lib().list_shards(specs, make_indexes=True, index_cache=str(cache), columns=True)
+    assert again == got and first.stat().st_mtime_ns == made, "found, not made again"
+    # the shard changes: its sizes are made anew, the older version's gone
+    data = bytearray((plain / "g-0.tar").read_bytes())
+    data[-1024:] = b"\0" * 1024
+    (plain / "g-0.tar").write_bytes(bytes(data))
+    os.utime(plain / "g-0.tar", ns=(made + 10**9, made + 10**9))
+    changed = lib().list_shards(specs, make_indexes=True, index_cache=str(cache), columns=True)
+    assert changed[0][3] != got[0][3] and not first.exists() and cols(changed[0][3]) == want["g-0"]
+    assert sorted(p.suffix for p in cache.iterdir() if not p.name.startswith(".")) == \
+        [".cols", ".cols", ".idx", ".idx"]
+    # without making indexes: none found, none made
+    assert [c for *_, c in lib().list_shards(specs, columns=True)] == [None, None]
+    # beside the shard: those, not the cache's
+    subprocess.run([str(Path(__file__).resolve().parents[2] / "build" / "tools" / "shardcat"),
+                    "index", "--geometry", plain / "g-1.tar"], env=CLEAN_ENV, check=True,
+                   capture_output=True, timeout=TIMEOUT)
+    mixed = lib().list_shards(specs, make_indexes=True, index_cache=str(cache), columns=True)
+    assert mixed[1][3] == str(plain / "g-1.cols") and mixed[0][3] == changed[0][3]
+    # over HTTP: a plain tar's sizes made into the cache from its headers
+    ng = servers.Nginx(plain)
+    try:
+        web = lib().list_shards([f"{ng.url}/g-0.tar"], make_indexes=True,
+                                index_cache=str(tmp_path / "webcache"), columns=True)
+    finally:
+        ng.close()
+    assert web[0][1] == 18 and cols(web[0][3]) == want["g-0"]

@@ -30,6 +30,9 @@ typedef struct ShardListEntry {
     /** The index to read the shard through: one libshard made and keeps in its cache
      *  (ShardListSettings.build_indexes), or NULL for the .idx beside the shard, if any. */
     const char *index;
+    /** Its image sizes (formats/columns.md), with ShardListSettings.columns: the .cols
+     *  beside the shard, or those kept in the index cache; NULL for none. */
+    const char *columns;
 } ShardListEntry;
 
 /** ShardListSettings.build_indexes */
@@ -68,8 +71,13 @@ typedef struct ShardListSettings {
     unsigned threads;
     /** Show the progress of making indexes on standard error when it is a terminal */
     int progress;
+    /** Find each shard's image sizes, for planning batches by shape (ShardListEntry.columns):
+     *  the .cols beside it, else, with build_indexes, those kept in index_cache, made there
+     *  from the shard's index and each image's header (a compressed shard read whole), while
+     *  the shard is unchanged (default 0) */
+    unsigned char columns;
     /** Zero: room for settings added later without changing the struct's size. */
-    unsigned char reserved[20];
+    unsigned char reserved[19];
 } ShardListSettings;
 
 typedef struct ShardList ShardList;

@@ -25,6 +25,7 @@
 #include "catalog/indexcache.h"
 #include "remote/handle.h"
 #include "remote/store.h"
+#include "shard/verify.h"
 #include "source/open.h"
 #include "tar/idx.h"
 #include "tar/idxbuild.h"
@@ -64,7 +65,8 @@ static int hash_hex(const char *text, size_t len, int n, char *out)
     return 0;
 }
 
-/* Removes the indexes of other versions of the shard whose name starts with prefix. */
+/* Removes the files of other versions of the shard whose name starts with prefix: those
+ * not starting with keep (its version's "URLHEX-VERHEX."). */
 static void remove_stale(const char *dir, const char *prefix, const char *keep)
 {
     int fd = shard_dir_open(dir); /* names removed relative to it: never through a link */
@@ -75,9 +77,29 @@ static void remove_stale(const char *dir, const char *prefix, const char *keep)
         return;
     size_t n = strlen(prefix);
     for (struct dirent *e; (e = readdir(d));)
-        if (!strncmp(e->d_name, prefix, n) && strcmp(e->d_name, keep))
+        if (!strncmp(e->d_name, prefix, n) && strncmp(e->d_name, keep, strlen(keep)))
             unlinkat(dirfd(d), e->d_name, 0);
     closedir(d);
+}
+
+/* Whether the columns at path are there, a plain file of their own, for count samples
+ * (their header line says so; the lines are checked where they are read). */
+static int cached_columns(const char *path, uint64_t count)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0)
+        return 0;
+    struct stat st;
+    char head[96];
+    ssize_t n = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1
+                    ? pread(fd, head, sizeof head - 1, 0)
+                    : -1;
+    close(fd);
+    unsigned long long c;
+    if (n <= 0)
+        return 0;
+    head[n] = 0;
+    return sscanf(head, "libshard-cols 1 %llu ", &c) == 1 && c == count;
 }
 
 /* The count a cached index's first line promises, or -1 (missing, damaged, or not a plain
@@ -122,6 +144,16 @@ static int lock_shard(const char *dir, const char *urlhex)
     return fd;
 }
 
+/* The files of the shard's other versions (named URLHEX-...), removed; key's version kept. */
+static void remove_older(const char *dir, const char *urlhex, const char *key)
+{
+    char prefix[40], keep[64];
+    snprintf(prefix, sizeof prefix, "%s-", urlhex);
+    const char *base = shard_base_name(key), *dot = strrchr(base, '.');
+    snprintf(keep, sizeof keep, "%.*s.", dot ? (int)(dot - base) : (int)strlen(base), base);
+    remove_stale(dir, prefix, keep);
+}
+
 /* The shard's identity for keying: a local path made absolute (one file named two ways is
  * one shard), a remote URL as given. */
 static char *identity(const char *url)
@@ -130,40 +162,57 @@ static char *identity(const char *url)
     return real ? real : strdup(url);
 }
 
+/* The cache's name for src's file of kind ext (dir/HASH(url)-HASH(size, version).EXT,
+ * malloc'd into *key) and the hex of its URL's hash (33 bytes): 0, or SHARD_ERR_NOMEM. */
+static int cache_key(const char *dir, const char *url, const ShardSource *src, const char *ext,
+                     char *urlhex, char **key)
+{
+    char *id = identity(url), verhex[17];
+    *key = NULL;
+    if (id && !hash_hex(id, strlen(id), 16, urlhex)) {
+        char *v = NULL;
+        if (asprintf(&v, "%lld\n%s", (long long)src->size, src->version) >= 0 &&
+            !hash_hex(v, strlen(v), 8, verhex) &&
+            asprintf(key, "%s/%s-%s.%s", dir, urlhex, verhex, ext) < 0)
+            *key = NULL;
+        free(v);
+    }
+    free(id);
+    return *key ? 0 : SHARD_ERR_NOMEM;
+}
+
+/* The shard at url opened for its version (not from a shard cache: the object's own). */
+static int open_versioned(ShardSource **src, const char *url, ShardRemote *remote, char *err)
+{
+    if (shard_store_can(url) && !(shard_store_can(url) & SHARD_STORE_BESIDE))
+        return shard_fail(err, SHARD_ERR_UNSUPPORTED,
+                          "%s: a pipe's output cannot be indexed and kept (it has no version)",
+                          url);
+    int rc = shard_source_open(src, url, remote, SHARD_SOURCE_SEQUENTIAL | SHARD_SOURCE_SPARSE,
+                               err);
+    if (rc)
+        return rc;
+    ShardSource *s = *src;
+    if (shard_source_size(s) < 0 || (!s->version[0] && s->ops->stat && s->ops->stat(s))) {
+        rc = shard_fail(err, SHARD_ERR_IO, "%s", s->err[0] ? s->err : "cannot stat");
+        shard_source_put(s);
+        *src = NULL;
+    }
+    return rc;
+}
+
 int shard_index_cached(const char *dir, const char *url, ShardRemote *remote, char **path,
                        uint64_t *count, int *built, char *err)
 {
     *path = NULL;
     *count = 0;
     *built = 0;
-    if (shard_store_can(url) && !(shard_store_can(url) & SHARD_STORE_BESIDE))
-        return shard_fail(err, SHARD_ERR_UNSUPPORTED,
-                          "%s: a pipe's output cannot be indexed and kept (it has no version)",
-                          url);
     ShardSource *src;
-    int rc = shard_source_open(&src, url, remote,
-                               SHARD_SOURCE_SEQUENTIAL | SHARD_SOURCE_SPARSE, /* not from a
-                                                       shard cache: the object's own version */
-                               err);
+    int rc = open_versioned(&src, url, remote, err);
     if (rc)
         return rc;
-    if (shard_source_size(src) < 0 || (!src->version[0] && src->ops->stat && src->ops->stat(src))) {
-        rc = shard_fail(err, SHARD_ERR_IO, "%s", src->err[0] ? src->err : "cannot stat");
-        shard_source_put(src);
-        return rc;
-    }
-    char *id = identity(url);
-    char *key = NULL, urlhex[33], verhex[17];
-    if (id && !hash_hex(id, strlen(id), 16, urlhex)) {
-        char *v = NULL;
-        if (asprintf(&v, "%lld\n%s", (long long)src->size, src->version) >= 0 &&
-            !hash_hex(v, strlen(v), 8, verhex) &&
-            asprintf(&key, "%s/%s-%s.idx", dir, urlhex, verhex) < 0)
-            key = NULL;
-        free(v);
-    }
-    free(id);
-    if (!key) {
+    char *key = NULL, urlhex[33];
+    if (cache_key(dir, url, src, "idx", urlhex, &key)) {
         shard_source_put(src);
         return shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
     }
@@ -203,11 +252,8 @@ int shard_index_cached(const char *dir, const char *url, ShardRemote *remote, ch
     struct stat st; /* a link or a FIFO planted at the name in our own folder: not ours, gone */
     if (!rc && lstat(key, &st) == 0 && !S_ISREG(st.st_mode))
         unlink(key);
-    if (!rc && !(rc = shard_index_put(key, n, &lines, NULL, err))) {
-        char prefix[40];
-        snprintf(prefix, sizeof prefix, "%s-", urlhex);
-        remove_stale(dir, prefix, shard_base_name(key));
-    }
+    if (!rc && !(rc = shard_index_put(key, n, &lines, NULL, err)))
+        remove_older(dir, urlhex, key);
     if (lock >= 0)
         close(lock);
     shard_buf_free(&lines);
@@ -218,5 +264,52 @@ int shard_index_cached(const char *dir, const char *url, ShardRemote *remote, ch
     *path = key;
     *count = n;
     *built = 1;
+    return 0;
+}
+
+int shard_columns_cached(const char *dir, const char *url, const char *index, uint64_t count,
+                         ShardRemote *remote, char **path, int *built, char *err)
+{
+    *path = NULL;
+    *built = 0;
+    ShardSource *src;
+    int rc = open_versioned(&src, url, remote, err);
+    if (rc)
+        return rc;
+    char *key = NULL, urlhex[33];
+    rc = cache_key(dir, url, src, "cols", urlhex, &key);
+    shard_source_put(src);
+    if (rc)
+        return shard_fail(err, rc, "out of memory");
+    if (cached_columns(key, count)) {
+        *path = key;
+        return 0;
+    }
+    if ((rc = shard_private_dir(dir, "index cache", err))) {
+        free(key);
+        return rc;
+    }
+    int lock = lock_shard(dir, urlhex);
+    if (!(lock >= 0 && cached_columns(key, count))) { /* not made while this one waited */
+        struct stat st; /* a link or a FIFO planted at the name: not ours, gone */
+        if (lstat(key, &st) == 0 && !S_ISREG(st.st_mode))
+            unlink(key);
+        ShardError e;
+        /* a header that does not parse gets "-": the planner refuses or skips it, by the
+         * reading's own settings */
+        if ((rc = shard_geometry_build(url, index, key, remote, 1, NULL, &e)))
+            shard_fail(err, rc, "%s", e.message);
+        else
+            *built = 1;
+        if (!rc)
+            remove_older(dir, urlhex, key);
+    }
+    if (lock >= 0)
+        close(lock);
+    if (rc) {
+        free(key);
+        return rc;
+    }
+    *path = key;
     return 0;
 }

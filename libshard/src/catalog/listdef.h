@@ -1,6 +1,6 @@
 /*
  * A shard list's insides, shared by its files: the list itself (shardlist.c) and the
- * counts filled in after it is expanded (counts.c).
+ * counts (counts.c) and image sizes (listcolumns.c) filled in after it is expanded.
  */
 #ifndef SHARD_CATALOG_LISTDEF_H
 #define SHARD_CATALOG_LISTDEF_H

@@ -12,6 +12,7 @@
 #include "base/text.h"
 #include "catalog/braces.h"
 #include "catalog/counts.h"
+#include "catalog/listcolumns.h"
 #include "catalog/listdef.h"
 #include "catalog/manifest_remote.h"
 #include "remote/store.h"
@@ -37,7 +38,7 @@ static int list_add(List *l, char *url, uint64_t nsamples, const ShardFileInfo *
             free(url);
         return SHARD_ERR_NOMEM;
     }
-    l->v[l->n++] = (ShardListEntry){url, nsamples, info, spec, NULL};
+    l->v[l->n++] = (ShardListEntry){url, nsamples, info, spec, NULL, NULL};
     return 0;
 }
 
@@ -227,6 +228,8 @@ int shard_list_expand(ShardList **out, const char *const *specs, size_t nspecs,
         rc = expand_one(l, specs[k], k, s, msg);
     if (!rc && s->counts)
         rc = shard_list_fill_counts(l, s, msg);
+    if (!rc && s->columns)
+        rc = shard_list_fill_columns(l, s, msg);
     if (rc) {
         shard_list_free(&l);
         return shard_report(err, rc, msg);
@@ -262,6 +265,7 @@ void shard_list_free(ShardList **pl)
         if (!l->v[i].info) /* a manifest's shards borrow their URLs from it */
             free((char *)l->v[i].url);
         free((char *)l->v[i].index);
+        free((char *)l->v[i].columns);
     }
     free(l->v);
     for (size_t k = 0; k < l->nspecs; k++)

@@ -14,7 +14,7 @@
 #include "shard/image.h"
 #include "shard/sample.h"
 #include "shard/verify.h"
-#include "shard/writer.h"
+#include "sink/sink.h"
 #include "source/open.h"
 #include "source/source.h"
 #include "tar/columns.h"
@@ -196,9 +196,9 @@ int shard_geometry_build(const char *url, const char *idx_url, const char *cols_
         rc = shard_fail(msg, SHARD_ERR_NOMEM, "out of memory");
     if (!rc && !(path = cols_path ? strdup(cols_path) : shard_columns_path(url)))
         rc = shard_fail(msg, SHARD_ERR_NOMEM, "out of memory");
-    ShardError put;
-    if (!rc && (rc = shard_put(path, text, len, remote, &put)))
-        snprintf(msg, sizeof msg, "%s", put.message);
+    ShardSinkSettings ks = {.sync = 1, .remote = remote};
+    if (!rc)
+        rc = shard_sink_put(path, text, len, &ks, msg);
     free(text);
     free(path);
     free(v);
