@@ -25,7 +25,7 @@ static int die_usage(const char *msg)
 /* Options from O_SHUFFLE on place and order a stream (stream, show and batch), from
  * O_SAMPLES on go with stream only, from O_COUNT on with show only, from O_STEP on with
  * batch only. */
-enum { O_CMDS = 150, O_LOCAL, O_GEOMETRY, O_CACHE = 200, O_CACHE_SIZE, O_RETRIES, O_TIMEOUT, O_STALL, O_BACKOFF, O_CA,
+enum { O_CMDS = 150, O_LOCAL, O_GEOMETRY, O_ASPECT, O_CACHE = 200, O_CACHE_SIZE, O_RETRIES, O_TIMEOUT, O_STALL, O_BACKOFF, O_CA,
        O_SHUFFLE = 256, O_SEED, O_EPOCH, O_RANK, O_WORLD, O_WORKER, O_WORKERS, O_MODE, O_PAD,
        O_EPOCH_SAMPLES, O_STREAMS, O_SKIP, O_STATE, O_MIX, O_MAP, O_INDEX_CACHE,
        O_MAKE_INDEXES, O_PARTITIONS, O_MEMORY,
@@ -43,6 +43,7 @@ static const struct option long_options[] = {
     {"allow-manifest-commands", no_argument, NULL, O_CMDS},
     {"allow-manifest-local", no_argument, NULL, O_LOCAL},
     {"geometry", no_argument, NULL, O_GEOMETRY},
+    {"aspect-buckets", required_argument, NULL, O_ASPECT},
     {"cache-dir", required_argument, NULL, O_CACHE},
     {"cache-size", required_argument, NULL, O_CACHE_SIZE},
     {"retries", required_argument, NULL, O_RETRIES},
@@ -262,7 +263,7 @@ static int show_option(int c, const char *arg, ShardcatCli *cli, ShardLoaderSett
         else if (c == O_COLUMNS)
             cli->columns = (int)v;
         else
-            ls->transform.width = ls->transform.height = (int)v;
+            ls->transform.width = ls->transform.height = cli->image_size = (int)v;
         break;
     case O_CROP:
         if (!strcmp(arg, "random_resized"))
@@ -314,7 +315,7 @@ static int read_options(int argc, char **argv, ShardcatCli *cli, ShardLoaderSett
 {
     ShardReaderSettings *rs = &ls->reader;
     int c, quiet = 0, placing = 0, stream_only = 0, show_only = 0, batch_only = 0, count = 0,
-        status = -1;
+        status = -1, sized_only = 1;
     optind = 2;
     opterr = 0; /* one message for an unknown option, ours */
     while (status < 0 && (c = getopt_long(argc, argv, short_options, long_options, NULL)) != -1) {
@@ -328,6 +329,7 @@ static int read_options(int argc, char **argv, ShardcatCli *cli, ShardLoaderSett
         case O_CMDS: cli->manifest_commands = 1; break;
         case O_LOCAL: cli->manifest_local = 1; break;
         case O_GEOMETRY: cli->geometry = 1; break;
+        case O_ASPECT: cli->aspect_buckets = optarg; break;
         case ':':
         case '?': return cli_option_error("shardcat", c, argv[optind - 1], long_options);
         default:
@@ -336,6 +338,7 @@ static int read_options(int argc, char **argv, ShardcatCli *cli, ShardLoaderSett
                 status = batch_option(c, optarg, cli, ls);
             } else if (c >= O_COUNT) {
                 show_only = 1;
+                sized_only &= c == O_SIZE;
                 count |= c == O_COUNT;
                 status = show_option(c, optarg, cli, ls);
             } else if (c >= O_SHUFFLE) {
@@ -358,7 +361,11 @@ static int read_options(int argc, char **argv, ShardcatCli *cli, ShardLoaderSett
         return die_usage("--stats goes with stream and batch");
     if (batch_only && cmd != SHARDCAT_BATCH)
         return die_usage("that option goes with batch");
-    if ((show_only || cli->output) && cmd != SHARDCAT_SHOW && !(cmd == SHARDCAT_BATCH && cli->show))
+    if (cli->aspect_buckets && cmd != SHARDCAT_INFO)
+        return die_usage("--aspect-buckets goes with info");
+    int info_size = cmd == SHARDCAT_INFO && cli->aspect_buckets && sized_only && !cli->output;
+    if ((show_only || cli->output) && cmd != SHARDCAT_SHOW && !(cmd == SHARDCAT_BATCH && cli->show) &&
+        !info_size)
         return die_usage(cmd == SHARDCAT_BATCH ? "that option goes with show, and with batch --show"
                                                : "that option goes with show");
     if (count && cmd == SHARDCAT_BATCH)

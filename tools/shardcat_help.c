@@ -101,10 +101,15 @@ static const struct {
      "Writes the member's bytes to stdout. SHARD may also be a manifest or a brace\n"
      "pattern: the first shard holding KEY gives it.\n"},
     {"info", SHARDCAT_INFO,
-     "usage: shardcat info [--json] SHARD...\n\n"
+     "usage: shardcat info [--json] SHARD...\n"
+     "       shardcat info --aspect-buckets SPEC [--image-size N] [--json] SHARD...\n\n"
      "Samples, bytes, fields, compression and index of each shard; after several\n"
      "shards or a manifest, the totals (and the manifest's classes).\n"
-     "  --json   one JSON object per shard, then {\"total\": {...}}\n"},
+     "  --json   one JSON object per shard, then {\"total\": {...}}\n"
+     "  --aspect-buckets SPEC   instead, the buckets SPEC gives (HxW,HxW..., sdxl,\n"
+     "           auto or auto:K, scaled to --image-size, default 224) and the samples\n"
+     "           nearest each in aspect ratio, from the image sizes beside the\n"
+     "           indexes alone (a plain tar's made into the index cache)\n"},
     {"verify", SHARDCAT_VERIFY,
      "usage: shardcat verify [--decode] [--json] SHARD...\n\n"
      "Checks structure, index, zstd seek table, manifest size and checksums and the\n"

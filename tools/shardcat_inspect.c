@@ -242,8 +242,67 @@ static int info_end(ShardcatWalk *w, int stopped)
     return 0;
 }
 
+/* info --aspect-buckets: the buckets and the samples nearest each, from the image sizes
+ * beside the indexes (a plain tar's made into the index cache, as a reader makes its index). */
+static int aspect_info(const ShardcatCli *cli, ShardRemote *remote)
+{
+    ShardListSettings s;
+    shard_list_default_settings(&s);
+    s.remote = remote;
+    s.manifest_commands = cli->manifest_commands;
+    s.manifest_local = cli->manifest_local;
+    s.build_indexes = SHARD_INDEXES_WHERE_CHEAP;
+    s.columns = 1;
+    s.progress = cli->bar;
+    ShardList *l = NULL;
+    ShardError err;
+    ShardAspectBucket *b = NULL;
+    size_t n = 0;
+    uint64_t none = 0, total = 0;
+    int side = cli->image_size ? cli->image_size : 224;
+    if (shard_list_expand(&l, (const char *const *)cli->args, (size_t)cli->nargs, &s, &err) ||
+        shard_aspect_buckets(l, cli->aspect_buckets, side, remote, &b, &n, &none, &err)) {
+        fprintf(stderr, "shardcat: %s\n", err.message);
+        shard_list_free(&l);
+        return 1;
+    }
+    for (size_t i = 0; i < n; i++)
+        total += b[i].samples;
+    if (cli->json) {
+        json_t *o = json_object(), *a = json_array();
+        for (size_t i = 0; i < n; i++)
+            json_array_append_new(a, json_pack("{s:i,s:i,s:I}", "height", b[i].height, "width",
+                                               b[i].width, "samples", (json_int_t)b[i].samples));
+        json_object_set_new(o, "buckets", a);
+        json_object_set_new(o, "samples", json_integer((json_int_t)total));
+        json_object_set_new(o, "no_size", json_integer((json_int_t)none));
+        shardcat_json_line(o);
+    } else {
+        int scaled = !strncmp(cli->aspect_buckets, "sdxl", 4) || !strncmp(cli->aspect_buckets,
+                                                                           "auto", 4);
+        printf("%zu bucket%s (%s", n, n == 1 ? "" : "s", cli->aspect_buckets);
+        if (scaled)
+            printf(" at %d", side);
+        printf("), %llu samples, %zu shard%s\n", (unsigned long long)total, shard_list_count(l),
+               shard_list_count(l) == 1 ? "" : "s");
+        printf("  height x width   aspect     samples   share\n");
+        for (size_t i = 0; i < n; i++)
+            printf("  %6d x %-6d  %6.3f  %10llu  %5.1f%%\n", b[i].height, b[i].width,
+                   (double)b[i].width / b[i].height, (unsigned long long)b[i].samples,
+                   total ? 100.0 * (double)b[i].samples / (double)total : 0.0);
+        if (none)
+            printf("  no image size: %llu (no image, or a header that does not parse)\n",
+                   (unsigned long long)none);
+    }
+    free(b);
+    shard_list_free(&l);
+    return 0;
+}
+
 int shardcat_info(const ShardcatCli *cli, ShardRemote *remote)
 {
+    if (cli->aspect_buckets)
+        return aspect_info(cli, remote);
     Info in = {.fields = json_object()};
     ShardcatWalk w = {.visit = info_shard, .end = info_end, .cookie = &in};
     int status = shardcat_each_shard(cli, remote, (size_t)cli->nargs, &w);

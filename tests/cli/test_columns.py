@@ -140,3 +140,82 @@ def pil_sizes_or_none(shard):
         except Exception:
             out.append(None)
     return out
+
+
+def nearest(size, buckets):
+    """The bucket nearest an image in log aspect ratio, the first of equals."""
+    import math
+    r = math.log(size[0] / size[1])
+    d = [abs(r - math.log(w / h)) for h, w in buckets]
+    return d.index(min(d))
+
+
+@pytest.fixture
+def mixed(tmp_path):
+    """Photographs of 4:3, 3:4, 16:9 and 1:1 (5, 3, 2, 4 of them), packed in shards of 5."""
+    src = tmp_path / "mixed"
+    sizes = [(640, 480)] * 5 + [(480, 640)] * 3 + [(800, 450)] * 2 + [(500, 500)] * 4
+    (src / "a").mkdir(parents=True)
+    for i, (w, h) in enumerate(sizes):
+        (src / "a" / f"{i:02d}.jpg").write_bytes(encoded(photo(w, h, i), "JPEG"))
+    return src, sizes
+
+
+def test_info_counts_samples_by_aspect_bucket_from_the_sizes_alone(run_sp, run_sc, mixed,
+                                                                      tmp_path):
+    src, sizes = mixed
+    out = tmp_path / "out"
+    ok(run_sp(src, "-o", out / "s-%03d.tar.zst", "-c", "5", "-q"))
+    spec = [(768, 1024), (1024, 768), (1024, 1024), (576, 1024), (1024, 576)]
+    arg = ",".join(f"{h}x{w}" for h, w in spec)
+    cp = run_sc("info", "--aspect-buckets", arg, "--json", out / "s.json")
+    assert cp.returncode == 0, out_text(cp)
+    got = json.loads(cp.stdout)
+    want = [0] * len(spec)
+    for s in sizes:
+        want[nearest(s, spec)] += 1
+    assert [(b["height"], b["width"]) for b in got["buckets"]] == spec
+    assert [b["samples"] for b in got["buckets"]] == want == [5, 3, 4, 2, 0]
+    assert got["samples"] == len(sizes) and got["no_size"] == 0
+    # auto: sizes of one area fitted to the histogram; each sample in its nearest
+    cp = run_sc("info", "--aspect-buckets", "auto:3", "--image-size", "512", "--json", out / "s.json")
+    got = json.loads(cp.stdout)
+    fitted = [(b["height"], b["width"]) for b in got["buckets"]]
+    assert len(fitted) == 3 and all(abs(h * w / 512 ** 2 - 1) < 0.05 for h, w in fitted), fitted
+    counts = [0] * 3
+    for s in sizes:
+        counts[nearest(s, fitted)] += 1
+    assert [b["samples"] for b in got["buckets"]] == counts
+    # sdxl at 1024: SDXL's sizes, 64-aligned
+    cp = run_sc("info", "--aspect-buckets", "sdxl", "--image-size", "1024", "--json", out / "s.json")
+    sd = [(b["height"], b["width"]) for b in json.loads(cp.stdout)["buckets"]]
+    assert (1024, 1024) in sd and (896, 1152) in sd and all(h % 64 == 0 == w % 64 for h, w in sd)
+    # a compressed shard without its sizes is named, with the command that makes them
+    (out / "s-001.cols").unlink()
+    cp = run_sc("info", "--aspect-buckets", "auto", out / "s.json")
+    err = cp.stderr.decode()
+    assert cp.returncode == 1 and "s-001.tar.zst has no image sizes" in err and \
+        "shardcat index --geometry" in err, err
+    # a bad spec, and the option elsewhere
+    cp = run_sc("info", "--aspect-buckets", "12x", out / "s.json")
+    assert cp.returncode == 1 and "aspect_buckets: '12x'" in cp.stderr.decode()
+    cp = run_sc("ls", "--aspect-buckets", "sdxl", out / "s.json")
+    assert cp.returncode == 2 and "--aspect-buckets goes with info" in cp.stderr.decode()
+
+
+def test_info_makes_a_plain_tars_sizes_into_the_index_cache(run_sc, mixed, tmp_path):
+    import tarfile
+    src, sizes = mixed
+    plain = tmp_path / "plain.tar"  # as GNU tar or WebDataset's writer leave it: no index
+    with tarfile.open(plain, "w") as t:
+        for i in range(len(sizes)):
+            t.add(src / "a" / f"{i:02d}.jpg", f"k{i:02d}.jpg")
+    cache = tmp_path / "xdg"
+    env = {"XDG_CACHE_HOME": str(cache)}
+    cp = run_sc("info", "--aspect-buckets", "480x640,640x480,500x500,450x800", "--json", plain,
+                env=env)
+    assert cp.returncode == 0, out_text(cp)
+    assert [b["samples"] for b in json.loads(cp.stdout)["buckets"]] == [5, 3, 4, 2]
+    kept = sorted(p.suffix for p in (cache / "libshard" / "index").iterdir()
+                  if not p.name.startswith("."))
+    assert kept == [".cols", ".idx"] and not (tmp_path / "plain.cols").exists()

@@ -7,6 +7,8 @@
 #define SHARD_IMAGE_H
 
 #include "common.h"
+#include "list.h"
+#include "remote.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -53,6 +55,33 @@ SHARD_API int shard_image_geometry(const void *data, size_t size, int *width, in
  *         image does not decode cleanly or passes a limit
  */
 SHARD_API int shard_image_verify(const void *data, size_t size, char *msg, size_t msgsize);
+
+/** An aspect bucket and the samples nearest it (shard_aspect_buckets). */
+typedef struct ShardAspectBucket {
+    int height, width;
+    uint64_t samples; /**< samples whose image is nearest it in log aspect ratio */
+} ShardAspectBucket;
+
+/**
+ * The aspect buckets a spec gives for a list's samples, and how many samples go to each,
+ * from the image sizes beside the shards' indexes alone (ShardListEntry.columns: the list
+ * expanded with ShardListSettings.columns), no sample byte read; memory of one shard's
+ * sizes at a time.
+ * @param spec "HxW[,HxW...]" (heights and widths, 8 to 16384), "sdxl" (the 1024 x 1024
+ *        family of 64-aligned sizes, scaled by side / 1024), "auto" or "auto:K" (K sizes of
+ *        side x side pixels' area fitted to the list's aspect histogram; 8 by default)
+ * @param side the image size the named sets and auto are scaled to
+ * @param remote what remote columns are read through (borrowed; NULL: the defaults)
+ * @param out receives *n buckets, malloc'd, owned by the caller (free)
+ * @param none optional; receives the samples with no image size (no image, or one whose
+ *        header does not parse)
+ * @return 0; SHARD_ERR_INVALID for a bad spec (named); SHARD_ERR_NOT_FOUND for a shard
+ *         without image sizes (named, with `shardcat index --geometry`); SHARD_ERR_FORMAT
+ *         for sizes that are not the shard's count; the source's errors
+ */
+SHARD_API int shard_aspect_buckets(const ShardList *l, const char *spec, int side,
+                                   ShardRemote *remote, ShardAspectBucket **out, size_t *n,
+                                   uint64_t *none, ShardError *err);
 
 #ifdef __cplusplus
 }

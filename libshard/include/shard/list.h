@@ -72,9 +72,9 @@ typedef struct ShardListSettings {
     /** Show the progress of making indexes on standard error when it is a terminal */
     int progress;
     /** Find each shard's image sizes, for planning batches by shape (ShardListEntry.columns):
-     *  the .cols beside it, else, with build_indexes, those kept in index_cache, made there
-     *  from the shard's index and each image's header (a compressed shard read whole), while
-     *  the shard is unchanged (default 0) */
+     *  the .cols beside it, else, for the shards build_indexes makes indexes for, those kept
+     *  in index_cache, made there from the shard's index and each image's header (a
+     *  compressed shard read whole), while the shard is unchanged (default 0) */
     unsigned char columns;
     /** Zero: room for settings added later without changing the struct's size. */
     unsigned char reserved[19];

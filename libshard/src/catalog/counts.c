@@ -89,6 +89,11 @@ static int cheap(const char *url)
            !strncasecmp(url + n - 4, ".tar", 4);
 }
 
+int shard_list_makes_for(const ShardListSettings *s, const char *url)
+{
+    return s->build_indexes && (s->build_indexes != SHARD_INDEXES_WHERE_CHEAP || cheap(url));
+}
+
 /* Whether entry e is made an index for, where it has none. */
 static int to_make(const ShardListSettings *s, const ShardListEntry *e)
 {

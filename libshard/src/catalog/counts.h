@@ -12,4 +12,8 @@
  * msg (SHARD_ERROR_MAX bytes) naming the shard. */
 SHARD_HIDDEN int shard_list_fill_counts(ShardList *l, const ShardListSettings *s, char *msg);
 
+/* Whether s has the list make what the shard at url lacks (an index, its image sizes):
+ * build_indexes set, and for SHARD_INDEXES_WHERE_CHEAP an uncompressed tar. */
+SHARD_HIDDEN int shard_list_makes_for(const ShardListSettings *s, const char *url);
+
 #endif /* SHARD_CATALOG_COUNTS_H */

@@ -9,6 +9,7 @@
 
 #include "base/error.h"
 #include "base/thread.h"
+#include "catalog/counts.h"
 #include "catalog/indexcache.h"
 #include "catalog/listcolumns.h"
 #include "catalog/listdef.h"
@@ -51,7 +52,8 @@ static void find_one(Finder *f, ShardListEntry *e)
 {
     char err[SHARD_ERROR_MAX], *path = beside(e->url, f->s->remote);
     int rc = 0, built;
-    if (!path && f->dir && e->nsamples != SHARD_COUNT_UNKNOWN)
+    if (!path && f->dir && e->nsamples != SHARD_COUNT_UNKNOWN &&
+        shard_list_makes_for(f->s, e->url))
         rc = shard_columns_cached(f->dir, e->url, e->index, e->nsamples, f->s->remote, &path,
                                   &built, err);
     pthread_mutex_lock(&f->mu);
