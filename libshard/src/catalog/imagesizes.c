@@ -122,11 +122,7 @@ static int whole_sizes(const char *url, ShardRemote *remote, const ShardIndex *x
                             (unsigned long long)sv->offset);
             break;
         }
-        const ShardFieldView *image = NULL;
-        int rank = -1;
-        for (size_t k = 0; k < sv->nfields; k++)
-            if (shard_columns_better_image(sv->fields[k].name, &rank))
-                image = &sv->fields[k];
+        const ShardFieldView *image = shard_columns_image_of(sv);
         uint32_t *out = v + 2 * i++;
         out[0] = out[1] = SHARD_COLUMN_NONE;
         if (!image)

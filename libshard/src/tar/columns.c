@@ -32,6 +32,16 @@ int shard_columns_better_image(const char *field, int *rank)
     return 0;
 }
 
+const ShardFieldView *shard_columns_image_of(const ShardSampleView *v)
+{
+    const ShardFieldView *image = NULL;
+    int rank = -1;
+    for (size_t k = 0; k < v->nfields; k++)
+        if (shard_columns_better_image(v->fields[k].name, &rank))
+            image = &v->fields[k];
+    return image;
+}
+
 int shard_columns_geometry(const void *data, size_t size, uint32_t out[2], char *why,
                            size_t why_size)
 {

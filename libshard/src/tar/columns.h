@@ -10,6 +10,7 @@
 
 #include "base/attr.h"
 #include "shard/remote.h"
+#include "shard/sample.h"
 
 /* A value the file says is none ("-"). */
 #define SHARD_COLUMN_NONE UINT32_MAX
@@ -49,6 +50,10 @@ SHARD_HIDDEN extern const char *const shard_geometry_names[SHARD_GEOMETRY_NCOLS]
  * among "jpg", "jpeg", "png", "webp", the first of which a sample has being the image the
  * loader decodes by default; -1 before any), which it then becomes. */
 SHARD_HIDDEN int shard_columns_better_image(const char *field, int *rank);
+
+/* The field of a sample read whole that is its image (the best by
+ * shard_columns_better_image), or NULL. */
+SHARD_HIDDEN const ShardFieldView *shard_columns_image_of(const ShardSampleView *v);
 
 /* A whole image's stored size into out[2] (width, height), or {NONE, NONE} when its header
  * does not parse (said in why, why_size bytes, when given). 0, or the error of

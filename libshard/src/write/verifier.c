@@ -376,11 +376,7 @@ static void check_columns_line(Ctx *c, Check *k, const ShardSampleView *v)
                    (unsigned long long)v->offset);
         return;
     }
-    const ShardFieldView *image = NULL;
-    int rank = -1;
-    for (size_t j = 0; j < v->nfields; j++)
-        if (shard_columns_better_image(v->fields[j].name, &rank))
-            image = &v->fields[j];
+    const ShardFieldView *image = shard_columns_image_of(v);
     uint32_t want[2] = {SHARD_COLUMN_NONE, SHARD_COLUMN_NONE};
     if (image)
         shard_columns_geometry(image->data, (size_t)image->size, want, NULL, 0);
