@@ -25,7 +25,7 @@ grep -q "wrote 1 shard(s), 3 samples" "$stage/log"
 tar tf "$stage/out/mini-000000.tar" | grep -qx "sample002.txt"
 # The static archive, with its dependencies linked as the system provides them.
 cc -std=c11 pack_minimal.c $(pkg-config --cflags libshard) -o app_static "$libdir/libshard.a" \
-  $(pkg-config --libs libarchive libzstd libjpeg libpng jansson libcrypto libcurl) -pthread -lm
+  $(pkg-config --libs libarchive libzstd libjpeg libpng libwebp jansson libcrypto libcurl) -pthread -lm
 rm -rf "$stage/out"/*
 ./app_static "$stage/out" >/dev/null
 test -f "$stage/out/mini.json"

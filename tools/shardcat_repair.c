@@ -343,12 +343,14 @@ static void repair_shard(Repair *rp, const char *path)
             shard_geometry_build(path, NULL, NULL, NULL, 1, NULL, &err)) {
             fprintf(stderr, "shardcat: %s\n", err.message);
             rp->unrepaired++;
-            return;
+            if (!whole) /* a whole shard stays listed */
+                return;
+        } else {
+            printf("%s: %s made again (%llu samples)\n", shown(path, buf, sizeof buf),
+                   whole ? "image sizes (.cols)" : "index and image sizes (.cols)",
+                   (unsigned long long)n);
+            rp->repaired++;
         }
-        printf("%s: %s made again (%llu samples)\n", shown(path, buf, sizeof buf),
-               whole ? "image sizes (.cols)" : "index and image sizes (.cols)",
-               (unsigned long long)n);
-        rp->repaired++;
     } else {
         uint64_t kept;
         int more;

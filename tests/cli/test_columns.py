@@ -219,3 +219,21 @@ def test_info_makes_a_plain_tars_sizes_into_the_index_cache(run_sc, mixed, tmp_p
     kept = sorted(p.suffix for p in (cache / "libshard" / "index").iterdir()
                   if not p.name.startswith("."))
     assert kept == [".cols", ".idx"] and not (tmp_path / "plain.cols").exists()
+
+
+def test_a_manifests_plain_tars_get_index_and_sizes_in_the_cache(run_sp, run_sc, mixed, tmp_path):
+    """A manifest lists plain tars (its counts known) with neither .idx nor .cols beside them:
+    the index is made into the cache first, then the sizes beside it."""
+    src, sizes = mixed
+    out = tmp_path / "out"
+    ok(run_sp(src, "-o", out / "s-%03d.tar", "-c", "5", "-q"))
+    for p in list(out.glob("*.idx")) + list(out.glob("*.cols")):
+        p.unlink()
+    cache = tmp_path / "xdg"
+    cp = run_sc("info", "--aspect-buckets", "480x640,640x480,500x500,450x800", "--json",
+                out / "s.json", env={"XDG_CACHE_HOME": str(cache)})
+    assert cp.returncode == 0, out_text(cp)
+    assert [b["samples"] for b in json.loads(cp.stdout)["buckets"]] == [5, 3, 4, 2]
+    kept = sorted(p.suffix for p in (cache / "libshard" / "index").iterdir()
+                  if not p.name.startswith("."))
+    assert kept == [".cols"] * 3 + [".idx"] * 3, kept

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "base/buf.h"
 #include "base/error.h"
@@ -50,9 +51,10 @@ static const ShardIndexEntry *image_of(const ShardIndex *x, uint64_t i)
 
 static int compressed(const char *url)
 {
-    size_t n = strlen(url);
-    return (n > 4 && !strcmp(url + n - 4, ".zst")) || (n > 3 && !strcmp(url + n - 3, ".gz")) ||
-           (n > 4 && !strcmp(url + n - 4, ".tgz"));
+    size_t n = strcspn(url, "?#"); /* a signed URL's query is no part of its name */
+    return (n > 4 && !strncasecmp(url + n - 4, ".zst", 4)) ||
+           (n > 3 && !strncasecmp(url + n - 3, ".gz", 3)) ||
+           (n > 4 && !strncasecmp(url + n - 4, ".tgz", 4));
 }
 
 /* Sample i's image size into out[2] ({NONE, NONE} without an image), reading its header
@@ -114,12 +116,14 @@ static int whole_sizes(const char *url, ShardRemote *remote, const ShardIndex *x
         return shard_fail(msg, rc, "%s", e.message);
     const ShardSampleView *sv;
     uint64_t i = 0;
+    int said = 0; /* msg holds this loop's own failure */
     while (!(rc = shard_file_next(f, &sv))) {
         if (i == x->nsamples) {
             rc = shard_fail(msg, SHARD_ERR_FORMAT, "%s: more samples than its index's %llu "
                             "(sample '%s' at offset %llu): make the index again (shardcat "
                             "index)", url, (unsigned long long)x->nsamples, sv->key,
                             (unsigned long long)sv->offset);
+            said = 1;
             break;
         }
         const ShardFieldView *image = shard_columns_image_of(sv);
@@ -135,6 +139,7 @@ static int whole_sizes(const char *url, ShardRemote *remote, const ShardIndex *x
             rc = shard_fail(msg, SHARD_ERR_DECODE, "%s: sample %llu, member '%s' at offset "
                             "%llu: %s", url, (unsigned long long)(i - 1), image->member,
                             (unsigned long long)image->offset, why);
+            said = 1;
             break;
         }
         s->skipped++;
@@ -145,7 +150,7 @@ static int whole_sizes(const char *url, ShardRemote *remote, const ShardIndex *x
                                            "lists %llu: make the index again (shardcat index)",
                                            url, (unsigned long long)i,
                                            (unsigned long long)x->nsamples);
-    else if (rc && rc != SHARD_ERR_FORMAT && rc != SHARD_ERR_DECODE)
+    else if (rc && !said)
         shard_fail(msg, rc, "%s", shard_file_error(f));
     shard_file_free(&f);
     return rc;

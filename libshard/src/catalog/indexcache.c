@@ -272,15 +272,25 @@ int shard_columns_cached(const char *dir, const char *url, const char *index, ui
 {
     *path = NULL;
     *built = 0;
-    ShardSource *src;
-    int rc = open_versioned(&src, url, remote, err);
-    if (rc)
-        return rc;
     char *key = NULL, urlhex[33];
-    rc = cache_key(dir, url, src, "cols", urlhex, &key);
-    shard_source_put(src);
-    if (rc)
-        return shard_fail(err, rc, "out of memory");
+    int rc = 0;
+    size_t dn = strlen(dir), in = index ? strlen(index) : 0;
+    if (in > dn + 38 && !strncmp(index, dir, dn) && index[dn] == '/' &&
+        !strcmp(index + in - 4, ".idx")) {
+        /* beside an index the cache keeps: named as it is, for the version it was made of */
+        if (asprintf(&key, "%.*s.cols", (int)(in - 4), index) < 0)
+            key = NULL;
+        snprintf(urlhex, sizeof urlhex, "%.32s", index + dn + 1);
+    } else {
+        ShardSource *src;
+        if ((rc = open_versioned(&src, url, remote, err)))
+            return rc;
+        if (cache_key(dir, url, src, "cols", urlhex, &key))
+            key = NULL;
+        shard_source_put(src);
+    }
+    if (!key)
+        return shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
     if (cached_columns(key, count)) {
         *path = key;
         return 0;

@@ -30,39 +30,54 @@ typedef struct Finder {
     char err[SHARD_ERROR_MAX];
 } Finder;
 
-/* The columns beside url's index, when they are there (malloc'd), else NULL. */
-static char *beside(const char *url, ShardRemote *remote)
+/* path (malloc'd, taken) when a file or object is there, else NULL (path freed). */
+static char *there(char *path, ShardRemote *remote)
 {
-    if (!(shard_store_can(url) & SHARD_STORE_BESIDE))
-        return NULL;
-    char *p = shard_columns_path(url), err[SHARD_ERROR_MAX];
+    char err[SHARD_ERROR_MAX];
     ShardSource *s = NULL;
-    if (p && shard_source_open(&s, p, remote, 0, err) == 0) {
+    if (path && shard_source_open(&s, path, remote, 0, err) == 0) {
         /* a remote object is opened without a request: asked for now */
-        int there = shard_source_size(s) >= 0 || !s->ops->stat || s->ops->stat(s) == 0;
+        int found = shard_source_size(s) >= 0 || !s->ops->stat || s->ops->stat(s) == 0;
         shard_source_put(s);
-        if (there)
-            return p;
+        if (found)
+            return path;
     }
-    free(p);
+    free(path);
     return NULL;
 }
 
+/* Entry e's columns: beside it, else kept in the cache (its index made there first when it
+ * has none: a manifest's plain tar). A failure to make them where the list makes only what
+ * is cheap leaves none, as a failed index does; the reading that needs them names the shard. */
 static void find_one(Finder *f, ShardListEntry *e)
 {
-    char err[SHARD_ERROR_MAX], *path = beside(e->url, f->s->remote);
+    int local = shard_store_can(e->url) & SHARD_STORE_BESIDE;
+    char err[SHARD_ERROR_MAX], *path = local ? there(shard_columns_path(e->url), f->s->remote) : NULL;
+    char *made = NULL, *idx = NULL;
+    uint64_t n = e->nsamples;
     int rc = 0, built;
-    if (!path && f->dir && e->nsamples != SHARD_COUNT_UNKNOWN &&
-        shard_list_makes_for(f->s, e->url))
-        rc = shard_columns_cached(f->dir, e->url, e->index, e->nsamples, f->s->remote, &path,
-                                  &built, err);
+    if (!path && f->dir && shard_list_makes_for(f->s, e->url)) {
+        if (!e->index && !(idx = there(shard_index_path(e->url), f->s->remote)))
+            rc = shard_index_cached(f->dir, e->url, f->s->remote, &made, &n, &built, err);
+        free(idx);
+        if (!rc)
+            rc = shard_columns_cached(f->dir, e->url, made ? made : e->index, n, f->s->remote,
+                                      &path, &built, err);
+    }
     pthread_mutex_lock(&f->mu);
-    if (rc && !f->rc) {
+    if (rc && !f->rc && f->s->build_indexes != SHARD_INDEXES_WHERE_CHEAP) {
         f->rc = rc;
         snprintf(f->err, sizeof f->err, "%s", err);
     }
     e->columns = path;
+    if (made && !e->index) {
+        e->index = made;
+        made = NULL;
+        if (e->nsamples == SHARD_COUNT_UNKNOWN)
+            e->nsamples = n;
+    }
     pthread_mutex_unlock(&f->mu);
+    free(made);
 }
 
 static void *find_main(void *arg)

@@ -151,6 +151,8 @@ int shard_columns_parse(ShardColumns *c, char *text, size_t len, const char *nam
     c->n = n;
     if (n && !(c->v = malloc((size_t)n * c->ncols * sizeof *c->v))) {
         shard_columns_clear(c);
+        snprintf(err, SHARD_ERROR_MAX, "%.300s: out of memory for %llu samples", name,
+                 (unsigned long long)n);
         return SHARD_ERR_NOMEM;
     }
     const char *p = nl + 1, *end = text + len;

@@ -384,8 +384,15 @@ static void check_columns_line(Ctx *c, Check *k, const ShardSampleView *v)
     uint32_t h = k->kh >= 0 ? shard_columns_value(&k->cols, i, k->kh) : want[1];
     if (w == want[0] && h == want[1])
         return;
-    char said[48], is[80];
-    snprintf(said, sizeof said, w == SHARD_COLUMN_NONE ? "none" : "%u x %u", w, h);
+    char said[48], is[80], ws[12] = "-", hs[12] = "-";
+    if (w != SHARD_COLUMN_NONE)
+        snprintf(ws, sizeof ws, "%u", w);
+    if (h != SHARD_COLUMN_NONE)
+        snprintf(hs, sizeof hs, "%u", h);
+    if (w == SHARD_COLUMN_NONE && h == SHARD_COLUMN_NONE)
+        snprintf(said, sizeof said, "none");
+    else
+        snprintf(said, sizeof said, "%s x %s", ws, hs);
     if (!image)
         snprintf(is, sizeof is, "the sample has no image");
     else if (want[0] == SHARD_COLUMN_NONE)
