@@ -98,7 +98,7 @@ def test_bit_rot_is_damage_never_blessed(shardpack, run_sc, src, tmp_path):
     (ctl / "train-000001.idx").unlink()
     sums = [e["sha256"] for e in json.loads((ctl / "train.json").read_text())["shardlist"]]
     cp = run_sc("repair", ctl / "train.json")
-    assert cp.returncode == 0 and "index made again" in cp.stdout.decode(), out_text(cp)
+    assert cp.returncode == 0 and "index and image sizes (.cols) made again" in cp.stdout.decode(), out_text(cp)
     assert [e["sha256"] for e in json.loads((ctl / "train.json").read_text())["shardlist"]] == sums
 
 
