@@ -174,19 +174,11 @@ int shard_list_fill_counts(ShardList *l, const ShardListSettings *s, char *msg)
         c.tomake = todo;
     }
     pthread_mutex_init(&c.mu, NULL);
-    pthread_t t[COUNT_THREADS];
-    size_t nt = 0;
     size_t want = c.dir ? todo : costly > 1 ? costly : 0;
     size_t most = s->threads ? s->threads : COUNT_THREADS;
     if (most > COUNT_THREADS)
         most = COUNT_THREADS;
-    if (want > most)
-        want = most;
-    while (nt + 1 < want && shard_thread_start(&t[nt], count_main, &c) == 0)
-        nt++;
-    count_main(&c); /* this thread too (alone when no thread could start) */
-    while (nt)
-        pthread_join(t[--nt], NULL);
+    shard_threads_run(count_main, &c, want > most ? most : want);
     progress(&c, 1);
     pthread_mutex_destroy(&c.mu);
     free(c.dir);

@@ -94,17 +94,10 @@ int shard_list_fill_columns(ShardList *l, const ShardListSettings *s, char *msg)
     if (s->build_indexes && !(f.dir = shard_index_cache_dir(s->index_cache, s->remote)))
         return shard_fail(msg, SHARD_ERR_NOMEM, "out of memory");
     pthread_mutex_init(&f.mu, NULL);
-    pthread_t t[COLUMN_THREADS];
-    size_t nt = 0, want = s->threads ? s->threads : COLUMN_THREADS;
+    size_t want = s->threads ? s->threads : COLUMN_THREADS;
     if (want > COLUMN_THREADS)
         want = COLUMN_THREADS;
-    if (want > l->n)
-        want = l->n;
-    while (nt + 1 < want && shard_thread_start(&t[nt], find_main, &f) == 0)
-        nt++;
-    find_main(&f); /* this thread too */
-    while (nt)
-        pthread_join(t[--nt], NULL);
+    shard_threads_run(find_main, &f, want > l->n ? l->n : want);
     pthread_mutex_destroy(&f.mu);
     free(f.dir);
     return f.rc ? shard_fail(msg, f.rc, "%s", f.err) : 0;

@@ -7,7 +7,6 @@
  * with its retries.
  */
 #include <errno.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -262,16 +261,7 @@ static int stat_remote(Scan *c, char *msg)
         if (c->v[i].remote)
             j.items[n++] = i;
     size_t nt = shard_pack_plan_inflight(c->plan);
-    nt = nt < n ? nt : n;
-    pthread_t *t = calloc(nt, sizeof *t);
-    size_t started = 0;
-    while (t && started < nt && !shard_thread_start(&t[started], size_thread, &j))
-        started++;
-    if (!started)
-        size_thread(&j); /* no thread to be had: one at a time, here */
-    for (size_t i = 0; i < started; i++)
-        pthread_join(t[i], NULL);
-    free(t);
+    shard_threads_run(size_thread, &j, nt < n ? nt : n);
     free(j.items);
     for (size_t i = 0; i < c->n; i++) {
         Item *x = &c->v[i];
