@@ -22,9 +22,9 @@ import libshard.webdataset as wds  # noqa: E402
 from libshard import _libshard  # noqa: E402
 from libshard.webdataset import crossing  # noqa: E402
 
-from .conftest import SLOW, within  # noqa: E402
+from .conftest import within  # noqa: E402
 
-HANG = 60 * SLOW
+HANG = 60  # within() stretches it under a sanitizer
 SHARDS, PER_SHARD = 3, 30
 
 
@@ -128,6 +128,8 @@ def plain(got):
 @pytest.mark.parametrize("kind", ["pipeline", "fluid"])
 def test_samples_cross_through_shared_memory_as_plain_bytes(shards, kind, context, monkeypatch):
     monkeypatch.delenv(crossing.SIZE_VARIABLE, raising=False)
+    if context == "fork" and os.environ.get("LIBSHARD_TEST_FORKSERVER"):
+        context = "forkserver"  # under ASan a forked test process can hang (conftest.py)
     if context == "spawn" and kind == "fluid":
         pytest.skip("one spawned case is enough (each starts torch twice)")
     ours = make(kind, shards)
