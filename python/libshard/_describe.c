@@ -171,7 +171,7 @@ static PyObject *table_rows(const ShardPyTable *t)
 static const ShardPyTable *const tables[] = {
     &shard_py_reader_table, &shard_py_remote_table, &shard_py_bucket_table, &shard_py_loader_table,
     &shard_py_transform_table, &shard_py_output_table, &shard_py_upload_table,
-    &shard_py_writer_table, &shard_py_pack_table,
+    &shard_py_writer_table, &shard_py_pack_table, &shard_py_reader_batch_table,
 };
 
 static PyObject *py_settings(PyObject *m, PyObject *unused)

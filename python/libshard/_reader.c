@@ -57,7 +57,8 @@ static int Reader_init(ShardPyStream *self, PyObject *args, PyObject *kw)
     PyObject *urls, *keep = NULL;
     ShardPySpecs sp;
     shard_py_stream_clear(self); /* a second __init__: the last reader goes first */
-    int rc = shard_py_stream_settings(&reader_signature, args, kw, &s, NULL, 0, &urls, &sp,
+    ShardPyTarget batches = {&shard_py_reader_batch_table, &s};
+    int rc = shard_py_stream_settings(&reader_signature, args, kw, &s, &batches, 1, &urls, &sp,
                                       &self->rm, &keep);
     if (!rc) {
         ReaderOpen o = {&s, NULL, {0}};
@@ -98,6 +99,14 @@ static PyObject *Reader_next(ShardPyStream *self)
     if (rc)
         return shard_py_raise(rc, shard_reader_error(self->h));
     PyObject *d = shard_py_sample_dict(shard_item_sample(it));
+    int h, w, end;
+    if (d && shard_reader_bucket(self->h, it, &h, &w, &end) >= 0) {
+        PyObject *b = Py_BuildValue("(ii)", h, w);
+        if (!b || PyDict_SetItemString(d, "__bucket__", b) ||
+            PyDict_SetItemString(d, "__batch_end__", end ? Py_True : Py_False))
+            Py_CLEAR(d);
+        Py_XDECREF(b);
+    }
     shard_item_free(&it);
     return d;
 }

@@ -86,7 +86,7 @@ typedef struct ShardPyTable {
 /* The tables (_tables.c). */
 extern const ShardPyTable shard_py_reader_table, shard_py_remote_table, shard_py_bucket_table, shard_py_loader_table,
     shard_py_transform_table, shard_py_output_table, shard_py_upload_table,
-    shard_py_writer_table, shard_py_pack_table;
+    shard_py_writer_table, shard_py_pack_table, shard_py_reader_batch_table;
 
 /* A table and the struct its keywords go into (filled with the defaults by the caller). */
 typedef struct ShardPyTarget {

@@ -105,6 +105,14 @@ static const ShardPySetting reader_rows[] = {
             "workers take whole where they fit and a resume splits where it must "
             "(formats/order.md); 0: chosen from the data and the starting topology (a state "
             "keeps its own and resumes on any topology)"},
+    {.name = "aspect_buckets", .kind = SHARD_PY_TEXT, .field = SHARD_PY_F_STR,
+     .offset = R(aspect_buckets), .flags = SHARD_PY_NONE,
+     .doc = "batches of one aspect bucket each, planned on the epoch's order: 'HxW,HxW,...', "
+            "'sdxl' or 'auto[:K]' (scaled to aspect_side); each sample goes to the bucket "
+            "nearest its image's aspect (the shards' image sizes); None: none"},
+    {.name = "aspect_side", .kind = SHARD_PY_INT, .field = SHARD_PY_F_INT,
+     .offset = R(aspect_side), .flags = SHARD_PY_MIN, .min = 8,
+     .doc = "the output side 'sdxl' and 'auto' buckets are scaled to (their area: its square)"},
     {.name = "index_cache", .kind = SHARD_PY_PATH, .field = SHARD_PY_F_STR,
      .offset = R(index_cache), .flags = SHARD_PY_NONE,
      .doc = "the folder of the indexes libshard makes; None: cache_dir/index, else "
@@ -116,6 +124,20 @@ static void reader_defaults(void *s) { shard_reader_default_settings(s); }
 const ShardPyTable shard_py_reader_table = {"reader", "ShardReaderSettings",
                                             sizeof(ShardReaderSettings), reader_defaults,
                                             ROWS(reader_rows)};
+
+/* The reader's batches, which a Loader sets from its own (Reader alone) */
+static const ShardPySetting reader_batch_rows[] = {
+    {.name = "batch_size", .kind = SHARD_PY_INT, .field = SHARD_PY_F_U64, .offset = R(batch_size),
+     .flags = SHARD_PY_MIN, .min = 1,
+     .doc = "the batches the samples are taken in: equal mode's repeats and states count in "
+            "them, aspect_buckets batches this many"},
+    {.name = "drop_last", .kind = SHARD_PY_BOOL, .field = SHARD_PY_F_INT, .offset = R(drop_last),
+     .doc = "a short last batch is dropped (aspect_buckets: the partial ones)"},
+};
+
+const ShardPyTable shard_py_reader_batch_table = {"reader_batches", "ShardReaderSettings",
+                                                  sizeof(ShardReaderSettings), reader_defaults,
+                                                  ROWS(reader_batch_rows)};
 
 /* ---- ShardRemoteSettings (remote.h): Reader, Loader, ShardFiles, list_shards ----------- */
 

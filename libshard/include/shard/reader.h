@@ -139,6 +139,19 @@ typedef struct ShardReaderSettings {
      *  its own, and resumes on any topology (default 0) */
     uint32_t partitions;
     int drop_last; /**< see batch_size (default 0) */
+    /** Aspect-ratio buckets (NULL: none; borrowed for shard_reader_open, copied): "HxW[,HxW
+     *  ...]", "sdxl" or "auto[:K]" (shard_aspect_buckets), the named sets scaled to
+     *  aspect_side. The samples come in batches of batch_size, each one bucket's: a
+     *  sample goes to the bucket nearest its image's aspect (the shards' image sizes,
+     *  ShardListEntry.columns), and a batch is delivered when its bucket's batch_size-th
+     *  sample comes on the epoch's line, so which batch a sample is in is part of the
+     *  epoch's order and states resume it on any topology. Samples whose batch is not
+     *  complete at the line's end make at most one partial batch per bucket, delivered by
+     *  the consumer whose region ends the line (dropped with drop_last). Memory: at most
+     *  buckets x (batch_size - 1) samples wait for their batch. Needs every shard's count
+     *  and image sizes; exact mode (default NULL) */
+    const char *aspect_buckets;
+    int aspect_side; /**< the output side named sets and "auto" are scaled to (default 256) */
     /** Name the samples without reading them (default 0): the epoch's order from the
      *  manifests and indexes alone, for shard_reader_name_next and shard_reader_seek (which
      *  step in the question "which samples were in step N"). No fetch thread runs and no
@@ -202,6 +215,17 @@ SHARD_API int shard_reader_open(ShardReader **out, const ShardReaderSettings *s,
  */
 SHARD_API int shard_reader_next(ShardReader *r, const char **key, const char **url,
                                 const ShardFieldView **fields, size_t *nfields);
+
+/**
+ * A sample's aspect bucket (aspect_buckets).
+ * @param it a sample shard_reader_take gave (borrowed); NULL: the one shard_reader_next gave
+ *        last
+ * @param height, width receive the bucket's size (optional)
+ * @param batch_end receives 1 when the sample is its batch's last (optional)
+ * @return the bucket's number, or -1 when the reader is not bucketed or gave none
+ */
+SHARD_API int shard_reader_bucket(const ShardReader *r, const ShardItem *it, int *height,
+                                  int *width, int *batch_end);
 
 /**
  * The next sample as an owned item (sample.h), for a consumer that keeps samples past the

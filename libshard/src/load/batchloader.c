@@ -129,6 +129,10 @@ int shard_loader_open(ShardLoader **out, const ShardLoaderSettings *s, ShardErro
         .missing_label = s->missing_label,
         .alloc = s->allocator ? s->allocator : shard_default_allocator(),
     };
+    if (s->reader.aspect_buckets)
+        return fail_open(l, err, shard_fail(l->err, SHARD_ERR_UNSUPPORTED,
+                                            "loader: aspect_buckets is the reader's alone so far "
+                                            "(the loader decodes to one image size)"));
     ShardError e;
     ShardReaderSettings rs = s->reader;
     rs.batch_size = bs; /* equal mode's repeats and states count in batches */

@@ -71,6 +71,7 @@ void shard_reader_reset(ShardReader *r, uint64_t e)
     r->cur = -1;
     r->cur_open = 0;
     r->resume_skip = 0;
+    r->readings++;
 }
 
 /* The epoch's sequence of samples, all consumers together; 0 without every count. */
@@ -204,6 +205,12 @@ static void open_piece(ShardReader *r, int64_t i)
         r->piece_left = o->piece[i].to - o->piece[i].from;
     seed_buffer(r, i);
     atomic_store(&r->order->entered[i], r->position);
+    r->line_next = UINT64_MAX; /* the repeats are on no line */
+    if (i < (int64_t)o->npieces && o->len) {
+        r->line_next = o->piece[i].from;
+        for (uint32_t p = 0; p < o->piece[i].p; p++)
+            r->line_next += o->len[p];
+    }
 }
 
 /* Plans piece i's partition (n: the repeats) and deals its segments to the streams, each
@@ -479,33 +486,10 @@ int shard_reader_take_next(ShardReader *r, ShardItem **out)
         if (r->piece_left != UINT64_MAX && !--r->piece_left)
             r->cur_open = 0; /* the piece ends here, inside its partition or at its end */
         it->position = r->position++;
+        r->line_next += r->line_next != UINT64_MAX;
         atomic_fetch_add_explicit(&r->samples, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&r->bytes, shard_item_bytes(it), memory_order_relaxed);
         *out = it;
         return 0;
     }
-}
-
-int shard_reader_take(ShardReader *r, ShardItem **out)
-{
-    *out = NULL;
-    if (r->s.order_only)
-        return shard_fail(r->err, SHARD_ERR_INVALID, "reader: an order_only reader names its "
-                          "samples (shard_reader_name_next) and reads none");
-    return shard_reader_take_next(r, out);
-}
-
-int shard_reader_next(ShardReader *r, const char **key, const char **url,
-                      const ShardFieldView **fields, size_t *nfields)
-{
-    ShardItem *it;
-    int rc = shard_reader_take(r, &it);
-    if (rc)
-        return rc;
-    r->last = it;
-    *key = it->v.key;
-    *url = shard_list_entry(r->list, it->shard)->url;
-    *fields = it->v.fields;
-    *nfields = it->v.nfields;
-    return 0;
 }

@@ -77,6 +77,9 @@ struct ShardReader {
     int64_t cur;       /* the order's piece being read (0 .. n - 1), n for the repeats,
                           n + 1 past them; -1 before the first */
     int cur_open;      /* cur has samples to give: not yet drained */
+    uint64_t line_next; /* the line's point (partitions end to end) of cur's next sample */
+    struct ShardBucketLine *bucketed; /* aspect buckets (bucketline.c), NULL: none */
+    uint64_t readings; /* readings begun (shard_reader_reset): a bucketed one starts anew */
     uint64_t piece_left; /* samples cur has still to give; UINT64_MAX: to its partition's end */
     uint64_t drop_left; /* a partition entered N samples in without counts: N to drop */
     uint64_t resume_skip; /* resampled, resumed on its own topology: samples to pass over */
@@ -88,7 +91,7 @@ struct ShardReader {
     int counts_known; /* every segment's count is known */
     int seed_drawn;   /* no seed was given: a restored state's replaces the drawn one */
     size_t counted;   /* shards whose sample count is known */
-    char list_fp[17], weights_fp[17]; /* state.c's fingerprints, for states */
+    char list_fp[17], weights_fp[17], buckets_fp[17]; /* state.c's fingerprints, for states */
     int64_t epoch_length;
 
     ShardMix mix; /* several sources, or epoch_samples outside resampled mode */

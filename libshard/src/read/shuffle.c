@@ -174,8 +174,8 @@ static int by_index(const void *a, const void *b)
  * index; a remote shard's in runs, each from the file opened anew and sought to the run's
  * first, so that it streams the run in one request, short gaps read through. Without an
  * index: one pass from the start. */
-static int load_shard(ShardShuffle *sh, const Wanted *want, size_t n, uint32_t shard,
-                      const char *url, const ShardFileSettings *fs, char *err)
+static int load_shard(ShardItem **buf, uint64_t *sizes, const Wanted *want, size_t n,
+                      uint32_t shard, const char *url, const ShardFileSettings *fs, char *err)
 {
     ShardFile *f;
     ShardError e;
@@ -186,7 +186,7 @@ static int load_shard(ShardShuffle *sh, const Wanted *want, size_t n, uint32_t s
     int seekable = 1, rc = 0, costly = (shard_store_can(url) & SHARD_STORE_COSTLY) != 0;
     uint64_t gap = costly ? LOAD_READ_THROUGH : 0;
     for (size_t k = 0; k < n && !rc; k++) {
-        ShardItem *x = sh->buf[want[k].slot];
+        ShardItem *x = buf[want[k].slot];
         uint64_t i = want[k].index;
         if (!(v && i + 1 == next)) { /* not the sample just read (a repeat): get to it */
             if (i < next || (i - next > gap && seekable)) {
@@ -226,34 +226,48 @@ static int load_shard(ShardShuffle *sh, const Wanted *want, size_t n, uint32_t s
         full->repeat = x->repeat;
         full->round = x->round;
         shard_item_release(x);
-        sh->buf[want[k].slot] = full;
-        sh->held += sh->sizes[want[k].slot] = shard_item_bytes(full); /* identities weigh 0 */
+        buf[want[k].slot] = full;
+        if (sizes)
+            sizes[want[k].slot] = shard_item_bytes(full); /* identities weighed 0 */
     }
     shard_file_free(&f);
     return 0;
 }
 
-int shard_shuffle_load(ShardShuffle *sh, const ShardList *list, ShardRemote *remote, char *err)
+int shard_items_load(ShardItem **buf, uint64_t *sizes, size_t n, const ShardList *list,
+                     ShardRemote *remote, char *err)
 {
     ShardFileSettings fs;
     shard_file_default_settings(&fs);
     fs.remote = remote;
-    Wanted *want = malloc((sh->n ? sh->n : 1) * sizeof *want);
+    Wanted *want = malloc((n ? n : 1) * sizeof *want);
     if (!want)
         return shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
     int rc = 0;
-    for (size_t i = 0; i < sh->n && !rc; i++) {
-        if (sh->buf[i]->block)
+    for (size_t i = 0; i < n && !rc; i++) {
+        if (buf[i]->block)
             continue;
-        uint32_t shard = sh->buf[i]->shard;
-        size_t n = 0;
-        for (size_t j = i; j < sh->n; j++) /* this shard's identities, in index order */
-            if (!sh->buf[j]->block && sh->buf[j]->shard == shard)
-                want[n++] = (Wanted){sh->buf[j]->v.index, j};
-        qsort(want, n, sizeof *want, by_index);
-        rc = load_shard(sh, want, n, shard, shard_list_entry(list, shard)->url, &fs, err);
+        uint32_t shard = buf[i]->shard;
+        size_t k = 0;
+        for (size_t j = i; j < n; j++) /* this shard's identities, in index order */
+            if (!buf[j]->block && buf[j]->shard == shard)
+                want[k++] = (Wanted){buf[j]->v.index, j};
+        qsort(want, k, sizeof *want, by_index);
+        rc = load_shard(buf, sizes, want, k, shard, shard_list_entry(list, shard)->url, &fs, err);
     }
     free(want);
+    return rc;
+}
+
+int shard_shuffle_load(ShardShuffle *sh, const ShardList *list, ShardRemote *remote, char *err)
+{
+    uint64_t before = 0, after = 0;
+    for (size_t i = 0; i < sh->n; i++)
+        before += sh->sizes[i];
+    int rc = shard_items_load(sh->buf, sh->sizes, sh->n, list, remote, err);
+    for (size_t i = 0; i < sh->n; i++)
+        after += sh->sizes[i];
+    sh->held += after - before;
     return rc;
 }
 

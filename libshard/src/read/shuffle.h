@@ -51,6 +51,10 @@ SHARD_HIDDEN void shard_shuffle_moved_on(ShardShuffle *sh, ShardHold **last, Sha
 /* Replaces the identities in the buffer (shard_item_identity) by the samples: each shard's
  * in index order in one pass, reading through short gaps and seeking by index over longer
  * ones (without an index, reading up to them). err names what failed. */
+/* The identities among buf[0..n) replaced by their samples, as shard_shuffle_load reads them;
+ * sizes (NULL: none) receives each loaded sample's bytes at its place. */
+SHARD_HIDDEN int shard_items_load(ShardItem **buf, uint64_t *sizes, size_t n,
+                                  const ShardList *list, ShardRemote *remote, char *err);
 SHARD_HIDDEN int shard_shuffle_load(ShardShuffle *sh, const ShardList *list, ShardRemote *remote,
                                     char *err);
 /* Releases the buffered samples and the FIFO's holds. */

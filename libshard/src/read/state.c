@@ -62,6 +62,7 @@ static const struct {
     {"draws", "draws", 0, NULL},
     {"since", "since", 0, NULL},
     {"step", "step", 0, "0"}, /* recorded: the rank's steps of the epoch (batch_keys) */
+    {"buckets", "aspect_buckets and batch_size (fingerprint)", 1, "-"},
 };
 #define NKEYS (sizeof KEYS / sizeof KEYS[0])
 
@@ -121,7 +122,24 @@ int shard_reader_fingerprint(ShardReader *r)
         }
         fingerprint(&d, r->weights_fp);
     }
+    strcpy(r->buckets_fp, "-");
     return 0;
+}
+
+int shard_reader_fingerprint_buckets(ShardReader *r, const int *sizes, size_t n, uint64_t batch)
+{
+    ShardDigests d;
+    if (shard_digests_init(&d, 0, 1))
+        return SHARD_ERR_NOMEM;
+    for (size_t i = 0; i < n; i++) {
+        char b[40];
+        snprintf(b, sizeof b, "%dx%d\n", sizes[2 * i], sizes[2 * i + 1]);
+        shard_digests_update(&d, b, strlen(b));
+    }
+    char b[40];
+    snprintf(b, sizeof b, "batch %llu\n", (unsigned long long)batch);
+    shard_digests_update(&d, b, strlen(b));
+    return fingerprint(&d, r->buckets_fp);
 }
 
 
@@ -132,11 +150,11 @@ static int settings_pairs(const ShardReader *r, char *buf, size_t size)
     int n = snprintf(buf, size,
                      "mode=%s,pad=%d,epoch_samples=%llu,shuffle_shards=%d,shuffle_buffer=%zu,"
                      "shuffle_initial=%zu,streams=%zu,sources=%zu,weights=%s,shards=%zu,"
-                     "counted=%zu,list=%s",
+                     "counted=%zu,list=%s,buckets=%s",
                      MODE_NAMES[s->mode], s->pad, (unsigned long long)s->epoch_samples,
                      s->shuffle_shards, s->shuffle_buffer, s->shuffle_initial, s->streams,
                      r->mixing ? r->mix.n : (size_t)1, r->weights_fp, r->nurls, r->counted,
-                     r->list_fp);
+                     r->list_fp, r->buckets_fp);
     return n < 0 || (size_t)n >= size ? SHARD_ERR_INVALID : n;
 }
 

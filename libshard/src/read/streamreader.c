@@ -14,6 +14,7 @@
 #include "base/clock.h"
 #include "base/error.h"
 #include "base/rng.h"
+#include "read/bucketline.h"
 #include "read/epoch.h"
 #include "read/fetch.h"
 #include "read/mix.h"
@@ -52,6 +53,8 @@ void shard_reader_default_settings(ShardReaderSettings *s)
     s->skip_errors = 0;
     s->batch_size = 1;
     s->drop_last = 0;
+    s->aspect_buckets = NULL;
+    s->aspect_side = 256;
     s->partitions = 0;
 }
 
@@ -104,7 +107,9 @@ static int open_list(ShardReader *r, const ShardReaderSettings *s)
     ls.remote = r->s.remote;
     ls.manifest_commands = s->manifest_commands;
     ls.manifest_local = s->manifest_local;
+    ls.columns = s->aspect_buckets != NULL;
     int needs_counts = s->order_only || s->nsources > 1 || s->mode == SHARD_MODE_EQUAL ||
+                       s->aspect_buckets ||
                        (s->epoch_samples && s->mode != SHARD_MODE_RESAMPLED);
     if (s->make_indexes == SHARD_READER_INDEXES_ALWAYS ||
         (s->make_indexes == SHARD_READER_INDEXES_AUTO && needs_counts))
@@ -230,6 +235,10 @@ int shard_reader_open(ShardReader **out, const ShardReaderSettings *s, ShardErro
     r->list_seconds = shard_seconds() - r->list_started;
     if (!rc && shard_reader_fingerprint(r))
         rc = shard_fail(r->err, SHARD_ERR_NOMEM, "out of memory");
+    if (!rc && s->aspect_buckets)
+        rc = shard_bucketline_new(&r->bucketed, r, s,
+                                  &(ShardReplayOps){shard_reader_open, shard_reader_free});
+    r->s.aspect_buckets = NULL; /* borrowed: the bucketed reading keeps what it needs */
     if (rc)
         return fail_open(r, err, rc);
     r->per = r->s.streams;
@@ -264,7 +273,8 @@ int shard_reader_set_epoch(ShardReader *r, uint64_t e)
 
 int shard_reader_state(const ShardReader *r, char *buf, size_t size)
 {
-    return shard_reader_state_at(r, r->order, r->position, 1, buf, size);
+    uint64_t at = r->bucketed ? shard_bucketline_position(r) : r->position;
+    return shard_reader_state_at(r, r->order, at, 1, buf, size);
 }
 
 /* The restored order's step and readings: the state's, and this reading where it is on
@@ -388,6 +398,24 @@ const char *shard_reader_kept_error(const ShardReader *r, size_t i)
 
 const char *shard_reader_error(const ShardReader *r) { return r->err; }
 
+int shard_reader_bucket(const ShardReader *r, const ShardItem *it, int *height, int *width,
+                        int *batch_end)
+{
+    if (!it)
+        it = r->last;
+    if (!r->bucketed || !it || !it->bucket)
+        return -1;
+    int h, w;
+    shard_bucketline_size(r->bucketed, it->bucket - 1, &h, &w);
+    if (height)
+        *height = h;
+    if (width)
+        *width = w;
+    if (batch_end)
+        *batch_end = it->batch_end;
+    return (int)it->bucket - 1;
+}
+
 const ShardList *shard_reader_list(const ShardReader *r) { return r->list; }
 
 ShardRemote *shard_reader_remote(const ShardReader *r) { return r->s.remote; }
@@ -397,6 +425,7 @@ void shard_reader_free(ShardReader **pr)
     if (!pr || !*pr)
         return;
     ShardReader *r = *pr;
+    shard_bucketline_free(&r->bucketed); /* its replay reads through r's remote */
     shard_fetch_free(&r->fetch); /* stops the threads first */
     shard_reader_clear(r);
     shard_shuffle_free(&r->shuffle);
@@ -411,4 +440,33 @@ void shard_reader_free(ShardReader **pr)
     shard_remote_free(&r->own_remote);
     free(r);
     *pr = NULL;
+}
+
+int shard_reader_take(ShardReader *r, ShardItem **out)
+{
+    *out = NULL;
+    if (r->s.order_only)
+        return shard_fail(r->err, SHARD_ERR_INVALID, "reader: an order_only reader names its "
+                          "samples (shard_reader_name_next) and reads none");
+    if (r->bucketed) {
+        shard_item_release(r->last);
+        r->last = NULL;
+        return shard_bucketline_take(r, out);
+    }
+    return shard_reader_take_next(r, out);
+}
+
+int shard_reader_next(ShardReader *r, const char **key, const char **url,
+                      const ShardFieldView **fields, size_t *nfields)
+{
+    ShardItem *it;
+    int rc = shard_reader_take(r, &it);
+    if (rc)
+        return rc;
+    r->last = it;
+    *key = it->v.key;
+    *url = shard_list_entry(r->list, it->shard)->url;
+    *fields = it->v.fields;
+    *nfields = it->v.nfields;
+    return 0;
 }

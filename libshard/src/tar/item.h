@@ -21,6 +21,8 @@ struct ShardItem {
     int repeat;          /* padding: a repeat of a sample from the start of the epoch */
     uint32_t round;      /* which reading of the sample in the epoch (ShardSegment.round) */
     uint64_t position;   /* samples the reader yielded before this one in the epoch */
+    uint32_t bucket;     /* aspect bucket + 1 (read/bucketline.c), 0: none */
+    int batch_end;       /* bucketed: the last of its batch */
     uint32_t stream;     /* the fetch stream that read it, and its segment's number there */
     uint64_t segno;
     void *block;         /* field views, names, members, key, url and copied data */
