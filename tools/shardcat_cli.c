@@ -361,8 +361,8 @@ static int read_options(int argc, char **argv, ShardcatCli *cli, ShardLoaderSett
         return die_usage("--stats goes with stream and batch");
     if (batch_only && cmd != SHARDCAT_BATCH)
         return die_usage("that option goes with batch");
-    if (cli->aspect_buckets && cmd != SHARDCAT_INFO)
-        return die_usage("--aspect-buckets goes with info");
+    if (cli->aspect_buckets && cmd != SHARDCAT_INFO && cmd != SHARDCAT_SHOW)
+        return die_usage("--aspect-buckets goes with info and show");
     int info_size = cmd == SHARDCAT_INFO && cli->aspect_buckets && sized_only && !cli->output;
     if ((show_only || cli->output) && cmd != SHARDCAT_SHOW && !(cmd == SHARDCAT_BATCH && cli->show) &&
         !info_size)

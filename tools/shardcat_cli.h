@@ -27,7 +27,8 @@ typedef struct ShardcatCli {
     int manifest_commands; /* --allow-manifest-commands */
     int manifest_local;    /* --allow-manifest-local */
     int geometry;          /* --geometry: index writes the columns beside the index too */
-    const char *aspect_buckets; /* info --aspect-buckets SPEC: samples counted by bucket */
+    const char *aspect_buckets; /* info --aspect-buckets SPEC: samples counted by bucket;
+                                   show: a batch drawn per bucket */
     int image_size;             /* --image-size N, 0 when not given */
     /* stream's own */
     uint64_t samples; /* --samples N: stop after N, print the state to resume from */

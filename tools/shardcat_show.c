@@ -123,42 +123,125 @@ static int write_png(const Canvas *c, const char *url, char *msg, size_t size)
     return rc ? -1 : 0;
 }
 
-/* The batch as a grid of tiles of w x h (NHWC uint8), columns a row, captions under. */
-static int draw(const ShardBatch *b, int w, int h, int columns, const char *path, char *msg,
-                size_t msgsize)
+/* A canvas of w x h filled with the background; 0, or -1 with why in msg. */
+static int canvas(Canvas *c, int w, int h, char *msg, size_t msgsize)
 {
-    int scale = w >= 384 ? 2 : 1;
-    int line = FONT5X8_HEIGHT * scale + LINE_GAP;
-    int rows = (int)((b->size + (size_t)columns - 1) / (size_t)columns);
-    int cell_h = h + LINE_GAP + CAPTION_LINES * line;
-    Canvas c = {NULL, GAP + columns * (w + GAP), GAP + rows * (cell_h + GAP)};
-    c.px = malloc((size_t)c.width * c.height * 3);
-    if (!c.px) {
-        snprintf(msg, msgsize, "out of memory for a %d x %d picture", c.width, c.height);
+    c->width = w, c->height = h;
+    c->px = malloc((size_t)w * h * 3);
+    if (!c->px) {
+        snprintf(msg, msgsize, "out of memory for a %d x %d picture", w, h);
         return -1;
     }
-    for (size_t i = 0; i < (size_t)c.width * c.height; i++)
-        memcpy(c.px + i * 3, BACKGROUND, 3);
+    for (size_t i = 0; i < (size_t)w * h; i++)
+        memcpy(c->px + i * 3, BACKGROUND, 3);
+    return 0;
+}
+
+/* The columns of a square grid that holds n tiles (columns given: that many, at most n). */
+static int columns_for(int columns, size_t n)
+{
+    while (!columns || (size_t)columns * (size_t)columns < n)
+        columns++;
+    return (size_t)columns > n ? (int)n : columns;
+}
+
+/* The batch as a grid of tiles of its images' size (NHWC uint8), columns a row, captions
+ * under, below `title` lines of a title when one is given. */
+static int grid(const ShardBatch *b, int columns, const char *title, Canvas *c, char *msg,
+                size_t msgsize)
+{
+    int w = b->width, h = b->height;
+    int scale = w >= 384 ? 2 : 1;
+    int line = FONT5X8_HEIGHT * scale + LINE_GAP;
+    int top = title ? line + LINE_GAP : 0;
+    int rows = (int)((b->size + (size_t)columns - 1) / (size_t)columns);
+    int cell_h = h + LINE_GAP + CAPTION_LINES * line;
+    if (canvas(c, GAP + columns * (w + GAP), GAP + top + rows * (cell_h + GAP), msg, msgsize))
+        return -1;
+    if (title)
+        text(c, GAP, GAP, scale, title, c->width - 2 * GAP, INK);
     size_t chars = (size_t)(w / ((FONT5X8_WIDTH + 1) * scale));
     for (size_t i = 0; i < b->size; i++) {
         int x = GAP + (int)(i % (size_t)columns) * (w + GAP);
-        int y = GAP + (int)(i / (size_t)columns) * (cell_h + GAP);
+        int y = GAP + top + (int)(i / (size_t)columns) * (cell_h + GAP);
         const unsigned char *img = (const unsigned char *)b->images + i * b->image_bytes;
         for (int r = 0; r < h; r++)
-            memcpy(c.px + ((size_t)(y + r) * c.width + x) * 3, img + (size_t)r * w * 3,
+            memcpy(c->px + ((size_t)(y + r) * c->width + x) * 3, img + (size_t)r * w * 3,
                    (size_t)w * 3);
         char buf[512], label[64];
-        text(&c, x, y + h + LINE_GAP, scale, fit(b->keys[i], chars, buf, sizeof buf), w, INK);
+        text(c, x, y + h + LINE_GAP, scale, fit(b->keys[i], chars, buf, sizeof buf), w, INK);
         if (b->labels[i] >= 0)
             snprintf(label, sizeof label, "label %lld%s", (long long)b->labels[i],
                      b->repeats && b->repeats[i] ? " (repeat)" : "");
         else
             snprintf(label, sizeof label, "no label%s",
                      b->repeats && b->repeats[i] ? " (repeat)" : "");
-        text(&c, x, y + h + LINE_GAP + line, scale, label, w, DIM);
+        text(c, x, y + h + LINE_GAP + line, scale, label, w, DIM);
     }
-    int rc = write_png(&c, path, msg, msgsize);
-    free(c.px);
+    return 0;
+}
+
+/* The canvases one under the other, left-aligned, into out (theirs freed). */
+static int stack(Canvas *parts, size_t n, Canvas *out, char *msg, size_t msgsize)
+{
+    int w = 0, h = 0;
+    for (size_t i = 0; i < n; i++) {
+        w = parts[i].width > w ? parts[i].width : w;
+        h += parts[i].height;
+    }
+    int rc = canvas(out, w, h, msg, msgsize);
+    for (size_t i = 0, y = 0; i < n; y += (size_t)parts[i].height, i++) {
+        for (int r = 0; !rc && r < parts[i].height; r++)
+            memcpy(out->px + ((y + (size_t)r) * (size_t)w) * 3,
+                   parts[i].px + (size_t)r * parts[i].width * 3, (size_t)parts[i].width * 3);
+        free(parts[i].px);
+    }
+    return rc;
+}
+
+/* The first batch of every bucket (aspect_buckets) until each has one or the epoch ends,
+ * each a grid under its bucket's size, one under the other, into c. 0; SHARD_EOS when no
+ * batch came; else -1 with why in msg. */
+static int draw_buckets(ShardLoader *l, int columns, Canvas *c, size_t *samples, char *msg,
+                        size_t msgsize)
+{
+    size_t n = shard_loader_buckets(l, NULL, NULL, NULL, 0), drawn = 0;
+    Canvas *parts = calloc(n ? n : 1, sizeof *parts);
+    unsigned char *seen = calloc(n ? n : 1, 1);
+    int rc = parts && seen ? 0 : -1;
+    if (rc)
+        snprintf(msg, msgsize, "out of memory");
+    while (!rc && drawn < n) {
+        const ShardBatch *b;
+        int got = shard_loader_next(l, &b);
+        if (got == SHARD_EOS)
+            break;
+        if (got) {
+            snprintf(msg, msgsize, "%s", shard_loader_error(l));
+            rc = -1;
+            break;
+        }
+        size_t k = (size_t)b->bucket;
+        if (b->bucket >= 0 && k < n && !seen[k]) {
+            char title[64];
+            snprintf(title, sizeof title, "bucket %d x %d (height x width)", b->height,
+                     b->width);
+            rc = grid(b, columns_for(columns, b->size), title, &parts[drawn], msg, msgsize);
+            seen[k] = 1;
+            drawn += !rc;
+            *samples += b->size;
+        }
+        shard_batch_release(l, b);
+    }
+    if (!rc && !drawn)
+        rc = SHARD_EOS;
+    if (!rc)
+        rc = stack(parts, drawn, c, msg, msgsize);
+    else
+        for (size_t i = 0; parts && i < drawn; i++)
+            free(parts[i].px);
+    free(parts);
+    free(seen);
     return rc;
 }
 
@@ -202,6 +285,7 @@ int shardcat_show_from(const ShardcatCli *cli, ShardLoaderSettings *ls, ShardRem
     ls->missing_label = SHARD_LABEL_MINUS_ONE; /* shown as "no label" */
     ls->raw_fields = NULL;
     ls->batches = 2;
+    rs->aspect_buckets = cli->aspect_buckets;
     ShardLoader *l;
     ShardError err;
     if (shard_loader_open(&l, ls, &err)) {
@@ -213,34 +297,34 @@ int shardcat_show_from(const ShardcatCli *cli, ShardLoaderSettings *ls, ShardRem
                 (unsigned long long)shard_loader_seed(l));
     int status = 0;
     const ShardBatch *b = NULL;
+    char msg[SHARD_ERROR_MAX + 64];
+    Canvas c = {0};
+    size_t samples = 0;
+    uint64_t epoch = ls->reader.epoch;
     int rc = state ? shard_loader_restore(l, state) : 0;
-    if (!rc)
-        rc = shard_loader_next(l, &b);
+    if (!rc && rs->aspect_buckets) {
+        rc = draw_buckets(l, cli->columns, &c, &samples, msg, sizeof msg);
+    } else if (!rc && !(rc = shard_loader_next(l, &b))) {
+        samples = b->size, epoch = b->epoch;
+        rc = grid(b, columns_for(cli->columns, b->size), NULL, &c, msg, sizeof msg);
+        shard_batch_release(l, b);
+    } else if (rc && rc != SHARD_EOS) {
+        snprintf(msg, sizeof msg, "%s", shard_loader_error(l));
+        rc = -1;
+    }
     if (rc == SHARD_EOS) {
         fprintf(stderr, "shardcat: no samples: the epoch is empty for this consumer\n");
         status = 1;
-    } else if (rc) {
+    } else if (rc || write_png(&c, cli->output, msg, sizeof msg)) {
         char face[SHARD_ERROR_MAX + 256];
-        fprintf(stderr, "shardcat: %s\n", cli_face(shard_loader_error(l), face, sizeof face));
+        fprintf(stderr, "shardcat: %s\n", cli_face(msg, face, sizeof face));
         status = 1;
     } else {
-        int columns = cli->columns;
-        while (!columns || (size_t)columns * (size_t)columns < b->size)
-            columns++; /* the smallest square that holds the batch */
-        if ((size_t)columns > b->size)
-            columns = (int)b->size;
-        char msg[SHARD_ERROR_MAX + 64];
-        if (draw(b, ls->transform.width, ls->transform.height, columns, cli->output, msg,
-                 sizeof msg)) {
-            fprintf(stderr, "shardcat: %s\n", msg);
-            status = 1;
-        } else {
-            fprintf(stderr, "shardcat: %zu samples of epoch %llu, seed %llu, drawn into %s\n",
-                    b->size, (unsigned long long)b->epoch,
-                    (unsigned long long)shard_loader_seed(l), cli->output);
-        }
-        shard_batch_release(l, b);
+        fprintf(stderr, "shardcat: %zu samples of epoch %llu, seed %llu, drawn into %s\n",
+                samples, (unsigned long long)epoch, (unsigned long long)shard_loader_seed(l),
+                cli->output);
     }
+    free(c.px);
     shard_loader_free(&l);
     return status;
 }

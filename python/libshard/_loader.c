@@ -8,6 +8,8 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <stdio.h>
+
 #include <unistd.h>
 
 #include "_gpu.h"
@@ -225,7 +227,30 @@ static PyObject *Loader_stats(LoaderObject *self, PyObject *unused)
         return NULL;
     ShardLoaderStats st;
     shard_loader_stats(self->base.h, &st);
-    return shard_py_stats_dict(&st);
+    PyObject *d = shard_py_stats_dict(&st);
+    size_t n = d ? shard_loader_buckets(self->base.h, NULL, NULL, NULL, 0) : 0;
+    if (!n)
+        return d;
+    int *h = PyMem_Calloc(n, sizeof *h), *w = PyMem_Calloc(n, sizeof *w);
+    uint64_t *c = PyMem_Calloc(n, sizeof *c);
+    PyObject *b = h && w && c ? PyDict_New() : PyErr_NoMemory();
+    if (b)
+        shard_loader_buckets(self->base.h, h, w, c, n);
+    for (size_t i = 0; b && i < n; i++) { /* {"HxW": samples}, in the buckets' order */
+        PyObject *v = PyLong_FromUnsignedLongLong(c[i]);
+        char name[32];
+        snprintf(name, sizeof name, "%dx%d", h[i], w[i]);
+        if (!v || PyDict_SetItemString(b, name, v))
+            Py_CLEAR(b);
+        Py_XDECREF(v);
+    }
+    PyMem_Free(h);
+    PyMem_Free(w);
+    PyMem_Free(c);
+    if (!b || PyDict_SetItemString(d, "buckets", b))
+        Py_CLEAR(d);
+    Py_XDECREF(b);
+    return d;
 }
 
 static PyObject *Loader_write_trace(LoaderObject *self, PyObject *arg)
@@ -311,10 +336,11 @@ static int Batch_getbuffer(BatchObject *self, Py_buffer *view, int flags)
     const ShardBatch *b = self->b;
     int f32 = l->dtype == SHARD_DTYPE_FLOAT32;
     self->shape[0] = (Py_ssize_t)b->size;
+    int h = b->height ? b->height : l->height, w = b->width ? b->width : l->width;
     if (l->layout == SHARD_LAYOUT_NCHW) {
-        self->shape[1] = 3, self->shape[2] = l->height, self->shape[3] = l->width;
+        self->shape[1] = 3, self->shape[2] = h, self->shape[3] = w;
     } else {
-        self->shape[1] = l->height, self->shape[2] = l->width, self->shape[3] = 3;
+        self->shape[1] = h, self->shape[2] = w, self->shape[3] = 3;
     }
     view->obj = (PyObject *)self;
     Py_INCREF(self);
@@ -338,7 +364,7 @@ static PyObject *bytes_of(const void *p, size_t n)
     return PyBytes_FromStringAndSize((const char *)p, (Py_ssize_t)n);
 }
 
-enum { LABELS, KEYS, URLS, SOURCES, INDICES, SEEDS, REPEATS, FIELDS, SIZE, INDEX };
+enum { LABELS, KEYS, URLS, SOURCES, INDICES, SEEDS, REPEATS, FIELDS, SIZE, BUCKET, INDEX };
 
 /* The batch's per-sample arrays and counts, by the getter's closure (one of the above). */
 static PyObject *Batch_get(BatchObject *self, void *c)
@@ -363,6 +389,10 @@ static PyObject *Batch_get(BatchObject *self, void *c)
         return shard_py_batch_fields(b);
     case SIZE:
         return PyLong_FromSize_t(b->size);
+    case BUCKET:
+        if (b->bucket < 0)
+            Py_RETURN_NONE;
+        return Py_BuildValue("(ii)", b->height, b->width);
     default:
         return PyLong_FromUnsignedLongLong(b->index);
     }
@@ -386,6 +416,9 @@ static PyGetSetDef Batch_getset[] = {
     {"fields", (getter)Batch_get, NULL,
      "raw fields: {name: [bytes, or None where a sample lacks it]}", (void *)(intptr_t)FIELDS},
     {"size", (getter)Batch_get, NULL, "samples in the batch", (void *)(intptr_t)SIZE},
+    {"bucket", (getter)Batch_get, NULL,
+     "with aspect_buckets the batch's bucket as (height, width), else None",
+     (void *)(intptr_t)BUCKET},
     {"index", (getter)Batch_get, NULL, "batch number in the epoch", (void *)(intptr_t)INDEX},
     {NULL, NULL, NULL, NULL, NULL},
 };

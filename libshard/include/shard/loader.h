@@ -115,6 +115,10 @@ typedef struct ShardBatch {
     /** size, with a GPU decoder hooked (else NULL): for each sample the GPU did not take, why
      *  (the decoder's code, counted in ShardUploadStats), 0 for the ones it took */
     const unsigned char *gpu_why;
+    /** The images' size: the transform's, or with aspect_buckets the batch's bucket's */
+    int height, width;
+    /** With aspect_buckets the batch's bucket (its number in shard_reader_buckets), else -1 */
+    int bucket;
 } ShardBatch;
 
 typedef struct ShardLoader ShardLoader;
@@ -262,6 +266,16 @@ typedef struct ShardLoaderStats {
  * @return 0; SHARD_ERR_STATE when the loader records no trace; SHARD_ERR_IO
  */
 SHARD_API int shard_loader_trace_write(const ShardLoader *l, const char *path, ShardError *err);
+
+/**
+ * The aspect buckets (aspect_buckets) and the samples delivered in each since the loader
+ * opened; any thread.
+ * @param heights, widths, samples receive up to n entries, in shard_reader_buckets' order
+ *        (each optional)
+ * @return the number of buckets; 0 when the loader is not bucketed
+ */
+SHARD_API size_t shard_loader_buckets(const ShardLoader *l, int *heights, int *widths,
+                                      uint64_t *samples, size_t n);
 
 /** Fills out with every stage's counters and names the bottleneck; any thread. */
 SHARD_API void shard_loader_stats(const ShardLoader *l, ShardLoaderStats *out);

@@ -228,6 +228,13 @@ SHARD_API int shard_reader_bucket(const ShardReader *r, const ShardItem *it, int
                                   int *width, int *batch_end);
 
 /**
+ * The reader's aspect buckets (aspect_buckets, "auto" fitted at open).
+ * @param heights, widths receive up to n sizes (optional)
+ * @return how many buckets there are; 0 when the reader is not bucketed
+ */
+SHARD_API size_t shard_reader_buckets(const ShardReader *r, int *heights, int *widths, size_t n);
+
+/**
  * The next sample as an owned item (sample.h), for a consumer that keeps samples past the
  * next call or hands them to another thread (a decode pool).
  * @param out receives the item, owned by the caller (shard_item_free); NULL at the end

@@ -413,6 +413,9 @@ void shard_slot_publish(ShardSlot *sl, size_t image_bytes)
     b->size = sl->n;
     b->images = sl->images;
     b->image_bytes = image_bytes;
+    b->height = sl->height;
+    b->width = sl->width;
+    b->bucket = sl->bucket;
     b->labels = sl->labels;
     b->indices = sl->indices;
     b->seeds = sl->seeds;

@@ -49,6 +49,9 @@ typedef struct ShardSlot {
     int code;              /* with end: the error that ended it, 0 for none */
     int discarded;         /* dealt while the producer was stopping: dropped */
     size_t n;              /* samples */
+    int height, width;     /* its images' size (an aspect bucket's, or the transform's) */
+    int bucket;            /* its aspect bucket, -1: none */
+    size_t sample_bytes;   /* bytes of each of its images */
     atomic_size_t pending; /* samples not decoded yet */
     void *images;
     int64_t *labels;

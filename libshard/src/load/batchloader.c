@@ -4,6 +4,7 @@
  * from any thread); epochs and states. The producer thread is producer.c's; the statistics,
  * loaderstats.c's. The DESIGN comment is in loaderdef.h.
  */
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -96,6 +97,41 @@ static int open_trace(ShardLoader *l)
     return 0;
 }
 
+/* With aspect_buckets, each image covers its bucket, aspect kept, and is cropped to it: the
+ * center crop centered (SHARD_CROP_COVER), the training crop at random (COVER_RANDOM); NONE
+ * resizes the whole image to the bucket. 0, or an error with the crop refused. */
+static int bucket_crop(ShardLoader *l, ShardTransform *t)
+{
+    if (t->crop == SHARD_CROP_RANDOM_RESIZED)
+        t->crop = SHARD_CROP_COVER_RANDOM;
+    else if (t->crop == SHARD_CROP_CENTER)
+        t->crop = SHARD_CROP_COVER;
+    else if (t->crop != SHARD_CROP_COVER && t->crop != SHARD_CROP_COVER_RANDOM &&
+             t->crop != SHARD_CROP_NONE)
+        return shard_fail(l->err, SHARD_ERR_UNSUPPORTED, "loader: aspect_buckets cannot take "
+                          "crop %d (cover, cover_random, center, random_resized or none)",
+                          (int)t->crop);
+    return 0;
+}
+
+/* The bytes of the largest bucket's image. */
+static size_t largest_bucket(const ShardReader *r, const ShardTransform *t)
+{
+    size_t n = shard_reader_buckets(r, NULL, NULL, 0), most = 0;
+    int *h = malloc((n ? n : 1) * sizeof *h), *w = malloc((n ? n : 1) * sizeof *w);
+    if (h && w)
+        shard_reader_buckets(r, h, w, n);
+    for (size_t i = 0; h && w && i < n; i++) {
+        ShardTransform b = *t;
+        b.width = w[i], b.height = h[i];
+        size_t bytes = shard_transform_output_size(&b);
+        most = bytes > most ? bytes : most;
+    }
+    free(h);
+    free(w);
+    return most ? most : shard_transform_output_size(t);
+}
+
 int shard_loader_open(ShardLoader **out, const ShardLoaderSettings *s, ShardError *err)
 {
     *out = NULL;
@@ -129,16 +165,23 @@ int shard_loader_open(ShardLoader **out, const ShardLoaderSettings *s, ShardErro
         .missing_label = s->missing_label,
         .alloc = s->allocator ? s->allocator : shard_default_allocator(),
     };
-    if (s->reader.aspect_buckets)
-        return fail_open(l, err, shard_fail(l->err, SHARD_ERR_UNSUPPORTED,
-                                            "loader: aspect_buckets is the reader's alone so far "
-                                            "(the loader decodes to one image size)"));
+    ShardTransform pt = *t; /* the decoders' */
+    if (s->reader.aspect_buckets && bucket_crop(l, &pt))
+        return fail_open(l, err, SHARD_ERR_UNSUPPORTED);
     ShardError e;
     ShardReaderSettings rs = s->reader;
     rs.batch_size = bs; /* equal mode's repeats and states count in batches */
     rs.drop_last = s->drop_last;
+    if (rs.aspect_buckets) /* the named sets and "auto" keep the transform's area */
+        rs.aspect_side = (int)(sqrt((double)t->width * t->height) + 0.5);
     if (shard_reader_open(&l->reader, &rs, &e))
         return fail_open(l, err, shard_fail(l->err, e.code, "%s", e.message));
+    if (rs.aspect_buckets) {
+        l->spec.image_bytes = largest_bucket(l->reader, &pt);
+        l->nbuckets = shard_reader_buckets(l->reader, NULL, NULL, 0);
+        if (!(l->bucket_samples = calloc(l->nbuckets, sizeof *l->bucket_samples)))
+            return fail_open(l, err, shard_fail(l->err, SHARD_ERR_NOMEM, "out of memory"));
+    }
     l->delivered_order = shard_reader_order(l->reader);
     if (shard_tables(l))
         return fail_open(l, err, shard_fail(l->err, SHARD_ERR_NOMEM, "out of memory"));
@@ -158,7 +201,7 @@ int shard_loader_open(ShardLoader **out, const ShardLoaderSettings *s, ShardErro
         shard_queue_put(&l->free_q, &sl, 0);
     }
     int threads = s->threads > 0 ? s->threads : shard_cpus_available();
-    if (shard_pool_open(&l->pool, threads < 1 ? 1 : threads, bs * 2, s->decode_memory, t,
+    if (shard_pool_open(&l->pool, threads < 1 ? 1 : threads, bs * 2, s->decode_memory, &pt,
                         shard_loader_decoded, l))
         return fail_open(l, err, shard_fail(l->err, SHARD_ERR_NOMEM, "loader: no decode thread"));
     if (s->trace_path && open_trace(l)) /* before any thread records */
@@ -247,7 +290,7 @@ static int loader_next(ShardLoader *l, const ShardBatch **out)
         }
         shard_slot_forget_errors(sl);
         size_t failed = 0;
-        if (bad && shard_slot_fill(sl, l->spec.image_bytes, l->skipped_by, &failed)) {
+        if (bad && shard_slot_fill(sl, sl->sample_bytes, l->skipped_by, &failed)) {
             shard_fail(l->err, SHARD_ERR_NOMEM, "loader: out of memory");
             l->ended = 1;
             recycle(l, sl);
@@ -262,15 +305,17 @@ static int loader_next(ShardLoader *l, const ShardBatch **out)
         /* every sample failed (nothing to repeat in its place), or drop_last and the epoch's
          * last short batch: on to the next batch. A skipped sample's place is a marked repeat
          * of another of its batch, so a batch is short only at the epoch's end. */
-        if (!sl->n || (l->s.drop_last && sl->n < l->s.batch_size)) {
+        if (!sl->n || (l->s.drop_last && sl->n < l->s.batch_size && sl->bucket < 0)) {
             l->dropped_batches += !sl->n;
             recycle(l, sl);
             continue;
         }
-        shard_slot_publish(sl, l->spec.image_bytes);
+        shard_slot_publish(sl, sl->sample_bytes);
         atomic_fetch_add(&l->held, 1);
         atomic_fetch_add(&l->delivered, sl->n);
-        atomic_fetch_add(&l->delivered_bytes, (uint64_t)sl->n * l->spec.image_bytes);
+        atomic_fetch_add(&l->delivered_bytes, (uint64_t)sl->n * sl->sample_bytes);
+        if (sl->bucket >= 0 && (size_t)sl->bucket < l->nbuckets)
+            atomic_fetch_add(&l->bucket_samples[sl->bucket], sl->n);
         *out = &sl->batch;
         return 0;
     }
@@ -414,6 +459,7 @@ void shard_loader_free(ShardLoader **pl)
         shard_slot_free(&l->slots[k], &l->spec);
     free(l->slots);
     free(l->parked);
+    free(l->bucket_samples);
     shard_queue_destroy(&l->free_q);
     shard_queue_destroy(&l->ready_q);
     shard_order_put(l->delivered_order);

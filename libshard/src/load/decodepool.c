@@ -55,7 +55,10 @@ static void *decoder_main(void *arg)
         }
         double t0 = shard_seconds();
         char msg[256] = "";
-        int rc = j.data ? shard_decode_transform_with(&sc, j.data, j.size, &p->t, j.seed, j.out, msg,
+        ShardTransform t = p->t;
+        if (j.width) /* an aspect bucket's */
+            t.width = j.width, t.height = j.height;
+        int rc = j.data ? shard_decode_transform_with(&sc, j.data, j.size, &t, j.seed, j.out, msg,
                                                       sizeof msg)
                         : SHARD_ERR_NOT_FOUND;
         /* a huge image leaves huge buffers: not kept for the thread's life */

@@ -14,7 +14,8 @@ typedef struct ShardDecodeJob {
     const void *data; /* the encoded image, NULL when the sample has none */
     size_t size;
     uint64_t seed;    /* its augmentation draws */
-    void *out;        /* shard_transform_output_size bytes */
+    void *out;        /* shard_transform_output_size bytes (of its size, when given) */
+    int width, height; /* the output's size; 0: the pool's transform's */
     void *tag;        /* the caller's, passed back (a batch slot) */
     size_t index;     /* the caller's, passed back (the sample's place in it) */
 } ShardDecodeJob;

@@ -80,6 +80,8 @@ struct ShardLoader {
     uint64_t dropped_batches;          /* batches of skipped samples alone, dropped */
     uint64_t *offsets; /* per shard: samples in the shards before it, or NULL (the spec's) */
     uint32_t *sources; /* per shard: its source in a mix (the spec's) */
+    atomic_ullong *bucket_samples; /* per aspect bucket: samples handed to the caller */
+    size_t nbuckets;
     uint64_t delivered_position;
     struct ShardOrder *delivered_order; /* the order of the batches handed out (a reference) */
 

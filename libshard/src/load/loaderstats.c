@@ -16,6 +16,16 @@
 #include "read/streamreader.h"
 #include "shard/loader.h"
 
+size_t shard_loader_buckets(const ShardLoader *l, int *heights, int *widths, uint64_t *samples,
+                            size_t n)
+{
+    if (heights || widths)
+        shard_reader_buckets(l->reader, heights, widths, n);
+    for (size_t i = 0; samples && i < n && i < l->nbuckets; i++)
+        samples[i] = atomic_load(&l->bucket_samples[i]);
+    return l->nbuckets;
+}
+
 void shard_loader_reader_stats(const ShardLoader *cl, ShardReaderStats *out)
 {
     ShardLoader *l = (ShardLoader *)cl;

@@ -35,7 +35,7 @@ void shard_loader_decoded(void *cookie, const ShardDecodeJob *j, int rc, const c
         shard_slot_fail(sl, j->index, SHARD_BAD_LABEL, why);
     }
     if (atomic_fetch_sub(&sl->pending, 1) == 1) /* never full: it holds every slot */
-        shard_queue_put(&l->ready_q, &sl, (uint64_t)sl->n * l->spec.image_bytes);
+        shard_queue_put(&l->ready_q, &sl, (uint64_t)sl->n * sl->sample_bytes);
 }
 
 /* Asks the hook (load/defer.h) which samples a later stage decodes: those are copied into
@@ -95,6 +95,24 @@ static void put_end(ShardLoader *l, ShardSlot *sl, int code, const char *message
     shard_queue_put(&l->ready_q, &sl, 0);
 }
 
+/* The batch's images: the transform's size, or its aspect bucket's (from its last sample). */
+static void size_batch(ShardLoader *l, ShardSlot *sl)
+{
+    sl->bucket = -1;
+    sl->width = l->s.transform.width;
+    sl->height = l->s.transform.height;
+    sl->sample_bytes = l->spec.image_bytes;
+    int h, w, b = sl->n ? shard_reader_bucket(l->reader, sl->items[sl->n - 1], &h, &w, NULL) : -1;
+    if (b < 0)
+        return;
+    ShardTransform t = l->s.transform;
+    t.width = w, t.height = h;
+    sl->bucket = b;
+    sl->width = w;
+    sl->height = h;
+    sl->sample_bytes = shard_transform_output_size(&t);
+}
+
 /* Fills the batches of the producer's epoch; 1 when it ended (its END slot out), 0 on an
  * error or a stop. */
 static int produce_epoch(ShardLoader *l)
@@ -113,10 +131,14 @@ static int produce_epoch(ShardLoader *l)
             shard_add_seconds(&l->reader_time, shard_seconds() - t0);
             if (rc)
                 break;
+            int end = it->batch_end; /* a bucketed batch's last, maybe short */
             if ((rc = shard_slot_add(sl, &l->spec, it, shard_list_entry(list, it->shard)->url)))
+                break;
+            if (end)
                 break;
         }
         shard_slot_seal(sl);
+        size_batch(l, sl);
         double batch_from = l->trace ? shard_seconds() : 0;
         shard_trace_span(l->trace, "shuffle", shuffle_from, batch_from, sl->n);
         if (rc && rc != SHARD_EOS) {
@@ -126,7 +148,8 @@ static int produce_epoch(ShardLoader *l)
             return 0;
         }
         size_t n = sl->n;
-        if (n < bs && (n == 0 || l->s.drop_last)) {
+        int bucketed = sl->bucket >= 0; /* its short batches are the line's partials */
+        if (n == 0 || (n < bs && l->s.drop_last && !bucketed)) {
             put_end(l, sl, 0, NULL);
             return 1;
         }
@@ -139,20 +162,23 @@ static int produce_epoch(ShardLoader *l)
                            it->shard, (uint64_t)it->round << 40 ^ it->v.index);
             sl->seeds[i] = shard_rng_next(&r);
         }
-        size_t cpu = n, last = n;
-        if ((rc = defer_samples(l, sl, &cpu, &last))) {
+        size_t cpu = n, last = n - 1;
+        if (!bucketed && (rc = defer_samples(l, sl, &cpu, &last))) {
             put_end(l, sl, rc, "loader: out of memory for the GPU's JPEGs");
             return 0;
         }
         if (!cpu) { /* the GPU's, every one: out as it is */
-            shard_queue_put(&l->ready_q, &sl, (uint64_t)n * l->spec.image_bytes);
+            shard_queue_put(&l->ready_q, &sl, (uint64_t)n * sl->sample_bytes);
         } else {
             atomic_store(&sl->pending, cpu);
             for (size_t i = 0; i < n; i++) {
                 if (sl->gpu[i])
                     continue;
-                ShardDecodeJob j = {sl->img[i], sl->img_size[i], sl->seeds[i],
-                                    (unsigned char *)sl->images + i * l->spec.image_bytes, sl, i};
+                ShardDecodeJob j = {.data = sl->img[i], .size = sl->img_size[i],
+                                    .seed = sl->seeds[i],
+                                    .out = (unsigned char *)sl->images + i * sl->sample_bytes,
+                                    .width = bucketed ? sl->width : 0,
+                                    .height = bucketed ? sl->height : 0, .tag = sl, .index = i};
                 shard_pool_submit(l->pool, &j); /* the pool closes only after the producer ends */
                 if (i == last)
                     break; /* the slot may be the consumer's already */
@@ -160,7 +186,7 @@ static int produce_epoch(ShardLoader *l)
         }
         if (l->trace)
             shard_trace_span(l->trace, "batch", batch_from, shard_seconds(), n);
-        if (n < bs) { /* the partial last batch is out; the END follows */
+        if (n < bs && !bucketed) { /* the partial last batch is out; the END follows */
             if (!(sl = take_slot(l)))
                 return 0;
             put_end(l, sl, 0, NULL);

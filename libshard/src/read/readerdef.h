@@ -78,7 +78,8 @@ struct ShardReader {
                           n + 1 past them; -1 before the first */
     int cur_open;      /* cur has samples to give: not yet drained */
     uint64_t line_next; /* the line's point (partitions end to end) of cur's next sample */
-    struct ShardBucketLine *bucketed; /* aspect buckets (bucketline.c), NULL: none */
+    struct ShardBucketPlan *bucket_plan; /* aspect buckets (bucketplan.c), NULL: none */
+    struct ShardBucketLine *bucketed;    /* their reading (bucketline.c) */
     uint64_t readings; /* readings begun (shard_reader_reset): a bucketed one starts anew */
     uint64_t piece_left; /* samples cur has still to give; UINT64_MAX: to its partition's end */
     uint64_t drop_left; /* a partition entered N samples in without counts: N to drop */

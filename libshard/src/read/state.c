@@ -19,6 +19,7 @@
 #include "base/digest.h"
 #include "base/error.h"
 #include "resume/resume.h"
+#include "read/bucketplan.h"
 #include "read/readerdef.h"
 #include "read/state.h"
 #include "tar/item.h"
@@ -229,6 +230,16 @@ int shard_reader_state_after(const ShardReader *r, uint64_t batches, uint64_t ba
                              int drop_last, int first, char *buf, size_t size)
 {
     const ShardOrder *o = r->order;
+    if (r->bucket_plan) { /* batches planned on the line: counted there */
+        ShardCut cut;
+        int rc = shard_bucketplan_cut_after(r->bucket_plan, (ShardReader *)r, batches, first,
+                                            &cut);
+        if (rc)
+            return rc;
+        rc = format_state(r, o, batches * batch_size, o->step0 + batches, &cut, NULL, buf, size);
+        shard_cut_free(&cut);
+        return rc;
+    }
     if (!o->counted || !batch_size)
         return SHARD_ERR_UNSUPPORTED;
     if (first < 0 || first >= o->workers)

@@ -168,6 +168,24 @@ static int open_list(ShardReader *r, const ShardReaderSettings *s)
     return rc;
 }
 
+/* The aspect buckets' plan and reading, and their fingerprint for states. */
+static int open_buckets(ShardReader *r, const ShardReaderSettings *s)
+{
+    int rc = shard_bucketplan_new(&r->bucket_plan, r, s,
+                                  &(ShardReplayOps){shard_reader_open, shard_reader_free});
+    if (!rc)
+        rc = shard_bucketline_new(&r->bucketed, r, r->bucket_plan);
+    if (rc)
+        return rc;
+    size_t n = shard_bucketplan_count(r->bucket_plan);
+    int sizes[2 * SHARD_BUCKETS_MAX];
+    for (size_t i = 0; i < n; i++)
+        shard_bucketplan_size(r->bucket_plan, i, &sizes[2 * i], &sizes[2 * i + 1]);
+    if (shard_reader_fingerprint_buckets(r, sizes, n, shard_bucketplan_batch(r->bucket_plan)))
+        return shard_fail(r->err, SHARD_ERR_NOMEM, "out of memory");
+    return 0;
+}
+
 static int fail_open(ShardReader *r, ShardError *err, int rc)
 {
     shard_report(err, rc, r->err);
@@ -236,8 +254,7 @@ int shard_reader_open(ShardReader **out, const ShardReaderSettings *s, ShardErro
     if (!rc && shard_reader_fingerprint(r))
         rc = shard_fail(r->err, SHARD_ERR_NOMEM, "out of memory");
     if (!rc && s->aspect_buckets)
-        rc = shard_bucketline_new(&r->bucketed, r, s,
-                                  &(ShardReplayOps){shard_reader_open, shard_reader_free});
+        rc = open_buckets(r, s);
     r->s.aspect_buckets = NULL; /* borrowed: the bucketed reading keeps what it needs */
     if (rc)
         return fail_open(r, err, rc);
@@ -321,6 +338,9 @@ int64_t shard_reader_rank_batches(const ShardReader *r, int rank, uint64_t batch
                                   int drop_last)
 {
     const ShardOrder *o = r->order;
+    if (r->bucketed) /* the batches are planned: counted on the line */
+        return shard_bucketplan_rank_batches(r->bucket_plan, (ShardReader *)r,
+                                             rank < 0 ? o->rank : rank);
     return shard_order_rank_batches(o, rank < 0 ? o->rank : rank, batch_size, drop_last);
 }
 
@@ -398,6 +418,20 @@ const char *shard_reader_kept_error(const ShardReader *r, size_t i)
 
 const char *shard_reader_error(const ShardReader *r) { return r->err; }
 
+size_t shard_reader_buckets(const ShardReader *r, int *heights, int *widths, size_t n)
+{
+    size_t have = r->bucket_plan ? shard_bucketplan_count(r->bucket_plan) : 0;
+    for (size_t i = 0; i < have && i < n; i++) {
+        int h, w;
+        shard_bucketplan_size(r->bucket_plan, i, &h, &w);
+        if (heights)
+            heights[i] = h;
+        if (widths)
+            widths[i] = w;
+    }
+    return have;
+}
+
 int shard_reader_bucket(const ShardReader *r, const ShardItem *it, int *height, int *width,
                         int *batch_end)
 {
@@ -406,7 +440,7 @@ int shard_reader_bucket(const ShardReader *r, const ShardItem *it, int *height, 
     if (!r->bucketed || !it || !it->bucket)
         return -1;
     int h, w;
-    shard_bucketline_size(r->bucketed, it->bucket - 1, &h, &w);
+    shard_bucketplan_size(r->bucket_plan, it->bucket - 1, &h, &w);
     if (height)
         *height = h;
     if (width)
@@ -425,7 +459,8 @@ void shard_reader_free(ShardReader **pr)
     if (!pr || !*pr)
         return;
     ShardReader *r = *pr;
-    shard_bucketline_free(&r->bucketed); /* its replay reads through r's remote */
+    shard_bucketline_free(&r->bucketed);
+    shard_bucketplan_free(&r->bucket_plan); /* its replay reads through r's remote */
     shard_fetch_free(&r->fetch); /* stops the threads first */
     shard_reader_clear(r);
     shard_shuffle_free(&r->shuffle);

@@ -416,6 +416,40 @@ int shard_cut_take(ShardCut *c, const uint64_t *took)
     return rc;
 }
 
+void shard_cut_deal(const uint64_t *left, int workers, uint64_t batches, int first,
+                    uint64_t *got)
+{
+    memset(got, 0, (size_t)workers * sizeof *got);
+    /* whole turns over the workers that still have batches, each giving one; a worker
+     * ends only at a turn's end, so the last, partial turn starts at `first` again */
+    uint64_t todo = batches;
+    for (;;) {
+        uint64_t active = 0, least = UINT64_MAX;
+        for (int w = 0; w < workers; w++)
+            if (got[w] < left[w]) {
+                active++;
+                least = left[w] - got[w] < least ? left[w] - got[w] : least;
+            }
+        if (!active || !todo)
+            break;
+        uint64_t turns = todo / active < least ? todo / active : least;
+        if (!turns) { /* a partial turn, from first */
+            for (int j = 0; j < workers && todo; j++) {
+                int w = (first + j) % workers;
+                if (got[w] < left[w]) {
+                    got[w]++;
+                    todo--;
+                }
+            }
+            break;
+        }
+        for (int w = 0; w < workers; w++)
+            if (got[w] < left[w])
+                got[w] += turns;
+        todo -= turns * active;
+    }
+}
+
 int shard_cut_advance(ShardCut *c, uint64_t bs, int drop_last, uint64_t batches, int first,
                       const uint64_t *pads)
 {
@@ -432,40 +466,11 @@ int shard_cut_advance(ShardCut *c, uint64_t bs, int drop_last, uint64_t batches,
     uint64_t *got = left + workers;
     for (int r = 0; r < c->world; r++) {
         size_t k0 = (size_t)r * (size_t)workers;
-        for (int w = 0; w < workers; w++) { /* each worker's batches, none delivered yet */
+        for (int w = 0; w < workers; w++) /* each worker's batches, none delivered yet */
             left[w] = shard_cut_batches(shard_cut_rest(c, k0 + (size_t)w) +
                                             (pads ? pads[k0 + (size_t)w] : 0),
                                         bs, drop_last);
-            got[w] = 0;
-        }
-        /* whole turns over the workers that still have batches, each giving one; a worker
-         * ends only at a turn's end, so the last, partial turn starts at `first` again */
-        uint64_t todo = batches;
-        for (;;) {
-            uint64_t active = 0, least = UINT64_MAX;
-            for (int w = 0; w < workers; w++)
-                if (got[w] < left[w]) {
-                    active++;
-                    least = left[w] - got[w] < least ? left[w] - got[w] : least;
-                }
-            if (!active || !todo)
-                break;
-            uint64_t turns = todo / active < least ? todo / active : least;
-            if (!turns) { /* a partial turn, from first */
-                for (int j = 0; j < workers && todo; j++) {
-                    int w = (first + j) % workers;
-                    if (got[w] < left[w]) {
-                        got[w]++;
-                        todo--;
-                    }
-                }
-                break;
-            }
-            for (int w = 0; w < workers; w++)
-                if (got[w] < left[w])
-                    got[w] += turns;
-            todo -= turns * active;
-        }
+        shard_cut_deal(left, workers, batches, first, got);
         for (int w = 0; w < workers; w++)
             took[k0 + (size_t)w] = got[w] > UINT64_MAX / bs ? UINT64_MAX : got[w] * bs;
     }

@@ -149,6 +149,11 @@ SHARD_HIDDEN int shard_cut_take(ShardCut *c, const uint64_t *took);
  * a DataLoader does; a worker's stream is its reading then pads[c] repeats (NULL: none),
  * cut into batches (the last short, or dropped with drop_last). 0, SHARD_ERR_INVALID,
  * SHARD_ERR_NOMEM. */
+/* A rank's `batches` dealt over its workers as a DataLoader takes them: whole turns over
+ * the workers that still have batches (left[w] each), the last, partial turn from worker
+ * first; got[w] receives each one's. */
+SHARD_HIDDEN void shard_cut_deal(const uint64_t *left, int workers, uint64_t batches, int first,
+                                 uint64_t *got);
 SHARD_HIDDEN int shard_cut_advance(ShardCut *c, uint64_t bs, int drop_last, uint64_t batches,
                                    int first, const uint64_t *pads);
 

@@ -16,7 +16,7 @@ from .upload import Device, Upload
 from .warn import warn
 
 # raw_fields that are not fields: what each sample's batch row carries besides
-SPECIAL = ("__key__", "__url__", "__source__", "__index__", "__pad__")
+SPECIAL = ("__key__", "__url__", "__source__", "__index__", "__pad__", "__bucket__")
 
 
 class Epochs:
@@ -233,7 +233,10 @@ class Epochs:
 
 def raw_names(ds):
     raw = ds.settings.get("raw_fields")
-    return raw.split(";") if raw else []
+    names = raw.split(";") if raw else []
+    if ds.settings.get("aspect_buckets") and "__bucket__" not in names:
+        names.append("__bucket__")  # a bucketed batch says its size
+    return names
 
 
 def warn_unseen(unseen, fields):
@@ -289,4 +292,6 @@ def special(batch, name):
         return torch.frombuffer(bytearray(batch.sources), dtype=torch.int32).long()
     if name == "__index__":
         return torch.frombuffer(bytearray(batch.indices), dtype=torch.int64)
+    if name == "__bucket__":
+        return batch.bucket
     return torch.frombuffer(bytearray(batch.repeats), dtype=torch.uint8).bool()

@@ -28,9 +28,15 @@ def mode(ds, world):
 
 
 def reader_args(ds, world):
-    """The Reader's settings of ds for world ranks."""
+    """The Reader's settings of ds for world ranks: with aspect_buckets, the loader's
+    batches and the area its named sets keep (the image size's)."""
     args = {k: v for k, v in ds.settings.items() if k in _settings.READER_KEYS}
     args["mode"] = mode(ds, world)
+    if args.get("aspect_buckets"):
+        size = ds.setting("image_size")
+        h, w = (size, size) if isinstance(size, int) else size
+        args.update(batch_size=ds.setting("batch_size"), drop_last=bool(drop(ds)),
+                    aspect_side=int((h * w) ** 0.5 + 0.5))
     return args
 
 
