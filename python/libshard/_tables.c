@@ -112,7 +112,8 @@ static const ShardPySetting reader_rows[] = {
             "nearest its image's aspect (the shards' image sizes); None: none"},
     {.name = "aspect_side", .kind = SHARD_PY_INT, .field = SHARD_PY_F_INT,
      .offset = R(aspect_side), .flags = SHARD_PY_MIN, .min = 8,
-     .doc = "the output side 'sdxl' and 'auto' buckets are scaled to (their area: its square)"},
+     .doc = "Reader: the side 'sdxl' and 'auto' buckets are scaled to (their area its "
+            "square); the loader and the datasets scale them to image_size's area"},
     {.name = "index_cache", .kind = SHARD_PY_PATH, .field = SHARD_PY_F_STR,
      .offset = R(index_cache), .flags = SHARD_PY_NONE,
      .doc = "the folder of the indexes libshard makes; None: cache_dir/index, else "
