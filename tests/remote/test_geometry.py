@@ -4,6 +4,7 @@ one without an image), local and over nginx, where each image costs at most 2 Ki
 reads (counted in nginx's access log) and a large EXIF segment is read past, not the pixels;
 a compressed shard is read whole once; a bad header is refused, naming what and where."""
 import io
+import math
 import os
 import random
 import subprocess
@@ -200,3 +201,48 @@ def test_a_list_finds_its_shards_sizes_beside_or_in_the_index_cache(shards, tmp_
     finally:
         ng.close()
     assert web[0][1] == 18 and cols(web[0][3]) == want["g-0"]
+
+
+def test_a_bucketed_reading_over_http_plans_from_the_sizes_it_made(shards, tmp_path):
+    """aspect_buckets on plain tars served by nginx: the sizes made into the index cache
+    from their headers, every sample once in batches of its nearest bucket; a sample
+    without an image is refused, naming it and its shard."""
+    www = tmp_path / "www"
+    www.mkdir()
+    size_of = {}
+    for s in range(3):
+        with tarfile.open(www / f"b-{s}.tar", "w") as t:
+            for i in [i for i in range(s * 14, s * 14 + 14) if encoded(i)]:
+                data, ext = encoded(i)
+                for e, b in ((ext, data), ("cls", b"1")):
+                    info = tarfile.TarInfo(f"k{i:03d}.{e}")
+                    info.size = len(b)
+                    t.addfile(info, io.BytesIO(b))
+                size_of[f"k{i:03d}"] = Image.open(io.BytesIO(data)).size
+    (www / "bad").mkdir()
+    (www / "bad" / "g-0.tar").write_bytes((shards[0] / "g-0.tar").read_bytes())
+    buckets = {(480, 640): "landscape", (640, 480): "portrait", (450, 800): "wide",
+               (500, 500): "square"}
+    ng = servers.Nginx(www)
+    try:
+        urls = [f"{ng.url}/b-{s}.tar" for s in range(3)]
+        rd = lib().Reader(urls, seed=0, batch_size=3, index_cache=str(tmp_path / "cache"),
+                          aspect_buckets=",".join(f"{h}x{w}" for h, w in buckets))
+        got, cur = [], []
+        for smp in rd:
+            cur.append((smp["__key__"], smp["__bucket__"]))
+            if smp["__batch_end__"]:
+                got.append(cur)
+                cur = []
+        with pytest.raises(lib().ShardError, match=r"sample 8 of .*g-0\.tar has no image size"):
+            list(lib().Reader([f"{ng.url}/bad/g-0.tar"], seed=0, batch_size=3,
+                              index_cache=str(tmp_path / "cache"), aspect_buckets="500x500"))
+    finally:
+        ng.close()
+    assert sorted(k for b in got for k, _ in b) == sorted(size_of)
+    for b in got:
+        assert len({bucket for _, bucket in b}) == 1
+        for k, bucket in b:
+            W, H = size_of[k]
+            near = min(buckets, key=lambda hw: abs(math.log(W / H) - math.log(hw[1] / hw[0])))
+            assert bucket == near, (k, size_of[k], bucket)
