@@ -315,12 +315,15 @@ def test_shardcat_show_draws_a_batch_of_each_bucket(packed, tmp_path):
 
 
 @pytest.mark.filterwarnings("ignore::libshard.torch.UnequalRanksWarning")
-def test_shard_loader_state_dict_resumes_2x2_on_3x1(packed):
+@pytest.mark.parametrize("mode", ["exact", "equal"])
+def test_shard_loader_state_dict_resumes_2x2_on_3x1(packed, mode):
     """The job's state from a rank's count of batches (state_after): the batches each
-    worker delivered found on the planned line."""
+    worker delivered found on the planned line. Equal mode drops a few batches to even the
+    ranks: what it delivers is the planned batches less those, every rank as many."""
     from libshard.torch import ShardDataset, ShardLoader
-    opts = dict(LOADER, mode="exact", raw_fields="__key__")
-    whole = sorted(tuple(f["__key__"]) for _, _, f in ShardDataset(str(packed.manifest), **opts))
+    opts = dict(LOADER, mode=mode, raw_fields="__key__")
+    whole = sorted(tuple(f["__key__"]) for _, _, f in
+                   ShardDataset(str(packed.manifest), **dict(opts, mode="exact")))
     got, state = [], None
     for rank in range(2):
         loader = ShardLoader(ShardDataset(str(packed.manifest), rank=rank, world_size=2, **opts),
@@ -331,10 +334,17 @@ def test_shard_loader_state_dict_resumes_2x2_on_3x1(packed):
                 break
         state = state or loader.state_dict()
         del loader
+    counts = []
     for rank in range(3):
         ds = ShardDataset(str(packed.manifest), rank=rank, world_size=3, **opts)
         loader = ShardLoader(ds, num_workers=1)
         loader.load_state_dict(state)
-        got += [tuple(f["__key__"]) for _, _, f in loader]
+        rest = [tuple(f["__key__"]) for _, _, f in loader]
+        counts.append((len(loader), len(rest)))
+        got += rest
     assert not [b for b, n in Counter(got).items() if n > 1], "0 batches repeated"
-    assert sorted(got) == whole, "0 lost"
+    if mode == "exact":
+        assert sorted(got) == whole, "0 lost"
+    else:
+        assert set(got) <= set(whole) and len(got) >= len(whole) - 2 * 3, (len(got), len(whole))
+        assert len({n for pair in counts for n in pair}) == 1, counts
