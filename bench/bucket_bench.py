@@ -10,6 +10,8 @@ a fresh process timing one epoch, a round running each once in turn (the order r
 the medians of --rounds rounds:
 
   center      libshard's Loader, the fixed-size path: crop="center" at 224 x 224
+  whole       the same with crop="none": the whole image resized to 224 x 224 (the image
+              decoded whole, as a bucket's cover crop of it nearly is)
   buckets     libshard's Loader with aspect_buckets of 224 x 224's area (192x256, 256x192,
               168x296, 224x224), crop="center" (resized to cover the bucket, its middle
               taken): the same output pixels a sample within 1 %
@@ -44,21 +46,21 @@ case, manifest, shards, threads, wdsdir = sys.argv[1:6]
 threads = int(threads)
 BUCKETS = [tuple(int(v) for v in s.split("x")) for s in sys.argv[6].split(",")]
 B = int(sys.argv[7])
+from libshard import _libshard  # noqa: E402  (imports before the clock starts)
+sys.path.insert(0, wdsdir)
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import webdataset as wds  # noqa: E402
+from PIL import Image  # noqa: E402
 t0 = time.perf_counter()
 n = 0
-if case in ("center", "buckets"):
-    from libshard import _libshard
+if case in ("center", "whole", "buckets"):
     extra = dict(aspect_buckets=sys.argv[6]) if case == "buckets" else {}
-    ld = _libshard.Loader(manifest, seed=0, batch_size=B, image_size=224, crop="center",
-                          threads=threads, **extra)
+    ld = _libshard.Loader(manifest, seed=0, batch_size=B, image_size=224,
+                          crop="none" if case == "whole" else "center", threads=threads, **extra)
     for b in ld:
         n += b.size
 else:
-    sys.path.insert(0, wdsdir)
-    import numpy as np
-    import torch
-    import webdataset as wds
-    from PIL import Image
     logs = [math.log(w / h) for h, w in BUCKETS]
 
     def bucketed(samples):
@@ -117,19 +119,22 @@ def main():
     work = Path(tempfile.mkdtemp(prefix="bucket-bench-"))
     mixed_set(a.imagefolder, a.n, work / "img")
     shardpack = REPO / "build" / "tools" / "shardpack"
-    subprocess.run([str(shardpack), str(work / "img"), "-o", str(work / "s" / "m-%06d.tar"),
-                    "-c", "500", "--no-fsync", "-q"], check=True)
+    subprocess.run([str(shardpack), str(work / "img"), "-o",
+                    str(work / "s" / "train-%06d.tar"), "-c", "500", "--no-fsync", "-q"],
+                   check=True)
     manifest = work / "s" / "train.json"
-    tars = sorted((work / "s").glob("m-*.tar"))
-    shards = str(work / "s" / f"m-{{000000..{len(tars) - 1:06d}}}.tar")
+    tars = sorted((work / "s").glob("train-*.tar"))
+    shards = str(work / "s" / f"train-{{000000..{len(tars) - 1:06d}}}.tar")
     env = dict(os.environ, PYTHONPATH=str(REPO / "build" / "python"))
-    cases = ["center", "buckets", "python"]
+    cases = ["center", "whole", "buckets", "python"]
     rates = {c: [] for c in cases}
     for r in range(a.rounds):
-        for c in cases[r % 3:] + cases[:r % 3]:
+        for c in cases[r % len(cases):] + cases[:r % len(cases)]:
             cp = subprocess.run([sys.executable, "-c", RUN, c, str(manifest), shards,
-                                 str(a.threads), a.webdataset, BUCKETS, str(BATCH)],
-                                capture_output=True, text=True, env=env, check=True)
+                                 str(a.threads), str(Path(a.webdataset) / "src"), BUCKETS,
+                                 str(BATCH)], capture_output=True, text=True, env=env)
+            if cp.returncode:
+                sys.exit(f"bucket_bench: {c}: {cp.stderr[-3000:]}")
             got = json.loads(cp.stdout.strip().splitlines()[-1])
             assert got["n"] == a.n, (c, got)
             rates[c].append(got["n"] / got["seconds"])
@@ -139,6 +144,7 @@ def main():
     for c in cases:
         print(f"  {c:10s} {med[c]:8.1f}   (min {min(rates[c]):.1f}, max {max(rates[c]):.1f})")
     print(f"  buckets / center = {med['buckets'] / med['center']:.2f}")
+    print(f"  buckets / whole  = {med['buckets'] / med['whole']:.2f}")
     print(f"  buckets / python = {med['buckets'] / med['python']:.2f}")
 
 

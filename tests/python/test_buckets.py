@@ -139,8 +139,8 @@ def test_shards_without_image_sizes_get_them_made_in_the_index_cache(packed, tmp
     shutil.copytree(packed.manifest.parent, tmp_path / "s")
     (tmp_path / "s" / packed.shards[2].with_suffix(".cols").name).unlink()
     cache = tmp_path / "cache"
-    got = batches(libshard.Reader(str(tmp_path / "s" / packed.manifest.name), index_cache=str(cache),
-                                  **KW))
+    got = batches(libshard.Reader(str(tmp_path / "s" / packed.manifest.name),
+                                  index_cache=str(cache), **KW))
     assert got == batches(libshard.Reader(str(packed.manifest), **KW))
     assert [p.suffix for p in cache.rglob("*.cols")] == [".cols"], "made once, kept"
 
@@ -348,3 +348,23 @@ def test_shard_loader_state_dict_resumes_2x2_on_3x1(packed, mode):
     else:
         assert set(got) <= set(whole) and len(got) >= len(whole) - 2 * 3, (len(got), len(whole))
         assert len({n for pair in counts for n in pair}) == 1, counts
+
+
+def test_a_mix_is_bucketed_on_its_line_too(packed):
+    """Two sources mixed by weight: the mix's line is bucketed as one source's is: the same
+    batches on 2x2 and after an elastic resume onto 3x1."""
+    shards = [str(p) for p in packed.shards]
+    mix = [(shards[:4], 1.0), (shards[4:], 2.0)]
+    one = batches(libshard.Reader(mix, **KW))
+    assert sum(len(b) for b in one) == len(packed.keys), "the mix's epoch: the sources' sizes"
+    got, states = [], []
+    for c, k in enumerate((3, 5, 0, 7)):
+        rd = libshard.Reader(mix, rank=c // 2, world_size=2, worker=c % 2, num_workers=2, **KW)
+        got += batches(rd, k) if k else []
+        states.append(rd.state())
+    job = _libshard.merge_states(states)
+    for rank in range(3):
+        rd = libshard.Reader(mix, rank=rank, world_size=3, **KW)
+        rd.restore(job)
+        got += batches(rd)
+    assert sorted(got) == sorted(one)

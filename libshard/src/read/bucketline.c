@@ -200,7 +200,9 @@ int shard_bucketline_take(ShardReader *r, ShardItem **out)
         return r->failed;
     if (bl->delivered == UINT64_MAX) {
         bl->delivered = r->position;
-        int rc = r->s.mode == SHARD_MODE_EQUAL ? shard_bucketplan_quota(bl->plan, r, &bl->quota) : 0;
+        int rc = 0;
+        if (r->s.mode == SHARD_MODE_EQUAL) /* its share of the rank's batches */
+            rc = shard_bucketplan_quota(bl->plan, r, &bl->quota);
         if (rc)
             return r->failed = rc;
     }
