@@ -8,13 +8,13 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "read/aspects.h"
 #include "resume/resume.h"
 #include "shard/image.h"
 #include "tar/columns.h"
 
-/* Shard i's sizes into c, their width and height columns into k: 0, or an error with msg. */
-static int load(const ShardList *l, size_t i, ShardRemote *remote, ShardColumns *c, int k[2],
-                char *msg)
+int shard_aspect_sizes(const ShardList *l, size_t i, ShardRemote *remote, ShardColumns *c,
+                       int k[2], char *msg)
 {
     const ShardListEntry *e = shard_list_entry(l, i);
     if (!e->columns)
@@ -39,6 +39,59 @@ static int load(const ShardList *l, size_t i, ShardRemote *remote, ShardColumns 
     return rc;
 }
 
+/* Calls each(ctx, width, height) for every sample of the list with a size; *none counts
+ * those without. 0, or an error with msg. */
+static int each_size(const ShardList *l, ShardRemote *remote,
+                     void (*each)(void *ctx, uint32_t w, uint32_t h), void *ctx, uint64_t *none,
+                     char *msg)
+{
+    int rc = 0;
+    for (size_t i = 0; !rc && i < shard_list_count(l); i++) {
+        ShardColumns c;
+        int k[2];
+        if ((rc = shard_aspect_sizes(l, i, remote, &c, k, msg)))
+            break;
+        for (uint64_t j = 0; j < c.n; j++) {
+            uint32_t w = shard_columns_value(&c, j, k[0]), h = shard_columns_value(&c, j, k[1]);
+            if (w == SHARD_COLUMN_NONE || h == SHARD_COLUMN_NONE || !w || !h)
+                *none += 1;
+            else
+                each(ctx, w, h);
+        }
+        shard_columns_clear(&c);
+    }
+    return rc;
+}
+
+static void to_histogram(void *ctx, uint32_t w, uint32_t h)
+{
+    ((uint64_t *)ctx)[shard_aspect_bin(w, h)]++;
+}
+
+int shard_aspect_fit(const ShardList *l, ShardBuckets *b, int side, ShardRemote *remote,
+                     char *msg)
+{
+    uint64_t *hist = calloc(SHARD_ASPECT_BINS, sizeof *hist), none = 0;
+    if (!hist)
+        return shard_fail(msg, SHARD_ERR_NOMEM, "out of memory");
+    int rc = each_size(l, remote, to_histogram, hist, &none, msg);
+    if (!rc)
+        shard_buckets_fit(b, hist, side);
+    free(hist);
+    return rc;
+}
+
+typedef struct Counting {
+    const ShardBuckets *b;
+    uint64_t *count;
+} Counting;
+
+static void to_bucket(void *ctx, uint32_t w, uint32_t h)
+{
+    Counting *c = ctx;
+    c->count[shard_bucket_of(c->b, w, h)]++;
+}
+
 int shard_aspect_buckets(const ShardList *l, const char *spec, int side, ShardRemote *remote,
                          ShardAspectBucket **out, size_t *n, uint64_t *none, ShardError *err)
 {
@@ -46,31 +99,15 @@ int shard_aspect_buckets(const ShardList *l, const char *spec, int side, ShardRe
     *out = NULL;
     *n = 0;
     ShardBuckets *b = malloc(sizeof *b);
-    uint64_t *hist = calloc(SHARD_ASPECT_BINS, sizeof *hist), *count = NULL, empty = 0;
-    int rc = b && hist ? shard_buckets_parse(b, spec, side, msg)
-                       : shard_fail(msg, SHARD_ERR_NOMEM, "out of memory");
-    for (int pass = b && b->auto_k ? 0 : 1; !rc && pass < 2; pass++) {
-        if (pass == 1 && b->auto_k)
-            shard_buckets_fit(b, hist, side);
-        if (pass == 1 && !(count = calloc(b->n, sizeof *count)))
-            rc = shard_fail(msg, SHARD_ERR_NOMEM, "out of memory");
-        for (size_t i = 0; !rc && i < shard_list_count(l); i++) {
-            ShardColumns c;
-            int k[2] = {-1, -1};
-            if ((rc = load(l, i, remote, &c, k, msg)))
-                break;
-            for (uint64_t j = 0; j < c.n; j++) {
-                uint32_t w = shard_columns_value(&c, j, k[0]), h = shard_columns_value(&c, j, k[1]);
-                if (w == SHARD_COLUMN_NONE || h == SHARD_COLUMN_NONE || !w || !h)
-                    empty += pass == 1;
-                else if (pass == 0)
-                    hist[shard_aspect_bin(w, h)]++;
-                else
-                    count[shard_bucket_of(b, w, h)]++;
-            }
-            shard_columns_clear(&c);
-        }
-    }
+    uint64_t *count = NULL, empty = 0;
+    int rc = b ? shard_buckets_parse(b, spec, side, msg)
+               : shard_fail(msg, SHARD_ERR_NOMEM, "out of memory");
+    if (!rc && b->auto_k) /* a pass for the aspect histogram, then one to count */
+        rc = shard_aspect_fit(l, b, side, remote, msg);
+    if (!rc && !(count = calloc(b->n, sizeof *count)))
+        rc = shard_fail(msg, SHARD_ERR_NOMEM, "out of memory");
+    if (!rc)
+        rc = each_size(l, remote, to_bucket, &(Counting){b, count}, &empty, msg);
     if (!rc && !(*out = malloc(b->n * sizeof **out)))
         rc = shard_fail(msg, SHARD_ERR_NOMEM, "out of memory");
     for (size_t i = 0; !rc && i < b->n; i++)
@@ -81,7 +118,6 @@ int shard_aspect_buckets(const ShardList *l, const char *spec, int side, ShardRe
             *none = empty;
     }
     free(b);
-    free(hist);
     free(count);
     return rc ? shard_report(err, rc, msg) : 0;
 }

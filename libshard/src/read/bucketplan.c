@@ -7,11 +7,11 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "read/aspects.h"
 #include "read/bucketplan.h"
 #include "read/epoch.h"
 #include "read/specs.h"
 #include "resume/resume.h"
-#include "shard/image.h"
 #include "tar/columns.h"
 #include "tar/item.h"
 
@@ -60,19 +60,11 @@ static const char *refused(const ShardReaderSettings *s)
 static int buckets_of(ShardBucketPlan *p, ShardReader *r, const ShardReaderSettings *s)
 {
     int rc = shard_buckets_parse(&p->b, s->aspect_buckets, s->aspect_side, r->err);
-    if (rc || !p->b.auto_k)
-        return rc;
-    ShardAspectBucket *v;
-    size_t n;
-    ShardError e;
-    if ((rc = shard_aspect_buckets(r->list, s->aspect_buckets, s->aspect_side, r->s.remote, &v,
-                                   &n, NULL, &e)))
-        return shard_fail(r->err, rc, "reader: aspect_buckets: %s", e.message);
-    for (size_t i = 0; i < n; i++)
-        p->b.v[i] = (ShardBucket){v[i].height, v[i].width};
-    p->b.n = n;
-    free(v);
-    return 0;
+    char msg[SHARD_ERROR_MAX];
+    if (!rc && p->b.auto_k && (rc = shard_aspect_fit(r->list, &p->b, s->aspect_side,
+                                                     r->s.remote, msg)))
+        shard_fail(r->err, rc, "reader: aspect_buckets: %s", msg);
+    return rc;
 }
 
 int shard_bucketplan_new(ShardBucketPlan **out, ShardReader *r, const ShardReaderSettings *s,
@@ -170,23 +162,10 @@ static int sizes_of(ShardBucketPlan *p, ShardReader *r, uint32_t shard, KeptSize
     if (oldest->used)
         shard_columns_clear(&oldest->c);
     oldest->used = 0;
-    const ShardListEntry *e = shard_list_entry(r->list, shard);
     char msg[SHARD_ERROR_MAX];
-    int rc = shard_columns_load(&oldest->c, e->columns, r->s.remote, msg);
+    int rc = shard_aspect_sizes(r->list, shard, r->s.remote, &oldest->c, oldest->k, msg);
     if (rc)
         return shard_fail(r->err, rc, "reader: aspect_buckets: %s", msg);
-    oldest->k[0] = shard_columns_find(&oldest->c, "width");
-    oldest->k[1] = shard_columns_find(&oldest->c, "height");
-    if (oldest->k[0] < 0 || oldest->k[1] < 0 || oldest->c.n != e->nsamples) {
-        rc = shard_fail(r->err, SHARD_ERR_FORMAT,
-                        oldest->k[0] < 0 || oldest->k[1] < 0
-                            ? "reader: %.300s has no width and height columns"
-                            : "reader: %.300s does not list its shard's samples (make it again: "
-                              "shardcat index --geometry)",
-                        e->columns);
-        shard_columns_clear(&oldest->c);
-        return rc;
-    }
     oldest->shard = shard;
     oldest->used = ++p->tick;
     *out = oldest;
