@@ -127,18 +127,21 @@ int shard_reader_fingerprint(ShardReader *r)
     return 0;
 }
 
-int shard_reader_fingerprint_buckets(ShardReader *r, const int *sizes, size_t n, uint64_t batch)
+int shard_reader_fingerprint_buckets(ShardReader *r)
 {
     ShardDigests d;
     if (shard_digests_init(&d, 0, 1))
         return SHARD_ERR_NOMEM;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < shard_bucketplan_count(r->bucket_plan); i++) {
         char b[40];
-        snprintf(b, sizeof b, "%dx%d\n", sizes[2 * i], sizes[2 * i + 1]);
+        int h, w;
+        shard_bucketplan_size(r->bucket_plan, i, &h, &w);
+        snprintf(b, sizeof b, "%dx%d\n", h, w);
         shard_digests_update(&d, b, strlen(b));
     }
     char b[40];
-    snprintf(b, sizeof b, "batch %llu\n", (unsigned long long)batch);
+    snprintf(b, sizeof b, "batch %llu\n",
+             (unsigned long long)shard_bucketplan_batch(r->bucket_plan));
     shard_digests_update(&d, b, strlen(b));
     return fingerprint(&d, r->buckets_fp);
 }

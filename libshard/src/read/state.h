@@ -16,10 +16,9 @@
 /* Fingerprints the reader's shard list (URLs, counts, sources) and weights, once at open.
  * 0 or SHARD_ERR_NOMEM. */
 SHARD_HIDDEN int shard_reader_fingerprint(ShardReader *r);
-/* The aspect buckets' fingerprint (n sizes, height and width each, and the batch), for
- * states: after shard_reader_fingerprint. */
-SHARD_HIDDEN int shard_reader_fingerprint_buckets(ShardReader *r, const int *sizes, size_t n,
-                                                  uint64_t batch);
+/* The aspect buckets' fingerprint (r->bucket_plan's sizes and batch), for states: after
+ * shard_reader_fingerprint. 0 or SHARD_ERR_NOMEM. */
+SHARD_HIDDEN int shard_reader_fingerprint_buckets(ShardReader *r);
 
 /* The job's state, this consumer (r's) at position in order o (the loader's batches may
  * lag the reader's epoch), every other consumer in step by units of unit samples, into buf

@@ -175,15 +175,9 @@ static int open_buckets(ShardReader *r, const ShardReaderSettings *s)
                                   &(ShardReplayOps){shard_reader_open, shard_reader_free});
     if (!rc)
         rc = shard_bucketline_new(&r->bucketed, r, r->bucket_plan);
-    if (rc)
-        return rc;
-    size_t n = shard_bucketplan_count(r->bucket_plan);
-    int sizes[2 * SHARD_BUCKETS_MAX];
-    for (size_t i = 0; i < n; i++)
-        shard_bucketplan_size(r->bucket_plan, i, &sizes[2 * i], &sizes[2 * i + 1]);
-    if (shard_reader_fingerprint_buckets(r, sizes, n, shard_bucketplan_batch(r->bucket_plan)))
-        return shard_fail(r->err, SHARD_ERR_NOMEM, "out of memory");
-    return 0;
+    if (!rc && shard_reader_fingerprint_buckets(r))
+        rc = shard_fail(r->err, SHARD_ERR_NOMEM, "out of memory");
+    return rc;
 }
 
 static int fail_open(ShardReader *r, ShardError *err, int rc)
