@@ -24,7 +24,7 @@ static int die_usage(const char *msg)
 
 /* Options from O_SHUFFLE on place and order a stream (stream, show and batch), from
  * O_SAMPLES on go with stream only, from O_COUNT on with show only, from O_STEP on with
- * batch only. */
+ * batch only (--batch-size and --drop-last with stream too). */
 enum { O_CMDS = 150, O_LOCAL, O_GEOMETRY, O_ASPECT, O_CACHE = 200, O_CACHE_SIZE, O_RETRIES, O_TIMEOUT, O_STALL, O_BACKOFF, O_CA,
        O_SHUFFLE = 256, O_SEED, O_EPOCH, O_RANK, O_WORLD, O_WORKER, O_WORKERS, O_MODE, O_PAD,
        O_EPOCH_SAMPLES, O_STREAMS, O_SKIP, O_STATE, O_MIX, O_MAP, O_INDEX_CACHE,
@@ -300,9 +300,10 @@ static int batch_option(int c, const char *arg, ShardcatCli *cli, ShardLoaderSet
         if (cli_parse_u64(arg, &v) || v < 1 || v > (1u << 24))
             return die_usage("--batch-size wants 1 to 16777216");
         ls->batch_size = (size_t)v;
+        ls->reader.batch_size = v; /* stream's; the loader and the step plan set their own */
         cli->have_batch_size = 1;
         break;
-    case O_DROP_LAST: ls->drop_last = 1; break;
+    case O_DROP_LAST: ls->drop_last = ls->reader.drop_last = 1; break;
     case O_KEY: cli->key = arg; break;
     case O_SHOW: cli->show = 1; break;
     }
@@ -315,7 +316,7 @@ static int read_options(int argc, char **argv, ShardcatCli *cli, ShardLoaderSett
 {
     ShardReaderSettings *rs = &ls->reader;
     int c, quiet = 0, placing = 0, stream_only = 0, show_only = 0, batch_only = 0, count = 0,
-        status = -1, sized_only = 1;
+        status = -1, sized_only = 1, batching = 0;
     optind = 2;
     opterr = 0; /* one message for an unknown option, ours */
     while (status < 0 && (c = getopt_long(argc, argv, short_options, long_options, NULL)) != -1) {
@@ -334,7 +335,8 @@ static int read_options(int argc, char **argv, ShardcatCli *cli, ShardLoaderSett
         case '?': return cli_option_error("shardcat", c, argv[optind - 1], long_options);
         default:
             if (c >= O_STEP) {
-                batch_only = 1;
+                batching = 1;
+                batch_only |= c != O_BATCH_SIZE && c != O_DROP_LAST; /* stream's batches too */
                 status = batch_option(c, optarg, cli, ls);
             } else if (c >= O_COUNT) {
                 show_only = 1;
@@ -361,8 +363,14 @@ static int read_options(int argc, char **argv, ShardcatCli *cli, ShardLoaderSett
         return die_usage("--stats goes with stream and batch");
     if (batch_only && cmd != SHARDCAT_BATCH)
         return die_usage("that option goes with batch");
-    if (cli->aspect_buckets && cmd != SHARDCAT_INFO && cmd != SHARDCAT_SHOW)
-        return die_usage("--aspect-buckets goes with info and show");
+    if (batching && cmd != SHARDCAT_BATCH && cmd != SHARDCAT_STREAM)
+        return die_usage("--batch-size and --drop-last go with batch and stream");
+    if (cli->aspect_buckets && cmd != SHARDCAT_INFO && cmd != SHARDCAT_SHOW &&
+        cmd != SHARDCAT_STREAM)
+        return die_usage("--aspect-buckets goes with info, show and stream");
+    if (cli->aspect_buckets && cmd == SHARDCAT_STREAM && !cli->have_batch_size)
+        return die_usage("stream --aspect-buckets wants --batch-size B, the job's: which batch "
+                         "a sample is in is part of the order");
     int info_size = cmd == SHARDCAT_INFO && cli->aspect_buckets && sized_only && !cli->output;
     if ((show_only || cli->output) && cmd != SHARDCAT_SHOW && !(cmd == SHARDCAT_BATCH && cli->show) &&
         !info_size)

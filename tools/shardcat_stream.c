@@ -21,6 +21,7 @@ static ShardReader *open_reader(const ShardcatCli *cli, ShardReaderSettings *s,
     s->remote = remote;
     s->manifest_commands = cli->manifest_commands;
     s->manifest_local = cli->manifest_local;
+    s->aspect_buckets = cli->aspect_buckets;
     ShardReader *r;
     ShardError err;
     if (shard_reader_open(&r, s, &err)) {
@@ -39,12 +40,17 @@ static ShardReader *open_reader(const ShardcatCli *cli, ShardReaderSettings *s,
     return r;
 }
 
-static void print_sample(const char *key, const char *url, int json)
+static void print_sample(const ShardReader *r, const char *key, const char *url, int json)
 {
     if (json) {
         json_t *j = json_object();
         json_object_set_new(j, "__key__", cli_json_text(key));
         json_object_set_new(j, "__url__", cli_json_url(url));
+        int h, w, end;
+        if (shard_reader_bucket(r, NULL, &h, &w, &end) >= 0) { /* --aspect-buckets */
+            json_object_set_new(j, "__bucket__", json_pack("[ii]", h, w));
+            json_object_set_new(j, "__batch_end__", json_boolean(end));
+        }
         shardcat_json_line(j);
         return;
     }
@@ -73,7 +79,7 @@ static int print_samples(const ShardcatCli *cli, ShardReader *r)
         for (size_t k = 0; k < nfields; k++)
             bytes += (double)fields[k].size;
         cli_progress_update(&pg, n, bytes, n == 0);
-        print_sample(key, url, cli->json);
+        print_sample(r, key, url, cli->json);
         n++;
     }
     cli_progress_update(&pg, n, bytes, 1);

@@ -314,6 +314,31 @@ def test_shardcat_show_draws_a_batch_of_each_bucket(packed, tmp_path):
     assert "12 samples of epoch 0, seed 3" in cp.stderr
 
 
+@pytest.mark.parametrize("rank", [0, 1])
+def test_shardcat_stream_gives_the_readers_bucketed_batches(packed, rank):
+    import json
+    import subprocess
+    from .conftest import tool_path
+    cmd = [tool_path("SHARDCAT", "shardcat"), "stream", str(packed.manifest), "--seed", "3",
+           "--partitions", "4", "--rank", str(rank), "--world-size", "2", "--mode", "exact",
+           "--aspect-buckets", BUCKETS]
+    cp = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert cp.returncode == 2 and "wants --batch-size" in cp.stderr, cp.stderr
+    cp = subprocess.run(cmd + ["--batch-size", "4", "--json"], capture_output=True, text=True,
+                        timeout=300)
+    assert cp.returncode == 0, cp.stderr
+    got, cur = [], []
+    for line in cp.stdout.splitlines():
+        s = json.loads(line)
+        cur.append((s["__key__"], tuple(s["__bucket__"])))
+        if s["__batch_end__"]:
+            got.append(tuple(cur))
+            cur = []
+    assert not cur and got
+    assert got == batches(libshard.Reader(str(packed.manifest), rank=rank, world_size=2,
+                                          mode="exact", **KW))
+
+
 @pytest.mark.filterwarnings("ignore::libshard.torch.UnequalRanksWarning")
 @pytest.mark.parametrize("mode", ["exact", "equal"])
 def test_shard_loader_state_dict_resumes_2x2_on_3x1(packed, mode):

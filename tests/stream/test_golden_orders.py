@@ -11,7 +11,9 @@ import hashlib
 import io
 import json
 import os
+import struct
 import tarfile
+import zlib
 from pathlib import Path
 
 import pytest
@@ -19,6 +21,8 @@ import pytest
 GOLDEN = Path(__file__).with_name("golden_orders.json")
 SEED = "7"
 
+# aspect-ratio buckets: which batch a sample is in is part of the order
+BUCKETS = ["--aspect-buckets", "24x32,32x24,32x32", "--batch-size", "4"]
 # rows: name -> (sources, ranks x workers, the settings `shardcat stream` takes)
 ROWS = {
     "exact 1x1": ("a", (1, 1), ["--mode", "exact", "--shuffle", "40"]),
@@ -28,6 +32,10 @@ ROWS = {
                                           "--streams", "3"]),
     "mix 1x1": ("mix", (1, 1), ["--mode", "exact", "--shuffle", "40"]),
     "mix 2x2": ("mix", (2, 2), ["--mode", "exact", "--shuffle", "40"]),
+    "buckets 1x1": ("img", (1, 1), ["--mode", "exact", "--shuffle", "40", *BUCKETS]),
+    "buckets 3x2": ("img", (3, 2), ["--mode", "exact", "--shuffle", "40", *BUCKETS]),
+    "buckets equal 2x2": ("img", (2, 2), ["--mode", "equal", "--shuffle", "40", *BUCKETS]),
+    "buckets mix 2x1": ("img mix", (2, 1), ["--mode", "exact", "--shuffle", "40", *BUCKETS]),
 }
 EPOCHS = (0, 1, 2)
 
@@ -46,14 +54,45 @@ def write_shards(folder, prefix, sizes):
     return str(folder / f"{prefix}-{{00..{len(sizes) - 1:02d}}}.tar")
 
 
+def png(width, height):
+    """A grey PNG of that size: its header is what the buckets read."""
+    def chunk(kind, data):
+        return (struct.pack(">I", len(data)) + kind + data
+                + struct.pack(">I", zlib.crc32(kind + data)))
+    rows = b"".join(b"\0" + bytes([128]) * width for _ in range(height))
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(rows, 9)) + chunk(b"IEND", b""))
+
+
+SIZES = [(32, 24), (24, 32), (40, 40), (48, 27), (20, 30), (30, 30), (64, 40)]  # (w, h)
+
+
+def write_images(folder, prefix, counts):
+    """Plain tars of small PNGs of several aspect ratios, their bytes fixed: a brace spec."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for s, n in enumerate(counts):
+        with tarfile.open(folder / f"{prefix}-{s:02d}.tar", "w", format=tarfile.USTAR_FORMAT) as t:
+            for i in range(n):
+                w, h = SIZES[(7 * s + 3 * i + i // 5) % len(SIZES)]
+                for ext, data in (("png", png(w, h)), ("cls", str(i % 3).encode())):
+                    info = tarfile.TarInfo(f"{prefix}{s:02d}_{i:03d}.{ext}")
+                    info.size, info.mtime, info.mode = len(data), 0, 0o644
+                    info.uname = info.gname = ""
+                    t.addfile(info, io.BytesIO(data))
+    return str(folder / f"{prefix}-{{00..{len(counts) - 1:02d}}}.tar")
+
+
 @pytest.fixture(scope="module")
 def sources(tmp_path_factory):
     d = tmp_path_factory.mktemp("golden")
     # uneven shards, 307 samples in all (prime: no world size divides it)
     a = write_shards(d / "a", "a", [31, 17, 40, 23, 36, 29, 44, 19, 38, 30])
     b = write_shards(d / "b", "b", [12, 25, 18, 21])
-    return {"a": ["--index-cache", str(d / "idx"), a],
-            "mix": ["--index-cache", str(d / "idx"), "--mix", f"2:{a}", "--mix", f"1:{b}"]}
+    i = write_images(d / "i", "i", [21, 13, 30, 17, 26, 19, 24, 11])
+    j = write_images(d / "j", "j", [14, 23, 9])
+    idx = ["--index-cache", str(d / "idx")]
+    return {"a": [*idx, a], "mix": [*idx, "--mix", f"2:{a}", "--mix", f"1:{b}"],
+            "img": [*idx, i], "img mix": [*idx, "--mix", f"2:{i}", "--mix", f"1:{j}"]}
 
 
 def digest(keys):
