@@ -111,6 +111,9 @@ static void print_stats(ShardReader *r)
             (unsigned long long)st.samples, (unsigned long long)st.bytes,
             (unsigned long long)st.shards_opened, st.wait_seconds, (unsigned long long)st.errors,
             (unsigned long long)st.skipped_shards, (unsigned long long)st.skipped_samples);
+    if (st.skipped_unsized)
+        fprintf(stderr, "shardcat: %llu samples without an image size left out (in no aspect "
+                "bucket)\n", (unsigned long long)st.skipped_unsized);
     fprintf(stderr,
             "shardcat: stages: list %llu shard%s in %.3f s (indexes: %llu made, %llu from the "
             "cache); fetch streams, summed: reading %.3f s (%llu bytes as stored), "

@@ -209,15 +209,17 @@ static PyObject *Loader_skipped_by(LoaderObject *self, void *c)
     ShardReaderStats st;
     shard_loader_reader_stats(l, &st);
     unsigned long long samples = shard_loader_skipped(l);
-    return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K}", "image",
+    return Py_BuildValue("{s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:K}", "image",
                          (unsigned long long)shard_loader_skipped_by(l, SHARD_BAD_IMAGE),
                          "no_image",
                          (unsigned long long)shard_loader_skipped_by(l, SHARD_BAD_NO_IMAGE),
                          "label", (unsigned long long)shard_loader_skipped_by(l, SHARD_BAD_LABEL),
+                         "no_size", (unsigned long long)st.skipped_unsized,
                          "shards", (unsigned long long)st.skipped_shards, "shard_samples",
                          (unsigned long long)st.skipped_samples, "batches",
                          (unsigned long long)shard_loader_skipped_batches(l), "total",
-                         samples + (unsigned long long)st.skipped_samples);
+                         samples + (unsigned long long)st.skipped_samples +
+                             (unsigned long long)st.skipped_unsized);
 }
 
 static PyObject *Loader_stats(LoaderObject *self, PyObject *unused)
@@ -297,7 +299,8 @@ static PyGetSetDef Loader_getset[] = {
      "(batches the caller holds, the ring's batch buffers): a caller that keeps batches "
      "copies one out before the ring runs dry", NULL},
     {"skipped_by", (getter)Loader_skipped_by, NULL,
-     "what skip mode left out: samples by reason (image, no_image, label), shards skipped "
+     "what skip mode left out: samples by reason (image, no_image, label, no_size), shards "
+     "skipped "
      "after errors and the samples lost with them (shard_samples), and the samples' total",
      NULL},
     {NULL, NULL, NULL, NULL, NULL},

@@ -14,7 +14,8 @@ from PIL import Image
 import libshard
 from libshard import _libshard
 
-from .conftest import absdiff, decode, pack, pil_rgb, psnr, webdataset_samples
+from .conftest import (absdiff, decode, make_imagefolder, pack, pil_rgb, psnr,
+                       webdataset_samples)
 from .test_pixels import pil_cover
 
 BUCKETS = "64x96,96x64,80x80"
@@ -126,7 +127,6 @@ def test_named_sets_and_auto_buckets(packed, spec, n):
 @pytest.mark.parametrize("setting, words", [
     (dict(mode="resampled"), "exact or equal mode"),
     (dict(mode="equal", pad=True), "pad off"),
-    (dict(skip_errors=True), "skip_errors"),
     (dict(epoch_samples=10), "epoch_samples"),
     (dict(make_indexes="never"), "make_indexes is 'never'.*shardcat index --geometry"),
 ])
@@ -393,3 +393,97 @@ def test_a_mix_is_bucketed_on_its_line_too(packed):
         rd.restore(job)
         got += batches(rd)
     assert sorted(got) == sorted(one)
+
+
+@pytest.fixture(scope="module")
+def flawed(shardpack, tmp_path_factory):
+    """48 JPEGs in 6 shards of 8: two whose header does not parse (no size beside the
+    index), one cut in half (its size known, its pixels not)."""
+    root = tmp_path_factory.mktemp("flawed")
+    make_imagefolder(root / "img", n=48, classes=["a", "b"], seed=2)
+    unsized = {"a/img0004", "b/img0031"}
+    for k in unsized:
+        (root / "img" / f"{k}.jpg").write_bytes(b"\xff\xd8\xff\xfe\x00\x08no SOF" + bytes(300))
+    cut = root / "img" / "b" / "img0017.jpg"
+    cut.write_bytes(cut.read_bytes()[: cut.stat().st_size // 2])
+    manifest = pack(shardpack, root / "img", root / "shards", maxcount=8)
+    keys = {f"{'ab'[i % 2]}/img{i:04d}" for i in range(48)}
+    return manifest, keys, unsized, "b/img0017"
+
+
+def test_a_sample_without_an_image_size_is_refused_or_skipped_and_counted(flawed):
+    """Without skip_errors the first sample with no size stops the epoch, named; with it,
+    such samples are in no batch on any topology (the plan skips them alike everywhere),
+    counted and named in stats(), and every other sample comes once."""
+    manifest, keys, unsized, _ = flawed
+    with pytest.raises(libshard.ShardError, match=r"sample \d+ of .*train-\d+\.tar has no "
+                       r"image size in .*train-\d+\.cols"):
+        batches(libshard.Reader(str(manifest), **KW))
+    one = None
+    for world, workers in [(1, 1), (2, 2)]:
+        got, skipped, named = [], 0, []
+        for rank in range(world):
+            for w in range(workers):
+                r = libshard.Reader(str(manifest), rank=rank, world_size=world, worker=w,
+                                    num_workers=workers, mode="exact", skip_errors=True, **KW)
+                got += batches(r)
+                st = r.stats()
+                skipped += st["skipped_unsized"]
+                assert st["skipped_samples"] == 0, "no shard's samples lost"
+                named += st["kept_errors"]
+        flat = [k for b in got for k, _ in b]
+        assert sorted(flat) == sorted(keys - unsized)
+        assert skipped == 2 and len(named) == 2 and all("no image size" in m for m in named)
+        assert all(len({bk for _, bk in b}) == 1 for b in got)
+        if one is None:
+            one = sorted(got)
+        assert sorted(got) == one, "the same batches on 1x1 and 2x2"
+
+
+def test_a_shards_rest_lost_under_skip_errors_stops_the_bucketed_epoch(flawed, tmp_path):
+    """A shard cut short moves every later sample's place on the line the batches are
+    planned on: skip_errors skips samples, and the shard's loss stops the epoch, named."""
+    import os
+    manifest, *_ = flawed
+    shutil.copytree(manifest.parent, tmp_path / "s")
+    cut = tmp_path / "s" / "train-000002.tar"
+    os.truncate(cut, cut.stat().st_size // 2)
+    with pytest.raises(libshard.ShardError, match=r"train-000002\.tar: offset \d+.*skip_errors "
+                       r"skips samples, not a shard's rest"):
+        batches(libshard.Reader(str(tmp_path / "s" / manifest.name), skip_errors=True, **KW))
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_skip_errors_fills_a_bad_images_place_from_its_own_batch(flawed, workers):
+    """A JPEG that does not decode leaves its place to a repeat of another sample of its
+    batch (marked in __pad__), as on the fixed-size path: every batch keeps its bucket's
+    shape and its planned size, every good sample comes once."""
+    from libshard.torch import ShardDataset, ShardLoader, ShardSkipWarning
+    manifest, keys, unsized, cut = flawed
+    ds = ShardDataset(str(manifest), seed=3, batch_size=4, image_size=64,
+                      aspect_buckets=BUCKETS, skip_errors=True, crop="center",
+                      raw_fields="__key__;__pad__;__bucket__")
+    loader = ShardLoader(ds, num_workers=workers)
+    real, sizes = [], []
+    if workers:  # warned in the worker's process
+        got = list(loader)
+    else:
+        with pytest.warns(ShardSkipWarning, match="samples without an image size"):
+            got = list(loader)
+    for images, _, f in got:
+        h, w = f["__bucket__"]
+        assert images.shape[1:] == (3, h, w)
+        pads = f["__pad__"].tolist()
+        sizes.append(len(pads))
+        for i, (k, p) in enumerate(zip(f["__key__"], pads)):
+            if p:
+                j = [j for j, q in enumerate(pads) if not q and f["__key__"][j] == k]
+                assert j and bool((images[i] == images[j[0]]).all()), (k, i)
+            else:
+                real.append(k)
+    assert sorted(real) == sorted(keys - unsized - {cut})
+    assert sum(sizes) == len(keys) - len(unsized), "the bad image's place kept"
+    assert dict(loader.skipped, batches=0) == {"image": 1, "no_image": 0, "label": 0,
+                                               "no_size": 2, "shards": 0, "shard_samples": 0,
+                                               "batches": 0, "total": 3}
+

@@ -464,7 +464,7 @@ def test_corrupt_jpeg_skipped_with_skip_errors(packed_bad):
     within(HANG, run, "a skip_errors epoch")
     assert Counter(keys) == Counter(k for k in packed_bad.keys if k != packed_bad.bad_key)
     assert l.skipped == 1
-    assert l.skipped_by == {"image": 1, "no_image": 0, "label": 0, "shards": 0,
+    assert l.skipped_by == {"image": 1, "no_image": 0, "label": 0, "no_size": 0, "shards": 0,
                             "shard_samples": 0, "batches": 0, "total": 1}
 
 
@@ -476,7 +476,7 @@ def test_skips_are_counted_by_reason_warned_once_and_summed(packed_bad, unlabell
         with caplog.at_level("WARNING", logger="libshard"):
             n = sum(len(y) for _, y in ds)  # in this thread: the warning is caught here
     assert n == 40 and len(seen) == 1, "one warning, at the first skip"
-    assert ds.skipped == {"image": 1, "no_image": 0, "label": 0, "shards": 0,
+    assert ds.skipped == {"image": 1, "no_image": 0, "label": 0, "no_size": 0, "shards": 0,
                           "shard_samples": 0, "batches": 0, "total": 1}
     assert "epoch 0 left out 1 images that did not decode" in caplog.text
     # a missing shard and samples without labels, through 2 workers: the loader sums them

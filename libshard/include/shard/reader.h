@@ -149,7 +149,10 @@ typedef struct ShardReaderSettings {
      *  complete at the line's end make at most one partial batch per bucket, delivered by
      *  the consumer whose region ends the line (dropped with drop_last). Memory: at most
      *  buckets x (batch_size - 1) samples wait for their batch. Needs every shard's count
-     *  and image sizes; exact mode (default NULL) */
+     *  and image sizes; exact mode. A sample without an image size is an error, or with
+     *  skip_errors in no batch (on every consumer alike, counted: skipped_unsized); a
+     *  shard's rest skipped after an error stops the reading even so, since it would move
+     *  every later sample's place (default NULL) */
     const char *aspect_buckets;
     int aspect_side; /**< the output side named sets and "auto" are scaled to (default 256) */
     /** Name the samples without reading them (default 0): the epoch's order from the
@@ -190,6 +193,9 @@ typedef struct ShardReaderStats {
     uint64_t decompressed_bytes; /**< bytes out of the .tar.zst frames decompressed */
     uint64_t indexes_built;  /**< indexes made at open for shards without one */
     uint64_t indexes_cached; /**< such indexes found in the cache, made by an earlier open */
+    /** samples a bucketed reading left out under skip_errors, their image's size unknown
+     *  (aspect_buckets; each kept among the errors) */
+    uint64_t skipped_unsized;
 } ShardReaderStats;
 
 typedef struct ShardReader ShardReader;

@@ -9,9 +9,13 @@
 #include "base/error.h"
 #include "read/bucketline.h"
 #include "read/epoch.h"
+#include "read/fetch.h"
 #include "read/shuffle.h"
 #include "resume/resume.h"
 #include "tar/item.h"
+
+/* How shard_bucketplan_no_size's messages begin. */
+#define UNSIZED "aspect_buckets: sample "
 
 struct ShardBucketLine {
     ShardBucketPlan *plan; /* borrowed: the reader's */
@@ -186,6 +190,22 @@ static int send_or_drop(ShardBucketLine *bl, ShardReader *r, ShardItem **out)
     return SHARD_AGAIN;
 }
 
+/* A shard's rest skipped (skip_errors) moves every later sample's place on the line: the
+ * epoch stops, naming the shard's error. */
+static int lost_shard(ShardReader *r)
+{
+    const char *why = "a shard's rest was skipped after an error", *e;
+    for (size_t i = 0; (e = shard_fetch_kept_error(r->fetch, i)); i++)
+        if (strncmp(e, UNSIZED, strlen(UNSIZED))) { /* the fetch's, not ours */
+            why = e;
+            break;
+        }
+    return shard_fail(r->err, SHARD_ERR_IO, "reader: aspect_buckets: %s (a bucketed reading "
+                      "plans each batch on every sample's place in the epoch, and skip_errors "
+                      "skips samples, not a shard's rest: repair the shard, or leave it out)",
+                      why);
+}
+
 int shard_bucketline_take(ShardReader *r, ShardItem **out)
 {
     ShardBucketLine *bl = r->bucketed;
@@ -217,6 +237,10 @@ int shard_bucketline_take(ShardReader *r, ShardItem **out)
         }
         if (rc)
             return rc;
+        if (shard_fetch_skipped_shards(r->fetch)) { /* skip_errors lost a shard's rest */
+            shard_item_release(it);
+            return r->failed = lost_shard(r);
+        }
         if (r->line_next == UINT64_MAX) { /* equal mode's repeats: batches even ranks here */
             shard_item_release(it);
             continue;
@@ -233,6 +257,15 @@ int shard_bucketline_take(ShardReader *r, ShardItem **out)
         }
         bl->next_point = point + 1;
         bl->at_end = point + 1 == r->order->length;
+        if (b == SHARD_NO_BUCKET) { /* skip_errors: in no batch, on any consumer */
+            char msg[SHARD_ERROR_MAX];
+            shard_bucketplan_no_size(r, it->shard, it->v.index, msg, sizeof msg);
+            /* its kept message starts with UNSIZED */
+            shard_fetch_keep_error(r->fetch, msg);
+            atomic_fetch_add(&r->unsized, 1);
+            shard_item_release(it);
+            continue;
+        }
         size_t n;
         shard_grouper_pending(&bl->g, b, &n);
         bl->held[b * bl->batch + n] = it;

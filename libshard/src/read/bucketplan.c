@@ -3,6 +3,7 @@
  * shard's columns, the line replayed on identities, and what the replay counts: each
  * consumer's batches, equal mode's quota, the cut after a number of batches.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -46,8 +47,6 @@ static const char *refused(const ShardReaderSettings *s)
                "yet)";
     if (s->epoch_samples)
         return "a pass over the data (epoch_samples is not bucketed yet)";
-    if (s->skip_errors)
-        return "skip_errors off (a bucketed reading does not skip yet)";
     if (s->order_only)
         return "a reading (order_only does not name bucketed batches yet)";
     if (s->make_indexes == SHARD_READER_INDEXES_NEVER)
@@ -172,22 +171,32 @@ static int sizes_of(ShardBucketPlan *p, ShardReader *r, uint32_t shard, KeptSize
     return 0;
 }
 
+void shard_bucketplan_no_size(const ShardReader *r, uint32_t shard, uint64_t index, char *buf,
+                              size_t size)
+{
+    const ShardListEntry *e = shard_list_entry(r->list, shard);
+    snprintf(buf, size, "aspect_buckets: sample %llu of %.300s has no image size in %.300s (no "
+             "jpg, jpeg, png or webp member, or its header does not parse)",
+             (unsigned long long)index, e->url, e->columns);
+}
+
 int shard_bucketplan_bucket_of(ShardBucketPlan *p, ShardReader *r, uint32_t shard,
                                uint64_t index, size_t *b)
 {
-    KeptSizes *k;
+    KeptSizes *k = NULL;
     int rc = sizes_of(p, r, shard, &k);
     if (rc)
         return rc;
     uint32_t w = shard_columns_value(&k->c, index, k->k[0]);
     uint32_t h = shard_columns_value(&k->c, index, k->k[1]);
-    if (w == SHARD_COLUMN_NONE || h == SHARD_COLUMN_NONE || !w || !h)
-        return shard_fail(r->err, SHARD_ERR_FORMAT,
-                          "reader: aspect_buckets: sample %llu of %.300s has no image size in "
-                          "%.300s (no jpg, jpeg, png or webp member, or its header does not "
-                          "parse)",
-                          (unsigned long long)index, shard_list_entry(r->list, shard)->url,
-                          shard_list_entry(r->list, shard)->columns);
+    if (w == SHARD_COLUMN_NONE || h == SHARD_COLUMN_NONE || !w || !h) {
+        *b = SHARD_NO_BUCKET;
+        if (r->s.skip_errors)
+            return 0;
+        char msg[SHARD_ERROR_MAX];
+        shard_bucketplan_no_size(r, shard, index, msg, sizeof msg);
+        return shard_fail(r->err, SHARD_ERR_FORMAT, "reader: %s", msg);
+    }
     *b = shard_bucket_of(&p->b, w, h);
     return 0;
 }
@@ -225,7 +234,7 @@ int shard_bucketplan_replay(ShardBucketPlan *p, ShardReader *r, ShardGrouper *g,
         ShardGroupItem gi = {k, it->shard, it->v.index};
         shard_item_release(it);
         if (!(rc = shard_bucketplan_bucket_of(p, r, (uint32_t)gi.shard, gi.sample, &b)) &&
-            shard_grouper_add(g, b, &gi) && done)
+            b != SHARD_NO_BUCKET && shard_grouper_add(g, b, &gi) && done)
             done(ctx, k);
     }
     return rc;

@@ -39,9 +39,15 @@ SHARD_HIDDEN void shard_bucketplan_size(const ShardBucketPlan *p, size_t b, int 
 SHARD_HIDDEN size_t shard_bucketplan_batch(const ShardBucketPlan *p);
 SHARD_HIDDEN int shard_bucketplan_drops(const ShardBucketPlan *p);
 
-/* The bucket of sample index of shard: 0, or an error in r->err naming the sample. */
+/* The bucket of sample index of shard: 0, or an error in r->err naming the sample. A
+ * sample without an image size is in no bucket: with skip_errors *b is SHARD_NO_BUCKET,
+ * the same on every consumer and replay (the live reading counts it skipped). */
+#define SHARD_NO_BUCKET ((size_t)-1)
 SHARD_HIDDEN int shard_bucketplan_bucket_of(ShardBucketPlan *p, ShardReader *r, uint32_t shard,
                                             uint64_t index, size_t *b);
+/* What a sample without an image size is told with, into buf. */
+SHARD_HIDDEN void shard_bucketplan_no_size(const ShardReader *r, uint32_t shard,
+                                           uint64_t index, char *buf, size_t size);
 /* The line's points [0, upto) of r's reading through grouper g on identities; each batch
  * completed at a point passed to done(ctx, point) (done may be NULL). 0 or an error in
  * r->err. */

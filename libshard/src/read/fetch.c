@@ -520,6 +520,10 @@ void shard_fetch_counters(ShardFetch *f, ShardFetchCounters *c)
     pthread_mutex_unlock(&f->alive_lock);
 }
 
+void shard_fetch_keep_error(ShardFetch *f, const char *msg) { keep_error(f, msg); }
+
+uint64_t shard_fetch_skipped_shards(ShardFetch *f) { return atomic_load(&f->skipped_shards); }
+
 const char *shard_fetch_kept_error(ShardFetch *f, size_t i)
 {
     pthread_mutex_lock(&f->kept_lock);

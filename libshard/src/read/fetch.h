@@ -63,6 +63,10 @@ SHARD_HIDDEN void shard_fetch_interrupt(ShardFetch *f);
  * while the stage is stopping, which the consumer itself does. */
 SHARD_HIDDEN int shard_fetch_take_for(ShardFetch *f, size_t k, double seconds, ShardItem **out);
 SHARD_HIDDEN void shard_fetch_counters(ShardFetch *f, ShardFetchCounters *c);
+/* An error of a stage after the fetch's in skip mode, counted and kept with its own. */
+SHARD_HIDDEN void shard_fetch_keep_error(ShardFetch *f, const char *msg);
+/* Shards (or their rests) skipped so far in skip mode. */
+SHARD_HIDDEN uint64_t shard_fetch_skipped_shards(ShardFetch *f);
 /* Error i kept in skip mode (at most 16), oldest first; NULL past the last. */
 SHARD_HIDDEN const char *shard_fetch_kept_error(ShardFetch *f, size_t i);
 SHARD_HIDDEN void shard_fetch_free(ShardFetch **f);

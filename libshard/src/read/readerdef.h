@@ -112,6 +112,7 @@ struct ShardReader {
     int start_due;   /* the fetch threads start at the first pull: a restore or set_epoch
                         right after open or an epoch change reads nothing it drops */
     atomic_ullong samples, bytes; /* read by other threads' statistics (load/batchloader.c) */
+    atomic_ullong unsized;        /* aspect_buckets, skip_errors: left out (bucketline.c) */
 };
 
 

@@ -403,6 +403,7 @@ void shard_reader_stats(const ShardReader *r, ShardReaderStats *st)
     st->read_bytes = c.read_bytes;
     st->decompressed_bytes = c.unpack_bytes;
     shard_list_index_counts(r->list, &st->indexes_built, &st->indexes_cached);
+    st->skipped_unsized = atomic_load(&((ShardReader *)r)->unsized);
 }
 
 const char *shard_reader_kept_error(const ShardReader *r, size_t i)

@@ -225,7 +225,8 @@ class ShardDataset(torch.utils.data.IterableDataset):
     @property
     def skipped(self):
         """What skip_errors left out in this process's current or last iteration: samples
-        by reason (image: did not decode, no_image, label: missing or not a class index),
+        by reason (image: did not decode, no_image, label: missing or not a class index,
+        no_size: no image size beside the index, with aspect_buckets),
         shards skipped after errors and the samples lost with them (shard_samples), and
         the samples' total. With DataLoader workers, ShardLoader.skipped sums the workers'."""
         return self.skips.get()

@@ -10,7 +10,7 @@ LOG = logging.getLogger("libshard")
 #: (each one's place in its batch holds a marked repeat of another of the batch, "__pad__"),
 #: shards and the samples counted with them, batches dropped because every sample of them
 #: was skipped, and the samples' total
-KEYS = ("image", "no_image", "label", "shards", "shard_samples", "batches", "total")
+KEYS = ("image", "no_image", "label", "no_size", "shards", "shard_samples", "batches", "total")
 
 
 class ShardSkipWarning(UserWarning):
@@ -24,9 +24,9 @@ def zero():
 
 def of_reader(stats):
     """The counts a Reader's stats() gives (raw samples: only shards are skipped)."""
-    return {"image": 0, "no_image": 0, "label": 0, "shards": stats["skipped_shards"],
-            "shard_samples": stats["skipped_samples"], "batches": 0,
-            "total": stats["skipped_samples"]}
+    return {"image": 0, "no_image": 0, "label": 0, "no_size": stats["skipped_unsized"],
+            "shards": stats["skipped_shards"], "shard_samples": stats["skipped_samples"],
+            "batches": 0, "total": stats["skipped_samples"] + stats["skipped_unsized"]}
 
 
 def left_out(d):
@@ -40,6 +40,8 @@ def text(d):
     parts = [f"{d['image']} images that did not decode" if d["image"] else "",
              f"{d['no_image']} samples without an image" if d["no_image"] else "",
              f"{d['label']} samples without a valid label" if d["label"] else "",
+             f"{d['no_size']} samples without an image size (aspect_buckets: in no bucket)"
+             if d.get("no_size") else "",
              f"{d['shards']} shards after errors ({d['shard_samples']} samples counted; what a "
              f"shard without a count still held is not)" if d["shards"] else "",
              f"{d['batches']} batches none of whose samples decoded" if d.get("batches") else ""]
