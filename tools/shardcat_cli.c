@@ -366,12 +366,14 @@ static int read_options(int argc, char **argv, ShardcatCli *cli, ShardLoaderSett
     if (batching && cmd != SHARDCAT_BATCH && cmd != SHARDCAT_STREAM)
         return die_usage("--batch-size and --drop-last go with batch and stream");
     if (cli->aspect_buckets && cmd != SHARDCAT_INFO && cmd != SHARDCAT_SHOW &&
-        cmd != SHARDCAT_STREAM)
-        return die_usage("--aspect-buckets goes with info, show and stream");
+        cmd != SHARDCAT_STREAM && cmd != SHARDCAT_BATCH)
+        return die_usage("--aspect-buckets goes with info, show, stream and batch");
     if (cli->aspect_buckets && cmd == SHARDCAT_STREAM && !cli->have_batch_size)
         return die_usage("stream --aspect-buckets wants --batch-size B, the job's: which batch "
                          "a sample is in is part of the order");
-    int info_size = cmd == SHARDCAT_INFO && cli->aspect_buckets && sized_only && !cli->output;
+    /* --image-size scales the named and fitted buckets: info's and batch's too */
+    int info_size = (cmd == SHARDCAT_INFO || cmd == SHARDCAT_BATCH) && cli->aspect_buckets &&
+                    sized_only && !cli->output;
     if ((show_only || cli->output) && cmd != SHARDCAT_SHOW && !(cmd == SHARDCAT_BATCH && cli->show) &&
         !info_size)
         return die_usage(cmd == SHARDCAT_BATCH ? "that option goes with show, and with batch --show"

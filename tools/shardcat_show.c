@@ -302,7 +302,7 @@ int shardcat_show_from(const ShardcatCli *cli, ShardLoaderSettings *ls, ShardRem
     size_t samples = 0;
     uint64_t epoch = ls->reader.epoch;
     int rc = state ? shard_loader_restore(l, state) : 0;
-    if (!rc && rs->aspect_buckets) {
+    if (!rc && rs->aspect_buckets && cli->command == SHARDCAT_SHOW) { /* batch: the step's */
         rc = draw_buckets(l, cli->columns, &c, &samples, msg, sizeof msg);
     } else if (!rc && !(rc = shard_loader_next(l, &b))) {
         samples = b->size, epoch = b->epoch;

@@ -294,3 +294,93 @@ def test_one_plan_answers_threads_in_turn(spec):
     for t in threads:
         t.join()
     assert not bad
+
+
+BUCKETS = "16x16,16x24,16x32"
+
+
+@pytest.mark.filterwarnings("ignore::libshard.torch.UnequalRanksWarning")
+@pytest.mark.parametrize("ranks,workers,mode", [(1, 2, "exact"), (2, 2, "equal"),
+                                                (3, 1, "exact")])
+def test_bucketed_steps_are_named_as_the_loader_delivered_them(spec, ranks, workers, mode):
+    """aspect_buckets: a step's batch is one bucket's, planned on the epoch's line; named
+    from the order alone by walking the consumer's batches, it is the loader's."""
+    for r in range(ranks):
+        ld = ShardLoader(dataset(spec, rank=r, world_size=ranks, mode=mode, batch_size=4,
+                                 aspect_buckets=BUCKETS), num_workers=workers)
+        for e in (0, 1):
+            got = check(ld, e)
+            assert len(got) == len(ld)
+        # the control: without the buckets the same steps are other samples
+        plain = ShardLoader(dataset(spec, rank=r, world_size=ranks, mode=mode, batch_size=4),
+                            num_workers=workers)
+        assert any([d["__key__"] for d in plain.batch_keys(1, s)] != keys
+                   for s, keys in enumerate(got[:-1]))
+
+
+@pytest.mark.filterwarnings("ignore::libshard.torch.UnequalRanksWarning")
+@pytest.mark.parametrize("mode", ["exact", "equal"])
+def test_bucketed_steps_named_across_an_elastic_resume(spec, mode, shardcat, tmp_path):
+    """aspect_buckets, 2 ranks x 2 workers take 3 steps and save; 3 x 1 resume and finish:
+    every step named on the topology that delivered it, by the loaders and by shardcat
+    batch, which also draws a step's batch as the loader made it."""
+    kw = dict(mode=mode, batch_size=4, aspect_buckets=BUCKETS, raw_fields="__key__;__bucket__")
+    saved_at, before, state = 3, {}, None
+    for r in range(2):
+        ld = ShardLoader(dataset(spec, rank=r, world_size=2, **kw), num_workers=2)
+        got = []
+        for _, _, f in ld:
+            got.append(list(f["__key__"]))
+            if len(got) == saved_at:
+                break
+        before[r] = got
+        if r == 0:
+            state = ld.state_dict()
+        del ld
+    delivered = [k for r in before for b in before[r] for k in b]
+    buckets = set()
+    for r in range(3):
+        ld = ShardLoader(dataset(spec, rank=r, world_size=3, **kw), num_workers=0)
+        ld.load_state_dict(state)
+        after = []
+        for images, _, f in ld:
+            after.append(list(f["__key__"]))
+            buckets.add(tuple(f["__bucket__"]))
+        assert after
+        delivered += [k for b in after for k in b]
+        for i, keys in enumerate(after):
+            assert [d["__key__"] for d in ld.batch_keys(0, saved_at + i)] == keys, (r, i)
+        if r < 2:
+            for s in range(saved_at):
+                assert [d["__key__"] for d in ld.batch_keys(0, s, rank=r)] == before[r][s]
+        key = after[-1][-1]
+        assert any(p["step"] == saved_at + len(after) - 1 and p["rank"] == r
+                   for p in ld.where_is(key, 0))
+        last = ld.state_dict()["state"]
+    assert len(buckets) > 1, "batches of several buckets"
+    if mode == "exact":
+        assert sorted(delivered) == sorted(f"k{s}_{i:03d}" for s, n in enumerate(SIZES)
+                                           for i in range(n))
+    urls, cache = spec
+    job = [urls, "--index-cache", cache, "--seed", "3", "--shuffle", "20", "--mode", mode,
+           "--batch-size", "4", "--aspect-buckets", BUCKETS, "--image-size", "16"]
+    cp = subprocess.run([str(shardcat), "batch", *job, "--world-size", "3", "--state", last,
+                         "--step", "1", "--rank", "1"], capture_output=True, text=True)
+    assert cp.returncode == 0, cp.stderr
+    assert [l.split("\t")[4] for l in cp.stdout.splitlines()] == before[1][1]
+    # the step's batch drawn: the consumer restored to where it delivered it hands it first
+    from libshard import _libshard
+    plan = _libshard.StepPlan(urls, seed=3, batch_size=4, shuffle=20, mode=mode,
+                              index_cache=cache, world_size=2, num_workers=2, image_size=16,
+                              aspect_buckets=BUCKETS)
+    at = plan.state(0, 2, 1)
+    r = _libshard.Reader(urls, seed=3, shuffle=20, mode=mode, index_cache=cache, rank=1,
+                         world_size=2, worker=at["worker"], num_workers=2, batch_size=4,
+                         aspect_buckets=BUCKETS, aspect_side=16)
+    r.restore(at["state"])
+    assert [next(r)["__key__"] for _ in before[1][2]] == before[1][2]
+    png = tmp_path / "step.png"
+    cp = subprocess.run([str(shardcat), "batch", *job, "--world-size", "2", "--workers", "2",
+                         "--step", "2", "--rank", "1", "--show", "-o", str(png)],
+                        capture_output=True, text=True)
+    assert cp.returncode == 0 and png.stat().st_size, cp.stderr

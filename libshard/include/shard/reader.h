@@ -374,8 +374,11 @@ typedef struct ShardSampleName {
     const char *url;   /**< its shard, as listed */
     uint32_t shard;    /**< the shard's number in shard_reader_list */
     uint64_t index;    /**< the sample's number in its shard, from 0 */
-    uint64_t position; /**< its place in this consumer's epoch, from 0 */
+    uint64_t position; /**< its place in this consumer's epoch, from 0 (aspect_buckets: its
+                            batch's last place) */
     int repeat;        /**< equal mode's pad: a repeat of a sample from the epoch's start */
+    int bucket;        /**< aspect_buckets: its bucket's number, else -1 */
+    int batch_end;     /**< aspect_buckets: 1 when it is its batch's last, else 0 */
 } ShardSampleName;
 
 /**

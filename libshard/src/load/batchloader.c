@@ -20,6 +20,7 @@
 #include "load/loaderdef.h"
 #include "load/producer.h"
 #include "resume/resume.h"
+#include "read/aspects.h"
 #include "read/streamreader.h"
 #include "read/state.h"
 #include "shard/loader.h"
@@ -173,7 +174,7 @@ int shard_loader_open(ShardLoader **out, const ShardLoaderSettings *s, ShardErro
     rs.batch_size = bs; /* equal mode's repeats and states count in batches */
     rs.drop_last = s->drop_last;
     if (rs.aspect_buckets) /* the named sets and "auto" keep the transform's area */
-        rs.aspect_side = (int)(sqrt((double)t->width * t->height) + 0.5);
+        rs.aspect_side = shard_aspect_side(t->width, t->height);
     if (shard_reader_open(&l->reader, &rs, &e))
         return fail_open(l, err, shard_fail(l->err, e.code, "%s", e.message));
     if (rs.aspect_buckets) {

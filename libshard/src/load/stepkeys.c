@@ -3,7 +3,9 @@
  * one order_only reader that names every consumer's epoch in turn. A rank's steps are its
  * workers' batches as a DataLoader hands them out: one from each worker in turn, worker 0
  * first, a worker whose batches have ended passed over; a worker's batch k is the samples
- * at positions [kB, kB + B) of its epoch. A job resumed on other topologies within the
+ * at positions [kB, kB + B) of its epoch, or with aspect_buckets its k-th batch named in
+ * turn (a bucketed reading hands out whole batches; its counts come from the line's walk,
+ * read/bucketplan.h). A job resumed on other topologies within the
  * epoch (a state's readings, resume/history.h) numbers its steps from the epoch's start
  * across them: step N is named on the topology that delivered it, from the cut its reading
  * began at.
@@ -13,6 +15,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "read/aspects.h"
 #include "read/ordernames.h"
 #include "read/state.h"
 #include "resume/resume.h"
@@ -22,6 +25,7 @@ struct ShardStepPlan {
     ShardReader *r;
     uint64_t bs;
     int drop_last;
+    int bucketed;       /* aspect_buckets: batches named in turn */
     int world, workers; /* the job's topology now */
     ShardReading fresh; /* an epoch read from its start on it */
     int restored;       /* a state was given: its epoch's readings below */
@@ -64,6 +68,8 @@ int shard_step_plan_open(ShardStepPlan **out, const ShardLoaderSettings *s, cons
     rs.order_only = 1;
     rs.batch_size = s->batch_size; /* equal mode's repeats count in batches, as the loader's */
     rs.drop_last = s->drop_last;
+    if (rs.aspect_buckets) /* as the loader scales the named sets */
+        rs.aspect_side = shard_aspect_side(s->transform.width, s->transform.height);
     rs.rank = 0;
     rs.worker = 0;
     int rc = shard_reader_open(&p->r, &rs, err); /* world_size -1: $WORLD_SIZE, checked */
@@ -73,6 +79,7 @@ int shard_step_plan_open(ShardStepPlan **out, const ShardLoaderSettings *s, cons
     }
     p->bs = s->batch_size;
     p->drop_last = s->drop_last;
+    p->bucketed = rs.aspect_buckets != NULL;
     const ShardOrder *o = shard_reader_order_of(p->r); /* the topology the reader took */
     p->world = o->world;
     p->workers = o->workers;
@@ -150,6 +157,8 @@ static int enter(ShardStepPlan *p, const Readings *g, size_t i, int rank, int w,
         return fail_reader(p, rc);
     uint64_t len;
     shard_reader_reading_span(p->r, base, &len);
+    if (p->bucketed)
+        return shard_reader_named_batches(p->r, b) ? fail_reader(p, SHARD_ERR_STATE) : 0;
     *b = p->drop_last ? len / p->bs : (len + p->bs - 1) / p->bs;
     return 0;
 }
@@ -328,6 +337,22 @@ static void settle(ShardStepPlan *p, const ShardStepSample **out, size_t *n)
     *n = p->n;
 }
 
+/* Appends a bucketed consumer's batch k, its batches named in turn from the reading's
+ * start, as step `step`. */
+static int name_batch(ShardStepPlan *p, uint64_t k, int rank, int w, uint64_t step)
+{
+    uint64_t batch = 0, slot = 0;
+    ShardSampleName nm;
+    int rc;
+    while (!(rc = shard_reader_name_next(p->r, &nm))) {
+        if (batch == k && (rc = keep(p, &nm, rank, w, step, slot++)))
+            return rc;
+        if (nm.batch_end && batch++ == k)
+            return 0;
+    }
+    return rc == SHARD_EOS ? 0 : p->err[0] ? rc : fail_reader(p, rc);
+}
+
 /* Appends rank's step `step` of reading i (0: a rank whose steps there ended before it:
  * *found 0). */
 static int rank_step(ShardStepPlan *p, const Readings *g, size_t i, uint64_t step, int rank,
@@ -343,8 +368,9 @@ static int rank_step(ShardStepPlan *p, const Readings *g, size_t i, uint64_t ste
     free(b);
     if (rc || !*found)
         return rc;
-    if ((rc = enter(p, g, i, rank, w, &steps, &base)) ||
-        (rc = shard_reader_seek(p->r, base + k * p->bs)))
+    if (!(rc = enter(p, g, i, rank, w, &steps, &base)) && p->bucketed)
+        return name_batch(p, k, rank, w, step);
+    if (rc || (rc = shard_reader_seek(p->r, base + k * p->bs)))
         return rc == SHARD_ERR_NOMEM || p->err[0] ? rc : fail_reader(p, rc);
     for (uint64_t j = 0; j < p->bs; j++) {
         ShardSampleName nm;
@@ -388,11 +414,18 @@ int shard_step_state(ShardStepPlan *p, uint64_t epoch, uint64_t step, int rank,
     if (rc)
         return rc;
     *who = (ShardStepConsumer){at->world, at->workers, rank, w};
-    if (shard_reader_note_reading(p->r, then - k, g.n > 1 || at->cut ? g.v : NULL,
-                                  (size_t)i + 1))
+    if (shard_reader_note_reading(p->r, p->bucketed ? at->step : then - k,
+                                  g.n > 1 || at->cut ? g.v : NULL, (size_t)i + 1))
         return shard_fail(p->err, SHARD_ERR_NOMEM, "out of memory");
-    rc = shard_reader_state_at(p->r, shard_reader_order_of(p->r), base + k * p->bs, p->bs, buf,
-                               size);
+    if (p->bucketed) /* the job's state after every rank's steps then, its batches counted
+                        on the line */
+        rc = shard_reader_state_after(p->r, then - at->step, p->bs, p->drop_last, 0, buf, size);
+    else
+        rc = shard_reader_state_at(p->r, shard_reader_order_of(p->r), base + k * p->bs, p->bs,
+                                   buf, size);
+    if (rc && rc != SHARD_ERR_INVALID && rc != SHARD_ERR_NOMEM) /* the walk's, said */
+        return shard_fail(p->err, rc, "step plan: the state at step %llu: %s",
+                          (unsigned long long)step, shard_reader_error(p->r));
     if (rc)
         return shard_fail(p->err, rc, "step plan: the consumer's state does not fit in %zu "
                           "bytes", size);
@@ -452,8 +485,20 @@ static int where_in(ShardStepPlan *p, const Readings *g, size_t i, const char *k
     int rc = enter(p, g, i, rank, w, &mine, &base);
     if (rc || !count)
         return rc;
-    uint64_t end = base + count * p->bs;
     ShardSampleName nm;
+    if (p->bucketed) { /* its first `count` batches, named in turn */
+        uint64_t k = 0, slot = 0;
+        while (k < count && !(rc = shard_reader_name_next(p->r, &nm))) {
+            if (!strcmp(nm.key, key) &&
+                (rc = keep(p, &nm, rank, w,
+                           g->v[i].step + step_of(b, g->v[i].workers, w, k), slot)))
+                return rc;
+            slot = nm.batch_end ? 0 : slot + 1;
+            k += nm.batch_end;
+        }
+        return rc == SHARD_EOS || !rc ? 0 : p->err[0] ? rc : fail_reader(p, rc);
+    }
+    uint64_t end = base + count * p->bs;
     while (!(rc = shard_reader_name_next(p->r, &nm)) && nm.position < end) {
         uint64_t local = nm.position - base;
         if (!strcmp(nm.key, key) &&

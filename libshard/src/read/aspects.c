@@ -3,6 +3,7 @@
  * shards' image sizes alone: a pass for the aspect histogram when the buckets are fitted to
  * it ("auto"), then a pass that puts each sample in its nearest bucket.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,4 +121,9 @@ int shard_aspect_buckets(const ShardList *l, const char *spec, int side, ShardRe
     free(b);
     free(count);
     return rc ? shard_report(err, rc, msg) : 0;
+}
+
+int shard_aspect_side(int width, int height)
+{
+    return (int)(sqrt((double)width * height) + 0.5);
 }

@@ -25,4 +25,8 @@ SHARD_HIDDEN int shard_aspect_sizes(const ShardList *l, size_t i, ShardRemote *r
 SHARD_HIDDEN int shard_aspect_fit(const ShardList *l, ShardBuckets *b, int side,
                                   ShardRemote *remote, char *msg);
 
+/* The side whose square the named sets and "auto" are scaled to for images of width x
+ * height (the loader's transform): the same area. */
+SHARD_HIDDEN int shard_aspect_side(int width, int height);
+
 #endif /* SHARD_READ_ASPECTS_H */

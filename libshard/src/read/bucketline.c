@@ -119,7 +119,7 @@ static int carry_in(ShardBucketLine *bl, ShardReader *r, uint64_t q)
     for (size_t i = 0; !rc && i < bl->nbuckets * bl->batch; i++)
         if (bl->held[i])
             buf[m++] = bl->held[i];
-    if (!rc)
+    if (!rc && !r->s.order_only) /* naming: identities are what it hands out */
         rc = shard_items_load(buf, NULL, m, r->list, r->s.remote, r->err);
     for (size_t i = 0, j = 0; !rc && i < bl->nbuckets * bl->batch; i++)
         if (bl->held[i])
@@ -237,7 +237,7 @@ int shard_bucketline_take(ShardReader *r, ShardItem **out)
         }
         if (rc)
             return rc;
-        if (shard_fetch_skipped_shards(r->fetch)) { /* skip_errors lost a shard's rest */
+        if (!r->s.order_only && shard_fetch_skipped_shards(r->fetch)) { /* skip_errors lost a shard's rest */
             shard_item_release(it);
             return r->failed = lost_shard(r);
         }

@@ -47,8 +47,6 @@ static const char *refused(const ShardReaderSettings *s)
                "yet)";
     if (s->epoch_samples)
         return "a pass over the data (epoch_samples is not bucketed yet)";
-    if (s->order_only)
-        return "a reading (order_only does not name bucketed batches yet)";
     if (s->make_indexes == SHARD_READER_INDEXES_NEVER)
         return "every shard's count and image sizes (make_indexes is 'never': make them with "
                "shardcat index --geometry)";

@@ -59,7 +59,8 @@ SHARD_HIDDEN int shard_bucketplan_replay(ShardBucketPlan *p, ShardReader *r, Sha
  * error (in r->err). */
 SHARD_HIDDEN int64_t shard_bucketplan_rank_batches(ShardBucketPlan *p, ShardReader *r,
                                                    int rank);
-/* Equal mode: the batches r's consumer delivers in its reading (the fewest any rank has,
+/* The batches r's consumer delivers in its reading: its own with the partials where it ends
+ * the line; in equal mode its share (the fewest any rank has,
  * a rank's excess dropped from its last workers). 0 or an error in r->err. */
 SHARD_HIDDEN int shard_bucketplan_quota(ShardBucketPlan *p, ShardReader *r, uint64_t *quota);
 /* The reading's cut after every rank delivered `batches` batches, its workers' taken in

@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "catalog/samplenames.h"
+#include "read/bucketline.h"
 #include "read/epoch.h"
 #include "read/ordernames.h"
 #include "read/restore.h"
@@ -32,13 +33,16 @@ int shard_reader_name_next(ShardReader *r, ShardSampleName *out)
     if (!r->names && !(r->names = shard_names_new(r->list, r->s.remote, NAMES_KEPT)))
         return shard_fail(r->err, SHARD_ERR_NOMEM, "out of memory");
     ShardItem *it;
-    int rc = shard_reader_take_next(r, &it);
+    int rc = r->bucketed ? shard_bucketline_take(r, &it) : shard_reader_take_next(r, &it);
     if (rc)
         return rc;
     out->shard = it->shard;
     out->index = it->v.index;
     out->position = it->position;
     out->repeat = it->repeat;
+    out->bucket = shard_reader_bucket(r, it, NULL, NULL, &out->batch_end);
+    if (out->bucket < 0)
+        out->batch_end = 0;
     out->url = shard_list_entry(r->list, it->shard)->url;
     shard_item_release(it);
     char msg[SHARD_ERROR_MAX];
@@ -61,6 +65,10 @@ int shard_reader_seek(ShardReader *r, uint64_t position)
 {
     if (!r->s.order_only)
         return not_order_only(r, "shard_reader_seek");
+    if (r->bucketed)
+        return shard_fail(r->err, SHARD_ERR_UNSUPPORTED, "reader: shard_reader_seek: a "
+                          "bucketed reading's places are its batches' ends; name its batches in "
+                          "turn (shard_reader_name_next)");
     const ShardOrder *o = r->order;
     uint64_t at = o->base;
     if (position < at)
@@ -157,6 +165,13 @@ int shard_reader_note_reading(ShardReader *r, uint64_t step0, const ShardReading
         if (shard_history_add(&o->history, v[i].step, v[i].world, v[i].workers, v[i].cut))
             return SHARD_ERR_NOMEM;
     return 0;
+}
+
+int shard_reader_named_batches(ShardReader *r, uint64_t *n)
+{
+    if (!r->bucket_plan)
+        return shard_fail(r->err, SHARD_ERR_INVALID, "reader: not bucketed");
+    return shard_bucketplan_quota(r->bucket_plan, r, n);
 }
 
 uint64_t shard_reader_indexes_read(const ShardReader *r)

@@ -35,6 +35,11 @@ SHARD_HIDDEN void shard_reader_reading_span(const ShardReader *r, uint64_t *base
 SHARD_HIDDEN int shard_reader_note_reading(ShardReader *r, uint64_t step0, const ShardReading *v,
                                            size_t n);
 
+/* A bucketed reader's batches in the reading named (aspect_buckets; with its partials, in
+ * equal mode its share) into *n: 0, or an error in the reader's message. A walk over the
+ * epoch's line on identities. */
+SHARD_HIDDEN int shard_reader_named_batches(ShardReader *r, uint64_t *n);
+
 /* The order the reader names (borrowed). */
 SHARD_HIDDEN const struct ShardOrder *shard_reader_order_of(const ShardReader *r);
 
