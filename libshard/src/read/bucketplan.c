@@ -26,8 +26,22 @@ typedef struct KeptSizes {
     int k[2]; /* the width and height columns */
 } KeptSizes;
 
+/* The last walk of a whole line: each consumer's full batches, and who ends the line with
+ * how many partials. A step plan asks it for every worker of a rank, and again at each
+ * consumer's first take: one walk a reading. */
+typedef struct WalkMemo {
+    int valid;
+    uint64_t epoch, total;
+    uint32_t parts;
+    ShardCut cut; /* the reading's, copied */
+    uint64_t *fulls;
+    long end;
+    size_t partials;
+} WalkMemo;
+
 struct ShardBucketPlan {
     ShardBuckets b;
+    WalkMemo memo;
     size_t batch;
     int drop_last;
     KeptSizes kept[SIZES_KEPT];
@@ -125,6 +139,9 @@ void shard_bucketplan_free(ShardBucketPlan **pp)
             shard_columns_clear(&p->kept[i].c);
     if (p->replay)
         p->ops.free(&p->replay);
+    if (p->memo.valid)
+        shard_cut_free(&p->memo.cut);
+    free(p->memo.fulls);
     shard_reader_specs_free(&p->specs);
     free(p);
     *pp = NULL;
@@ -313,6 +330,46 @@ static uint64_t even(const uint64_t *counts, int world, int workers, size_t k)
     return counts[k] < least ? counts[k] : least;
 }
 
+/* Whether the memo is the walk of r's reading: same epoch, partitions, total and cut. */
+static int memo_holds(const WalkMemo *m, const ShardReader *r)
+{
+    const ShardCut *a = &m->cut, *b = &r->order->cut;
+    if (!m->valid || m->epoch != r->epoch || m->parts != r->order->parts ||
+        m->total != r->order->total || a->length != b->length || a->n != b->n ||
+        a->world != b->world || a->workers != b->workers)
+        return 0;
+    size_t nc = (size_t)a->world * (size_t)a->workers;
+    if (a->n && memcmp(a->left, b->left, a->n * sizeof *a->left))
+        return 0;
+    if (!a->edge || !b->edge)
+        return !a->edge && !b->edge;
+    return !memcmp(a->edge, b->edge, (nc + 1) * sizeof *a->edge);
+}
+
+/* The memo made the walk of r's reading (left invalid when out of memory: walked again). */
+static void memo_keep(WalkMemo *m, const ShardReader *r, const uint64_t *fulls, long end,
+                      size_t partials)
+{
+    const ShardCut *c = &r->order->cut;
+    size_t nc = (size_t)c->world * (size_t)c->workers;
+    if (m->valid)
+        shard_cut_free(&m->cut);
+    m->valid = 0;
+    uint64_t *v = realloc(m->fulls, nc * sizeof *v);
+    if (!v)
+        return;
+    m->fulls = v;
+    if (shard_cut_copy(&m->cut, c))
+        return;
+    memcpy(v, fulls, nc * sizeof *v);
+    m->epoch = r->epoch;
+    m->parts = r->order->parts;
+    m->total = r->order->total;
+    m->end = end;
+    m->partials = partials;
+    m->valid = 1;
+}
+
 /* Every consumer's batches (with the partials) into counts, fulls (NULL: not wanted) their
  * full ones; in equal mode each one's share. */
 static int batches(ShardBucketPlan *p, ShardReader *r, uint64_t *counts, uint64_t *fulls)
@@ -320,10 +377,17 @@ static int batches(ShardBucketPlan *p, ShardReader *r, uint64_t *counts, uint64_
     const ShardCut *c = &r->order->cut;
     size_t nc = (size_t)c->world * (size_t)c->workers, partials;
     long end;
-    Tally t = {c, 0, 0, counts, NULL, NULL};
-    int rc = walk(p, r, &t, &end, &partials);
-    if (rc)
-        return rc;
+    if (memo_holds(&p->memo, r)) {
+        memcpy(counts, p->memo.fulls, nc * sizeof *counts);
+        end = p->memo.end;
+        partials = p->memo.partials;
+    } else {
+        Tally t = {c, 0, 0, counts, NULL, NULL};
+        int rc = walk(p, r, &t, &end, &partials);
+        if (rc)
+            return rc;
+        memo_keep(&p->memo, r, counts, end, partials);
+    }
     if (fulls)
         memcpy(fulls, counts, nc * sizeof *counts);
     if (end >= 0)
