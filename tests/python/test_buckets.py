@@ -264,8 +264,8 @@ def test_shard_dataset_batches_len_and_workers(packed):
     assert ds.stats()["buckets"] == dict(per_bucket), "stats() counts samples per bucket"
     keys = [k for x, y, f in ShardLoader(ds, num_workers=2) for k in f["__key__"]]
     assert sorted(keys) == sorted(packed.keys)
-    with pytest.raises(ValueError, match="aspect_buckets"):
-        ShardDataset(str(packed.manifest), device="cuda", **LOADER)
+    with pytest.raises(ValueError, match="decoder='gpu' with aspect_buckets"):
+        ShardDataset(str(packed.manifest), device="cuda", decoder="gpu", **LOADER)
 
 
 def test_equal_mode_gives_every_rank_as_many_batches(packed):
@@ -487,3 +487,30 @@ def test_skip_errors_fills_a_bad_images_place_from_its_own_batch(flawed, workers
                                                "no_size": 2, "shards": 0, "shard_samples": 0,
                                                "batches": 0, "total": 3}
 
+
+
+def test_the_gpus_finish_of_a_bucketed_batch_is_the_cpu_paths(packed):
+    """device="cuda" sends bucketed batches as uint8 NHWC by torch's pinned copy and makes
+    dtype, normalization and layout on the GPU (torch/shapedupload.py): the same arithmetic,
+    here on the CPU, gives the CPU path's batches exactly (float32), and their rounding
+    (float16, bfloat16)."""
+    from libshard.torch import ShardDataset
+    from libshard.torch.shapedupload import constants, finish
+    import torch
+    kw = dict(LOADER, crop="center")
+    u8 = [b[0] for b in ShardDataset(str(packed.manifest), dtype="uint8", layout="nhwc", **kw)]
+    assert len({tuple(x.shape[1:3]) for x in u8}) == 3, "batches of every bucket"
+    mean, std = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+    scale, bias = constants(mean, std)
+    for layout in ("nchw", "channels_last", "nhwc"):
+        want = [b[0] for b in ShardDataset(str(packed.manifest), dtype="float32", layout=layout,
+                                           mean=mean, std=std, **kw)]
+        assert len(want) == len(u8)
+        for x, w in zip(u8, want):
+            got = finish(x, torch.float32, layout, scale, bias)
+            assert got.shape == w.shape and got.stride() == w.stride()
+            assert torch.equal(got, w), (layout, (got - w).abs().max())
+            for half in (torch.float16, torch.bfloat16):
+                assert torch.equal(finish(x, half, layout, scale, bias), w.to(half))
+    for x in u8:  # uint8 keeps its values, in the layout asked
+        assert torch.equal(finish(x, torch.uint8, "nchw", scale, bias), x.permute(0, 3, 1, 2))

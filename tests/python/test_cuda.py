@@ -237,3 +237,46 @@ def test_cuda_with_plain_dataloader_workers_says_how(packed):
     dl = DataLoader(ds, batch_size=None, num_workers=1)
     with pytest.raises(RuntimeError, match="ShardLoader"):
         within(120, lambda: next(iter(dl)), "a worker start")
+
+
+BUCKETS = dict(aspect_buckets="32x48,48x32,40x40", image_size=40, crop="center")
+
+
+@needs_gpu
+@pytest.mark.parametrize("workers", [0, 2])
+@pytest.mark.parametrize("dtype,layout", [("uint8", "nhwc"), ("float32", "nchw"),
+                                          ("bfloat16", "channels_last")])
+def test_bucketed_batches_on_the_gpu_equal_the_cpu_ones(packed, workers, dtype, layout):
+    """aspect_buckets with device="cuda": each batch its own size, by torch's pinned copy
+    (torch/shapedupload.py), equal to the CPU path's batch for batch, through num_workers=0
+    and ShardLoader's workers; a state saved mid-epoch on the GPU resumes the rest."""
+    kw = dict(KW, **BUCKETS, dtype=dtype, layout=layout, mean=MEAN, std=STD,
+              raw_fields="__key__")
+    cpu_kw = dict(kw, dtype="float32" if dtype == "bfloat16" else dtype)
+    cpu = [(x.clone(), y.clone(), list(f["__key__"]))
+           for x, y, f in ShardDataset(str(packed.manifest), device="cpu", **cpu_kw)]
+
+    def epoch(limit=None):
+        ld = ShardLoader(ShardDataset(str(packed.manifest), device="cuda", **kw),
+                         num_workers=workers)
+        out, state = [], None
+        for x, y, f in ld:
+            assert x.device.type == y.device.type == "cuda"
+            out.append((x.cpu(), y.cpu(), list(f["__key__"])))
+            if len(out) == limit:
+                state = ld.state_dict()
+                break
+        return out, state
+
+    gpu, _ = within(120, epoch, "a bucketed CUDA epoch")
+    assert len(gpu) == len(cpu) and len({x.shape for x, _, _ in gpu}) == 3
+    for (x, y, k), (cx, cy, ck) in zip(gpu, cpu):
+        want = cx.to(torch.bfloat16) if dtype == "bfloat16" else cx
+        assert k == ck and x.shape == want.shape and torch.equal(x, want)
+        assert torch.equal(y, cy)
+    head, state = within(120, lambda: epoch(3), "three bucketed CUDA batches")
+    ld = ShardLoader(ShardDataset(str(packed.manifest), device="cuda", **kw),
+                     num_workers=workers)
+    ld.load_state_dict(state)
+    rest = [list(f["__key__"]) for _, _, f in ld]
+    assert [k for _, _, k in head] + rest == [k for _, _, k in cpu]

@@ -92,10 +92,11 @@ class ShardDataset(torch.utils.data.IterableDataset):
         self.device_buffers = _settings.check_value("device_buffers", device_buffers)
         if decoder not in ("auto", "cpu", "gpu"):
             raise ValueError(f"decoder: 'auto', 'cpu' or 'gpu', not {decoder!r}")
-        if self.device.type == "cuda" and settings.get("aspect_buckets"):
-            raise ValueError("aspect_buckets with device='cuda': the upload ring is made for one "
-                             "image size and does not take a bucket's batches yet; iterate on "
-                             "the CPU and move each batch (images.cuda(non_blocking=True))")
+        if decoder == "gpu" and settings.get("aspect_buckets"):
+            raise ValueError("decoder='gpu' with aspect_buckets: the GPU's JPEG decoder fills "
+                             "batches of one image size; bucketed batches decode on the CPU "
+                             "(decoder='auto' or 'cpu') and go to the GPU by torch's pinned "
+                             "copy")
         if decoder == "gpu" and self.device.type != "cuda":
             raise ValueError("decoder='gpu' decodes on the GPU: it needs device='cuda'")
         self.decoder = decoder

@@ -12,6 +12,7 @@ from .. import _libshard
 from .. import settings as _settings
 from . import plan, skips, split
 from .report import Reporter
+from . import shapedupload
 from .upload import Device, Upload
 from .warn import warn
 
@@ -95,7 +96,8 @@ class Epochs:
                                "libshard.torch.ShardLoader(dataset, num_workers=...), or use "
                                "num_workers=0, where libshard's own threads decode")
         args = self.loader_args(cuda, in_worker, place)
-        loader, device, base = self.loader(place, args, cuda and not in_worker)
+        shaped = bool(ds.settings.get("aspect_buckets"))  # torch's copy, not the ring
+        loader, device, base = self.loader(place, args, cuda and not in_worker and not shaped)
         self.handed_state = None
         if resume:
             loader.restore(resume)
@@ -184,6 +186,17 @@ class Epochs:
                 self.upload = Upload(device, ds.settings, ds.device_buffers, loader,
                                      decoder=ds.decoder)
             batches = self.upload.from_loader(host=bool(names))
+        elif cuda and not in_worker:  # aspect_buckets: each batch its own image size
+            torch_device = shapedupload.cuda_device(ds.device)
+            if (not isinstance(self.upload, shapedupload.ShapedUpload)
+                    or not self.upload.fits(torch_device, ds.settings, ds.device_buffers)):
+                if self.upload is not None:
+                    self.upload.close()
+                self.upload = shapedupload.ShapedUpload(torch_device, ds.settings,
+                                                        ds.device_buffers)
+            batches = self.upload.from_loader(
+                (images, labels, batch, loader.state())  # the state as each was taken
+                for images, labels, batch in host_batches(ds, loader, "nhwc"))
         else:
             batches = host_batches(ds, loader, "nhwc" if cuda else ds.setting("layout"))
         skip = ds.settings.get("skip_errors")
@@ -193,7 +206,7 @@ class Epochs:
 
         reporter = Reporter(ds, loader) if ds.report_every else None
         unseen = [n for n in names if n not in SPECIAL]
-        for images, labels, batch in batches:
+        for images, labels, batch, *taken in batches:
             if reporter:
                 reporter.tick()
             item = (images, labels)
@@ -208,8 +221,10 @@ class Epochs:
                 item = (images, labels, fields)
             if skip:
                 ds.skips.note(skipped(), ds.epoch)
-            state = batch.state if device is not None else loader.state()
-            self.handed_state = state if device is not None else None
+            state = (taken[0] if taken else batch.state if device is not None
+                     else loader.state())
+            # the loader runs ahead of the batches handed out: the GPU's ring, the copies
+            self.handed_state = state if device is not None or taken else None
             del batch
             stats = loader.stats() if tagged and in_worker else None
             yield (item, (logical, state, ds.skipped, stats)) if tagged else item

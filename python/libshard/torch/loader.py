@@ -8,7 +8,7 @@ import torch.utils.data
 
 from .. import _libshard
 from .. import settings as _settings
-from . import plan, skips, split, state as _state
+from . import plan, shapedupload, skips, split, state as _state
 from .dataset import ShardDataset
 from .shared import MAX_WORKERS
 from .upload import Device, Upload
@@ -120,11 +120,14 @@ class ShardLoader(torch.utils.data.DataLoader):
                                  "of num_workers=0")
             # the workers' host batches go to the GPU from here, through one ring for every
             # epoch of this loader
-            up, device = self._upload, Device(ds.device)
-            if up is None or not up.fits(device, ds.settings, ds.device_buffers):
+            shaped = bool(ds.settings.get("aspect_buckets"))  # each batch its own size
+            up, kind = self._upload, shapedupload.ShapedUpload if shaped else Upload
+            device = shapedupload.cuda_device(ds.device) if shaped else Device(ds.device)
+            if (up is None or not isinstance(up, kind)
+                    or not up.fits(device, ds.settings, ds.device_buffers)):
                 if up is not None:
                     up.close()
-                self._upload = Upload(device, ds.settings, ds.device_buffers)
+                self._upload = kind(device, ds.settings, ds.device_buffers)
             items = self._upload.from_host(items)
         self._worker_stats = {}
         for item, (logical, state, skipped, stats) in items:
