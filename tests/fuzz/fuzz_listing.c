@@ -1,11 +1,13 @@
 /* The object stores' replies: a GCS listing page and token reply (JSON), an S3
- * ListObjectsV2 page (XML). The first byte picks the parser. */
+ * ListObjectsV2 page (XML), a page of the Hugging Face Hub's tree (JSON). The first byte
+ * picks the parser. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/buf.h"
 #include "remote/gcs.h"
+#include "remote/hf.h"
 #include "remote/store.h"
 #include "remote/s3.h"
 
@@ -27,10 +29,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     memcpy(body, data + 1, size - 1);
     body[size - 1] = 0;
-    ShardObject prefix = {data[0] % 2 ? SHARD_OBJ_S3 : SHARD_OBJ_GCS, "fuzz://b/p/", "b", "p/"};
+    ShardObject prefix = {data[0] % 2 ? SHARD_OBJ_S3 : SHARD_OBJ_GCS, "fuzz://b/p/", "b", "p/",
+                          NULL};
     char err[SHARD_ERROR_MAX];
     size_t total = 0;
-    switch (data[0] % 3) {
+    switch (data[0] % 4) {
     case 0: {
         char *next = NULL;
         shard_gcs_parse_page(body, &prefix, count, &total, &next, err);
@@ -43,6 +46,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         shard_buf_free(&token);
         break;
     }
+    case 3:
+        shard_hf_parse_tree(body, "fuzz://hf", "p/", count, &total, err);
+        break;
     default: {
         char *token = NULL;
         double life;

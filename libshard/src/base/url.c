@@ -17,7 +17,7 @@ int shard_url_is_command(const char *url) { return !strncmp(url, "pipe:", 5); }
 int shard_url_is_remote(const char *url)
 {
     return !strncmp(url, "http://", 7) || !strncmp(url, "https://", 8) ||
-           !strncmp(url, "gs://", 5) || !strncmp(url, "s3://", 5);
+           !strncmp(url, "gs://", 5) || !strncmp(url, "s3://", 5) || !strncmp(url, "hf://", 5);
 }
 
 int shard_url_has_scheme(const char *url)

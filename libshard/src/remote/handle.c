@@ -104,6 +104,7 @@ void shard_remote_put(ShardRemote *r)
     shard_xfer_buffers_free(r);
     shard_gcs_auth_free(r->gcs);
     shard_s3_auth_free(r->s3);
+    shard_secret_free(r->hf_token);
     pthread_mutex_destroy(&r->mu);
     pthread_mutex_destroy(&r->auth_mu);
     free_strings(&r->s);

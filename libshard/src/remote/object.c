@@ -1,5 +1,6 @@
 /*
- * Remote objects (object.h): the bucket switch, and what every remote object shares.
+ * Remote objects (object.h): the bucket switch (gs://, s3://, hf://), and what every remote
+ * object shares.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,6 +8,7 @@
 
 #include "base/error.h"
 #include "remote/gcs.h"
+#include "remote/hf.h"
 #include "remote/object.h"
 #include "remote/request.h"
 #include "remote/s3.h"
@@ -22,6 +24,10 @@ static ShardObjectKind kind_of(const char *url, size_t *skip)
         *skip = 5;
         return SHARD_OBJ_S3;
     }
+    if (!strncmp(url, "hf://", 5)) {
+        *skip = 5;
+        return SHARD_OBJ_HF;
+    }
     *skip = 0;
     return SHARD_OBJ_HTTP;
 }
@@ -34,6 +40,12 @@ int shard_object_parse(ShardObject *o, const char *url, char *err)
     o->kind = kind_of(url, &skip);
     if (o->kind == SHARD_OBJ_HTTP)
         return 0;
+    if (o->kind == SHARD_OBJ_HF) {
+        int rc = shard_hf_parse(o, url, err);
+        if (rc)
+            shard_object_clear(o);
+        return rc;
+    }
     const char *b = url + skip, *slash = strchr(b, '/');
     if (slash == b || !*b)
         return shard_fail(err, SHARD_ERR_INVALID, "%s: no bucket (want %.5sBUCKET/NAME)", url,
@@ -54,6 +66,7 @@ void shard_object_clear(ShardObject *o)
 {
     free(o->bucket);
     free(o->key);
+    free(o->rev);
     memset(o, 0, sizeof *o);
 }
 
@@ -66,6 +79,9 @@ int shard_object_request(ShardRemote *r, const ShardObject *o, const char *pin, 
         return shard_gcs_request(r, o, pin, q, err);
     case SHARD_OBJ_S3:
         rc = shard_s3_request(r, o, q, err);
+        break;
+    case SHARD_OBJ_HF:
+        rc = shard_hf_request(r, o, q, err);
         break;
     default:
         q->url = strdup(o->url);
@@ -96,6 +112,9 @@ int shard_object_list(ShardRemote *r, const char *url, ShardListFn fn, void *coo
         break;
     case SHARD_OBJ_S3:
         rc = shard_s3_list(r, &o, fn, cookie, err);
+        break;
+    case SHARD_OBJ_HF:
+        rc = shard_hf_list(r, &o, fn, cookie, err);
         break;
     default:
         rc = shard_fail(err, SHARD_ERR_UNSUPPORTED,

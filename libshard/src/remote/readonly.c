@@ -17,7 +17,7 @@ static int web_list(const ShardStore *st, const char *dir, ShardListFn fn, void 
 }
 
 const ShardStoreRow shard_store_web = {
-    .name = "a web server (http://, https://)",
+    .name = "plain HTTP (http://, https://)",
     .can = SHARD_STORE_BESIDE | SHARD_STORE_COSTLY,
     .network = 1,
     .list = web_list,

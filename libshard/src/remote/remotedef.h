@@ -41,6 +41,8 @@ struct ShardRemote {
     pthread_mutex_t auth_mu;    /* credentials, made when first needed */
     ShardGcsAuth *gcs;
     ShardS3Auth *s3;
+    char *hf_token;             /* the Hub's token (hf.c), read once: a secret */
+    int hf_token_read;
 };
 
 /* Whether shard_remote_abort was called on r (NULL: no): read where the transfers wait,

@@ -11,6 +11,7 @@
 #include "base/url.h"
 #include "remote/bucketstore.h"
 #include "remote/handle.h"
+#include "remote/hf.h"
 #include "remote/localstore.h"
 #include "remote/readonly.h"
 #include "remote/store.h"
@@ -21,6 +22,8 @@ static const ShardStoreRow *row_of(const char *url)
 {
     if (!strncmp(url, "gs://", 5) || !strncmp(url, "s3://", 5))
         return &shard_store_bucket;
+    if (!strncmp(url, "hf://", 5))
+        return &shard_store_hub;
     if (!strncmp(url, "http://", 7) || !strncmp(url, "https://", 8))
         return &shard_store_web;
     if (shard_url_is_command(url))
@@ -37,7 +40,7 @@ int shard_store_open(ShardStore **out, const char *url, ShardRemote *remote, cha
     if (!row)
         return shard_fail(err, SHARD_ERR_UNSUPPORTED,
                           "%s: unsupported scheme '%.*s' (libshard reads paths, file:///PATH, "
-                          "pipe:, http://, https://, gs:// and s3://)",
+                          "pipe:, http://, https://, gs://, s3:// and hf://)",
                           url, (int)(strstr(url, "://") - url), url);
     ShardStore *st = calloc(1, sizeof *st);
     if (!st)
@@ -69,6 +72,12 @@ static unsigned can_of(const ShardStoreRow *row, const char *url)
 }
 
 unsigned shard_store_can(const char *url) { return can_of(row_of(url), url); }
+
+const char *shard_store_name(const char *url)
+{
+    const ShardStoreRow *row = row_of(url);
+    return row ? row->name : NULL;
+}
 
 ShardRemote *shard_store_remote(const ShardStore *st) { return st->remote; }
 

@@ -36,6 +36,9 @@ SHARD_HIDDEN void shard_store_free(ShardStore **st);
 /* What the store url names can do (SHARD_STORE_*), asked without opening it; 0 for a
  * scheme no store reads. */
 SHARD_HIDDEN unsigned shard_store_can(const char *url);
+/* The name of url's store as messages say it ("a folder", "the Hugging Face Hub (hf://, read
+ * only)"), NULL for none. */
+SHARD_HIDDEN const char *shard_store_name(const char *url);
 /* The remote handle the store's objects are read and written through (borrowed, as long
  * as st lives); NULL for a store that needs none (a folder, a command). */
 SHARD_HIDDEN ShardRemote *shard_store_remote(const ShardStore *st);

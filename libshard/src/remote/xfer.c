@@ -164,6 +164,8 @@ static size_t on_header(char *p, size_t size, size_t nmemb, void *cookie)
         }
     } else if (header_is(p, n, "location", &v, &vn)) {
         header_value(v, vn, rs->location, sizeof rs->location);
+    } else if (header_is(p, n, "link", &v, &vn)) {
+        header_value(v, vn, rs->link, sizeof rs->link);
     } else if (header_is(p, n, "range", &v, &vn)) {
         header_value(v, vn, tmp, sizeof tmp);
         unsigned long long a, b;

@@ -18,6 +18,7 @@ typedef struct ShardResponse {
     double retry_after;    /* Retry-After in seconds, 0 when none */
     char location[2048];   /* Location (a GCS resumable upload's session), "" when none */
     int64_t persisted;     /* a 308's Range end + 1 (bytes a GCS upload holds), -1 when none */
+    char link[2048];       /* Link (the Hub's next page of a listing), "" when none */
 } ShardResponse;
 
 typedef struct ShardNetLane ShardNetLane;

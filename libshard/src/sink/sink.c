@@ -51,8 +51,8 @@ int shard_sink_check(const char *url, char *err)
         return path ? local_output(path, err) : shard_object_writable(url, err);
     if (can & SHARD_STORE_COSTLY)
         return shard_fail(err, SHARD_ERR_UNSUPPORTED,
-                          "%s: can be written to a folder, gs:// or s3://, not plain HTTP (it has "
-                          "no upload)", url);
+                          "%s: can be written to a folder, gs:// or s3://, not %s: it has no "
+                          "upload", url, shard_store_name(url));
     return shard_fail(err, SHARD_ERR_UNSUPPORTED,
                       "%s: can be written to a folder, file://, gs:// or s3://, not %s", url,
                       can & SHARD_STORE_COMMAND ? "a command's output (it is read, never written)"

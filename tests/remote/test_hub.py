@@ -1,0 +1,134 @@
+"""hf://datasets/OWNER/NAME[@REVISION]/PATH against the Hugging Face Hub's documented API
+served by nginx on 127.0.0.1 (HF_ENDPOINT): the revision resolved to its commit and pinned in
+every URL listed, the tree listed page by page through Link headers, each file read through
+/resolve/, whose 302 sends it to a second server block (the CDN) where ranges and ETags
+are served; the token sent as a bearer and never shown."""
+import json
+import re
+import subprocess
+
+import pytest
+
+import servers
+from conftest import CLEAN_ENV, TIMEOUT, strip
+
+SHA = "0123456789abcdef0123456789abcdef01234567"
+TOKEN = "hf_standinToken0123456789"
+
+
+@pytest.fixture(scope="module")
+def hub(root, tmp_path_factory):
+    """The stand-in: a data set o/n whose data/ folder is root/data, on two tree pages."""
+    api = tmp_path_factory.mktemp("hub-api")
+    data = root / "data"
+    entries = [{"type": "file", "oid": f"{i:040x}", "size": p.stat().st_size,
+                "path": f"data/{p.name}"}
+               for i, p in enumerate(sorted(q for q in data.iterdir() if q.is_file()))]
+    half = len(entries) // 2
+    (api / "tree1.json").write_text(json.dumps(
+        [{"type": "directory", "oid": "0" * 40, "size": 0, "path": "data/sub"}]
+        + entries[half:]))  # the pages in no particular order: the listing sorts
+    (api / "tree2.json").write_text(json.dumps(entries[:half]))
+    cdn = servers.free_port()
+    auth = f'if ($http_authorization != "Bearer {TOKEN}") {{ return 401; }}'
+    json_type = "default_type application/json;"
+    extra = f"""
+      location = /api/datasets/o/n/revision/main {{
+        {auth} {json_type} return 200 '{{"id": "o/n", "sha": "{SHA}"}}'; }}
+      location = /api/datasets/o/n/tree/{SHA}/data {{
+        {auth}
+        if ($arg_cursor = "2") {{ rewrite ^ /_api/tree2.json last; }}
+        rewrite ^ /_api/tree1.json last; }}
+      location = /_api/tree1.json {{
+        internal; alias {api}/tree1.json; {json_type}
+        add_header Link '<http://$http_host/api/datasets/o/n/tree/{SHA}/data?recursive=true&cursor=2>; rel="next"' always; }}
+      location = /_api/tree2.json {{ internal; alias {api}/tree2.json; {json_type} }}
+      location ~ ^/datasets/o/n/resolve/(main|{SHA})/(.*)$ {{
+        {auth} return 302 http://127.0.0.1:{cdn}/$2; }}
+    """
+    ng = servers.Nginx(root, extra=extra,
+                       http=f"server {{ listen 127.0.0.1:{cdn}; root {root}; }}")
+    yield ng
+    ng.close()
+
+
+def env(hub, token=TOKEN):
+    e = {"HF_ENDPOINT": hub.url}
+    if token is not None:
+        e["HF_TOKEN"] = token
+    return e
+
+
+def api_calls(hub):
+    log = (hub.prefix / "logs" / "access.log").read_text().splitlines()
+    return [l for l in log if "/api/" in l]
+
+
+def test_a_hub_folder_reads_as_the_local_folder(run, root, hub):
+    """Listed once (the revision, then the tree's two pages), pinned to the commit, and every
+    sample read as the local shards give it, in the same order for the same seed."""
+    before = len(api_calls(hub))
+    args = ["--seed", "11", "--shuffle", "60", "--streams", "3"]
+    a = run("stream", f"{root / 'data'}/", *args)
+    b = run("stream", "hf://datasets/o/n/data/", *args, env=env(hub))
+    assert a.rc == 0 and b.rc == 0, b.err
+    assert len(a.lines) == 640
+    assert strip(b.lines, f"hf://datasets/o/n@{SHA}/data") == strip(a.lines, str(root / "data"))
+    calls = api_calls(hub)[before:]
+    assert len([c for c in calls if "/revision/main" in c]) == 1, calls
+    assert len([c for c in calls if "/tree/" in c]) == 2, calls
+    assert TOKEN not in b.out + b.err
+
+
+def test_a_resume_reads_by_range_through_the_redirect(run, root, hub):
+    """A state taken mid-epoch resumes by index: ranges of the shards, asked at /resolve/
+    and served by the CDN after its 302."""
+    args = ["--seed", "5", "--shuffle", "40"]
+    url = f"hf://datasets/o/n@{SHA}/data/d-{{000..007}}.tar"
+    whole = run("stream", url, *args, env=env(hub))
+    head = run("stream", url, *args, "--samples", "70", env=env(hub))
+    state = re.search(r"^state: (\S+)", head.err, re.M).group(1)
+    tail = run("stream", url, *args, "--state", state, env=env(hub))
+    assert whole.rc == 0 and tail.rc == 0, tail.err
+    assert head.lines + tail.lines == whole.lines and len(whole.lines) == 320
+    log = (hub.prefix / "logs" / "access.log").read_text()
+    assert re.search(r'"GET /datasets/o/n/resolve/[0-9a-f]{40}/data/d-00\d\.tar HTTP/1\.1" 302',
+                     log)
+
+
+def test_the_token_is_named_never_shown(run, hub):
+    none = run("stream", "hf://datasets/o/n/data/", env=env(hub, token=None))
+    assert none.rc != 0 and "set HF_TOKEN" in none.err, none.err
+    wrong = run("stream", "hf://datasets/o/n/data/", env=env(hub, token="hf_wrongWrongWrong"))
+    assert wrong.rc != 0 and "HF_TOKEN" in wrong.err and "hf_wrongWrongWrong" not in wrong.err
+    assert "HTTP 401" in wrong.err
+
+
+def test_the_token_file_is_read_when_hf_token_is_unset(run, hub, tmp_path):
+    (tmp_path / "token").write_text(TOKEN + "\n")
+    r = run("stream", f"hf://datasets/o/n@{SHA}/data/d-000.tar",
+            env={**env(hub, token=None), "HF_HOME": str(tmp_path)})
+    assert r.rc == 0 and len(r.lines) == 40, r.err
+
+
+def test_urls_it_cannot_take_and_writes_are_refused_by_name(run, hub, shardpack, root,
+                                                             tmp_path):
+    bad = run("stream", "hf://models/o/n/data/", env=env(hub))
+    assert bad.rc != 0 and "hf://datasets/OWNER/NAME[@REVISION]/PATH" in bad.err
+    cp = subprocess.run([str(shardpack), str(root / "data"), "-o",
+                         "hf://datasets/o/n/out/x-%03d.tar", "-q"], capture_output=True,
+                        text=True, env={**CLEAN_ENV, **env(hub)}, timeout=TIMEOUT)
+    assert cp.returncode != 0 and "not the Hugging Face Hub (hf://, read only)" in cp.stderr, cp.stderr
+
+
+def test_shard_dataset_reads_the_hub_as_local(hub, root, ShardDataset, monkeypatch):
+    monkeypatch.setenv("HF_ENDPOINT", hub.url)
+    monkeypatch.setenv("HF_TOKEN", TOKEN)
+    kw = dict(seed=3, batch_size=16, image_size=32, raw_fields="__key__")
+    here = [(x, list(f["__key__"])) for x, _, f in
+            ShardDataset(f"{root / 'data'}/d-{{000..007}}.tar", **kw)]
+    there = [(x, list(f["__key__"])) for x, _, f in
+             ShardDataset("hf://datasets/o/n/data/d-{000..007}.tar", **kw)]
+    assert len(here) == len(there) == 20
+    for (a, ka), (b, kb) in zip(here, there):
+        assert ka == kb and bool((a == b).all())
