@@ -7,7 +7,8 @@
  *
  * main reads the command line (shardcat_cli.c), makes the remote every shard is read
  * through, and runs the command: ls, info, cat (shardcat_inspect.c), extract
- * (shardcat_extract.c), verify, index (shardcat_verify.c), stream (shardcat_stream.c),
+ * (shardcat_extract.c), verify, index (shardcat_verify.c), manifest (shardcat_manifest.c),
+ * stream (shardcat_stream.c),
  * show (shardcat_show.c), batch (shardcat_batch.c), bench (shardcat_bench.c), all but the last three walking their
  * shards through shardcat_walk.c.
  */
@@ -21,6 +22,7 @@
 #include "shardcat_cli.h"
 #include "shardcat_extract.h"
 #include "shardcat_inspect.h"
+#include "shardcat_manifest.h"
 #include "shardcat_repair.h"
 #include "shardcat_show.h"
 #include "shardcat_stream.h"
@@ -40,6 +42,7 @@ static int run(const ShardcatCli *cli, ShardLoaderSettings *loader, ShardRemote 
     case SHARDCAT_VERIFY: status = shardcat_verify(cli, remote); break;
     case SHARDCAT_INDEX: status = shardcat_index(cli, remote); break;
     case SHARDCAT_REPAIR: status = shardcat_repair(cli, remote); break;
+    case SHARDCAT_MANIFEST: status = shardcat_manifest(cli, remote); break;
     case SHARDCAT_EXTRACT: status = shardcat_extract(cli, remote); break;
     default: return 2; /* shardcat_check said so */
     }

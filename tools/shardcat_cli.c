@@ -375,7 +375,7 @@ static int read_options(int argc, char **argv, ShardcatCli *cli, ShardLoaderSett
     int info_size = (cmd == SHARDCAT_INFO || cmd == SHARDCAT_BATCH) && cli->aspect_buckets &&
                     sized_only && !cli->output;
     if ((show_only || cli->output) && cmd != SHARDCAT_SHOW && !(cmd == SHARDCAT_BATCH && cli->show) &&
-        !info_size)
+        !info_size && !(cmd == SHARDCAT_MANIFEST && !show_only))
         return die_usage(cmd == SHARDCAT_BATCH ? "that option goes with show, and with batch --show"
                                                : "that option goes with show");
     if (count && cmd == SHARDCAT_BATCH)
@@ -550,7 +550,8 @@ int shardcat_check(const ShardcatCli *cli)
                      near);
         else
             snprintf(msg, sizeof msg, "unknown command '%.100s' (ls, cat, info, verify, index, "
-                                      "repair, extract, stream, show, batch, bench)", cli->name);
+                                      "repair, manifest, extract, stream, show, batch, bench)",
+                     cli->name);
         return die_usage(msg);
     }
     if (cli->nargs < 1)
@@ -559,6 +560,8 @@ int shardcat_check(const ShardcatCli *cli)
         return die_usage("extract wants -C DIR");
     if (c == SHARDCAT_REPAIR && (cli->nargs != 1 || !strstr(cli->args[0], ".json")))
         return die_usage("repair wants one MANIFEST (the set's .json, which may be gone)");
+    if (c == SHARDCAT_MANIFEST && !cli->output)
+        return die_usage("manifest wants -o X.json");
     return -1;
 }
 

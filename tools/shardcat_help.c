@@ -23,6 +23,8 @@ void shardcat_usage(FILE *f)
           "                                --geometry: the image sizes beside it too (.cols)\n"
           "  repair MANIFEST               rebuild a local set's indexes and manifest, cut a\n"
           "                                damaged shard to its whole samples (the original kept)\n"
+          "  manifest SOURCE... -o X.json  the shards the sources name, listed (hf:// pinned to\n"
+          "                                its commit) and counted, as one manifest\n"
           "  extract SHARD... -C DIR       extract sample members into DIR, safely\n"
           "  bench SHARD... [--threads LIST] [--streams LIST] [--seconds S] ...\n"
           "                                decoded batches/s for each setting swept, the stage\n"
@@ -138,6 +140,14 @@ static const struct {
      "from the shards found (the earlier one's classes and options kept, shards beside\n"
      "it of its numbering taken in). Says what it did and what it could not (a shard\n"
      "listed but gone); exit status 1 when something could not be repaired.\n"},
+    {"manifest", SHARDCAT_MANIFEST,
+     "usage: shardcat manifest SOURCE... -o X.json\n\n"
+     "Writes the shards the sources name (a folder or a prefix listed, brace patterns,\n"
+     "manifests; hf:// listed once, pinned to the revision's commit) as one manifest,\n"
+     "each shard with its sample count (its manifest's, its .idx, or an index made into\n"
+     "the index cache where that is cheap), local or into gs:// or s3://. A job that\n"
+     "reads X.json lists nothing and reads no index for counts. Exit status 1 when a\n"
+     "shard has no count (shardcat index makes its .idx).\n"},
     {"extract", SHARDCAT_EXTRACT,
      "usage: shardcat extract SHARD... -C DIR\n\n"
      "Extracts the samples' members into DIR (no member leaves DIR).\n"},

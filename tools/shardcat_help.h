@@ -20,6 +20,7 @@ typedef enum ShardcatCommand {
     SHARDCAT_SHOW,
     SHARDCAT_REPAIR,
     SHARDCAT_BATCH,
+    SHARDCAT_MANIFEST,
 } ShardcatCommand;
 
 /* The global help, to f. */

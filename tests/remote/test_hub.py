@@ -132,3 +132,25 @@ def test_shard_dataset_reads_the_hub_as_local(hub, root, ShardDataset, monkeypat
     assert len(here) == len(there) == 20
     for (a, ka), (b, kb) in zip(here, there):
         assert ka == kb and bool((a == b).all())
+
+
+def test_a_manifest_written_once_lists_nothing_again(run, root, hub, tmp_path):
+    """shardcat manifest lists the Hub's folder once, pinned and counted; a job reading the
+    manifest then calls no API and reads the same samples."""
+    m = tmp_path / "train.json"
+    made = run("manifest", "hf://datasets/o/n/data/", "-o", m, env=env(hub))
+    assert made.rc == 0, made.err
+    listed = json.loads(m.read_text())["shardlist"]
+    assert len(listed) == 16 and all(s["url"].startswith(f"hf://datasets/o/n@{SHA}/data/")
+                                     for s in listed)
+    assert sum(s["nsamples"] for s in listed) == 640
+    before = len(api_calls(hub))
+    args = ["--seed", "11", "--shuffle", "60", "--mode", "equal", "--world-size", "2",
+            "--rank", "1"]
+    a = run("stream", f"{root / 'data'}/", *args)
+    b = run("stream", m, *args, env=env(hub))
+    assert b.rc == 0, b.err
+    assert strip(b.lines, f"hf://datasets/o/n@{SHA}/data") == strip(a.lines, str(root / "data"))
+    assert len(api_calls(hub)) == before, "no listing, no revision asked"
+    no = run("manifest", "hf://datasets/o/n/data/", env=env(hub))
+    assert no.rc == 2 and "manifest wants -o X.json" in no.err
