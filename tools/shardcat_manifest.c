@@ -43,26 +43,11 @@ int shardcat_manifest(const ShardcatCli *cli, ShardRemote *remote)
     int status = 0;
     uint64_t samples = 0;
     size_t n = shard_list_count(l);
-    if (shard_manifest_new(&m, name)) {
-        fprintf(stderr, "shardcat: out of memory\n");
+    for (size_t i = 0; i < n; i++)
+        samples += shard_list_entry(l, i)->nsamples;
+    if (shard_list_manifest_of(l, name, &m, &err)) {
+        fprintf(stderr, "shardcat: %s\n", err.message);
         status = 1;
-    }
-    for (size_t i = 0; !status && i < n; i++) {
-        const ShardListEntry *e = shard_list_entry(l, i);
-        if (e->nsamples == SHARD_COUNT_UNKNOWN) {
-            fprintf(stderr, "shardcat: %s: no sample count (no manifest lists it and no .idx "
-                            "is beside it: shardcat index makes one)\n", e->url);
-            status = 1;
-            break;
-        }
-        ShardFileInfo fi = e->info ? *e->info : (ShardFileInfo){0};
-        fi.url = e->url;
-        fi.nsamples = e->nsamples;
-        samples += e->nsamples;
-        if (shard_manifest_add(m, &fi)) {
-            fprintf(stderr, "shardcat: out of memory\n");
-            status = 1;
-        }
     }
     if (!status && shard_manifest_write_remote(m, cli->output, remote, &err)) {
         fprintf(stderr, "shardcat: %s\n", err.message);

@@ -78,13 +78,14 @@ static PyObject *manifests_info(const ShardList *list, size_t nspecs)
 }
 
 static const char *const list_params[] = {"specs", "make_indexes", "index_cache",
-                                          "manifests", "columns", NULL};
+                                          "manifests", "columns", "write_manifest", NULL};
 static const ShardPySignature list_signature = {"list_shards", list_params, 1, 1, 0};
 
 typedef struct {
     const char *const *specs;
     size_t n;
     const ShardListSettings *ls;
+    const char *manifest; /* where the list is written down as a manifest, or NULL */
     ShardList *list;
     ShardError err;
 } ListExpand;
@@ -92,15 +93,21 @@ typedef struct {
 static int list_expand(void *arg)
 {
     ListExpand *x = arg;
-    return shard_list_expand(&x->list, x->specs, x->n, x->ls, &x->err);
+    int rc = shard_list_expand(&x->list, x->specs, x->n, x->ls, &x->err);
+    ShardManifest *m = NULL;
+    if (!rc && x->manifest &&
+        !(rc = shard_list_manifest_of(x->list, "listing", &m, &x->err)))
+        rc = shard_manifest_write_remote(m, x->manifest, x->ls->remote, &x->err);
+    shard_manifest_free(&m);
+    return rc;
 }
 
 static PyObject *py_list_shards(PyObject *m, PyObject *args, PyObject *kw)
 {
     (void)m;
     ShardRemoteSettings rs;
-    PyObject *values[5] = {NULL, NULL, NULL, NULL, NULL}, *keep = NULL, *out = NULL;
-    PyObject *cache = NULL;
+    PyObject *values[6] = {NULL, NULL, NULL, NULL, NULL, NULL}, *keep = NULL, *out = NULL;
+    PyObject *cache = NULL, *manifest = NULL;
     ShardPySpecs sp = {0};
     ShardRemote *rm = NULL;
     int make = 0, info = 0, columns = 0;
@@ -119,6 +126,12 @@ static PyObject *py_list_shards(PyObject *m, PyObject *args, PyObject *kw)
         PyErr_SetString(PyExc_TypeError, "index_cache: a str path");
         goto done;
     }
+    if (values[5] && values[5] != Py_None && !(manifest = PyOS_FSPath(values[5])))
+        goto done;
+    if (manifest && !PyUnicode_Check(manifest)) {
+        PyErr_SetString(PyExc_TypeError, "write_manifest: a str path");
+        goto done;
+    }
     if (sp.nsources) {
         PyErr_SetString(PyExc_TypeError, "list_shards: specs, not a mix of weighted sources");
         goto done;
@@ -129,13 +142,17 @@ static PyObject *py_list_shards(PyObject *m, PyObject *args, PyObject *kw)
     shard_list_default_settings(&ls);
     ls.remote = rm;
     /* indexed reading seeks: every shard without a .idx beside it gets one in the cache */
-    ls.build_indexes = make ? SHARD_INDEXES_FOR_SEEKING : 0;
+    ls.build_indexes = make       ? SHARD_INDEXES_FOR_SEEKING
+                       : manifest ? SHARD_INDEXES_WHERE_CHEAP /* its counts */
+                                  : 0;
     ls.index_cache = cache ? PyUnicode_AsUTF8(cache) : NULL;
     ls.progress = 1;
     ls.columns = (unsigned char)columns;
     if (cache && !ls.index_cache)
         goto done;
-    ListExpand x = {sp.urls, sp.n, &ls, NULL, {0}};
+    ListExpand x = {sp.urls, sp.n, &ls, manifest ? PyUnicode_AsUTF8(manifest) : NULL, NULL, {0}};
+    if (manifest && !x.manifest)
+        goto done;
     int rc;
     if (shard_py_blocking(list_expand, &x, rm, &rc) == 0)
         out = rc ? shard_py_raise(rc, x.err.message) : entries_list(x.list, columns);
@@ -150,6 +167,7 @@ done:
     shard_py_specs_free(&sp);
     Py_XDECREF(keep);
     Py_XDECREF(cache);
+    Py_XDECREF(manifest);
     Py_BEGIN_ALLOW_THREADS
     shard_remote_free(&rm);
     Py_END_ALLOW_THREADS

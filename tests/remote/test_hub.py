@@ -154,3 +154,28 @@ def test_a_manifest_written_once_lists_nothing_again(run, root, hub, tmp_path):
     assert len(api_calls(hub)) == before, "no listing, no revision asked"
     no = run("manifest", "hf://datasets/o/n/data/", env=env(hub))
     assert no.rc == 2 and "manifest wants -o X.json" in no.err
+
+
+def test_a_dataset_lists_the_hub_once_for_all_its_processes(hub, root, ShardDataset, monkeypatch,
+                                                            tmp_path):
+    """A ShardDataset given a folder of the Hub lists it once, in the process that makes it:
+    its DataLoader workers, and a second dataset of the same run, read the manifest that
+    listing wrote (the revision and the tree's two pages asked once, not once a process)."""
+    from libshard.torch import ShardLoader
+    monkeypatch.setenv("HF_ENDPOINT", hub.url)
+    monkeypatch.setenv("HF_TOKEN", TOKEN)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setenv("TORCHELASTIC_RUN_ID", "hub-test")
+    before = len(api_calls(hub))
+    kw = dict(seed=3, batch_size=16, image_size=32, raw_fields="__key__")
+    ds = ShardDataset("hf://datasets/o/n/data/", **kw)
+    keys = [k for _, _, f in ShardLoader(ds, num_workers=2) for k in f["__key__"]]
+    assert sorted(keys) == sorted(k for _, _, f in ShardDataset(f"{root / 'data'}/", **kw)
+                                  for k in f["__key__"])
+    again = ShardDataset("hf://datasets/o/n/data/", **kw)
+    assert len(again) == len(ds)
+    calls = api_calls(hub)[before:]
+    assert len(calls) == 3, calls  # revision, tree page 1, tree page 2
+    monkeypatch.setenv("TORCHELASTIC_RUN_ID", "another-run")  # the control: a new run lists
+    ShardDataset("hf://datasets/o/n/data/", **kw)
+    assert len(api_calls(hub)) - before == 6

@@ -108,6 +108,18 @@ SHARD_API const ShardListEntry *shard_list_entry(const ShardList *l, size_t i);
  *  borrowed, valid until the list is freed; NULL when that spec named no manifest. */
 SHARD_API const ShardManifest *shard_list_manifest(const ShardList *l, size_t spec);
 
+/**
+ * The list written down as a manifest (manifest.h): every shard as the list names it (a
+ * folder's or prefix's listing pinned where its store pins: the Hub's commit) with its
+ * count and what its manifest said of it, so that a job reading the manifest lists nothing
+ * and reads no index for counts.
+ * @param name the manifest's name (copied)
+ * @param out receives the manifest, owned by the caller (shard_manifest_free)
+ * @param err optional; a shard without a count, named
+ */
+SHARD_API int shard_list_manifest_of(const ShardList *l, const char *name, ShardManifest **out,
+                                     ShardError *err);
+
 /** The indexes the expansion made (build_indexes), and those it found in the cache. */
 SHARD_API void shard_list_index_counts(const ShardList *l, uint64_t *built, uint64_t *cached);
 

@@ -11,7 +11,7 @@ import torch
 import torch.utils.data
 
 from .. import settings as _settings
-from . import plan, skips, split, state as _state
+from . import hublist, plan, skips, split, state as _state
 from .epochs import Epochs
 from .plan import UnequalRanksWarning
 from .shared import Shared
@@ -83,7 +83,9 @@ class ShardDataset(torch.utils.data.IterableDataset):
             agreed = split.agreed_seed(drawn, rank, world_size)
             settings["seed"] = drawn if agreed is None else agreed
             self.seed_pending = agreed is None
-        self.urls = _settings.specs(urls)
+        # an hf:// folder listed once for the job: its manifest is what every process reads
+        self.urls = hublist.listed_once(_settings.specs(urls), {
+            k: v for k, v in settings.items() if k in _settings.REMOTE_KEYS})
         self.decode = decode
         self.device = self._torch_device(device)
         if self.device.type == "cpu" and settings.get("dtype") in ("float16", "bfloat16"):
