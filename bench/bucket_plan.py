@@ -23,10 +23,12 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "bench"))
+import step_keys  # noqa: E402 (its data set, with columns)
+
 BUILD = REPO / "build"
 SHARDCAT = str(BUILD / "tools" / "shardcat")
-PER = 1_000
-JPG, STRIDE = 100_000, 512 + 100_352 + 512 + 512  # a member of 100 kB and its label
+PER = step_keys.PER
 SIZES = [(640, 480), (480, 640), (1280, 720), (720, 1280), (500, 500), (600, 300)]  # w, h
 BUCKETS = "192x256,256x192,144x256,256x144,224x224,160x320"
 JOB = ["--world-size", "8", "--workers", "4", "--batch-size", "256", "--mode", "equal",
@@ -34,31 +36,10 @@ JOB = ["--world-size", "8", "--workers", "4", "--batch-size", "256", "--mode", "
 
 
 def make(data, shards):
-    """The manifest, the indexes, the columns and the sparse shards (once)."""
-    man = data / "train.json"
-    if man.exists() and len(json.loads(man.read_text())["shardlist"]) == shards:
-        return man
-    data.mkdir(parents=True, exist_ok=True)
-    shardlist = []
-    for s in range(shards):
-        name = f"train-{s:06d}"
-        lines, cols = [f"v1.2 {PER}"], [f"libshard-cols 1 {PER} width:u32 height:u32"]
-        for i in range(PER):
-            off = i * STRIDE + 512
-            k = f"s{s:05d}/i{i:04d}"
-            lines.append(f"jpg {off} {JPG} {k}.jpg cls {off + 100_352 + 512} 1 {k}.cls")
-            w, h = SIZES[(s * 7 + i * 13 + i // 17) % len(SIZES)]
-            cols.append(f"{w} {h}")
-        (data / f"{name}.idx").write_text("\n".join(lines) + "\n")
-        (data / f"{name}.cols").write_text("\n".join(cols) + "\n")
-        size = PER * STRIDE + 1024
-        with open(data / f"{name}.tar", "wb") as f:
-            f.truncate(size)
-        shardlist.append({"url": f"{name}.tar", "nsamples": PER, "filesize": size,
-                          "tarsize": size})
-    man.write_text(json.dumps({"__kind__": "wids-shard-index-v1", "wids_version": 1,
-                               "name": "train", "shardlist": shardlist}))
-    return man
+    """The manifest, the indexes, the columns and the sparse shards (once): step_keys.py's,
+    with six aspect ratios."""
+    return step_keys.make(data, shards,
+                          lambda s, i: SIZES[(s * 7 + i * 13 + i // 17) % len(SIZES)])
 
 
 PY = r"""

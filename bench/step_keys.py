@@ -31,21 +31,26 @@ JOB = ["--world-size", "8", "--workers", "4", "--batch-size", "256", "--mode", "
        "--shuffle", "5000", "--seed", "11", "--epoch", "3"]
 
 
-def make(data):
-    """The manifest, the indexes and the sparse shards (once)."""
+def make(data, shards=SHARDS, sizes=None):
+    """The manifest, the indexes and the sparse shards (once); with sizes (s, i) -> (w, h),
+    each shard's image sizes beside its index too (.cols)."""
     man = data / "train.json"
-    if man.exists():
+    if man.exists() and len(json.loads(man.read_text())["shardlist"]) == shards:
         return man
     data.mkdir(parents=True, exist_ok=True)
     shardlist = []
-    for s in range(SHARDS):
+    for s in range(shards):
         name = f"train-{s:06d}"
-        lines = [f"v1.2 {PER}"]
+        lines, cols = [f"v1.2 {PER}"], [f"libshard-cols 1 {PER} width:u32 height:u32"]
         for i in range(PER):
             off = i * STRIDE + 512
             k = f"s{s:05d}/i{i:04d}"
             lines.append(f"jpg {off} {JPG} {k}.jpg cls {off + 100_352 + 512} 1 {k}.cls")
+            if sizes:
+                cols.append("%d %d" % sizes(s, i))
         (data / f"{name}.idx").write_text("\n".join(lines) + "\n")
+        if sizes:
+            (data / f"{name}.cols").write_text("\n".join(cols) + "\n")
         size = PER * STRIDE + 1024
         with open(data / f"{name}.tar", "wb") as f:
             f.truncate(size)

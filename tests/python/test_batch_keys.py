@@ -147,24 +147,31 @@ def test_skip_errors_names_the_planned_batch(tmp_path):
     assert seen == 1
 
 
+def first_steps_on_2x2(spec, steps, **kw):
+    """Each rank's first `steps` batches' keys on 2 ranks x 2 workers, and the state rank 0
+    saved after them."""
+    before, state = {}, None
+    for r in range(2):
+        ld = ShardLoader(dataset(spec, rank=r, world_size=2, **kw), num_workers=2)
+        got = []
+        for _, _, f in ld:
+            got.append(list(f["__key__"]))
+            if len(got) == steps:
+                break
+        before[r] = got
+        if r == 0:
+            state = ld.state_dict()
+        del ld
+    return before, state
+
+
 @pytest.mark.parametrize("mode", ["exact", "equal"])
 def test_named_across_an_elastic_resume(spec, mode, shardcat):
     """2 ranks x 2 workers take 3 steps and save; 3 ranks x 1 worker resume and finish.
     Every step of the epoch, before and after, is named on the topology that delivered it,
     from the new job's loaders and from the state they save."""
     saved_at = 3
-    before, state = {}, None
-    for r in range(2):
-        ld = ShardLoader(dataset(spec, rank=r, world_size=2, mode=mode), num_workers=2)
-        got = []
-        for _, _, f in ld:
-            got.append(list(f["__key__"]))
-            if len(got) == saved_at:
-                break
-        before[r] = got
-        if r == 0:
-            state = ld.state_dict()
-        del ld
+    before, state = first_steps_on_2x2(spec, saved_at, mode=mode)
     delivered = [k for r in before for b in before[r] for k in b]
     for r in range(3):
         ld = ShardLoader(dataset(spec, rank=r, world_size=3, mode=mode), num_workers=0)
@@ -325,18 +332,8 @@ def test_bucketed_steps_named_across_an_elastic_resume(spec, mode, shardcat, tmp
     every step named on the topology that delivered it, by the loaders and by shardcat
     batch, which also draws a step's batch as the loader made it."""
     kw = dict(mode=mode, batch_size=4, aspect_buckets=BUCKETS, raw_fields="__key__;__bucket__")
-    saved_at, before, state = 3, {}, None
-    for r in range(2):
-        ld = ShardLoader(dataset(spec, rank=r, world_size=2, **kw), num_workers=2)
-        got = []
-        for _, _, f in ld:
-            got.append(list(f["__key__"]))
-            if len(got) == saved_at:
-                break
-        before[r] = got
-        if r == 0:
-            state = ld.state_dict()
-        del ld
+    saved_at = 3
+    before, state = first_steps_on_2x2(spec, saved_at, **kw)
     delivered = [k for r in before for b in before[r] for k in b]
     buckets = set()
     for r in range(3):
