@@ -4,13 +4,15 @@ every URL listed, the tree listed page by page through Link headers, each file r
 /resolve/, whose 302 sends it to a second server block (the CDN) where ranges and ETags
 are served; the token sent as a bearer and never shown."""
 import json
+import os
 import re
 import subprocess
+import sys
 
 import pytest
 
 import servers
-from conftest import CLEAN_ENV, TIMEOUT, strip
+from conftest import CLEAN_ENV, REPO, TIMEOUT, strip
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 TOKEN = "hf_standinToken0123456789"
@@ -19,7 +21,14 @@ TOKEN = "hf_standinToken0123456789"
 @pytest.fixture(scope="module")
 def hub(root, tmp_path_factory):
     """The stand-in: a data set o/n whose data/ folder is root/data, on two tree pages."""
-    api = tmp_path_factory.mktemp("hub-api")
+    ng = stand_in(root, tmp_path_factory.mktemp("hub-api"))
+    yield ng
+    ng.close()
+
+
+def stand_in(root, api, limit=""):
+    """The Hub's API for o/n over root/data in nginx (api: a folder for its pages), the CDN
+    a second server block; limit: directives for the tree's pages (a rate limit)."""
     data = root / "data"
     entries = [{"type": "file", "oid": f"{i:040x}", "size": p.stat().st_size,
                 "path": f"data/{p.name}"}
@@ -40,16 +49,15 @@ def hub(root, tmp_path_factory):
         if ($arg_cursor = "2") {{ rewrite ^ /_api/tree2.json last; }}
         rewrite ^ /_api/tree1.json last; }}
       location = /_api/tree1.json {{
-        internal; alias {api}/tree1.json; {json_type}
+        internal; alias {api}/tree1.json; {json_type} {limit}
         add_header Link '<http://$http_host/api/datasets/o/n/tree/{SHA}/data?recursive=true&cursor=2>; rel="next"' always; }}
-      location = /_api/tree2.json {{ internal; alias {api}/tree2.json; {json_type} }}
+      location = /_api/tree2.json {{ internal; alias {api}/tree2.json; {json_type} {limit} }}
       location ~ ^/datasets/o/n/resolve/(main|{SHA})/(.*)$ {{
         {auth} return 302 http://127.0.0.1:{cdn}/$2; }}
     """
-    ng = servers.Nginx(root, extra=extra,
-                       http=f"server {{ listen 127.0.0.1:{cdn}; root {root}; }}")
-    yield ng
-    ng.close()
+    zone = "limit_req_zone $binary_remote_addr zone=hub:1m rate=1r/s;" if limit else ""
+    return servers.Nginx(root, extra=extra,
+                         http=f"{zone} server {{ listen 127.0.0.1:{cdn}; root {root}; }}")
 
 
 def env(hub, token=TOKEN):
@@ -179,3 +187,40 @@ def test_a_dataset_lists_the_hub_once_for_all_its_processes(hub, root, ShardData
     monkeypatch.setenv("TORCHELASTIC_RUN_ID", "another-run")  # the control: a new run lists
     ShardDataset("hf://datasets/o/n/data/", **kw)
     assert len(api_calls(hub)) - before == 6
+
+
+def test_a_429_with_retry_after_is_waited_out_and_said(run, root, tmp_path):
+    """The tree's pages limited to one a second (nginx limit_req, 429 with Retry-After: 1):
+    the second page's 429 is said, waited out for the second the Hub asked, and the listing
+    goes on."""
+    ng = stand_in(root, tmp_path, limit="limit_req zone=hub; limit_req_status 429; "
+                                        "add_header Retry-After 1 always;")
+    try:
+        r = run("stream", "hf://datasets/o/n/data/", "--seed", "1", env=env(ng))
+        assert r.rc == 0 and len(r.lines) == 640, r.err
+        assert re.search(r"HTTP 429; retry 1 of \d+ in 1\.00 s", r.err), r.err
+        log = (ng.prefix / "logs" / "access.log").read_text()
+        assert '" 429 ' in log
+    finally:
+        ng.close()
+
+
+def test_webdataset_pipelines_read_the_hub(hub, root):
+    """libshard.webdataset: hf:// shards read through libshard (no curl, no huggingface_hub),
+    the local samples in the local order; a folder listed by libshard; a missing file
+    WebDataset's IOError."""
+    from test_webdataset import PATTERN, keys_of
+    local = keys_of(str(root / "data" / PATTERN), {})
+    base = f"hf://datasets/o/n@{SHA}/data"
+    samples, urls, missing = keys_of(f"{base}/{PATTERN}", env(hub))
+    assert samples == local[0] and len(samples) == 120
+    assert urls == [f"{base}/d-{i:03d}.tar" for i in range(3)]
+    assert missing.startswith("IOError"), missing
+    code = ("import sys, warnings; warnings.simplefilter('ignore'); "
+            "import libshard.webdataset as wds; "
+            "print(len(list(wds.WebDataset(sys.argv[1], shardshuffle=False))))")
+    path = os.environ.get("LIBSHARD_PYTHONPATH", str(REPO / "build" / "python"))
+    cp = subprocess.run([sys.executable, "-c", code, "hf://datasets/o/n/data/"],
+                        capture_output=True, text=True, timeout=TIMEOUT,
+                        env={**CLEAN_ENV, **env(hub), "PYTHONPATH": path})
+    assert cp.returncode == 0 and cp.stdout.strip() == "640", cp.stderr[-800:]

@@ -154,7 +154,7 @@ class WebDataset(DataPipeline, FluidInterface):
     error with several ranks), workersplitter (split_by_worker), a shard shuffle buffer of
     shardshuffle shards (seeded by seed), the opener (cache_dir: through downloaded copies),
     the tar expander and the grouping by key, and with empty_check a ValueError when a
-    worker gets no sample. libshard adds: a libshard manifest (.json) or a gs://, s3://
+    worker gets no sample. libshard adds: a libshard manifest (.json) or a gs://, s3://, hf://
     prefix as urls; a local folder reads its shards in name order; max_member_size and
     max_sample_size, the limits a hostile shard is refused at (limits.py). With libshard's settings
     (image_size=..., ...) it is libshard's C pipeline (see the module's documentation)."""
@@ -256,7 +256,7 @@ def _listed(urls):
     """Whether urls names a folder or a bucket's prefix (listed by libshard)."""
     if "{" in urls:
         return False
-    if urlparse(urls).scheme in ("gs", "s3"):
+    if urlparse(urls).scheme in ("gs", "s3", "hf"):
         return urls.endswith("/")
     return os.path.isdir(urls)
 

@@ -1,12 +1,13 @@
 """webdataset.gopen as libshard writes it: one call, gopen(url, mode), opens a path,
 file://, pipe:COMMAND or a remote URL as a binary stream.
 
-Reading http://, https://, gs:// and s3:// goes through libshard's sources
+Reading http://, https://, gs://, s3:// and hf:// goes through libshard's sources
 (libshard._libshard.RawStream): the remote's retries, resumes, credentials from the
 environment (GOOGLE_APPLICATION_CREDENTIALS, AWS_*), its cache (LIBSHARD_CACHE_DIR) and
 connection reuse, instead of WebDataset's curl or gsutil processes. Writing http(s) uses
 curl (PUT) as WebDataset does; gs:// with gsutil where it is installed; ais://, sftp://,
-ftps://, scp:// and hf:// run the tools WebDataset runs. gopen_schemes maps a scheme to its
+ftps:// and scp:// run the tools WebDataset runs; hf:// is read only (the Hub's token from
+HF_TOKEN or its token file, the revision as named; gopen_hf is WebDataset's curl opener). gopen_schemes maps a scheme to its
 opener and may be changed, as WebDataset's."""
 import io
 import os
@@ -236,6 +237,14 @@ def _remote(url, mode="rb", bufsize=8192, **kw):
     return gopen_libshard(url, mode, bufsize, **kw)
 
 
+def _hf(url, mode="rb", bufsize=8192, **kw):
+    """hf:// read through libshard (the Hub's resolve URL, its redirect followed); no writes."""
+    if mode[0] == "w":
+        raise ValueError(f"{shown(url)}: the Hugging Face Hub is read only here: write the "
+                         f"shards locally and upload them with the Hub's own tools")
+    return gopen_libshard(url, mode, bufsize, **kw)
+
+
 def _gs(url, mode="rb", bufsize=8192, **kw):
     """gs:// read through libshard, written with gsutil."""
     if mode[0] == "w":
@@ -246,7 +255,7 @@ def _gs(url, mode="rb", bufsize=8192, **kw):
 #: scheme -> opener(url, mode, bufsize, **kw)
 gopen_schemes = dict(__default__=gopen_error, pipe=gopen_pipe, http=_remote, https=_remote,
                      gs=_gs, s3=gopen_libshard, ais=gopen_ais, sftp=gopen_curl,
-                     ftps=gopen_curl, scp=gopen_curl, htgs=gopen_htgs, hf=gopen_hf)
+                     ftps=gopen_curl, scp=gopen_curl, htgs=gopen_htgs, hf=_hf)
 if "USE_AIS_FOR" in os.environ:
     for _scheme in os.environ["USE_AIS_FOR"].split(":"):
         gopen_schemes[_scheme] = gopen_ais
