@@ -26,9 +26,13 @@ def hub(root, tmp_path_factory):
     ng.close()
 
 
-def stand_in(root, api, limit=""):
+def stand_in(root, api, limit="", rate="1r/s", limited="tree"):
     """The Hub's API for o/n over root/data in nginx (api: a folder for its pages), the CDN
-    a second server block; limit: directives for the tree's pages (a rate limit)."""
+    a second server block; limit: directives (a rate limit at rate) for the tree's pages,
+    or with limited="api" for every API call (the revision too)."""
+    api.mkdir(parents=True, exist_ok=True)
+    every = limit if limited == "api" else ""
+    (api / "revision.json").write_text(json.dumps({"id": "o/n", "sha": SHA}))
     data = root / "data"
     entries = [{"type": "file", "oid": f"{i:040x}", "size": p.stat().st_size,
                 "path": f"data/{p.name}"}
@@ -43,7 +47,8 @@ def stand_in(root, api, limit=""):
     json_type = "default_type application/json;"
     extra = f"""
       location = /api/datasets/o/n/revision/main {{
-        {auth} {json_type} return 200 '{{"id": "o/n", "sha": "{SHA}"}}'; }}
+        {auth} rewrite ^ /_api/revision.json last; }}
+      location = /_api/revision.json {{ internal; alias {api}/revision.json; {json_type} {every} }}
       location = /api/datasets/o/n/tree/{SHA}/data {{
         {auth}
         if ($arg_cursor = "2") {{ rewrite ^ /_api/tree2.json last; }}
@@ -55,7 +60,7 @@ def stand_in(root, api, limit=""):
       location ~ ^/datasets/o/n/resolve/(main|{SHA})/(.*)$ {{
         {auth} return 302 http://127.0.0.1:{cdn}/$2; }}
     """
-    zone = "limit_req_zone $binary_remote_addr zone=hub:1m rate=1r/s;" if limit else ""
+    zone = f"limit_req_zone $binary_remote_addr zone=hub:1m rate={rate};" if limit else ""
     return servers.Nginx(root, extra=extra,
                          http=f"{zone} server {{ listen 127.0.0.1:{cdn}; root {root}; }}")
 
@@ -224,3 +229,58 @@ def test_webdataset_pipelines_read_the_hub(hub, root):
                         capture_output=True, text=True, timeout=TIMEOUT,
                         env={**CLEAN_ENV, **env(hub), "PYTHONPATH": path})
     assert cp.returncode == 0 and cp.stdout.strip() == "640", cp.stderr[-800:]
+
+
+JOB = r'''
+import json, os, sys
+import torch, torch.distributed as dist
+sys.path.insert(0, os.environ["LIBSHARD_PYTHONPATH"])
+from libshard import _libshard
+from libshard.torch import ShardDataset, ShardLoader
+per_worker, out = sys.argv[1] == "per-worker", sys.argv[2]
+dist.init_process_group("gloo")
+ds = ShardDataset("hf://datasets/o/n/data/", seed=3, batch_size=8, image_size=32,
+                  raw_fields="__key__;__url__")
+def lists_again(_):  # the control: every worker lists the folder itself, as WebDataset's do
+    try:
+        _libshard.list_shards(["hf://datasets/o/n/data/"], retries=0)
+    except Exception:
+        pass  # refused (429): what the control counts
+ld = ShardLoader(ds, num_workers=4, worker_init_fn=lists_again if per_worker else None)
+keys = [u + " " + k for _, _, f in ld for k, u in zip(f["__key__"], f["__url__"])]
+got = [None] * dist.get_world_size()
+dist.all_gather_object(got, keys)
+if dist.get_rank() == 0:
+    json.dump(got, open(out, "w"))
+dist.destroy_process_group()
+'''
+
+
+@pytest.mark.parametrize("who", ["job", "per-worker"])
+def test_sixteen_consumers_list_the_hub_once(root, tmp_path, who):
+    """4 ranks x 4 DataLoader workers under torchrun (gloo) against a Hub that takes 8 API
+    calls at once, then one a minute (nginx limit_req, 429 with Retry-After): the job lists
+    once (rank 0 lists and broadcasts the manifest, the workers read it) and meets no 429;
+    the control, every worker listing on its own, draws 429s."""
+    from stream.test_torchrun import torchrun
+    ng = stand_in(root, tmp_path / "api", limit="limit_req zone=hub burst=8 nodelay; "
+                  "limit_req_status 429; add_header Retry-After 1 always;",
+                  rate="1r/m", limited="api")
+    try:
+        out = tmp_path / "keys.json"
+        cp, log = torchrun(JOB, [who, out], tmp_path, nproc=4, env={
+            **env(ng), "XDG_CACHE_HOME": str(tmp_path / "cache"),
+            "LIBSHARD_PYTHONPATH": os.environ.get("LIBSHARD_PYTHONPATH",
+                                                  str(REPO / "build" / "python"))})
+        assert cp.returncode == 0, log[-4000:]
+        keys = [k for rank in json.loads(out.read_text()) for k in rank]
+        assert len(keys) == len(set(keys)) and 600 <= len(keys) <= 640
+        calls = api_calls(ng)
+        limited = [c for c in calls if '" 429 ' in c]
+        if who == "job":
+            assert len(calls) == 3 and not limited, calls  # the revision, two tree pages
+        else:
+            assert limited, "the control: 16 workers listing on their own meet the limit"
+        assert TOKEN not in log
+    finally:
+        ng.close()
