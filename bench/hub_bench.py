@@ -65,9 +65,9 @@ def pack(folder, out):
     return sorted(out.glob("*.tar"))
 
 
-def run(code, url, path):
+def run(code, url, path, endpoint):
     cp = subprocess.run([sys.executable, "-c", code, url, path], capture_output=True, text=True,
-                        env={**os.environ, "OMP_NUM_THREADS": "1"})
+                        env={**os.environ, "OMP_NUM_THREADS": "1", "HF_ENDPOINT": endpoint})
     if cp.returncode:
         sys.exit(cp.stderr[-3000:])
     rate, n = cp.stdout.split()
@@ -91,20 +91,16 @@ def main():
         spec = f"{{000000..{len(shards) - 1:06d}}}"
         ours = f"hf://datasets/o/n@{SHA}/data/train-{spec}.tar"
         theirs = (f"pipe:curl -s -L {ng.url}/datasets/o/n/resolve/{SHA}/data/train-{spec}.tar")
-        env_ok = os.environ.get("HF_ENDPOINT")
-        os.environ["HF_ENDPOINT"] = ng.url
         rows = {"libshard": [], "webdataset": []}
         counts = set()
         for r in range(a.rounds):
             order = ["libshard", "webdataset"] if r % 2 == 0 else ["webdataset", "libshard"]
             for who in order:
-                rate, n = (run(LIBSHARD, ours, str(REPO / "build" / "python"))
+                rate, n = (run(LIBSHARD, ours, str(REPO / "build" / "python"), ng.url)
                            if who == "libshard"
-                           else run(WEBDATASET, theirs, str(Path(a.webdataset) / "src")))
+                           else run(WEBDATASET, theirs, str(Path(a.webdataset) / "src"), ng.url))
                 rows[who].append(rate)
                 counts.add(n)
-        if env_ok is None:
-            del os.environ["HF_ENDPOINT"]
     finally:
         ng.close()
     med = {k: statistics.median(v) for k, v in rows.items()}
