@@ -97,12 +97,13 @@ static void print_stats(ShardReader *r)
         fprintf(stderr,
                 "shardcat: remote: %llu requests, %llu bytes, %llu retries, %llu resumes, "
                 "%llu ranges answered whole, %llu replaced, %.3f s waiting on the network, "
-                "cache %llu hits %llu misses\n",
+                "cache %llu hits %llu misses, %llu resolves, %llu straight to a CDN link\n",
                 (unsigned long long)rs.requests, (unsigned long long)rs.bytes,
                 (unsigned long long)rs.retries, (unsigned long long)rs.resumes,
                 (unsigned long long)rs.range_ignored, (unsigned long long)rs.replaced,
                 rs.wait_seconds, (unsigned long long)rs.cache_hits,
-                (unsigned long long)rs.cache_misses);
+                (unsigned long long)rs.cache_misses, (unsigned long long)rs.resolves,
+                (unsigned long long)rs.direct);
     ShardReaderStats st;
     shard_reader_stats(r, &st);
     fprintf(stderr,

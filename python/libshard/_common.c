@@ -264,14 +264,15 @@ PyObject *shard_py_remote_stats(ShardRemote *rm)
 {
     ShardRemoteStats st;
     shard_remote_stats(rm, &st);
-    return Py_BuildValue("{sKsKsKsKsKsKsdsKsKsK}", "bytes", (unsigned long long)st.bytes,
+    return Py_BuildValue("{sKsKsKsKsKsKsdsKsKsKsKsK}", "bytes", (unsigned long long)st.bytes,
                          "requests", (unsigned long long)st.requests, "retries",
                          (unsigned long long)st.retries, "resumes", (unsigned long long)st.resumes,
                          "range_ignored", (unsigned long long)st.range_ignored, "replaced",
                          (unsigned long long)st.replaced, "wait_seconds", st.wait_seconds,
                          "cache_hits", (unsigned long long)st.cache_hits, "cache_misses",
                          (unsigned long long)st.cache_misses, "cache_bytes",
-                         (unsigned long long)st.cache_bytes);
+                         (unsigned long long)st.cache_bytes, "resolves",
+                         (unsigned long long)st.resolves, "direct", (unsigned long long)st.direct);
 }
 
 typedef struct {

@@ -16,6 +16,7 @@ from conftest import CLEAN_ENV, REPO, TIMEOUT, strip
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 TOKEN = "hf_standinToken0123456789"
+FAR, PAST = 4102444800, 1000000000  # CDN links' stated expiry: 2100, 2001
 
 
 @pytest.fixture(scope="module")
@@ -58,11 +59,20 @@ def stand_in(root, api, limit="", rate="1r/s", limited="tree"):
         add_header Link '<http://$http_host/api/datasets/o/n/tree/{SHA}/data?recursive=true&cursor=2>; rel="next"' always; }}
       location = /_api/tree2.json {{ internal; alias {api}/tree2.json; {json_type} {limit} }}
       location ~ ^/datasets/o/n/resolve/(main|{SHA})/(.*)$ {{
-        {auth} return 302 http://127.0.0.1:{cdn}/$2; }}
+        {auth} return 302 http://127.0.0.1:{cdn}/$2?Expires={FAR}&sig=$request_id; }}
+      location ~ ^/datasets/o/stale/resolve/{SHA}/(.*)$ {{
+        {auth} return 302 http://127.0.0.1:{cdn}/$1?Expires={PAST}&sig=$request_id; }}
     """
+    # The CDN: signed links, each refused once the test revokes it (a file named after its
+    # signature in revoked/); the token never sent to it (refused if it were).
+    (api / "revoked").mkdir(exist_ok=True)
+    cdn_block = f"""server {{ listen 127.0.0.1:{cdn}; root {root};
+      location / {{ if ($http_authorization) {{ return 400; }}
+                    if (-f {api}/revoked/$arg_sig) {{ return 403; }} }} }}"""
     zone = f"limit_req_zone $binary_remote_addr zone=hub:1m rate={rate};" if limit else ""
-    return servers.Nginx(root, extra=extra,
-                         http=f"{zone} server {{ listen 127.0.0.1:{cdn}; root {root}; }}")
+    ng = servers.Nginx(root, extra=extra, http=f"{zone} {cdn_block}")
+    ng.revoked = api / "revoked"
+    return ng
 
 
 def env(hub, token=TOKEN):
@@ -107,6 +117,54 @@ def test_a_resume_reads_by_range_through_the_redirect(run, root, hub):
     log = (hub.prefix / "logs" / "access.log").read_text()
     assert re.search(r'"GET /datasets/o/n/resolve/[0-9a-f]{40}/data/d-00\d\.tar HTTP/1\.1" 302',
                      log)
+
+
+def test_an_open_file_is_resolved_once_then_read_at_its_cdn_link(hub, root, monkeypatch):
+    """IndexedShards reads a sample a Range: each shard's first request goes through
+    /resolve/, the others straight to the CDN link it gave (remote_stats counts both); a link
+    the CDN refuses (revoked) is resolved again at once, no retry spent; a link whose stated
+    expiry has passed is never asked straight (the control: every range resolved)."""
+    from libshard.indexed import IndexedShards
+    monkeypatch.setenv("HF_ENDPOINT", hub.url)
+    monkeypatch.setenv("HF_TOKEN", TOKEN)
+    log = hub.prefix / "logs" / "access.log"
+
+    def resolves(since, name="n"):
+        return re.findall(rf'"GET /datasets/o/{name}/resolve/{SHA}/data/(d-00\d\.tar) ',
+                          log.read_text()[since:])
+
+    local = IndexedShards(f"{root}/data/d-{{000..001}}.tar")
+
+    def here(i):
+        return {k: v for k, v in local[i].items() if k not in ("__url__", "__shard__")}
+
+    def there(ds, i):
+        return {k: v for k, v in ds[i].items() if k not in ("__url__", "__shard__")}
+
+    mark = len(log.read_text())
+    shards = IndexedShards(f"hf://datasets/o/n@{SHA}/data/d-{{000..001}}.tar", retries=0)
+    picks = [0, 7, 3, 39, 12, 40, 79, 41, 5, 60]
+    assert [there(shards, i) for i in picks] == [here(i) for i in picks]
+    st = shards.remote_stats()
+    assert sorted(resolves(mark)) == ["d-000.tar", "d-001.tar"], resolves(mark)
+    # a resolve a file opened (two shards, their indexes), every other request straight
+    assert st["resolves"] == 4 and st["direct"] == st["requests"] - 4 >= len(picks), st
+    assert st["retries"] == 0
+    links = re.findall(r'"GET /data/d-000\.tar\?Expires=\d+&sig=(\w+) ', log.read_text()[mark:])
+    assert len(set(links)) == 1, links  # one link, asked again
+    (hub.revoked / links[0]).touch()
+    mark = len(log.read_text())
+    assert there(shards, 9) == here(9) and there(shards, 1) == here(1)
+    st2 = shards.remote_stats()
+    assert resolves(mark) == ["d-000.tar"], resolves(mark)
+    assert '" 403 ' in log.read_text()[mark:]  # refused, then resolved again
+    assert st2["resolves"] == 5 and st2["retries"] == 0, st2
+    stale = IndexedShards(f"hf://datasets/o/stale@{SHA}/data/d-000.tar")
+    mark = len(log.read_text())
+    assert [there(stale, i) for i in picks[:5]] == [here(i) for i in picks[:5]]
+    st3 = stale.remote_stats()
+    assert st3["direct"] == 0 and st3["resolves"] == st3["requests"], st3
+    assert len(resolves(mark, "stale")) >= len(picks[:5])
 
 
 def test_the_token_is_named_never_shown(run, hub):

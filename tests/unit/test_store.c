@@ -11,6 +11,7 @@
 #include <shard/shard.h>
 
 #include "base/error.h"
+#include "remote/hf.h"
 #include "remote/store.h"
 #include "sink/sink.h"
 #include "testutil.h"
@@ -126,4 +127,24 @@ Test(store, a_folder_follows_no_link)
     cr_assert_eq(lstat(sub, &sb), -1, "an empty folder tidied away");
     shard_store_free(&st);
     free(file), free(link), free(sub), free(sublink), free(none), free(hidden);
+}
+
+/* The Hub's CDN links are asked straight until the expiry their signature states. */
+Test(store, a_signed_links_expiry_is_the_earlier_it_states)
+{
+    cr_assert_eq(shard_hf_link_until("https://cdn/x.tar?Expires=1700000000&Signature=a"),
+                 1700000000);
+    /* 2024-03-01T12:00:00Z plus an hour */
+    cr_assert_eq(shard_hf_link_until("https://cdn/x?X-Amz-Date=20240301T120000Z&X-Amz-Expires="
+                                     "3600&X-Amz-Signature=b"),
+                 1709294400 + 3600);
+    cr_assert_eq(shard_hf_link_until("https://cdn/x?X-Amz-Date=20240301T120000Z&X-Amz-Expires="
+                                     "3600&Expires=1709294500"),
+                 1709294500);
+    /* none stated, or not a number: until refused */
+    cr_assert_eq(shard_hf_link_until("https://cdn/x.tar"), INT64_MAX);
+    cr_assert_eq(shard_hf_link_until("https://cdn/x?Expires=soon&NoExpires=1"), INT64_MAX);
+    cr_assert_eq(shard_hf_link_until("https://cdn/x?X-Amz-Date=2024&X-Amz-Expires=60"), INT64_MAX);
+    /* a parameter whose name ends in one is not it */
+    cr_assert_eq(shard_hf_link_until("https://cdn/x?MyExpires=5"), INT64_MAX);
 }

@@ -91,7 +91,10 @@ typedef struct ShardRemoteStats {
     uint64_t cache_hits;    /**< shards read from the cache */
     uint64_t cache_misses;  /**< remote shards read from the network (and cached) */
     uint64_t cache_bytes;   /**< bytes read from the cache */
-    uint64_t reserved[6];
+    uint64_t resolves;      /**< requests sent to the Hub's resolve URLs (hf://): one a file
+                                 opened, again only when its CDN link expired or was refused */
+    uint64_t direct;        /**< requests sent straight to a CDN link a resolve URL gave */
+    uint64_t reserved[4];
 } ShardRemoteStats;
 
 /** Fills s with the defaults written beside each field. */

@@ -158,6 +158,8 @@ void shard_remote_count(ShardRemote *r, ShardRemoteCount which, uint64_t n)
     case SHARD_REMOTE_CACHE_HITS: c = &r->st.cache_hits; break;
     case SHARD_REMOTE_CACHE_MISSES: c = &r->st.cache_misses; break;
     case SHARD_REMOTE_CACHE_BYTES: c = &r->st.cache_bytes; break;
+    case SHARD_REMOTE_RESOLVES: c = &r->st.resolves; break;
+    case SHARD_REMOTE_DIRECT: c = &r->st.direct; break;
     }
     if (c)
         shard_stat_add(c, n);
@@ -179,5 +181,7 @@ void shard_remote_stats(ShardRemote *r, ShardRemoteStats *o)
     o->cache_hits = LOAD(cache_hits);
     o->cache_misses = LOAD(cache_misses);
     o->cache_bytes = LOAD(cache_bytes);
+    o->resolves = LOAD(resolves);
+    o->direct = LOAD(direct);
 #undef LOAD
 }

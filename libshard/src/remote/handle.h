@@ -40,6 +40,8 @@ typedef enum ShardRemoteCount {
     SHARD_REMOTE_CACHE_HITS,
     SHARD_REMOTE_CACHE_MISSES,
     SHARD_REMOTE_CACHE_BYTES,
+    SHARD_REMOTE_RESOLVES,
+    SHARD_REMOTE_DIRECT,
 } ShardRemoteCount;
 SHARD_HIDDEN void shard_remote_count(ShardRemote *r, ShardRemoteCount which, uint64_t n);
 

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/error.h"
 #include "remote/hf.h"
@@ -92,6 +93,7 @@ static int authorize(ShardRemote *r, ShardRequest *q)
 
 int shard_hf_request(ShardRemote *r, const ShardObject *o, ShardRequest *q, char *err)
 {
+    shard_remote_count(r, SHARD_REMOTE_RESOLVES, 1);
     ShardBuf u = {0};
     int rc = endpoint(&u) || shard_buf_printf(&u, "/datasets/%s/resolve/", o->bucket) ||
              shard_url_encode(&u, o->rev ? o->rev : "main", 0) ||
@@ -100,6 +102,62 @@ int shard_hf_request(ShardRemote *r, const ShardObject *o, ShardRequest *q, char
     if (!rc)
         rc = authorize(r, q);
     return rc ? shard_fail(err, SHARD_ERR_NOMEM, "out of memory") : 0;
+}
+
+/* The value of query parameter name in url (its length in *n), or NULL. */
+static const char *query_param(const char *url, const char *name, size_t *n)
+{
+    const char *q = strchr(url, '?');
+    size_t k = strlen(name);
+    for (const char *p = q; p && *p; p = strchr(p, '&')) {
+        p++;
+        if (!strncmp(p, name, k) && p[k] == '=') {
+            *n = strcspn(p + k + 1, "&#");
+            return p + k + 1;
+        }
+    }
+    return NULL;
+}
+
+static int64_t digits(const char *v, size_t n)
+{
+    int64_t t = 0;
+    for (size_t i = 0; i < n && t < INT64_MAX / 10; i++) {
+        if (!isdigit((unsigned char)v[i]))
+            return -1;
+        t = t * 10 + (v[i] - '0');
+    }
+    return n ? t : -1;
+}
+
+/* Seconds since 1970 of a SigV4 date (YYYYMMDDTHHMMSSZ), or -1. */
+static int64_t amz_date(const char *v, size_t n)
+{
+    if (n != 16 || v[8] != 'T' || v[15] != 'Z')
+        return -1;
+    int64_t y = digits(v, 4), mo = digits(v + 4, 2), d = digits(v + 6, 2), h = digits(v + 9, 2),
+            mi = digits(v + 11, 2), sec = digits(v + 13, 2);
+    if (y < 1970 || mo < 1 || mo > 12 || d < 1 || d > 31 || h < 0 || mi < 0 || sec < 0)
+        return -1;
+    y -= mo <= 2; /* days from the civil date, the year starting in March */
+    int64_t era = y / 400, yoe = y - era * 400, mp = (mo + 9) % 12;
+    int64_t doy = (153 * mp + 2) / 5 + d - 1, doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    int64_t days = era * 146097 + doe - 719468;
+    return days * 86400 + h * 3600 + mi * 60 + sec;
+}
+
+int64_t shard_hf_link_until(const char *url)
+{
+    int64_t until = INT64_MAX, t;
+    size_t n, m;
+    const char *e = query_param(url, "Expires", &n); /* a CloudFront signature's */
+    if (e && (t = digits(e, n)) >= 0)
+        until = t;
+    const char *date = query_param(url, "X-Amz-Date", &n), *ttl = query_param(url, "X-Amz-Expires", &m);
+    if (date && ttl && (t = amz_date(date, n)) >= 0 && digits(ttl, m) >= 0 &&
+        t + digits(ttl, m) < until)
+        until = t + digits(ttl, m);
+    return until;
 }
 
 /* What a refusal of the Hub's means, for messages: the token, never its value. */

@@ -9,6 +9,8 @@
 #ifndef SHARD_REMOTE_HF_H
 #define SHARD_REMOTE_HF_H
 
+#include <stdint.h>
+
 #include "base/attr.h"
 #include "remote/objectname.h"
 #include "remote/remotedef.h"
@@ -18,9 +20,13 @@
 /* Parses url (hf://...) into o: bucket "OWNER/NAME", rev (NULL: "main"), key the path.
  * @return 0, or SHARD_ERR_INVALID saying what an hf:// URL looks like */
 SHARD_HIDDEN int shard_hf_parse(ShardObject *o, const char *url, char *err);
-/* The request reading o through its resolve URL. */
+/* The request reading o through its resolve URL (counted: ShardRemoteStats.resolves). */
 SHARD_HIDDEN int shard_hf_request(ShardRemote *r, const ShardObject *o, ShardRequest *q,
                                   char *err);
+/* Until when (seconds since 1970) a link the resolve URL redirected to may be asked again
+ * straight: the expiry its signature states (CloudFront's Expires=, SigV4's X-Amz-Date plus
+ * X-Amz-Expires, the earlier of the two), INT64_MAX when it states none. */
+SHARD_HIDDEN int64_t shard_hf_link_until(const char *url);
 /* Every file under prefix (hf://datasets/OWNER/NAME[@REV]/DIR/), in name order, each as
  * hf://datasets/OWNER/NAME@COMMIT/PATH: the revision resolved once, then the tree's pages. */
 SHARD_HIDDEN int shard_hf_list(ShardRemote *r, const ShardObject *prefix, ShardListFn fn,

@@ -100,6 +100,13 @@ const char *shard_object_version(const ShardObject *o, const ShardResponse *rs)
     return rs->etag[0] ? rs->etag : rs->last_modified;
 }
 
+int64_t shard_object_direct_until(const ShardObject *o, const ShardResponse *rs)
+{
+    if (o->kind != SHARD_OBJ_HF || !rs->redirected[0])
+        return 0;
+    return shard_hf_link_until(rs->redirected);
+}
+
 int shard_object_list(ShardRemote *r, const char *url, ShardListFn fn, void *cookie, char *err)
 {
     ShardObject o;

@@ -1,8 +1,8 @@
 /*
- * Remote objects (object.c): what http://, https://, gs:// and s3:// URLs name (for the
- * buckets a bucket and a key), the request that reads one (a range of it, pinned to a
- * version), and the listing of a prefix. The conventions of each bucket are in gcs.c and
- * s3.c; this is where they are told apart.
+ * Remote objects (object.c): what http://, https://, gs://, s3:// and hf:// URLs name (for
+ * the buckets a bucket and a key), the request that reads one (a range of it, pinned to a
+ * version), and the listing of a prefix. The conventions of each store are in gcs.c, s3.c
+ * and hf.c; this is where they are told apart.
  */
 #ifndef SHARD_REMOTE_OBJECT_H
 #define SHARD_REMOTE_OBJECT_H
@@ -26,6 +26,12 @@ SHARD_HIDDEN int shard_object_request(ShardRemote *r, const ShardObject *o, cons
 /* The version a response names for o (the GCS generation, else the ETag, else Last-Modified),
  * "" when none. */
 SHARD_HIDDEN const char *shard_object_version(const ShardObject *o, const ShardResponse *rs);
+
+/* Until when (seconds since 1970) later requests for o may go straight to the link rs was
+ * redirected to: the Hub's signed CDN links, until the expiry they state (INT64_MAX: none
+ * stated, until refused); 0 when they may not (no redirect; another store, whose redirects
+ * are the server's to make each time). */
+SHARD_HIDDEN int64_t shard_object_direct_until(const ShardObject *o, const ShardResponse *rs);
 
 /* Every object whose name starts with the prefix url names (gs://B/P/, s3://B/P/), in name
  * order, page by page. @return 0, fn's code, or an error naming the url */

@@ -34,7 +34,7 @@ struct ShardRemote {
                                      faults for each new shard */
     struct {
         atomic_uint_least64_t bytes, requests, retries, resumes, range_ignored, replaced,
-            wait_ns, cache_hits, cache_misses, cache_bytes;
+            wait_ns, cache_hits, cache_misses, cache_bytes, resolves, direct;
     } st;
     atomic_uint_least64_t seq;  /* jitter */
     atomic_int aborted;         /* shard_remote_abort: every wait ends, failing */

@@ -119,6 +119,25 @@ static int header_is(const char *line, size_t n, const char *name, const char **
     return 1;
 }
 
+/* Where the response before a new one sent the request: its Location resolved against the
+ * URL it answered (libcurl's URL parser, as libcurl follows it); NULL when it was no
+ * redirect. curl_free it. */
+static char *redirect_target(const ShardXfer *x)
+{
+    const ShardResponse *rs = &x->resp;
+    size_t n = strlen(rs->location);
+    if (rs->status < 300 || rs->status >= 400 || rs->status == 304 || !n ||
+        n + 1 >= sizeof rs->location) /* cut short: not a URL to ask again */
+        return NULL;
+    CURLU *u = curl_url();
+    char *to = NULL;
+    if (u && !curl_url_set(u, CURLUPART_URL, rs->redirected[0] ? rs->redirected : x->q.url, 0) &&
+        !curl_url_set(u, CURLUPART_URL, rs->location, 0))
+        curl_url_get(u, CURLUPART_URL, &to, 0);
+    curl_url_cleanup(u);
+    return to;
+}
+
 static size_t on_header(char *p, size_t size, size_t nmemb, void *cookie)
 {
     ShardXfer *x = cookie;
@@ -131,7 +150,14 @@ static size_t on_header(char *p, size_t size, size_t nmemb, void *cookie)
     if (n >= 5 && !strncmp(p, "HTTP/", 5)) { /* a new response (after a redirect or 100) */
         const char *sp = memchr(p, ' ', n);
         long status = sp ? strtol(sp + 1, NULL, 10) : 0;
+        char *to = redirect_target(x), was[sizeof rs->redirected];
+        memcpy(was, rs->redirected, sizeof was); /* kept past a 100 Continue */
         memset(rs, 0, sizeof *rs);
+        if (!to)
+            memcpy(rs->redirected, was, sizeof was);
+        else if (strlen(to) < sizeof rs->redirected)
+            memcpy(rs->redirected, to, strlen(to) + 1);
+        curl_free(to);
         rs->status = status;
         rs->total = rs->range_start = rs->persisted = -1;
     } else if (n <= 2 && (p[0] == '\r' || p[0] == '\n')) {
@@ -415,6 +441,7 @@ ShardNetFail shard_xfer_error(ShardXfer *x, const char **why)
 }
 
 const char *shard_xfer_body(ShardXfer *x) { return x->body; }
+const char *shard_xfer_url(ShardXfer *x) { return x->q.url; }
 
 void shard_xfer_free(ShardXfer **px)
 {

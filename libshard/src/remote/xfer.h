@@ -48,6 +48,9 @@ SHARD_HIDDEN ssize_t shard_xfer_read(ShardXfer *x, const void **block);
  * completed). */
 SHARD_HIDDEN ShardNetFail shard_xfer_error(ShardXfer *x, const char **why);
 
+/* The URL the transfer asked (before any redirect). */
+SHARD_HIDDEN const char *shard_xfer_url(ShardXfer *x);
+
 /* The start of a non-2xx body (an S3 or GCS error document), NUL-terminated. */
 SHARD_HIDDEN const char *shard_xfer_body(ShardXfer *x);
 

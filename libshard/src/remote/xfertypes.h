@@ -16,9 +16,11 @@ typedef struct ShardResponse {
     int64_t total;         /* the object's size from Content-Range or Content-Length, or -1 */
     int64_t range_start;   /* Content-Range's first byte, or -1 when not a 206 */
     double retry_after;    /* Retry-After in seconds, 0 when none */
-    char location[2048];   /* Location (a GCS resumable upload's session), "" when none */
+    char location[4096];   /* Location (a GCS resumable upload's session), "" when none */
     int64_t persisted;     /* a 308's Range end + 1 (bytes a GCS upload holds), -1 when none */
     char link[2048];       /* Link (the Hub's next page of a listing), "" when none */
+    char redirected[4096]; /* the URL that answered, when redirects were followed to it; ""
+                              when none were (or one's target was too long to keep) */
 } ShardResponse;
 
 typedef struct ShardNetLane ShardNetLane;

@@ -10,10 +10,15 @@
  * "replaced" rather than splice two objects. A server that answers a Range with the whole
  * object is read past the bytes already handed out. The retry budget counts failures since
  * the last progress; when it is spent the error names the URL and the byte offset.
+ *
+ * An object whose store redirects to signed links (the Hub's resolve URL to its CDN) is
+ * resolved once: later requests (a resume, a range) go straight to the link until it
+ * expires or is refused, then through the resolve URL again.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/error.h"
 #include "remote/lane.h"
@@ -37,9 +42,14 @@ typedef struct Remote {
     int eof;
     ShardCacheFill *fill; /* the cache copy being written, or NULL */
     ShardNetLane *lane; /* where its transfers run (a reference), NULL: the network thread */
+    char *direct;       /* the signed link a resolve led to, asked straight, or NULL */
+    int64_t direct_until; /* its expiry (seconds since 1970) */
 } Remote;
 
-enum { RETRY = 1 };
+enum { RETRY = 1, RESOLVE_AGAIN = 2 };
+
+/* A link is not asked in its last minute: clocks differ, and a transfer takes time. */
+#define LINK_MARGIN 60
 
 static int fail_replaced(ShardSource *s, Remote *m, uint64_t off, const char *now)
 {
@@ -65,6 +75,9 @@ static int judge(ShardSource *s, Remote *m, ShardXfer *x, uint64_t off, uint64_t
     }
     long st = rs->status;
     const char *v = shard_object_version(&m->o, rs);
+    int direct = m->direct && !strcmp(shard_xfer_url(x), m->direct);
+    if (direct && (st == 401 || st == 403 || st == 404 || st == 410))
+        return RESOLVE_AGAIN; /* the link expired or was revoked: the Hub gives another */
     if (st == 206 || st == 200) {
         if (m->pin[0] && v[0] && strcmp(v, m->pin))
             return fail_replaced(s, m, off, v);
@@ -80,6 +93,12 @@ static int judge(ShardSource *s, Remote *m, ShardXfer *x, uint64_t off, uint64_t
             if (s->size >= 0 && rs->total != s->size)
                 return fail_replaced(s, m, off, v);
             s->size = rs->total;
+        }
+        int64_t until = direct ? 0 : shard_object_direct_until(&m->o, rs);
+        if (until > 0) {
+            free(m->direct);
+            m->direct = strdup(rs->redirected); /* NULL (no memory): resolved each time */
+            m->direct_until = until;
         }
         *drop = st == 200 ? off : 0;
         if (st == 200 && off)
@@ -106,12 +125,29 @@ static int judge(ShardSource *s, Remote *m, ShardXfer *x, uint64_t off, uint64_t
                       m->attempt ? " (retries spent)" : "");
 }
 
+static void forget_link(Remote *m)
+{
+    free(m->direct);
+    m->direct = NULL;
+}
+
 /* Sends the request for bytes off..to (to UINT64_MAX: to the end; head: the headers only)
  * without waiting for its answer. */
 static int launch(ShardSource *s, Remote *m, uint64_t off, uint64_t to, int head, ShardXfer **out)
 {
     ShardRequest q = {0};
-    int rc = shard_object_request(m->r, &m->o, m->pin[0] ? m->pin : NULL, &q, s->err);
+    if (m->direct && (int64_t)time(NULL) > m->direct_until - LINK_MARGIN)
+        forget_link(m);
+    int rc;
+    if (m->direct) { /* signed: no token with it */
+        q.url = strdup(m->direct);
+        q.if_range = m->pin[0] ? strdup(m->pin) : NULL;
+        rc = !q.url || (m->pin[0] && !q.if_range) ? shard_fail(s->err, SHARD_ERR_NOMEM, "out of memory") : 0;
+        if (!rc)
+            shard_remote_count(m->r, SHARD_REMOTE_DIRECT, 1);
+    } else {
+        rc = shard_object_request(m->r, &m->o, m->pin[0] ? m->pin : NULL, &q, s->err);
+    }
     if (!rc) {
         q.head = head;
         q.ranged = !head && (off > 0 || to != UINT64_MAX);
@@ -133,6 +169,11 @@ static int start_xfer(ShardSource *s, Remote *m, uint64_t off, uint64_t to, int 
         if (rc)
             return rc;
         rc = judge(s, m, *out, off, drop);
+        if (rc == RESOLVE_AGAIN) { /* no failure of the object's: no backoff, no retry spent */
+            shard_xfer_free(out);
+            forget_link(m);
+            continue;
+        }
         if (rc != RETRY)
             return rc;
         const ShardResponse *rs = shard_xfer_head(*out);
@@ -316,6 +357,7 @@ static void remote_close(ShardSource *s)
     shard_lane_put(m->lane);
     shard_cache_fill_abort(&m->fill);
     shard_object_clear(&m->o);
+    forget_link(m);
     shard_remote_put(m->r);
     free(m);
 }
