@@ -18,7 +18,7 @@ import bisect
 import os
 import sys
 
-from . import _libshard
+from . import _libshard, hublist
 from . import settings as _settings
 from .settings import REMOTE_KEYS
 from .redact import shown, shown_repr
@@ -42,8 +42,9 @@ class IndexedShards:
         self.remote = {k: v for k, v in remote.items() if v is not None}
         self.open_files = open_files
         cache = os.fspath(index_cache) if index_cache is not None else None
-        listed, self.manifests = _libshard.list_shards(
-            _specs(spec) if entries is None else [u for u, _ in entries], manifests=True,
+        specs = hublist.listed_once(_specs(spec), self.remote) if entries is None else [
+            u for u, _ in entries]
+        listed, self.manifests = _libshard.list_shards(specs, manifests=True,
             make_indexes=make_indexes, index_cache=cache, **self.remote)
         if not listed:
             raise ValueError(f"{shown_repr(spec)}: no shards")

@@ -250,6 +250,9 @@ def test_a_dataset_lists_the_hub_once_for_all_its_processes(hub, root, ShardData
     monkeypatch.setenv("TORCHELASTIC_RUN_ID", "another-run")  # the control: a new run lists
     ShardDataset("hf://datasets/o/n/data/", **kw)
     assert len(api_calls(hub)) - before == 6
+    from libshard.indexed import IndexedShards  # random access shares the run's listing
+    assert len(IndexedShards("hf://datasets/o/n/data/")) == 640
+    assert len(api_calls(hub)) - before == 6
 
 
 def test_a_429_with_retry_after_is_waited_out_and_said(run, root, tmp_path):
@@ -287,6 +290,43 @@ def test_webdataset_pipelines_read_the_hub(hub, root):
                         capture_output=True, text=True, timeout=TIMEOUT,
                         env={**CLEAN_ENV, **env(hub), "PYTHONPATH": path})
     assert cp.returncode == 0 and cp.stdout.strip() == "640", cp.stderr[-800:]
+
+
+def test_webdataset_curl_pipes_of_the_hub_are_read_as_hf(hub, root):
+    """`pipe:curl -s -L RESOLVE-URL -H 'Authorization:Bearer TOKEN'`, as the Hub's guide
+    writes it, is read by libshard (its user agent in the log, no curl run; the token is
+    the one it would send); a pipe with anything more runs curl as written (the control)."""
+    from test_webdataset import PATTERN, keys_of
+    local = keys_of(str(root / "data" / PATTERN), {})
+    log = hub.prefix / "logs" / "access.log"
+    resolve = f"{hub.url}/datasets/o/n/resolve/{SHA}/data"
+    for pipe, agent in ((f"pipe:curl -s -L {resolve}/{PATTERN} -H 'Authorization:Bearer "
+                         f"{TOKEN}'", "libshard/"),
+                        (f"pipe:curl -f -s -L -H 'Authorization:Bearer {TOKEN}' -A curl/x "
+                         f"{resolve}/{PATTERN}", "curl/x")):
+        mark = len(log.read_text())
+        samples, urls, _ = keys_of(pipe, env(hub))
+        assert samples == local[0] and len(urls) == 3, pipe
+        asked = re.findall(r'"GET /datasets/o/n/resolve/\S+ HTTP/1\.1" 302 \d+ "-" "([^"]*)"',
+                           log.read_text()[mark:])
+        assert len(asked) >= 3 and all(a.startswith(agent) for a in asked), asked
+
+
+def test_webdataset_lists_a_hub_folder_once_a_job(hub, root, tmp_path):
+    """Two processes of one run (TORCHELASTIC_RUN_ID) making WebDataset("hf://.../data/")
+    list the folder once: the second reads the first's listing; another run lists again."""
+    code = ("import sys, warnings; warnings.simplefilter('ignore'); "
+            "import libshard.webdataset as wds; "
+            "print(len(list(wds.WebDataset(sys.argv[1], shardshuffle=False))))")
+    path = os.environ.get("LIBSHARD_PYTHONPATH", str(REPO / "build" / "python"))
+    before = len(api_calls(hub))
+    for run_id in ("one", "one", "two"):
+        cp = subprocess.run([sys.executable, "-c", code, "hf://datasets/o/n/data/"],
+                            capture_output=True, text=True, timeout=TIMEOUT,
+                            env={**CLEAN_ENV, **env(hub), "PYTHONPATH": path,
+                                 "XDG_CACHE_HOME": str(tmp_path), "TORCHELASTIC_RUN_ID": run_id})
+        assert cp.returncode == 0 and cp.stdout.strip() == "640", cp.stderr[-800:]
+    assert len(api_calls(hub)) - before == 6  # revision and two pages, once a run
 
 
 JOB = r'''

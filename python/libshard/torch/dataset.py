@@ -11,7 +11,8 @@ import torch
 import torch.utils.data
 
 from .. import settings as _settings
-from . import hublist, plan, skips, split, state as _state
+from .. import hublist
+from . import plan, skips, split, state as _state
 from .epochs import Epochs
 from .plan import UnequalRanksWarning
 from .shared import Shared

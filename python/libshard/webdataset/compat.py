@@ -264,6 +264,9 @@ def _listed(urls):
 def _libshard_list(spec):
     """The shards a manifest, folder or prefix lists, through libshard's shard lists."""
     from .._libshard import list_shards
+    from ..hublist import is_listing, manifest_of
+    if is_listing(spec):  # listed once for the job: ranks and the runs of one job share it
+        spec = manifest_of(spec, {})
     return [url for url, _count, _index in list_shards([spec])]
 
 

@@ -7,14 +7,17 @@ environment (GOOGLE_APPLICATION_CREDENTIALS, AWS_*), its cache (LIBSHARD_CACHE_D
 connection reuse, instead of WebDataset's curl or gsutil processes. Writing http(s) uses
 curl (PUT) as WebDataset does; gs:// with gsutil where it is installed; ais://, sftp://,
 ftps:// and scp:// run the tools WebDataset runs; hf:// is read only (the Hub's token from
-HF_TOKEN or its token file, the revision as named; gopen_hf is WebDataset's curl opener). gopen_schemes maps a scheme to its
-opener and may be changed, as WebDataset's."""
+HF_TOKEN or its token file, the revision as named; gopen_hf is WebDataset's curl opener), and
+so are the Hub's https:// resolve URLs and `pipe:curl -s -L RESOLVE-URL [-H
+'Authorization:Bearer TOKEN']` as the Hub's guide writes them (any other pipe runs as
+written). gopen_schemes maps a scheme to its opener and may be changed, as WebDataset's."""
 import io
 import os
 import re
+import shlex
 import sys
 from subprocess import PIPE, Popen
-from urllib.parse import urlparse
+from urllib.parse import unquote, urlparse
 from urllib.request import url2pathname
 
 from . import utils
@@ -169,14 +172,85 @@ def gopen_file(url, mode="rb", bufsize=8192):
     return open(url, mode)
 
 
-def gopen_pipe(url, mode="rb", bufsize=8192):
-    """pipe:COMMAND, through the shell: its output to read, or its input to write."""
+def gopen_pipe(url, mode="rb", bufsize=8192, **kw):
+    """pipe:COMMAND, through the shell: its output to read, or its input to write. A plain
+    `curl` of a file of the Hub (as the Hub's guide writes it) is read as that hf:// file."""
     assert url.startswith("pipe:")
     if utils.enforce_security:
         raise ValueError("gopen_pipe: unsafe_gopen is False, cannot open pipe URLs")
     if mode[0] not in "rw":
         raise ValueError(f"{mode}: unknown mode")
+    hub = _hub_curl(url[5:]) if mode[0] == "r" else None
+    if hub:
+        return gopen_libshard(hub, mode, bufsize, **kw)
     return Pipe(url[5:], mode=mode, shell=True, bufsize=bufsize, ignore_status=[141])
+
+
+# curl's options that change nothing of what a plain read of the Hub gives (libshard
+# retries, follows the redirect and fails on an HTTP error anyway); with any other, the
+# command runs as written.
+_CURL_SWITCHES = re.compile(r"-[sSLf]+|--(silent|show-error|location|fail|retry-connrefused)")
+_CURL_VALUED = {"--retry", "--retry-delay", "--retry-max-time", "--connect-timeout", "-m",
+                "--max-time"}
+
+
+def _hub_token():
+    """The token libshard sends to the Hub (HF_TOKEN, else the Hub's token file), or None."""
+    t = os.environ.get("HF_TOKEN")
+    if t:
+        return t
+    home = os.environ.get("HF_HOME") or os.path.join(os.path.expanduser("~"), ".cache",
+                                                     "huggingface")
+    path = os.environ.get("HF_TOKEN_PATH") or os.path.join(home, "token")
+    try:
+        with open(path) as f:
+            return f.read().strip() or None
+    except OSError:
+        return None
+
+
+def _hub_url(url):
+    """hf://datasets/OWNER/NAME@REV/PATH for a resolve URL of the endpoint libshard reads the
+    Hub at (HF_ENDPOINT, else huggingface.co or hf.co), else None."""
+    end = os.environ.get("HF_ENDPOINT", "").rstrip("/")
+    bases = [end] if end else ["https://huggingface.co", "https://hf.co"]
+    for base in bases:
+        m = re.fullmatch(re.escape(base) + r"/datasets/([^/?#]+)/([^/?#]+)/resolve/([^/?#]+)/"
+                         r"([^?#]+)(\?download=true)?", url)
+        if m:
+            rev, path = unquote(m[3]), unquote(m[4])
+            return None if "/" in rev else f"hf://datasets/{m[1]}/{m[2]}@{rev}/{path}"
+    return None
+
+
+def _hub_curl(command):
+    """The hf:// file a command reads when it is `curl [plain options] RESOLVE-URL` with at
+    most the token libshard would send as its header; None for any other command."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    if not words or os.path.basename(words[0]) != "curl":
+        return None
+    url, i = None, 1
+    while i < len(words):
+        w = words[i]
+        if w in ("-H", "--header") and i + 1 < len(words):
+            m = re.fullmatch(r"\s*Authorization:\s*Bearer\s+(\S+)\s*", words[i + 1], re.I)
+            given = m and (os.environ.get("HF_TOKEN") if m[1] in ("$HF_TOKEN", "${HF_TOKEN}")
+                           else m[1])
+            if not given or given != _hub_token():
+                return None
+            i += 2
+        elif w in _CURL_VALUED and i + 1 < len(words) and re.fullmatch(r"[0-9.]+", words[i + 1]):
+            i += 2
+        elif _CURL_SWITCHES.fullmatch(w):
+            i += 1
+        elif w.startswith("-") or url:
+            return None
+        else:
+            url, i = w, i + 1
+    return _hub_url(url) if url else None
 
 
 def _tool(mode, bufsize, read, write=None, what=""):
@@ -231,10 +305,11 @@ def gopen_error(url, *args, **kw):
 
 
 def _remote(url, mode="rb", bufsize=8192, **kw):
-    """http(s):// read through libshard, written with curl."""
+    """http(s):// read through libshard (a file of the Hub as hf://: with its token, resolved
+    once), written with curl."""
     if mode[0] == "w":
         return gopen_curl(url, mode, bufsize)
-    return gopen_libshard(url, mode, bufsize, **kw)
+    return gopen_libshard(_hub_url(url) or url, mode, bufsize, **kw)
 
 
 def _hf(url, mode="rb", bufsize=8192, **kw):

@@ -1,7 +1,7 @@
-"""One listing of the Hugging Face Hub per job. A ShardDataset given an hf:// folder lists it
-once, whatever its ranks and DataLoader workers, and reads the manifest that listing wrote
-(every shard pinned to the revision's commit, and counted): the processes that read it make
-no Hub API call. Under torch.distributed rank 0 lists and broadcasts the manifest to the
+"""One listing of the Hugging Face Hub per job. A ShardDataset, a libshard.webdataset pipeline
+or IndexedShards given an hf:// folder lists it once, whatever its ranks and DataLoader
+workers, and reads the manifest that listing wrote (every shard pinned to the revision's
+commit, and counted): the processes that read it make no Hub API call. Under torch.distributed rank 0 lists and broadcasts the manifest to the
 other ranks; otherwise the first process of the machine lists into the listing cache
 (~/.cache/libshard/listings, under a lock) and the others read what it wrote, for the run
 (TORCHELASTIC_RUN_ID, which torchrun sets) or else for an hour."""
@@ -9,11 +9,10 @@ import fcntl
 import hashlib
 import json
 import os
+import sys
 import time
 
-import torch
-
-from .. import _libshard
+from . import _libshard
 
 FRESH = 3600  # seconds a listing serves processes of no known run
 
@@ -57,8 +56,9 @@ def manifest_of(spec, remote):
     folder = _folder()
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, f"{key}.json")
-    dist = torch.distributed
-    if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+    torch = sys.modules.get("torch")  # a job under torch.distributed has imported it
+    dist = getattr(torch, "distributed", None)
+    if dist and dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
         text = [None]
         if dist.get_rank() == 0:
             _list(spec, path, remote)
