@@ -26,7 +26,12 @@ struct ShardIndexed {
     size_t frame_no;  /* which frame is in it, SIZE_MAX for none */
     ShardBuf packed;  /* a compressed frame, when the source has no mapping */
     int proven;       /* its headers were read where the index says */
+    ShardBuf span;    /* a remote sample's bytes, read in one request (read_span) */
 };
+
+/* The bytes between a sample's members (long-name headers, padding) read with them rather
+ * than asked for apart. */
+#define SPAN_SLACK (64u << 10)
 
 static int prepare_frames(ShardIndexed *x, char *err);
 static int read_zst_into(ShardIndexed *x, uint64_t off, uint64_t size, uint64_t limit,
@@ -391,7 +396,8 @@ static int read_zst_into(ShardIndexed *x, uint64_t off, uint64_t size, uint64_t 
  * copy read in one piece with the header (a .tar.zst's through its frames, none claiming
  * more than limit bytes). */
 static int read_field(ShardIndexed *x, uint64_t i, const ShardIndexEntry *e, ShardFieldRec *rec,
-                      uint64_t limit, ShardSampleBuf *sb, char *err)
+                      uint64_t limit, const ShardBuf *span, uint64_t span_from,
+                      ShardSampleBuf *sb, char *err)
 {
     ShardSource *src = x->src;
     const char *name = e->name ? e->name : e->ext;
@@ -418,7 +424,11 @@ static int read_field(ShardIndexed *x, uint64_t i, const ShardIndexEntry *e, Sha
     unsigned char *dst = shard_sb_room(sb, (size_t)n);
     if (!dst)
         return shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", src->url);
-    int rc = x->zstd ? read_zst_into(x, from, n, limit, dst, err)
+    int rc = 0;
+    if (span->len) /* the sample's bytes, read in one request */
+        memcpy(dst, span->data + (from - span_from), (size_t)n);
+    else
+        rc = x->zstd ? read_zst_into(x, from, n, limit, dst, err)
                      : shard_source_read_at(src, from, dst, (size_t)n);
     if (rc && !x->zstd)
         rc = shard_fail(err, rc, "%s: index line %llu: member '%s' at offset %llu: %s", src->url,
@@ -428,6 +438,39 @@ static int read_field(ShardIndexed *x, uint64_t i, const ShardIndexEntry *e, Sha
         return rc;
     memmove(dst, dst + 512, (size_t)e->size);
     shard_sb_grew(sb, (size_t)e->size);
+    return 0;
+}
+
+/* A remote plain tar's sample i, its headers and members, in one request into x->span (from
+ * *from) rather than one a member; x->span left empty where that does not pay: a local
+ * source, a .tar.zst (read by frames), or a sample whose members lie far apart (a tar
+ * made by another tool, with other files between them). */
+static int read_span(ShardIndexed *x, uint64_t i, uint64_t *from, char *err)
+{
+    ShardSource *src = x->src;
+    uint64_t lo = x->idx.first[i], hi = x->idx.first[i + 1], need = 0;
+    x->span.len = 0;
+    if (!src->costly || src->map || x->zstd || lo >= hi || src->size < 0)
+        return 0;
+    uint64_t a = UINT64_MAX, b = 0;
+    for (uint64_t k = lo; k < hi; k++) {
+        const ShardIndexEntry *e = &x->idx.entries[k];
+        if (e->offset < 512 || e->size > (uint64_t)src->size || e->offset > (uint64_t)src->size - e->size)
+            return 0; /* said, naming the member, where it is read alone */
+        a = e->offset - 512 < a ? e->offset - 512 : a;
+        b = e->offset + e->size > b ? e->offset + e->size : b;
+        need += e->size + 512;
+    }
+    if (b - a > need + SPAN_SLACK)
+        return 0;
+    if (shard_buf_reserve(&x->span, (size_t)(b - a)))
+        return shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", src->url);
+    int rc = shard_source_read_at(src, a, x->span.data, (size_t)(b - a));
+    if (rc)
+        return shard_fail(err, rc, "%s: index line %llu: the sample's bytes at offset %llu: %s",
+                          src->url, (unsigned long long)i + 2, (unsigned long long)a, src->err);
+    x->span.len = (size_t)(b - a);
+    *from = a;
     return 0;
 }
 
@@ -448,6 +491,10 @@ int shard_indexed_read(ShardIndexed *x, uint64_t i, const ShardFileSettings *s, 
         kl = 0;
     if (lo < hi && shard_sb_set_key(sb, first ? first + ks : "", kl))
         return shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", url);
+    uint64_t span_from = 0;
+    int rc = read_span(x, i, &span_from, err);
+    if (rc)
+        return rc;
     for (uint64_t k = lo; k < hi; k++) {
         const ShardIndexEntry *e = &x->idx.entries[k];
         ShardFieldRec *rec = shard_sb_add(sb, e->ext, e->name ? e->name : e->ext, s->lowercase);
@@ -455,8 +502,7 @@ int shard_indexed_read(ShardIndexed *x, uint64_t i, const ShardFileSettings *s, 
             return shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", url);
         rec->size = e->size;
         rec->offset = e->offset;
-        int rc = read_field(x, i, e, rec, limit, sb, err);
-        if (rc)
+        if ((rc = read_field(x, i, e, rec, limit, &x->span, span_from, sb, err)))
             return rc;
     }
     uint64_t start = x->idx.entries[lo].offset;
@@ -502,6 +548,7 @@ void shard_indexed_free(ShardIndexed **px)
     ZSTD_freeDCtx(x->dctx);
     shard_buf_free(&x->frame);
     shard_buf_free(&x->packed);
+    shard_buf_free(&x->span);
     free(x);
     *px = NULL;
 }
