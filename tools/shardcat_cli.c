@@ -25,7 +25,7 @@ static int die_usage(const char *msg)
 /* Options from O_SHUFFLE on place and order a stream (stream, show and batch), from
  * O_SAMPLES on go with stream only, from O_COUNT on with show only, from O_STEP on with
  * batch only (--batch-size and --drop-last with stream too). */
-enum { O_CMDS = 150, O_LOCAL, O_GEOMETRY, O_ASPECT, O_CACHE = 200, O_CACHE_SIZE, O_RETRIES, O_TIMEOUT, O_STALL, O_BACKOFF, O_CA,
+enum { O_CMDS = 150, O_LOCAL, O_GEOMETRY, O_ASPECT, O_KEYS, O_CACHE = 200, O_CACHE_SIZE, O_RETRIES, O_TIMEOUT, O_STALL, O_BACKOFF, O_CA,
        O_SHUFFLE = 256, O_SEED, O_EPOCH, O_RANK, O_WORLD, O_WORKER, O_WORKERS, O_MODE, O_PAD,
        O_EPOCH_SAMPLES, O_STREAMS, O_SKIP, O_STATE, O_MIX, O_MAP, O_INDEX_CACHE,
        O_MAKE_INDEXES, O_PARTITIONS, O_MEMORY,
@@ -44,6 +44,7 @@ static const struct option long_options[] = {
     {"allow-manifest-local", no_argument, NULL, O_LOCAL},
     {"geometry", no_argument, NULL, O_GEOMETRY},
     {"aspect-buckets", required_argument, NULL, O_ASPECT},
+    {"keys", required_argument, NULL, O_KEYS},
     {"cache-dir", required_argument, NULL, O_CACHE},
     {"cache-size", required_argument, NULL, O_CACHE_SIZE},
     {"retries", required_argument, NULL, O_RETRIES},
@@ -331,6 +332,7 @@ static int read_options(int argc, char **argv, ShardcatCli *cli, ShardLoaderSett
         case O_LOCAL: cli->manifest_local = 1; break;
         case O_GEOMETRY: cli->geometry = 1; break;
         case O_ASPECT: cli->aspect_buckets = optarg; break;
+        case O_KEYS: cli->keys = optarg; break;
         case ':':
         case '?': return cli_option_error("shardcat", c, argv[optind - 1], long_options);
         default:
@@ -365,6 +367,8 @@ static int read_options(int argc, char **argv, ShardcatCli *cli, ShardLoaderSett
         return die_usage("that option goes with batch");
     if (batching && cmd != SHARDCAT_BATCH && cmd != SHARDCAT_STREAM)
         return die_usage("--batch-size and --drop-last go with batch and stream");
+    if (cli->keys && cmd != SHARDCAT_STREAM && cmd != SHARDCAT_SHOW)
+        return die_usage("--keys goes with stream and show");
     if (cli->aspect_buckets && cmd != SHARDCAT_INFO && cmd != SHARDCAT_SHOW &&
         cmd != SHARDCAT_STREAM && cmd != SHARDCAT_BATCH)
         return die_usage("--aspect-buckets goes with info, show, stream and batch");

@@ -35,7 +35,7 @@ void shardcat_usage(FILE *f)
           "         [--mode exact|equal|resampled] [--pad]\n"
           "         [--epoch-samples N] [--streams N] [--partitions P] [--skip-errors]\n"
           "         [--batch-size B [--drop-last]] [--aspect-buckets SPEC]\n"
-          "         [--samples N] [--state STATE] [--json] [--stats] [--map]\n"
+          "         [--keys FILE] [--samples N] [--state STATE] [--json] [--stats] [--map]\n"
           "         [--index-cache DIR] [--make-indexes auto|always|never]\n"
           "                                the streaming reader's samples, one line each (key, url);\n"
           "                                with --samples N it stops after N and prints the state\n"
@@ -176,6 +176,8 @@ static const struct {
      "  --aspect-buckets SPEC   batches of one aspect bucket each (HxW,HxW..., sdxl or\n"
      "                          auto[:K]), as the loader plans them; with --batch-size\n"
      "                          (--json adds __bucket__ and __batch_end__)\n"
+     "  --keys FILE             only the samples whose keys FILE lists, one a line (a view:\n"
+     "                          found in the indexes, only their bytes read; counted)\n"
      "  --samples N             stop after N samples and print the state to resume from\n"
      "                          (the job's: every consumer in step with this one; with\n"
      "                          --aspect-buckets, after the last whole batch)\n"
@@ -237,7 +239,7 @@ static const struct {
      "                          is cover, random_resized cover_random\n"
      "  stream's --seed, --epoch, --shuffle, --rank, --world-size, --worker, --workers,\n"
      "  --mode, --pad, --mix, --streams, --partitions, --state, --skip-errors, --map,\n"
-     "  --index-cache and --make-indexes choose which samples come first, as they do\n"
+     "  --keys, --index-cache and --make-indexes choose which samples come first, as they do\n"
      "  for stream (without --seed, a fresh seed, said on stderr)\n"},
 };
 #define NCOMMANDS (sizeof commands / sizeof *commands)

@@ -286,6 +286,7 @@ int shardcat_show_from(const ShardcatCli *cli, ShardLoaderSettings *ls, ShardRem
     ls->raw_fields = NULL;
     ls->batches = 2;
     rs->aspect_buckets = cli->aspect_buckets;
+    rs->keys = cli->keys;
     ShardLoader *l;
     ShardError err;
     if (shard_loader_open(&l, ls, &err)) {

@@ -22,6 +22,7 @@ static ShardReader *open_reader(const ShardcatCli *cli, ShardReaderSettings *s,
     s->manifest_commands = cli->manifest_commands;
     s->manifest_local = cli->manifest_local;
     s->aspect_buckets = cli->aspect_buckets;
+    s->keys = cli->keys;
     ShardReader *r;
     ShardError err;
     if (shard_reader_open(&r, s, &err)) {
@@ -149,6 +150,12 @@ int shardcat_stream(const ShardcatCli *cli, ShardReaderSettings *reader, ShardRe
         fprintf(stderr, "shardcat: skipped: %s\n", shard_reader_kept_error(r, i));
     if (cli->stats)
         print_stats(r);
+    ShardReaderStats st;
+    shard_reader_stats(r, &st);
+    if (cli->keys) /* said whatever --stats: a key that chose nothing is no silent loss */
+        fprintf(stderr, "shardcat: keys: %llu given, %llu samples chosen, %llu keys chose no "
+                        "sample\n", (unsigned long long)st.keys_given,
+                (unsigned long long)st.keys_chosen, (unsigned long long)st.keys_missing);
     ShardRemoteStats rs;
     shard_remote_stats(shard_reader_remote(r), &rs);
     if (rs.range_ignored) /* said whatever --stats: the bytes read exceed the shards' */

@@ -144,12 +144,14 @@ static PyObject *Reader_stats(ShardPyStream *self, PyObject *unused)
     PyObject *errors = kept_errors(self->h);
     if (!errors)
         return NULL;
-    return Py_BuildValue("{s:K,s:K,s:K,s:d,s:K,s:K,s:K,s:N,s:K,s:K,s:K}", "samples", st.samples,
+    return Py_BuildValue("{s:K,s:K,s:K,s:d,s:K,s:K,s:K,s:N,s:K,s:K,s:K,s:K,s:K,s:K}", "samples", st.samples,
                          "bytes", st.bytes, "shards_opened", st.shards_opened, "wait_seconds",
                          st.wait_seconds, "skipped_shards", st.skipped_shards, "skipped_samples",
                          st.skipped_samples, "errors", st.errors, "kept_errors", errors,
                          "indexes_built", st.indexes_built, "indexes_cached",
-                         st.indexes_cached, "skipped_unsized", st.skipped_unsized);
+                         st.indexes_cached, "skipped_unsized", st.skipped_unsized,
+                         "keys_given", st.keys_given, "keys_missing", st.keys_missing,
+                         "keys_chosen", st.keys_chosen);
 }
 
 static PyObject *Reader_stop(ShardPyStream *self, PyObject *unused)

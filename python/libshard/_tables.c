@@ -118,6 +118,11 @@ static const ShardPySetting reader_rows[] = {
      .offset = R(index_cache), .flags = SHARD_PY_NONE,
      .doc = "the folder of the indexes libshard makes; None: cache_dir/index, else "
             "$XDG_CACHE_HOME/libshard/index"},
+    {.name = "keys", .kind = SHARD_PY_PATH, .field = SHARD_PY_F_STR, .offset = R(keys),
+     .flags = SHARD_PY_NONE,
+     .doc = "a view: a file of sample keys, one a line (ShardDataset also takes a list of "
+            "keys); only those samples are planned and read, each found in its shard's "
+            "index; keys that choose no sample are counted; None: every sample"},
 };
 
 static void reader_defaults(void *s) { shard_reader_default_settings(s); }

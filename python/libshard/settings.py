@@ -16,6 +16,7 @@ it accepts, instead of a C error at the first batch), with the extension's own c
 torch adds a few values on top of the rows: dtype takes torch dtypes and the GPU's float16
 and bfloat16, layout "channels_last", and device_buffers is the upload's buffers (DATASET).
 """
+import hashlib
 import numbers
 import os
 import textwrap
@@ -218,3 +219,25 @@ def specs(urls):
                              f"{weight!r}")
         mix.append((_paths(spec, f"source {i}"), float(weight)))
     return mix
+
+
+def key_file(keys):
+    """keys= as the reader takes it: a path as given; a list of keys written once, one a
+    line, to a file named by its content in the cache folder (DataLoader workers and later
+    runs read the same file)."""
+    if not isinstance(keys, (list, tuple)):
+        return keys  # a path, None, or what the check refuses by name
+    keys = [k if isinstance(k, str) else None for k in keys]
+    if any(k is None or "\n" in k or not k for k in keys):
+        raise TypeError("keys: a path, or a list of keys (non-empty str without a newline)")
+    text = "".join(k + "\n" for k in keys).encode()
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    folder = os.path.join(cache, "libshard", "keys")
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, hashlib.sha256(text).hexdigest()[:32] + ".txt")
+    if not os.path.exists(path):
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "wb") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    return path

@@ -165,6 +165,18 @@ typedef struct ShardReaderSettings {
     unsigned char order_only;
     /** Zero: room for settings added later without changing the struct's size. */
     unsigned char reserved[3];
+    /** A view: the path of a file of sample keys, one a line (NULL: every sample; borrowed
+     *  for shard_reader_open). Only the samples whose __key__ it lists are planned and read:
+     *  each shard's chosen samples are found in its index before any shard byte is read
+     *  (an index is made where a shard has none, as make_indexes 'always'), a shard with
+     *  none chosen is not opened, and each chosen sample is read through the index alone.
+     *  Counts, len and states follow the view; a state records it (its chosen samples'
+     *  count and fingerprint) and is refused by a reader with another. Keys that choose no
+     *  sample are counted (ShardReaderStats.keys_missing), never an error. Memory: the
+     *  file's size plus 9 bytes a key while the view is made, then 8 bytes a chosen
+     *  sample. Exact and equal modes, one source; refused with aspect_buckets and
+     *  order_only, for now (default NULL) */
+    const char *keys;
 } ShardReaderSettings;
 
 /** ShardReaderSettings.make_indexes */
@@ -196,6 +208,8 @@ typedef struct ShardReaderStats {
     /** samples a bucketed reading left out under skip_errors, their image's size unknown
      *  (aspect_buckets; each kept among the errors) */
     uint64_t skipped_unsized;
+    /** keys: the keys given (each once), those that chose no sample, the samples chosen */
+    uint64_t keys_given, keys_missing, keys_chosen;
 } ShardReaderStats;
 
 typedef struct ShardReader ShardReader;

@@ -120,7 +120,7 @@ static int carry_in(ShardBucketLine *bl, ShardReader *r, uint64_t q)
         if (bl->held[i])
             buf[m++] = bl->held[i];
     if (!rc && !r->s.order_only) /* naming: identities are what it hands out */
-        rc = shard_items_load(buf, NULL, m, r->list, r->s.remote, r->err);
+        rc = shard_items_load(buf, NULL, m, r->list, r->view, r->s.remote, r->err);
     for (size_t i = 0, j = 0; !rc && i < bl->nbuckets * bl->batch; i++)
         if (bl->held[i])
             bl->held[i] = buf[j++];

@@ -23,6 +23,7 @@
 #include "base/error.h"
 #include "base/thread.h"
 #include "base/trace.h"
+#include "catalog/keyview.h"
 #include "read/fetch.h"
 #include "remote/store.h"
 #include "tar/tar.h"
@@ -219,7 +220,8 @@ static ShardFile *open_ahead(Stream *st, size_t n)
     ShardFile *file = NULL;
     ShardError err;
     const ShardListEntry *e;
-    if (f->s.segment(f->s.cookie, st->id, n, &next) && next.first == 0 && next.count != 0 &&
+    if (!f->s.view && /* a view reads by index: a stream from the start would be wasted */
+        f->s.segment(f->s.cookie, st->id, n, &next) && next.first == 0 && next.count != 0 &&
         (shard_store_can((e = shard_list_entry(f->s.list, next.shard))->url) &
          SHARD_STORE_COSTLY) &&
         open_shard(st, e, &file, &err) == 0)
@@ -254,8 +256,36 @@ static int counts_differ(Stream *st, const ShardListEntry *entry, uint64_t index
     return failed(st, msg, count, SHARD_ERR_FORMAT);
 }
 
+enum { STOPPED = 1 }; /* put_sample: the stream stops */
+
+/* Takes file's next sample into st's queue, marked as segment n's (seg). 0, STOPPED, or
+ * the file's error (SHARD_EOS at its end). */
+static int put_sample(Stream *st, const ShardSegment *seg, size_t n, ShardFile *file,
+                      ShardReadCost *seen)
+{
+    ShardFetch *f = st->f;
+    ShardItem *it;
+    double t0 = f->trace ? shard_seconds() : 0;
+    int rc = shard_file_take_pooled(file, f->pool, &it);
+    if (rc)
+        return rc;
+    if (f->trace) /* its reading and decompressing inside: they interleave by the block */
+        shard_trace_span(f->trace, "parse", t0, shard_seconds(), 1);
+    it->shard = seg->shard;
+    it->repeat = (seg->flags & SHARD_SEGMENT_REPEAT) != 0;
+    it->round = seg->round;
+    it->stream = (uint32_t)st->id;
+    it->segno = n;
+    double t = shard_seconds();
+    prefault(it);
+    shard_add_seconds(&f->read_s, shard_seconds() - t);
+    count_cost(f, file, seen);
+    return put(st, it) ? STOPPED : 0;
+}
+
 /* Reads one segment into the stream's queue (from *ahead when it was opened ahead, then
- * opening the segment after it ahead). Returns 0 to go on, -1 to end the thread. */
+ * opening the segment after it ahead); a view's (keys), its shard's chosen samples, each
+ * through the index. Returns 0 to go on, -1 to end the thread. */
 static int fetch_segment(Stream *st, const ShardSegment *seg, size_t n, uint64_t skip,
                          ShardFile **ahead)
 {
@@ -278,7 +308,7 @@ static int fetch_segment(Stream *st, const ShardSegment *seg, size_t n, uint64_t
     *ahead = open_ahead(st, n + 1);
     int rc = 0;
     /* Skip the samples before first: by index where there is one, else by reading. */
-    int seeked = first && shard_file_seek_in_order(file, first) == 0;
+    int seeked = f->s.view || (first && shard_file_seek_in_order(file, first) == 0);
     int64_t indexed = seeked ? shard_file_count(file) : -1;
     if (indexed >= 0 && entry->nsamples != SHARD_COUNT_UNKNOWN &&
         (uint64_t)indexed != entry->nsamples) { /* read by the index: the counts must agree */
@@ -290,28 +320,17 @@ static int fetch_segment(Stream *st, const ShardSegment *seg, size_t n, uint64_t
             const ShardSampleView *v;
             rc = shard_file_next(file, &v);
         }
-    uint64_t got = 0;
+    uint64_t got = 0, next = UINT64_MAX;
     while (rc == 0 && got < count && !atomic_load(&f->stop)) {
-        ShardItem *it;
-        double t0 = f->trace ? shard_seconds() : 0;
-        if ((rc = shard_file_take_pooled(file, f->pool, &it)))
-            break;
-        if (f->trace) /* its reading and decompressing inside: they interleave by the block */
-            shard_trace_span(f->trace, "parse", t0, shard_seconds(), 1);
-        it->shard = seg->shard;
-        it->repeat = (seg->flags & SHARD_SEGMENT_REPEAT) != 0;
-        it->round = seg->round;
-        it->stream = (uint32_t)st->id;
-        it->segno = n;
-        double t = shard_seconds();
-        prefault(it);
-        shard_add_seconds(&f->read_s, shard_seconds() - t);
-        count_cost(f, file, &seen);
-        if (put(st, it)) {
+        uint64_t at = f->s.view ? shard_keyview_sample(f->s.view, seg->shard, first + got) : 0;
+        if (f->s.view && at != next && (rc = shard_file_seek(file, at)))
+            break; /* the chosen are read by index, sought where not consecutive */
+        next = at + 1;
+        if ((rc = put_sample(st, seg, n, file, &seen)) == STOPPED) {
             close_shard(f, &file, &seen);
             return -1;
         }
-        got++;
+        got += rc == 0;
     }
     /* Read through the tar to the count that says where it ends: the shard must end there
      * too, or the samples past the count would be lost without a word. */

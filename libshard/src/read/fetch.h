@@ -29,6 +29,9 @@ typedef struct ShardFetchSettings {
     int map;                /* map local shards (ShardFileSettings.map) */
     uint64_t memory_budget; /* bytes all streams' queues may hold together (0: queue_depth
                                alone); each stream gets its share, one sample at least */
+    /* A view (keys): a segment's samples are its shard's chosen ones, read by index;
+     * borrowed; NULL: every sample */
+    const struct ShardKeyView *view;
 } ShardFetchSettings;
 
 typedef struct ShardFetchCounters {

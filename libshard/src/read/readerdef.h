@@ -105,6 +105,7 @@ struct ShardReader {
     ShardFetch *fetch;
     ShardShuffle shuffle;
     ShardItem *last; /* handed out by shard_reader_next, released at the next call */
+    struct ShardKeyView *view; /* keys: the samples chosen (catalog/keyview.h), NULL: all */
     struct ShardNames *names; /* order_only: the indexes that name samples, made when first
                                  asked */
     double wait;     /* shard_reader_set_wait: the longest a take waits, 0: no limit */

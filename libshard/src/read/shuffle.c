@@ -6,6 +6,7 @@
 
 #include "base/cpus.h"
 #include "base/error.h"
+#include "catalog/keyview.h"
 #include "read/shuffle.h"
 #include "remote/store.h"
 #include "shard/file.h"
@@ -235,7 +236,7 @@ static int load_shard(ShardItem **buf, uint64_t *sizes, const Wanted *want, size
 }
 
 int shard_items_load(ShardItem **buf, uint64_t *sizes, size_t n, const ShardList *list,
-                     ShardRemote *remote, char *err)
+                     const ShardKeyView *view, ShardRemote *remote, char *err)
 {
     ShardFileSettings fs;
     shard_file_default_settings(&fs);
@@ -251,7 +252,8 @@ int shard_items_load(ShardItem **buf, uint64_t *sizes, size_t n, const ShardList
         size_t k = 0;
         for (size_t j = i; j < n; j++) /* this shard's identities, in index order */
             if (!buf[j]->block && buf[j]->shard == shard)
-                want[k++] = (Wanted){buf[j]->v.index, j};
+                want[k++] = (Wanted){view ? shard_keyview_sample(view, shard, buf[j]->v.index)
+                                          : buf[j]->v.index, j};
         qsort(want, k, sizeof *want, by_index);
         rc = load_shard(buf, sizes, want, k, shard, shard_list_entry(list, shard)->url, &fs, err);
     }
@@ -259,12 +261,13 @@ int shard_items_load(ShardItem **buf, uint64_t *sizes, size_t n, const ShardList
     return rc;
 }
 
-int shard_shuffle_load(ShardShuffle *sh, const ShardList *list, ShardRemote *remote, char *err)
+int shard_shuffle_load(ShardShuffle *sh, const ShardList *list, const ShardKeyView *view,
+                       ShardRemote *remote, char *err)
 {
     uint64_t before = 0, after = 0;
     for (size_t i = 0; i < sh->n; i++)
         before += sh->sizes[i];
-    int rc = shard_items_load(sh->buf, sh->sizes, sh->n, list, remote, err);
+    int rc = shard_items_load(sh->buf, sh->sizes, sh->n, list, view, remote, err);
     for (size_t i = 0; i < sh->n; i++)
         after += sh->sizes[i];
     sh->held += after - before;

@@ -52,10 +52,14 @@ SHARD_HIDDEN void shard_shuffle_moved_on(ShardShuffle *sh, ShardHold **last, Sha
  * in index order in one pass, reading through short gaps and seeking by index over longer
  * ones (without an index, reading up to them). err names what failed. */
 /* The identities among buf[0..n) replaced by their samples, as shard_shuffle_load reads them;
- * sizes (NULL: none) receives each loaded sample's bytes at its place. */
+ * sizes (NULL: none) receives each loaded sample's bytes at its place. With a view (keys;
+ * NULL: none), an identity's number is its shard's chosen sample's. */
+struct ShardKeyView;
 SHARD_HIDDEN int shard_items_load(ShardItem **buf, uint64_t *sizes, size_t n,
-                                  const ShardList *list, ShardRemote *remote, char *err);
-SHARD_HIDDEN int shard_shuffle_load(ShardShuffle *sh, const ShardList *list, ShardRemote *remote,
+                                  const ShardList *list, const struct ShardKeyView *view,
+                                  ShardRemote *remote, char *err);
+SHARD_HIDDEN int shard_shuffle_load(ShardShuffle *sh, const ShardList *list,
+                                    const struct ShardKeyView *view, ShardRemote *remote,
                                     char *err);
 /* Releases the buffered samples and the FIFO's holds. */
 SHARD_HIDDEN void shard_shuffle_clear(ShardShuffle *sh);

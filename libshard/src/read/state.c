@@ -18,6 +18,7 @@
 
 #include "base/digest.h"
 #include "base/error.h"
+#include "catalog/keyview.h"
 #include "resume/resume.h"
 #include "read/bucketplan.h"
 #include "read/readerdef.h"
@@ -64,6 +65,7 @@ static const struct {
     {"since", "since", 0, NULL},
     {"step", "step", 0, "0"}, /* recorded: the rank's steps of the epoch (batch_keys) */
     {"buckets", "aspect_buckets and batch_size (fingerprint)", 1, "-"},
+    {"view", "the samples keys= chose (their count and fingerprint)", 1, "-"},
 };
 #define NKEYS (sizeof KEYS / sizeof KEYS[0])
 
@@ -101,7 +103,9 @@ int shard_reader_fingerprint(ShardReader *r)
         size_t len;
         shard_name(shard_list_entry(r->list, i)->url, &name, &len);
         char count[24];
-        snprintf(count, sizeof count, "\t%llu\n", (unsigned long long)r->counts[i]);
+        /* the shards' own counts: a view's are its own key's (a view refused by name) */
+        uint64_t have = shard_list_entry(r->list, i)->nsamples;
+        snprintf(count, sizeof count, "\t%llu\n", (unsigned long long)have);
         shard_digests_update(&d, name, len);
         shard_digests_update(&d, count, strlen(count));
         r->counted += r->counts[i] != SHARD_COUNT_UNKNOWN;
@@ -154,11 +158,11 @@ static int settings_pairs(const ShardReader *r, char *buf, size_t size)
     int n = snprintf(buf, size,
                      "mode=%s,pad=%d,epoch_samples=%llu,shuffle_shards=%d,shuffle_buffer=%zu,"
                      "shuffle_initial=%zu,streams=%zu,sources=%zu,weights=%s,shards=%zu,"
-                     "counted=%zu,list=%s,buckets=%s",
+                     "counted=%zu,list=%s,buckets=%s,view=%s",
                      MODE_NAMES[s->mode], s->pad, (unsigned long long)s->epoch_samples,
                      s->shuffle_shards, s->shuffle_buffer, s->shuffle_initial, s->streams,
                      r->mixing ? r->mix.n : (size_t)1, r->weights_fp, r->nurls, r->counted,
-                     r->list_fp, r->buckets_fp);
+                     r->list_fp, r->buckets_fp, r->view ? shard_keyview_id(r->view) : "-");
     return n < 0 || (size_t)n >= size ? SHARD_ERR_INVALID : n;
 }
 

@@ -157,6 +157,6 @@ int shard_reader_replay(ShardReader *r, uint64_t n)
     }
     if (r->s.order_only)
         return 0;
-    return shard_shuffle_load(&r->shuffle, r->list, r->s.remote, r->err);
+    return shard_shuffle_load(&r->shuffle, r->list, r->view, r->s.remote, r->err);
 }
 

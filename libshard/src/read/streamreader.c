@@ -20,6 +20,7 @@
 #include "read/mix.h"
 #include "resume/resume.h"
 #include "read/streamreader.h"
+#include "catalog/keyview.h"
 #include "catalog/samplenames.h"
 #include "read/readerdef.h"
 #include "read/restore.h"
@@ -109,7 +110,7 @@ static int open_list(ShardReader *r, const ShardReaderSettings *s)
     ls.manifest_local = s->manifest_local;
     ls.columns = s->aspect_buckets != NULL;
     int needs_counts = s->order_only || s->nsources > 1 || s->mode == SHARD_MODE_EQUAL ||
-                       s->aspect_buckets ||
+                       s->aspect_buckets || s->keys ||
                        (s->epoch_samples && s->mode != SHARD_MODE_RESAMPLED);
     if (s->make_indexes == SHARD_READER_INDEXES_ALWAYS ||
         (s->make_indexes == SHARD_READER_INDEXES_AUTO && needs_counts))
@@ -128,8 +129,11 @@ static int open_list(ShardReader *r, const ShardReaderSettings *s)
         rc = shard_fail(r->err, SHARD_ERR_INVALID, "reader: no shards given");
     if (!rc && !(r->counts = malloc(r->nurls * sizeof *r->counts)))
         rc = shard_fail(r->err, SHARD_ERR_NOMEM, "out of memory");
+    if (!rc && s->keys)
+        rc = shard_keyview_new(&r->view, r->list, s->keys, r->s.remote, r->err);
     for (size_t i = 0; !rc && i < r->nurls; i++)
-        r->counts[i] = shard_list_entry(r->list, i)->nsamples;
+        r->counts[i] = r->view ? shard_keyview_count(r->view, i)
+                               : shard_list_entry(r->list, i)->nsamples;
     r->mixing = s->nsources > 1 || (s->epoch_samples && s->mode != SHARD_MODE_RESAMPLED);
     for (size_t i = 0; !rc && r->mixing && i < r->nurls; i++)
         if (r->counts[i] == SHARD_COUNT_UNKNOWN)
@@ -222,6 +226,18 @@ int shard_reader_open(ShardReader **out, const ShardReaderSettings *s, ShardErro
         return fail_open(r, err, shard_fail(r->err, SHARD_ERR_UNSUPPORTED,
                                             "reader: order_only names an epoch's order, and "
                                             "resampled mode draws shards without one"));
+    if (r->s.keys && (r->s.mode == SHARD_MODE_RESAMPLED || r->s.nsources > 1 ||
+                      r->s.epoch_samples || r->s.aspect_buckets || r->s.order_only)) {
+        const char *with = r->s.mode == SHARD_MODE_RESAMPLED ? "resampled mode"
+                           : r->s.nsources > 1              ? "a mix of sources"
+                           : r->s.epoch_samples             ? "epoch_samples"
+                           : r->s.aspect_buckets            ? "aspect_buckets"
+                                                            : "order_only (batch_keys, where_is)";
+        return fail_open(r, err, shard_fail(r->err, SHARD_ERR_UNSUPPORTED,
+                                            "reader: keys (a view of the samples) with %s is "
+                                            "not supported yet", with));
+    }
+    r->s.keys = NULL; /* borrowed: the view holds what it needs */
     if (!r->s.streams)
         r->s.streams = 1;
     if (!r->s.queue_depth)
@@ -258,7 +274,7 @@ int shard_reader_open(ShardReader **out, const ShardReaderSettings *s, ShardErro
     r->rr = calloc(r->mixing ? r->mix.n : 1, sizeof *r->rr);
     ShardFetchSettings fs = {r->list, r->nstreams, r->s.queue_depth, r->s.skip_errors,
                              shard_reader_segment, r, r->s.remote, r->s.map_files,
-                             r->s.memory_budget};
+                             r->s.memory_budget, r->view};
     if (!r->streams || !r->rr || shard_fetch_new(&r->fetch, &fs) ||
         shard_shuffle_init(&r->shuffle, r->s.shuffle_buffer, r->s.shuffle_initial, r->nstreams,
                            shard_shuffle_limit(&r->s)))
@@ -404,6 +420,11 @@ void shard_reader_stats(const ShardReader *r, ShardReaderStats *st)
     st->decompressed_bytes = c.unpack_bytes;
     shard_list_index_counts(r->list, &st->indexes_built, &st->indexes_cached);
     st->skipped_unsized = atomic_load(&((ShardReader *)r)->unsized);
+    st->keys_given = r->view ? shard_keyview_keys(r->view) : 0;
+    st->keys_missing = r->view ? shard_keyview_missing(r->view) : 0;
+    st->keys_chosen = 0;
+    for (size_t i = 0; r->view && i < r->nurls; i++)
+        st->keys_chosen += r->counts[i];
 }
 
 const char *shard_reader_kept_error(const ShardReader *r, size_t i)
@@ -457,6 +478,7 @@ void shard_reader_free(ShardReader **pr)
     shard_bucketline_free(&r->bucketed);
     shard_bucketplan_free(&r->bucket_plan); /* its replay reads through r's remote */
     shard_fetch_free(&r->fetch); /* stops the threads first */
+    shard_keyview_free(&r->view);
     shard_reader_clear(r);
     shard_shuffle_free(&r->shuffle);
     free(r->streams);

@@ -70,6 +70,8 @@ class ShardDataset(torch.utils.data.IterableDataset):
                 raise TypeError(f"raw_fields: a name, a ';'-separated list or a list of names, "
                                 f"not {raw!r}")
             settings["raw_fields"] = ";".join(raw)
+        if "keys" in settings:
+            settings["keys"] = _settings.key_file(settings["keys"])
         if "mode" in settings and settings["mode"] is None:
             del settings["mode"]  # the default: chosen by the world size at iteration
         settings = _settings.check(settings)
@@ -124,6 +126,7 @@ class ShardDataset(torch.utils.data.IterableDataset):
         self.epochs = Epochs(self)
         self.worker_runs_seen = 0
         self.warned_unequal = False
+        self.keys_said = False
 
     @staticmethod
     def _torch_device(device):
@@ -326,6 +329,12 @@ class ShardDataset(torch.utils.data.IterableDataset):
         if not self.warned_unequal and world >= 2 and self.settings.get("mode") == "exact":
             self.warned_unequal = True
             plan.warn_unequal(self, world, workers, resume)
+
+    def warn_keys(self, reader):
+        """plan.warn_keys, said once per dataset (every planner finds the same)."""
+        if not self.keys_said:
+            self.keys_said = True
+            plan.warn_keys(reader)
 
     def split_by_worker(self, by_worker):
         """Whether DataLoader workers split the rank's share between them (True) or each

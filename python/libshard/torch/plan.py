@@ -9,6 +9,10 @@ from .warn import warn
 from ..redact import shown
 
 
+class KeysWarning(UserWarning):
+    """keys= lists keys that choose no sample of the shards (counted, never an error)."""
+
+
 class UnequalRanksWarning(UserWarning):
     """mode='exact' leaves the ranks different numbers of batches this epoch."""
 
@@ -56,9 +60,20 @@ def planner(ds, rank, world, workers, make_indexes=None, epoch=None, worker=0):
     args = reader_args(ds, world)
     if make_indexes:
         args["make_indexes"] = make_indexes
-    return _libshard.Reader(ds.urls, epoch=ds.epoch if epoch is None else epoch,
-                            rank=rank, world_size=world, worker=worker, num_workers=workers,
-                            queue_depth=1, **args)
+    r = _libshard.Reader(ds.urls, epoch=ds.epoch if epoch is None else epoch,
+                         rank=rank, world_size=world, worker=worker, num_workers=workers,
+                         queue_depth=1, **args)
+    if args.get("keys"):
+        ds.warn_keys(r)
+    return r
+
+
+def warn_keys(reader):
+    """The keys of keys= that chose no sample, counted (a planning reader's view)."""
+    st = reader.stats()
+    if st["keys_missing"]:
+        warn(f"keys: {st['keys_missing']} of the {st['keys_given']} keys chose no sample "
+             f"({st['keys_chosen']} samples chosen)", KeysWarning)
 
 
 def steps_of(ds, workers, state=None):

@@ -1,0 +1,219 @@
+/*
+ * A key list's view of a shard list (keyview.h). The keys are sorted once and looked up
+ * by bisection; each shard's index is read once, in list order, for its samples' keys.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/digest.h"
+#include "base/error.h"
+#include "catalog/keyview.h"
+#include "catalog/samplenames.h"
+
+#define MISSING_NAMED 8
+
+struct ShardKeyView {
+    size_t nshards;
+    uint64_t *first;  /* per shard, where its chosen samples start in pos (nshards + 1) */
+    uint64_t *pos;    /* the chosen samples' numbers in their shards */
+    uint64_t keys, missing;
+    char *missing_key[MISSING_NAMED];
+    size_t nmissing_named;
+    char id[48];
+};
+
+typedef struct Keys {
+    char *text;   /* the file, its lines cut into strings */
+    char **key;   /* sorted, each once */
+    unsigned char *found;
+    size_t n;
+} Keys;
+
+static int by_key(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The keys of the file at path into k. */
+static int read_keys(Keys *k, const char *path, char *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return shard_fail(err, errno == ENOENT ? SHARD_ERR_NOT_FOUND : SHARD_ERR_IO,
+                          "keys: %s: %s", path, strerror(errno));
+    size_t cap = 1 << 16, len = 0;
+    k->text = malloc(cap);
+    for (size_t got; k->text && (got = fread(k->text + len, 1, cap - len - 1, f)) > 0;) {
+        len += got;
+        if (len + 1 == cap) {
+            char *t = realloc(k->text, cap *= 2);
+            if (!t)
+                free(k->text);
+            k->text = t;
+        }
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (!k->text)
+        return shard_fail(err, SHARD_ERR_NOMEM, "keys: %s: out of memory", path);
+    if (bad)
+        return shard_fail(err, SHARD_ERR_IO, "keys: %s: read error", path);
+    k->text[len] = 0;
+    if (memchr(k->text, 0, len))
+        return shard_fail(err, SHARD_ERR_FORMAT, "keys: %s: not text (a NUL byte at offset "
+                          "%zu): want one key a line", path, strlen(k->text));
+    size_t lines = 1;
+    for (size_t i = 0; i < len; i++)
+        lines += k->text[i] == '\n';
+    if (!(k->key = malloc(lines * sizeof *k->key)))
+        return shard_fail(err, SHARD_ERR_NOMEM, "keys: %s: out of memory", path);
+    for (char *p = k->text, *e; p && *p; p = e ? e + 1 : NULL) {
+        if ((e = strchr(p, '\n')))
+            *e = 0;
+        size_t n = strlen(p);
+        if (n && p[n - 1] == '\r')
+            p[--n] = 0;
+        if (n)
+            k->key[k->n++] = p;
+    }
+    qsort(k->key, k->n, sizeof *k->key, by_key);
+    size_t u = 0;
+    for (size_t i = 0; i < k->n; i++)
+        if (!u || strcmp(k->key[u - 1], k->key[i]))
+            k->key[u++] = k->key[i];
+    k->n = u;
+    if (!(k->found = calloc(u ? u : 1, 1)))
+        return shard_fail(err, SHARD_ERR_NOMEM, "keys: %s: out of memory", path);
+    return 0;
+}
+
+static void free_keys(Keys *k)
+{
+    free(k->text);
+    free(k->key);
+    free(k->found);
+}
+
+/* Appends x to the view's pos (growing by doubling). */
+static int push(ShardKeyView *v, size_t *cap, uint64_t n, uint64_t x)
+{
+    if (n == *cap) {
+        size_t c = *cap ? 2 * *cap : 1024;
+        uint64_t *p = realloc(v->pos, c * sizeof *p);
+        if (!p)
+            return SHARD_ERR_NOMEM;
+        v->pos = p;
+        *cap = c;
+    }
+    v->pos[n] = x;
+    return 0;
+}
+
+/* Each shard's chosen samples, from its index's keys. */
+static int choose(ShardKeyView *v, const ShardList *l, Keys *k, ShardRemote *remote,
+                  ShardDigests *d, char *err)
+{
+    ShardNames *names = shard_names_new(l, remote, 2);
+    if (!names)
+        return shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
+    int rc = 0;
+    size_t cap = 0;
+    uint64_t n = 0;
+    for (size_t s = 0; !rc && s < v->nshards; s++) {
+        const ShardListEntry *e = shard_list_entry(l, s);
+        v->first[s] = n;
+        if (e->nsamples == SHARD_COUNT_UNKNOWN) {
+            rc = shard_fail(err, SHARD_ERR_UNSUPPORTED, "keys: %s: no index to find its "
+                            "samples' keys in (make one: shardcat index)", e->url);
+            break;
+        }
+        char at[32]; /* the shard's place: the list's own fingerprint names the shards */
+        snprintf(at, sizeof at, "shard %zu\n", s);
+        shard_digests_update(d, at, strlen(at));
+        for (uint64_t i = 0; !rc && i < e->nsamples; i++) {
+            const char *key;
+            if ((rc = shard_names_key(names, (uint32_t)s, i, &key, err)))
+                break;
+            char **hit = bsearch(&key, k->key, k->n, sizeof *k->key, by_key);
+            if (!hit)
+                continue;
+            k->found[hit - k->key] = 1;
+            if (push(v, &cap, n, i))
+                rc = shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
+            else
+                n++;
+            char num[24];
+            snprintf(num, sizeof num, "%llu\n", (unsigned long long)i);
+            shard_digests_update(d, num, strlen(num));
+        }
+    }
+    v->first[v->nshards] = n;
+    shard_names_free(&names);
+    return rc;
+}
+
+int shard_keyview_new(ShardKeyView **out, const ShardList *l, const char *path,
+                      ShardRemote *remote, char *err)
+{
+    *out = NULL;
+    ShardKeyView *v = calloc(1, sizeof *v);
+    Keys k = {0};
+    ShardDigests d;
+    if (!v || !(v->first = calloc(shard_list_count(l) + 1, sizeof *v->first)) ||
+        shard_digests_init(&d, 0, 1)) {
+        shard_keyview_free(&v);
+        return shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
+    }
+    v->nshards = shard_list_count(l);
+    int rc = read_keys(&k, path, err);
+    if (!rc)
+        rc = choose(v, l, &k, remote, &d, err);
+    char md5[33], sha[65];
+    shard_digests_final(&d, md5, sha);
+    v->keys = k.n;
+    for (size_t i = 0; !rc && i < k.n; i++) {
+        if (k.found[i])
+            continue;
+        if (v->nmissing_named < MISSING_NAMED &&
+            !(v->missing_key[v->nmissing_named++] = strdup(k.key[i])))
+            rc = shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
+        v->missing++;
+    }
+    snprintf(v->id, sizeof v->id, "%llu-%.16s", (unsigned long long)v->first[v->nshards], sha);
+    free_keys(&k);
+    if (rc)
+        shard_keyview_free(&v);
+    *out = v;
+    return rc;
+}
+
+void shard_keyview_free(ShardKeyView **pv)
+{
+    ShardKeyView *v = *pv;
+    if (!v)
+        return;
+    free(v->first);
+    free(v->pos);
+    for (size_t i = 0; i < v->nmissing_named; i++)
+        free(v->missing_key[i]);
+    free(v);
+    *pv = NULL;
+}
+
+uint64_t shard_keyview_count(const ShardKeyView *v, size_t s)
+{
+    return v->first[s + 1] - v->first[s];
+}
+
+uint64_t shard_keyview_sample(const ShardKeyView *v, size_t s, uint64_t j)
+{
+    return v->pos[v->first[s] + j];
+}
+
+uint64_t shard_keyview_keys(const ShardKeyView *v) { return v->keys; }
+uint64_t shard_keyview_missing(const ShardKeyView *v) { return v->missing; }
+size_t shard_keyview_missing_named(const ShardKeyView *v) { return v->nmissing_named; }
+const char *shard_keyview_missing_key(const ShardKeyView *v, size_t i) { return v->missing_key[i]; }
+const char *shard_keyview_id(const ShardKeyView *v) { return v->id; }

@@ -1,0 +1,150 @@
+"""Subset views (keys=, shardcat --keys): the samples a list of keys chooses, found in the
+shards' indexes, planned and read alone: exactly the chosen, once an epoch; a shard with
+none chosen not opened; a resume exact on another topology; a state refused by a reader of
+another view, naming both; keys that choose nothing counted."""
+import random
+import re
+import subprocess
+import warnings
+
+import pytest
+
+from .conftest import make_imagefolder, pack
+
+SHARDS, PER = 20, 50  # 1,000 samples
+
+
+@pytest.fixture(scope="module")
+def twenty(tmp_path_factory, shardpack):
+    """20 shards of 50 small JPEGs, with their indexes; and every key in shard order."""
+    top = tmp_path_factory.mktemp("views")
+    make_imagefolder(top / "imgs", n=SHARDS * PER, size=(16, 24))
+    pack(shardpack, top / "imgs", top / "set", maxcount=PER)
+    urls = str(top / "set" / "train-{000000..000019}.tar")
+    return top, urls
+
+
+def stream(shardcat, urls, *args):
+    cp = subprocess.run([str(shardcat), "stream", urls, "--seed", "7", *map(str, args)],
+                        capture_output=True, text=True, timeout=300)
+    return cp.returncode, [l.split("\t")[0] for l in cp.stdout.splitlines()], cp.stderr
+
+
+@pytest.fixture(scope="module")
+def every(shardcat, twenty):
+    rc, keys, err = stream(shardcat, twenty[1])
+    assert rc == 0 and len(keys) == SHARDS * PER, err
+    return keys
+
+
+@pytest.fixture(scope="module")
+def shard_of(shardcat, twenty):
+    """Each key's shard."""
+    cp = subprocess.run([str(shardcat), "stream", twenty[1]], capture_output=True, text=True,
+                        timeout=300)
+    return dict(l.split("\t") for l in cp.stdout.splitlines())
+
+
+def key_file(tmp_path, keys, name="keys.txt"):
+    path = tmp_path / name
+    path.write_text("".join(k + "\n" for k in keys))
+    return path
+
+
+@pytest.mark.parametrize("share", [0.001, 0.01, 0.1, 0.5, 1.0])
+def test_a_view_delivers_exactly_the_chosen_samples_once(shardcat, twenty, every, shard_of,
+                                                         tmp_path, share):
+    chosen = random.Random(share).sample(every, max(1, int(len(every) * share)))
+    keys = key_file(tmp_path, chosen + ["not/a-key", "nor/this"])
+    rc, got, err = stream(shardcat, twenty[1], "--keys", keys, "--shuffle", 100, "--stats")
+    assert rc == 0, err
+    assert sorted(got) == sorted(chosen), "every chosen sample once, no other"
+    assert f"keys: {len(chosen) + 2} given, {len(chosen)} samples chosen, 2 keys chose no " \
+           f"sample" in err
+    holding = {shard_of[k] for k in chosen}
+    assert int(re.search(r"(\d+) shard opens", err).group(1)) == len(holding), err
+
+
+def test_shards_with_nothing_chosen_are_not_opened(shardcat, twenty, every, tmp_path):
+    """Keys of two shards: two shards opened of twenty (the control: every shard without)."""
+    rc, in_order, _ = stream(shardcat, twenty[1], "--shuffle", 0, "--streams", 1,
+                             "--partitions", 1)
+    chosen = in_order[3:5] + in_order[7 * PER + 1:7 * PER + 2]
+    rc, got, err = stream(shardcat, twenty[1], "--keys", key_file(tmp_path, chosen), "--stats")
+    assert rc == 0 and sorted(got) == sorted(chosen), err
+    assert re.search(r"\b2 shard opens", err), err
+    rc, _, err = stream(shardcat, twenty[1], "--stats")
+    assert re.search(rf"\b{SHARDS} shard opens", err), err
+
+
+def test_a_view_resumes_exactly_on_another_topology(shardcat, twenty, every, tmp_path):
+    """A state taken on 2 ranks x 2 workers resumed on 3 ranks: the chosen samples, each
+    once (0 repeated, 0 lost); in the same order on the topology it was taken on."""
+    chosen = random.Random(3).sample(every, 300)
+    keys = key_file(tmp_path, chosen)
+    common = ["--keys", keys, "--shuffle", 40, "--mode", "exact"]
+    heads, state = [], None
+    for rank in range(2):
+        for worker in range(2):
+            rc, got, err = stream(shardcat, twenty[1], *common, "--world-size", 2, "--rank", rank,
+                                  "--workers", 2, "--worker", worker, "--samples", 30)
+            assert rc == 0 and len(got) == 30, err
+            heads += got
+            state = state or re.search(r"^state: (\S+)", err, re.M).group(1)
+    assert "view=300-" in state
+    tails = []
+    for rank in range(3):
+        rc, got, err = stream(shardcat, twenty[1], *common, "--world-size", 3, "--rank", rank,
+                              "--state", state)
+        assert rc == 0, err
+        tails += got
+    assert len(heads) + len(tails) == 300 and sorted(heads + tails) == sorted(chosen)
+    rc, whole, _ = stream(shardcat, twenty[1], "--keys", keys, "--shuffle", 40)
+    rc, head, err = stream(shardcat, twenty[1], "--keys", keys, "--shuffle", 40, "--samples", 77)
+    one = re.search(r"^state: (\S+)", err, re.M).group(1)
+    rc, tail, err = stream(shardcat, twenty[1], "--keys", keys, "--shuffle", 40, "--state", one)
+    assert head + tail == whole, "the same order, resumed where it was taken"
+
+
+def test_a_state_of_another_view_is_refused_naming_both(shardcat, twenty, every, tmp_path):
+    keys = key_file(tmp_path, every[:100])
+    rc, _, err = stream(shardcat, twenty[1], "--keys", keys, "--samples", 10)
+    state = re.search(r"^state: (\S+)", err, re.M).group(1)
+    other = key_file(tmp_path, every[:60], "other.txt")
+    rc, _, err = stream(shardcat, twenty[1], "--keys", other, "--state", state)
+    assert rc != 0 and re.search(r"keys= chose .* is 100-[0-9a-f]{16} in the state and "
+                                 r"60-[0-9a-f]{16} here", err), err
+    rc, _, err = stream(shardcat, twenty[1], "--state", state)  # no view at all
+    assert rc != 0 and "100-" in err and "and - here" in err, err
+    same = key_file(tmp_path, list(reversed(every[:100])), "same.txt")  # the same set
+    rc, got, err = stream(shardcat, twenty[1], "--keys", same, "--state", state)
+    assert rc == 0 and len(got) == 90, err
+
+
+def test_shard_dataset_reads_a_view_from_a_list_of_keys(twenty, every):
+    from libshard.torch import ShardDataset, ShardLoader
+    from libshard.torch.plan import KeysWarning
+    chosen = random.Random(5).sample(every, 64) + ["missing/key"]
+    kw = dict(batch_size=8, image_size=16, seed=2, raw_fields="__key__")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ds = ShardDataset(twenty[1], keys=chosen, **kw)
+        assert len(ds) == 8
+    assert any(issubclass(w.category, KeysWarning) and "1 of the 65 keys" in str(w.message)
+               for w in caught), [str(w.message) for w in caught]
+    got = [k for _, _, f in ShardLoader(ds, num_workers=2) for k in f["__key__"]]
+    assert sorted(got) == sorted(chosen[:-1])
+    with pytest.raises(TypeError, match="keys"):
+        ShardDataset(twenty[1], keys=["a\nb"], **kw)
+
+
+def test_keys_with_what_a_view_does_not_serve_yet_are_refused_by_name(shardcat, twenty, every,
+                                                                      tmp_path):
+    keys = key_file(tmp_path, every[:10])
+    for args, name in ((["--mode", "resampled"], "resampled mode"),
+                       (["--aspect-buckets", "sdxl", "--batch-size", 4], "aspect_buckets"),
+                       (["--epoch-samples", 20], "epoch_samples")):
+        rc, _, err = stream(shardcat, twenty[1], "--keys", keys, *args)
+        assert rc != 0 and f"keys (a view of the samples) with {name}" in err, err
+    rc, _, err = stream(shardcat, twenty[1], "--keys", tmp_path / "absent.txt")
+    assert rc != 0 and "absent.txt" in err, err
