@@ -90,6 +90,7 @@ int shardcat_batch(const ShardcatCli *cli, ShardLoaderSettings *ls, ShardRemote 
     rs->manifest_commands = cli->manifest_commands;
     rs->manifest_local = cli->manifest_local;
     rs->aspect_buckets = cli->aspect_buckets;
+    rs->keys = cli->keys;
     ShardStepPlan *p;
     ShardError err;
     if (shard_step_plan_open(&p, ls, cli->state, &err)) {

@@ -367,8 +367,8 @@ static int read_options(int argc, char **argv, ShardcatCli *cli, ShardLoaderSett
         return die_usage("that option goes with batch");
     if (batching && cmd != SHARDCAT_BATCH && cmd != SHARDCAT_STREAM)
         return die_usage("--batch-size and --drop-last go with batch and stream");
-    if (cli->keys && cmd != SHARDCAT_STREAM && cmd != SHARDCAT_SHOW)
-        return die_usage("--keys goes with stream and show");
+    if (cli->keys && cmd != SHARDCAT_STREAM && cmd != SHARDCAT_SHOW && cmd != SHARDCAT_BATCH)
+        return die_usage("--keys goes with stream, show and batch");
     if (cli->aspect_buckets && cmd != SHARDCAT_INFO && cmd != SHARDCAT_SHOW &&
         cmd != SHARDCAT_STREAM && cmd != SHARDCAT_BATCH)
         return die_usage("--aspect-buckets goes with info, show, stream and batch");

@@ -217,7 +217,7 @@ static const struct {
      "                          resumes, each named on the topology that delivered it\n"
      "  stream's --seed (required: the job's), --epoch, --shuffle, --world-size,\n"
      "  --workers, --mode, --pad, --mix, --streams, --partitions, --skip-errors,\n"
-     "  --epoch-samples, --index-cache and --make-indexes: the job's settings\n"},
+     "  --epoch-samples, --keys, --index-cache and --make-indexes: the job's settings\n"},
     {"show", SHARDCAT_SHOW,
      "usage: shardcat show SHARD... -o FILE [options]\n\n"
      "Draws the first batch the loader delivers for a seed and an epoch as a PNG grid:\n"

@@ -142,9 +142,61 @@ def test_keys_with_what_a_view_does_not_serve_yet_are_refused_by_name(shardcat, 
                                                                       tmp_path):
     keys = key_file(tmp_path, every[:10])
     for args, name in ((["--mode", "resampled"], "resampled mode"),
-                       (["--aspect-buckets", "sdxl", "--batch-size", 4], "aspect_buckets"),
-                       (["--epoch-samples", 20], "epoch_samples")):
+                       (["--aspect-buckets", "sdxl", "--batch-size", 4], "aspect_buckets")):
         rc, _, err = stream(shardcat, twenty[1], "--keys", keys, *args)
         assert rc != 0 and f"keys (a view of the samples) with {name}" in err, err
     rc, _, err = stream(shardcat, twenty[1], "--keys", tmp_path / "absent.txt")
     assert rc != 0 and "absent.txt" in err, err
+
+
+def test_the_steps_of_a_view_are_named_as_delivered(shardcat, twenty, every, tmp_path):
+    """shardcat batch --keys (batch_keys) names each step's samples of a view as the
+    consumers deliver them: 2 ranks x 2 workers, steps 0..5."""
+    keys = key_file(tmp_path, random.Random(8).sample(every, 200))
+    job = ["--keys", keys, "--batch-size", 8, "--world-size", 2, "--workers", 2, "--mode",
+           "exact", "--shuffle", 30]
+    batches = {}
+    for rank in range(2):
+        for worker in range(2):
+            rc, got, err = stream(shardcat, twenty[1], *job, "--rank", rank, "--worker", worker)
+            assert rc == 0, err
+            batches[rank, worker] = [got[i:i + 8] for i in range(0, len(got), 8)]
+    for step in range(6):
+        cp = subprocess.run([str(shardcat), "batch", twenty[1], "--seed", "7", "--step",
+                             str(step), *map(str, job)], capture_output=True, text=True,
+                            timeout=120)
+        assert cp.returncode == 0, cp.stderr
+        rows = [l.split("\t") for l in cp.stdout.splitlines()]
+        for rank in range(2):
+            named = [r[4] for r in rows if r[1] == str(rank)]
+            assert named == batches[rank, step % 2][step // 2], (step, rank)
+
+
+def test_a_mix_of_views_shares_by_weight_over_the_chosen(shardcat, twenty, every, shard_of,
+                                                         tmp_path):
+    """--mix with --keys: each source's view is its chosen samples, the epoch the views'
+    sizes together, each source its weight's share of it (a small view repeated as its
+    weight asks); a resume goes on exactly."""
+    base = twenty[1].rsplit("/", 1)[0]
+    a, b = f"{base}/train-{{000000..000009}}.tar", f"{base}/train-{{000010..000019}}.tar"
+    chosen = random.Random(4).sample(every, 120)
+    keys = key_file(tmp_path, chosen)
+    mix = ["--mix", f"1:{a}", "--mix", f"3:{b}", "--keys", str(keys), "--shuffle", "20"]
+    cp = subprocess.run([str(shardcat), "stream", *mix, "--seed", "5"], capture_output=True,
+                        text=True, timeout=120)
+    assert cp.returncode == 0, cp.stderr
+    got = [l.split("\t") for l in cp.stdout.splitlines()]
+    assert len(got) == 120 and {k for k, _ in got} <= set(chosen)
+    from_a = sum(1 for _, url in got if int(url[-10:-4]) < 10)
+    assert from_a == 30, from_a  # a quarter of the 120
+    head = subprocess.run([str(shardcat), "stream", *mix, "--seed", "5", "--samples", "50"],
+                          capture_output=True, text=True, timeout=120)
+    state = re.search(r"^state: (\S+)", head.stderr, re.M).group(1)
+    tail = subprocess.run([str(shardcat), "stream", *mix, "--seed", "5", "--state", state],
+                          capture_output=True, text=True, timeout=120)
+    assert head.stdout + tail.stdout == cp.stdout
+    fixed = subprocess.run([str(shardcat), "stream", a, "--keys", str(keys), "--seed", "5",
+                            "--epoch-samples", "40"], capture_output=True, text=True,
+                           timeout=120)
+    drawn = [l.split("\t")[0] for l in fixed.stdout.splitlines()]
+    assert fixed.returncode == 0 and len(drawn) == 40 and set(drawn) <= set(chosen), fixed.stderr

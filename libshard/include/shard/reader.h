@@ -174,8 +174,9 @@ typedef struct ShardReaderSettings {
      *  count and fingerprint) and is refused by a reader with another. Keys that choose no
      *  sample are counted (ShardReaderStats.keys_missing), never an error. Memory: the
      *  file's size plus 9 bytes a key while the view is made, then 8 bytes a chosen
-     *  sample. Exact and equal modes, one source; refused with aspect_buckets and
-     *  order_only, for now (default NULL) */
+     *  sample. With sources, the view of each is its chosen samples (a mix's shares are of
+     *  the views' sizes). Exact and equal modes; refused with aspect_buckets, for now
+     *  (default NULL) */
     const char *keys;
 } ShardReaderSettings;
 

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "base/error.h"
+#include "catalog/keyview.h"
 #include "catalog/samplenames.h"
 #include "read/bucketline.h"
 #include "read/epoch.h"
@@ -37,7 +38,7 @@ int shard_reader_name_next(ShardReader *r, ShardSampleName *out)
     if (rc)
         return rc;
     out->shard = it->shard;
-    out->index = it->v.index;
+    out->index = r->view ? shard_keyview_sample(r->view, it->shard, it->v.index) : it->v.index;
     out->position = it->position;
     out->repeat = it->repeat;
     out->bucket = shard_reader_bucket(r, it, NULL, NULL, &out->batch_end);

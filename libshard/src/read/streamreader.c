@@ -226,13 +226,9 @@ int shard_reader_open(ShardReader **out, const ShardReaderSettings *s, ShardErro
         return fail_open(r, err, shard_fail(r->err, SHARD_ERR_UNSUPPORTED,
                                             "reader: order_only names an epoch's order, and "
                                             "resampled mode draws shards without one"));
-    if (r->s.keys && (r->s.mode == SHARD_MODE_RESAMPLED || r->s.nsources > 1 ||
-                      r->s.epoch_samples || r->s.aspect_buckets || r->s.order_only)) {
+    if (r->s.keys && (r->s.mode == SHARD_MODE_RESAMPLED || r->s.aspect_buckets)) {
         const char *with = r->s.mode == SHARD_MODE_RESAMPLED ? "resampled mode"
-                           : r->s.nsources > 1              ? "a mix of sources"
-                           : r->s.epoch_samples             ? "epoch_samples"
-                           : r->s.aspect_buckets            ? "aspect_buckets"
-                                                            : "order_only (batch_keys, where_is)";
+                                                            : "aspect_buckets";
         return fail_open(r, err, shard_fail(r->err, SHARD_ERR_UNSUPPORTED,
                                             "reader: keys (a view of the samples) with %s is "
                                             "not supported yet", with));
