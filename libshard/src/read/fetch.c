@@ -323,8 +323,15 @@ static int fetch_segment(Stream *st, const ShardSegment *seg, size_t n, uint64_t
     uint64_t got = 0, next = UINT64_MAX;
     while (rc == 0 && got < count && !atomic_load(&f->stop)) {
         uint64_t at = f->s.view ? shard_keyview_sample(f->s.view, seg->shard, first + got) : 0;
-        if (f->s.view && at != next && (rc = shard_file_seek(file, at)))
-            break; /* the chosen are read by index, sought where not consecutive */
+        if (f->s.view && at != next) { /* by index, sought where not consecutive: a run */
+            if ((rc = shard_file_seek(file, at)))
+                break;
+            uint64_t j = got + 1;
+            while (j < count && shard_keyview_sample(f->s.view, seg->shard, first + j) ==
+                                    at + (j - got))
+                j++;
+            shard_file_run_to(file, at + (j - got) - 1);
+        }
         next = at + 1;
         if ((rc = put_sample(st, seg, n, file, &seen)) == STOPPED) {
             close_shard(f, &file, &seen);

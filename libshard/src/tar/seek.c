@@ -26,12 +26,16 @@ struct ShardIndexed {
     size_t frame_no;  /* which frame is in it, SIZE_MAX for none */
     ShardBuf packed;  /* a compressed frame, when the source has no mapping */
     int proven;       /* its headers were read where the index says */
-    ShardBuf span;    /* a remote sample's bytes, read in one request (read_span) */
+    ShardBuf span;    /* a remote sample's bytes, read in one request (read_span), with */
+    uint64_t span_from; /* their offset, and */
+    uint64_t run_last;  /* the last sample to be read in order with it (shard_indexed_run_to) */
 };
 
 /* The bytes between a sample's members (long-name headers, padding) read with them rather
  * than asked for apart. */
 #define SPAN_SLACK (64u << 10)
+/* The most one request for a run of samples reads ahead (a view's consecutive chosen). */
+#define RUN_BYTES (4u << 20)
 
 static int prepare_frames(ShardIndexed *x, char *err);
 static int read_zst_into(ShardIndexed *x, uint64_t off, uint64_t size, uint64_t limit,
@@ -441,28 +445,46 @@ static int read_field(ShardIndexed *x, uint64_t i, const ShardIndexEntry *e, Sha
     return 0;
 }
 
-/* A remote plain tar's sample i, its headers and members, in one request into x->span (from
- * *from) rather than one a member; x->span left empty where that does not pay: a local
- * source, a .tar.zst (read by frames), or a sample whose members lie far apart (a tar
- * made by another tool, with other files between them). */
-static int read_span(ShardIndexed *x, uint64_t i, uint64_t *from, char *err)
+/* Sample i's bytes, its members and their headers, [*a, *b): 1, or 0 where they are not
+ * read as one (a member past the file's end, said where it is read alone; members far
+ * apart: a tar made by another tool, with other files between them). */
+static int extent(const ShardIndexed *x, uint64_t i, uint64_t *a, uint64_t *b)
 {
-    ShardSource *src = x->src;
+    const ShardSource *src = x->src;
     uint64_t lo = x->idx.first[i], hi = x->idx.first[i + 1], need = 0;
-    x->span.len = 0;
-    if (!src->costly || src->map || x->zstd || lo >= hi || src->size < 0)
-        return 0;
-    uint64_t a = UINT64_MAX, b = 0;
+    *a = UINT64_MAX, *b = 0;
     for (uint64_t k = lo; k < hi; k++) {
         const ShardIndexEntry *e = &x->idx.entries[k];
         if (e->offset < 512 || e->size > (uint64_t)src->size || e->offset > (uint64_t)src->size - e->size)
-            return 0; /* said, naming the member, where it is read alone */
-        a = e->offset - 512 < a ? e->offset - 512 : a;
-        b = e->offset + e->size > b ? e->offset + e->size : b;
+            return 0;
+        *a = e->offset - 512 < *a ? e->offset - 512 : *a;
+        *b = e->offset + e->size > *b ? e->offset + e->size : *b;
         need += e->size + 512;
     }
-    if (b - a > need + SPAN_SLACK)
+    return lo < hi && *b - *a <= need + SPAN_SLACK;
+}
+
+/* A remote plain tar's sample i in x->span (its bytes from x->span_from): one request for
+ * the sample, and for those after it up to the run announced (shard_indexed_run_to) while
+ * they lie close and the request stays under RUN_BYTES, rather than one a member; a sample
+ * already in the span is read from it. x->span left empty where that does not pay: a
+ * local source, a .tar.zst (read by frames), a sample not read as one (extent). */
+static int read_span(ShardIndexed *x, uint64_t i, char *err)
+{
+    ShardSource *src = x->src;
+    uint64_t a, b;
+    if (!src->costly || src->map || x->zstd || src->size < 0 || !extent(x, i, &a, &b)) {
+        x->span.len = 0;
         return 0;
+    }
+    if (x->span.len && a >= x->span_from && b <= x->span_from + x->span.len)
+        return 0;
+    for (uint64_t j = i + 1, ja, jb; j <= x->run_last && j < shard_indexed_count(x); j++)
+        if (!extent(x, j, &ja, &jb) || ja < b || ja - b > SPAN_SLACK || jb - a > RUN_BYTES)
+            break;
+        else
+            b = jb;
+    x->span.len = 0;
     if (shard_buf_reserve(&x->span, (size_t)(b - a)))
         return shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", src->url);
     int rc = shard_source_read_at(src, a, x->span.data, (size_t)(b - a));
@@ -470,9 +492,11 @@ static int read_span(ShardIndexed *x, uint64_t i, uint64_t *from, char *err)
         return shard_fail(err, rc, "%s: index line %llu: the sample's bytes at offset %llu: %s",
                           src->url, (unsigned long long)i + 2, (unsigned long long)a, src->err);
     x->span.len = (size_t)(b - a);
-    *from = a;
+    x->span_from = a;
     return 0;
 }
+
+void shard_indexed_run_to(ShardIndexed *x, uint64_t last) { x->run_last = last; }
 
 int shard_indexed_read(ShardIndexed *x, uint64_t i, const ShardFileSettings *s, ShardSampleBuf *sb,
                        uint64_t *offset, char *err)
@@ -491,8 +515,7 @@ int shard_indexed_read(ShardIndexed *x, uint64_t i, const ShardFileSettings *s, 
         kl = 0;
     if (lo < hi && shard_sb_set_key(sb, first ? first + ks : "", kl))
         return shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", url);
-    uint64_t span_from = 0;
-    int rc = read_span(x, i, &span_from, err);
+    int rc = read_span(x, i, err);
     if (rc)
         return rc;
     for (uint64_t k = lo; k < hi; k++) {
@@ -502,7 +525,7 @@ int shard_indexed_read(ShardIndexed *x, uint64_t i, const ShardFileSettings *s, 
             return shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", url);
         rec->size = e->size;
         rec->offset = e->offset;
-        if ((rc = read_field(x, i, e, rec, limit, &x->span, span_from, sb, err)))
+        if ((rc = read_field(x, i, e, rec, limit, &x->span, x->span_from, sb, err)))
             return rc;
     }
     uint64_t start = x->idx.entries[lo].offset;

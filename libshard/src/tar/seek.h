@@ -43,6 +43,9 @@ SHARD_HIDDEN int shard_indexed_stream_from(const ShardIndexed *x, uint64_t i, ui
 /* Reads sample i into sb (i < count) as s says (lowercase, limits), each member's header
  * read with its data and checked against the index's line; *offset receives its first
  * header's tar offset. */
+/* Samples up to last (of the count) are to be read in order after the next: a remote
+ * plain tar's are then asked in one request (up to 4 MiB), not one a sample. */
+SHARD_HIDDEN void shard_indexed_run_to(ShardIndexed *x, uint64_t last);
 SHARD_HIDDEN int shard_indexed_read(ShardIndexed *x, uint64_t i, const ShardFileSettings *s,
                                     ShardSampleBuf *sb, uint64_t *offset, char *err);
 /* Sample i's names, sizes and offsets into sb from the index alone, no data (a listing:

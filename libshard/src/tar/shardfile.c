@@ -335,6 +335,12 @@ int shard_file_seek(ShardFile *f, uint64_t i) { return seek(f, i, 0); }
 
 int shard_file_seek_in_order(ShardFile *f, uint64_t i) { return seek(f, i, 1); }
 
+void shard_file_run_to(ShardFile *f, uint64_t last)
+{
+    if (f->ix)
+        shard_indexed_run_to(f->ix, last);
+}
+
 int64_t shard_file_count(const ShardFile *f)
 {
     if (!f->index_tried && !f->failed) { /* a remote shard's index, loaded when first asked */

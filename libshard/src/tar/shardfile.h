@@ -35,6 +35,9 @@ SHARD_HIDDEN int shard_file_open_on(ShardFile **out, const char *url, const Shar
  * streams from sample i's headers in one request (reading by index asks for each member;
  * a sample read alone wants that). */
 SHARD_HIDDEN int shard_file_seek_in_order(ShardFile *f, uint64_t i);
+/* After a seek: the samples up to last are read next, in order (a remote plain tar's in one
+ * request: shard_indexed_run_to). */
+SHARD_HIDDEN void shard_file_run_to(ShardFile *f, uint64_t last);
 /* What reading f's source has cost so far (source.h). */
 SHARD_HIDDEN void shard_file_cost(const ShardFile *f, ShardReadCost *out);
 /* shard_file_take, the item's block taken from pool (NULL: malloc). */
