@@ -23,6 +23,7 @@
 #include "shardcat_extract.h"
 #include "shardcat_inspect.h"
 #include "shardcat_manifest.h"
+#include "shardcat_subset.h"
 #include "shardcat_repair.h"
 #include "shardcat_show.h"
 #include "shardcat_stream.h"
@@ -43,6 +44,7 @@ static int run(const ShardcatCli *cli, ShardLoaderSettings *loader, ShardRemote 
     case SHARDCAT_INDEX: status = shardcat_index(cli, remote); break;
     case SHARDCAT_REPAIR: status = shardcat_repair(cli, remote); break;
     case SHARDCAT_MANIFEST: status = shardcat_manifest(cli, remote); break;
+    case SHARDCAT_SUBSET: status = shardcat_subset(cli, remote); break;
     case SHARDCAT_EXTRACT: status = shardcat_extract(cli, remote); break;
     default: return 2; /* shardcat_check said so */
     }

@@ -260,7 +260,7 @@ static int show_option(int c, const char *arg, ShardcatCli *cli, ShardLoaderSett
         if (cli_parse_u64(arg, &v) || v < 1 || v > 4096)
             return die_usage("--count, --columns and --image-size want 1 to 4096");
         if (c == O_COUNT)
-            ls->batch_size = (size_t)v;
+            ls->batch_size = (size_t)(cli->shard_samples = v);
         else if (c == O_COLUMNS)
             cli->columns = (int)v;
         else
@@ -317,7 +317,7 @@ static int read_options(int argc, char **argv, ShardcatCli *cli, ShardLoaderSett
 {
     ShardReaderSettings *rs = &ls->reader;
     int c, quiet = 0, placing = 0, stream_only = 0, show_only = 0, batch_only = 0, count = 0,
-        status = -1, sized_only = 1, batching = 0;
+        status = -1, sized_only = 1, count_only = 1, batching = 0;
     optind = 2;
     opterr = 0; /* one message for an unknown option, ours */
     while (status < 0 && (c = getopt_long(argc, argv, short_options, long_options, NULL)) != -1) {
@@ -343,6 +343,7 @@ static int read_options(int argc, char **argv, ShardcatCli *cli, ShardLoaderSett
             } else if (c >= O_COUNT) {
                 show_only = 1;
                 sized_only &= c == O_SIZE;
+                count_only &= c == O_COUNT;
                 count |= c == O_COUNT;
                 status = show_option(c, optarg, cli, ls);
             } else if (c >= O_SHUFFLE) {
@@ -367,8 +368,10 @@ static int read_options(int argc, char **argv, ShardcatCli *cli, ShardLoaderSett
         return die_usage("that option goes with batch");
     if (batching && cmd != SHARDCAT_BATCH && cmd != SHARDCAT_STREAM)
         return die_usage("--batch-size and --drop-last go with batch and stream");
-    if (cli->keys && cmd != SHARDCAT_STREAM && cmd != SHARDCAT_SHOW && cmd != SHARDCAT_BATCH)
-        return die_usage("--keys goes with stream, show and batch");
+    if (cli->keys && cmd != SHARDCAT_STREAM && cmd != SHARDCAT_SHOW && cmd != SHARDCAT_BATCH &&
+        cmd != SHARDCAT_SUBSET)
+        return die_usage("--keys goes with stream, show, batch and subset");
+    int subset_count = cmd == SHARDCAT_SUBSET && show_only && count_only; /* --count N */
     if (cli->aspect_buckets && cmd != SHARDCAT_INFO && cmd != SHARDCAT_SHOW &&
         cmd != SHARDCAT_STREAM && cmd != SHARDCAT_BATCH)
         return die_usage("--aspect-buckets goes with info, show, stream and batch");
@@ -379,7 +382,8 @@ static int read_options(int argc, char **argv, ShardcatCli *cli, ShardLoaderSett
     int info_size = (cmd == SHARDCAT_INFO || cmd == SHARDCAT_BATCH) && cli->aspect_buckets &&
                     sized_only && !cli->output;
     if ((show_only || cli->output) && cmd != SHARDCAT_SHOW && !(cmd == SHARDCAT_BATCH && cli->show) &&
-        !info_size && !(cmd == SHARDCAT_MANIFEST && !show_only))
+        !info_size && !(cmd == SHARDCAT_MANIFEST && !show_only) &&
+        !(cmd == SHARDCAT_SUBSET && (!show_only || subset_count)))
         return die_usage(cmd == SHARDCAT_BATCH ? "that option goes with show, and with batch --show"
                                                : "that option goes with show");
     if (count && cmd == SHARDCAT_BATCH)
@@ -554,7 +558,7 @@ int shardcat_check(const ShardcatCli *cli)
                      near);
         else
             snprintf(msg, sizeof msg, "unknown command '%.100s' (ls, cat, info, verify, index, "
-                                      "repair, manifest, extract, stream, show, batch, bench)",
+                                      "repair, manifest, subset, extract, stream, show, batch, bench)",
                      cli->name);
         return die_usage(msg);
     }
@@ -566,6 +570,8 @@ int shardcat_check(const ShardcatCli *cli)
         return die_usage("repair wants one MANIFEST (the set's .json, which may be gone)");
     if (c == SHARDCAT_MANIFEST && !cli->output)
         return die_usage("manifest wants -o X.json");
+    if (c == SHARDCAT_SUBSET && (!cli->output || !cli->keys))
+        return die_usage("subset wants --keys FILE and -o OUT/NAME-%06d.tar");
     return -1;
 }
 

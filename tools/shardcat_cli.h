@@ -30,7 +30,9 @@ typedef struct ShardcatCli {
     const char *aspect_buckets; /* info --aspect-buckets SPEC: samples counted by bucket;
                                    show: a batch drawn per bucket */
     int image_size;             /* --image-size N, 0 when not given */
-    const char *keys;           /* --keys FILE: stream, show: the samples it lists alone */
+    const char *keys;           /* --keys FILE: stream, show, batch: the samples it lists
+                                   alone; subset: those it writes */
+    uint64_t shard_samples;     /* subset --count N: samples a shard written (0: not given) */
     /* stream's own */
     uint64_t samples; /* --samples N: stop after N, print the state to resume from */
     int have_samples;

@@ -25,6 +25,8 @@ void shardcat_usage(FILE *f)
           "                                damaged shard to its whole samples (the original kept)\n"
           "  manifest SOURCE... -o X.json  the shards the sources name, listed (hf:// pinned to\n"
           "                                its commit) and counted, as one manifest\n"
+          "  subset SOURCE... --keys FILE -o OUT/NAME-%06d.tar\n"
+          "                                the samples FILE's keys choose, as a set of their own\n"
           "  extract SHARD... -C DIR       extract sample members into DIR, safely\n"
           "  bench SHARD... [--threads LIST] [--streams LIST] [--seconds S] ...\n"
           "                                decoded batches/s for each setting swept, the stage\n"
@@ -140,6 +142,15 @@ static const struct {
      "from the shards found (the earlier one's classes and options kept, shards beside\n"
      "it of its numbering taken in). Says what it did and what it could not (a shard\n"
      "listed but gone); exit status 1 when something could not be repaired.\n"},
+    {"subset", SHARDCAT_SUBSET,
+     "usage: shardcat subset SOURCE... --keys FILE -o OUT/NAME-%06d.tar [--count N]\n\n"
+     "Writes the samples whose keys FILE lists (one a line) as a set of their own: found in\n"
+     "the sources' indexes and read by index alone (plain tars are indexed once, into the\n"
+     "index cache), in the sources' order, each member's bytes as they were, into shards by\n"
+     "the pattern (.tar or .tar.zst; a folder, gs:// or s3://) with their indexes and\n"
+     "columns, and the set's manifest beside them (OUT/NAME.json). Says how many keys chose\n"
+     "no sample. A set already there is refused (exit status 2).\n"
+     "  --count N               samples a shard (default 10000)\n"},
     {"manifest", SHARDCAT_MANIFEST,
      "usage: shardcat manifest SOURCE... -o X.json\n\n"
      "Writes the shards the sources name (a folder or a prefix listed, brace patterns,\n"

@@ -21,6 +21,7 @@ typedef enum ShardcatCommand {
     SHARDCAT_REPAIR,
     SHARDCAT_BATCH,
     SHARDCAT_MANIFEST,
+    SHARDCAT_SUBSET,
 } ShardcatCommand;
 
 /* The global help, to f. */

@@ -197,7 +197,7 @@ def test_a_misspelt_command_or_option_gets_the_closest(run_sc, run_sp, tmp_path)
              (run_sp, ["--maxcont", "3", "src", "-o", "x-%06d.tar"],
               "unknown option '--maxcont' (did you mean '--maxcount'?)"),
              (run_sc, ["frob", "x.tar"], "unknown command 'frob' (ls, cat, info, verify, index, "
-                                         "repair, manifest, extract, stream, show, batch, "
+                                         "repair, manifest, subset, extract, stream, show, batch, "
                                          "bench)")]
     for run, args, said in cases:
         cp = run(*args)

@@ -200,3 +200,46 @@ def test_a_mix_of_views_shares_by_weight_over_the_chosen(shardcat, twenty, every
                            timeout=120)
     drawn = [l.split("\t")[0] for l in fixed.stdout.splitlines()]
     assert fixed.returncode == 0 and len(drawn) == 40 and set(drawn) <= set(chosen), fixed.stderr
+
+
+def members(paths):
+    """Every regular member's name and bytes of the tars at paths, by name."""
+    import tarfile
+    out = {}
+    for p in paths:
+        with tarfile.open(p) as tf:
+            for m in tf:
+                if m.isreg():
+                    out[m.name] = tf.extractfile(m).read()
+    return out
+
+
+def test_subset_writes_the_chosen_members_as_a_set(shardcat, twenty, every, tmp_path):
+    """shardcat subset: the chosen samples' members byte for byte, in shards of --count
+    with their indexes and columns, the manifest beside them; the keys that chose nothing
+    said; a set already there refused."""
+    import json
+    top, urls = twenty
+    chosen = random.Random(12).sample(every, 130)
+    keys = key_file(tmp_path, chosen + ["no/such"])
+    out = tmp_path / "sub"
+    cp = subprocess.run([str(shardcat), "subset", urls, "--keys", str(keys), "-o",
+                         str(out / "part-%03d.tar"), "--count", "50"], capture_output=True,
+                        text=True, timeout=300)
+    assert cp.returncode == 0, cp.stderr
+    assert "130 samples in 3 shards" in cp.stderr and "1 chose no sample" in cp.stderr
+    manifest = json.loads((out / "part.json").read_text())
+    assert [s["nsamples"] for s in manifest["shardlist"]] == [50, 50, 30]
+    assert all((out / f"part-{i:03d}.{x}").exists() for i in range(3) for x in ("idx", "cols"))
+    source = members(sorted((top / "set").glob("*.tar")))
+    written = members(sorted(out.glob("*.tar")))
+    assert written == {n: b for n, b in source.items() if n.split(".")[0] in set(chosen)}
+    rc, got, err = stream(shardcat, str(out / "part.json"))
+    assert rc == 0 and sorted(got) == sorted(chosen), err
+    again = subprocess.run([str(shardcat), "subset", urls, "--keys", str(keys), "-o",
+                            str(out / "part-%03d.tar")], capture_output=True, text=True,
+                           timeout=300)
+    assert again.returncode == 2 and "there already" in again.stderr
+    no_keys = subprocess.run([str(shardcat), "subset", urls, "-o", str(tmp_path / "x-%d.tar")],
+                             capture_output=True, text=True, timeout=60)
+    assert no_keys.returncode == 2 and "subset wants --keys FILE" in no_keys.stderr

@@ -87,3 +87,19 @@ def test_a_view_reads_the_chosen_from_buckets(request, run, root, every, tmp_pat
     assert there.rc == 0, there.err
     assert sorted(l.split("\t")[0] for l in there.lines) == sorted(chosen)
     assert strip(there.lines, base) == strip(local.lines, str(root / "data"))
+
+
+def test_subset_reads_over_http_and_writes_into_a_bucket(run, root, nginx, s3, every, tmp_path):
+    """shardcat subset from nginx into s3rver: the set written there (shards, indexes,
+    manifest) streams back the chosen samples."""
+    from conftest import BUCKET, s3_env
+    chosen = random.Random(13).sample(every, 50)
+    keys = tmp_path / "keys.txt"
+    keys.write_text("".join(k + "\n" for k in chosen))
+    made = run("subset", f"{nginx.url}/data/{SHARDS}", "--keys", keys, "-o",
+               f"s3://{BUCKET}/subset/part-%03d.tar", "--count", 20, env=s3_env(s3))
+    assert made.rc == 0, made.err
+    assert "50 samples in 3 shards" in made.err, made.err
+    back = run("stream", f"s3://{BUCKET}/subset/part.json", "--seed", 1, env=s3_env(s3))
+    assert back.rc == 0, back.err
+    assert sorted(l.split("\t")[0] for l in back.lines) == sorted(chosen)
