@@ -530,3 +530,38 @@ Test(reader, a_shuffle_buffer_past_its_limit_names_the_c_fields, .timeout = 60)
     shard_reader_free(&r);
     free(manifest);
 }
+
+/* keys: only the samples a key file lists (a view), each once, read by index; the
+ * shards' indexes read by several threads at once (ThreadSanitizer's build runs this). */
+Test(reader, a_view_reads_the_samples_its_keys_choose_once)
+{
+    const char *urls[] = {make_shards(".tar")};
+    char *keys = tu_path(dir, "keys.txt");
+    FILE *f = fopen(keys, "w");
+    cr_assert(f);
+    int chosen = 0;
+    for (int i = 0; i < NSAMPLES; i += 3, chosen++)
+        fprintf(f, "s%05d\n", i);
+    fprintf(f, "nothing\n");
+    fclose(f);
+    ShardReaderSettings s;
+    settings(&s, urls);
+    s.keys = keys;
+    ShardReader *r;
+    ShardError err;
+    cr_assert_eq(shard_reader_open(&r, &s, &err), 0, "%s", err.message);
+    int got[NSAMPLES], seen[NSAMPLES] = {0};
+    int n = read_keys(r, got, NSAMPLES);
+    cr_assert_eq(n, chosen);
+    for (int i = 0; i < n; i++) {
+        cr_assert_eq(got[i] % 3, 0, "sample %d was not chosen", got[i]);
+        cr_assert_eq(seen[got[i]]++, 0, "sample %d twice", got[i]);
+    }
+    ShardReaderStats st;
+    shard_reader_stats(r, &st);
+    cr_assert_eq(st.keys_given, (uint64_t)chosen + 1);
+    cr_assert_eq(st.keys_missing, 1);
+    cr_assert_eq(st.keys_chosen, (uint64_t)chosen);
+    shard_reader_free(&r);
+    free(keys);
+}

@@ -3,12 +3,15 @@
  * by bisection; each shard's index is read once, in list order, for its samples' keys.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/digest.h"
 #include "base/error.h"
+#include "base/thread.h"
 #include "catalog/keyview.h"
 #include "catalog/samplenames.h"
 
@@ -96,61 +99,117 @@ static void free_keys(Keys *k)
     free(k->found);
 }
 
-/* Appends x to the view's pos (growing by doubling). */
-static int push(ShardKeyView *v, size_t *cap, uint64_t n, uint64_t x)
+/* The shards' indexes read at once: a view over a store far away pays one round trip
+ * after another otherwise. */
+#define VIEW_THREADS 8
+
+typedef struct Chooser {
+    const ShardList *l;
+    const Keys *k;
+    ShardRemote *remote;
+    _Atomic unsigned char *found; /* per key: it chose a sample (any thread may set it) */
+    uint64_t **pos;               /* per shard: its chosen samples' numbers */
+    uint64_t *n;                  /* per shard: how many */
+    atomic_size_t next;           /* the next shard to take */
+    pthread_mutex_t mu;
+    int rc;                       /* the first failure, said in err */
+    char err[SHARD_ERROR_MAX];
+} Chooser;
+
+/* Shard s's chosen samples, from its index's keys, into c->pos[s] and c->n[s]. */
+static int choose_one(Chooser *c, ShardNames *names, size_t s, char *err)
 {
-    if (n == *cap) {
-        size_t c = *cap ? 2 * *cap : 1024;
-        uint64_t *p = realloc(v->pos, c * sizeof *p);
-        if (!p)
-            return SHARD_ERR_NOMEM;
-        v->pos = p;
-        *cap = c;
+    const ShardListEntry *e = shard_list_entry(c->l, s);
+    if (e->nsamples == SHARD_COUNT_UNKNOWN)
+        return shard_fail(err, SHARD_ERR_UNSUPPORTED, "keys: %s: no index to find its samples' "
+                          "keys in (make one: shardcat index)", e->url);
+    size_t cap = 0;
+    for (uint64_t i = 0; i < e->nsamples; i++) {
+        const char *key;
+        int rc = shard_names_key(names, (uint32_t)s, i, &key, err);
+        if (rc)
+            return rc;
+        char **hit = bsearch(&key, c->k->key, c->k->n, sizeof *c->k->key, by_key);
+        if (!hit)
+            continue;
+        atomic_store_explicit(&c->found[hit - c->k->key], 1, memory_order_relaxed);
+        if (c->n[s] == cap) {
+            cap = cap ? 2 * cap : 64;
+            uint64_t *p = realloc(c->pos[s], cap * sizeof *p);
+            if (!p)
+                return shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
+            c->pos[s] = p;
+        }
+        c->pos[s][c->n[s]++] = i;
     }
-    v->pos[n] = x;
     return 0;
 }
 
-/* Each shard's chosen samples, from its index's keys. */
+static void *choose_main(void *arg)
+{
+    Chooser *c = arg;
+    ShardNames *names = shard_names_new(c->l, c->remote, 1);
+    char err[SHARD_ERROR_MAX];
+    int rc = names ? 0 : shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
+    for (size_t s; !rc && (s = atomic_fetch_add(&c->next, 1)) < shard_list_count(c->l);)
+        rc = choose_one(c, names, s, err);
+    if (rc) {
+        atomic_store(&c->next, shard_list_count(c->l)); /* the others stop too */
+        pthread_mutex_lock(&c->mu);
+        if (!c->rc) {
+            c->rc = rc;
+            snprintf(c->err, sizeof c->err, "%s", err);
+        }
+        pthread_mutex_unlock(&c->mu);
+    }
+    shard_names_free(&names);
+    return NULL;
+}
+
+/* Each shard's chosen samples, from its index's keys (several shards at once), into the
+ * view in list order, and their fingerprint into d. */
 static int choose(ShardKeyView *v, const ShardList *l, Keys *k, ShardRemote *remote,
                   ShardDigests *d, char *err)
 {
-    ShardNames *names = shard_names_new(l, remote, 2);
-    if (!names)
-        return shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
-    int rc = 0;
-    size_t cap = 0;
-    uint64_t n = 0;
-    for (size_t s = 0; !rc && s < v->nshards; s++) {
-        const ShardListEntry *e = shard_list_entry(l, s);
-        v->first[s] = n;
-        if (e->nsamples == SHARD_COUNT_UNKNOWN) {
-            rc = shard_fail(err, SHARD_ERR_UNSUPPORTED, "keys: %s: no index to find its "
-                            "samples' keys in (make one: shardcat index)", e->url);
-            break;
-        }
-        char at[32]; /* the shard's place: the list's own fingerprint names the shards */
-        snprintf(at, sizeof at, "shard %zu\n", s);
-        shard_digests_update(d, at, strlen(at));
-        for (uint64_t i = 0; !rc && i < e->nsamples; i++) {
-            const char *key;
-            if ((rc = shard_names_key(names, (uint32_t)s, i, &key, err)))
-                break;
-            char **hit = bsearch(&key, k->key, k->n, sizeof *k->key, by_key);
-            if (!hit)
-                continue;
-            k->found[hit - k->key] = 1;
-            if (push(v, &cap, n, i))
-                rc = shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
-            else
-                n++;
-            char num[24];
-            snprintf(num, sizeof num, "%llu\n", (unsigned long long)i);
-            shard_digests_update(d, num, strlen(num));
-        }
+    Chooser c = {.l = l, .k = k, .remote = remote};
+    size_t n = v->nshards;
+    c.found = calloc(k->n ? k->n : 1, sizeof *c.found);
+    c.pos = calloc(n ? n : 1, sizeof *c.pos);
+    c.n = calloc(n ? n : 1, sizeof *c.n);
+    int rc = c.found && c.pos && c.n ? 0 : shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
+    if (!rc) {
+        atomic_init(&c.next, 0);
+        pthread_mutex_init(&c.mu, NULL);
+        shard_threads_run(choose_main, &c, n < VIEW_THREADS ? n : VIEW_THREADS);
+        pthread_mutex_destroy(&c.mu);
+        if ((rc = c.rc))
+            snprintf(err, SHARD_ERROR_MAX, "%s", c.err);
     }
-    v->first[v->nshards] = n;
-    shard_names_free(&names);
+    uint64_t total = 0;
+    for (size_t s = 0; !rc && s < n; s++)
+        total += c.n[s];
+    if (!rc && !(v->pos = malloc((total ? total : 1) * sizeof *v->pos)))
+        rc = shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
+    for (size_t s = 0, at = 0; !rc && s < n; s++) {
+        char place[32]; /* the shard's place: the list's own fingerprint names the shards */
+        snprintf(place, sizeof place, "shard %zu\n", s);
+        shard_digests_update(d, place, strlen(place));
+        v->first[s] = at;
+        for (uint64_t j = 0; j < c.n[s]; j++) {
+            char num[24];
+            snprintf(num, sizeof num, "%llu\n", (unsigned long long)c.pos[s][j]);
+            shard_digests_update(d, num, strlen(num));
+            v->pos[at++] = c.pos[s][j];
+        }
+        v->first[s + 1] = at;
+    }
+    for (size_t i = 0; !rc && i < k->n; i++)
+        k->found[i] = atomic_load_explicit(&c.found[i], memory_order_relaxed);
+    for (size_t s = 0; c.pos && s < n; s++)
+        free(c.pos[s]);
+    free(c.pos);
+    free(c.n);
+    free(c.found);
     return rc;
 }
 
