@@ -22,7 +22,18 @@ static int parse_remote(const ShardPySignature *sig, PyObject *args, PyObject *k
     return shard_py_parse(sig, args, kw, &target, 1, values, keep);
 }
 
-static PyObject *entries_list(const ShardList *list, int columns)
+/* A view's chosen samples of shard i: their numbers as native uint64s (array('Q')'s). */
+static PyObject *chosen_bytes(const ShardView *v, size_t i)
+{
+    uint64_t n = shard_view_count(v, i);
+    PyObject *b = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(n * sizeof(uint64_t)));
+    uint64_t *p = b ? (uint64_t *)PyBytes_AS_STRING(b) : NULL;
+    for (uint64_t j = 0; p && j < n; j++)
+        p[j] = shard_view_sample(v, i, j);
+    return b;
+}
+
+static PyObject *entries_list(const ShardList *list, int columns, const ShardView *view)
 {
     PyObject *out = PyList_New(0);
     for (size_t i = 0; out && i < shard_list_count(list); i++) {
@@ -33,6 +44,13 @@ static PyObject *entries_list(const ShardList *list, int columns)
         PyObject *t = !n ? NULL
                       : columns ? Py_BuildValue("(sNzz)", e->url, n, e->index, e->columns)
                                 : Py_BuildValue("(sNz)", e->url, n, e->index);
+        if (t && view) { /* the chosen samples last */
+            PyObject *c = chosen_bytes(view, i);
+            PyObject *more = c ? PyTuple_Pack(1, c) : NULL;
+            Py_SETREF(t, more ? PySequence_Concat(t, more) : NULL);
+            Py_XDECREF(more);
+            Py_XDECREF(c);
+        }
         if (!t || PyList_Append(out, t))
             Py_CLEAR(out);
         Py_XDECREF(t);
@@ -78,7 +96,8 @@ static PyObject *manifests_info(const ShardList *list, size_t nspecs)
 }
 
 static const char *const list_params[] = {"specs", "make_indexes", "index_cache",
-                                          "manifests", "columns", "write_manifest", NULL};
+                                          "manifests", "columns", "write_manifest", "keys",
+                                          NULL};
 static const ShardPySignature list_signature = {"list_shards", list_params, 1, 1, 0};
 
 typedef struct {
@@ -86,7 +105,9 @@ typedef struct {
     size_t n;
     const ShardListSettings *ls;
     const char *manifest; /* where the list is written down as a manifest, or NULL */
+    const char *keys;     /* a view's key file, or NULL */
     ShardList *list;
+    ShardView *view;
     ShardError err;
 } ListExpand;
 
@@ -94,6 +115,8 @@ static int list_expand(void *arg)
 {
     ListExpand *x = arg;
     int rc = shard_list_expand(&x->list, x->specs, x->n, x->ls, &x->err);
+    if (!rc && x->keys)
+        rc = shard_view_new(&x->view, x->list, x->keys, x->ls->remote, &x->err);
     ShardManifest *m = NULL;
     if (!rc && x->manifest &&
         !(rc = shard_list_manifest_of(x->list, "listing", &m, &x->err)))
@@ -106,8 +129,8 @@ static PyObject *py_list_shards(PyObject *m, PyObject *args, PyObject *kw)
 {
     (void)m;
     ShardRemoteSettings rs;
-    PyObject *values[6] = {NULL, NULL, NULL, NULL, NULL, NULL}, *keep = NULL, *out = NULL;
-    PyObject *cache = NULL, *manifest = NULL;
+    PyObject *values[7] = {NULL, NULL, NULL, NULL, NULL, NULL, NULL}, *keep = NULL, *out = NULL;
+    PyObject *cache = NULL, *manifest = NULL, *keys = NULL;
     ShardPySpecs sp = {0};
     ShardRemote *rm = NULL;
     int make = 0, info = 0, columns = 0;
@@ -132,6 +155,12 @@ static PyObject *py_list_shards(PyObject *m, PyObject *args, PyObject *kw)
         PyErr_SetString(PyExc_TypeError, "write_manifest: a str path");
         goto done;
     }
+    if (values[6] && values[6] != Py_None && !(keys = PyOS_FSPath(values[6])))
+        goto done;
+    if (keys && !PyUnicode_Check(keys)) {
+        PyErr_SetString(PyExc_TypeError, "keys: a str path");
+        goto done;
+    }
     if (sp.nsources) {
         PyErr_SetString(PyExc_TypeError, "list_shards: specs, not a mix of weighted sources");
         goto done;
@@ -142,25 +171,36 @@ static PyObject *py_list_shards(PyObject *m, PyObject *args, PyObject *kw)
     shard_list_default_settings(&ls);
     ls.remote = rm;
     /* indexed reading seeks: every shard without a .idx beside it gets one in the cache */
-    ls.build_indexes = make       ? SHARD_INDEXES_FOR_SEEKING
-                       : manifest ? SHARD_INDEXES_WHERE_CHEAP /* its counts */
-                                  : 0;
+    ls.build_indexes = make || keys ? SHARD_INDEXES_FOR_SEEKING /* a view: each one's names */
+                       : manifest   ? SHARD_INDEXES_WHERE_CHEAP /* its counts */
+                                    : 0;
     ls.index_cache = cache ? PyUnicode_AsUTF8(cache) : NULL;
     ls.progress = 1;
     ls.columns = (unsigned char)columns;
     if (cache && !ls.index_cache)
         goto done;
-    ListExpand x = {sp.urls, sp.n, &ls, manifest ? PyUnicode_AsUTF8(manifest) : NULL, NULL, {0}};
-    if (manifest && !x.manifest)
+    ListExpand x = {sp.urls, sp.n, &ls, manifest ? PyUnicode_AsUTF8(manifest) : NULL,
+                    keys ? PyUnicode_AsUTF8(keys) : NULL, NULL, NULL, {0}};
+    if ((manifest && !x.manifest) || (keys && !x.keys))
         goto done;
     int rc;
     if (shard_py_blocking(list_expand, &x, rm, &rc) == 0)
-        out = rc ? shard_py_raise(rc, x.err.message) : entries_list(x.list, columns);
+        out = rc ? shard_py_raise(rc, x.err.message) : entries_list(x.list, columns, x.view);
     if (out && info) {
         PyObject *mi = manifests_info(x.list, sp.n);
+        uint64_t given = 0, missing = 0;
+        if (mi && x.view) {
+            shard_view_keys(x.view, &given, &missing);
+            PyObject *k = Py_BuildValue("{sKsK}", "given", (unsigned long long)given,
+                                        "missing", (unsigned long long)missing);
+            if (!k || PyDict_SetItemString(mi, "keys", k))
+                Py_CLEAR(mi);
+            Py_XDECREF(k);
+        }
         Py_SETREF(out, mi ? PyTuple_Pack(2, out, mi) : NULL);
         Py_XDECREF(mi);
     }
+    shard_view_free(&x.view);
     shard_list_free(&x.list);
     shard_py_trim(); /* the list's memory back to the system, not kept for the next one */
 done:
@@ -168,6 +208,7 @@ done:
     Py_XDECREF(keep);
     Py_XDECREF(cache);
     Py_XDECREF(manifest);
+    Py_XDECREF(keys);
     Py_BEGIN_ALLOW_THREADS
     shard_remote_free(&rm);
     Py_END_ALLOW_THREADS

@@ -31,11 +31,13 @@ def _specs(spec):
 class IndexedShards:
     """Samples of shards by global index. spec: a manifest, a brace pattern, a gs:// or s3://
     prefix, or a list of them. index_cache: where the indexes of shards without one are made
-    (make_indexes=False: such shards are refused). Remote settings:
-    libshard.settings.REMOTE_KEYS (as ShardDataset's)."""
+    (make_indexes=False: such shards are refused). keys: a view (a file of keys, one a line,
+    or a list of keys): only the samples they choose, found in the shards' indexes, indexed
+    0..len-1 in shard order. Remote settings: libshard.settings.REMOTE_KEYS (as
+    ShardDataset's)."""
 
     def __init__(self, spec, *, open_files=8, entries=None, index_cache=None, make_indexes=True,
-                 **remote):
+                 keys=None, **remote):
         unknown = set(remote) - set(REMOTE_KEYS)
         if unknown:
             raise _settings.unknown("IndexedShards", unknown, REMOTE_KEYS)
@@ -44,8 +46,12 @@ class IndexedShards:
         cache = os.fspath(index_cache) if index_cache is not None else None
         specs = hublist.listed_once(_specs(spec), self.remote) if entries is None else [
             u for u, _ in entries]
+        keys = _settings.key_file(keys)
         listed, self.manifests = _libshard.list_shards(specs, manifests=True,
-            make_indexes=make_indexes, index_cache=cache, **self.remote)
+            make_indexes=make_indexes, index_cache=cache, keys=keys, **self.remote)
+        # a view (keys): each shard's chosen samples, numbered in it; i counts them alone
+        self.chosen = [array.array("Q", c) for *_, c in listed] if keys is not None else None
+        listed = [t[:3] for t in listed]
         if not listed:
             raise ValueError(f"{shown_repr(spec)}: no shards")
         for url, n, _ in listed:
@@ -67,7 +73,8 @@ class IndexedShards:
                                  f"(shardpack --compress zstd)")
         # a million shards: one str each, and the numbers in arrays (8 bytes a shard)
         self.urls = [u for u, _, _ in listed]
-        self.counts = array.array("Q", (int(n) for _, n, _ in listed))
+        self.counts = array.array("Q", (int(n) for _, n, _ in listed) if self.chosen is None
+                                  else (len(c) for c in self.chosen))
         self.indexes = [ix for _, _, ix in listed] if any(ix for _, _, ix in listed) else None
         del listed
         self.ends = array.array("Q")
@@ -106,6 +113,8 @@ class IndexedShards:
         """Sample i as WebDataset's dict, with "__index__", "__shard__" (its shard's url)
         and "__shardindex__" (its index in the shard)."""
         s, j = self.locate(i)
+        if self.chosen is not None:
+            j = self.chosen[s][j]
         d = self._open().read(s, j)
         d["__index__"] = i % len(self)
         d["__shard__"] = self.urls[s]

@@ -119,11 +119,12 @@ class ShardListDataset(Dataset):
     """An indexable dataset over a list of shards, as wids's ShardListDataset: shards is a
     wids descriptor (a path or URL to its JSON, or an open file) or a list of
     {"url", "nsamples"} dicts. lru_size shards are kept open per process; cache_dir and
-    cache_size keep remote shards' bytes on local disk (libshard's cache)."""
+    cache_size keep remote shards' bytes on local disk (libshard's cache). keys (libshard's):
+    a view, the samples a file or list of keys chooses alone (IndexedShards' keys)."""
 
     def __init__(self, shards, *, cache_size=int(1e12), cache_dir=None, lru_size=10,
                  dataset_name=None, localname=None, transformations="PIL", keep=False,
-                 base=None, options=None):
+                 base=None, options=None, keys=None):
         super().__init__()
         if localname is not None:
             raise NotImplementedError("localname: libshard reads shards in place (or through "
@@ -140,7 +141,7 @@ class ShardListDataset(Dataset):
             self.base = base if base is not None else url.rsplit("/", 1)[0] if "/" in url else "."
             # libshard reads the manifest, under its limits, with its name and each shard's
             # "dataset": Python builds no object of the whole
-            self.indexed = IndexedShards(url, open_files=lru_size, **remote)
+            self.indexed = IndexedShards(url, open_files=lru_size, keys=keys, **remote)
             name = self.indexed.manifests["names"][0]
             self.spec = {"name": name} if name else {}
             self.shards_source = url
@@ -153,7 +154,7 @@ class ShardListDataset(Dataset):
             for d in self.shards:
                 if base is not None and "://" not in d["url"] and not os.path.isabs(d["url"]):
                     d["url"] = os.path.join(base, d["url"])
-            self.indexed = IndexedShards(None, open_files=lru_size, **remote,
+            self.indexed = IndexedShards(None, open_files=lru_size, keys=keys, **remote,
                                          entries=[(d["url"], d["nsamples"]) for d in self.shards])
             self.dataset_name = dataset_name or str(shards)[:64]
         self.lengths = list(self.indexed.counts)

@@ -50,7 +50,7 @@ def stub_parameters():
     ("Loader", ("reader", "remote", "loader", "transform"), {"self", "urls", "gpu"}),
     ("ShardFiles", ("remote",), {"self", "urls", "open_files", "indexes"}),
     ("list_shards", ("remote",), {"specs", "make_indexes", "index_cache", "manifests", "columns",
-                                  "write_manifest"}),
+                                  "write_manifest", "keys"}),
     ("Writer", ("writer", "bucket"), {"self", "pattern"}),
     ("PackPlan", ("pack", "bucket"), {"self", "src", "pattern", "list", "on_error"}),
     ("Uploader", ("upload",), {"self", "gpu", "loader"}),

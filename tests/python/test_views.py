@@ -243,3 +243,27 @@ def test_subset_writes_the_chosen_members_as_a_set(shardcat, twenty, every, tmp_
     no_keys = subprocess.run([str(shardcat), "subset", urls, "-o", str(tmp_path / "x-%d.tar")],
                              capture_output=True, text=True, timeout=60)
     assert no_keys.returncode == 2 and "subset wants --keys FILE" in no_keys.stderr
+
+
+def test_indexed_access_to_a_view(twenty, every, shard_of, tmp_path):
+    """IndexedShards(keys=) and wids' ShardListDataset(keys=): the chosen samples alone,
+    indexed 0..len-1 in shard order, each read by index (its number in its shard kept)."""
+    from libshard.indexed import IndexedShards
+    from libshard.wids import ShardListDataset
+    top, urls = twenty
+    chosen = random.Random(14).sample(every, 77)
+    whole = IndexedShards(urls)
+    view = IndexedShards(urls, keys=chosen + ["not/there"])
+    assert len(view) == 77 and len(whole) == SHARDS * PER
+    got = [view[i]["__key__"] for i in range(len(view))]
+    assert sorted(got) == sorted(chosen)
+    order = {whole[i]["__key__"]: i for i in range(len(whole))}
+    assert [order[k] for k in got] == sorted(order[k] for k in chosen), "shard order"
+    one = view[5]
+    assert one == {**whole[order[one["__key__"]]], "__index__": 5}
+    ds = ShardListDataset(str(top / "set" / "train.json"), keys=str(key_file(tmp_path, chosen)),
+                          transformations=[])
+    assert len(ds) == 77 and sorted(ds[i]["__key__"] for i in range(77)) == sorted(chosen)
+    from libshard.torch import IndexedShardDataset
+    mapped = IndexedShardDataset(urls, keys=chosen, image_size=16, crop="center")
+    assert len(mapped) == 77 and mapped.raw(5)["__key__"] == got[5]

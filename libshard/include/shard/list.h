@@ -126,6 +126,30 @@ SHARD_API void shard_list_index_counts(const ShardList *l, uint64_t *built, uint
 /** Frees a list and sets *l to NULL; accepts NULL. */
 SHARD_API void shard_list_free(ShardList **l);
 
+/** A view of a list: the samples of each shard a file of keys chooses (as
+ *  ShardReaderSettings.keys reads them), found in the shards' indexes. */
+typedef struct ShardView ShardView;
+
+/**
+ * Finds the samples of l's shards whose keys the file at keys lists (one a line), in each
+ * shard's index (the one the list names, else the .idx beside it), several shards at once.
+ * @param out receives the view, owned by the caller (shard_view_free); NULL on failure
+ * @param l the list, borrowed while the view is made
+ * @param remote where remote indexes are read through; borrowed
+ * @param err optional; the key file unreadable, a shard without an index naming its samples
+ */
+SHARD_API int shard_view_new(ShardView **out, const ShardList *l, const char *keys,
+                             ShardRemote *remote, ShardError *err);
+/** @return the samples of shard i chosen */
+SHARD_API uint64_t shard_view_count(const ShardView *v, size_t i);
+/** @return the sample number in shard i of its j-th chosen sample (j < shard_view_count),
+ *  in the shard's order */
+SHARD_API uint64_t shard_view_sample(const ShardView *v, size_t i, uint64_t j);
+/** The keys the file gave (each once), and those that chose no sample. */
+SHARD_API void shard_view_keys(const ShardView *v, uint64_t *given, uint64_t *missing);
+/** Frees a view and sets *v to NULL; accepts NULL. */
+SHARD_API void shard_view_free(ShardView **v);
+
 /**
  * Expands a shard list: brace patterns ("train-{000000..000099}.tar", "{a,b}", several
  * braces, zero padding kept), a manifest (a path ending in ".json", urls resolved against

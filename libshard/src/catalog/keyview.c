@@ -276,3 +276,48 @@ uint64_t shard_keyview_missing(const ShardKeyView *v) { return v->missing; }
 size_t shard_keyview_missing_named(const ShardKeyView *v) { return v->nmissing_named; }
 const char *shard_keyview_missing_key(const ShardKeyView *v, size_t i) { return v->missing_key[i]; }
 const char *shard_keyview_id(const ShardKeyView *v) { return v->id; }
+
+/* ---- the public view (shard/list.h): the same, behind its own name ------------------ */
+
+struct ShardView {
+    ShardKeyView *kv;
+};
+
+int shard_view_new(ShardView **out, const ShardList *l, const char *keys, ShardRemote *remote,
+                   ShardError *err)
+{
+    *out = NULL;
+    char msg[SHARD_ERROR_MAX];
+    ShardView *v = calloc(1, sizeof *v);
+    if (!v)
+        return shard_report(err, SHARD_ERR_NOMEM, "out of memory");
+    int rc = shard_keyview_new(&v->kv, l, keys, remote, msg);
+    if (rc) {
+        free(v);
+        return shard_report(err, rc, msg);
+    }
+    *out = v;
+    return 0;
+}
+
+uint64_t shard_view_count(const ShardView *v, size_t i) { return shard_keyview_count(v->kv, i); }
+
+uint64_t shard_view_sample(const ShardView *v, size_t i, uint64_t j)
+{
+    return shard_keyview_sample(v->kv, i, j);
+}
+
+void shard_view_keys(const ShardView *v, uint64_t *given, uint64_t *missing)
+{
+    *given = shard_keyview_keys(v->kv);
+    *missing = shard_keyview_missing(v->kv);
+}
+
+void shard_view_free(ShardView **pv)
+{
+    if (!pv || !*pv)
+        return;
+    shard_keyview_free(&(*pv)->kv);
+    free(*pv);
+    *pv = NULL;
+}

@@ -52,11 +52,12 @@ class IndexedShardDataset(torch.utils.data.Dataset):
     index): set_epoch changes them; the same index in the same epoch is the same image.
     decode=False: ds[i] is the sample's dict, as ShardDataset(decode=False) yields it. Shards
     without an index (plain tars) are indexed once and kept in index_cache (IndexedShards);
-    make_indexes="never" refuses them instead. ShardDataset's streaming and batching
+    make_indexes="never" refuses them instead. keys: a view (IndexedShards' keys): the samples
+    a file or list of keys chooses alone. ShardDataset's streaming and batching
     settings are refused, each naming what does it for a map-style dataset.
     """
 
-    def __init__(self, spec, *, seed=0, open_files=8, decode=True, index_cache=None,
+    def __init__(self, spec, *, seed=0, open_files=8, decode=True, index_cache=None, keys=None,
                  **options):
         super().__init__()
         remote = {k: options.pop(k) for k in list(options) if k in _settings.REMOTE_KEYS}
@@ -75,13 +76,13 @@ class IndexedShardDataset(torch.utils.data.Dataset):
         if unknown:
             raise _settings.unknown("IndexedShardDataset", unknown,
                                     [*_KEYS, *_settings.REMOTE_KEYS, "seed", "open_files",
-                                     "decode", "index_cache", "make_indexes"])
+                                     "decode", "index_cache", "make_indexes", "keys"])
         self.options = _settings.check(options)
         self.seed = _settings.check({"seed": seed})["seed"]
         self.decode = bool(decode)
         self.epoch = 0
         self.shards = IndexedShards(spec, open_files=open_files, index_cache=index_cache,
-                                    make_indexes=make != "never", **remote)
+                                    make_indexes=make != "never", keys=keys, **remote)
         o = {**{k: _settings.DEFAULTS[k] for k in _KEYS}, **self.options}
         size = o["image_size"]
         self.height, self.width = (size, size) if isinstance(size, int) else size
