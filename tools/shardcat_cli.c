@@ -257,9 +257,9 @@ static int show_option(int c, const char *arg, ShardcatCli *cli, ShardLoaderSett
     case O_COUNT:
     case O_COLUMNS:
     case O_SIZE:
-        if (cli_parse_u64(arg, &v) || v < 1 || v > 4096)
-            return die_usage("--count, --columns and --image-size want 1 to 4096");
-        if (c == O_COUNT)
+        if (cli_parse_u64(arg, &v) || v < 1 || v > (c == O_COUNT ? UINT32_MAX : 4096))
+            return die_usage("--columns and --image-size want 1 to 4096, --count a count");
+        if (c == O_COUNT) /* show's is checked once the command is known */
             ls->batch_size = (size_t)(cli->shard_samples = v);
         else if (c == O_COLUMNS)
             cli->columns = (int)v;
@@ -386,6 +386,8 @@ static int read_options(int argc, char **argv, ShardcatCli *cli, ShardLoaderSett
         !(cmd == SHARDCAT_SUBSET && (!show_only || subset_count)))
         return die_usage(cmd == SHARDCAT_BATCH ? "that option goes with show, and with batch --show"
                                                : "that option goes with show");
+    if (count && cmd == SHARDCAT_SHOW && cli->shard_samples > 4096)
+        return die_usage("show --count wants 1 to 4096");
     if (count && cmd == SHARDCAT_BATCH)
         return die_usage("batch --show draws the step's batch: --batch-size B, the job's, not --count");
     cli->args = argv + optind;

@@ -101,7 +101,8 @@ static int write_manifest(ShardWriter *w, const char *path, ShardRemote *remote)
     return rc ? 1 : 0;
 }
 
-/* Whether something is at path (a manifest, or whatever stands there). */
+/* 0 when nothing is at path, 2 after saying a set is there, 1 after saying why it could
+ * not be looked at. */
 static int there_already(const char *path, ShardRemote *remote)
 {
     ShardListSettings ls;
@@ -112,7 +113,15 @@ static int there_already(const char *path, ShardRemote *remote)
     ShardError err;
     int rc = shard_list_expand(&l, &path, 1, &ls, &err);
     shard_list_free(&l);
-    return rc != SHARD_ERR_NOT_FOUND;
+    if (rc == SHARD_ERR_NOT_FOUND)
+        return 0;
+    if (rc) {
+        fprintf(stderr, "shardcat: %s\n", err.message);
+        return 1;
+    }
+    fprintf(stderr, "shardcat: %s is there already: a subset writes a new set (remove it, or "
+                    "name another -o)\n", path);
+    return 2;
 }
 
 int shardcat_subset(const ShardcatCli *cli, ShardRemote *remote)
@@ -126,11 +135,10 @@ int shardcat_subset(const ShardcatCli *cli, ShardRemote *remote)
         return 1;
     }
     ShardError err;
-    if (there_already(manifest, remote)) {
-        fprintf(stderr, "shardcat: %s is there already: a subset writes a new set (remove "
-                        "it, or name another -o)\n", manifest);
+    int there = there_already(manifest, remote);
+    if (there) {
         free(manifest);
-        return 2;
+        return there;
     }
     ShardReader *r = open_view(cli, remote);
     ShardWriterSettings ws;

@@ -267,3 +267,26 @@ def test_indexed_access_to_a_view(twenty, every, shard_of, tmp_path):
     from libshard.torch import IndexedShardDataset
     mapped = IndexedShardDataset(urls, keys=chosen, image_size=16, crop="center")
     assert len(mapped) == 77 and mapped.raw(5)["__key__"] == got[5]
+
+
+def test_a_view_makes_the_indexes_a_manifests_shards_lack(shardcat, twenty, every, tmp_path):
+    """Shards listed by a manifest, without their .idx beside them: the view makes each one's
+    index (into the index cache) to find its keys; a gzip shard is refused, named."""
+    import shutil
+    top, urls = twenty
+    bare = tmp_path / "bare"
+    shutil.copytree(top / "set", bare)
+    for idx in bare.glob("*.idx"):
+        idx.unlink()
+    chosen = random.Random(15).sample(every, 40)
+    keys = key_file(tmp_path, chosen)
+    cache = tmp_path / "cache"
+    rc, got, err = stream(shardcat, str(bare / "train.json"), "--keys", keys, "--index-cache",
+                          cache)
+    assert rc == 0 and sorted(got) == sorted(chosen), err
+    gz = tmp_path / "gz"
+    gz.mkdir()
+    subprocess.run(["gzip", "-c", str(top / "set" / "train-000000.tar")],
+                   stdout=open(gz / "train-000000.tar.gz", "wb"), check=True)
+    rc, _, err = stream(shardcat, str(gz / "train-000000.tar.gz"), "--keys", keys)
+    assert rc != 0 and "train-000000.tar.gz: a view reads its samples by index" in err, err

@@ -120,6 +120,12 @@ typedef struct Chooser {
 static int choose_one(Chooser *c, ShardNames *names, size_t s, char *err)
 {
     const ShardListEntry *e = shard_list_entry(c->l, s);
+    size_t len = strcspn(e->url, "?#");
+    if ((len > 3 && !strncmp(e->url + len - 3, ".gz", 3)) ||
+        (len > 4 && !strncmp(e->url + len - 4, ".tgz", 4)))
+        return shard_fail(err, SHARD_ERR_UNSUPPORTED, "keys: %s: a view reads its samples by "
+                          "index, and a gzip stream cannot seek: repack it as .tar, or as "
+                          ".tar.zst with a seek table (shardpack --compress zstd)", e->url);
     if (e->nsamples == SHARD_COUNT_UNKNOWN)
         return shard_fail(err, SHARD_ERR_UNSUPPORTED, "keys: %s: no index to find its samples' "
                           "keys in (make one: shardcat index)", e->url);

@@ -310,6 +310,17 @@ static int fetch_segment(Stream *st, const ShardSegment *seg, size_t n, uint64_t
     /* Skip the samples before first: by index where there is one, else by reading. */
     int seeked = f->s.view || (first && shard_file_seek_in_order(file, first) == 0);
     int64_t indexed = seeked ? shard_file_count(file) : -1;
+    if (f->s.view && indexed < 0) { /* the index the view was made from: why it is not */
+        char msg[SHARD_ERROR_MAX], buf[SHARD_ERROR_MAX];
+        const char *why = explain(f, shard_file_error(file), buf, sizeof buf);
+        if (*why)
+            snprintf(msg, sizeof msg, "%s", why);
+        else
+            shard_fail(msg, SHARD_ERR_FORMAT, "%s: no index to read its chosen samples by",
+                       entry->url);
+        close_shard(f, &file, &seen);
+        return failed(st, msg, count, SHARD_ERR_FORMAT);
+    }
     if (indexed >= 0 && entry->nsamples != SHARD_COUNT_UNKNOWN &&
         (uint64_t)indexed != entry->nsamples) { /* read by the index: the counts must agree */
         close_shard(f, &file, &seen);

@@ -112,8 +112,10 @@ static int open_list(ShardReader *r, const ShardReaderSettings *s)
     int needs_counts = s->order_only || s->nsources > 1 || s->mode == SHARD_MODE_EQUAL ||
                        s->aspect_buckets || s->keys ||
                        (s->epoch_samples && s->mode != SHARD_MODE_RESAMPLED);
-    if (s->make_indexes == SHARD_READER_INDEXES_ALWAYS ||
-        (s->make_indexes == SHARD_READER_INDEXES_AUTO && needs_counts))
+    if (s->keys && s->make_indexes != SHARD_READER_INDEXES_NEVER)
+        ls.build_indexes = SHARD_INDEXES_FOR_SEEKING; /* a view: every shard's names, by index */
+    else if (s->make_indexes == SHARD_READER_INDEXES_ALWAYS ||
+             (s->make_indexes == SHARD_READER_INDEXES_AUTO && needs_counts))
         ls.build_indexes = SHARD_INDEXES_FOR_COUNTS;
     else if (s->make_indexes == SHARD_READER_INDEXES_AUTO && s->mode != SHARD_MODE_RESAMPLED)
         ls.build_indexes = SHARD_INDEXES_WHERE_CHEAP; /* counts let a state move anywhere */

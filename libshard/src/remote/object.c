@@ -104,7 +104,8 @@ int64_t shard_object_direct_until(const ShardObject *o, const ShardResponse *rs)
 {
     if (o->kind != SHARD_OBJ_HF || !rs->redirected[0])
         return 0;
-    return shard_hf_link_until(rs->redirected);
+    int64_t until = shard_hf_link_until(rs->redirected);
+    return until == INT64_MAX ? 0 : until; /* a link that states no expiry is no signed one */
 }
 
 int shard_object_list(ShardRemote *r, const char *url, ShardListFn fn, void *cookie, char *err)

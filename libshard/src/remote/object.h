@@ -28,9 +28,9 @@ SHARD_HIDDEN int shard_object_request(ShardRemote *r, const ShardObject *o, cons
 SHARD_HIDDEN const char *shard_object_version(const ShardObject *o, const ShardResponse *rs);
 
 /* Until when (seconds since 1970) later requests for o may go straight to the link rs was
- * redirected to: the Hub's signed CDN links, until the expiry they state (INT64_MAX: none
- * stated, until refused); 0 when they may not (no redirect; another store, whose redirects
- * are the server's to make each time). */
+ * redirected to: the Hub's signed CDN links, until the expiry they state; 0 when they may
+ * not (no redirect, or to a link that states no expiry; another store, whose redirects are
+ * the server's to make each time). */
 SHARD_HIDDEN int64_t shard_object_direct_until(const ShardObject *o, const ShardResponse *rs);
 
 /* Every object whose name starts with the prefix url names (gs://B/P/, s3://B/P/), in name

@@ -151,11 +151,12 @@ static size_t on_header(char *p, size_t size, size_t nmemb, void *cookie)
         const char *sp = memchr(p, ' ', n);
         long status = sp ? strtol(sp + 1, NULL, 10) : 0;
         char *to = redirect_target(x), was[sizeof rs->redirected];
+        int hop = rs->status >= 300 && rs->status < 400; /* a 3xx: where it led, or unknown */
         memcpy(was, rs->redirected, sizeof was); /* kept past a 100 Continue */
         memset(rs, 0, sizeof *rs);
-        if (!to)
+        if (!hop)
             memcpy(rs->redirected, was, sizeof was);
-        else if (strlen(to) < sizeof rs->redirected)
+        else if (to && strlen(to) < sizeof rs->redirected)
             memcpy(rs->redirected, to, strlen(to) + 1);
         curl_free(to);
         rs->status = status;

@@ -44,12 +44,16 @@ typedef struct Remote {
     ShardNetLane *lane; /* where its transfers run (a reference), NULL: the network thread */
     char *direct;       /* the signed link a resolve led to, asked straight, or NULL */
     int64_t direct_until; /* its expiry (seconds since 1970) */
+    int refused;        /* links refused: past LINKS_REFUSED, resolved each time after */
 } Remote;
 
 enum { RETRY = 1, RESOLVE_AGAIN = 2 };
 
 /* A link is not asked in its last minute: clocks differ, and a transfer takes time. */
 #define LINK_MARGIN 60
+/* Links refused before their time (revoked, or never good to ask straight) after which an
+ * object goes through its resolve URL each time: two round trips a read no more. */
+#define LINKS_REFUSED 3
 
 static int fail_replaced(ShardSource *s, Remote *m, uint64_t off, const char *now)
 {
@@ -94,7 +98,8 @@ static int judge(ShardSource *s, Remote *m, ShardXfer *x, uint64_t off, uint64_t
                 return fail_replaced(s, m, off, v);
             s->size = rs->total;
         }
-        int64_t until = direct ? 0 : shard_object_direct_until(&m->o, rs);
+        int64_t until = direct || m->refused >= LINKS_REFUSED ? 0
+                                                              : shard_object_direct_until(&m->o, rs);
         if (until > 0) {
             free(m->direct);
             m->direct = strdup(rs->redirected); /* NULL (no memory): resolved each time */
@@ -172,6 +177,7 @@ static int start_xfer(ShardSource *s, Remote *m, uint64_t off, uint64_t to, int 
         if (rc == RESOLVE_AGAIN) { /* no failure of the object's: no backoff, no retry spent */
             shard_xfer_free(out);
             forget_link(m);
+            m->refused++;
             continue;
         }
         if (rc != RETRY)

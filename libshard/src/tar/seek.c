@@ -528,6 +528,8 @@ int shard_indexed_read(ShardIndexed *x, uint64_t i, const ShardFileSettings *s, 
         if ((rc = read_field(x, i, e, rec, limit, &x->span, x->span_from, sb, err)))
             return rc;
     }
+    if (i >= x->run_last) /* no run goes on from it: the span's memory back */
+        shard_buf_free(&x->span);
     uint64_t start = x->idx.entries[lo].offset;
     *offset = start >= 512 ? start - 512 : 0;
     return 0;
