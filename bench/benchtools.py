@@ -25,6 +25,44 @@ def pack(shardpack, src, pattern, maxcount):
                     "--no-fsync"], check=True)
 
 
+def packed_once(folder, out, per_shard=500):
+    """folder packed by the build's shardpack into out/train-NNNNNN.tar (per_shard samples
+    each, with indexes) unless out holds shards already; the shards."""
+    from pathlib import Path
+    out = Path(out)
+    if not any(out.glob("*.tar")):
+        out.mkdir(parents=True, exist_ok=True)
+        shardpack = Path(__file__).resolve().parents[1] / "build" / "tools" / "shardpack"
+        subprocess.run([str(shardpack), str(folder), "-o", str(out / "train-%06d.tar"), "-c",
+                        str(per_shard), "-q"], check=True)
+    return sorted(out.glob("*.tar"))
+
+
+def webdataset_parser():
+    """The arguments of a bench run against WebDataset: IMAGEFOLDER, --webdataset DIR (a copy
+    of its repository at v1.0.2: tests/wds_suite/run.py's), --rounds N."""
+    import argparse
+    import os
+    ap = argparse.ArgumentParser()
+    ap.add_argument("imagefolder")
+    ap.add_argument("--webdataset", default=os.path.expanduser(
+        "~/.cache/libshard/webdataset-e0953f9"))
+    ap.add_argument("--rounds", type=int, default=5)
+    return ap
+
+
+def python_run(code, args, env=None):
+    """The words a fresh `python3 -c code args...` prints (one thread a library: OMP), its
+    environment os.environ with env; exits with its stderr when it fails."""
+    import os
+    import sys
+    cp = subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True,
+                        text=True, env={**os.environ, "OMP_NUM_THREADS": "1", **(env or {})})
+    if cp.returncode:
+        sys.exit(cp.stderr[-3000:])
+    return cp.stdout.split()
+
+
 def medians_table(times, nfiles, total, maxcount, rounds):
     """Prints the medians of interleaved rounds ({name: [seconds]}) with MB/s; returns them."""
     import statistics

@@ -16,10 +16,8 @@ fresh process, a round running both (alternating which goes first):
               PILToTensor, batched(64), through a DataLoader with 2 workers
 The table gives the median of --rounds rounds in images a second, and the ratio.
 """
-import argparse
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -27,6 +25,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "remote"))
 import servers  # noqa: E402
+from benchtools import packed_once, python_run, webdataset_parser  # noqa: E402
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 
@@ -57,32 +56,16 @@ print(n / (time.perf_counter() - t), n)
 """
 
 
-def pack(folder, out):
-    if not any(out.glob("*.tar")):
-        out.mkdir(parents=True, exist_ok=True)
-        subprocess.run([str(REPO / "build" / "tools" / "shardpack"), str(folder), "-o",
-                        str(out / "train-%06d.tar"), "-c", "500", "-q"], check=True)
-    return sorted(out.glob("*.tar"))
-
-
 def run(code, url, path, endpoint):
-    cp = subprocess.run([sys.executable, "-c", code, url, path], capture_output=True, text=True,
-                        env={**os.environ, "OMP_NUM_THREADS": "1", "HF_ENDPOINT": endpoint})
-    if cp.returncode:
-        sys.exit(cp.stderr[-3000:])
-    rate, n = cp.stdout.split()
+    rate, n = python_run(code, [url, path], {"HF_ENDPOINT": endpoint})
     return float(rate), int(n)
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("imagefolder")
-    ap.add_argument("--webdataset", default=os.path.expanduser(
-        "~/.cache/libshard/webdataset-e0953f9"))
-    ap.add_argument("--rounds", type=int, default=5)
+    ap = webdataset_parser()
     a = ap.parse_args()
     work = Path(tempfile.gettempdir()) / "libshard-hub-bench"
-    shards = pack(a.imagefolder, work / "www" / "data")
+    shards = packed_once(a.imagefolder, work / "www" / "data")
     cdn = servers.free_port()
     ng = servers.Nginx(work / "www", extra=f"""
       location ~ ^/datasets/o/n/resolve/{SHA}/(.*)$ {{ return 302 http://127.0.0.1:{cdn}/$1; }}

@@ -20,7 +20,6 @@ included through their own counters, summed):
   libshard raw      libshard's Reader(shards, keys=FILE): the chosen samples' bytes
   webdataset raw    WebDataset(shards).select(key in keys), one process
 """
-import argparse
 import os
 import random
 import statistics
@@ -30,6 +29,8 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "bench"))
+from benchtools import packed_once, python_run, webdataset_parser  # noqa: E402
 
 IO = r"""
 def rchar(pid="self"):
@@ -92,33 +93,17 @@ print(n / (time.perf_counter() - t), n, rchar() - r0)
 """
 
 
-def pack(folder, out):
-    if not any(out.glob("*.tar")):
-        out.mkdir(parents=True, exist_ok=True)
-        subprocess.run([str(REPO / "build" / "tools" / "shardpack"), str(folder), "-o",
-                        str(out / "train-%06d.tar"), "-c", "500", "-q"], check=True)
-    return sorted(out.glob("*.tar"))
-
-
 def run(code, url, keys, path):
-    cp = subprocess.run([sys.executable, "-c", code, url, str(keys), path], capture_output=True,
-                        text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
-    if cp.returncode:
-        sys.exit(cp.stderr[-3000:])
-    rate, n, io = cp.stdout.split()
+    rate, n, io = python_run(code, [url, keys, path])
     return float(rate), int(n), int(io)
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("imagefolder")
-    ap.add_argument("--webdataset", default=os.path.expanduser(
-        "~/.cache/libshard/webdataset-e0953f9"))
+    ap = webdataset_parser()
     ap.add_argument("--share", type=float, default=0.1)
-    ap.add_argument("--rounds", type=int, default=5)
     a = ap.parse_args()
     work = Path(tempfile.gettempdir()) / "libshard-view-bench"
-    shards = pack(a.imagefolder, work / "data")
+    shards = packed_once(a.imagefolder, work / "data")
     url = str(work / "data" / f"train-{{000000..{len(shards) - 1:06d}}}.tar")
     every = subprocess.run([str(REPO / "build" / "tools" / "shardcat"), "stream", url, "--seed",
                             "0"], capture_output=True, text=True, check=True).stdout.split("\n")
