@@ -71,6 +71,22 @@ static int env_int(const char *name, int fallback)
 
 /* Expands the shard list (every source's specs in one list, in order) and sets up the mix
  * when there is one. */
+/* The indexes the list makes (ShardListSettings.build_indexes) for what s reads. */
+static int indexes_to_make(const ShardReaderSettings *s)
+{
+    int needs_counts = s->order_only || s->nsources > 1 || s->mode == SHARD_MODE_EQUAL ||
+                       s->aspect_buckets || s->keys ||
+                       (s->epoch_samples && s->mode != SHARD_MODE_RESAMPLED);
+    if (s->keys && s->make_indexes != SHARD_READER_INDEXES_NEVER)
+        return SHARD_INDEXES_FOR_SEEKING; /* a view: every shard's names, read by index */
+    if (s->make_indexes == SHARD_READER_INDEXES_ALWAYS ||
+        (s->make_indexes == SHARD_READER_INDEXES_AUTO && needs_counts))
+        return SHARD_INDEXES_FOR_COUNTS;
+    if (s->make_indexes == SHARD_READER_INDEXES_AUTO && s->mode != SHARD_MODE_RESAMPLED)
+        return SHARD_INDEXES_WHERE_CHEAP; /* counts let a state move anywhere */
+    return 0;
+}
+
 static int open_list(ShardReader *r, const ShardReaderSettings *s)
 {
     const char *const *specs = s->urls;
@@ -109,16 +125,7 @@ static int open_list(ShardReader *r, const ShardReaderSettings *s)
     ls.manifest_commands = s->manifest_commands;
     ls.manifest_local = s->manifest_local;
     ls.columns = s->aspect_buckets != NULL;
-    int needs_counts = s->order_only || s->nsources > 1 || s->mode == SHARD_MODE_EQUAL ||
-                       s->aspect_buckets || s->keys ||
-                       (s->epoch_samples && s->mode != SHARD_MODE_RESAMPLED);
-    if (s->keys && s->make_indexes != SHARD_READER_INDEXES_NEVER)
-        ls.build_indexes = SHARD_INDEXES_FOR_SEEKING; /* a view: every shard's names, by index */
-    else if (s->make_indexes == SHARD_READER_INDEXES_ALWAYS ||
-             (s->make_indexes == SHARD_READER_INDEXES_AUTO && needs_counts))
-        ls.build_indexes = SHARD_INDEXES_FOR_COUNTS;
-    else if (s->make_indexes == SHARD_READER_INDEXES_AUTO && s->mode != SHARD_MODE_RESAMPLED)
-        ls.build_indexes = SHARD_INDEXES_WHERE_CHEAP; /* counts let a state move anywhere */
+    ls.build_indexes = indexes_to_make(s);
     ls.index_cache = s->index_cache;
     ls.threads = (unsigned)r->s.streams;
     ls.progress = 1;
