@@ -2,7 +2,6 @@
  * A key list's view of a shard list (keyview.h). The keys are sorted once and looked up
  * by bisection; each shard's index is read once, in list order, for its samples' keys.
  */
-#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -14,6 +13,7 @@
 #include "base/thread.h"
 #include "catalog/keyview.h"
 #include "catalog/samplenames.h"
+#include "source/open.h"
 
 #define MISSING_NAMED 8
 
@@ -39,31 +39,16 @@ static int by_key(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The keys of the file at path into k. */
-static int read_keys(Keys *k, const char *path, char *err)
+/* The keys of the file at path (read through remote where it is one) into k. */
+static int read_keys(Keys *k, const char *path, ShardRemote *remote, char *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return shard_fail(err, errno == ENOENT ? SHARD_ERR_NOT_FOUND : SHARD_ERR_IO,
-                          "keys: %s: %s", path, strerror(errno));
-    size_t cap = 1 << 16, len = 0;
-    k->text = malloc(cap);
-    for (size_t got; k->text && (got = fread(k->text + len, 1, cap - len - 1, f)) > 0;) {
-        len += got;
-        if (len + 1 == cap) {
-            char *t = realloc(k->text, cap *= 2);
-            if (!t)
-                free(k->text);
-            k->text = t;
-        }
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (!k->text)
-        return shard_fail(err, SHARD_ERR_NOMEM, "keys: %s: out of memory", path);
-    if (bad)
-        return shard_fail(err, SHARD_ERR_IO, "keys: %s: read error", path);
-    k->text[len] = 0;
+    ShardBuf b = {0};
+    char why[SHARD_ERROR_MAX];
+    int rc = shard_source_slurp(path, remote, &b, SIZE_MAX - 1, why);
+    k->text = (char *)b.data;
+    if (rc)
+        return shard_fail(err, rc, "keys: %s", why);
+    size_t len = b.len;
     if (memchr(k->text, 0, len))
         return shard_fail(err, SHARD_ERR_FORMAT, "keys: %s: not text (a NUL byte at offset "
                           "%zu): want one key a line", path, strlen(k->text));
@@ -232,7 +217,7 @@ int shard_keyview_new(ShardKeyView **out, const ShardList *l, const char *path,
         return shard_fail(err, SHARD_ERR_NOMEM, "out of memory");
     }
     v->nshards = shard_list_count(l);
-    int rc = read_keys(&k, path, err);
+    int rc = read_keys(&k, path, remote, err);
     if (!rc)
         rc = choose(v, l, &k, remote, &d, err);
     char md5[33], sha[65];

@@ -400,8 +400,7 @@ static int read_zst_into(ShardIndexed *x, uint64_t off, uint64_t size, uint64_t 
  * copy read in one piece with the header (a .tar.zst's through its frames, none claiming
  * more than limit bytes). */
 static int read_field(ShardIndexed *x, uint64_t i, const ShardIndexEntry *e, ShardFieldRec *rec,
-                      uint64_t limit, const ShardBuf *span, uint64_t span_from,
-                      ShardSampleBuf *sb, char *err)
+                      uint64_t limit, ShardSampleBuf *sb, char *err)
 {
     ShardSource *src = x->src;
     const char *name = e->name ? e->name : e->ext;
@@ -429,8 +428,8 @@ static int read_field(ShardIndexed *x, uint64_t i, const ShardIndexEntry *e, Sha
     if (!dst)
         return shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", src->url);
     int rc = 0;
-    if (span->len) /* the sample's bytes, read in one request */
-        memcpy(dst, span->data + (from - span_from), (size_t)n);
+    if (x->span.len) /* the sample's bytes, read in one request (read_span) */
+        memcpy(dst, x->span.data + (from - x->span_from), (size_t)n);
     else
         rc = x->zstd ? read_zst_into(x, from, n, limit, dst, err)
                      : shard_source_read_at(src, from, dst, (size_t)n);
@@ -525,7 +524,7 @@ int shard_indexed_read(ShardIndexed *x, uint64_t i, const ShardFileSettings *s, 
             return shard_fail(err, SHARD_ERR_NOMEM, "%s: out of memory", url);
         rec->size = e->size;
         rec->offset = e->offset;
-        if ((rc = read_field(x, i, e, rec, limit, &x->span, x->span_from, sb, err)))
+        if ((rc = read_field(x, i, e, rec, limit, sb, err)))
             return rc;
     }
     if (i >= x->run_last) /* no run goes on from it: the span's memory back */
